@@ -1,1 +1,22 @@
-__all__: list[str] = []
+"""Model providers behind one interface; see ``registry`` for how a spec is resolved."""
+
+from activities.providers.base import CallContext, Provider
+from activities.providers.registry import (
+    DEFAULT_MODEL,
+    MODEL_EXAMPLES,
+    PROVIDERS,
+    ResolvedModel,
+    parse_model_spec,
+    resolve_model,
+)
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "MODEL_EXAMPLES",
+    "PROVIDERS",
+    "CallContext",
+    "Provider",
+    "ResolvedModel",
+    "parse_model_spec",
+    "resolve_model",
+]

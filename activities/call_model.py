@@ -1,0 +1,115 @@
+"""The ``call_model`` activity: one logical model call through whichever provider the spec names."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import httpx
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.config import Settings
+from activities.errors import ConfigError, ProviderError
+from activities.model_types import CallModelInput, ModelResponse
+from activities.pricing import cost_usd
+from activities.providers import CallContext, resolve_model
+from activities.raw_events import RawEventLog
+from activities.run_store import RunStore
+
+__all__ = ["CALL_MODEL", "ModelActivities"]
+
+CALL_MODEL = "call_model"
+
+
+@contextlib.asynccontextmanager
+async def _heartbeat_ticker() -> AsyncIterator[None]:
+    """Heartbeat while waiting on a provider, so a dead worker is noticed quickly."""
+    timeout = activity.info().heartbeat_timeout or timedelta(seconds=30)
+    interval = max(0.2, min(timeout.total_seconds() / 3, 5.0))
+
+    async def tick() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(interval)
+
+    task = asyncio.create_task(tick())
+    try:
+        yield
+    finally:
+        task.cancel()
+
+
+def _application_error(error: ProviderError) -> ApplicationError:
+    delay = timedelta(seconds=error.retry_after) if error.retry_after is not None else None
+    return ApplicationError(
+        str(error),
+        {"status": error.status, "model": error.model},
+        type=error.error_type,
+        non_retryable=not error.retryable,
+        next_retry_delay=delay,
+    )
+
+
+class ModelActivities:
+    """Holds the shared HTTP client and settings of one worker."""
+
+    def __init__(self, settings: Settings, http: httpx.AsyncClient) -> None:
+        self.settings = settings
+        self.http = http
+        self.store = RunStore(settings.runs_dir)
+
+    @activity.defn(name=CALL_MODEL)
+    async def call_model(self, input: CallModelInput) -> ModelResponse:
+        info = activity.info()
+        request = input.request
+        try:
+            resolved = resolve_model(request.model, self.settings, base_url=request.base_url)
+        except ConfigError as exc:
+            raise ApplicationError(str(exc), type="config.invalid", non_retryable=True) from None
+        raw_events = RawEventLog(
+            self.store.path(input.run_id, "raw-events.jsonl"),
+            secrets=[resolved.api_key or ""],
+            base={
+                "call_id": input.call_id,
+                "call_key": input.call_key,
+                "activity_attempt": info.attempt,
+                "provider": resolved.provider_name,
+                "provider_kind": resolved.endpoint.kind,
+                "model": resolved.model_name,
+            },
+        )
+        ctx = CallContext(
+            call_id=input.call_id,
+            call_key=input.call_key,
+            run_id=input.run_id,
+            phase=input.phase,
+            attempt=input.attempt,
+            provider_name=resolved.provider_name,
+            model_name=resolved.model_name,
+            endpoint=resolved.endpoint,
+            api_key=resolved.api_key,
+            http=self.http,
+            raw_events=raw_events,
+            role=request.role,
+            tag=request.tag,
+        )
+        started = time.monotonic()
+        try:
+            async with _heartbeat_ticker():
+                response = await resolved.implementation.request(request, ctx)
+        except ProviderError as exc:
+            raise _application_error(exc) from None
+        except ConfigError as exc:
+            raise ApplicationError(str(exc), type="config.invalid", non_retryable=True) from None
+        price = self.settings.prices.get(f"{resolved.provider_name}:{resolved.model_name}")
+        return response.model_copy(
+            update={
+                "latency_ms": round((time.monotonic() - started) * 1000, 3),
+                "transport_retries": info.attempt - 1 + ctx.fallbacks,
+                "usd": cost_usd(price, response.usage) if price else response.usd,
+            }
+        )

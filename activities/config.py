@@ -1,0 +1,153 @@
+"""Configuration: flags > environment > ``ponder.toml`` > defaults.
+
+The file is found at ``--config``, ``$PONDER_CONFIG``, ``./ponder.toml`` or
+``$PONDER_HOME/ponder.toml``, first hit wins. Secrets never live in it: an endpoint names the
+environment variable that holds its key (``api_key_env``), read from the environment or from the
+``KEY=VALUE`` file at ``$PONDER_SECRETS_FILE``.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from activities.errors import ConfigError
+
+__all__ = ["Endpoint", "Price", "Settings", "load_settings", "read_secret"]
+
+ProviderKind = Literal["openai", "anthropic", "command", "sim", "replay"]
+
+
+class Endpoint(BaseModel):
+    """A named provider endpoint: ``[providers.<name>]``."""
+
+    kind: ProviderKind
+    base_url: str | None = None
+    api_key_env: str | None = None
+    models: list[str] = []
+    argv: list[str] = Field(default=[], description="command kind: the program and its arguments")
+    timeout_s: float = 600.0
+
+
+class Price(BaseModel):
+    """USD per million tokens for one provider+model."""
+
+    input: float
+    output: float
+    cache_hit: float | None = None
+    cache_miss: float | None = None
+    long_context_threshold: int | None = Field(
+        default=None, description="input tokens above which the long_context rates apply"
+    )
+    long_context_input: float | None = None
+    long_context_output: float | None = None
+
+
+class Settings(BaseModel):
+    home: Path
+    runs_dir: Path
+    payload_dir: Path
+    payload_threshold: int = 16 * 1024
+    task_queue: str = "ponder"
+    namespace: str = "default"
+    temporal_address: str | None = None
+    providers: dict[str, Endpoint] = {}
+    prices: dict[str, Price] = Field(default={}, description='keyed "provider:model"')
+    config_file: Path | None = None
+
+
+_BUILTIN_ENDPOINTS: dict[str, Endpoint] = {
+    "openai": Endpoint(
+        kind="openai", base_url="https://api.openai.com/v1", api_key_env="OPENAI_API_KEY"
+    ),
+    "anthropic": Endpoint(
+        kind="anthropic", base_url="https://api.anthropic.com", api_key_env="ANTHROPIC_API_KEY"
+    ),
+    "sim": Endpoint(kind="sim"),
+    "command": Endpoint(kind="command"),
+    "replay": Endpoint(kind="replay"),
+}
+
+
+def _config_path(explicit: str | Path | None, home: Path) -> Path | None:
+    for candidate in (explicit, os.environ.get("PONDER_CONFIG")):
+        if candidate:
+            return Path(candidate)
+    for candidate in (Path("ponder.toml"), home / "ponder.toml"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except OSError as exc:
+        raise ConfigError(
+            f"config file {path} cannot be read ({exc.strerror}): fix its path or permissions"
+        ) from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML ({exc}): fix the syntax") from exc
+
+
+def load_settings(config: str | Path | None = None, **flags: Any) -> Settings:
+    """Build the settings; ``flags`` are command-line values (None means "not given")."""
+    home = Path(flags.get("home") or os.environ.get("PONDER_HOME") or Path.home() / ".ponder")
+    path = _config_path(config, home)
+    data = _read_toml(path) if path else {}
+    env = {
+        "runs_dir": os.environ.get("PONDER_RUNS_DIR"),
+        "payload_dir": os.environ.get("PONDER_PAYLOAD_DIR"),
+        "payload_threshold": os.environ.get("PONDER_PAYLOAD_THRESHOLD"),
+        "task_queue": os.environ.get("PONDER_TASK_QUEUE"),
+        "namespace": os.environ.get("TEMPORAL_NAMESPACE"),
+        "temporal_address": os.environ.get("TEMPORAL_ADDRESS"),
+    }
+    merged: dict[str, Any] = {k: v for k, v in data.get("ponder", {}).items()}
+    merged.update({k: v for k, v in env.items() if v})
+    merged.update({k: v for k, v in flags.items() if v is not None and k != "home"})
+    merged.setdefault("runs_dir", home / "runs")
+    merged.setdefault("payload_dir", home / "payloads")
+    providers = dict(_BUILTIN_ENDPOINTS)
+    prices: dict[str, Any] = {}
+    try:
+        for name, table in data.get("providers", {}).items():
+            table = dict(table)
+            for model, price in table.pop("prices", {}).items():
+                prices[f"{name}:{model}"] = Price.model_validate(price)
+            providers[name] = Endpoint.model_validate(table)
+        for key, price in data.get("prices", {}).items():
+            prices[key] = Price.model_validate(price)
+        return Settings(home=home, providers=providers, prices=prices, config_file=path, **merged)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(p) for p in error["loc"])
+        raise ConfigError(
+            f"config {path or '(defaults)'}: {field}: {error['msg']}: fix that entry"
+        ) from None
+
+
+def _secrets_file() -> dict[str, str]:
+    path = os.environ.get("PONDER_SECRETS_FILE")
+    if not path:
+        return {}
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as exc:
+        raise ConfigError(f"secrets file {path} cannot be read ({exc.strerror})") from exc
+    secrets = {}
+    for line in lines:
+        key, sep, value = line.strip().partition("=")
+        if sep and not key.startswith("#"):
+            secrets[key.strip()] = value.strip().strip("'\"")
+    return secrets
+
+
+def read_secret(name: str) -> str | None:
+    """The value of secret ``name`` from the environment, else the secrets file."""
+    return os.environ.get(name) or _secrets_file().get(name)

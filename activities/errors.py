@@ -1,0 +1,130 @@
+"""The one ponder error tree.
+
+```
+PonderError                      base of everything ponder raises on purpose
+├── ConfigError                  bad flag, config file, model spec or missing secret (exit 2)
+├── ServerError                  the Temporal server cannot be reached, started or shared (exit 2)
+│   └── NoWorkerError            nothing polls the task queue
+└── ProviderError                a model call failed; ``failure_class`` names the family
+    ├── TransportError           connection trouble or 5xx             retryable
+    ├── RateLimitedError         429; ``retry_after`` seconds if sent  retryable
+    ├── ModelTimeoutError        no answer within the call timeout      retryable
+    ├── MalformedOutputError     the provider answered something unparseable
+    ├── PolicyRefusalError       the provider refused on content policy
+    ├── DispatchError            a command provider exited non-zero (stderr is the detail)
+    ├── AuthError                401/403: key missing or wrong
+    └── BadRequestError          any other 4xx: the request itself is wrong
+```
+
+Third-party exceptions (httpx, subprocess, JSON) are translated into this tree in
+``activities.providers.http`` and ``activities.call_model``, the only places that catch them.
+Inside Temporal a ProviderError travels as ``ApplicationError(type="provider.<class>")``;
+``NON_RETRYABLE_TYPES`` is the list the retry policies use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+__all__ = [
+    "NON_RETRYABLE_TYPES",
+    "AuthError",
+    "BadRequestError",
+    "ConfigError",
+    "DispatchError",
+    "MalformedOutputError",
+    "ModelTimeoutError",
+    "NoWorkerError",
+    "PolicyRefusalError",
+    "PonderError",
+    "ProviderError",
+    "RateLimitedError",
+    "ServerError",
+    "TransportError",
+]
+
+
+class PonderError(Exception):
+    """Base of every error ponder raises on purpose."""
+
+
+class ConfigError(PonderError):
+    """A flag, config file, model spec or secret is wrong; the message says how to fix it."""
+
+
+class ServerError(PonderError):
+    """The Temporal server cannot be reached, started or shared."""
+
+
+class NoWorkerError(ServerError):
+    """No worker polls the task queue."""
+
+
+class ProviderError(PonderError):
+    """A model call failed. Subclasses set ``failure_class`` and ``retryable``."""
+
+    failure_class = "error"
+    retryable = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        model: str = "",
+        status: int | None = None,
+        body: str = "",
+        headers: Mapping[str, str] | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.model = model
+        self.status = status
+        self.body = body[:2000]
+        self.headers = {k.lower(): v for k, v in (headers or {}).items()}
+        self.retry_after = retry_after
+
+    @property
+    def error_type(self) -> str:
+        """The ``ApplicationError.type`` this error travels under."""
+        return f"provider.{self.failure_class}"
+
+
+class TransportError(ProviderError):
+    failure_class = "transport"
+    retryable = True
+
+
+class RateLimitedError(ProviderError):
+    failure_class = "rate_limited"
+    retryable = True
+
+
+class ModelTimeoutError(ProviderError):
+    failure_class = "timeout"
+    retryable = True
+
+
+class MalformedOutputError(ProviderError):
+    failure_class = "malformed_output"
+
+
+class PolicyRefusalError(ProviderError):
+    failure_class = "policy_refusal"
+
+
+class DispatchError(ProviderError):
+    failure_class = "dispatch"
+
+
+class AuthError(ProviderError):
+    failure_class = "auth"
+
+
+class BadRequestError(ProviderError):
+    failure_class = "bad_request"
+
+
+NON_RETRYABLE_TYPES: list[str] = [
+    cls("").error_type
+    for cls in (MalformedOutputError, PolicyRefusalError, DispatchError, AuthError, BadRequestError)
+]

@@ -1,0 +1,50 @@
+"""The one provider interface."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import httpx
+
+from activities.config import Endpoint
+from activities.model_types import ModelRequest, ModelResponse
+from activities.raw_events import RawEventLog
+
+__all__ = ["CallContext", "Provider"]
+
+
+@dataclass
+class CallContext:
+    """Everything a provider needs besides the request; secrets stay in here, out of history."""
+
+    call_id: str
+    call_key: str
+    run_id: str
+    phase: str
+    attempt: int
+    provider_name: str
+    model_name: str
+    endpoint: Endpoint
+    api_key: str | None
+    http: httpx.AsyncClient
+    raw_events: RawEventLog
+    role: str = "ask"
+    tag: str | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
+    fallbacks: int = 0
+    """Extra requests the provider made on its own (e.g. the JSON-mode fallback)."""
+
+    @property
+    def base_url(self) -> str:
+        return (self.endpoint.base_url or "").rstrip("/")
+
+
+class Provider(Protocol):
+    kind: str
+
+    async def request(self, request: ModelRequest, ctx: CallContext) -> ModelResponse: ...
+
+    def parse_response(self, body: Any, request: ModelRequest, ctx: CallContext) -> ModelResponse:
+        """Normalize a recorded response body (used live and by the replay provider)."""
+        ...

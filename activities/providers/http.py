@@ -1,0 +1,112 @@
+"""One HTTP attempt: send, record the raw exchange, translate failures into the error tree."""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from typing import Any
+
+import httpx
+import orjson
+
+from activities.errors import (
+    AuthError,
+    BadRequestError,
+    MalformedOutputError,
+    ModelTimeoutError,
+    PolicyRefusalError,
+    ProviderError,
+    RateLimitedError,
+    TransportError,
+)
+from activities.providers.base import CallContext
+
+__all__ = ["post_json", "retry_after_seconds"]
+
+CALL_ID_HEADER = "X-Ponder-Call-Id"
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` header (delta-seconds or HTTP date)."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _error_for_status(response: httpx.Response, ctx: CallContext) -> ProviderError:
+    status = response.status_code
+    text = response.text
+    kwargs: dict[str, Any] = {
+        "model": f"{ctx.provider_name}:{ctx.model_name}",
+        "status": status,
+        "body": text,
+        "headers": dict(response.headers),
+    }
+    where = f"{ctx.provider_name} answered HTTP {status}"
+    if status == 429:
+        retry_after = retry_after_seconds(response.headers.get("retry-after"))
+        return RateLimitedError(f"{where}: rate limited", retry_after=retry_after, **kwargs)
+    if status in (408, 409) or status >= 500:
+        return TransportError(f"{where}: server trouble, will retry", **kwargs)
+    if status in (401, 403):
+        return AuthError(f"{where}: check the API key for this endpoint", **kwargs)
+    if "content_policy" in text or "content_filter" in text:
+        return PolicyRefusalError(f"{where}: refused by content policy", **kwargs)
+    return BadRequestError(f"{where}: the request was rejected: {text[:300]}", **kwargs)
+
+
+async def post_json(
+    ctx: CallContext, url: str, payload: dict[str, Any], headers: dict[str, str], timeout: float
+) -> Any:
+    """POST ``payload`` and return the decoded JSON body, or raise a ProviderError."""
+    headers = {
+        **headers,
+        CALL_ID_HEADER: ctx.call_id,
+        "X-Ponder-Role": ctx.role,
+        "Content-Type": "application/json",
+    }
+    if ctx.tag:
+        headers["X-Ponder-Tag"] = ctx.tag
+    event: dict[str, Any] = {"url": url, "request": {"headers": headers, "body": payload}}
+    started = time.monotonic()
+    try:
+        response = await ctx.http.post(
+            url, content=orjson.dumps(payload), headers=headers, timeout=timeout
+        )
+    except httpx.TimeoutException as exc:
+        ctx.raw_events.append({**event, "error": f"timeout: {exc!r}"})
+        raise ModelTimeoutError(
+            f"{ctx.provider_name} did not answer within {timeout:.0f}s", model=ctx.model_name
+        ) from exc
+    except httpx.HTTPError as exc:
+        ctx.raw_events.append({**event, "error": f"transport: {exc!r}"})
+        raise TransportError(
+            f"{ctx.provider_name} at {url} unreachable: {exc!r}", model=ctx.model_name
+        ) from exc
+    event["latency_ms"] = round((time.monotonic() - started) * 1000, 3)
+    event["response"] = {"status": response.status_code, "headers": dict(response.headers)}
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    event["response"]["body"] = body if body is not None else response.text[:20000]
+    ctx.raw_events.append(event)
+    if response.status_code >= 400:
+        raise _error_for_status(response, ctx)
+    if body is None:
+        raise MalformedOutputError(
+            f"{ctx.provider_name} answered HTTP {response.status_code} with a body that is "
+            "not JSON",
+            model=ctx.model_name,
+            status=response.status_code,
+            body=response.text,
+        )
+    return body

@@ -1,0 +1,114 @@
+"""OpenAI-compatible chat completions (OpenAI, vLLM, Ollama, llama.cpp, OpenRouter, ...)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from activities.errors import BadRequestError, MalformedOutputError, PolicyRefusalError
+from activities.model_types import ModelRequest, ModelResponse, Usage
+from activities.providers.base import CallContext
+from activities.providers.http import post_json
+
+__all__ = ["OpenAIProvider"]
+
+# Endpoints that rejected ``response_format``; remembered for the life of the worker.
+_NO_JSON_MODE: set[str] = set()
+
+
+class _Message(BaseModel):
+    content: str | None = None
+    refusal: str | None = None
+
+
+class _Choice(BaseModel):
+    message: _Message
+    finish_reason: str | None = None
+
+
+class _PromptDetails(BaseModel):
+    cached_tokens: int = 0
+
+
+class _Usage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    prompt_tokens_details: _PromptDetails | None = None
+
+
+class _Completion(BaseModel):
+    model: str | None = None
+    choices: list[_Choice]
+    usage: _Usage | None = None
+
+
+def _rejects_response_format(error: BadRequestError) -> bool:
+    return "response_format" in error.body or "json_object" in error.body
+
+
+class OpenAIProvider:
+    kind = "openai"
+
+    async def request(self, request: ModelRequest, ctx: CallContext) -> ModelResponse:
+        messages = [{"role": "user", "content": request.prompt}]
+        if request.system:
+            messages.insert(0, {"role": "system", "content": request.system})
+        payload: dict[str, Any] = {
+            "model": ctx.model_name,
+            "messages": messages,
+            "seed": request.seed,
+        }
+        if request.temperature is not None:
+            payload["temperature"] = request.temperature
+        if request.max_output_tokens is not None:
+            payload["max_tokens"] = request.max_output_tokens
+        headers = {"Authorization": f"Bearer {ctx.api_key}"} if ctx.api_key else {}
+        url = f"{ctx.base_url}/chat/completions"
+        json_mode = request.json_mode and ctx.base_url not in _NO_JSON_MODE
+        if json_mode:
+            try:
+                body = await post_json(
+                    ctx,
+                    url,
+                    {**payload, "response_format": {"type": "json_object"}},
+                    headers,
+                    ctx.endpoint.timeout_s,
+                )
+                return self.parse_response(body, request, ctx)
+            except BadRequestError as exc:
+                if not _rejects_response_format(exc):
+                    raise
+                _NO_JSON_MODE.add(ctx.base_url)
+                ctx.fallbacks += 1
+        body = await post_json(ctx, url, payload, headers, ctx.endpoint.timeout_s)
+        return self.parse_response(body, request, ctx)
+
+    def parse_response(self, body: Any, request: ModelRequest, ctx: CallContext) -> ModelResponse:
+        try:
+            completion = _Completion.model_validate(body)
+            choice = completion.choices[0]
+        except (ValidationError, IndexError) as exc:
+            raise MalformedOutputError(
+                f"{ctx.provider_name} answered a chat completion without choices: {exc}",
+                model=ctx.model_name,
+                body=str(body),
+            ) from None
+        if choice.message.refusal or choice.finish_reason == "content_filter":
+            raise PolicyRefusalError(
+                f"{ctx.provider_name} refused: {choice.message.refusal or 'content_filter'}",
+                model=ctx.model_name,
+            )
+        usage = completion.usage or _Usage()
+        cached = usage.prompt_tokens_details.cached_tokens if usage.prompt_tokens_details else 0
+        return ModelResponse(
+            text=choice.message.content or "",
+            model=completion.model or ctx.model_name,
+            provider=ctx.provider_name,
+            usage=Usage(
+                input_tokens=usage.prompt_tokens,
+                output_tokens=usage.completion_tokens,
+                cache_hit_tokens=cached,
+                cache_miss_tokens=usage.prompt_tokens - cached,
+            ),
+        )

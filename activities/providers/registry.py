@@ -1,0 +1,84 @@
+"""The one provider registry: model spec -> endpoint, key and provider implementation."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import urlparse
+
+from activities.config import Endpoint, Settings, read_secret
+from activities.errors import ConfigError
+from activities.providers.anthropic import AnthropicProvider
+from activities.providers.base import Provider
+from activities.providers.command import CommandProvider
+from activities.providers.openai import OpenAIProvider
+from activities.providers.replay import ReplayProvider
+from activities.providers.sim import SimOptions, SimProvider
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "MODEL_EXAMPLES",
+    "PROVIDERS",
+    "ResolvedModel",
+    "parse_model_spec",
+    "resolve_model",
+]
+
+DEFAULT_MODEL = "sim:default"
+MODEL_EXAMPLES = "sim:default, openai:gpt-4o-mini, anthropic:claude-sonnet-4-5, command:./agent.sh"
+_SPEC = re.compile(r"^(?P<provider>[A-Za-z][A-Za-z0-9_.-]*):(?P<model>\S.*)$")
+_OFFICIAL_HOSTS = {"api.openai.com", "api.anthropic.com"}
+
+_base: dict[str, Provider] = {
+    "openai": OpenAIProvider(),
+    "anthropic": AnthropicProvider(),
+    "command": CommandProvider(),
+    "sim": SimProvider(),
+}
+PROVIDERS: dict[str, Provider] = {**_base, "replay": ReplayProvider(_base)}
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    provider_name: str
+    model_name: str
+    endpoint: Endpoint
+    api_key: str | None
+
+    @property
+    def implementation(self) -> Provider:
+        return PROVIDERS[self.endpoint.kind]
+
+
+def parse_model_spec(spec: str) -> tuple[str, str]:
+    """``"provider:model"`` -> ``(provider, model)``, or a ConfigError saying what is wrong."""
+    match = _SPEC.match(spec.strip())
+    if not match:
+        raise ConfigError(
+            f"model {spec!r} is not of the form provider:model (e.g. {MODEL_EXAMPLES})"
+        )
+    return match["provider"], match["model"]
+
+
+def resolve_model(spec: str, settings: Settings, *, base_url: str | None = None) -> ResolvedModel:
+    """Look up the endpoint and key for ``spec``; refuses unknown providers and missing keys."""
+    provider, model = parse_model_spec(spec)
+    endpoint = settings.providers.get(provider)
+    if endpoint is None:
+        known = ", ".join(sorted(settings.providers))
+        raise ConfigError(
+            f"unknown provider {provider!r} in model {spec!r}: use one of {known} "
+            "or add [providers.NAME] to ponder.toml"
+        )
+    if base_url:
+        endpoint = endpoint.model_copy(update={"base_url": base_url})
+    if endpoint.kind == "sim":
+        SimOptions.parse(model)
+    api_key = read_secret(endpoint.api_key_env) if endpoint.api_key_env else None
+    host = urlparse(endpoint.base_url or "").hostname
+    if api_key is None and endpoint.api_key_env and host in _OFFICIAL_HOSTS:
+        raise ConfigError(
+            f"provider {provider!r} needs an API key: set {endpoint.api_key_env} in the "
+            "environment or in the file named by PONDER_SECRETS_FILE"
+        )
+    return ResolvedModel(provider, model, endpoint, api_key)

@@ -1,0 +1,54 @@
+"""Wire replay: answer each call from a recorded ``raw-events.jsonl``.
+
+``replay:/path/to/raw-events.jsonl`` finds the last successful recorded exchange with the same
+call key (phase/index/attempt) and normalizes its response body with the provider that made it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from activities.errors import ConfigError, MalformedOutputError
+from activities.model_types import ModelRequest, ModelResponse
+from activities.providers.base import CallContext, Provider
+
+__all__ = ["ReplayProvider"]
+
+
+def _recorded(path: Path) -> dict[str, dict[str, Any]]:
+    """The last successful exchange per call key."""
+    try:
+        lines = path.read_bytes().splitlines()
+    except OSError as exc:
+        raise ConfigError(f"replay file {path} cannot be read ({exc.strerror})") from exc
+    exchanges: dict[str, dict[str, Any]] = {}
+    for line in lines:
+        event = orjson.loads(line)
+        if event.get("response", {}).get("status") == 200:
+            exchanges[event["call_key"]] = event
+    return exchanges
+
+
+class ReplayProvider:
+    kind = "replay"
+
+    def __init__(self, providers: dict[str, Provider]) -> None:
+        self._providers = providers
+
+    async def request(self, request: ModelRequest, ctx: CallContext) -> ModelResponse:
+        event = _recorded(Path(ctx.model_name)).get(ctx.call_key)
+        if event is None:
+            raise MalformedOutputError(
+                f"replay file {ctx.model_name} has no successful exchange for call "
+                f"{ctx.call_key}: record that run again",
+                model=ctx.model_name,
+            )
+        return self.parse_response(event, request, ctx)
+
+    def parse_response(self, body: Any, request: ModelRequest, ctx: CallContext) -> ModelResponse:
+        original = self._providers[body["provider_kind"]]
+        response = original.parse_response(body["response"]["body"], request, ctx)
+        return response.model_copy(update={"provider": ctx.provider_name})

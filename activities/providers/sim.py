@@ -1,0 +1,187 @@
+"""The simulated provider: deterministic, free, labelled simulated everywhere.
+
+Model names carry options after commas: ``sim:default,accuracy=0.95,latency=uniform:5-20,
+invalid_json_rate=0.1,chars=600``. Every output is a pure function of ``(seed, call key)``
+and the prompt: a generated candidate hides its quality ``q ~ N(0, 1)`` in a visible trailer
+``[sim q=0.731 id=g0-c3]``; the judge reads the trailers of the two candidates in its prompt
+(A first) and picks A with ``P = sigmoid(beta * (qA - qB))``, beta calibrated to the accuracy;
+a mutant gets ``q = parent q + |N(0.3, 0.2)|``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from activities import sim_math
+from activities.errors import ConfigError
+from activities.model_types import ModelRequest, ModelResponse, Usage
+from activities.providers.base import CallContext
+
+__all__ = ["SimOptions", "SimProvider", "parse_trailers", "simulate"]
+
+TRAILER = re.compile(r"\[sim q=(-?\d+(?:\.\d+)?) id=([^\]\s]*)\]")
+_WORDS = [
+    "consider",
+    "the",
+    "invariant",
+    "first",
+    "then",
+    "verify",
+    "each",
+    "case",
+    "carefully",
+    "because",
+    "the",
+    "edge",
+    "conditions",
+    "decide",
+    "correctness",
+    "and",
+    "a",
+    "short",
+    "proof",
+    "keeps",
+    "the",
+    "answer",
+    "honest",
+]
+
+
+@dataclass(frozen=True)
+class SimOptions:
+    accuracy: float = 0.85
+    latency: str = "0"
+    invalid_json_rate: float = 0.0
+    chars: int = 400
+
+    @classmethod
+    def parse(cls, model_name: str) -> SimOptions:
+        _, *parts = model_name.split(",")
+        values: dict[str, Any] = {}
+        for part in parts:
+            key, sep, value = part.partition("=")
+            if not sep or key not in cls.__dataclass_fields__:
+                raise ConfigError(
+                    f"sim model option {part!r} is not one of accuracy=, latency=, "
+                    "invalid_json_rate=, chars=: fix the model spec"
+                )
+            try:
+                values[key] = {"latency": str, "chars": int}.get(key, float)(value)
+            except ValueError:
+                raise ConfigError(f"sim model option {part!r} needs a number") from None
+        options = cls(**values)
+        if not 0.5 < options.accuracy < 1.0:
+            raise ConfigError("sim accuracy must be between 0.5 and 1 (exclusive)")
+        options.latency_ms(random.Random(0))  # validate the latency model now
+        return options
+
+    def latency_ms(self, rng: random.Random) -> float:
+        kind, _, args = self.latency.partition(":")
+        try:
+            if kind == "0":
+                return 0.0
+            if kind == "fixed":
+                return float(args)
+            if kind == "uniform":
+                low, high = (float(x) for x in args.split("-"))
+                return rng.uniform(low, high)
+            if kind == "lognormal":
+                median, sigma = (float(x) for x in args.split(","))
+                return median * rng.lognormvariate(0.0, sigma)
+        except ValueError:
+            pass
+        raise ConfigError(
+            f"sim latency {self.latency!r} is not 0, fixed:MS, uniform:A-B or "
+            "lognormal:MEDIAN_MS,SIGMA"
+        )
+
+
+def parse_trailers(text: str) -> list[tuple[float, str]]:
+    """The ``(q, id)`` of every sim trailer in ``text``, in order."""
+    return [(float(q), cid) for q, cid in TRAILER.findall(text)]
+
+
+def _rng(seed: int, call_key: str, stream: str) -> random.Random:
+    digest = hashlib.sha256(f"{seed}:{call_key}:{stream}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def _filler(rng: random.Random, chars: int) -> str:
+    words: list[str] = []
+    length = 0
+    while length < chars:
+        word = rng.choice(_WORDS)
+        words.append(word)
+        length += len(word) + 1
+    return " ".join(words)
+
+
+def _candidate(heading: str, q: float, tag: str, rng: random.Random, chars: int) -> str:
+    return f"{heading}\n{_filler(rng, chars)}\n[sim q={q:.3f} id={tag}]"
+
+
+def simulate(request: ModelRequest, seed: int, call_key: str, options: SimOptions) -> str:
+    """The simulated output text for one call."""
+    rng = _rng(seed, call_key, "output")
+    tag = request.tag or call_key.replace("/", "-")
+    task = request.prompt.strip().splitlines()[0][:120] if request.prompt.strip() else ""
+    trailers = parse_trailers(request.prompt)
+    if request.role == "judge":
+        if rng.random() < options.invalid_json_rate:
+            return "Both have merit; I lean towards the first one."
+        (q_a, _), (q_b, _) = ([*trailers, (0.0, "?"), (0.0, "?")])[:2]
+        p_a = sim_math.p_a_wins(q_a, q_b, sim_math.beta_for_accuracy(options.accuracy))
+        winner = "A" if rng.random() < p_a else "B"
+        loser = "B" if winner == "A" else "A"
+        return json.dumps(
+            {
+                "feedback_a": f"Solution A {'holds up' if winner == 'A' else 'misses a case'}.",
+                "feedback_b": f"Solution B {'holds up' if winner == 'B' else 'misses a case'}.",
+                "winner": winner,
+                "confidence": round(abs(p_a - 0.5) * 2, 3),
+                "reason": f"Solution {winner} is more complete than solution {loser}.",
+            }
+        )
+    if request.role in ("mutate", "finalize") and trailers:
+        parent_q, parent_id = trailers[0]
+        if request.role == "finalize":
+            return _candidate(
+                f"Simulated final answer from {parent_id}.", parent_q, parent_id, rng, options.chars
+            )
+        q = parent_q + sim_math.mutation_gain(rng)
+        return _candidate(f"Simulated improvement of {parent_id}.", q, tag, rng, options.chars)
+    q = sim_math.draw_quality(rng)
+    return _candidate(f"Simulated answer to: {task}", q, tag, rng, options.chars)
+
+
+class SimProvider:
+    kind = "sim"
+
+    async def request(self, request: ModelRequest, ctx: CallContext) -> ModelResponse:
+        options = SimOptions.parse(ctx.model_name)
+        delay = options.latency_ms(_rng(request.seed, ctx.call_key, "latency"))
+        if delay:
+            await asyncio.sleep(delay / 1000)
+        text = simulate(request, request.seed, ctx.call_key, options)
+        return self.parse_response({"text": text}, request, ctx)
+
+    def parse_response(self, body: Any, request: ModelRequest, ctx: CallContext) -> ModelResponse:
+        text = body["text"]
+        prompt_chars = len(request.prompt) + len(request.system or "")
+        return ModelResponse(
+            text=text,
+            model=ctx.model_name,
+            provider=ctx.provider_name,
+            usage=Usage(
+                input_tokens=prompt_chars // 4,
+                output_tokens=len(text) // 4,
+                cache_miss_tokens=prompt_chars // 4,
+            ),
+            simulated=True,
+        )

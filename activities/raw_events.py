@@ -1,0 +1,54 @@
+"""Raw request/response events, one JSON line per HTTP attempt, in the run directory.
+
+They never travel through Temporal: the provider appends them straight to
+``<runs_dir>/<run_id>/raw-events.jsonl``. Every event is redacted before it is written.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+__all__ = ["RawEventLog", "redact"]
+
+REDACTED = "[redacted]"
+_SECRET_HEADERS = {"authorization", "x-api-key", "api-key", "cookie", "set-cookie"}
+_lock = threading.Lock()
+
+
+def redact(value: Any, secrets: Iterable[str]) -> Any:
+    """``value`` with secret headers and every occurrence of a secret string replaced."""
+    secrets = [s for s in secrets if s]
+    if isinstance(value, str):
+        for secret in secrets:
+            value = value.replace(secret, REDACTED)
+        return value
+    if isinstance(value, Mapping):
+        return {
+            k: REDACTED if str(k).lower() in _SECRET_HEADERS else redact(v, secrets)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [redact(v, secrets) for v in value]
+    return value
+
+
+class RawEventLog:
+    """Appends redacted events for one call; ``path`` None means "keep nothing"."""
+
+    def __init__(self, path: Path | None, *, secrets: Iterable[str] = (), base: dict[str, Any]):
+        self.path = path
+        self.secrets = [s for s in secrets if s]
+        self.base = base
+
+    def append(self, event: dict[str, Any]) -> None:
+        if self.path is None:
+            return
+        line = orjson.dumps(redact({**self.base, **event}, self.secrets)) + b"\n"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with _lock, self.path.open("ab") as f:
+            f.write(line)

@@ -1,0 +1,247 @@
+"""The ``ponder`` command line."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import traceback
+import uuid
+from typing import Any, NoReturn
+
+import click
+from pydantic import ValidationError
+from temporalio.client import WorkflowFailureError, WorkflowHandle
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import ApplicationError, CancelledError, WorkflowAlreadyStartedError
+
+from activities.config import Settings, load_settings
+from activities.errors import ConfigError, PonderError
+from activities.providers import DEFAULT_MODEL, MODEL_EXAMPLES, resolve_model
+from activities.run_store import RUN_ID
+from client.embedded import EmbeddedServer
+from client.session import Session, open_session, spawn_background_worker
+from worker.main import worker_command
+from workflows.ask_types import AskInput, AskResult
+from workflows.names import ASK
+
+__all__ = ["cli", "main", "run_command"]
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+class RunFailed(PonderError):
+    """A workflow ended failed or cancelled (exit 1)."""
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    click.echo(f"ponder: {message}", err=True)
+    sys.exit(code)
+
+
+def run_command(command: click.Command, **kwargs: Any) -> None:
+    """Run a click command; a ponder error is one line and an exit code (``--debug``: traceback)."""
+    debug = "--debug" in sys.argv or os.environ.get("PONDER_DEBUG") == "1"
+    try:
+        command.main(standalone_mode=False, **kwargs)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(EXIT_USAGE)
+    except click.exceptions.Abort:
+        _fail("aborted", EXIT_FAILED)
+    except RunFailed as exc:
+        if debug:
+            traceback.print_exc()
+        _fail(str(exc), EXIT_FAILED)
+    except (PonderError, ValidationError) as exc:
+        if debug:
+            traceback.print_exc()
+        message = str(exc).replace("\n", "; ")
+        _fail(message, EXIT_USAGE)
+
+
+def new_run_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def check_run_id(run_id: str) -> str:
+    if not RUN_ID.match(run_id):
+        raise ConfigError(
+            f"run.id_invalid: run id {run_id!r} must match [A-Za-z0-9][A-Za-z0-9._-]* and be "
+            "at most 128 characters"
+        )
+    return run_id
+
+
+async def start_run(
+    session: Session, workflow: str, arg: Any, run_id: str, result_type: type | None = None
+) -> WorkflowHandle:
+    """Start ``workflow``; a live or used id is refused (Temporal's id policy is the run lock)."""
+    try:
+        return await session.client.start_workflow(
+            workflow,
+            arg,
+            id=run_id,
+            task_queue=session.settings.task_queue,
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+            result_type=result_type,
+        )
+    except WorkflowAlreadyStartedError:
+        raise ConfigError(
+            f"run.id_in_use: run id {run_id!r} is already used: pick another --run-id"
+        ) from None
+
+
+def failure_message(exc: WorkflowFailureError) -> str:
+    cause = exc.cause
+    while cause.cause is not None and not isinstance(cause, ApplicationError):
+        cause = cause.cause
+    if isinstance(cause, CancelledError):
+        return "cancelled"
+    code = getattr(cause, "type", None)
+    return f"{code}: {cause.message}" if code else cause.message
+
+
+async def wait_or_detach(session: Session, handle: WorkflowHandle) -> Any:
+    """Wait for the result; Ctrl-C detaches (the run goes on) instead of stopping the run."""
+    interrupted = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGINT, interrupted.set)
+    result = asyncio.ensure_future(handle.result())
+    interrupt = asyncio.ensure_future(interrupted.wait())
+    try:
+        await asyncio.wait({result, interrupt}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        interrupt.cancel()
+    if not result.done():
+        result.cancel()
+        if session.embedded:
+            spawn_background_worker(session.settings)
+        click.echo(f"\ndetached; the run goes on: ponder watch {handle.id}", err=True)
+        sys.exit(0)
+    try:
+        return result.result()
+    except WorkflowFailureError as exc:
+        raise RunFailed(f"run {handle.id} failed: {failure_message(exc)}") from exc
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
+@click.option("--config", type=click.Path(), default=None, help="Path to ponder.toml.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool, config: str | None) -> None:
+    """ponder: durable LLM orchestration on Temporal.
+
+    Without TEMPORAL_ADDRESS every command uses the embedded Temporal server under
+    $PONDER_HOME (default ~/.ponder) and runs its own worker in-process.
+    """
+    ctx.obj = {"config": config}
+
+
+def _settings(ctx: click.Context) -> Settings:
+    return load_settings(ctx.obj["config"])
+
+
+@cli.command()
+@click.argument("question")
+@click.option(
+    "--model",
+    default=DEFAULT_MODEL,
+    show_default=True,
+    help=f"provider:model, e.g. {MODEL_EXAMPLES}",
+)
+@click.option("--base-url", default=None, help="Endpoint base URL (OpenAI-compatible etc.).")
+@click.option("--system", default=None, help="System prompt.")
+@click.option("--temperature", type=float, default=None)
+@click.option("--max-output-tokens", type=int, default=None)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for sim draws.")
+@click.option("--run-id", default=None, help="Workflow id (default: ask-<random>).")
+@click.option("--detach", is_flag=True, help="Start the run, print its id and return.")
+@click.option("--local-worker", is_flag=True, help="With TEMPORAL_ADDRESS: run a worker here.")
+@click.pass_context
+def ask(
+    ctx: click.Context,
+    question: str,
+    model: str,
+    base_url: str | None,
+    system: str | None,
+    temperature: float | None,
+    max_output_tokens: int | None,
+    seed: int,
+    run_id: str | None,
+    detach: bool,
+    local_worker: bool,
+) -> None:
+    """Ask one question through Temporal and print the answer."""
+    settings = _settings(ctx)
+    resolve_model(model, settings, base_url=base_url)
+    run_id = check_run_id(run_id or new_run_id("ask"))
+    payload = AskInput(
+        question=question,
+        model=model,
+        system=system,
+        temperature=temperature,
+        max_output_tokens=max_output_tokens,
+        base_url=base_url,
+        seed=seed,
+        run_id=run_id,
+    )
+
+    async def go() -> AskResult | None:
+        async with open_session(
+            settings, local_worker=local_worker, worker=not (detach and not local_worker)
+        ) as session:
+            handle = await start_run(session, ASK, payload, run_id, AskResult)
+            if detach:
+                if session.embedded:
+                    spawn_background_worker(settings)
+                click.echo(run_id)
+                return None
+            return await wait_or_detach(session, handle)
+
+    result = asyncio.run(go())
+    if result is None:
+        return
+    click.echo(result.response.text)
+    usage = result.response.usage
+    label = " (simulated)" if result.response.simulated else ""
+    click.echo(
+        f"-- run {result.run_id}: {result.response.provider}:{result.response.model}{label}, "
+        f"{usage.input_tokens} in / {usage.output_tokens} out tokens, "
+        f"{result.response.latency_ms:.0f} ms; answer in {result.answer_path}",
+        err=True,
+    )
+
+
+@cli.command()
+@click.option("--port", type=int, default=None, help="gRPC port (default: a free one).")
+@click.pass_context
+def server(ctx: click.Context, port: int | None) -> None:
+    """Run the embedded Temporal server in the foreground, with its Web UI."""
+    settings = _settings(ctx)
+
+    async def go() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        async with EmbeddedServer(settings.home).lease(port) as info:
+            click.echo(f"Temporal server at {info.address} (pid {info.pid}, db {info.db})")
+            click.echo(f"Web UI: {info.ui_url}")
+            click.echo("Ctrl-C stops it once no other ponder process uses it.")
+            await stop.wait()
+
+    asyncio.run(go())
+
+
+cli.add_command(worker_command)
+
+
+def main() -> None:
+    run_command(cli, prog_name="ponder")

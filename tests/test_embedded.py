@@ -1,0 +1,147 @@
+"""The embedded default: one shared server per $PONDER_HOME, leases, restart, the real binary."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from client.embedded import EmbeddedServer, find_temporal_binary
+from tests.cli import cli_env, finish, ponder, start_ponder
+from tests.fakes import FakeProvider
+
+
+def write_config(home: Path, fake: FakeProvider) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "ponder.toml").write_text(
+        f'[providers.local]\nkind = "openai"\nbase_url = "{fake.url}"\n'
+    )
+
+
+async def wait_until(predicate, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out waiting"
+        await asyncio.sleep(0.1)
+
+
+def server_pids(db: Path) -> list[int]:
+    """Pids of `temporal server start-dev` processes using ``db``."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"start-dev" in argv and str(db).encode() in argv:
+            pids.append(int(proc.name))
+    return pids
+
+
+async def test_two_processes_share_one_server_and_the_last_stops_it(
+    tmp_path: Path, fake: FakeProvider
+) -> None:
+    home = tmp_path / "home"
+    write_config(home, fake)
+    env = cli_env(home)
+    fake.hold()
+    first = await start_ponder("ask", "one", "--model", "local:m", env=env)
+    second = await start_ponder("ask", "two", "--model", "local:m", env=env)
+    await wait_until(lambda: len(fake.seen) == 2)
+    state = json.loads((home / "server.json").read_text())
+    assert server_pids(home / "temporal.db") == [state["pid"]]
+    assert state["db"] == str(home / "temporal.db")
+    assert sorted(int(p.name) for p in (home / "leases").iterdir()) == sorted(
+        [first.pid, second.pid]
+    )
+    fake.release.set()
+    assert (await finish(first)).code == 0
+    assert (await finish(second)).code == 0
+    assert not (home / "server.json").exists()
+    await wait_until(lambda: not server_pids(home / "temporal.db"), 15)
+
+
+async def test_server_killed_mid_run_restarts_and_the_run_completes(
+    tmp_path: Path, fake: FakeProvider
+) -> None:
+    home = tmp_path / "home"
+    write_config(home, fake)
+    env = cli_env(home)
+    keeper = await start_ponder("server", env=env)  # keeps the server up for `temporal` below
+    await wait_until(lambda: (home / "server.json").exists())
+    fake.hold()
+    run = await start_ponder(
+        "ask", "survive", "--model", "local:m", "--run-id", "survivor", env=env
+    )
+    await wait_until(lambda: len(fake.seen) == 1)
+    old = json.loads((home / "server.json").read_text())
+    os.kill(old["pid"], signal.SIGKILL)
+    await wait_until(
+        lambda: json.loads((home / "server.json").read_text())["pid"] != old["pid"], 60
+    )
+    new = json.loads((home / "server.json").read_text())
+    assert new["grpc_port"] == old["grpc_port"]
+    fake.release.set()
+    done = await finish(run)
+    assert done.code == 0, done.err
+    assert "survivor" in done.err
+    show = await asyncio.create_subprocess_exec(
+        find_temporal_binary(),
+        "workflow",
+        "show",
+        "--workflow-id",
+        "survivor",
+        "--address",
+        f"127.0.0.1:{new['grpc_port']}",
+        "--output",
+        "json",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await show.communicate()
+    assert show.returncode == 0, err.decode()
+    history = json.loads(out)
+    event_types = [event["eventType"] for event in history["events"]]
+    assert "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED" in event_types
+    assert "EVENT_TYPE_ACTIVITY_TASK_COMPLETED" in event_types
+    keeper.send_signal(signal.SIGINT)
+    assert (await finish(keeper)).code == 0
+    assert not (home / "server.json").exists()
+
+
+async def test_ask_on_the_sim_provider_prints_a_labelled_answer(tmp_path: Path) -> None:
+    done = await ponder("ask", "What is durable execution?", env=cli_env(tmp_path))
+    assert done.code == 0, done.err
+    assert "[sim q=" in done.out
+    assert "(simulated)" in done.err
+
+
+async def test_run_id_in_use_is_refused(tmp_path: Path) -> None:
+    env = cli_env(tmp_path)
+    keeper = await start_ponder("server", env=env)
+    await wait_until(lambda: (tmp_path / "server.json").exists())
+    assert (await ponder("ask", "a", "--run-id", "same", env=env)).code == 0
+    again = await ponder("ask", "b", "--run-id", "same", env=env)
+    assert again.code == 2
+    assert "run.id_in_use" in again.err
+    bad = await ponder("ask", "b", "--run-id", "../etc", env=env)
+    assert bad.code == 2 and "run.id_invalid" in bad.err
+    keeper.send_signal(signal.SIGINT)
+    await finish(keeper)
+
+
+def test_binary_lookup_prefers_the_environment(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    fake_bin = tmp_path / "temporal"
+    fake_bin.write_text("#!/bin/sh\n")
+    fake_bin.chmod(0o755)
+    monkeypatch.setenv("PONDER_TEMPORAL_BIN", str(fake_bin))
+    assert find_temporal_binary() == str(fake_bin)
+    monkeypatch.delenv("PONDER_TEMPORAL_BIN")
+    assert Path(find_temporal_binary()).parent == Path(sys.executable).parent
+    assert EmbeddedServer(tmp_path).read_state() is None

@@ -1,0 +1,83 @@
+"""Secrets stay out of Temporal and the run store; large outputs travel outside history."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client
+
+from activities.config import Endpoint, Settings
+from tests.conftest import with_endpoint
+from tests.fakes import FakeProvider, Reply, openai_completion
+from worker.worker import WorkerOptions, running_worker
+from workflows.ask_types import AskInput, AskResult
+from workflows.names import ASK
+
+SECRET = "sk-test-" + "Zq8" * 12
+
+
+def files_containing(root: Path, needle: str) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_file() and needle.encode() in p.read_bytes()]
+
+
+async def test_api_key_never_reaches_history_run_dir_or_payload_store(
+    client: Client, settings: Settings, fake: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_PROVIDER_KEY", SECRET)
+    settings = with_endpoint(
+        settings,
+        "local",
+        Endpoint(kind="openai", base_url=fake.url, api_key_env="FAKE_PROVIDER_KEY"),
+    )
+    # The provider echoes the key back: a careless raw-event writer would store it.
+    fake.replies = [Reply(200, openai_completion("x" * 20_000, echoed_authorization=SECRET))]
+    queue = f"test-{uuid.uuid4()}"
+    run_id = f"ask-{uuid.uuid4().hex[:8]}"
+    async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
+        handle = await client.start_workflow(
+            ASK,
+            AskInput(question="hi", model="local:m", run_id=run_id),
+            id=run_id,
+            task_queue=queue,
+            result_type=AskResult,
+        )
+        await handle.result()
+    assert fake.seen[0].headers["authorization"] == f"Bearer {SECRET}"  # the key was used
+    history = await handle.fetch_history()
+    assert SECRET not in history.to_json()
+    assert files_containing(settings.runs_dir, SECRET) == []
+    assert files_containing(settings.payload_dir, "x" * 20_000) != []  # the 20 KB output
+    assert files_containing(settings.payload_dir, SECRET) == []
+    raw = (settings.runs_dir / run_id / "raw-events.jsonl").read_text()
+    assert "[redacted]" in raw
+    assert "Bearer" not in raw
+
+
+async def test_large_output_is_stored_outside_history(
+    client: Client, settings: Settings, fake: FakeProvider
+) -> None:
+    settings = with_endpoint(settings, "local", Endpoint(kind="openai", base_url=fake.url))
+    big = "".join(f"line {i:06d} of a long answer\n" for i in range(100_000 // 27 + 1))
+    assert len(big) >= 100_000
+    fake.replies = [Reply(200, openai_completion(big))]
+    queue = f"test-{uuid.uuid4()}"
+    async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
+        handle = await client.start_workflow(
+            ASK,
+            AskInput(question="long", model="local:m"),
+            id=f"ask-{uuid.uuid4()}",
+            task_queue=queue,
+            result_type=AskResult,
+        )
+        result = await handle.result()
+    assert result.response.text == big
+    history = await handle.fetch_history()
+    history_json = history.to_json()
+    assert "line 003000" not in history_json
+    assert len(history_json) < 40_000
+    assert "externalPayloads" in history_json or "external" in history_json.lower()
+    stored = list(settings.payload_dir.rglob("*.payload"))
+    assert stored, "no payload was written to the payload store"
+    assert any(b"line 003000" in p.read_bytes() for p in stored)

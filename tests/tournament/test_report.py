@@ -1,0 +1,327 @@
+"""report.html is checked in the DOM (stdlib HTMLParser), not just for existing."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+
+from activities.tournament.report import (
+    CandidateRow,
+    ComparisonRow,
+    ReportData,
+    ScoreRow,
+    render_report,
+    report_data_from_run_dir,
+)
+
+EVIL = "<script>alert('x')</script> & \"quotes\""
+_VOID = {"meta", "br", "hr", "img", "input", "link", "col", "wbr"}
+
+
+class Node:
+    def __init__(self, tag: str, attrs: dict[str, str | None], parent: Node | None) -> None:
+        self.tag, self.attrs, self.parent = tag, attrs, parent
+        self.children: list[Node | str] = []
+
+    @property
+    def classes(self) -> set[str]:
+        return set((self.attrs.get("class") or "").split())
+
+    def text(self) -> str:
+        return "".join(c if isinstance(c, str) else c.text() for c in self.children)
+
+    def find_all(self, tag: str, *, cls: str | None = None, **attrs: str) -> list[Node]:
+        found: list[Node] = []
+        for child in self.children:
+            if isinstance(child, str):
+                continue
+            if (
+                child.tag == tag
+                and (cls is None or cls in child.classes)
+                and all(child.attrs.get(k.replace("_", "-")) == v for k, v in attrs.items())
+            ):
+                found.append(child)
+            found.extend(child.find_all(tag, cls=cls, **attrs))
+        return found
+
+    def one(self, tag: str, **kwargs: Any) -> Node:
+        (node,) = self.find_all(tag, **kwargs)
+        return node
+
+
+class DomBuilder(HTMLParser):
+    """A tiny DOM: enough structure to find rows and cells and read their text."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.root = Node("#root", {}, None)
+        self.current = self.root
+        self.tags: Counter[str] = Counter()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags[tag] += 1
+        node = Node(tag, dict(attrs), self.current)
+        self.current.children.append(node)
+        if tag not in _VOID:
+            self.current = node
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags[tag] += 1
+        self.current.children.append(Node(tag, dict(attrs), self.current))
+
+    def handle_endtag(self, tag: str) -> None:
+        node: Node | None = self.current
+        while node is not None and node.tag != tag:
+            node = node.parent
+        assert node is not None and node.parent is not None, f"stray </{tag}>"
+        self.current = node.parent
+
+    def handle_data(self, data: str) -> None:
+        self.current.children.append(data)
+
+
+def parse(page: str) -> DomBuilder:
+    builder = DomBuilder()
+    builder.feed(page)
+    builder.close()
+    assert builder.current is builder.root, "unclosed elements"
+    return builder
+
+
+IDS = ["g0-c0", "g0-c1", "g0-c2", "g0-c3"]
+TRUE_Q = {"g0-c0": 0.25, "g0-c1": 1.5, "g0-c2": -0.4, "g0-c3": -1.1}
+
+
+def _cmp(n: int, phase: str, a: str, b: str, winner: Literal["A", "B", "tie"]) -> ComparisonRow:
+    gen = 1 if phase.startswith("generation") else None
+    return ComparisonRow(
+        id=f"cmp-{n}", phase=phase, generation=gen, presented_a=a, presented_b=b, winner=winner
+    )
+
+
+# Six comparisons over two phases. The generation phase says the opposite of the final one
+# (g0-c3 beats g0-c1 twice) so the tests see that the matrix shows the leaderboard's phase.
+COMPARISONS = [
+    _cmp(0, "generation_judging:1", "g0-c3", "g0-c1", "A"),
+    _cmp(1, "generation_judging:1", "g0-c1", "g0-c3", "B"),
+    _cmp(2, "final_judging", "g0-c1", "g0-c0", "A"),
+    _cmp(3, "final_judging", "g0-c0", "g0-c2", "A"),
+    _cmp(4, "final_judging", "g0-c3", "g0-c1", "B"),
+    _cmp(5, "final_judging", "g0-c2", "g0-c3", "tie"),
+]
+FINAL = [c for c in COMPARISONS if c.phase == "final_judging"]
+
+
+def _score(phase: str, cid: str, score: float, rank: int, w: int, lo: int, t: int) -> ScoreRow:
+    gen = 1 if phase.startswith("generation") else None
+    return ScoreRow(
+        phase=phase, generation=gen, candidate_id=cid, score=score, rank=rank,
+        tie_group=rank, wins=w, losses=lo, ties=t, comparisons=w + lo + t,
+    )  # fmt: skip
+
+
+SCORES = [
+    _score("generation_judging:1", "g0-c3", 1.0, 1, 2, 0, 0),
+    _score("generation_judging:1", "g0-c0", 0.0, 2, 0, 0, 0),
+    _score("generation_judging:1", "g0-c2", 0.0, 3, 0, 0, 0),
+    _score("generation_judging:1", "g0-c1", -1.0, 4, 0, 2, 0),
+    _score("final_judging", "g0-c1", 1.2, 1, 2, 0, 0),
+    _score("final_judging", "g0-c0", 0.3, 2, 1, 1, 0),
+    _score("final_judging", "g0-c2", -0.75, 3, 0, 1, 1),
+    _score("final_judging", "g0-c3", -0.75, 4, 0, 1, 1),
+]
+RANKED = ["g0-c1", "g0-c0", "g0-c2", "g0-c3"]
+
+
+def _data(*, simulated: bool) -> ReportData:
+    candidates = [
+        CandidateRow(
+            id=cid,
+            text=EVIL if cid == "g0-c2" else f"answer {cid}",
+            true_quality=TRUE_Q[cid] if simulated else None,
+        )
+        for cid in IDS
+    ]
+    return ReportData(
+        run_id="run-1", status="completed", winner_id="g0-c1", simulated=simulated,
+        calls=12, tokens=3456, usd=0.0123, final_answer=f"final {EVIL}",
+        candidates=candidates, comparisons=COMPARISONS, scores=SCORES,
+    )  # fmt: skip
+
+
+def _leaderboard_ids(dom: DomBuilder) -> list[str]:
+    rows = dom.root.one("table", id="leaderboard").find_all("tr", cls="leaderboard-row")
+    return [r.attrs["data-candidate-id"] or "" for r in rows]
+
+
+def test_leaderboard_rows_are_the_final_ranking_in_order() -> None:
+    dom = parse(render_report(_data(simulated=False)))
+    table = dom.root.one("table", id="leaderboard")
+    rows = table.find_all("tr", cls="leaderboard-row")
+    assert _leaderboard_ids(dom) == RANKED
+    assert [r.one("td", cls="rank").text() for r in rows] == ["1", "2", "3", "4"]
+    assert [r.one("td", cls="candidate").text() for r in rows] == RANKED
+    assert rows[0].one("td", cls="score").text() == "+1.200"
+    assert "1/1/0" in [td.text() for td in rows[1].find_all("td")]
+    assert [r for r in rows if "winner" in r.classes] == [rows[0]]
+    assert dom.root.one("dd", id="winner").text() == "g0-c1"
+
+
+def test_win_matrix_cells_count_the_final_comparisons() -> None:
+    dom = parse(render_report(_data(simulated=False)))
+    cells = dom.root.one("table", id="win-matrix").find_all("td", cls="win-cell")
+    assert len(cells) == len(IDS) ** 2
+    wins: Counter[tuple[str, str]] = Counter()
+    played: set[frozenset[str]] = set()
+    for c in FINAL:
+        played.add(frozenset((c.presented_a, c.presented_b)))
+        if c.winner != "tie":
+            winner, loser = (
+                (c.presented_a, c.presented_b)
+                if c.winner == "A"
+                else (c.presented_b, c.presented_a)
+            )
+            wins[winner, loser] += 1
+    seen = set()
+    for cell in cells:
+        row, col = cell.attrs["data-row"] or "", cell.attrs["data-col"] or ""
+        seen.add((row, col))
+        if row == col or frozenset((row, col)) not in played:
+            assert cell.text() == "", (row, col)
+        else:
+            assert cell.text() == str(wins[row, col]), (row, col)
+    assert seen == {(r, c) for r in IDS for c in IDS}
+    # The generation phase's two wins of g0-c3 over g0-c1 are not in the final matrix.
+    by_pos = {(c.attrs["data-row"], c.attrs["data-col"]): c for c in cells}
+    assert by_pos["g0-c3", "g0-c1"].text() == "0"
+    assert by_pos["g0-c1", "g0-c3"].text() == "1"
+    assert by_pos["g0-c2", "g0-c3"].text() == "0"  # a tie: played, no win either way
+    assert "style" in by_pos["g0-c1", "g0-c0"].attrs  # shaded by win share
+
+
+def test_model_output_is_escaped() -> None:
+    page = render_report(_data(simulated=False))
+    assert "<script" not in page
+    assert "&lt;script&gt;" in page
+    dom = parse(page)
+    assert dom.tags["script"] == 0
+    # The parser unescapes the text back to exactly what the model wrote.
+    texts = [p.text() for p in dom.root.find_all("pre", cls="candidate-text")]
+    assert EVIL in texts
+    assert dom.root.one("pre", id="final-answer").text() == f"final {EVIL}"
+
+
+def test_page_is_self_contained() -> None:
+    page = render_report(_data(simulated=True))
+    dom = parse(page)
+    assert dom.tags["link"] == 0 and dom.tags["script"] == 0 and dom.tags["img"] == 0
+    assert "src=" not in page and "http://" not in page.replace("http://www.w3.org/2000/svg", "")
+    assert dom.tags["style"] == 1
+    ladder = dom.root.one("svg", cls="score-ladder")
+    assert all(cid in ladder.text() for cid in IDS)
+
+
+def test_true_quality_column_only_for_simulated_runs() -> None:
+    plain = parse(render_report(_data(simulated=False)))
+    headers = [th.text() for th in plain.root.one("table", id="leaderboard").find_all("th")]
+    assert "true q" not in headers
+    assert plain.root.find_all("td", cls="true-quality") == []
+    assert plain.root.find_all("span", cls="sim") == []
+    assert plain.root.find_all("svg", cls="line-chart") == []
+
+    sim = parse(render_report(_data(simulated=True)))
+    table = sim.root.one("table", id="leaderboard")
+    headers = [th.text() for th in table.find_all("th")]
+    assert headers[:2] == ["rank", "true q"]  # beside the rank
+    qs = [td.text() for td in table.find_all("td", cls="true-quality")]
+    assert qs == [f"{TRUE_Q[cid]:.3f}" for cid in RANKED]
+    assert sim.root.one("span", cls="sim").text() == "simulated"
+    assert sim.root.find_all("svg", cls="line-chart")
+
+
+def test_progress_lists_phases_in_order() -> None:
+    dom = parse(render_report(_data(simulated=True)))
+    rows = dom.root.one("table", id="progress").find_all("tr", cls="progress-row")
+    assert [r.attrs["data-phase"] for r in rows] == ["generation_judging:1", "final_judging"]
+    cells = [td.text() for td in rows[1].find_all("td")]
+    assert cells[:3] == ["final_judging", "4", "g0-c1"]
+    assert cells[-2] == f"{max(TRUE_Q.values()):.3f}"
+
+
+def test_empty_run_renders() -> None:
+    dom = parse(render_report(ReportData(run_id="r", status="running")))
+    assert _leaderboard_ids(dom) == []
+    assert dom.root.one("table", id="win-matrix").find_all("td") == []
+
+
+def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    summary: dict[str, Any] = {
+        "run_id": "run-dir-1", "status": "completed", "winner_id": "g0-c1",
+        "final_answer_path": "artifacts/final.txt", "winner_path": "artifacts/winner.txt",
+        "profile": {"n": 4}, "profile_name": None, "models": {}, "calls": 6,
+        "usage": {"total_tokens": 1}, "final_scores": [], "simulated": True,
+        "final_answer_is_postprocessed": False, "completed_at": "2026-01-01T00:00:00Z",
+    }  # fmt: skip
+    (tmp_path / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    candidates = [
+        {
+            "id": cid, "generation": 0, "kind": "initial", "parent_id": None,
+            "status": "generated", "discard_reason": None, "text_sha256": "0" * 64,
+            "text": f"Simulated answer.\nbody\n[sim q={TRUE_Q[cid]:.3f} id={cid}]",
+            "model": "sim:default", "provider": "sim", "usage": {"input_tokens": 3},
+            "created_at": "2026-01-01T00:00:00Z",
+        }
+        for cid in IDS
+    ]  # fmt: skip
+    _write_jsonl(tmp_path / "candidates.jsonl", candidates)
+    comparisons = [
+        {**c.model_dump(), "usage": {}, "scheduled_a": c.presented_b, "confidence": 0.5}
+        for c in COMPARISONS
+    ]
+    _write_jsonl(tmp_path / "comparisons.jsonl", comparisons)
+    _write_jsonl(tmp_path / "scores.jsonl", [s.model_dump() for s in SCORES])
+    usage = [
+        {"usage_id": f"u{i}", "phase": "final_judging", "total_tokens": 100, "usd": 0.5}
+        for i in range(3)
+    ] + [{"usage_id": "u3", "input_tokens": 7, "output_tokens": 3, "usd": None}]
+    _write_jsonl(tmp_path / "usage.jsonl", usage)
+    (tmp_path / "artifacts").mkdir()
+    (tmp_path / "artifacts" / "final.txt").write_text("the polished answer", encoding="utf-8")
+    return tmp_path
+
+
+def test_report_data_from_run_dir(run_dir: Path) -> None:
+    data = report_data_from_run_dir(run_dir)
+    assert (data.run_id, data.status, data.winner_id, data.simulated) == (
+        "run-dir-1", "completed", "g0-c1", True,
+    )  # fmt: skip
+    assert [c.id for c in data.candidates] == IDS
+    assert {c.id: c.true_quality for c in data.candidates} == TRUE_Q  # from the sim trailers
+    assert [c.id for c in data.comparisons] == [c.id for c in COMPARISONS]
+    assert data.comparisons[2].confidence == 0.5
+    assert data.scores == SCORES
+    assert (data.calls, data.tokens, data.usd) == (4, 310, 1.5)  # from usage.jsonl
+    assert data.final_answer == "the polished answer"
+
+    dom = parse(render_report(data))
+    assert _leaderboard_ids(dom) == RANKED
+    assert dom.root.find_all("td", cls="true-quality")
+
+
+def test_report_data_falls_back_to_summary_and_winner_text(run_dir: Path) -> None:
+    (run_dir / "usage.jsonl").unlink()
+    (run_dir / "artifacts" / "final.txt").unlink()
+    data = report_data_from_run_dir(run_dir)
+    assert (data.calls, data.tokens) == (6, 1)
+    assert data.final_answer.startswith("Simulated answer.")
+    assert data.final_answer.endswith("id=g0-c1]")

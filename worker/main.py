@@ -1,0 +1,129 @@
+"""``python -m worker`` / ``ponder worker``: serve ponder's workflows and activities."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import time
+from datetime import timedelta
+
+import click
+from temporalio.client import Client
+
+from activities.config import Settings, load_settings
+from activities.errors import ConfigError
+from client.connect import connect
+from client.embedded import EmbeddedServer
+from worker.worker import WorkerOptions, running_worker
+from workflows.call_defaults import CALL_DEFAULTS
+
+__all__ = ["worker_command"]
+
+
+def _parse_rate_limits(values: tuple[str, ...]) -> dict[str, float]:
+    limits = {}
+    for value in values:
+        provider, sep, rate = value.partition("=")
+        try:
+            if not sep or not rate.endswith("/s"):
+                raise ValueError
+            limits[provider] = float(rate[:-2])
+        except ValueError:
+            raise ConfigError(
+                f"--rate-limit {value!r} is not PROVIDER=N/s (e.g. openai=5/s)"
+            ) from None
+    return limits
+
+
+async def _running_count(client: Client, task_queue: str) -> int:
+    query = f'TaskQueue="{task_queue}" AND ExecutionStatus="Running"'
+    return (await client.count_workflows(query)).count
+
+
+async def _serve(
+    client: Client, settings: Settings, options: WorkerOptions, exit_when_idle: float | None
+) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    async with running_worker(client, settings, options):
+        click.echo(f"ponder worker polling {options.task_queue!r}", err=True)
+        idle_since = time.monotonic()
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 5.0)
+            if exit_when_idle is None:
+                continue
+            if await _running_count(client, options.task_queue):
+                idle_since = time.monotonic()
+            elif time.monotonic() - idle_since >= exit_when_idle:
+                click.echo("ponder worker idle; exiting", err=True)
+                break
+
+
+async def run_worker(
+    settings: Settings, options: WorkerOptions, *, embedded: bool, exit_when_idle: float | None
+) -> None:
+    if embedded or not settings.temporal_address:
+        async with EmbeddedServer(settings.home).lease() as info:
+            client = await connect(settings, info.address)
+            await _serve(client, settings, options, exit_when_idle)
+    else:
+        client = await connect(settings)
+        await _serve(client, settings, options, exit_when_idle)
+
+
+@click.command("worker")
+@click.option("--task-queue", envvar="PONDER_TASK_QUEUE", default="ponder", show_default=True)
+@click.option("--max-concurrent-activities", default=64, show_default=True)
+@click.option(
+    "--rate-limit",
+    "rate_limits",
+    multiple=True,
+    metavar="PROVIDER=N/s",
+    help="Serve PROVIDER's calls on task queue ponder.provider.PROVIDER at most N per second.",
+)
+@click.option(
+    "--heartbeat-timeout",
+    default=30.0,
+    show_default=True,
+    help="Seconds without a heartbeat before a model call is retried elsewhere.",
+)
+@click.option(
+    "--sticky-timeout",
+    default=10.0,
+    show_default=True,
+    help="Seconds a workflow waits for this worker's cache before moving on.",
+)
+@click.option("--embedded", is_flag=True, help="Use (and hold a lease on) the embedded server.")
+@click.option(
+    "--exit-when-idle",
+    type=float,
+    default=None,
+    metavar="SECONDS",
+    help="Exit after SECONDS with no running workflow on the task queue.",
+)
+@click.option("--config", type=click.Path(), default=None, help="Path to ponder.toml.")
+def worker_command(
+    task_queue: str,
+    max_concurrent_activities: int,
+    rate_limits: tuple[str, ...],
+    heartbeat_timeout: float,
+    sticky_timeout: float,
+    embedded: bool,
+    exit_when_idle: float | None,
+    config: str | None,
+) -> None:
+    """Run a worker: TEMPORAL_ADDRESS for a cluster (TEMPORAL_API_KEY, TEMPORAL_TLS=1 for a
+    hosted one), else the embedded server."""
+    settings = load_settings(config, task_queue=task_queue)
+    CALL_DEFAULTS.heartbeat_timeout = timedelta(seconds=heartbeat_timeout)
+    options = WorkerOptions(
+        task_queue=task_queue,
+        max_concurrent_activities=max_concurrent_activities,
+        sticky_timeout=timedelta(seconds=sticky_timeout),
+        rate_limits=_parse_rate_limits(rate_limits),
+    )
+    asyncio.run(run_worker(settings, options, embedded=embedded, exit_when_idle=exit_when_idle))

@@ -1,0 +1,73 @@
+"""Build and run a ponder worker: every workflow and activity on one task queue."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import httpx
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from activities.call_model import ModelActivities
+from activities.config import Settings
+from activities.run_store import RunFileActivities, RunStore
+from workflows.ask import AskWorkflow
+
+__all__ = ["WORKFLOWS", "WorkerOptions", "running_worker"]
+
+WORKFLOWS: list[type] = [AskWorkflow]
+
+
+@dataclass
+class WorkerOptions:
+    task_queue: str = "ponder"
+    max_concurrent_activities: int = 64
+    sticky_timeout: timedelta = timedelta(seconds=10)
+    rate_limits: dict[str, float] = field(default_factory=dict)
+    """provider name -> activities per second, served on ``ponder.provider.<name>``."""
+
+
+def provider_task_queue(provider: str) -> str:
+    return f"ponder.provider.{provider}"
+
+
+@contextlib.asynccontextmanager
+async def running_worker(
+    client: Client, settings: Settings, options: WorkerOptions
+) -> AsyncIterator[list[Worker]]:
+    """Run the workers for ``options`` until the block exits, then shut them down gracefully."""
+    async with httpx.AsyncClient(timeout=None) as http:
+        model = ModelActivities(settings, http)
+        files = RunFileActivities(RunStore(settings.runs_dir))
+        activities = [model.call_model, files.write_run_files]
+        workers = [
+            Worker(
+                client,
+                task_queue=options.task_queue,
+                workflows=WORKFLOWS,
+                activities=activities,
+                max_concurrent_activities=options.max_concurrent_activities,
+                sticky_queue_schedule_to_start_timeout=options.sticky_timeout,
+                graceful_shutdown_timeout=timedelta(seconds=5),
+            )
+        ]
+        for provider, per_second in options.rate_limits.items():
+            workers.append(
+                Worker(
+                    client,
+                    task_queue=provider_task_queue(provider),
+                    activities=[model.call_model],
+                    max_task_queue_activities_per_second=per_second,
+                    graceful_shutdown_timeout=timedelta(seconds=5),
+                )
+            )
+        tasks = [asyncio.create_task(w.run()) for w in workers]
+        try:
+            yield workers
+        finally:
+            await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
+            await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,0 +1,28 @@
+"""Input and result of the ``Ask`` workflow."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from activities.model_types import ModelResponse
+from activities.providers import DEFAULT_MODEL
+
+__all__ = ["AskInput", "AskResult"]
+
+
+class AskInput(BaseModel):
+    question: str = Field(min_length=1)
+    model: str = DEFAULT_MODEL
+    system: str | None = None
+    temperature: float | None = None
+    max_output_tokens: int | None = None
+    base_url: str | None = None
+    json_mode: bool = False
+    seed: int = 0
+    run_id: str | None = Field(default=None, description="defaults to the workflow id")
+
+
+class AskResult(BaseModel):
+    run_id: str
+    answer_path: str
+    response: ModelResponse

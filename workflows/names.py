@@ -1,0 +1,15 @@
+"""Every name other processes use to reach ponder's workflows: one place, never repeated."""
+
+from __future__ import annotations
+
+TASK_QUEUE = "ponder"
+
+ASK = "Ask"
+TOURNAMENT = "Tournament"
+PLAN_RUN = "PlanRun"
+CAMPAIGN = "Campaign"
+
+QUERY_PROGRESS = "progress"
+QUERY_EVENTS = "events"
+UPDATE_EXTEND_BUDGET = "extend_budget"
+SIGNAL_EXTEND_BUDGET = "extend_budget_signal"

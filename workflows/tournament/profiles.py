@@ -1,0 +1,270 @@
+"""Tournament profiles, the final ``rank`` block and the dry-run plan.
+
+A profile is ``(n, k, t, m, lambda, temperatures)``. Models accept any numbers so a bad value reaches
+``check()`` and is refused with a ``TournamentError`` that names the field, the rule and the fix
+(a pydantic decoding failure inside Temporal only says "Failed decoding arguments").
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from workflows.tournament.errors import (
+    BUDGET_PLANNED_CALLS_EXCEEDED,
+    PROFILE_INVALID,
+    RANK_K_INVALID,
+    RANK_K_REQUIRED,
+    RANK_MAX_CALLS_EXCEEDED,
+    RANK_MAX_CALLS_REQUIRED,
+    TournamentError,
+)
+
+__all__ = [
+    "ALL_PAIRS_FREE_LIMIT",
+    "BUILTIN_PROFILES",
+    "PLAN_WARNING_CALLS",
+    "PhaseCalls",
+    "Profile",
+    "RankBlock",
+    "TournamentPlan",
+    "check_planned_calls",
+    "elite_count",
+    "final_judging_calls",
+    "get_profile",
+    "mutant_count",
+    "plan",
+    "profile_name",
+]
+
+# All-pairs final rankings up to this many pairs need no explicit rank.max_calls.
+ALL_PAIRS_FREE_LIMIT = 100
+PLAN_WARNING_CALLS = 100
+
+
+class Profile(BaseModel):
+    """Population size ``n``, judge degree ``k``, generations ``t``, final degree ``m``."""
+
+    model_config = ConfigDict(
+        frozen=True, validate_by_name=True, validate_by_alias=True, serialize_by_alias=True
+    )
+
+    n: int
+    k: int
+    t: int
+    m: int
+    lambda_: float = Field(default=0.01, alias="lambda")
+    generate_temperature: float = 0.8
+    mutate_temperature: float = 0.6
+    judge_temperature: float = 0.0
+
+    def check(self) -> Profile:
+        """Refuse a profile that cannot run; returns ``self`` so calls chain."""
+        problems = _profile_problems(self)
+        if problems:
+            raise TournamentError(PROFILE_INVALID, "; ".join(problems))
+        return self
+
+
+def _profile_problems(p: Profile) -> list[str]:
+    problems: list[str] = []
+    if p.n < 2:
+        problems.append(f"profile.n must be >= 2 (got {p.n}): use at least two candidates")
+    if p.t < 0:
+        problems.append(f"profile.t must be >= 0 (got {p.t}): use 0 for no mutation rounds")
+    for name, value in (("k", p.k), ("m", p.m)):
+        if value < 1:
+            problems.append(f"profile.{name} must be >= 1 (got {value}): judge each candidate")
+        elif value >= p.n:
+            problems.append(
+                f"profile.{name} must be < n (got {name}={value}, n={p.n}): "
+                f"lower {name} or raise n"
+            )
+        elif (p.n * value) % 2:
+            problems.append(
+                f"profile n*{name} must be even (n={p.n}, {name}={value}): "
+                f"make n or {name} even"
+            )
+    if not (math.isfinite(p.lambda_) and p.lambda_ > 0):
+        problems.append(f"profile.lambda must be a finite number > 0 (got {p.lambda_}): try 0.01")
+    for name in ("generate_temperature", "mutate_temperature", "judge_temperature"):
+        value = getattr(p, name)
+        if not (math.isfinite(value) and value >= 0):
+            problems.append(f"profile.{name} must be a finite number >= 0 (got {value})")
+    return problems
+
+
+def _builtin(n: int, k: int, t: int, m: int) -> Profile:
+    return Profile(
+        n=n, k=k, t=t, m=m, lambda_=0.01, generate_temperature=1.0, mutate_temperature=1.0
+    )
+
+
+BUILTIN_PROFILES: Mapping[str, Profile] = MappingProxyType(
+    {
+        "quick": _builtin(4, 2, 1, 2),
+        "balanced": _builtin(8, 3, 2, 4),
+        "paper": _builtin(20, 4, 3, 10),
+    }
+)
+
+
+def get_profile(name: str) -> Profile:
+    """A built-in profile by name."""
+    try:
+        return BUILTIN_PROFILES[name]
+    except KeyError:
+        names = ", ".join(BUILTIN_PROFILES)
+        raise TournamentError(
+            PROFILE_INVALID,
+            f"profile {name!r} is not a built-in profile: use one of {names}, "
+            "or give n, k, t and m",
+        ) from None
+
+
+def profile_name(profile: Profile) -> str | None:
+    """The built-in name a profile equals, for ``summary.json``; None for a custom profile."""
+    return next((name for name, p in BUILTIN_PROFILES.items() if p == profile), None)
+
+
+class RankBlock(BaseModel):
+    """An explicit final ranking: ``rank: {mode, k, seed, max_calls}``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    mode: Literal["all-pairs", "k-regular"] = "k-regular"
+    k: int | None = None
+    seed: int | str | None = Field(default=None, description="replaces the run seed if set")
+    max_calls: int | None = None
+
+    def calls(self, n: int) -> int:
+        """Judge calls of this block over ``n`` candidates; refuses a block that cannot run."""
+        if self.mode == "all-pairs":
+            calls = n * (n - 1) // 2
+            if calls > ALL_PAIRS_FREE_LIMIT and (self.max_calls is None or self.max_calls < calls):
+                got = "not set" if self.max_calls is None else f"{self.max_calls}"
+                raise TournamentError(
+                    RANK_MAX_CALLS_REQUIRED,
+                    f"rank.max_calls must be >= {calls} for all-pairs over {n} candidates "
+                    f"(more than {ALL_PAIRS_FREE_LIMIT} pairs; rank.max_calls is {got}): "
+                    f"set rank.max_calls to {calls} or use mode k-regular",
+                )
+        else:
+            if self.k is None:
+                raise TournamentError(
+                    RANK_K_REQUIRED,
+                    "rank.k is required when rank.mode is k-regular: set rank.k "
+                    f"(an integer 1..{n - 1} with n*k even) or use mode all-pairs",
+                )
+            if not 1 <= self.k < n or (n * self.k) % 2:
+                raise TournamentError(
+                    RANK_K_INVALID,
+                    f"rank.k={self.k} cannot form a k-regular schedule over n={n} candidates: "
+                    f"k must be in 1..{n - 1} and n*k even",
+                )
+            calls = n * self.k // 2
+        if self.max_calls is not None and calls > self.max_calls:
+            raise TournamentError(
+                RANK_MAX_CALLS_EXCEEDED,
+                f"rank block needs {calls} calls, over rank.max_calls={self.max_calls}: "
+                "raise rank.max_calls or lower rank.k",
+            )
+        return calls
+
+
+def elite_count(n: int) -> int:
+    """Elites kept unchanged each generation: ``ceil(n/4)``."""
+    return -(-n // 4)
+
+
+def mutant_count(n: int) -> int:
+    """Mutants made each generation: ``n - ceil(n/4)``."""
+    return n - elite_count(n)
+
+
+def final_judging_calls(profile: Profile, rank: RankBlock | None = None) -> int:
+    """Calls of the final ranking: ``n*m/2``, or the rank block's count."""
+    return rank.calls(profile.n) if rank is not None else profile.n * profile.m // 2
+
+
+class PhaseCalls(BaseModel):
+    phase: str
+    calls: int
+
+
+class TournamentPlan(BaseModel):
+    """A dry run: what a tournament would cost, without making a call."""
+
+    calls: int = Field(description="nominal calls: generation, judging, mutation, final ranking")
+    phases: list[PhaseCalls]
+    finalizer_calls: int
+    planned_calls: int = Field(description="calls + finalizer: what max_calls is checked against")
+    retry_headroom: int = Field(description="extra judge calls if every one needs all retries")
+    worst_case_calls: int
+    sequential_rounds: int
+    warning: str | None = None
+    usd_per_call: float | None = None
+    estimated_usd: float | None = None
+    worst_case_usd: float | None = None
+
+
+def plan(
+    profile: Profile,
+    *,
+    rank: RankBlock | None = None,
+    finalizer: bool = False,
+    invalid_json_retries: int = 1,
+    usd_per_call: float | None = None,
+) -> TournamentPlan:
+    """The dry-run plan of one tournament; refuses an invalid profile or rank block."""
+    profile.check()
+    if invalid_json_retries < 0:
+        raise ValueError(f"invalid_json_retries must be >= 0 (got {invalid_json_retries})")
+    n, k, t = profile.n, profile.k, profile.t
+    final = final_judging_calls(profile, rank)
+    phases = [PhaseCalls(phase="initial_generation", calls=n)]
+    for g in range(1, t + 1):
+        phases.append(PhaseCalls(phase=f"generation_judging:{g}", calls=n * k // 2))
+        phases.append(PhaseCalls(phase=f"generation_mutation:{g}", calls=mutant_count(n)))
+    phases.append(PhaseCalls(phase="final_judging", calls=final))
+    finalizer_calls = 1 if finalizer else 0
+    if finalizer:
+        phases.append(PhaseCalls(phase="finalizing", calls=1))
+    calls = n + t * (n * k // 2 + mutant_count(n)) + final
+    planned = calls + finalizer_calls
+    headroom = (t * n * k // 2 + final) * invalid_json_retries
+    worst = planned + headroom
+    warning = None
+    if planned >= PLAN_WARNING_CALLS:
+        warning = (
+            f"this tournament makes {planned} model calls (up to {worst} with judge retries): "
+            "check the budget, or pick a smaller profile"
+        )
+    return TournamentPlan(
+        calls=calls,
+        phases=phases,
+        finalizer_calls=finalizer_calls,
+        planned_calls=planned,
+        retry_headroom=headroom,
+        worst_case_calls=worst,
+        # Initial generation and final judging, plus a judging and a mutation round per generation.
+        sequential_rounds=2 + 2 * t,
+        warning=warning,
+        usd_per_call=usd_per_call,
+        estimated_usd=None if usd_per_call is None else planned * usd_per_call,
+        worst_case_usd=None if usd_per_call is None else worst * usd_per_call,
+    )
+
+
+def check_planned_calls(tournament_plan: TournamentPlan, max_calls: int | None) -> None:
+    """Preflight: refuse a plan whose nominal calls (+ finalizer, not retries) exceed max_calls."""
+    if max_calls is not None and tournament_plan.planned_calls > max_calls:
+        raise TournamentError(
+            BUDGET_PLANNED_CALLS_EXCEEDED,
+            f"the plan needs {tournament_plan.planned_calls} calls, over max_calls={max_calls}: "
+            f"raise max_calls to at least {tournament_plan.planned_calls} or pick a smaller profile",
+        )
