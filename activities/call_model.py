@@ -69,7 +69,7 @@ class ModelActivities:
         try:
             resolved = resolve_model(request.model, self.settings, base_url=request.base_url)
         except ConfigError as exc:
-            raise ApplicationError(str(exc), type="config.invalid", non_retryable=True) from None
+            raise ApplicationError(str(exc), type="provider.config", non_retryable=True) from None
         raw_events = RawEventLog(
             self.store.path(input.run_id, "raw-events.jsonl"),
             secrets=[resolved.api_key or ""],
@@ -104,7 +104,7 @@ class ModelActivities:
         except ProviderError as exc:
             raise _application_error(exc) from None
         except ConfigError as exc:
-            raise ApplicationError(str(exc), type="config.invalid", non_retryable=True) from None
+            raise ApplicationError(str(exc), type="provider.config", non_retryable=True) from None
         price = self.settings.prices.get(f"{resolved.provider_name}:{resolved.model_name}")
         return response.model_copy(
             update={

@@ -1,29 +1,93 @@
-"""TEMPORARY placeholder (helper-1 replaces this file with the real module)."""
+"""The simulated provider's maths, shared by the sim provider and the benchmarks.
+
+A candidate has a hidden quality ``q ~ N(0, 1)``; the judge picks A with probability
+``sigmoid(beta * (qA - qB))``; "judge accuracy a" is the beta at which the mean probability of
+picking the better of two random candidates is ``a``; a mutant gains ``|N(0.3, 0.2)|``.
+Pure Python (``math``, ``random``) so it runs anywhere.
+"""
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 
+__all__ = [
+    "beta_for_accuracy",
+    "draw_quality",
+    "mean_accuracy",
+    "mutation_gain",
+    "p_a_wins",
+    "sigmoid",
+]
 
-def beta_for_accuracy(a: float) -> float:
-    rng = random.Random(0)
-    diffs = [abs(rng.gauss(0, 1) - rng.gauss(0, 1)) for _ in range(4000)]
-    lo, hi = 0.0, 100.0
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        acc = sum(1 / (1 + math.exp(-mid * d)) for d in diffs) / len(diffs)
-        lo, hi = (mid, hi) if acc < a else (lo, mid)
-    return (lo + hi) / 2
+# Simpson's rule over the density of |qA - qB| (half-normal, sd sqrt(2)) on [0, 12 sd]: the
+# integrand is smooth there, so 2,000 intervals are exact to ~1e-13.
+_UPPER = 12.0 * math.sqrt(2.0)
+_INTERVALS = 2000
+
+
+def sigmoid(x: float) -> float:
+    """Logistic function without overflow for any finite ``x``."""
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
 
 
 def p_a_wins(q_a: float, q_b: float, beta: float) -> float:
-    return 1 / (1 + math.exp(-beta * (q_a - q_b)))
+    """P(the judge picks A) = sigmoid(beta * (qA - qB))."""
+    return sigmoid(beta * (q_a - q_b))
+
+
+@functools.cache
+def _grid() -> tuple[tuple[float, ...], tuple[float, ...]]:
+    h = _UPPER / _INTERVALS
+    xs, ws = [], []
+    for i in range(_INTERVALS + 1):
+        x = i * h
+        simpson = 1 if i in (0, _INTERVALS) else 4 if i % 2 else 2
+        # Half-normal density of |D|, D ~ N(0, 2): 2 * exp(-x^2 / 4) / sqrt(4 pi).
+        density = math.exp(-x * x / 4.0) / math.sqrt(math.pi)
+        xs.append(x)
+        ws.append(simpson * h / 3.0 * density)
+    return tuple(xs), tuple(ws)
+
+
+def mean_accuracy(beta: float) -> float:
+    """E[sigmoid(beta * |qA - qB|)] for qA, qB ~ N(0, 1) independent."""
+    xs, ws = _grid()
+    return math.fsum(w * sigmoid(beta * x) for x, w in zip(xs, ws, strict=True))
+
+
+@functools.lru_cache(maxsize=256)
+def beta_for_accuracy(accuracy: float) -> float:
+    """The beta whose mean accuracy is ``accuracy`` (0.5 <= accuracy < 1), by bisection."""
+    if not 0.5 <= accuracy < 1.0:
+        raise ValueError(f"judge accuracy must be in [0.5, 1) (got {accuracy})")
+    if accuracy == 0.5:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while mean_accuracy(hi) < accuracy:
+        lo, hi = hi, hi * 2.0
+        if hi > 1e9:
+            raise ValueError(f"judge accuracy {accuracy} is too close to 1 to simulate")
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi):
+            break
+        if mean_accuracy(mid) < accuracy:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
 
 
 def draw_quality(rng: random.Random) -> float:
+    """A new candidate's hidden quality, N(0, 1)."""
     return rng.gauss(0.0, 1.0)
 
 
 def mutation_gain(rng: random.Random) -> float:
+    """What a mutation adds to its parent's quality: |N(0.3, 0.2)|."""
     return abs(rng.gauss(0.3, 0.2))

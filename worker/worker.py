@@ -15,11 +15,14 @@ from temporalio.worker import Worker
 from activities.call_model import ModelActivities
 from activities.config import Settings
 from activities.run_store import RunFileActivities, RunStore
+from activities.tournament.artifacts import TournamentArtifactActivities
+from activities.tournament.fit import fit_leaderboard
 from workflows.ask import AskWorkflow
+from workflows.tournament.workflow import TournamentWorkflow
 
 __all__ = ["WORKFLOWS", "WorkerOptions", "running_worker"]
 
-WORKFLOWS: list[type] = [AskWorkflow]
+WORKFLOWS: list[type] = [AskWorkflow, TournamentWorkflow]
 
 
 @dataclass
@@ -42,8 +45,15 @@ async def running_worker(
     """Run the workers for ``options`` until the block exits, then shut them down gracefully."""
     async with httpx.AsyncClient(timeout=None) as http:
         model = ModelActivities(settings, http)
-        files = RunFileActivities(RunStore(settings.runs_dir))
-        activities = [model.call_model, files.write_run_files]
+        store = RunStore(settings.runs_dir)
+        files = RunFileActivities(store)
+        tournament_files = TournamentArtifactActivities(store)
+        activities = [
+            model.call_model,
+            files.write_run_files,
+            tournament_files.write_tournament_artifacts,
+            fit_leaderboard,
+        ]
         workers = [
             Worker(
                 client,

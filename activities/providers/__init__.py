@@ -6,7 +6,9 @@ from activities.providers.registry import (
     MODEL_EXAMPLES,
     PROVIDERS,
     ResolvedModel,
+    default_model_for,
     parse_model_spec,
+    price_table,
     resolve_model,
 )
 
@@ -17,6 +19,8 @@ __all__ = [
     "CallContext",
     "Provider",
     "ResolvedModel",
+    "default_model_for",
     "parse_model_spec",
+    "price_table",
     "resolve_model",
 ]

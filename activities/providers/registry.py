@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
-from activities.config import Endpoint, Settings, read_secret
+from activities.config import Endpoint, Price, Settings, read_secret
 from activities.errors import ConfigError
 from activities.providers.anthropic import AnthropicProvider
 from activities.providers.base import Provider
@@ -19,6 +19,8 @@ __all__ = [
     "DEFAULT_MODEL",
     "MODEL_EXAMPLES",
     "PROVIDERS",
+    "default_model_for",
+    "price_table",
     "ResolvedModel",
     "parse_model_spec",
     "resolve_model",
@@ -82,3 +84,32 @@ def resolve_model(spec: str, settings: Settings, *, base_url: str | None = None)
             "environment or in the file named by PONDER_SECRETS_FILE"
         )
     return ResolvedModel(provider, model, endpoint, api_key)
+
+
+def default_model_for(provider: str, settings: Settings) -> str:
+    """``provider``'s first configured model, else ``provider:default``."""
+    endpoint = settings.providers.get(provider)
+    model = endpoint.models[0] if endpoint and endpoint.models else "default"
+    return f"{provider}:{model}"
+
+
+def price_table(specs: list[str], settings: Settings, *, require: bool = False) -> dict[str, Price]:
+    """Prices for ``specs`` from the settings; simulated models are free.
+
+    With ``require`` (a USD limit is set) an unpriced model is refused up front.
+    """
+    table: dict[str, Price] = {}
+    for spec in dict.fromkeys(specs):
+        resolved = resolve_model(spec, settings)
+        price = settings.prices.get(spec)
+        if resolved.endpoint.kind == "sim":
+            price = price or Price(input=0.0, output=0.0)
+        if price is not None:
+            table[spec] = price
+        elif require:
+            raise ConfigError(
+                f"budget.unpriced_model: {spec} has no price and --max-usd is set: add "
+                f'[providers.{resolved.provider_name}.prices."{resolved.model_name}"] to '
+                "ponder.toml or drop --max-usd"
+            )
+    return table

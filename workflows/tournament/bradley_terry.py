@@ -21,6 +21,8 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from workflows.tournament.judge_parse import Outcome
+
 __all__ = [
     "DENSE_MAX_N",
     "LeaderboardRow",
@@ -32,29 +34,14 @@ __all__ = [
     "zscore",
 ]
 
-Winner = Literal["A", "B", "tie"]
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
 
-_Y: dict[str, float] = {"A": 1.0, "B": 0.0, "tie": 0.5}
 TIE_EPS = 1e-9
 # Up to this many candidates a dense solve is about as cheap as conjugate gradients (measured by
 # benchmarks/bt_fit.py) and does not care how well connected the comparison graph is.
 DENSE_MAX_N = 128
 _POLISH = 1e-3
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """One judged comparison as the judge saw it."""
-
-    presented_a: str
-    presented_b: str
-    winner: Winner
-
-    @property
-    def y(self) -> float:
-        return _Y[self.winner]
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,7 +207,7 @@ def _canonical(
         b = np.fromiter((index[o.presented_b] for o in outcomes), np.intp, len(outcomes))
     except KeyError as exc:
         raise ValueError(f"an outcome names unknown candidate {exc.args[0]!r}") from None
-    y = np.fromiter((_Y[o.winner] for o in outcomes), np.float64, len(outcomes))
+    y = np.fromiter((o.y for o in outcomes), np.float64, len(outcomes))
     if np.any(a == b):
         raise ValueError("an outcome compares a candidate with itself")
     # Index order is id order, so this is the order of (id a, id b, y): independent of the order
@@ -258,9 +245,9 @@ def leaderboard(
             tally[o.presented_a][2] += 1
             tally[o.presented_b][2] += 1
         else:
-            winner, loser = (
-                (o.presented_a, o.presented_b) if o.winner == "A" else (o.presented_b, o.presented_a)
-            )
+            winner, loser = o.presented_a, o.presented_b
+            if o.winner == "B":
+                winner, loser = loser, winner
             tally[winner][0] += 1
             tally[loser][1] += 1
     order = sorted(scores, key=lambda cid: (-scores[cid], cid))

@@ -15,12 +15,29 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["JudgeParseError", "JudgeVerdict", "Winner", "parse_judge_output"]
+__all__ = ["JudgeParseError", "JudgeVerdict", "Outcome", "Winner", "parse_judge_output"]
 
 Winner = Literal["A", "B", "tie"]
 
 _FENCE = re.compile(r"```[^\n`]*\n?(.*?)```", re.DOTALL)
 _WINNERS: dict[str, Winner] = {"a": "A", "b": "B", "tie": "tie"}
+
+
+_Y: dict[str, float] = {"A": 1.0, "B": 0.0, "tie": 0.5}
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One judged comparison as the judge saw it: what the ranking maths consume."""
+
+    presented_a: str
+    presented_b: str
+    winner: Winner
+
+    @property
+    def y(self) -> float:
+        """1 when A won, 0 when B won, 0.5 for a tie."""
+        return _Y[self.winner]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,8 @@
 """Tournament profiles, the final ``rank`` block and the dry-run plan.
 
-A profile is ``(n, k, t, m, lambda, temperatures)``. Models accept any numbers so a bad value reaches
-``check()`` and is refused with a ``TournamentError`` that names the field, the rule and the fix
-(a pydantic decoding failure inside Temporal only says "Failed decoding arguments").
+A profile is ``(n, k, t, m, lambda, temperatures)``. Models accept any numbers so a bad value
+reaches ``check()`` and is refused with a ``TournamentError`` that names the field, the rule and
+the fix (a pydantic decoding failure inside Temporal only says "Failed decoding arguments").
 """
 
 from __future__ import annotations
@@ -81,13 +81,11 @@ def _profile_problems(p: Profile) -> list[str]:
             problems.append(f"profile.{name} must be >= 1 (got {value}): judge each candidate")
         elif value >= p.n:
             problems.append(
-                f"profile.{name} must be < n (got {name}={value}, n={p.n}): "
-                f"lower {name} or raise n"
+                f"profile.{name} must be < n (got {name}={value}, n={p.n}): lower {name} or raise n"
             )
         elif (p.n * value) % 2:
             problems.append(
-                f"profile n*{name} must be even (n={p.n}, {name}={value}): "
-                f"make n or {name} even"
+                f"profile n*{name} must be even (n={p.n}, {name}={value}): make n or {name} even"
             )
     if not (math.isfinite(p.lambda_) and p.lambda_ > 0):
         problems.append(f"profile.lambda must be a finite number > 0 (got {p.lambda_}): try 0.01")
@@ -262,9 +260,10 @@ def plan(
 
 def check_planned_calls(tournament_plan: TournamentPlan, max_calls: int | None) -> None:
     """Preflight: refuse a plan whose nominal calls (+ finalizer, not retries) exceed max_calls."""
-    if max_calls is not None and tournament_plan.planned_calls > max_calls:
+    needed = tournament_plan.planned_calls
+    if max_calls is not None and needed > max_calls:
         raise TournamentError(
             BUDGET_PLANNED_CALLS_EXCEEDED,
-            f"the plan needs {tournament_plan.planned_calls} calls, over max_calls={max_calls}: "
-            f"raise max_calls to at least {tournament_plan.planned_calls} or pick a smaller profile",
+            f"the plan needs {needed} calls, over max_calls={max_calls}: "
+            f"raise max_calls to at least {needed} or pick a smaller profile",
         )

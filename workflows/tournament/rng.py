@@ -54,7 +54,7 @@ def initial_id(index: int) -> str:
 
 
 def mutant_id(generation: int, index: int) -> str:
-    """Id of the ``index``-th mutant of ``generation``: ``g2-m5`` (its parent is in ``parent_id``)."""
+    """Id of the ``index``-th mutant made in ``generation``: ``g2-m5`` (parent in ``parent_id``)."""
     _check_index("generation", generation, 1)
     _check_index("index", index, 0)
     return f"g{generation}-m{index}"

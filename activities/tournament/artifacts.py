@@ -1,0 +1,139 @@
+"""Write a tournament's run directory from a workflow snapshot, whole files, atomically.
+
+Called after every phase with the full state, so the directory always shows the latest
+committed phase; timestamps come from the snapshot (``workflow.now()``), so a re-executed
+activity writes the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from temporalio import activity
+
+from activities.providers.sim import parse_trailers
+from activities.run_store import RunStore
+from activities.tournament.report import render_report, report_data_from_run_dir
+from workflows.tournament.types import TournamentSnapshot
+
+__all__ = ["WRITE_TOURNAMENT_ARTIFACTS", "TournamentArtifactActivities", "redact_config"]
+
+WRITE_TOURNAMENT_ARTIFACTS = "write_tournament_artifacts"
+_SECRET_KEY = re.compile(
+    r"(api[_-]?key|authorization|password|passwd|secret|credential|(^|_)token$)", re.IGNORECASE
+)
+
+
+def redact_config(value: Any) -> Any:
+    """Secret-looking keys redacted; numeric budget keys such as ``max_input_tokens`` kept."""
+    if isinstance(value, dict):
+        return {
+            k: "[redacted]" if _SECRET_KEY.search(str(k)) else redact_config(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [redact_config(v) for v in value]
+    return value
+
+
+def _line(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False)
+
+
+def _jsonl(rows: list[Any]) -> str:
+    return "".join(_line(row.model_dump(mode="json")) + "\n" for row in rows)
+
+
+def _true_quality(text: str) -> float | None:
+    trailers = parse_trailers(text)
+    return trailers[-1][0] if trailers else None
+
+
+def _summary(snap: TournamentSnapshot) -> dict[str, Any]:
+    texts = {c.id: c.text for c in snap.candidates}
+    final_scores = [s for s in snap.scores if s.phase == "final_judging"]
+    summary: dict[str, Any] = {
+        "run_id": snap.run_id,
+        "status": snap.status,
+        "winner_id": snap.winner_id,
+        "final_answer_path": "artifacts/final.txt" if snap.final_answer is not None else None,
+        "winner_path": "artifacts/winner.txt" if snap.winner_id else None,
+        "profile": snap.profile.model_dump(mode="json", by_alias=True) if snap.profile else None,
+        "profile_name": snap.profile_name,
+        "seed": snap.seed,
+        "models": snap.input.models.model_dump() | {"default": snap.input.model},
+        "calls": {
+            "used": snap.spent.calls,
+            "failed": snap.spent.failed_calls,
+            "limit": snap.budget.max_calls,
+        },
+        "usage": snap.spent.model_dump(),
+        "budget": snap.budget.model_dump(),
+        "final_scores": [s.model_dump(mode="json") for s in final_scores],
+        "final_answer_is_postprocessed": snap.final_answer_is_postprocessed,
+        "error": snap.error,
+        "completed_at": snap.written_at if snap.status == "completed" else None,
+    }
+    simulated = bool(snap.candidates) and all(c.simulated for c in snap.candidates)
+    if simulated:
+        qualities = {cid: _true_quality(text) for cid, text in texts.items()}
+        known = {cid: q for cid, q in qualities.items() if q is not None}
+        best = max(known, key=lambda cid: known[cid]) if known else None
+        summary |= {
+            "simulated": True,
+            "winner_true_quality": known.get(snap.winner_id or ""),
+            "best_candidate_id": best,
+            "best_true_quality": known.get(best) if best else None,
+        }
+    return summary
+
+
+def render_files(snap: TournamentSnapshot) -> dict[str, str]:
+    """Every artifact but the report, as relative path -> content."""
+    config = redact_config(
+        snap.input.model_dump(mode="json", by_alias=True)
+        | {
+            "seed": snap.seed,
+            "profile": snap.profile and snap.profile.model_dump(mode="json", by_alias=True),
+        }
+    )
+    candidates = []
+    for c in snap.candidates:
+        row = c.model_dump(mode="json")
+        row["text_sha256"] = hashlib.sha256(c.text.encode()).hexdigest()
+        candidates.append(_line(row) + "\n")
+    files = {
+        "config.json": json.dumps(config, indent=2, sort_keys=True) + "\n",
+        "events.jsonl": _jsonl(snap.events),
+        "candidates.jsonl": "".join(candidates),
+        "comparisons.jsonl": _jsonl(snap.comparisons),
+        "scores.jsonl": _jsonl(snap.scores),
+        "usage.jsonl": _jsonl(snap.usage),
+        "summary.json": json.dumps(_summary(snap), indent=2, sort_keys=True) + "\n",
+    }
+    for generation, ids in snap.populations.items():
+        files[f"population-{generation}.json"] = json.dumps(ids, indent=2) + "\n"
+    texts = {c.id: c.text for c in snap.candidates}
+    if snap.winner_id:
+        files["artifacts/winner.txt"] = texts[snap.winner_id]
+    if snap.final_answer is not None:
+        files["artifacts/final.txt"] = snap.final_answer
+    return files
+
+
+class TournamentArtifactActivities:
+    def __init__(self, store: RunStore) -> None:
+        self.store = store
+
+    @activity.defn(name=WRITE_TOURNAMENT_ARTIFACTS)
+    async def write_tournament_artifacts(self, snap: TournamentSnapshot) -> str:
+        for relative, content in render_files(snap).items():
+            self.store.write(snap.run_id, relative, content)
+        run_dir = self.store.run_dir(snap.run_id)
+        self.store.write(
+            snap.run_id, "report.html", render_report(report_data_from_run_dir(run_dir))
+        )
+        return str(run_dir)

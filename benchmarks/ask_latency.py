@@ -1,0 +1,119 @@
+"""``ponder ask`` wall time, cold (fresh home: server start + worker + one sim call) vs warm.
+
+Cold: every repetition uses a fresh ``$PONDER_HOME``, so the process starts the embedded
+Temporal server, runs its in-process worker, makes one ``sim`` call and, as the last lease
+holder, stops the server again. Warm: a ``ponder server`` already runs in the home, so the
+process only connects, runs its worker and makes the call. The startup floor is
+``ponder --help`` (Python and imports only). Whole-process wall times; nothing is asserted.
+
+    python -m benchmarks.ask_latency [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+QUESTION = "What is durable execution?"
+READY_TIMEOUT_S = 60.0
+
+
+def ponder_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "PONDER_"))}
+    env["PONDER_HOME"] = str(home)
+    return env
+
+
+def run_ponder(home: Path, *args: str) -> float:
+    """Wall seconds of one ``ponder`` process; fails loudly if the command fails."""
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "client", *args],
+        env=ponder_env(home),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"ponder {' '.join(args)} exited {done.returncode}: {done.stderr}")
+    return elapsed
+
+
+def cold(root: Path, repeat: int) -> list[float]:
+    times = []
+    for i in range(repeat):
+        home = root / f"cold-{i}"
+        times.append(run_ponder(home, "ask", QUESTION))
+        if (home / "server.json").exists():
+            raise SystemExit(f"the embedded server in {home} outlived the last ponder process")
+    return times
+
+
+def warm(root: Path, repeat: int) -> list[float]:
+    home = root / "warm"
+    home.mkdir()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "client", "server"],
+        env=ponder_env(home),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        assert server.stdout is not None
+        for line in server.stdout:
+            if line.startswith("Web UI"):
+                break
+            if time.monotonic() > deadline:
+                raise SystemExit("ponder server did not come up")
+        else:
+            raise SystemExit(f"ponder server exited {server.wait()}")
+        run_ponder(home, "ask", "warm-up")
+        return [run_ponder(home, "ask", QUESTION) for _ in range(repeat)]
+    finally:
+        server.send_signal(signal.SIGINT)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def floor(root: Path, repeat: int) -> list[float]:
+    return [run_ponder(root / "floor", "--help") for _ in range(repeat)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3, help="repetitions per mode")
+    args = parser.parse_args()
+    modes: list[tuple[str, Callable[[Path, int], list[float]]]] = [
+        ("startup floor (ponder --help)", floor),
+        ("warm (ponder server running)", warm),
+        ("cold (fresh PONDER_HOME)", cold),
+    ]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="ponder-bench-") as tmp:
+        for name, measure in modes:
+            times = measure(Path(tmp), args.repeat)
+            rows.append((name, len(times), statistics.median(times), min(times), max(times)))
+    warm_median = rows[1][2]
+    print(f"\nponder ask wall time, sim:default, {args.repeat} repetitions per mode\n")
+    print(f"{'mode':<32} {'n':>3} {'median s':>9} {'min s':>7} {'max s':>7} {'vs warm':>8}")
+    for name, n, median, low, high in rows:
+        ratio = median / warm_median
+        print(f"{name:<32} {n:>3} {median:>9.2f} {low:>7.2f} {high:>7.2f} {ratio:>7.2f}x")
+
+
+if __name__ == "__main__":
+    main()

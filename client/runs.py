@@ -1,0 +1,98 @@
+"""Starting, waiting for and describing runs: shared by every ``ponder`` command."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+import uuid
+from typing import Any
+
+import click
+from temporalio.client import WorkflowFailureError, WorkflowHandle
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import ApplicationError, CancelledError, WorkflowAlreadyStartedError
+
+from activities.errors import ConfigError, PonderError
+from activities.run_store import RUN_ID
+from client.session import Session, spawn_background_worker
+
+__all__ = [
+    "RunFailed",
+    "check_run_id",
+    "failure_message",
+    "new_run_id",
+    "start_run",
+    "wait_or_detach",
+]
+
+
+class RunFailed(PonderError):
+    """A workflow ended failed or cancelled (exit 1)."""
+
+
+def new_run_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def check_run_id(run_id: str) -> str:
+    if not RUN_ID.match(run_id):
+        raise ConfigError(
+            f"run.id_invalid: run id {run_id!r} must match [A-Za-z0-9][A-Za-z0-9._-]* and be "
+            "at most 128 characters"
+        )
+    return run_id
+
+
+async def start_run(
+    session: Session, workflow: str, arg: Any, run_id: str, result_type: type | None = None
+) -> WorkflowHandle:
+    """Start ``workflow``; a live or used id is refused (Temporal's id policy is the run lock)."""
+    try:
+        return await session.client.start_workflow(
+            workflow,
+            arg,
+            id=run_id,
+            task_queue=session.settings.task_queue,
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+            result_type=result_type,
+        )
+    except WorkflowAlreadyStartedError:
+        raise ConfigError(
+            f"run.id_in_use: run id {run_id!r} is already used: pick another --run-id"
+        ) from None
+
+
+def failure_message(exc: WorkflowFailureError) -> str:
+    cause = exc.cause
+    while cause.cause is not None and not isinstance(cause, ApplicationError):
+        cause = cause.cause
+    if isinstance(cause, CancelledError):
+        return "cancelled"
+    code = getattr(cause, "type", None)
+    return f"{code}: {cause.message}" if code else cause.message
+
+
+async def wait_or_detach(session: Session, handle: WorkflowHandle) -> Any:
+    """Wait for the result; Ctrl-C detaches (the run goes on) instead of stopping the run."""
+    interrupted = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGINT, interrupted.set)
+    result = asyncio.ensure_future(handle.result())
+    interrupt = asyncio.ensure_future(interrupted.wait())
+    try:
+        await asyncio.wait({result, interrupt}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        interrupt.cancel()
+    if not result.done():
+        result.cancel()
+        if session.embedded:
+            spawn_background_worker(session.settings)
+        click.echo(f"\ndetached; the run goes on: ponder watch {handle.id}", err=True)
+        sys.exit(0)
+    try:
+        return result.result()
+    except WorkflowFailureError as exc:
+        raise RunFailed(f"run {handle.id} failed: {failure_message(exc)}") from exc

@@ -1,0 +1,396 @@
+"""``ponder think`` and the commands that follow, steer and report on a tournament."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.service import RPCError
+
+from activities.config import Settings, load_settings
+from activities.errors import ConfigError
+from activities.providers import default_model_for, price_table, resolve_model
+from client.runs import RunFailed, check_run_id, failure_message, new_run_id, start_run
+from client.session import Session, open_session, spawn_background_worker
+from workflows.budget import BudgetLimits
+from workflows.names import QUERY_PROGRESS, TOURNAMENT, UPDATE_EXTEND_BUDGET
+from workflows.tournament.errors import TournamentError
+from workflows.tournament.preflight import preflight
+from workflows.tournament.profiles import BUILTIN_PROFILES, Profile
+from workflows.tournament.types import (
+    ExtendBudgetInput,
+    ExtendBudgetResult,
+    Progress,
+    RoleModels,
+    TournamentInput,
+    TournamentResult,
+)
+
+__all__ = ["register"]
+
+EXIT_PAUSED = 75
+console = Console(stderr=True)
+
+
+def _read_task(task: str) -> str:
+    if not task.startswith("@"):
+        return task
+    path = Path(task[1:])
+    try:
+        return path.read_text()
+    except OSError as exc:
+        raise ConfigError(f"task file {path} cannot be read ({exc.strerror})") from None
+
+
+def _refuse(exc: TournamentError) -> ConfigError:
+    return ConfigError(f"{exc.code}: {exc.message}")
+
+
+def build_input(settings: Settings, **o: Any) -> TournamentInput:
+    """The workflow input from ``ponder think`` options; refuses what preflight refuses."""
+    provider = o["provider"]
+    base = o["model"] or (default_model_for(provider, settings) if provider else None)
+    models = RoleModels(
+        generate=base,
+        judge=o["judge_model"] or base,
+        mutate=o["mutator_model"] or base,
+        finalize=o["finalizer_model"],
+    )
+    default = base or TournamentInput.model_fields["model"].default
+    in_use = [m or default for m in (models.generate, models.judge, models.mutate)]
+    in_use += [models.finalize] if models.finalize else []
+    for spec in in_use:
+        resolve_model(spec, settings)
+    custom = None
+    if any(o[key] is not None for key in ("n", "k", "t", "m")):
+        start = BUILTIN_PROFILES[o["profile"]]
+        custom = Profile(
+            n=o["n"] if o["n"] is not None else start.n,
+            k=o["k"] if o["k"] is not None else start.k,
+            t=o["t"] if o["t"] is not None else start.t,
+            m=o["m"] if o["m"] is not None else start.m,
+        )
+    payload = TournamentInput(
+        task=_read_task(o["task"]),
+        rubric=o["rubric"],
+        profile=o["profile"],
+        custom=custom,
+        model=default,
+        models=models,
+        prompt_style=o["prompt_style"],
+        budget=BudgetLimits(
+            max_calls=o["max_calls"],
+            max_usd=o["max_usd"],
+            max_input_tokens=o["max_input_tokens"],
+            max_output_tokens=o["max_output_tokens"],
+        ),
+        prices=price_table(in_use, settings, require=o["max_usd"] is not None),
+        schedule=o["schedule"],
+        seed=o["seed"],
+        run_id=o["run_id"],
+        include_raw_outputs=o["include_raw_outputs"],
+        on_budget_exhausted=o["on_budget_exhausted"],
+    )
+    payload.concurrency.generate = payload.concurrency.judge = o["concurrency"]
+    payload.concurrency.mutate = o["concurrency"]
+    try:
+        preflight(payload)
+    except TournamentError as exc:
+        raise _refuse(exc) from None
+    return payload
+
+
+def _progress_table(p: Progress, started: float) -> Table:
+    table = Table(show_header=False, box=None, pad_edge=False)
+    limit = p.budget.max_calls if p.budget.max_calls is not None else p.calls_planned
+    table.add_row("run", p.run_id)
+    table.add_row("status", p.status + (f" ({p.blocking_limit})" if p.blocking_limit else ""))
+    table.add_row("phase", p.phase)
+    table.add_row("calls", f"{p.spent.calls} / {limit}")
+    table.add_row("tokens", f"{p.spent.input_tokens} in, {p.spent.output_tokens} out")
+    if p.spent.usd:
+        table.add_row("usd", f"{p.spent.usd:.4f}")
+    table.add_row("elapsed", f"{time.monotonic() - started:.1f}s")
+    if p.leaderboard:
+        leader = p.leaderboard[0]
+        table.add_row("leader", f"{leader.candidate_id} (score {leader.score:+.2f})")
+    return table
+
+
+async def follow(session: Session, handle: WorkflowHandle) -> TournamentResult | None:
+    """Show progress until the run ends (result) or pauses on budget (None)."""
+    started = time.monotonic()
+    result_task = asyncio.ensure_future(handle.result())
+    with Live(console=console, transient=False, refresh_per_second=4) as live:
+        while not result_task.done():
+            try:
+                progress = await handle.query(QUERY_PROGRESS, result_type=Progress)
+            except RPCError:
+                progress = None
+            if progress is not None:
+                live.update(_progress_table(progress, started))
+                if progress.status == "awaiting_budget":
+                    result_task.cancel()
+                    return None
+            await asyncio.wait({result_task}, timeout=0.5)
+    try:
+        return result_task.result()
+    except Exception as exc:
+        from temporalio.client import WorkflowFailureError
+
+        if isinstance(exc, WorkflowFailureError):
+            raise RunFailed(f"run {handle.id} ended: {failure_message(exc)}") from exc
+        raise
+
+
+def _print_outcome(session: Session, run_id: str, result: TournamentResult | None) -> None:
+    if result is None:
+        click.echo(
+            f"run {run_id} is paused awaiting budget; continue it with: "
+            f"ponder extend {run_id} --calls +N   (or --usd X)",
+            err=True,
+        )
+        sys.exit(EXIT_PAUSED)
+    run_dir = Path(result.run_dir)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    click.echo(result.final_answer)
+    click.echo(f"winner: {result.winner_id} after {result.spent.calls} calls", err=True)
+    if summary.get("simulated"):
+        click.echo(
+            f"simulated: winner true quality {summary['winner_true_quality']:.3f}, best "
+            f"candidate {summary['best_candidate_id']} {summary['best_true_quality']:.3f}",
+            err=True,
+        )
+    click.echo(f"report: {run_dir / 'report.html'}", err=True)
+
+
+def _common_session(ctx: click.Context) -> Settings:
+    return load_settings(ctx.obj["config"])
+
+
+@click.command()
+@click.argument("task")
+@click.option(
+    "--profile", type=click.Choice(list(BUILTIN_PROFILES)), default="quick", show_default=True
+)
+@click.option("--n", type=int, default=None, help="Custom population size.")
+@click.option("--k", type=int, default=None, help="Custom judge degree per generation.")
+@click.option("--t", type=int, default=None, help="Custom number of generations.")
+@click.option("--m", type=int, default=None, help="Custom final judging degree.")
+@click.option("--provider", default=None, help="Provider for every role, e.g. the simulated one.")
+@click.option("--model", default=None, help="provider:model for every role.")
+@click.option("--judge-model", default=None)
+@click.option("--mutator-model", default=None)
+@click.option("--finalizer-model", default=None, help="Polish the winner with this model.")
+@click.option("--rubric", default=None)
+@click.option(
+    "--prompt-style",
+    type=click.Choice(["general", "paper-programming"]),
+    default="general",
+    show_default=True,
+)
+@click.option(
+    "--schedule",
+    type=click.Choice(["k-regular", "adaptive"]),
+    default="k-regular",
+    show_default=True,
+)
+@click.option("--concurrency", type=int, default=8, show_default=True)
+@click.option("--seed", type=int, default=None)
+@click.option("--max-calls", type=int, default=None)
+@click.option("--max-usd", type=float, default=None)
+@click.option("--max-input-tokens", type=int, default=None)
+@click.option("--max-output-tokens", type=int, default=None)
+@click.option(
+    "--on-budget-exhausted",
+    type=click.Choice(["pause", "fail"]),
+    default="pause",
+    show_default=True,
+)
+@click.option("--include-raw-outputs", is_flag=True)
+@click.option("--run-id", default=None)
+@click.option("--detach", is_flag=True, help="Start the run, print its id and return.")
+@click.option("--dry-run", is_flag=True, help="Print the plan (calls, rounds, USD); no run.")
+@click.pass_context
+def think(ctx: click.Context, **options: Any) -> None:
+    """Run a tournament on TASK (or @file): generate, judge, rank, mutate, rank again."""
+    settings = _common_session(ctx)
+    run_id = check_run_id(options["run_id"] or new_run_id("think"))
+    options["run_id"] = run_id
+    payload = build_input(settings, **options)
+    if options["dry_run"]:
+        _print_plan(payload)
+        return
+
+    async def go() -> TournamentResult | None:
+        async with open_session(settings, worker=not options["detach"]) as session:
+            handle = await start_run(session, TOURNAMENT, payload, run_id, TournamentResult)
+            if options["detach"]:
+                if session.embedded:
+                    spawn_background_worker(settings)
+                click.echo(run_id)
+                sys.exit(0)
+            return await follow(session, handle)
+
+    result = asyncio.run(go())
+    _print_outcome(None, run_id, result)  # type: ignore[arg-type]
+
+
+def _print_plan(payload: TournamentInput) -> None:
+    plan = preflight(payload).tournament
+    click.echo(
+        f"calls: {plan.planned_calls} (worst case {plan.worst_case_calls} with judge "
+        f"retries), sequential rounds: {plan.sequential_rounds}"
+    )
+    for phase in plan.phases:
+        click.echo(f"  {phase.phase:<24} {phase.calls}")
+    if payload.prices and all(p.input == 0 and p.output == 0 for p in payload.prices.values()):
+        click.echo("estimated USD: 0 (simulated)")
+    if plan.warning:
+        click.echo(f"warning: {plan.warning}")
+
+
+async def _handle(session: Session, run_id: str) -> WorkflowHandle:
+    return session.client.get_workflow_handle(run_id, result_type=TournamentResult)
+
+
+@click.command()
+@click.argument("run_id")
+@click.pass_context
+def status(ctx: click.Context, run_id: str) -> None:
+    """Show a tournament's progress: status, phase, budget, leaderboard."""
+    settings = _common_session(ctx)
+
+    async def go() -> Progress:
+        async with open_session(settings, worker=False) as session:
+            handle = await _handle(session, run_id)
+            return await handle.query(QUERY_PROGRESS, result_type=Progress)
+
+    progress = asyncio.run(go())
+    click.echo(json.dumps(progress.model_dump(mode="json"), indent=2))
+
+
+@click.command()
+@click.argument("run_id")
+@click.pass_context
+def watch(ctx: click.Context, run_id: str) -> None:
+    """Follow a tournament until it completes, fails or pauses."""
+    settings = _common_session(ctx)
+
+    async def go() -> TournamentResult | None:
+        async with open_session(settings) as session:
+            return await follow(session, await _handle(session, run_id))
+
+    _print_outcome(None, run_id, asyncio.run(go()))  # type: ignore[arg-type]
+
+
+def _limit(value: str | None, current: float | None, cast: type) -> Any:
+    if value is None:
+        return None
+    if value.startswith("+"):
+        return cast(current or 0) + cast(value[1:])
+    return cast(value)
+
+
+@click.command()
+@click.argument("run_id")
+@click.option("--calls", default=None, help="New max_calls (absolute, or +N).")
+@click.option("--usd", default=None, help="New max_usd (absolute, or +X).")
+@click.option("--input-tokens", default=None, help="New max_input_tokens (or +N).")
+@click.option("--output-tokens", default=None, help="New max_output_tokens (or +N).")
+@click.option("--detach", is_flag=True, help="Extend and return without following the run.")
+@click.pass_context
+def extend(
+    ctx: click.Context,
+    run_id: str,
+    calls: str | None,
+    usd: str | None,
+    input_tokens: str | None,
+    output_tokens: str | None,
+    detach: bool,
+) -> None:
+    """Raise a run's budget limits; a paused run continues where it stopped."""
+    settings = _common_session(ctx)
+
+    async def go() -> TournamentResult | None:
+        async with open_session(settings, worker=not detach) as session:
+            handle = await _handle(session, run_id)
+            progress = await handle.query(QUERY_PROGRESS, result_type=Progress)
+            limits = progress.budget
+            try:
+                new = ExtendBudgetInput(
+                    max_calls=_limit(calls, limits.max_calls, int),
+                    max_usd=_limit(usd, limits.max_usd, float),
+                    max_input_tokens=_limit(input_tokens, limits.max_input_tokens, int),
+                    max_output_tokens=_limit(output_tokens, limits.max_output_tokens, int),
+                )
+            except ValueError as exc:
+                raise ConfigError(f"extend: {exc}: give numbers such as 300 or +50") from None
+            try:
+                done = await handle.execute_update(
+                    UPDATE_EXTEND_BUDGET, new, result_type=ExtendBudgetResult
+                )
+            except WorkflowUpdateFailedError as exc:
+                cause = exc.cause
+                raise ConfigError(f"extend refused: {getattr(cause, 'message', cause)}") from None
+            click.echo(f"budget now {done.budget.model_dump(exclude_none=True)}", err=True)
+            if detach:
+                return None
+            return await follow(session, handle)
+
+    result = asyncio.run(go())
+    if not detach:
+        _print_outcome(None, run_id, result)  # type: ignore[arg-type]
+
+
+@click.command()
+@click.argument("run_id")
+@click.pass_context
+def cancel(ctx: click.Context, run_id: str) -> None:
+    """Cancel a run: calls in flight finish and are recorded, artifacts are written."""
+    settings = _common_session(ctx)
+
+    async def go() -> None:
+        async with open_session(settings) as session:
+            handle = await _handle(session, run_id)
+            await handle.cancel()
+            # The run ends CANCELED (or finished first); either way describe() tells.
+            with contextlib.suppress(Exception):
+                await handle.result()
+            description = await handle.describe()
+            click.echo(f"run {run_id}: {description.status.name.lower()}", err=True)
+
+    asyncio.run(go())
+    sys.exit(1)
+
+
+@click.command()
+@click.argument("run_id")
+@click.pass_context
+def report(ctx: click.Context, run_id: str) -> None:
+    """Print the path of a run's report.html (re-rendered from its run directory)."""
+    from activities.run_store import RunStore
+    from activities.tournament.report import render_report, report_data_from_run_dir
+
+    settings = _common_session(ctx)
+    store = RunStore(settings.runs_dir)
+    run_dir = store.run_dir(run_id)
+    if not (run_dir / "summary.json").exists():
+        raise ConfigError(f"no tournament artifacts in {run_dir}: check the run id")
+    path = store.write(run_id, "report.html", render_report(report_data_from_run_dir(run_dir)))
+    click.echo(str(path))
+
+
+def register(group: click.Group) -> None:
+    for command in (think, status, watch, extend, cancel, report):
+        group.add_command(command)

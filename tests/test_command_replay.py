@@ -1,0 +1,268 @@
+"""The ``command`` and ``replay`` providers end to end through the ``Ask`` workflow."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+import pytest
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.exceptions import ActivityError, ApplicationError
+
+from activities.config import Endpoint, Settings
+from tests.conftest import with_endpoint
+from tests.fakes import FakeProvider
+from worker.worker import WorkerOptions, running_worker
+from workflows.ask_types import AskInput, AskResult
+from workflows.names import ASK
+
+
+def script(path: Path, body: str) -> Path:
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+async def start_ask(client: Client, queue: str, payload: AskInput) -> WorkflowHandle:
+    run_id = payload.run_id or f"ask-{uuid.uuid4().hex[:12]}"
+    return await client.start_workflow(
+        ASK,
+        payload.model_copy(update={"run_id": run_id}),
+        id=run_id,
+        task_queue=queue,
+        result_type=AskResult,
+    )
+
+
+async def ask(client: Client, queue: str, payload: AskInput) -> AskResult:
+    handle = await start_ask(client, queue, payload)
+    result: AskResult = await handle.result()
+    return result
+
+
+async def failure_of(client: Client, queue: str, payload: AskInput) -> ApplicationError:
+    with pytest.raises(WorkflowFailureError) as info:
+        await ask(client, queue, payload)
+    activity_error = info.value.cause
+    assert isinstance(activity_error, ActivityError)
+    assert isinstance(activity_error.cause, ApplicationError)
+    return activity_error.cause
+
+
+def raw_events(settings: Settings, run_id: str) -> list[dict[str, object]]:
+    path = settings.runs_dir / run_id / "raw-events.jsonl"
+    return [orjson.loads(line) for line in path.read_bytes().splitlines()]
+
+
+def live_group_members(pgid: int) -> list[int]:
+    """Pids of live (non-zombie) processes in process group ``pgid``."""
+    members = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        state, pgrp = fields[0], int(fields[2])
+        if pgrp == pgid and state != "Z":
+            members.append(int(proc.name))
+    return members
+
+
+def alive(pid: int) -> bool:
+    """``pid`` exists and is not a zombie (an orphan may wait for a reaper a while)."""
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+async def wait_until(predicate: Callable[[], bool], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out waiting"
+        await asyncio.sleep(0.05)
+
+
+# -- command ---------------------------------------------------------------------------
+
+
+async def test_command_path_gets_prompt_on_stdin_and_call_env(
+    client: Client, settings: Settings, worker_queue: str, tmp_path: Path
+) -> None:
+    agent = script(
+        tmp_path / "upper.sh",
+        "upper=$(tr '[:lower:]' '[:upper:]')\n"
+        "printf '%s\\n' \"$upper\"\n"
+        'printf "run=%s step=%s attempt=%s\\n" "$PONDER_RUN_ID" "$PONDER_STEP_ID" '
+        '"$PONDER_ATTEMPT"\n',
+    )
+    run_id = f"cmd-{uuid.uuid4().hex[:8]}"
+    result = await ask(
+        client,
+        worker_queue,
+        AskInput(question="hello command", model=f"command:{agent}", run_id=run_id),
+    )
+    assert result.response.text == f"HELLO COMMAND\nrun={run_id} step=ask attempt=0\n"
+    assert result.response.provider == "command"
+    assert not result.response.simulated
+    assert result.response.usage.input_tokens == len("hello command") // 4
+    assert (settings.runs_dir / run_id / "artifacts/answer.txt").read_text() == (
+        result.response.text
+    )
+    (event,) = raw_events(settings, run_id)
+    assert event["argv"] == [str(agent)]
+    assert event["exit_code"] == 0
+    assert event["call_key"] == "ask/0/0"
+
+
+async def test_command_nonzero_exit_is_a_dispatch_error_with_stderr(
+    client: Client, worker_queue: str, tmp_path: Path
+) -> None:
+    runs = tmp_path / "runs.log"
+    agent = script(
+        tmp_path / "fails.sh",
+        f"echo started >> {runs}\n"
+        "echo 'half an answer'\n"
+        "echo 'boom: the agent broke' >&2\n"
+        "exit 3\n",
+    )
+    error = await failure_of(
+        client, worker_queue, AskInput(question="hi", model=f"command:{agent}")
+    )
+    assert error.type == "provider.dispatch"
+    assert error.non_retryable
+    assert "exited 3" in error.message
+    assert "boom: the agent broke" in error.message
+    assert runs.read_text() == "started\n"  # not retried
+
+
+async def test_named_command_endpoint_runs_its_argv(
+    client: Client, settings: Settings, tmp_path: Path
+) -> None:
+    agent = script(
+        tmp_path / "agent.sh",
+        "printf '[%s]' \"$@\"\nprintf ' stdin=%s' \"$(cat)\"\n",
+    )
+    settings = with_endpoint(
+        settings,
+        "agent",
+        Endpoint(kind="command", argv=[str(agent), "-p", "two words"], timeout_s=30),
+    )
+    queue = f"test-{uuid.uuid4()}"
+    async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
+        result = await ask(client, queue, AskInput(question="do it", model="agent:any-model"))
+    assert result.response.text == "[-p][two words] stdin=do it"
+    assert result.response.provider == "agent"
+    assert result.response.model == "any-model"
+
+
+async def test_command_timeout_kills_the_whole_process_group(
+    client: Client, settings: Settings, tmp_path: Path
+) -> None:
+    pids = tmp_path / "pids"
+    agent = script(
+        tmp_path / "slow.sh",
+        f'sleep 300 &\necho "$$ $!" >> {pids}\nsleep 300\necho never\n',
+    )
+    settings = with_endpoint(
+        settings, "slow", Endpoint(kind="command", argv=[str(agent)], timeout_s=1.0)
+    )
+
+    def attempts() -> list[tuple[int, int]]:
+        if not pids.exists():
+            return []
+        lines = pids.read_text().splitlines()
+        return [(int(a), int(b)) for a, b in (line.split() for line in lines)]
+
+    queue = f"test-{uuid.uuid4()}"
+    try:
+        async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
+            handle = await start_ask(client, queue, AskInput(question="hi", model="slow:agent"))
+            try:
+                # The second attempt starts after the first timed out and its retry delay (1 s).
+                await wait_until(lambda: len(attempts()) >= 2, 20)
+                (leader, child), _ = attempts()[:2]
+                assert live_group_members(leader) == []
+                assert not alive(leader)
+                assert not alive(child)  # the background `sleep 300` went with its group
+                description = await handle.describe()
+                (pending,) = description.raw_description.pending_activities
+                assert pending.attempt == 2
+                assert pending.last_failure.application_failure_info.type == "provider.timeout"
+                assert "ran past" in pending.last_failure.message
+                # The second attempt times out on its own a second later; end the run in the
+                # retry gap that follows so no third attempt starts.
+                second_leader = attempts()[1][0]
+                await wait_until(lambda: live_group_members(second_leader) == [], 10)
+            finally:
+                await handle.terminate("test done")
+        for leader, child in attempts():
+            assert live_group_members(leader) == []
+            assert not alive(child)
+    finally:  # whatever failed above, leave no `sleep 300` behind
+        for leader, _child in attempts():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(leader, signal.SIGKILL)
+
+
+# -- replay ----------------------------------------------------------------------------
+
+
+async def test_replay_answers_from_a_recorded_run(
+    client: Client, settings: Settings, fake: FakeProvider
+) -> None:
+    settings = with_endpoint(settings, "local", Endpoint(kind="openai", base_url=fake.url))
+    queue = f"test-{uuid.uuid4()}"
+    recorded_id = f"rec-{uuid.uuid4().hex[:8]}"
+    async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
+        recorded = await ask(
+            client,
+            queue,
+            AskInput(question="Explain retries", model="local:m", seed=3, run_id=recorded_id),
+        )
+        log = settings.runs_dir / recorded_id / "raw-events.jsonl"
+        replayed = await ask(
+            client, queue, AskInput(question="Explain retries", model=f"replay:{log}", seed=3)
+        )
+    assert len(fake.seen) == 1  # the replay made no HTTP call
+    assert replayed.response.text == recorded.response.text
+    assert "[sim q=" in replayed.response.text
+    assert replayed.response.usage == recorded.response.usage
+    assert replayed.response.provider == "replay"
+    assert recorded.response.provider == "local"
+
+
+async def test_replay_without_the_call_key_is_malformed_output(
+    client: Client, worker_queue: str, tmp_path: Path
+) -> None:
+    body = {"model": "m", "choices": [{"message": {"content": "recorded"}}]}
+    events = [
+        # The Ask call (ask/0/0) was recorded only as a failure; another call succeeded.
+        {"call_key": "ask/0/0", "provider_kind": "openai", "response": {"status": 503}},
+        {
+            "call_key": "ask/1/0",
+            "provider_kind": "openai",
+            "response": {"status": 200, "body": body},
+        },
+    ]
+    log = tmp_path / "raw-events.jsonl"
+    log.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in events))
+    error = await failure_of(client, worker_queue, AskInput(question="q", model=f"replay:{log}"))
+    assert error.type == "provider.malformed_output"
+    assert error.non_retryable
+    assert "ask/0/0" in error.message
+    missing = await failure_of(
+        client, worker_queue, AskInput(question="q", model=f"replay:{tmp_path / 'nope.jsonl'}")
+    )
+    assert missing.type == "provider.config"
+    assert missing.non_retryable
+    assert "cannot be read" in missing.message

@@ -1,0 +1,174 @@
+"""``ponder worker`` as a real process, and ``ponder ask --detach`` with its background worker."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+
+from temporalio.client import Client
+
+from activities.config import Settings
+from tests.cli import Done, cli_env, finish, ponder
+from workflows.ask_types import AskInput, AskResult
+from workflows.names import ASK
+
+
+async def start_worker(*args: str, env: dict[str, str]) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "worker",
+        *args,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def wait_for_line(process: asyncio.subprocess.Process, needle: str, timeout: float) -> str:
+    assert process.stderr is not None
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while True:
+        remaining = deadline - time.monotonic()
+        assert remaining > 0, f"no {needle!r} on stderr within {timeout}s: {seen}"
+        line = (await asyncio.wait_for(process.stderr.readline(), remaining)).decode()
+        assert line, f"the worker exited before printing {needle!r}: {seen}"
+        seen.append(line)
+        if needle in line:
+            return line
+
+
+def one_line(done: Done) -> str:
+    assert "Traceback" not in done.err
+    lines = [line for line in done.err.splitlines() if line.strip()]
+    assert len(lines) == 1, done.err
+    return lines[0]
+
+
+def processes_using(home: Path) -> list[int]:
+    """Pids of live processes whose environment has ``PONDER_HOME=home`` (ours only)."""
+    needle = f"PONDER_HOME={home}".encode()
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            environ = (proc / "environ").read_bytes().split(b"\0")
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if needle in environ and state != "Z":
+            pids.append(int(proc.name))
+    return pids
+
+
+def cmdline(pid: int) -> list[str]:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().decode().split("\0")
+    except OSError:
+        return []
+
+
+async def wait_until(predicate: Callable[[], bool], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out waiting"
+        await asyncio.sleep(0.1)
+
+
+async def test_worker_polls_serves_an_ask_and_stops_on_sigterm(
+    client: Client, settings: Settings, server_address: str
+) -> None:
+    queue = f"test-{uuid.uuid4()}"
+    env = cli_env(settings.home, TEMPORAL_ADDRESS=server_address)
+    worker = await start_worker("--task-queue", queue, env=env)
+    try:
+        await wait_for_line(worker, f"polling {queue!r}", 30)
+        run_id = f"ask-{uuid.uuid4().hex[:8]}"
+        result = await client.execute_workflow(
+            ASK,
+            AskInput(question="Who serves this?", run_id=run_id),
+            id=run_id,
+            task_queue=queue,
+            result_type=AskResult,
+            execution_timeout=timedelta(seconds=60),
+        )
+        assert result.response.simulated
+        # The worker process wrote the run directory of the home it was given.
+        answer = settings.runs_dir / run_id / "artifacts/answer.txt"
+        assert Path(result.answer_path) == answer.resolve()
+        assert Path(result.answer_path).read_text() == result.response.text
+        started = time.monotonic()
+        worker.send_signal(signal.SIGTERM)
+        done = await finish(worker, timeout=15)
+        assert done.code == 0, done.err
+        assert time.monotonic() - started < 10
+    finally:
+        if worker.returncode is None:
+            worker.kill()
+            await worker.wait()
+
+
+async def test_bad_rate_limit_is_one_line_exit_2(tmp_path: Path, server_address: str) -> None:
+    env = cli_env(tmp_path, TEMPORAL_ADDRESS=server_address)
+    worker = await start_worker(
+        "--task-queue", f"test-{uuid.uuid4()}", "--rate-limit", "bad", env=env
+    )
+    done = await finish(worker, timeout=30)
+    assert done.code == 2
+    line = one_line(done)
+    assert "--rate-limit 'bad'" in line
+    assert "PROVIDER=N/s" in line
+
+
+async def test_exit_when_idle_exits_by_itself(tmp_path: Path, server_address: str) -> None:
+    env = cli_env(tmp_path, TEMPORAL_ADDRESS=server_address)
+    started = time.monotonic()
+    worker = await start_worker(
+        "--task-queue", f"test-{uuid.uuid4()}", "--exit-when-idle", "1", env=env
+    )
+    try:
+        done = await finish(worker, timeout=20)
+    finally:
+        if worker.returncode is None:
+            worker.kill()
+            await worker.wait()
+    assert done.code == 0, done.err
+    assert "idle; exiting" in done.err
+    assert time.monotonic() - started < 20
+
+
+async def test_ask_detach_prints_the_id_and_a_background_worker_finishes(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = cli_env(home)
+    run_id = f"detached-{uuid.uuid4().hex[:8]}"
+    try:
+        done = await ponder("ask", "Finish without me", "--detach", "--run-id", run_id, env=env)
+        assert done.code == 0, done.err
+        assert done.out.strip() == run_id
+        summary = home / "runs" / run_id / "summary.json"
+        await wait_until(summary.exists, 60)
+        assert json.loads(summary.read_text())["status"] == "completed"
+        assert "[sim q=" in (home / "runs" / run_id / "artifacts/answer.txt").read_text()
+        workers = [pid for pid in processes_using(home) if "worker" in cmdline(pid)]
+        assert len(workers) == 1, [cmdline(pid) for pid in processes_using(home)]
+        (worker,) = workers
+        assert "--exit-when-idle" in cmdline(worker)
+        os.kill(worker, signal.SIGTERM)
+        # The worker held the last lease: the embedded server goes with it.
+        await wait_until(lambda: processes_using(home) == [], 30)
+        assert not (home / "server.json").exists()
+    finally:
+        for pid in processes_using(home):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

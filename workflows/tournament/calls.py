@@ -1,0 +1,289 @@
+"""Every model call of a tournament: reserve, dispatch, bill, and pause when the budget is spent.
+
+Deterministic workflow-side code (it awaits activities); the arithmetic lives in
+``workflows.budget``. A call is reserved before dispatch, so concurrency can never overshoot
+``max_calls``; failed calls and invalid-output retries stay billed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
+
+with workflow.unsafe.imports_passed_through():
+    from activities.model_types import CallModelInput, ModelRequest, ModelResponse, Usage
+    from activities.pricing import cost_usd
+    from workflows.budget import Budget, BudgetLimits
+    from workflows.model_calls import call_model
+    from workflows.tournament.errors import (
+        BUDGET_EXHAUSTED,
+        BUDGET_UNPRICED_MODEL,
+        JUDGE_PERSISTENT_INVALID_JSON,
+        TournamentError,
+    )
+    from workflows.tournament.prompts import render
+    from workflows.tournament.types import Status, TournamentInput, UsageRow
+
+__all__ = ["Dropped", "Judged", "TournamentCalls"]
+
+T = TypeVar("T")
+# Prompt role -> the role a provider sees (the sim judge answers "judge").
+_REQUEST_ROLE = {
+    "generate": "generate",
+    "compare": "judge",
+    "mutate": "mutate",
+    "finalize": "finalize",
+}
+
+
+class Dropped(Exception):
+    """A call that never started because the run is stopping (cancel or failure)."""
+
+
+@dataclass
+class Judged(Generic[T]):
+    value: T
+    response: ModelResponse
+    attempts: int
+    usage: Usage
+    raw_outputs: list[str] = field(default_factory=list)
+
+
+class TournamentCalls:
+    def __init__(self, run_id: str, input: TournamentInput, event: Callable[..., None]) -> None:
+        self.run_id = run_id
+        self.input = input
+        self.event = event
+        self.seed = 0
+        self.temperatures: dict[str, float] = {}
+        """Prompt role -> sampling temperature, from the profile."""
+        self.budget = Budget(limits=input.budget)
+        self.usage: list[UsageRow] = []
+        self.status: Status = "running"
+        self.stopping = False
+        self.inflight: set[asyncio.Task[Any]] = set()
+
+    # -- running many calls ----------------------------------------------------------------
+
+    async def run_all(
+        self, calls: Sequence[Callable[[], Awaitable[T]]], concurrency: int
+    ) -> list[T]:
+        """Run ``calls`` at most ``concurrency`` at a time; results in the given order.
+
+        On the first failure nothing new starts, the calls in flight finish (they are paid
+        for) and the failure is raised.
+        """
+        gate = asyncio.Semaphore(concurrency)
+
+        async def guarded(call: Callable[[], Awaitable[T]]) -> T:
+            async with gate:
+                if self.stopping:
+                    raise Dropped()
+                return await call()
+
+        tasks = [asyncio.create_task(guarded(call)) for call in calls]
+        self.inflight.update(tasks)
+        try:
+            done, pending = await workflow.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            if pending:
+                self.stopping = True
+                await workflow.wait(pending)
+            failures = [t.exception() for t in tasks if t.exception() is not None]
+            real = [f for f in failures if not isinstance(f, Dropped)]
+            if real or failures:
+                raise (real or failures)[0]  # type: ignore[misc]
+            return [t.result() for t in tasks]
+        finally:
+            self.inflight.difference_update(t for t in tasks if t.done())
+
+    def stop(self) -> None:
+        self.stopping = True
+
+    async def drain(self) -> None:
+        """Wait for every call still in flight (each is recorded when it lands)."""
+        pending = [t for t in self.inflight if not t.done()]
+        if pending:
+            await workflow.wait(pending)
+        self.inflight.clear()
+
+    # -- one call ------------------------------------------------------------------------
+
+    def model_for(self, role: str) -> str:
+        models = self.input.models
+        chosen = {
+            "generate": models.generate,
+            "compare": models.judge,
+            "mutate": models.mutate,
+            "finalize": models.finalize,
+        }[role]
+        return chosen or self.input.model
+
+    async def model(
+        self,
+        phase: str,
+        index: int,
+        *,
+        role: str,
+        values: dict[str, str],
+        tag: str | None = None,
+        attempt: int = 0,
+    ) -> ModelResponse:
+        """Render ``role``'s prompt from ``values`` and make one billed call."""
+        override = getattr(self.input.prompts, role) if self.input.prompts else None
+        prompt = render(role, values, style=self.input.prompt_style, override=override)  # type: ignore[arg-type]
+        request = ModelRequest(
+            model=self.model_for(role),
+            prompt=prompt.user,
+            system=prompt.system,
+            role=_REQUEST_ROLE[role],
+            temperature=self.temperatures.get(role),
+            max_output_tokens=prompt.max_output_tokens,
+            json_mode=role == "compare",
+            seed=self.seed,
+            tag=tag,
+        )
+        call = CallModelInput(
+            run_id=self.run_id, phase=phase, index=index, attempt=attempt, request=request
+        )
+        await self._reserve()
+        try:
+            response = await call_model(call)
+        except ActivityError as exc:
+            code, message = _failure(exc)
+            self._bill(call, None, code)
+            raise ApplicationError(
+                f"{role} call {call.call_key} failed: {message}", type=code, non_retryable=True
+            ) from None
+        self._bill(call, response, None)
+        return response
+
+    async def until_valid(
+        self,
+        phase: str,
+        index: int,
+        *,
+        values: dict[str, str],
+        parse: Callable[[str], T],
+        errors: tuple[type[Exception], ...],
+    ) -> Judged[T]:
+        """A judge call, retried (and billed) while its output does not parse."""
+        raw: list[str] = []
+        usage = Usage()
+        last_error = ""
+        for attempt in range(self.input.invalid_json_retries + 1):
+            response = await self.model(
+                phase, index, role="compare", values=values, attempt=attempt
+            )
+            raw.append(response.text)
+            usage = usage + response.usage
+            try:
+                value = parse(response.text)
+            except errors as exc:
+                last_error = str(exc)
+                self.event(
+                    "judge.invalid_json",
+                    phase=phase,
+                    index=index,
+                    attempt=attempt,
+                    reason=last_error,
+                )
+                continue
+            return Judged(value, response, attempt + 1, usage, raw)
+        raise TournamentError(
+            JUDGE_PERSISTENT_INVALID_JSON,
+            f"judge output for {phase} pair {index} was not a valid verdict after "
+            f"{len(raw)} attempts ({last_error}); ponder never invents a tie: use a judge model "
+            "that follows the JSON format or raise invalid_json_retries",
+        )
+
+    # -- budget --------------------------------------------------------------------------
+
+    async def _reserve(self) -> None:
+        while True:
+            if self.stopping:
+                raise Dropped()
+            if self.budget.reserve():
+                return
+            limit = self.budget.blocking_limit()
+            if self.input.on_budget_exhausted == "fail":
+                raise TournamentError(
+                    BUDGET_EXHAUSTED,
+                    f"budget limit {limit} reached ({self.budget.spent.calls} calls, "
+                    f"{self.budget.spent.usd:.4f} USD spent): raise it, or start with "
+                    'on_budget_exhausted="pause" to extend it mid-run',
+                )
+            if self.status != "awaiting_budget":
+                self.status = "awaiting_budget"
+                self.event("budget.paused", limit=limit, spent=self.budget.spent.model_dump())
+            await workflow.wait_condition(
+                lambda: self.stopping or self.budget.blocking_limit() is None
+            )
+            if self.status == "awaiting_budget" and not self.stopping:
+                self.status = "running"
+                self.event("budget.resumed", limits=self.budget.limits.model_dump())
+
+    def extend(self, limits: BudgetLimits) -> None:
+        merged = self.budget.limits.model_copy(update=limits.model_dump(exclude_none=True))
+        self.budget.limits = merged
+        self.event("budget.extended", limits=merged.model_dump())
+
+    def _bill(
+        self, call: CallModelInput, response: ModelResponse | None, error: str | None
+    ) -> None:
+        spec = call.request.model
+        usage = response.usage if response else Usage()
+        usd = 0.0
+        if response is not None:
+            price = self.input.prices.get(spec)
+            if price is not None:
+                usd = cost_usd(price, usage)
+            elif response.usd is not None:
+                usd = response.usd
+            elif not response.simulated and self.budget.limits.max_usd is not None:
+                raise TournamentError(
+                    BUDGET_UNPRICED_MODEL,
+                    f"model {spec} has no price but max_usd is set: add its price to the "
+                    "input's prices (or ponder.toml) or drop max_usd",
+                )
+        self.budget.settle(
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            usd=usd,
+            transport_retries=response.transport_retries if response else 0,
+            failed=response is None,
+        )
+        provider, _, model = spec.partition(":")
+        self.usage.append(
+            UsageRow(
+                usage_id=call.call_id,
+                ts=workflow.now().isoformat(),
+                phase=call.phase,
+                role=call.request.role,
+                provider=response.provider if response else provider,
+                model=response.model if response else model,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cache_hit_tokens=usage.cache_hit_tokens,
+                cache_miss_tokens=usage.cache_miss_tokens,
+                total_tokens=usage.total_tokens,
+                usd=usd,
+                latency_ms=response.latency_ms if response else 0.0,
+                transport_retries=response.transport_retries if response else 0,
+                outcome="success" if response else "failed",
+                error_code=error,
+            )
+        )
+
+
+def _failure(exc: ActivityError) -> tuple[str, str]:
+    cause = exc.cause
+    if isinstance(cause, ApplicationError) and cause.type:
+        return cause.type, cause.message
+    if isinstance(cause, TimeoutError):
+        return "provider.timeout", f"no answer before the activity timed out ({cause.type})"
+    return "provider.transport", str(cause or exc)

@@ -1,0 +1,67 @@
+"""Everything refused before a tournament makes its first call. Pure: no Temporal import."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from workflows.tournament.errors import RUN_ID_INVALID, TournamentError
+from workflows.tournament.profiles import (
+    Profile,
+    TournamentPlan,
+    check_planned_calls,
+    get_profile,
+    plan,
+    profile_name,
+)
+from workflows.tournament.prompts import validate_overrides
+from workflows.tournament.types import TournamentInput
+
+__all__ = ["Preflight", "preflight", "profile_of"]
+
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+@dataclass(frozen=True)
+class Preflight:
+    profile: Profile
+    profile_name: str | None
+    tournament: TournamentPlan
+
+    @property
+    def temperatures(self) -> dict[str, float]:
+        """Prompt role -> temperature (the finalizer polishes like a mutator)."""
+        p = self.profile
+        return {
+            "generate": p.generate_temperature,
+            "compare": p.judge_temperature,
+            "mutate": p.mutate_temperature,
+            "finalize": p.mutate_temperature,
+        }
+
+
+def profile_of(input: TournamentInput) -> Profile:
+    if input.custom is not None:
+        return input.custom.check()
+    return get_profile(input.profile or "quick")
+
+
+def preflight(input: TournamentInput, run_id: str | None = None) -> Preflight:
+    """The profile and dry-run plan of ``input``, or the TournamentError that refuses it."""
+    run_id = run_id or input.run_id
+    if run_id is not None and not _RUN_ID.match(run_id):
+        raise TournamentError(
+            RUN_ID_INVALID,
+            f"run id {run_id!r} must match [A-Za-z0-9][A-Za-z0-9._-]* and be at most 128 "
+            "characters: choose another",
+        )
+    profile = profile_of(input)
+    validate_overrides(input.prompts)
+    tournament = plan(
+        profile,
+        rank=input.rank,
+        finalizer=bool(input.models.finalize),
+        invalid_json_retries=input.invalid_json_retries,
+    )
+    check_planned_calls(tournament, input.budget.max_calls)
+    return Preflight(profile, profile_name(profile), tournament)

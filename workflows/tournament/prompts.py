@@ -1,0 +1,282 @@
+"""Prompts of the four tournament roles, in two styles, with validated per-role overrides.
+
+Roles and their variables: generate ``{task, rubric}``, compare ``{task, rubric, candidateA,
+candidateB}``, mutate ``{task, rubric, candidate, critique}``, finalize ``{task, rubric,
+candidate}``. Substitution is one pass: ``{name}`` becomes its value, ``{{`` and ``}}`` are
+literal braces, any other brace is literal text, and a substituted value is never expanded again
+(a candidate may well contain ``{task}``). ``str.format`` is never used: it would re-read braces in
+JSON examples and C++ code. Presentation labels are "Solution A" / "Solution B" in every style,
+the names the critique rewriter turns into "your solution" / "the other solution".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from workflows.tournament.errors import PROMPTS_UNKNOWN_VARIABLE, TournamentError
+
+__all__ = [
+    "DEFAULT_RUBRIC",
+    "OUTPUT_TOKEN_CAPS",
+    "ROLE_VARIABLES",
+    "PromptOverride",
+    "PromptOverrides",
+    "PromptTemplate",
+    "RenderedPrompt",
+    "Role",
+    "Style",
+    "builtin_template",
+    "render",
+    "substitute",
+    "template_variables",
+    "validate_overrides",
+]
+
+Role = Literal["generate", "compare", "mutate", "finalize"]
+Style = Literal["general", "paper-programming"]
+
+DEFAULT_RUBRIC = (
+    "Prefer answers that are correct, complete, robust, verifiable, and directly aligned with the "
+    "task."
+)
+
+ROLE_VARIABLES: Mapping[Role, frozenset[str]] = MappingProxyType(
+    {
+        "generate": frozenset({"task", "rubric"}),
+        "compare": frozenset({"task", "rubric", "candidateA", "candidateB"}),
+        "mutate": frozenset({"task", "rubric", "candidate", "critique"}),
+        "finalize": frozenset({"task", "rubric", "candidate"}),
+    }
+)
+
+# Output token caps sent with every call; "compare" is the judge.
+OUTPUT_TOKEN_CAPS: Mapping[Role, int] = MappingProxyType(
+    {"generate": 4096, "compare": 1024, "mutate": 4096, "finalize": 4096}
+)
+
+_TOKEN = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class PromptTemplate(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    system: str
+    user: str
+
+
+class PromptOverride(BaseModel):
+    """Replace a role's system and/or user template; None keeps the built-in one."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    system: str | None = None
+    user: str | None = None
+
+
+class PromptOverrides(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    generate: PromptOverride | None = None
+    compare: PromptOverride | None = None
+    mutate: PromptOverride | None = None
+    finalize: PromptOverride | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedPrompt:
+    role: Role
+    system: str
+    user: str
+    max_output_tokens: int
+
+
+def template_variables(template: str) -> list[str]:
+    """The ``{variables}`` a template names, in order of first use."""
+    names = (m[1] for m in _TOKEN.finditer(template) if m[1] is not None)
+    return list(dict.fromkeys(names))
+
+
+def _check(template: str, role: Role, where: str) -> None:
+    allowed = ROLE_VARIABLES[role]
+    unknown = [name for name in template_variables(template) if name not in allowed]
+    if unknown:
+        names = ", ".join(f"{{{v}}}" for v in sorted(allowed))
+        raise TournamentError(
+            PROMPTS_UNKNOWN_VARIABLE,
+            f"prompt {where} names {{{unknown[0]}}}, which the {role} role does not have: "
+            f"use one of {names}, or write {{{{ and }}}} for literal braces",
+        )
+
+
+def substitute(template: str, values: Mapping[str, str], *, role: Role, where: str = "") -> str:
+    """Fill ``template`` in one pass; an unknown ``{variable}`` is ``prompts.unknown_variable``."""
+    _check(template, role, where or role)
+    missing = ROLE_VARIABLES[role] - values.keys()
+    if missing:
+        raise ValueError(f"values for the {role} role lack {sorted(missing)}")
+
+    def fill(match: re.Match[str]) -> str:
+        token = match[0]
+        if token == "{{":
+            return "{"
+        if token == "}}":
+            return "}"
+        return values[match[1]]
+
+    return _TOKEN.sub(fill, template)
+
+
+def validate_overrides(overrides: PromptOverrides | None) -> None:
+    """Refuse, before any call, an override naming a variable its role does not have."""
+    if overrides is None:
+        return
+    for role in ROLE_VARIABLES:
+        override: PromptOverride | None = getattr(overrides, role)
+        if override is None:
+            continue
+        for field in ("system", "user"):
+            text = getattr(override, field)
+            if text is not None:
+                _check(text, role, f"override {role}.{field}")
+
+
+def builtin_template(role: Role, style: Style = "general") -> PromptTemplate:
+    try:
+        return _TEMPLATES[style][role]
+    except KeyError:
+        raise ValueError(
+            f"no built-in prompt for role {role!r} in style {style!r}: roles are "
+            f"{', '.join(ROLE_VARIABLES)}; styles are {', '.join(_TEMPLATES)}"
+        ) from None
+
+
+def render(
+    role: Role,
+    values: Mapping[str, str],
+    *,
+    style: Style = "general",
+    override: PromptOverride | None = None,
+) -> RenderedPrompt:
+    """The system and user prompt of one call, with the role's output token cap."""
+    base = builtin_template(role, style)
+    system = override.system if override and override.system is not None else base.system
+    user = override.user if override and override.user is not None else base.user
+    return RenderedPrompt(
+        role=role,
+        system=substitute(system, values, role=role, where=f"{role}.system"),
+        user=substitute(user, values, role=role, where=f"{role}.user"),
+        max_output_tokens=OUTPUT_TOKEN_CAPS[role],
+    )
+
+
+_CONTEXT = "Task:\n{task}\n\nEvaluation rubric:\n{rubric}\n\n"
+_PAIR = (
+    "=== Solution A ===\n{candidateA}\n=== End of Solution A ===\n\n"
+    "=== Solution B ===\n{candidateB}\n=== End of Solution B ===\n\n"
+)
+_VERDICT = (
+    "Reply with this JSON object and nothing else:\n"
+    '{{"feedback_a": "<feedback on Solution A>", "feedback_b": "<feedback on Solution B>", '
+    '"winner": "A" or "B" or "tie", "confidence": <number from 0 to 1>}}'
+)
+
+_GENERAL: dict[Role, PromptTemplate] = {
+    "generate": PromptTemplate(
+        system=(
+            "You are a meticulous expert. You think problems through, check your own work, and "
+            "give complete, self-contained answers."
+        ),
+        user=_CONTEXT
+        + "Write your best complete answer to the task. Reason carefully, test the result "
+        "against the rubric, and state the final answer clearly at the end.",
+    ),
+    "compare": PromptTemplate(
+        system=(
+            "You are an impartial, exacting reviewer comparing two answers to the same task. "
+            "The order they are shown in is random and must not sway you. You answer with one "
+            "JSON object only."
+        ),
+        user=_CONTEXT
+        + _PAIR
+        + "Judge both solutions against the task and the rubric. For each, write concrete "
+        "feedback its author can act on: what is wrong or missing and how to fix it, and what "
+        'already works. Then pick the better solution; say "tie" only if neither is better.\n\n'
+        + _VERDICT,
+    ),
+    "mutate": PromptTemplate(
+        system=(
+            "You are an expert who improves an existing answer from reviewers' feedback: keep "
+            "what is right, fix what is wrong, and deliver a complete replacement."
+        ),
+        user=_CONTEXT + "Current solution:\n{candidate}\n\n"
+        "Feedback from pairwise reviews of this solution:\n{critique}\n\n"
+        "Write an improved, complete answer to the task. Act on every sound point of the "
+        "feedback, keep what already works, and do not mention the feedback or the reviews. "
+        "Reply with the improved answer only.",
+    ),
+    "finalize": PromptTemplate(
+        system="You are a careful editor preparing an answer for delivery.",
+        user=_CONTEXT + "Chosen solution:\n{candidate}\n\n"
+        "Turn the chosen solution into the final answer to the task: fix any remaining error, "
+        "drop scaffolding and repetition, keep every substantive point. Reply with the final "
+        "answer only.",
+    ),
+}
+
+_CPP = (
+    "one complete C++17 program that reads standard input and writes standard output, in a "
+    "single ```cpp code block; it must compile with g++ -std=c++17 and print nothing but the "
+    "required output"
+)
+
+_PAPER_PROGRAMMING: dict[Role, PromptTemplate] = {
+    "generate": PromptTemplate(
+        system=(
+            "You are a strong competitive programmer. You solve algorithmic problems with "
+            "correct, efficient C++17 programs and you reason about limits before coding."
+        ),
+        user="Problem:\n{task}\n\nEvaluation rubric:\n{rubric}\n\n"
+        "Work out the constraints, an algorithm that fits them, its time and memory complexity "
+        f"and the edge cases. Then give {_CPP}.",
+    ),
+    "compare": PromptTemplate(
+        system=(
+            "You are a strict competitive-programming judge reviewing two C++17 solutions to "
+            "one problem. You cannot run them: reason about correctness, complexity against the "
+            "limits, edge cases, overflow and input handling. The order is random. You answer "
+            "with one JSON object only."
+        ),
+        user="Problem:\n{task}\n\nEvaluation rubric:\n{rubric}\n\n"
+        + _PAIR
+        + "For each solution, say precisely where it would fail (wrong answer, time or memory "
+        "limit, compile error, edge case) and how to fix it. Then pick the solution more likely "
+        'to be accepted; say "tie" only if neither is.\n\n' + _VERDICT,
+    ),
+    "mutate": PromptTemplate(
+        system=(
+            "You are a strong competitive programmer fixing a C++17 solution from a judge's review."
+        ),
+        user="Problem:\n{task}\n\nEvaluation rubric:\n{rubric}\n\n"
+        "Current solution:\n{candidate}\n\n"
+        "Review feedback from pairwise comparisons:\n{critique}\n\n"
+        "Fix every real defect the feedback points at and any other you find, keeping what "
+        f"works. Explain the corrected algorithm briefly, then give {_CPP}.",
+    ),
+    "finalize": PromptTemplate(
+        system="You are a competitive programmer preparing a final submission.",
+        user="Problem:\n{task}\n\nEvaluation rubric:\n{rubric}\n\n"
+        "Chosen solution:\n{candidate}\n\n"
+        "Check the chosen solution once more and correct any remaining defect. Reply with a "
+        f"short explanation of the algorithm and {_CPP}.",
+    ),
+}
+
+_TEMPLATES: Mapping[Style, Mapping[Role, PromptTemplate]] = MappingProxyType(
+    {"general": _GENERAL, "paper-programming": _PAPER_PROGRAMMING}
+)

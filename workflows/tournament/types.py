@@ -1,0 +1,205 @@
+"""Input, result, state rows and control messages of the ``Tournament`` workflow."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from activities.config import Price
+from activities.model_types import Usage
+from activities.providers import DEFAULT_MODEL
+from workflows.budget import BudgetLimits, BudgetSpent
+from workflows.tournament.profiles import Profile, RankBlock
+from workflows.tournament.prompts import PromptOverrides
+
+__all__ = [
+    "CandidateRow",
+    "ComparisonRow",
+    "Concurrency",
+    "Event",
+    "ExtendBudgetInput",
+    "ExtendBudgetResult",
+    "Progress",
+    "RoleModels",
+    "ScoreRow",
+    "Status",
+    "TournamentInput",
+    "TournamentResult",
+    "TournamentSnapshot",
+    "UsageRow",
+]
+
+Status = Literal["running", "awaiting_budget", "completed", "failed", "cancelled"]
+
+
+class RoleModels(BaseModel):
+    """A model per role; None falls back to ``TournamentInput.model``. No finalizer if None."""
+
+    generate: str | None = None
+    judge: str | None = None
+    mutate: str | None = None
+    finalize: str | None = None
+
+
+class Concurrency(BaseModel):
+    generate: int = Field(default=8, ge=1)
+    judge: int = Field(default=8, ge=1)
+    mutate: int = Field(default=8, ge=1)
+
+
+class TournamentInput(BaseModel):
+    task: str = Field(min_length=1)
+    rubric: str | None = None
+    profile: str | None = Field(default="quick", description="quick | balanced | paper")
+    custom: Profile | None = Field(default=None, description="n, k, t, m, lambda; beats profile")
+    model: str = DEFAULT_MODEL
+    models: RoleModels = RoleModels()
+    prompt_style: Literal["general", "paper-programming"] = "general"
+    prompts: PromptOverrides | None = None
+    budget: BudgetLimits = BudgetLimits()
+    prices: dict[str, Price] = Field(default={}, description='USD rates keyed "provider:model"')
+    concurrency: Concurrency = Concurrency()
+    rank: RankBlock | None = None
+    schedule: Literal["k-regular", "adaptive"] = "k-regular"
+    seed: int | None = Field(default=None, description="None: drawn once and recorded")
+    run_id: str | None = None
+    include_raw_outputs: bool = False
+    on_budget_exhausted: Literal["pause", "fail"] = "pause"
+    invalid_json_retries: int = Field(default=1, ge=0)
+    critique_chars: int = Field(default=16_000, ge=256)
+
+
+class CandidateRow(BaseModel):
+    id: str
+    generation: int
+    kind: Literal["initial", "mutation", "elite-copy"]
+    parent_id: str | None = None
+    status: Literal["generated", "mutated", "elite", "discarded"]
+    discard_reason: str | None = None
+    text: str
+    model: str
+    provider: str
+    usage: Usage
+    created_at: str
+    simulated: bool = False
+
+
+class ComparisonRow(BaseModel):
+    id: str
+    phase: str
+    generation: int | None
+    presented_a: str
+    presented_b: str
+    scheduled_a: str
+    scheduled_b: str
+    winner: Literal["A", "B", "tie"]
+    confidence: float | None
+    critique_a: str
+    critique_b: str
+    model: str
+    provider: str
+    attempts: int
+    usage: Usage
+    raw_outputs: list[str] | None = None
+
+
+class ScoreRow(BaseModel):
+    phase: str
+    generation: int | None
+    candidate_id: str
+    score: float
+    rank: int
+    tie_group: int
+    wins: int
+    losses: int
+    ties: int
+    comparisons: int
+
+
+class UsageRow(BaseModel):
+    usage_id: str
+    ts: str
+    phase: str
+    role: str
+    provider: str
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_hit_tokens: int = 0
+    cache_miss_tokens: int = 0
+    total_tokens: int = 0
+    usd: float = 0.0
+    latency_ms: float = 0.0
+    transport_retries: int = 0
+    outcome: Literal["success", "failed"]
+    error_code: str | None = None
+
+
+class Event(BaseModel):
+    seq: int
+    ts: str
+    type: str
+    data: dict[str, Any] = {}
+
+
+class Progress(BaseModel):
+    run_id: str
+    status: Status
+    phase: str
+    generation: int
+    calls_planned: int
+    budget: BudgetLimits
+    spent: BudgetSpent
+    leaderboard: list[ScoreRow] = Field(default=[], description="top 5 of the latest fit")
+    blocking_limit: str | None = None
+    error: str | None = None
+
+
+class ExtendBudgetInput(BaseModel):
+    """New absolute limits; fields left None keep their current value."""
+
+    max_calls: int | None = None
+    max_input_tokens: int | None = None
+    max_output_tokens: int | None = None
+    max_usd: float | None = None
+
+
+class ExtendBudgetResult(BaseModel):
+    budget: BudgetLimits
+    spent: BudgetSpent
+
+
+class TournamentSnapshot(BaseModel):
+    """Everything the artifact writer needs; timestamps come from ``workflow.now()``."""
+
+    run_id: str
+    status: Status
+    input: TournamentInput
+    seed: int
+    profile: Profile | None
+    profile_name: str | None
+    candidates: list[CandidateRow]
+    populations: dict[int, list[str]]
+    comparisons: list[ComparisonRow]
+    scores: list[ScoreRow]
+    usage: list[UsageRow]
+    events: list[Event]
+    budget: BudgetLimits
+    spent: BudgetSpent
+    winner_id: str | None = None
+    final_answer: str | None = None
+    final_answer_is_postprocessed: bool = False
+    error: str | None = None
+    written_at: str
+
+
+class TournamentResult(BaseModel):
+    run_id: str
+    status: Status
+    winner_id: str
+    final_answer: str
+    leaderboard: list[ScoreRow]
+    spent: BudgetSpent
+    run_dir: str
+    simulated: bool = False

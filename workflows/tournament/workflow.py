@@ -1,0 +1,381 @@
+"""``Tournament``: the OpenDeepThink loop as a durable workflow.
+
+    generate n -> for g in 1..t: judge (k-regular) + Bradley-Terry, keep elites, mutate parents
+               -> final judging (m-regular or the rank block) -> optional finalizer
+
+Every model call goes through ``TournamentCalls`` (reservation, billing, pause on budget);
+phases run their calls with bounded concurrency and commit artifacts when they end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from activities.tournament.artifacts import WRITE_TOURNAMENT_ARTIFACTS
+    from activities.tournament.fit import FIT_LEADERBOARD, FitInput, FitOutcome, FitRow
+    from workflows.budget import BudgetLimits
+    from workflows.names import (
+        QUERY_EVENTS,
+        QUERY_PROGRESS,
+        SIGNAL_EXTEND_BUDGET,
+        TOURNAMENT,
+        UPDATE_EXTEND_BUDGET,
+    )
+    from workflows.tournament import rng
+    from workflows.tournament.calls import TournamentCalls
+    from workflows.tournament.critique import aggregate_critiques
+    from workflows.tournament.errors import TournamentError
+    from workflows.tournament.judge_parse import JudgeParseError, parse_judge_output
+    from workflows.tournament.preflight import Preflight, preflight
+    from workflows.tournament.prompts import DEFAULT_RUBRIC
+    from workflows.tournament.schedule import ScheduledPair, final_schedule, k_regular_schedule
+    from workflows.tournament.selection import select
+    from workflows.tournament.types import (
+        CandidateRow,
+        ComparisonRow,
+        Event,
+        ExtendBudgetInput,
+        ExtendBudgetResult,
+        Progress,
+        ScoreRow,
+        TournamentInput,
+        TournamentResult,
+        TournamentSnapshot,
+    )
+
+__all__ = ["TournamentWorkflow"]
+
+EVENTS_PAGE = 500
+
+
+@workflow.defn(name=TOURNAMENT)
+class TournamentWorkflow:
+    @workflow.init
+    def __init__(self, input: TournamentInput) -> None:
+        self.input = input
+        self.run_id = input.run_id or workflow.info().workflow_id
+        self.calls = TournamentCalls(self.run_id, input, self._event)
+        self.candidates: dict[str, CandidateRow] = {}
+        self.populations: dict[int, list[str]] = {}
+        self.comparisons: list[ComparisonRow] = []
+        self.scores: list[ScoreRow] = []
+        self.events: list[Event] = []
+        self.leaderboard: list[ScoreRow] = []
+        self.phase = "starting"
+        self.generation = 0
+        self.error: str | None = None
+        self.plan: Preflight | None = None
+        self.winner_id: str | None = None
+        self.final_answer: str | None = None
+        self.postprocessed = False
+        self.run_dir = ""
+
+    # -- the loop ------------------------------------------------------------------------
+
+    @workflow.run
+    async def run(self, input: TournamentInput) -> TournamentResult:
+        seed = input.seed if input.seed is not None else workflow.random().randint(0, 2**31 - 1)
+        self.calls.seed = seed
+        try:
+            self.plan = preflight(input, self.run_id)
+            profile = self.plan.profile
+            self.calls.temperatures = self.plan.temperatures
+            self._event("run.started", seed=seed, planned_calls=self.plan.tournament.planned_calls)
+            population = await self._initial_generation(profile.n)
+            for g in range(1, profile.t + 1):
+                self.generation = g
+                phase = f"generation_judging:{g}"
+                pairs = k_regular_schedule(population, profile.k, rng.phase_rng(seed, phase))
+                board = await self._judge(phase, g, population, pairs)
+                population = await self._mutate(g, board)
+            phase = "final_judging"
+            pairs = final_schedule(population, m=profile.m, seed=seed, rank=input.rank)
+            board = await self._judge(phase, None, population, pairs)
+            self.winner_id = board[0].candidate_id
+            await self._finalize(self.winner_id)
+        except TournamentError as exc:
+            await self._end("failed", f"{exc.code}: {exc.message}")
+            raise ApplicationError(exc.message, type=exc.code, non_retryable=True) from None
+        except ApplicationError as exc:
+            await self._end("failed", f"{exc.type}: {exc.message}")
+            raise
+        except asyncio.CancelledError:
+            await self._end("cancelled", None)
+            raise
+        await self._end("completed", None)
+        return TournamentResult(
+            run_id=self.run_id,
+            status="completed",
+            winner_id=self.winner_id,
+            final_answer=self.final_answer or "",
+            leaderboard=self.leaderboard,
+            spent=self.calls.budget.spent,
+            run_dir=self.run_dir,
+            simulated=all(c.simulated for c in self.candidates.values()),
+        )
+
+    async def _initial_generation(self, n: int) -> list[str]:
+        self.phase = "initial_generation"
+        ids = [rng.initial_id(i) for i in range(n)]
+
+        async def generate(i: int, cid: str) -> None:
+            response = await self.calls.model(
+                self.phase, i, role="generate", values=self._context(), tag=cid
+            )
+            self._add_candidate(cid, 0, "initial", None, "generated", response)
+
+        await self.calls.run_all(
+            [lambda i=i, c=c: generate(i, c) for i, c in enumerate(ids)],
+            self.input.concurrency.generate,
+        )
+        return await self._commit_population(0, ids)
+
+    async def _judge(
+        self,
+        phase: str,
+        generation: int | None,
+        population: list[str],
+        pairs: list[ScheduledPair],
+    ) -> list[ScoreRow]:
+        self.phase = phase
+        rows = await self.calls.run_all(
+            [lambda i=i, p=p: self._compare(phase, generation, i, p) for i, p in enumerate(pairs)],
+            self.input.concurrency.judge,
+        )
+        self.comparisons.extend(rows)
+        board = await self._fit(phase, generation, population, rows)
+        await self._write_artifacts()
+        return board
+
+    async def _compare(
+        self, phase: str, generation: int | None, index: int, pair: ScheduledPair
+    ) -> ComparisonRow:
+        values = self._context() | {
+            "candidateA": self.candidates[pair.presented_a].text,
+            "candidateB": self.candidates[pair.presented_b].text,
+        }
+        judged = await self.calls.until_valid(
+            phase, index, values=values, parse=parse_judge_output, errors=(JudgeParseError,)
+        )
+        verdict = judged.value
+        return ComparisonRow(
+            id=f"{phase}#{index}",
+            phase=phase,
+            generation=generation,
+            presented_a=pair.presented_a,
+            presented_b=pair.presented_b,
+            scheduled_a=pair.scheduled_a,
+            scheduled_b=pair.scheduled_b,
+            winner=verdict.winner,
+            confidence=verdict.confidence,
+            critique_a=verdict.feedback_a,
+            critique_b=verdict.feedback_b,
+            model=judged.response.model,
+            provider=judged.response.provider,
+            attempts=judged.attempts,
+            usage=judged.usage,
+            raw_outputs=judged.raw_outputs if self.input.include_raw_outputs else None,
+        )
+
+    async def _mutate(self, g: int, board: list[ScoreRow]) -> list[str]:
+        phase = self.phase = f"generation_mutation:{g}"
+        selection = select([row.candidate_id for row in board])
+        for dropped in selection.discarded:
+            self.candidates[dropped.candidate_id] = self.candidates[
+                dropped.candidate_id
+            ].model_copy(update={"status": "discarded", "discard_reason": dropped.reason})
+        elites = []
+        for i, elite in enumerate(selection.elites):
+            copy = self.candidates[elite].model_copy(
+                update={
+                    "id": rng.elite_id(g, i),
+                    "generation": g,
+                    "kind": "elite-copy",
+                    "parent_id": elite,
+                    "status": "elite",
+                }
+            )
+            self.candidates[copy.id] = copy
+            elites.append(copy.id)
+        judged_here = [c for c in self.comparisons if c.phase == f"generation_judging:{g}"]
+        critiques = aggregate_critiques(
+            selection.parents, judged_here, critique_chars=self.input.critique_chars
+        )
+        mutants = [rng.mutant_id(g, i) for i in range(len(selection.parents))]
+
+        async def mutate(i: int, parent: str, cid: str) -> None:
+            values = self._context() | {
+                "candidate": self.candidates[parent].text,
+                "critique": critiques[parent],
+            }
+            response = await self.calls.model(phase, i, role="mutate", values=values, tag=cid)
+            self._add_candidate(cid, g, "mutation", parent, "mutated", response)
+
+        await self.calls.run_all(
+            [
+                lambda i=i, p=p, c=c: mutate(i, p, c)
+                for i, (p, c) in enumerate(zip(selection.parents, mutants, strict=True))
+            ],
+            self.input.concurrency.mutate,
+        )
+        return await self._commit_population(g, elites + mutants)
+
+    async def _finalize(self, winner_id: str) -> None:
+        winner = self.candidates[winner_id]
+        if not self.input.models.finalize:
+            self.final_answer = winner.text
+            return
+        self.phase = "finalizing"
+        values = self._context() | {"candidate": winner.text}
+        response = await self.calls.model(
+            self.phase, 0, role="finalize", values=values, tag=winner_id
+        )
+        self.final_answer = response.text
+        self.postprocessed = True
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _context(self) -> dict[str, str]:
+        return {"task": self.input.task, "rubric": self.input.rubric or DEFAULT_RUBRIC}
+
+    def _add_candidate(
+        self, cid: str, generation: int, kind: str, parent: str | None, status: str, response
+    ) -> None:  # type: ignore[no-untyped-def]
+        self.candidates[cid] = CandidateRow(
+            id=cid,
+            generation=generation,
+            kind=kind,
+            parent_id=parent,  # type: ignore[arg-type]
+            status=status,
+            text=response.text,
+            model=response.model,  # type: ignore[arg-type]
+            provider=response.provider,
+            usage=response.usage,
+            created_at=workflow.now().isoformat(),
+            simulated=response.simulated,
+        )
+
+    async def _commit_population(self, generation: int, ids: list[str]) -> list[str]:
+        self.populations[generation] = ids
+        self._event("population.committed", generation=generation, size=len(ids))
+        await self._write_artifacts()
+        return ids
+
+    async def _fit(
+        self, phase: str, generation: int | None, population: list[str], rows: list[ComparisonRow]
+    ) -> list[ScoreRow]:
+        fitted = await workflow.execute_local_activity(
+            FIT_LEADERBOARD,
+            FitInput(
+                candidate_ids=population,
+                outcomes=[
+                    FitOutcome(
+                        presented_a=r.presented_a, presented_b=r.presented_b, winner=r.winner
+                    )
+                    for r in rows
+                ],
+                lambda_=self.plan.profile.lambda_ if self.plan else 0.01,
+                generations={cid: self.candidates[cid].generation for cid in population},
+            ),
+            result_type=list[FitRow],
+            start_to_close_timeout=timedelta(seconds=60),
+        )
+        board = [
+            ScoreRow(phase=phase, generation=generation, **row.model_dump(exclude={"generation"}))
+            for row in fitted
+        ]
+        self.scores.extend(board)
+        self.leaderboard = board
+        self._event("ranking.fitted", phase=phase, leader=board[0].candidate_id)
+        return board
+
+    def _event(self, type: str, **data: object) -> None:
+        self.events.append(
+            Event(seq=len(self.events) + 1, ts=workflow.now().isoformat(), type=type, data=data)
+        )
+
+    async def _end(self, status: str, error: str | None) -> None:
+        """Drain calls in flight, record the outcome and write the artifacts."""
+        self.calls.stop()
+        await self.calls.drain()
+        self.calls.status = status  # type: ignore[assignment]
+        self.error = error
+        self._event(f"run.{status}", error=error)
+        await self._write_artifacts()
+        await workflow.wait_condition(workflow.all_handlers_finished)
+
+    async def _write_artifacts(self) -> None:
+        plan = self.plan
+        snapshot = TournamentSnapshot(
+            run_id=self.run_id,
+            status=self.calls.status,
+            input=self.input,
+            seed=self.calls.seed,
+            profile=plan.profile if plan else None,
+            profile_name=plan.profile_name if plan else None,
+            candidates=list(self.candidates.values()),
+            populations=self.populations,
+            comparisons=self.comparisons,
+            scores=self.scores,
+            usage=self.calls.usage,
+            events=self.events,
+            budget=self.calls.budget.limits,
+            spent=self.calls.budget.spent,
+            winner_id=self.winner_id,
+            final_answer=self.final_answer,
+            final_answer_is_postprocessed=self.postprocessed,
+            error=self.error,
+            written_at=workflow.now().isoformat(),
+        )
+        self.run_dir = await workflow.execute_activity(
+            WRITE_TOURNAMENT_ARTIFACTS,
+            snapshot,
+            result_type=str,
+            start_to_close_timeout=timedelta(minutes=2),
+        )
+
+    # -- control -------------------------------------------------------------------------
+
+    @workflow.query(name=QUERY_PROGRESS)
+    def progress(self) -> Progress:
+        return Progress(
+            run_id=self.run_id,
+            status=self.calls.status,
+            phase=self.phase,
+            generation=self.generation,
+            calls_planned=self.plan.tournament.planned_calls if self.plan else 0,
+            budget=self.calls.budget.limits,
+            spent=self.calls.budget.spent,
+            leaderboard=self.leaderboard[:5],
+            blocking_limit=self.calls.budget.blocking_limit(),
+            error=self.error,
+        )
+
+    @workflow.query(name=QUERY_EVENTS)
+    def events_after(self, cursor: int) -> list[Event]:
+        return [e for e in self.events if e.seq > cursor][:EVENTS_PAGE]
+
+    @workflow.update(name=UPDATE_EXTEND_BUDGET)
+    def extend_budget(self, new: ExtendBudgetInput) -> ExtendBudgetResult:
+        self.calls.extend(BudgetLimits(**new.model_dump()))
+        return ExtendBudgetResult(budget=self.calls.budget.limits, spent=self.calls.budget.spent)
+
+    @extend_budget.validator
+    def _check_extension(self, new: ExtendBudgetInput) -> None:
+        problems = self.calls.budget.extension_problems(BudgetLimits(**new.model_dump()))
+        if problems:
+            raise ValueError("; ".join(problems))
+
+    @workflow.signal(name=SIGNAL_EXTEND_BUDGET)
+    def extend_budget_signal(self, new: ExtendBudgetInput) -> None:
+        limits = BudgetLimits(**new.model_dump())
+        problems = self.calls.budget.extension_problems(limits)
+        if problems:
+            self._event("control.refused", control="extend_budget", reason="; ".join(problems))
+            return
+        self.calls.extend(limits)
