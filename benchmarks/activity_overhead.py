@@ -4,7 +4,9 @@ On a fresh embedded server (its own SQLite file in a temporary ``$PONDER_HOME``)
 two benchmark-only workflows defined here: one awaits 1,000 ``call_model`` activities one
 after another, the other keeps 32 in flight. For the ratio the same 1,000 calls also run
 through the ``call_model`` activity code without a server (``ActivityEnvironment``) and
-straight through ``SimProvider.request`` in a plain asyncio loop. Measures, never asserts.
+straight through ``SimProvider.request`` in a plain asyncio loop; and the sequential workflow
+runs once more with a no-op activity in place of ``call_model``, which separates Temporal's
+own per-activity round trip from ponder's. Measures, never asserts.
 
     python -m benchmarks.activity_overhead [--calls 1000] [--concurrency 32]
 """
@@ -18,9 +20,10 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
-from temporalio import workflow
+from temporalio import activity, workflow
 
 with workflow.unsafe.imports_passed_through():
     import httpx
@@ -30,7 +33,7 @@ with workflow.unsafe.imports_passed_through():
 
     from activities.call_model import ModelActivities
     from activities.config import Endpoint, Settings, load_settings
-    from activities.model_types import CallModelInput, ModelRequest
+    from activities.model_types import CallModelInput, ModelRequest, ModelResponse
     from activities.providers.base import CallContext
     from activities.providers.sim import SimProvider
     from activities.raw_events import RawEventLog
@@ -39,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.model_calls import call_model
 
 MODEL = "sim:default"
+NOOP = "bench_noop"
 
 
 @dataclass
@@ -46,6 +50,8 @@ class BenchInput:
     run_id: str
     calls: int
     concurrency: int = 1
+    noop: bool = False
+    """Run the no-op activity instead of ``call_model`` (Temporal's cost alone)."""
 
 
 def bench_call(run_id: str, index: int) -> CallModelInput:
@@ -53,12 +59,30 @@ def bench_call(run_id: str, index: int) -> CallModelInput:
     return CallModelInput(run_id=run_id, phase="bench", index=index, request=request)
 
 
+@activity.defn(name=NOOP)
+async def noop_call(input: CallModelInput) -> ModelResponse:
+    return ModelResponse(text="", model="noop", provider="noop")
+
+
+async def one_call(input: BenchInput, index: int) -> None:
+    call = bench_call(input.run_id, index)
+    if input.noop:
+        await workflow.execute_activity(
+            NOOP,
+            call,
+            result_type=ModelResponse,
+            start_to_close_timeout=timedelta(minutes=1),
+        )
+    else:
+        await call_model(call)
+
+
 @workflow.defn(name="BenchSequentialCalls")
 class SequentialCalls:
     @workflow.run
     async def run(self, input: BenchInput) -> int:
         for index in range(input.calls):
-            await call_model(bench_call(input.run_id, index))
+            await one_call(input, index)
         return input.calls
 
 
@@ -70,7 +94,7 @@ class ConcurrentCalls:
 
         async def one(index: int) -> None:
             async with in_flight:
-                await call_model(bench_call(input.run_id, index))
+                await one_call(input, index)
 
         await asyncio.gather(*(one(index) for index in range(input.calls)))
         return input.calls
@@ -156,17 +180,26 @@ async def measure(calls: int, concurrency: int, home: Path) -> list[Row]:
                 client,
                 task_queue=queue,
                 workflows=[SequentialCalls, ConcurrentCalls],
-                activities=[activities.call_model],
+                activities=[activities.call_model, noop_call],
                 max_concurrent_activities=64,
             ):
                 warm_up = BenchInput(run_id=f"bench-warm-{uuid.uuid4().hex[:8]}", calls=20)
                 await run_workflow(client, queue, "BenchSequentialCalls", warm_up)
-                for name, mode, width in (
-                    ("BenchSequentialCalls", "Temporal, sequential", 1),
-                    ("BenchConcurrentCalls", f"Temporal, {concurrency} concurrent", concurrency),
+                for name, mode, width, noop in (
+                    ("BenchSequentialCalls", "Temporal, sequential", 1, False),
+                    ("BenchSequentialCalls", "Temporal, sequential, no-op", 1, True),
+                    (
+                        "BenchConcurrentCalls",
+                        f"Temporal, {concurrency} concurrent",
+                        concurrency,
+                        False,
+                    ),
                 ):
                     input = BenchInput(
-                        run_id=f"bench-{uuid.uuid4().hex[:8]}", calls=calls, concurrency=width
+                        run_id=f"bench-{uuid.uuid4().hex[:8]}",
+                        calls=calls,
+                        concurrency=width,
+                        noop=noop,
                     )
                     print(f"running {mode} ...", flush=True)
                     started = time.perf_counter()

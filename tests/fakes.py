@@ -39,6 +39,10 @@ class Seen:
     def call_id(self) -> str:
         return self.headers.get("x-ponder-call-id", "")
 
+    @property
+    def phase(self) -> str:
+        return self.call_id.split("/")[1] if self.call_id.count("/") >= 3 else ""
+
 
 def openai_completion(text: str, *, model: str = "fake-model", **extra: Any) -> dict[str, Any]:
     finish = extra.pop("finish_reason", "stop")
@@ -103,6 +107,8 @@ class FakeProvider:
         self.release = threading.Event()
         self.release.set()
         self.arrived = threading.Event()
+        self.hold_when: Callable[[Seen], bool] | None = None
+        """Requests matching this are held until ``release`` is set (like ``hold()``)."""
         self._lock = threading.Lock()
         fake = self
 
@@ -117,8 +123,10 @@ class FakeProvider:
                 with fake._lock:
                     fake.seen.append(seen)
                     reply = fake.replies.pop(0) if fake.replies else None
+                    if fake.hold_when is not None and fake.hold_when(seen):
+                        fake.release.clear()
                 fake.arrived.set()
-                fake.release.wait(timeout=60)
+                fake.release.wait(timeout=120)
                 reply = reply or fake.responder(seen)
                 if reply.delay_s:
                     threading.Event().wait(reply.delay_s)

@@ -10,8 +10,8 @@ top, so calls go to the contenders, which is what top-1 recovery needs.
 
 Rules: no self pairs; an unordered pair is judged at most ``max_repeats`` times (default 2, once
 in each presentation order: a judge at temperature 0 repeats itself given the same prompt); no
-pair twice in one batch; the call budget bounds everything. A first presentation is a coin; a
-repeat shows the other order.
+pair twice in one batch; the call budget bounds everything. A pair is shown in the order it was
+shown less often so far (a coin when even), so a repeat shows the judge the other order.
 
 Pure Python on purpose (no numpy), so workflow code may call it directly: the fit is Newton's
 method with a dense Cholesky factor, a few milliseconds for tens of candidates. Inputs are put in
@@ -249,11 +249,10 @@ def next_batch(
     order = posterior.ids
     n = len(order)
     played: Counter[frozenset[str]] = Counter()
-    first_shown: dict[frozenset[str], tuple[str, str]] = {}
-    for o in sorted(outcomes, key=lambda o: (o.presented_a, o.presented_b, o.y)):
-        key = frozenset((o.presented_a, o.presented_b))
-        played[key] += 1
-        first_shown.setdefault(key, (o.presented_a, o.presented_b))
+    shown: Counter[tuple[str, str]] = Counter()
+    for o in outcomes:
+        played[frozenset((o.presented_a, o.presented_b))] += 1
+        shown[o.presented_a, o.presented_b] += 1
     chosen: set[frozenset[str]] = set()
 
     def open_pair(i: int, j: int) -> bool:
@@ -280,14 +279,7 @@ def next_batch(
         key = frozenset(pair)
         chosen.add(key)
         a, b = sorted(pair)
-        if key in first_shown:
-            # A repeat alternates the order it was first shown in, so the judge sees both.
-            x, y = first_shown[key]
-            batch.append(
-                ScheduledPair(a, b, y, x) if played[key] % 2 else ScheduledPair(a, b, x, y)
-            )
-        elif rng.random() < 0.5:
-            batch.append(ScheduledPair(a, b, b, a))
-        else:
-            batch.append(ScheduledPair(a, b, a, b))
+        # Show the order seen less often, so a repeat lets the judge see both; a coin otherwise.
+        swap = shown[b, a] < shown[a, b] or (shown[a, b] == shown[b, a] and rng.random() < 0.5)
+        batch.append(ScheduledPair(a, b, b, a) if swap else ScheduledPair(a, b, a, b))
     return batch

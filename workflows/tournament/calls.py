@@ -84,7 +84,11 @@ class TournamentCalls:
             async with gate:
                 if self.stopping:
                     raise Dropped()
-                return await call()
+                try:
+                    return await call()
+                except Exception:
+                    self.stopping = True  # before the gate lets the next call in
+                    raise
 
         tasks = [asyncio.create_task(guarded(call)) for call in calls]
         self.inflight.update(tasks)

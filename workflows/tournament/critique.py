@@ -29,7 +29,8 @@ FALLBACK_CRITIQUE = (
     "No specific critique was produced. Improve correctness, completeness, and clarity."
 )
 _SECTIONS = ("won", "tied", "lost")
-_LETTER = re.compile(r"\b(?i:solution|candidate)\s+([AB])\b")
+# "Solution A", "candidate B", "SOLUTION A's"; not "Solutions A", "a B-tree" or "solution a".
+_LETTER = re.compile(r"\b(?i:solution|candidate)\s+([AB])(?!\w|-\w)")
 
 
 class JudgedComparison(Protocol):

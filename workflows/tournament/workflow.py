@@ -13,6 +13,7 @@ import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -29,7 +30,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.tournament import rng
     from workflows.tournament.calls import TournamentCalls
     from workflows.tournament.critique import aggregate_critiques
-    from workflows.tournament.errors import TournamentError
+    from workflows.tournament.errors import RUN_ID_INVALID, TournamentError
     from workflows.tournament.judge_parse import JudgeParseError, parse_judge_output
     from workflows.tournament.preflight import Preflight, preflight
     from workflows.tournament.prompts import DEFAULT_RUBRIC
@@ -51,6 +52,8 @@ with workflow.unsafe.imports_passed_through():
 __all__ = ["TournamentWorkflow"]
 
 EVENTS_PAGE = 500
+# A bad path is a bug, not a passing fault: do not retry it forever.
+ARTIFACT_RETRY_POLICY = RetryPolicy(maximum_attempts=10, non_retryable_error_types=["ValueError"])
 
 
 @workflow.defn(name=TOURNAMENT)
@@ -306,7 +309,8 @@ class TournamentWorkflow:
         self.calls.status = status  # type: ignore[assignment]
         self.error = error
         self._event(f"run.{status}", error=error)
-        await self._write_artifacts()
+        if not (error or "").startswith(RUN_ID_INVALID):  # no run directory for a bad id
+            await self._write_artifacts()
         await workflow.wait_condition(workflow.all_handlers_finished)
 
     async def _write_artifacts(self) -> None:
@@ -318,7 +322,7 @@ class TournamentWorkflow:
             seed=self.calls.seed,
             profile=plan.profile if plan else None,
             profile_name=plan.profile_name if plan else None,
-            candidates=list(self.candidates.values()),
+            candidates=sorted(self.candidates.values(), key=_creation_order),
             populations=self.populations,
             comparisons=self.comparisons,
             scores=self.scores,
@@ -337,6 +341,7 @@ class TournamentWorkflow:
             snapshot,
             result_type=str,
             start_to_close_timeout=timedelta(minutes=2),
+            retry_policy=ARTIFACT_RETRY_POLICY,
         )
 
     # -- control -------------------------------------------------------------------------
@@ -379,3 +384,13 @@ class TournamentWorkflow:
             self._event("control.refused", control="extend_budget", reason="; ".join(problems))
             return
         self.calls.extend(limits)
+
+
+_KIND_ORDER = {"initial": 0, "elite-copy": 1, "mutation": 2}
+
+
+def _creation_order(candidate: CandidateRow) -> tuple[int, int, int, str]:
+    """Schedule order, not completion order, so artifacts are the same in every run."""
+    parts = rng.parse_candidate_id(candidate.id)
+    index = parts.index if parts else 0
+    return (candidate.generation, _KIND_ORDER[candidate.kind], index, candidate.id)

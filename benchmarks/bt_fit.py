@@ -1,0 +1,100 @@
+"""Bradley-Terry fit speed: ours (Newton) vs scipy L-BFGS-B on the same objective.
+
+Measures, never asserts. scipy runs with the spec's reference options (analytic gradient,
+gtol=1e-12, ftol=1e-15, maxiter=10000) from 0; the score difference is on z-scored scores.
+"Ours, from outcomes" adds what a caller pays for the id-level API (canonical sort, leaderboard).
+
+    python -m benchmarks.bt_fit [--repeats 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from scipy.optimize import minimize
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from workflows.tournament.bradley_terry import Outcome, fit_arrays, leaderboard, zscore
+
+LAMBDA = 0.01
+CASES = ((200, 4_000), (1_000, 50_000))
+
+
+def make_case(n: int, m: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    strength = rng.normal(size=n) * 2.0
+    a = rng.integers(0, n, m)
+    b = (a + rng.integers(1, n, m)) % n
+    y = (rng.random(m) < 1 / (1 + np.exp(strength[b] - strength[a]))).astype(np.float64)
+    y[rng.random(m) < 0.05] = 0.5
+    return a, b, y
+
+
+def scipy_fit(n: int, a: np.ndarray, b: np.ndarray, y: np.ndarray) -> np.ndarray:
+    def f_and_grad(s: np.ndarray) -> tuple[float, np.ndarray]:
+        d = s[a] - s[b]
+        f = 0.5 * LAMBDA * (s @ s) + np.logaddexp(0.0, d).sum() - y @ d
+        r = 0.5 * (1.0 + np.tanh(0.5 * d)) - y
+        return float(f), LAMBDA * s + np.bincount(a, r, n) - np.bincount(b, r, n)
+
+    options = {"gtol": 1e-12, "ftol": 1e-15, "maxiter": 10_000, "maxfun": 100_000}
+    return minimize(f_and_grad, np.zeros(n), jac=True, method="L-BFGS-B", options=options).x
+
+
+def gradient_norm(n: int, a: np.ndarray, b: np.ndarray, y: np.ndarray, s: np.ndarray) -> float:
+    r = 0.5 * (1.0 + np.tanh(0.5 * (s[a] - s[b]))) - y
+    return float(np.linalg.norm(LAMBDA * s + np.bincount(a, r, n) - np.bincount(b, r, n)))
+
+
+def median_ms(fn: Callable[[], object], repeats: int) -> float:
+    fn()  # warm-up: first-call allocations and BLAS threads
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return 1e3 * statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=15)
+    args = parser.parse_args()
+    header = (
+        f"{'n':>5} {'comparisons':>11}  {'ours ms':>8}  {'ours, from outcomes':>19}  "
+        f"{'scipy ms':>8}  {'speed-up':>8}  {'max |score diff|':>16}  "
+        f"{'|grad| ours':>11}  {'|grad| scipy':>12}"
+    )
+    print(header)
+    for n, m in CASES:
+        a, b, y = make_case(n, m, seed=n)
+        ids = [f"c{i}" for i in range(n)]
+        winners = {1.0: "A", 0.0: "B", 0.5: "tie"}
+        outcomes = [
+            Outcome(ids[i], ids[j], winners[v])  # type: ignore[arg-type]
+            for i, j, v in zip(a.tolist(), b.tolist(), y.tolist(), strict=True)
+        ]
+        repeats = args.repeats if n <= 200 else max(3, args.repeats // 3)
+        ours = median_ms(lambda: fit_arrays(n, a, b, y, LAMBDA), repeats)  # noqa: B023
+        full = median_ms(lambda: leaderboard(ids, outcomes, lambda_=LAMBDA), repeats)  # noqa: B023
+        theirs = median_ms(lambda: scipy_fit(n, a, b, y), repeats)  # noqa: B023
+        s_ours, s_scipy = fit_arrays(n, a, b, y, LAMBDA), scipy_fit(n, a, b, y)
+        diff = np.max(np.abs(zscore(s_ours) - zscore(s_scipy)))
+        g_ours, g_scipy = (gradient_norm(n, a, b, y, s) for s in (s_ours, s_scipy))
+        print(
+            f"{n:>5} {m:>11,}  {ours:>8.2f}  {full:>19.2f}  {theirs:>8.2f}  "
+            f"{theirs / ours:>7.1f}x  {diff:>16.1e}  {g_ours:>11.1e}  {g_scipy:>12.1e}"
+        )
+    print("(medians of repeated runs in one process: compare ratios, not absolute times; the")
+    print(" score difference is bounded by scipy's stopping point, see the gradient norms)")
+
+
+if __name__ == "__main__":
+    main()
