@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from activities.errors import ConfigError
 
@@ -25,6 +25,8 @@ ProviderKind = Literal["openai", "anthropic", "command", "sim", "replay"]
 class Endpoint(BaseModel):
     """A named provider endpoint: ``[providers.<name>]``."""
 
+    model_config = ConfigDict(extra="forbid")
+
     kind: ProviderKind
     base_url: str | None = None
     api_key_env: str | None = None
@@ -35,6 +37,8 @@ class Endpoint(BaseModel):
 
 class Price(BaseModel):
     """USD per million tokens for one provider+model."""
+
+    model_config = ConfigDict(extra="forbid")
 
     input: float
     output: float
@@ -48,6 +52,8 @@ class Price(BaseModel):
 
 
 class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     home: Path
     runs_dir: Path
     payload_dir: Path
@@ -113,23 +119,31 @@ def load_settings(config: str | Path | None = None, **flags: Any) -> Settings:
     merged.update({k: v for k, v in flags.items() if v is not None and k != "home"})
     merged.setdefault("runs_dir", home / "runs")
     merged.setdefault("payload_dir", home / "payloads")
+    where = path or "(defaults)"
     providers = dict(_BUILTIN_ENDPOINTS)
-    prices: dict[str, Any] = {}
+    prices: dict[str, Price] = {}
+    for name, table in data.get("providers", {}).items():
+        table = dict(table)
+        for model, price in table.pop("prices", {}).items():
+            prices[f"{name}:{model}"] = _validated(Price, price, where, f"providers.{name}.prices.{model}")
+        providers[name] = _validated(Endpoint, table, where, f"providers.{name}")
+    for key, price in data.get("prices", {}).items():
+        prices[key] = _validated(Price, price, where, f"prices.{key}")
+    fields = {"home": home, "providers": providers, "prices": prices, "config_file": path}
+    return _validated(Settings, fields | merged, where, "ponder")
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _validated(model: type[_M], data: Any, where: Path | str, entry: str) -> _M:
+    """``model`` from ``data``, or a ConfigError naming the file, the entry and the field."""
     try:
-        for name, table in data.get("providers", {}).items():
-            table = dict(table)
-            for model, price in table.pop("prices", {}).items():
-                prices[f"{name}:{model}"] = Price.model_validate(price)
-            providers[name] = Endpoint.model_validate(table)
-        for key, price in data.get("prices", {}).items():
-            prices[key] = Price.model_validate(price)
-        return Settings(home=home, providers=providers, prices=prices, config_file=path, **merged)
+        return model.model_validate(data)
     except ValidationError as exc:
         error = exc.errors()[0]
-        field = ".".join(str(p) for p in error["loc"])
-        raise ConfigError(
-            f"config {path or '(defaults)'}: {field}: {error['msg']}: fix that entry"
-        ) from None
+        field = ".".join(str(p) for p in (entry, *error["loc"]))
+        raise ConfigError(f"config {where}: {field}: {error['msg']}: fix that entry") from None
 
 
 def _secrets_file() -> dict[str, str]:

@@ -16,8 +16,10 @@ def cost_usd(price: Price, usage: Usage) -> float:
         and usage.input_tokens > price.long_context_threshold
     )
     if long_context:
-        input_rate = price.long_context_input or input_rate
-        output_rate = price.long_context_output or output_rate
+        if price.long_context_input is not None:
+            input_rate = price.long_context_input
+        if price.long_context_output is not None:
+            output_rate = price.long_context_output
     cached = usage.cache_hit_tokens if price.cache_hit is not None else 0
     uncached = usage.input_tokens - cached
     miss_rate = (

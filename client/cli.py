@@ -31,7 +31,11 @@ EXIT_USAGE = 2
 
 def _fail(message: str, code: int) -> NoReturn:
     click.echo(f"ponder: {message}", err=True)
-    sys.exit(code)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # The Temporal core runtime's threads can still be alive here; a normal interpreter
+    # shutdown then sometimes aborts. Leases are already released, so leave at once.
+    os._exit(code)
 
 
 def run_command(command: click.Command, **kwargs: Any) -> None:

@@ -258,15 +258,19 @@ class EmbeddedServer:
 
     # -- leases ------------------------------------------------------------------------
 
+    def add_lease(self, pid: int) -> Path:
+        self.leases.mkdir(parents=True, exist_ok=True)
+        lease = self.leases / str(pid)
+        lease.write_text(str(pid))
+        return lease
+
     @contextlib.asynccontextmanager
     async def lease(self, grpc_port: int | None = None) -> AsyncIterator[ServerInfo]:
         """Hold a lease on a live server for the block; the last holder out stops it.
 
         While held, a watchdog restarts the server if it dies.
         """
-        self.leases.mkdir(parents=True, exist_ok=True)
-        lease = self.leases / str(os.getpid())
-        lease.write_text(str(os.getpid()))
+        lease = self.add_lease(os.getpid())
         try:
             info = await self.ensure(grpc_port)
             watchdog = asyncio.create_task(self._watch())

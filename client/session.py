@@ -101,4 +101,7 @@ def spawn_background_worker(settings: Settings, idle_seconds: int = 600) -> int:
         start_new_session=True,
         env={**os.environ, "PONDER_HOME": str(settings.home)},
     )
+    # Take the child's lease now: this process may exit (and drop its own lease) before the
+    # child gets to it, and the last lease out stops the server.
+    EmbeddedServer(settings.home).add_lease(process.pid)
     return process.pid

@@ -119,11 +119,12 @@ def worker_command(
     """Run a worker: TEMPORAL_ADDRESS for a cluster (TEMPORAL_API_KEY, TEMPORAL_TLS=1 for a
     hosted one), else the embedded server."""
     settings = load_settings(config, task_queue=task_queue)
-    CALL_DEFAULTS.heartbeat_timeout = timedelta(seconds=heartbeat_timeout)
     options = WorkerOptions(
         task_queue=task_queue,
         max_concurrent_activities=max_concurrent_activities,
         sticky_timeout=timedelta(seconds=sticky_timeout),
         rate_limits=_parse_rate_limits(rate_limits),
     )
+    CALL_DEFAULTS.heartbeat_timeout = timedelta(seconds=heartbeat_timeout)
+    CALL_DEFAULTS.rate_limited = frozenset(options.rate_limits)
     asyncio.run(run_worker(settings, options, embedded=embedded, exit_when_idle=exit_when_idle))

@@ -18,6 +18,7 @@ from activities.run_store import RunFileActivities, RunStore
 from activities.tournament.artifacts import TournamentArtifactActivities
 from activities.tournament.fit import fit_leaderboard
 from workflows.ask import AskWorkflow
+from workflows.call_defaults import provider_task_queue
 from workflows.tournament.workflow import TournamentWorkflow
 
 __all__ = ["WORKFLOWS", "WorkerOptions", "running_worker"]
@@ -32,10 +33,6 @@ class WorkerOptions:
     sticky_timeout: timedelta = timedelta(seconds=10)
     rate_limits: dict[str, float] = field(default_factory=dict)
     """provider name -> activities per second, served on ``ponder.provider.<name>``."""
-
-
-def provider_task_queue(provider: str) -> str:
-    return f"ponder.provider.{provider}"
 
 
 @contextlib.asynccontextmanager

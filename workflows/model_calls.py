@@ -38,6 +38,7 @@ async def call_model(input: CallModelInput, **overrides: Any) -> ModelResponse:
         "heartbeat_timeout": CALL_DEFAULTS.heartbeat_timeout,
         "retry_policy": MODEL_RETRY_POLICY,
         "summary": f"{input.phase}/{input.index}",
+        "task_queue": CALL_DEFAULTS.task_queue_for(input.request.model),
         **overrides,
     }
     return await workflow.execute_activity(CALL_MODEL, input, result_type=ModelResponse, **options)

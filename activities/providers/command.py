@@ -70,7 +70,7 @@ class CommandProvider:
         except TimeoutError:
             _kill_group(process)
             raise ModelTimeoutError(
-                f"command {Path(argv[0]).name} ran past {ctx.endpoint.timeout_s:.0f}s"
+                f"command {Path(argv[0]).name} ran past {ctx.endpoint.timeout_s:g}s"
             ) from None
         except asyncio.CancelledError:
             _kill_group(process)

@@ -84,7 +84,7 @@ async def post_json(
     except httpx.TimeoutException as exc:
         ctx.raw_events.append({**event, "error": f"timeout: {exc!r}"})
         raise ModelTimeoutError(
-            f"{ctx.provider_name} did not answer within {timeout:.0f}s", model=ctx.model_name
+            f"{ctx.provider_name} did not answer within {timeout:g}s", model=ctx.model_name
         ) from exc
     except httpx.HTTPError as exc:
         ctx.raw_events.append({**event, "error": f"transport: {exc!r}"})

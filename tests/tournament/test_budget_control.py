@@ -1,0 +1,144 @@
+"""Hard call cap under concurrency, pause and extend in the same run, cancel, queries."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
+from temporalio.client import WorkflowUpdateFailedError
+from temporalio.exceptions import CancelledError
+
+from activities.config import Endpoint, Settings
+from tests.conftest import with_endpoint
+from tests.fakes import FakeProvider
+from tests.tournament.helpers import read_jsonl, start
+from worker.worker import WorkerOptions, running_worker
+from workflows.budget import BudgetLimits
+from workflows.names import QUERY_EVENTS, QUERY_PROGRESS, SIGNAL_EXTEND_BUDGET, UPDATE_EXTEND_BUDGET
+from workflows.tournament.types import Event, ExtendBudgetInput, ExtendBudgetResult, Progress
+
+# balanced = 60 nominal calls; 25% invalid judge output spends the retry headroom, so a cap of
+# 60 falls in the middle of a judging phase with 8 calls in flight.
+JITTERY_JUDGE = "local:default,invalid_json_rate=0.25,latency=uniform:0-30"
+
+
+@pytest.fixture
+async def queue(client: Client, settings: Settings, fake: FakeProvider) -> AsyncIterator[str]:
+    settings = with_endpoint(settings, "local", Endpoint(kind="openai", base_url=fake.url))
+    name = f"test-{uuid.uuid4()}"
+    async with running_worker(client, settings, WorkerOptions(task_queue=name)):
+        yield name
+
+
+async def progress(handle: WorkflowHandle) -> Progress:
+    return await handle.query(QUERY_PROGRESS, result_type=Progress)
+
+
+async def wait_for_status(handle: WorkflowHandle, status: str, timeout: float = 60) -> Progress:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        current = await progress(handle)
+        if current.status == status:
+            return current
+        assert asyncio.get_running_loop().time() < deadline, f"still {current.status}"
+        await asyncio.sleep(0.1)
+
+
+async def paused_run(client: Client, queue: str, max_calls: int) -> WorkflowHandle:
+    handle = await start(
+        client, queue, profile="balanced", seed=4, model=JITTERY_JUDGE,
+        invalid_json_retries=3, budget=BudgetLimits(max_calls=max_calls),
+    )
+    await wait_for_status(handle, "awaiting_budget")
+    return handle
+
+
+async def test_cap_holds_under_concurrency_and_extend_resumes_the_same_run(
+    client: Client, queue: str, fake: FakeProvider
+) -> None:
+    handle = await paused_run(client, queue, max_calls=60)
+    first_run_id = (await handle.describe()).run_id
+    await asyncio.sleep(1.0)  # nothing more may arrive while paused
+    assert len(fake.seen) == 60
+    paused = await progress(handle)
+    assert paused.spent.calls == 60
+    assert paused.blocking_limit == "max_calls"
+    assert paused.phase.startswith(("generation_judging", "final_judging"))
+
+    with pytest.raises(WorkflowUpdateFailedError) as refused:
+        await handle.execute_update(
+            UPDATE_EXTEND_BUDGET, ExtendBudgetInput(max_calls=10), result_type=ExtendBudgetResult
+        )
+    assert "below what is already spent" in str(refused.value.cause)
+
+    extended = await handle.execute_update(
+        UPDATE_EXTEND_BUDGET, ExtendBudgetInput(max_calls=200), result_type=ExtendBudgetResult
+    )
+    assert extended.budget.max_calls == 200
+    result = await handle.result()
+    assert result.status == "completed"
+    assert (await handle.describe()).run_id == first_run_id
+    history = await handle.fetch_history()
+    types = {event.event_type for event in history.events}
+    assert EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW not in types
+    assert len(fake.seen) == result.spent.calls > 60
+    events = [e["type"] for e in read_jsonl(Path(result.run_dir) / "events.jsonl")]
+    assert "budget.paused" in events and "budget.resumed" in events
+
+
+async def test_signal_form_extends_and_a_refused_signal_is_recorded(
+    client: Client, queue: str
+) -> None:
+    handle = await paused_run(client, queue, max_calls=60)
+    await handle.signal(SIGNAL_EXTEND_BUDGET, ExtendBudgetInput(max_calls=5))
+    await asyncio.sleep(0.5)
+    events = await handle.query(QUERY_EVENTS, 0, result_type=list[Event])
+    refused = [e for e in events if e.type == "control.refused"]
+    assert refused and "max_calls=5" in refused[0].data["reason"]
+    assert (await progress(handle)).status == "awaiting_budget"
+    await handle.signal(SIGNAL_EXTEND_BUDGET, ExtendBudgetInput(max_calls=300))
+    assert (await handle.result()).status == "completed"
+    later = await handle.query(QUERY_EVENTS, refused[0].seq, result_type=list[Event])
+    assert all(e.seq > refused[0].seq for e in later)
+
+
+async def test_cancel_while_paused_ends_cancelled_with_usage_recorded(
+    client: Client, queue: str, settings: Settings
+) -> None:
+    handle = await paused_run(client, queue, max_calls=60)
+    await handle.cancel()
+    with pytest.raises(WorkflowFailureError) as info:
+        await handle.result()
+    assert isinstance(info.value.cause, CancelledError)
+    assert (await handle.describe()).status == WorkflowExecutionStatus.CANCELED
+    run_dir = settings.runs_dir / handle.id
+    assert len(read_jsonl(run_dir / "usage.jsonl")) == 60
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "cancelled"
+    assert summary["calls"]["used"] == 60
+
+
+async def test_cancel_mid_phase_drains_calls_in_flight(
+    client: Client, queue: str, settings: Settings, fake: FakeProvider
+) -> None:
+    fake.hold_when = lambda seen: seen.phase == "generation_judging:1"
+    handle = await start(client, queue, profile="balanced", seed=4, model="local:default")
+    await asyncio.to_thread(fake.arrived.wait, 30)
+    await asyncio.sleep(0.5)  # let the whole first batch of 8 reach the fake
+    in_flight = [s for s in fake.seen if s.phase == "generation_judging:1"]
+    await handle.cancel()
+    await asyncio.sleep(0.5)
+    fake.hold_when = None
+    fake.release.set()
+    with pytest.raises(WorkflowFailureError):
+        await handle.result()
+    usage = read_jsonl(settings.runs_dir / handle.id / "usage.jsonl")
+    judged = [u for u in usage if u["phase"] == "generation_judging:1"]
+    assert len(judged) == len(in_flight) == 8  # drained and recorded, nothing new started
+    assert len(fake.seen) == 8 + 8
