@@ -78,6 +78,19 @@ def test_batch_sizes_spend_exactly_the_budget(n: int, budget: int, batch: int) -
         assert all(s <= batch for s in sizes[1:])
 
 
+def test_bad_outcomes_are_refused() -> None:
+    with pytest.raises(ValueError, match="unknown candidate 'z'"):
+        fit_posterior(["a", "b"], [Outcome("a", "z", "A")])
+    with pytest.raises(ValueError, match="itself"):
+        fit_posterior(["a", "b"], [Outcome("a", "a", "A")])
+    with pytest.raises(ValueError, match="lambda"):
+        fit_posterior(["a", "b"], [], lambda_=0.0)
+
+
+def test_no_rounds_without_a_pair() -> None:
+    assert batch_sizes(1, 50) == batch_sizes(0, 50) == []
+
+
 def test_batch_size_must_be_positive() -> None:
     with pytest.raises(ValueError, match="batch_size"):
         batch_sizes(5, 10, 0)

@@ -2,11 +2,13 @@
 
 A random 2-regular first round gives every candidate a result. After it, pairs are chosen in
 batches of the phase's concurrency by top-two Thompson sampling (Russo, 2016) from a Laplace
-approximation of the Bradley-Terry posterior: the MAP scores ``s`` (the same penalised objective
-as the final fit) and the covariance ``H^-1``, ``H`` the Hessian there. For each slot a posterior
-draw names a *leader* (its argmax) and an independent draw names a *challenger* (its argmax among
-the others); they meet. Candidates that are clearly out of the running are almost never drawn on
-top, so calls go to the contenders, which is what top-1 recovery needs.
+approximation of the Bradley-Terry posterior: the MAP of the final fit's objective under a
+N(0, 1/prior_precision) prior, and the covariance ``H^-1``, ``H`` the Hessian there. For each
+slot a posterior draw names a *leader* (its argmax) and fresh draws name a *challenger* (the
+argmax of the first draw whose argmax is not the leader, else the best other); they meet.
+Candidates clearly out of the running are almost never drawn on top, so calls go to the
+contenders, which is what top-1 recovery needs. ``benchmarks/ranking_accuracy.py`` measures it
+against k-regular at equal and at half the calls.
 
 Rules: no self pairs; an unordered pair is judged at most ``max_repeats`` times (default 2, once
 in each presentation order: a judge at temperature 0 repeats itself given the same prompt); no
@@ -60,9 +62,14 @@ def first_round(
 
 
 def batch_sizes(n: int, budget: int, batch_size: int = DEFAULT_BATCH_SIZE) -> list[int]:
-    """Calls per round: the first round, then ``batch_size`` batches until the budget is spent."""
+    """Calls per round: the first round, then ``batch_size`` batches until the budget is spent.
+
+    A batch may come back shorter once every pair is at its repeat cap; stop at an empty one.
+    """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1 (got {batch_size})")
+    if n < 2:
+        return []
     first = min(max(budget, 0), n if n > 2 else n // 2)
     sizes = [first] if first else []
     left = budget - first
@@ -140,7 +147,12 @@ def _aggregate(
     """``(i, j, count, wins of i)`` per unordered pair ``i < j``, in index order."""
     totals: dict[tuple[int, int], list[float]] = {}
     for o in outcomes:
-        i, j, y = index[o.presented_a], index[o.presented_b], o.y
+        try:
+            i, j, y = index[o.presented_a], index[o.presented_b], o.y
+        except KeyError as exc:
+            raise ValueError(f"an outcome names unknown candidate {exc.args[0]!r}") from None
+        if i == j:
+            raise ValueError(f"an outcome compares {o.presented_a!r} with itself")
         if i > j:
             i, j, y = j, i, 1.0 - y
         cell = totals.setdefault((i, j), [0.0, 0.0])

@@ -2,10 +2,11 @@
 
 Minimise ``0.5*lambda*|s|^2 + sum softplus(s_a - s_b) - y*(s_a - s_b)`` over outcomes
 ``(a presented A, b presented B, y = 1 | 0 | 0.5)`` by damped Newton from ``s = 0`` until the
-gradient norm is below ``tol`` (1e-7), then z-score. The objective is strictly convex (lambda > 0)
-and its Hessian is ``lambda*I`` plus a weighted graph Laplacian, so Newton needs a handful of
-steps: small populations solve the dense system; large ones use conjugate gradients with Hessian-
-vector products straight from the comparison list (never forming the n x n matrix).
+gradient norm is below ``tol`` (1e-7; one more step usually takes it to ~1e-12, which the 1e-6
+agreement with an independent fit needs), then z-score. The objective is strictly convex
+(lambda > 0) and its Hessian is ``lambda*I`` plus a weighted graph Laplacian, so Newton needs a
+handful of steps: up to 64 candidates solve the dense system; more use conjugate gradients with
+Hessian-vector products straight from the comparison list (never forming the n x n matrix).
 
 numpy is used, so this runs in a (local) activity, never in workflow code. Outcomes are fitted in
 a canonical order (candidates by id, outcomes by ``(a, b, y)``): the same comparisons give
@@ -38,9 +39,10 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
 
 TIE_EPS = 1e-9
-# Up to this many candidates a dense solve is about as cheap as conjugate gradients (measured by
-# benchmarks/bt_fit.py) and does not care how well connected the comparison graph is.
-DENSE_MAX_N = 128
+# Up to this many candidates a dense solve is as cheap as conjugate gradients and does not care how
+# well connected the comparison graph is. Not beyond: LAPACK goes multi-threaded on bigger
+# matrices, and on a busy worker its threads wait for cores (a 0.2 ms solve was seen taking 50 ms).
+DENSE_MAX_N = 64
 _POLISH = 1e-3
 
 
