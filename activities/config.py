@@ -125,7 +125,9 @@ def load_settings(config: str | Path | None = None, **flags: Any) -> Settings:
     for name, table in data.get("providers", {}).items():
         table = dict(table)
         for model, price in table.pop("prices", {}).items():
-            prices[f"{name}:{model}"] = _validated(Price, price, where, f"providers.{name}.prices.{model}")
+            prices[f"{name}:{model}"] = _validated(
+                Price, price, where, f"providers.{name}.prices.{model}"
+            )
         providers[name] = _validated(Endpoint, table, where, f"providers.{name}")
     for key, price in data.get("prices", {}).items():
         prices[key] = _validated(Price, price, where, f"prices.{key}")

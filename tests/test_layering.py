@@ -31,8 +31,9 @@ def test_the_pattern_would_catch_a_provider_branch() -> None:
 
 def test_pure_modules_do_not_import_temporal() -> None:
     orchestration = {"workflow.py", "calls.py"}  # the only tournament modules that await
-    pure = [p for p in (ROOT / "workflows" / "tournament").glob("*.py")
-            if p.name not in orchestration]
+    pure = [
+        p for p in (ROOT / "workflows" / "tournament").glob("*.py") if p.name not in orchestration
+    ]
     pure.append(ROOT / "workflows" / "budget.py")
     assert len(pure) >= 10
     for path in pure:

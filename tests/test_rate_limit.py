@@ -34,7 +34,10 @@ async def test_rate_limited_provider_has_its_own_queue(
         started = time.monotonic()
         handles = [
             await client.start_workflow(
-                ASK, AskInput(question=f"q{i}"), id=f"rl-{uuid.uuid4()}", task_queue=queue,
+                ASK,
+                AskInput(question=f"q{i}"),
+                id=f"rl-{uuid.uuid4()}",
+                task_queue=queue,
                 result_type=AskResult,
             )
             for i in range(6)

@@ -19,10 +19,10 @@ __all__ = [
     "DEFAULT_MODEL",
     "MODEL_EXAMPLES",
     "PROVIDERS",
-    "default_model_for",
-    "price_table",
     "ResolvedModel",
+    "default_model_for",
     "parse_model_spec",
+    "price_table",
     "resolve_model",
 ]
 

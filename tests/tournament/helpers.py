@@ -20,7 +20,11 @@ async def start(client: Client, queue: str, **fields: Any) -> WorkflowHandle:
     run_id = fields.pop("run_id", None) or f"t-{uuid.uuid4().hex[:10]}"
     payload = TournamentInput(task=fields.pop("task", "Sort a list in place."), **fields)
     return await client.start_workflow(
-        TOURNAMENT, payload, id=run_id, task_queue=queue, result_type=TournamentResult,
+        TOURNAMENT,
+        payload,
+        id=run_id,
+        task_queue=queue,
+        result_type=TournamentResult,
         id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
     )
 
@@ -47,11 +51,16 @@ def fingerprint(run_dir: Path) -> dict[str, Any]:
     """What must be identical between two runs with the same seed and model outputs."""
     comparisons = read_jsonl(run_dir / "comparisons.jsonl")
     return {
-        "candidates": [(c["id"], c["parent_id"], c["text_sha256"])
-                       for c in read_jsonl(run_dir / "candidates.jsonl")],
-        "schedule": [(c["id"], c["presented_a"], c["presented_b"], c["winner"])
-                     for c in comparisons],
-        "scores": [(s["phase"], s["candidate_id"], round(s["score"], 12), s["rank"])
-                   for s in read_jsonl(run_dir / "scores.jsonl")],
+        "candidates": [
+            (c["id"], c["parent_id"], c["text_sha256"])
+            for c in read_jsonl(run_dir / "candidates.jsonl")
+        ],
+        "schedule": [
+            (c["id"], c["presented_a"], c["presented_b"], c["winner"]) for c in comparisons
+        ],
+        "scores": [
+            (s["phase"], s["candidate_id"], round(s["score"], 12), s["rank"])
+            for s in read_jsonl(run_dir / "scores.jsonl")
+        ],
         "winner": json.loads((run_dir / "summary.json").read_text())["winner_id"],
     }

@@ -19,9 +19,15 @@ from workflows.tournament.adaptive import (
     round_rng,
 )
 from workflows.tournament.bradley_terry import fit_arrays, leaderboard
-from workflows.tournament.judge_parse import Outcome
+from workflows.tournament.judge_parse import Outcome, Winner
 from workflows.tournament.schedule import ScheduledPair
 
+
+
+def random_outcome(rng: random.Random, ids: list[str]) -> Outcome:
+    a, b = rng.sample(ids, 2)
+    winner: Winner = rng.choice(["A", "B", "tie"])
+    return Outcome(a, b, winner)
 
 def ids_of(n: int) -> list[str]:
     return [f"c{i:02d}" for i in range(n)]
@@ -106,7 +112,7 @@ def test_batch_size_must_be_positive() -> None:
 def test_batches_respect_the_rules(n: int, played: int, size: int, seed: int) -> None:
     ids = ids_of(n)
     rng = random.Random(seed)
-    history = [Outcome(*rng.sample(ids, 2), rng.choice(["A", "B", "tie"])) for _ in range(played)]
+    history = [random_outcome(rng, ids) for _ in range(played)]
     batch = next_batch(ids, history, rng=random.Random(seed), size=size)
     assert len(batch) <= size
     keys = [frozenset((p.scheduled_a, p.scheduled_b)) for p in batch]
@@ -154,7 +160,7 @@ def test_a_repeat_shows_the_other_order() -> None:
 def test_posterior_mean_is_the_bradley_terry_map() -> None:
     rng = random.Random(4)
     ids = ids_of(12)
-    outcomes = [Outcome(*rng.sample(ids, 2), rng.choice(["A", "B", "tie"])) for _ in range(50)]
+    outcomes = [random_outcome(rng, ids) for _ in range(50)]
     posterior = fit_posterior(ids, outcomes, lambda_=0.3)
     index = {c: i for i, c in enumerate(posterior.ids)}
     a = np.array([index[o.presented_a] for o in outcomes])

@@ -19,6 +19,12 @@ from workflows.tournament.bradley_terry import (
 )
 
 
+
+def random_outcome(rng: random.Random, ids: list[str]) -> Outcome:
+    a, b = rng.sample(ids, 2)
+    winner: Winner = rng.choice(["A", "B", "tie"])
+    return Outcome(a, b, winner)
+
 def scipy_reference(n: int, a: np.ndarray, b: np.ndarray, y: np.ndarray, lam: float) -> np.ndarray:
     """Independent fit: L-BFGS-B, analytic gradient, the spec's tolerances, then z-scored.
 
@@ -128,7 +134,7 @@ def test_zscore_maps_non_finite_to_zero() -> None:
 def test_scores_do_not_depend_on_completion_order() -> None:
     rng = random.Random(5)
     ids = [f"g0-c{i}" for i in range(12)]
-    outcomes = [Outcome(*rng.sample(ids, 2), rng.choice(["A", "B", "tie"])) for _ in range(60)]
+    outcomes = [random_outcome(rng, ids) for _ in range(60)]
     baseline = fit_scores(ids, outcomes)
     for _ in range(3):
         shuffled, shuffled_ids = outcomes[:], ids[:]

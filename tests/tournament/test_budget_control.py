@@ -10,8 +10,13 @@ from pathlib import Path
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
-from temporalio.client import WorkflowUpdateFailedError
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
 from temporalio.exceptions import CancelledError
 
 from activities.config import Endpoint, Settings
@@ -52,8 +57,13 @@ async def wait_for_status(handle: WorkflowHandle, status: str, timeout: float = 
 
 async def paused_run(client: Client, queue: str, max_calls: int) -> WorkflowHandle:
     handle = await start(
-        client, queue, profile="balanced", seed=4, model=JITTERY_JUDGE,
-        invalid_json_retries=3, budget=BudgetLimits(max_calls=max_calls),
+        client,
+        queue,
+        profile="balanced",
+        seed=4,
+        model=JITTERY_JUDGE,
+        invalid_json_retries=3,
+        budget=BudgetLimits(max_calls=max_calls),
     )
     await wait_for_status(handle, "awaiting_budget")
     return handle

@@ -36,9 +36,18 @@ async def start_worker(settings: Settings, address: str, queue: str) -> asyncio.
         "PONDER_CONFIG": str(settings.home / "ponder.toml"),
     }
     return await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "worker", "--task-queue", queue,
-        "--heartbeat-timeout", "2", "--sticky-timeout", "1",
-        env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+        sys.executable,
+        "-m",
+        "worker",
+        "--task-queue",
+        queue,
+        "--heartbeat-timeout",
+        "2",
+        "--sticky-timeout",
+        "1",
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
     )
 
 
@@ -60,17 +69,21 @@ async def test_killed_worker_resumes_without_repeating_completed_calls(
     local = with_endpoint(settings, "local", Endpoint(kind="openai", base_url=fake.url))
     reference_queue = f"test-{uuid.uuid4()}"
     async with running_worker(client, local, WorkerOptions(task_queue=reference_queue)):
-        reference = await run(client, reference_queue, profile="paper", seed=21,
-                              model="local:default")
+        reference = await run(
+            client, reference_queue, profile="paper", seed=21, model="local:default"
+        )
     fake.seen.clear()
 
     queue = f"test-{uuid.uuid4()}"
     worker = await start_worker(settings, server_address, queue)
     handle = await client.start_workflow(
         TOURNAMENT,
-        TournamentInput(task="Sort a list in place.", profile="paper", seed=21,
-                        model="local:default"),
-        id=f"crash-{uuid.uuid4().hex[:8]}", task_queue=queue, result_type=TournamentResult,
+        TournamentInput(
+            task="Sort a list in place.", profile="paper", seed=21, model="local:default"
+        ),
+        id=f"crash-{uuid.uuid4().hex[:8]}",
+        task_queue=queue,
+        result_type=TournamentResult,
         task_timeout=timedelta(seconds=2),
     )
     in_flight_at_kills: set[str] = set()

@@ -37,8 +37,9 @@ class _Cells(HTMLParser):
 async def test_paper_run_with_20kb_candidates_fits_history_limits(
     client: Client, worker_queue: str
 ) -> None:
-    handle = await start(client, worker_queue, profile="paper", seed=8,
-                         model="sim:default,chars=20000")
+    handle = await start(
+        client, worker_queue, profile="paper", seed=8, model="sim:default,chars=20000"
+    )
     result = await handle.result()
     assert len(result.final_answer) > 20_000
     history = await handle.fetch_history()
@@ -52,13 +53,15 @@ async def test_paper_run_with_20kb_candidates_fits_history_limits(
     parser.feed((run_dir / "report.html").read_text())
     final = [s for s in read_jsonl(run_dir / "scores.jsonl") if s["phase"] == "final_judging"]
     assert parser.rows == [s["candidate_id"] for s in sorted(final, key=lambda s: s["rank"])]
-    comparisons = [c for c in read_jsonl(run_dir / "comparisons.jsonl")
-                   if c["phase"] == "final_judging"]
+    comparisons = [
+        c for c in read_jsonl(run_dir / "comparisons.jsonl") if c["phase"] == "final_judging"
+    ]
     first = comparisons[0]
     winner = first["presented_a"] if first["winner"] == "A" else first["presented_b"]
     loser = first["presented_b"] if winner == first["presented_a"] else first["presented_a"]
     wins = sum(
-        1 for c in comparisons
+        1
+        for c in comparisons
         if {c["presented_a"], c["presented_b"]} == {winner, loser}
         and (c["presented_a"] if c["winner"] == "A" else c["presented_b"]) == winner
     )

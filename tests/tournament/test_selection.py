@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from workflows.tournament.selection import Discarded, select
 
@@ -25,6 +27,18 @@ def test_sizes_for_every_n(n: int) -> None:
     assert reasons.count("bottom_quartile") == n // 4
     assert reasons.count("rounding_trim") == math.ceil(n / 4) - n // 4
     assert set(discarded).isdisjoint(parents)
+
+
+@given(st.integers(2, 64).flatmap(lambda n: st.permutations([f"g1-m{i}" for i in range(n)])))
+@settings(derandomize=True, deadline=None, max_examples=100)
+def test_any_ranking_splits_the_same_way(ranked: list[str]) -> None:
+    n = len(ranked)
+    chosen = select(ranked)
+    kept = chosen.elites + chosen.parents + [d.candidate_id for d in chosen.discarded]
+    assert set(kept) == set(ranked)
+    assert len(chosen.elites) == -(-n // 4) and len(chosen.parents) == n - -(-n // 4)
+    bottom = {d.candidate_id for d in chosen.discarded if d.reason == "bottom_quartile"}
+    assert bottom == set(ranked[n - n // 4 :])
 
 
 def test_reasons_on_a_small_population() -> None:

@@ -39,14 +39,23 @@ async def test_quick_profile_makes_exactly_15_calls(
     usage = read_jsonl(run_dir / "usage.jsonl")
     assert len(usage) == 15
     assert {row["phase"] for row in usage} == {
-        "initial_generation", "generation_judging:1", "generation_mutation:1", "final_judging"
+        "initial_generation",
+        "generation_judging:1",
+        "generation_mutation:1",
+        "final_judging",
     }
     candidates = read_jsonl(run_dir / "candidates.jsonl")
     assert [c["id"] for c in candidates if c["generation"] == 0] == [
-        "g0-c0", "g0-c1", "g0-c2", "g0-c3"
+        "g0-c0",
+        "g0-c1",
+        "g0-c2",
+        "g0-c3",
     ]
     assert sorted(json.loads((run_dir / "population-1.json").read_text())) == [
-        "g1-e0", "g1-m0", "g1-m1", "g1-m2"
+        "g1-e0",
+        "g1-m0",
+        "g1-m1",
+        "g1-m2",
     ]
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["profile_name"] == "quick"
@@ -94,8 +103,14 @@ async def test_fake_openai_server_wrapping_the_sim_gives_the_same_tournament(
 
 
 async def test_invalid_judge_json_is_retried_and_billed(client: Client, queue: str) -> None:
-    result = await run(client, queue, profile="balanced", seed=2, invalid_json_retries=3,
-                       model="sim:default,invalid_json_rate=0.25")
+    result = await run(
+        client,
+        queue,
+        profile="balanced",
+        seed=2,
+        invalid_json_retries=3,
+        model="sim:default,invalid_json_rate=0.25",
+    )
     run_dir = Path(result.run_dir)
     comparisons = read_jsonl(run_dir / "comparisons.jsonl")
     retried = [c for c in comparisons if c["attempts"] > 1]
@@ -110,8 +125,13 @@ async def test_invalid_judge_json_is_retried_and_billed(client: Client, queue: s
 async def test_persistent_invalid_json_fails_and_never_invents_a_tie(
     client: Client, queue: str, settings: Settings
 ) -> None:
-    error = await failure(client, queue, profile="quick", run_id="never-a-tie",
-                          models=RoleModels(judge="sim:default,invalid_json_rate=1"))
+    error = await failure(
+        client,
+        queue,
+        profile="quick",
+        run_id="never-a-tie",
+        models=RoleModels(judge="sim:default,invalid_json_rate=1"),
+    )
     assert error.type == "judge.persistent_invalid_json"
     assert "never invents a tie" in error.message
     run_dir = settings.runs_dir / "never-a-tie"
@@ -130,12 +150,21 @@ async def test_persistent_invalid_json_fails_and_never_invents_a_tie(
         ({"profile": "huge"}, "profile.invalid", "quick"),
         ({"rank": RankBlock(mode="k-regular")}, "rank.k_required", "rank.k"),
         ({"rank": RankBlock(mode="k-regular", k=4)}, "rank.k_invalid", "k=4"),
-        ({"custom": Profile(n=16, k=2, t=0, m=2), "rank": RankBlock(mode="all-pairs")},
-         "rank.max_calls_required", "rank.max_calls"),
-        ({"rank": RankBlock(mode="k-regular", k=2, max_calls=3)},
-         "rank.max_calls_exceeded", "max_calls=3"),
-        ({"prompts": PromptOverrides(generate=PromptOverride(user="{task} {nonsense}"))},
-         "prompts.unknown_variable", "{nonsense}"),
+        (
+            {"custom": Profile(n=16, k=2, t=0, m=2), "rank": RankBlock(mode="all-pairs")},
+            "rank.max_calls_required",
+            "rank.max_calls",
+        ),
+        (
+            {"rank": RankBlock(mode="k-regular", k=2, max_calls=3)},
+            "rank.max_calls_exceeded",
+            "max_calls=3",
+        ),
+        (
+            {"prompts": PromptOverrides(generate=PromptOverride(user="{task} {nonsense}"))},
+            "prompts.unknown_variable",
+            "{nonsense}",
+        ),
         ({"run_id": "bad id!"}, "run.id_invalid", "[A-Za-z0-9]"),
     ],
 )
@@ -157,8 +186,14 @@ async def test_provider_failure_fails_the_run_with_its_class(
     client: Client, queue: str, fake: FakeProvider, settings: Settings
 ) -> None:
     fake.replies = [Reply(401, {"error": "bad key"})]
-    error = await failure(client, queue, profile="quick", model="local:default",
-                          run_id="auth-fails", concurrency={"generate": 1})
+    error = await failure(
+        client,
+        queue,
+        profile="quick",
+        model="local:default",
+        run_id="auth-fails",
+        concurrency={"generate": 1},
+    )
     assert error.type == "provider.auth"
     usage = read_jsonl(settings.runs_dir / "auth-fails" / "usage.jsonl")
     assert [u["outcome"] for u in usage] == ["failed"]
@@ -168,23 +203,33 @@ async def test_provider_failure_fails_the_run_with_its_class(
 async def test_unpriced_model_with_max_usd_is_refused_at_its_first_answer(
     client: Client, queue: str
 ) -> None:
-    error = await failure(client, queue, profile="quick", model="local:default",
-                          budget=BudgetLimits(max_usd=1.0))
+    error = await failure(
+        client, queue, profile="quick", model="local:default", budget=BudgetLimits(max_usd=1.0)
+    )
     assert error.type == "budget.unpriced_model"
     assert "local:default" in error.message
 
 
 async def test_usd_is_billed_from_the_price_table(client: Client, queue: str) -> None:
     price = Price(input=1.0, output=2.0)
-    result = await run(client, queue, profile="quick", model="local:default",
-                       prices={"local:default": price}, budget=BudgetLimits(max_usd=100))
+    result = await run(
+        client,
+        queue,
+        profile="quick",
+        model="local:default",
+        prices={"local:default": price},
+        budget=BudgetLimits(max_usd=100),
+    )
     expected = (result.spent.input_tokens * 1.0 + result.spent.output_tokens * 2.0) / 1e6
     assert result.spent.usd == pytest.approx(expected)
 
 
 async def test_budget_exhausted_fails_when_asked_to(client: Client, queue: str) -> None:
     error = await failure(
-        client, queue, profile="quick", on_budget_exhausted="fail",
+        client,
+        queue,
+        profile="quick",
+        on_budget_exhausted="fail",
         budget=BudgetLimits(max_output_tokens=50),
     )
     assert error.type == "budget.exhausted"
@@ -201,8 +246,9 @@ async def test_run_id_in_use_is_refused(client: Client, queue: str) -> None:
 
 
 async def test_finalizer_polishes_the_winner(client: Client, queue: str) -> None:
-    result = await run(client, queue, profile="quick", seed=3,
-                       models=RoleModels(finalize="sim:default"))
+    result = await run(
+        client, queue, profile="quick", seed=3, models=RoleModels(finalize="sim:default")
+    )
     summary = json.loads((Path(result.run_dir) / "summary.json").read_text())
     assert summary["final_answer_is_postprocessed"] is True
     assert result.spent.calls == 16

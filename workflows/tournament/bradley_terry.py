@@ -101,7 +101,7 @@ class _Problem:
         hessian.flat[upper] = -pair_w
         hessian.flat[lower] = -pair_w
         hessian.flat[:: n + 1] = self.lambda_ + np.bincount(a, w, n) + np.bincount(b, w, n)
-        return np.linalg.solve(hessian, -g)
+        return np.asarray(np.linalg.solve(hessian, -g), dtype=np.float64)
 
     def cg_step(self, g: FloatArray, w: FloatArray, forcing: float) -> FloatArray:
         """Solve ``H x = -g`` by Jacobi-preconditioned CG to relative residual ``forcing``."""

@@ -93,7 +93,7 @@ class TournamentCalls:
         tasks = [asyncio.create_task(guarded(call)) for call in calls]
         self.inflight.update(tasks)
         try:
-            done, pending = await workflow.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            _done, pending = await workflow.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
             if pending:
                 self.stopping = True
                 await workflow.wait(pending)

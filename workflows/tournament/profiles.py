@@ -97,9 +97,8 @@ def _profile_problems(p: Profile) -> list[str]:
 
 
 def _builtin(n: int, k: int, t: int, m: int) -> Profile:
-    return Profile(
-        n=n, k=k, t=t, m=m, lambda_=0.01, generate_temperature=1.0, mutate_temperature=1.0
-    )
+    # lambda 0.01 (the default), generate and mutate temperature 1, judge 0.
+    return Profile(n=n, k=k, t=t, m=m, generate_temperature=1.0, mutate_temperature=1.0)
 
 
 BUILTIN_PROFILES: Mapping[str, Profile] = MappingProxyType(
