@@ -22,6 +22,7 @@ from scipy.optimize import minimize
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from workflows.tournament.bradley_terry import Outcome, fit_arrays, leaderboard, zscore
+from workflows.tournament.judge_parse import Winner
 
 LAMBDA = 0.01
 CASES = ((200, 4_000), (1_000, 50_000))
@@ -76,9 +77,9 @@ def main() -> None:
     for n, m in CASES:
         a, b, y = make_case(n, m, seed=n)
         ids = [f"c{i}" for i in range(n)]
-        winners = {1.0: "A", 0.0: "B", 0.5: "tie"}
+        winners: dict[float, Winner] = {1.0: "A", 0.0: "B", 0.5: "tie"}
         outcomes = [
-            Outcome(ids[i], ids[j], winners[v])  # type: ignore[arg-type]
+            Outcome(ids[i], ids[j], winners[v])
             for i, j, v in zip(a.tolist(), b.tolist(), y.tolist(), strict=True)
         ]
         repeats = args.repeats if n <= 200 else max(3, args.repeats // 3)

@@ -25,11 +25,12 @@ from client.session import Session, open_session, spawn_background_worker
 from workflows.budget import BudgetLimits
 from workflows.names import QUERY_PROGRESS, TOURNAMENT, UPDATE_EXTEND_BUDGET
 from workflows.tournament.errors import TournamentError
-from workflows.tournament.preflight import preflight
-from workflows.tournament.profiles import BUILTIN_PROFILES, Profile
+from workflows.tournament.preflight import preflight, rank_profile
+from workflows.tournament.profiles import BUILTIN_PROFILES, Profile, RankBlock
 from workflows.tournament.types import (
     ExtendBudgetInput,
     ExtendBudgetResult,
+    GivenCandidate,
     Progress,
     RoleModels,
     TournamentInput,
@@ -99,6 +100,7 @@ def build_input(settings: Settings, **o: Any) -> TournamentInput:
         seed=o["seed"],
         run_id=o["run_id"],
         include_raw_outputs=o["include_raw_outputs"],
+        invalid_json_retries=o["invalid_json_retries"],
         on_budget_exhausted=o["on_budget_exhausted"],
     )
     payload.concurrency.generate = payload.concurrency.judge = o["concurrency"]
@@ -143,6 +145,7 @@ async def follow(session: Session, handle: WorkflowHandle) -> TournamentResult |
                     result_task.cancel()
                     return None
             await asyncio.wait({result_task}, timeout=0.5)
+    console.line()
     try:
         return result_task.result()
     except Exception as exc:
@@ -216,6 +219,13 @@ def _common_session(ctx: click.Context) -> Settings:
     type=click.Choice(["pause", "fail"]),
     default="pause",
     show_default=True,
+)
+@click.option(
+    "--invalid-json-retries",
+    type=int,
+    default=1,
+    show_default=True,
+    help="Extra (billed) judge calls when its output is not a valid verdict.",
 )
 @click.option("--include-raw-outputs", is_flag=True)
 @click.option("--run-id", default=None)
@@ -391,6 +401,134 @@ def report(ctx: click.Context, run_id: str) -> None:
     click.echo(str(path))
 
 
+@click.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--task", required=True, help="The task the candidates answer (or @file).")
+@click.option("--rubric", default=None)
+@click.option("--model", default=None, help="Judge model, provider:model.")
+@click.option(
+    "--max-calls", type=int, default=None, help="Cap on judge calls; needed above 100 pairs."
+)
+@click.option("--seed", type=int, default=None)
+@click.option("--run-id", default=None)
+@click.pass_context
+def rank(
+    ctx: click.Context,
+    files: tuple[str, ...],
+    task: str,
+    rubric: str | None,
+    model: str | None,
+    max_calls: int | None,
+    seed: int | None,
+    run_id: str | None,
+) -> None:
+    """Rank candidate answers (one per FILE, id = file name) by all-pairs judging."""
+    settings = _common_session(ctx)
+    run_id = check_run_id(run_id or new_run_id("rank"))
+    given = []
+    for name in files:
+        try:
+            given.append(GivenCandidate(id=Path(name).stem, text=Path(name).read_text()))
+        except OSError as exc:
+            raise ConfigError(f"candidate file {name} cannot be read ({exc.strerror})") from None
+    judge = model or TournamentInput.model_fields["model"].default
+    resolve_model(judge, settings)
+    payload = TournamentInput(
+        task=_read_task(task),
+        rubric=rubric,
+        custom=rank_profile(len(given)),
+        model=judge,
+        rank=RankBlock(mode="all-pairs", max_calls=max_calls),
+        seed=seed,
+        run_id=run_id,
+        candidates=given,
+        prices=price_table([judge], settings),
+    )
+    try:
+        preflight(payload)
+    except TournamentError as exc:
+        raise _refuse(exc) from None
+
+    async def go() -> TournamentResult | None:
+        async with open_session(settings) as session:
+            handle = await start_run(session, TOURNAMENT, payload, run_id, TournamentResult)
+            return await follow(session, handle)
+
+    result = asyncio.run(go())
+    if result is None:
+        _print_outcome(None, run_id, result)  # type: ignore[arg-type]
+        return
+    for row in result.leaderboard:
+        click.echo(
+            f"{row.rank:>3}  {row.candidate_id:<24} {row.score:+.3f}  "
+            f"{row.wins}W {row.losses}L {row.ties}T"
+        )
+    click.echo(f"report: {Path(result.run_dir) / 'report.html'}", err=True)
+
+
+@click.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--task", required=True, help="The task the candidate answers (or @file).")
+@click.option("--critique", required=True, help="What to improve (or @file).")
+@click.option("--rubric", default=None)
+@click.option("--model", default=None, help="Mutator model, provider:model.")
+@click.option(
+    "--prompt-style",
+    type=click.Choice(["general", "paper-programming"]),
+    default="general",
+    show_default=True,
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.pass_context
+def mutate(
+    ctx: click.Context,
+    file: str,
+    task: str,
+    critique: str,
+    rubric: str | None,
+    model: str | None,
+    prompt_style: str,
+    seed: int,
+) -> None:
+    """Improve one candidate answer from a critique (one mutate call)."""
+    from client.runs import wait_or_detach
+    from workflows.ask_types import AskInput, AskResult
+    from workflows.names import ASK
+    from workflows.tournament.prompts import DEFAULT_RUBRIC, render
+
+    settings = _common_session(ctx)
+    mutator = model or TournamentInput.model_fields["model"].default
+    resolve_model(mutator, settings)
+    candidate = _read_task(f"@{file}")
+    prompt = render(
+        "mutate",
+        {
+            "task": _read_task(task),
+            "rubric": rubric or DEFAULT_RUBRIC,
+            "candidate": candidate,
+            "critique": _read_task(critique),
+        },
+        style=prompt_style,  # type: ignore[arg-type]
+    )
+    run_id = new_run_id("mutate")
+    payload = AskInput(
+        question=prompt.user,
+        system=prompt.system,
+        model=mutator,
+        role="mutate",
+        seed=seed,
+        max_output_tokens=prompt.max_output_tokens,
+        run_id=run_id,
+    )
+
+    async def go() -> AskResult:
+        async with open_session(settings) as session:
+            handle = await start_run(session, ASK, payload, run_id, AskResult)
+            return await wait_or_detach(session, handle)
+
+    click.echo(asyncio.run(go()).response.text)
+
+
 def register(group: click.Group) -> None:
-    for command in (think, status, watch, extend, cancel, report):
+    for command in (think, status, watch, extend, cancel, report, rank, mutate):
         group.add_command(command)

@@ -53,7 +53,11 @@ async def test_two_processes_share_one_server_and_the_last_stops_it(
     fake.hold()
     first = await start_ponder("ask", "one", "--model", "local:m", env=env)
     second = await start_ponder("ask", "two", "--model", "local:m", env=env)
-    await wait_until(lambda: len(fake.seen) == 2)
+    await wait_until(
+        lambda: len(fake.seen) == 2 or None not in (first.returncode, second.returncode)
+    )
+    for early in (first, second):
+        assert early.returncode is None, (await finish(early)).err
     state = json.loads((home / "server.json").read_text())
     assert server_pids(home / "temporal.db") == [state["pid"]]
     assert state["db"] == str(home / "temporal.db")

@@ -30,6 +30,7 @@ class AskWorkflow:
             max_output_tokens=input.max_output_tokens,
             base_url=input.base_url,
             json_mode=input.json_mode,
+            role=input.role,
             seed=input.seed,
         )
         response = await call_model(

@@ -18,6 +18,7 @@ class AskInput(BaseModel):
     max_output_tokens: int | None = None
     base_url: str | None = None
     json_mode: bool = False
+    role: str = Field(default="ask", description="ask | generate | mutate | finalize")
     seed: int = 0
     run_id: str | None = Field(default=None, description="defaults to the workflow id")
 

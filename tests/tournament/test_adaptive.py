@@ -23,11 +23,11 @@ from workflows.tournament.judge_parse import Outcome, Winner
 from workflows.tournament.schedule import ScheduledPair
 
 
-
 def random_outcome(rng: random.Random, ids: list[str]) -> Outcome:
     a, b = rng.sample(ids, 2)
     winner: Winner = rng.choice(["A", "B", "tie"])
     return Outcome(a, b, winner)
+
 
 def ids_of(n: int) -> list[str]:
     return [f"c{i:02d}" for i in range(n)]

@@ -17,13 +17,14 @@ from workflows.tournament.bradley_terry import (
     leaderboard,
     zscore,
 )
-
+from workflows.tournament.judge_parse import Winner
 
 
 def random_outcome(rng: random.Random, ids: list[str]) -> Outcome:
     a, b = rng.sample(ids, 2)
     winner: Winner = rng.choice(["A", "B", "tie"])
     return Outcome(a, b, winner)
+
 
 def scipy_reference(n: int, a: np.ndarray, b: np.ndarray, y: np.ndarray, lam: float) -> np.ndarray:
     """Independent fit: L-BFGS-B, analytic gradient, the spec's tolerances, then z-scored.

@@ -253,3 +253,17 @@ async def test_finalizer_polishes_the_winner(client: Client, queue: str) -> None
     assert summary["final_answer_is_postprocessed"] is True
     assert result.spent.calls == 16
     assert result.final_answer.startswith("Simulated final answer from " + result.winner_id)
+
+
+async def test_adaptive_schedule_spends_the_same_calls_in_batches(
+    client: Client, queue: str
+) -> None:
+    result = await run(client, queue, profile="balanced", seed=9, schedule="adaptive")
+    assert result.spent.calls == 60
+    run_dir = Path(result.run_dir)
+    comparisons = read_jsonl(run_dir / "comparisons.jsonl")
+    final = [c for c in comparisons if c["phase"] == "final_judging"]
+    assert len(final) == 16
+    assert all(c["presented_a"] != c["presented_b"] for c in comparisons)
+    again = await run(client, queue, profile="balanced", seed=9, schedule="adaptive")
+    assert fingerprint(Path(again.run_dir)) == fingerprint(run_dir)

@@ -1,9 +1,10 @@
 """Turn the judges' critiques of one candidate into the feedback its mutator reads.
 
 From every comparison the candidate took part in, its own side's critique goes to the ``won``,
-``tied`` or ``lost`` bucket; "Solution A" / "Candidate A" (any case of the noun) of its own letter
-become "your solution" and the other letter "the other solution", so the mutator is not confused
-by presentation letters that changed from call to call.
+``tied`` or ``lost`` bucket; "Solution A" / "Candidate A" (the noun in any case: "solution A",
+"SOLUTION A") of its own letter become "your solution" and the other letter "the other
+solution", so the mutator is not confused by presentation letters that changed from call to
+call. The letter itself must be upper-case: "solution a" is ordinary English.
 """
 
 from __future__ import annotations

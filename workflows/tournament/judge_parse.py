@@ -3,7 +3,10 @@
 Tried in order: the trimmed text, the first fenced code block, the slice from the first ``{`` to
 the last ``}``. The first of those that is a JSON object must validate as
 ``{feedback_a, feedback_b, winner: "A" | "B" | "tie", confidence?: [0, 1]}``
-(``critique_for_A`` / ``critique_for_B`` are accepted for the feedback fields).
+(``critique_for_A`` / ``critique_for_B`` are accepted for the feedback fields). Lenient only
+where nothing is lost: ``winner`` ignores case and spaces ("a", " Tie "); a missing or null
+feedback is empty (an empty critique is dropped later); other keys are ignored. Anything else is
+a ``JudgeParseError``: the caller retries, and never invents a tie.
 Stdlib ``json`` only: workflow code imports this module.
 """
 

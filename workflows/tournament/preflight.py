@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from workflows.tournament.errors import RUN_ID_INVALID, TournamentError
+from workflows.tournament.errors import PROFILE_INVALID, RUN_ID_INVALID, TournamentError
 from workflows.tournament.profiles import (
     Profile,
     TournamentPlan,
@@ -17,7 +17,7 @@ from workflows.tournament.profiles import (
 from workflows.tournament.prompts import validate_overrides
 from workflows.tournament.types import TournamentInput
 
-__all__ = ["Preflight", "preflight", "profile_of"]
+__all__ = ["Preflight", "preflight", "profile_of", "rank_profile"]
 
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -46,6 +46,29 @@ def profile_of(input: TournamentInput) -> Profile:
     return get_profile(input.profile or "quick")
 
 
+def _check_given(input: TournamentInput, profile: Profile) -> None:
+    ids = [c.id for c in input.candidates or []]
+    duplicates = sorted({cid for cid in ids if ids.count(cid) > 1})
+    if duplicates:
+        raise TournamentError(
+            PROFILE_INVALID,
+            f"candidate ids must be unique; {', '.join(duplicates)} appear more than once: "
+            "rename them",
+        )
+    if profile.n != len(ids) or profile.t != 0:
+        raise TournamentError(
+            PROFILE_INVALID,
+            f"ranking {len(ids)} given candidates needs a profile with n={len(ids)} and t=0 "
+            f"(got n={profile.n}, t={profile.t})",
+        )
+
+
+def rank_profile(count: int) -> Profile:
+    """The smallest valid profile that ranks ``count`` given candidates (``t = 0``)."""
+    degree = 1 if count % 2 == 0 else 2
+    return Profile(n=count, k=min(degree, count - 1), t=0, m=min(degree, count - 1))
+
+
 def preflight(input: TournamentInput, run_id: str | None = None) -> Preflight:
     """The profile and dry-run plan of ``input``, or the TournamentError that refuses it."""
     run_id = run_id or input.run_id
@@ -56,6 +79,8 @@ def preflight(input: TournamentInput, run_id: str | None = None) -> Preflight:
             "characters: choose another",
         )
     profile = profile_of(input)
+    if input.candidates is not None:
+        _check_given(input, profile)
     validate_overrides(input.prompts)
     tournament = plan(
         profile,

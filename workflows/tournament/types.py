@@ -20,6 +20,7 @@ __all__ = [
     "Event",
     "ExtendBudgetInput",
     "ExtendBudgetResult",
+    "GivenCandidate",
     "Progress",
     "RoleModels",
     "ScoreRow",
@@ -48,6 +49,13 @@ class Concurrency(BaseModel):
     mutate: int = Field(default=8, ge=1)
 
 
+class GivenCandidate(BaseModel):
+    """A candidate supplied by the caller (the ``rank`` service): no generation call."""
+
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+    text: str
+
+
 class TournamentInput(BaseModel):
     task: str = Field(min_length=1)
     rubric: str | None = None
@@ -68,6 +76,9 @@ class TournamentInput(BaseModel):
     on_budget_exhausted: Literal["pause", "fail"] = "pause"
     invalid_json_retries: int = Field(default=1, ge=0)
     critique_chars: int = Field(default=16_000, ge=256)
+    candidates: list[GivenCandidate] | None = Field(
+        default=None, description="rank these instead of generating; needs t = 0"
+    )
 
 
 class CandidateRow(BaseModel):

@@ -17,6 +17,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from activities.model_types import Usage
     from activities.tournament.artifacts import WRITE_TOURNAMENT_ARTIFACTS
     from activities.tournament.fit import FIT_LEADERBOARD, FitInput, FitOutcome, FitRow
     from workflows.budget import BudgetLimits
@@ -27,11 +28,11 @@ with workflow.unsafe.imports_passed_through():
         TOURNAMENT,
         UPDATE_EXTEND_BUDGET,
     )
-    from workflows.tournament import rng
+    from workflows.tournament import adaptive, rng
     from workflows.tournament.calls import TournamentCalls
     from workflows.tournament.critique import aggregate_critiques
     from workflows.tournament.errors import RUN_ID_INVALID, TournamentError
-    from workflows.tournament.judge_parse import JudgeParseError, parse_judge_output
+    from workflows.tournament.judge_parse import JudgeParseError, Outcome, parse_judge_output
     from workflows.tournament.preflight import Preflight, preflight
     from workflows.tournament.prompts import DEFAULT_RUBRIC
     from workflows.tournament.schedule import ScheduledPair, final_schedule, k_regular_schedule
@@ -89,7 +90,10 @@ class TournamentWorkflow:
             profile = self.plan.profile
             self.calls.temperatures = self.plan.temperatures
             self._event("run.started", seed=seed, planned_calls=self.plan.tournament.planned_calls)
-            population = await self._initial_generation(profile.n)
+            if input.candidates is not None:
+                population = await self._given_population()
+            else:
+                population = await self._initial_generation(profile.n)
             for g in range(1, profile.t + 1):
                 self.generation = g
                 phase = f"generation_judging:{g}"
@@ -98,7 +102,7 @@ class TournamentWorkflow:
                 population = await self._mutate(g, board)
             phase = "final_judging"
             pairs = final_schedule(population, m=profile.m, seed=seed, rank=input.rank)
-            board = await self._judge(phase, None, population, pairs)
+            board = await self._judge(phase, None, population, pairs, adaptive=not input.rank)
             self.winner_id = board[0].candidate_id
             await self._finalize(self.winner_id)
         except TournamentError as exc:
@@ -138,22 +142,69 @@ class TournamentWorkflow:
         )
         return await self._commit_population(0, ids)
 
+    async def _given_population(self) -> list[str]:
+        self.phase = "initial_generation"
+        for given in self.input.candidates or []:
+            self.candidates[given.id] = CandidateRow(
+                id=given.id,
+                generation=0,
+                kind="initial",
+                status="generated",
+                text=given.text,
+                model="given",
+                provider="given",
+                usage=Usage(),
+                created_at=workflow.now().isoformat(),
+            )
+        return await self._commit_population(0, [c.id for c in self.input.candidates or []])
+
     async def _judge(
         self,
         phase: str,
         generation: int | None,
         population: list[str],
         pairs: list[ScheduledPair],
+        adaptive: bool = True,
     ) -> list[ScoreRow]:
+        """Judge ``pairs`` (or, on the adaptive schedule, as many calls chosen in batches)."""
         self.phase = phase
-        rows = await self.calls.run_all(
-            [lambda i=i, p=p: self._compare(phase, generation, i, p) for i, p in enumerate(pairs)],
-            self.input.concurrency.judge,
-        )
+        if self.input.schedule == "adaptive" and adaptive:
+            rows = await self._judge_adaptively(phase, generation, population, len(pairs))
+        else:
+            rows = await self._judge_batch(phase, generation, pairs, first_index=0)
         self.comparisons.extend(rows)
         board = await self._fit(phase, generation, population, rows)
         await self._write_artifacts()
         return board
+
+    async def _judge_batch(
+        self, phase: str, generation: int | None, pairs: list[ScheduledPair], first_index: int
+    ) -> list[ComparisonRow]:
+        return await self.calls.run_all(
+            [
+                lambda i=i, p=p: self._compare(phase, generation, first_index + i, p)
+                for i, p in enumerate(pairs)
+            ],
+            self.input.concurrency.judge,
+        )
+
+    async def _judge_adaptively(
+        self, phase: str, generation: int | None, population: list[str], calls: int
+    ) -> list[ComparisonRow]:
+        """A random 2-regular round, then Thompson-sampled batches of the judge concurrency."""
+        rows: list[ComparisonRow] = []
+        sizes = adaptive.batch_sizes(len(population), calls, self.input.concurrency.judge)
+        for round_no, size in enumerate(sizes):
+            draw = adaptive.round_rng(self.calls.seed, phase, round_no)
+            if round_no == 0:
+                pairs = adaptive.first_round(population, draw, budget=size)
+            else:
+                outcomes = [Outcome(r.presented_a, r.presented_b, r.winner) for r in rows]
+                pairs = adaptive.next_batch(population, outcomes, rng=draw, size=size)
+            if not pairs:
+                break
+            rows += await self._judge_batch(phase, generation, pairs, first_index=len(rows))
+        return rows
 
     async def _compare(
         self, phase: str, generation: int | None, index: int, pair: ScheduledPair

@@ -1,0 +1,107 @@
+"""``ponder think`` and friends as a user drives them, on the embedded default."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.cli import cli_env, ponder
+
+
+async def test_dry_run_prints_the_plan_without_a_server(tmp_path: Path) -> None:
+    done = await ponder(
+        "think", "Sort a list", "--profile", "paper", "--dry-run", env=cli_env(tmp_path)
+    )
+    assert done.code == 0, done.err
+    assert "calls: 285" in done.out
+    assert "sequential rounds: 8" in done.out
+    assert "warning" in done.out
+    assert not (tmp_path / "server.json").exists()
+
+
+async def test_think_on_the_sim_prints_winner_true_quality_and_report(tmp_path: Path) -> None:
+    done = await ponder(
+        "think",
+        "Sort a list",
+        "--profile",
+        "quick",
+        "--provider",
+        "sim",
+        "--seed",
+        "3",
+        "--run-id",
+        "cli-think",
+        env=cli_env(tmp_path),
+    )
+    assert done.code == 0, done.err
+    summary = json.loads((tmp_path / "runs/cli-think/summary.json").read_text())
+    assert f"winner: {summary['winner_id']} after 15 calls" in done.err
+    assert "simulated: winner true quality" in done.err
+    assert "report.html" in done.err
+    assert "[sim q=" in done.out
+
+
+async def test_pause_exits_75_and_extend_finishes_the_same_run(tmp_path: Path) -> None:
+    env = cli_env(tmp_path)
+    paused = await ponder(
+        "think",
+        "Sort a list",
+        "--profile",
+        "balanced",
+        "--seed",
+        "4",
+        "--model",
+        "sim:default,invalid_json_rate=0.25",
+        "--invalid-json-retries",
+        "3",
+        "--max-calls",
+        "60",
+        "--run-id",
+        "tight",
+        env=env,
+    )
+    assert paused.code == 75, paused.err
+    assert "ponder extend tight" in paused.err
+    below = await ponder("extend", "tight", "--calls", "10", env=env)
+    assert below.code == 2
+    assert "below what is already spent" in below.err
+    resumed = await ponder("extend", "tight", "--calls", "+100", env=env)
+    assert resumed.code == 0, resumed.err
+    summary = json.loads((tmp_path / "runs/tight/summary.json").read_text())
+    assert summary["status"] == "completed"
+    assert summary["calls"]["used"] > 60
+
+
+async def test_refusals_are_one_line_exit_2(tmp_path: Path) -> None:
+    env = cli_env(tmp_path)
+    done = await ponder("think", "x", "--max-calls", "14", env=env)
+    assert done.code == 2
+    assert "budget.planned_calls_exceeded" in done.err
+    done = await ponder("think", "x", "--n", "3", "--k", "1", env=env)
+    assert done.code == 2 and "profile.invalid" in done.err
+    done = await ponder("think", "@missing.md", env=env)
+    assert done.code == 2 and "cannot be read" in done.err
+
+
+async def test_rank_orders_given_candidates(tmp_path: Path) -> None:
+    files = []
+    for name, q in (("weak", -1.5), ("strong", 2.5), ("middling", 0.2)):
+        path = tmp_path / f"{name}.txt"
+        path.write_text(f"answer {name}\n[sim q={q} id={name}]")
+        files.append(str(path))
+    done = await ponder(
+        "rank",
+        *files,
+        "--task",
+        "Which is best?",
+        "--seed",
+        "1",
+        "--model",
+        "sim:default,accuracy=0.99",
+        env=cli_env(tmp_path),
+    )
+    assert done.code == 0, done.err
+    ranked = [line.split()[1] for line in done.out.splitlines() if line.strip()]
+    assert ranked[0] == "strong"
+    duplicate = await ponder("rank", files[0], files[0], "--task", "x", env=cli_env(tmp_path))
+    assert duplicate.code == 2 and "unique" in duplicate.err
