@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import sys
 import uuid
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, NoReturn
 
 import click
 from temporalio.client import WorkflowFailureError, WorkflowHandle
@@ -20,6 +22,8 @@ from client.session import Session, spawn_background_worker
 __all__ = [
     "RunFailed",
     "check_run_id",
+    "ctrl_c_detaches",
+    "detach",
     "failure_message",
     "new_run_id",
     "start_run",
@@ -74,24 +78,36 @@ def failure_message(exc: WorkflowFailureError) -> str:
     return f"{code}: {cause.message}" if code else cause.message
 
 
-async def wait_or_detach(session: Session, handle: WorkflowHandle) -> Any:
-    """Wait for the result; Ctrl-C detaches (the run goes on) instead of stopping the run."""
+@contextlib.contextmanager
+def ctrl_c_detaches() -> Iterator[asyncio.Event]:
+    """While waiting on a run, Ctrl-C sets the event instead of killing the process."""
     interrupted = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGINT, interrupted.set)
-    result = asyncio.ensure_future(handle.result())
-    interrupt = asyncio.ensure_future(interrupted.wait())
     try:
-        await asyncio.wait({result, interrupt}, return_when=asyncio.FIRST_COMPLETED)
+        yield interrupted
     finally:
         loop.remove_signal_handler(signal.SIGINT)
+
+
+def detach(session: Session, run_id: str) -> NoReturn:
+    """Leave the run going (a background worker takes over in embedded mode) and exit 0."""
+    if session.embedded:
+        spawn_background_worker(session.settings)
+    click.echo(f"\ndetached; the run goes on: ponder watch {run_id}", err=True)
+    sys.exit(0)
+
+
+async def wait_or_detach(session: Session, handle: WorkflowHandle) -> Any:
+    """Wait for the result; Ctrl-C detaches (the run goes on) instead of stopping the run."""
+    result = asyncio.ensure_future(handle.result())
+    with ctrl_c_detaches() as interrupted:
+        interrupt = asyncio.ensure_future(interrupted.wait())
+        await asyncio.wait({result, interrupt}, return_when=asyncio.FIRST_COMPLETED)
         interrupt.cancel()
     if not result.done():
         result.cancel()
-        if session.embedded:
-            spawn_background_worker(session.settings)
-        click.echo(f"\ndetached; the run goes on: ponder watch {handle.id}", err=True)
-        sys.exit(0)
+        detach(session, handle.id)
     try:
         return result.result()
     except WorkflowFailureError as exc:

@@ -14,13 +14,21 @@ import click
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
-from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import WorkflowFailureError, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
 from activities.config import Settings, load_settings
 from activities.errors import ConfigError
 from activities.providers import default_model_for, price_table, resolve_model
-from client.runs import RunFailed, check_run_id, failure_message, new_run_id, start_run
+from client.runs import (
+    RunFailed,
+    check_run_id,
+    ctrl_c_detaches,
+    detach,
+    failure_message,
+    new_run_id,
+    start_run,
+)
 from client.session import Session, open_session, spawn_background_worker
 from workflows.budget import BudgetLimits
 from workflows.names import QUERY_PROGRESS, TOURNAMENT, UPDATE_EXTEND_BUDGET
@@ -130,11 +138,17 @@ def _progress_table(p: Progress, started: float) -> Table:
 
 
 async def follow(session: Session, handle: WorkflowHandle) -> TournamentResult | None:
-    """Show progress until the run ends (result) or pauses on budget (None)."""
+    """Show progress until the run ends (result) or pauses on budget (None).
+
+    Ctrl-C detaches: the run goes on (with a background worker in embedded mode).
+    """
     started = time.monotonic()
     result_task = asyncio.ensure_future(handle.result())
-    with Live(console=console, transient=False, refresh_per_second=4) as live:
+    with ctrl_c_detaches() as interrupted, Live(console=console, refresh_per_second=4) as live:
         while not result_task.done():
+            if interrupted.is_set():
+                result_task.cancel()
+                detach(session, handle.id)
             try:
                 progress = await handle.query(QUERY_PROGRESS, result_type=Progress)
             except RPCError:
@@ -148,15 +162,11 @@ async def follow(session: Session, handle: WorkflowHandle) -> TournamentResult |
     console.line()
     try:
         return result_task.result()
-    except Exception as exc:
-        from temporalio.client import WorkflowFailureError
-
-        if isinstance(exc, WorkflowFailureError):
-            raise RunFailed(f"run {handle.id} ended: {failure_message(exc)}") from exc
-        raise
+    except WorkflowFailureError as exc:
+        raise RunFailed(f"run {handle.id} ended: {failure_message(exc)}") from exc
 
 
-def _print_outcome(session: Session, run_id: str, result: TournamentResult | None) -> None:
+def _print_outcome(run_id: str, result: TournamentResult | None) -> None:
     if result is None:
         click.echo(
             f"run {run_id} is paused awaiting budget; continue it with: "
@@ -253,7 +263,7 @@ def think(ctx: click.Context, **options: Any) -> None:
             return await follow(session, handle)
 
     result = asyncio.run(go())
-    _print_outcome(None, run_id, result)  # type: ignore[arg-type]
+    _print_outcome(run_id, result)
 
 
 def _print_plan(payload: TournamentInput) -> None:
@@ -301,7 +311,7 @@ def watch(ctx: click.Context, run_id: str) -> None:
         async with open_session(settings) as session:
             return await follow(session, await _handle(session, run_id))
 
-    _print_outcome(None, run_id, asyncio.run(go()))  # type: ignore[arg-type]
+    _print_outcome(run_id, asyncio.run(go()))
 
 
 def _limit(value: str | None, current: float | None, cast: type) -> Any:
@@ -360,7 +370,7 @@ def extend(
 
     result = asyncio.run(go())
     if not detach:
-        _print_outcome(None, run_id, result)  # type: ignore[arg-type]
+        _print_outcome(run_id, result)
 
 
 @click.command()
@@ -456,7 +466,7 @@ def rank(
 
     result = asyncio.run(go())
     if result is None:
-        _print_outcome(None, run_id, result)  # type: ignore[arg-type]
+        _print_outcome(run_id, result)
         return
     for row in result.leaderboard:
         click.echo(

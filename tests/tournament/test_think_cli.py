@@ -105,3 +105,37 @@ async def test_rank_orders_given_candidates(tmp_path: Path) -> None:
     assert ranked[0] == "strong"
     duplicate = await ponder("rank", files[0], files[0], "--task", "x", env=cli_env(tmp_path))
     assert duplicate.code == 2 and "unique" in duplicate.err
+
+
+async def test_ctrl_c_detaches_and_the_run_goes_on(tmp_path: Path) -> None:
+    import asyncio
+    import contextlib
+    import os
+    import signal
+
+    from tests.cli import finish, start_ponder
+    from tests.test_worker_cli import processes_using, wait_until
+
+    env = cli_env(tmp_path)
+    try:
+        process = await start_ponder(
+            "think", "Sort a list", "--profile", "balanced", "--run-id", "interrupted",
+            "--model", "sim:default,latency=fixed:150", env=env,
+        )
+        usage = tmp_path / "runs/interrupted/usage.jsonl"
+        await wait_until(usage.exists, 60)  # the first phase has been committed
+        process.send_signal(signal.SIGINT)
+        done = await finish(process)
+        assert done.code == 0, done.err
+        assert "ponder watch interrupted" in done.err
+        summary = tmp_path / "runs/interrupted/summary.json"
+
+        def completed() -> bool:
+            return json.loads(summary.read_text()).get("status") == "completed"
+
+        await wait_until(completed, 90)
+    finally:
+        for pid in processes_using(tmp_path):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        await asyncio.sleep(0)
