@@ -23,7 +23,7 @@ from activities.errors import ConfigError
 from activities.model_types import ModelRequest, ModelResponse, Usage
 from activities.providers.base import CallContext
 
-__all__ = ["SimOptions", "SimProvider", "parse_trailers", "simulate"]
+__all__ = ["SimOptions", "SimProvider", "parse_trailers", "simulate", "true_quality"]
 
 TRAILER = re.compile(r"\[sim q=(-?\d+(?:\.\d+)?) id=([^\]\s]*)\]")
 _WORDS = [
@@ -105,6 +105,12 @@ class SimOptions:
 def parse_trailers(text: str) -> list[tuple[float, str]]:
     """The ``(q, id)`` of every sim trailer in ``text``, in order."""
     return [(float(q), cid) for q, cid in TRAILER.findall(text)]
+
+
+def true_quality(text: str) -> float | None:
+    """The hidden quality of a simulated candidate: its last trailer's ``q``."""
+    trailers = parse_trailers(text)
+    return trailers[-1][0] if trailers else None
 
 
 def _rng(seed: int, call_key: str, stream: str) -> random.Random:

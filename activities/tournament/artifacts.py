@@ -14,7 +14,7 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.providers.sim import parse_trailers
+from activities.providers.sim import true_quality
 from activities.run_store import RunStore
 from activities.tournament.report import render_report, report_data_from_run_dir
 from workflows.tournament.types import TournamentSnapshot
@@ -47,11 +47,6 @@ def _jsonl(rows: list[Any]) -> str:
     return "".join(_line(row.model_dump(mode="json")) + "\n" for row in rows)
 
 
-def _true_quality(text: str) -> float | None:
-    trailers = parse_trailers(text)
-    return trailers[-1][0] if trailers else None
-
-
 def _summary(snap: TournamentSnapshot) -> dict[str, Any]:
     texts = {c.id: c.text for c in snap.candidates}
     final_scores = [s for s in snap.scores if s.phase == "final_judging"]
@@ -79,7 +74,7 @@ def _summary(snap: TournamentSnapshot) -> dict[str, Any]:
     }
     simulated = bool(snap.candidates) and all(c.simulated for c in snap.candidates)
     if simulated:
-        qualities = {cid: _true_quality(text) for cid, text in texts.items()}
+        qualities = {cid: true_quality(text) for cid, text in texts.items()}
         known = {cid: q for cid, q in qualities.items() if q is not None}
         best = max(known, key=lambda cid: known[cid]) if known else None
         summary |= {

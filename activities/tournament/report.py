@@ -9,7 +9,6 @@ output, goes through ``html.escape``: model output is untrusted.
 from __future__ import annotations
 
 import json
-import re
 import statistics
 from collections import defaultdict
 from html import escape
@@ -18,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from activities.providers.sim import true_quality
 from activities.tournament.report_svg import line_chart, score_ladder
 
 __all__ = [
@@ -30,10 +30,6 @@ __all__ = [
 ]
 
 FINAL_PHASE = "final_judging"
-# The sim provider's visible trailer (platform.md); kept here so the report does not import a
-# provider module. A mutant's text carries only its own trailer, so the last one counts.
-_SIM_TRAILER = re.compile(r"\[sim q=(-?\d+(?:\.\d+)?) id=[^\]\s]*\]")
-
 
 class CandidateRow(BaseModel):
     """One line of ``candidates.jsonl`` (fields the report uses; others are ignored)."""
@@ -147,7 +143,8 @@ def _leaderboard(data: ReportData, rows: list[ScoreRow], cands: dict[str, Candid
         q_cell = f'<td class="true-quality">{_fmt(q)}</td>' if data.simulated else ""
         cls = "leaderboard-row winner" if r.candidate_id == data.winner_id else "leaderboard-row"
         cid = escape(r.candidate_id)
-        gen = "–" if r.generation is None else r.generation
+        # The candidate's own generation; a score row's generation is that of its phase.
+        gen = cand.generation if cand else ("–" if r.generation is None else r.generation)
         body.append(
             f'<tr class="{cls}" data-candidate-id="{cid}"><td class="rank">{r.rank}</td>{q_cell}'
             f'<td class="candidate">{cid}</td><td>{gen}</td><td class="score">{r.score:+.3f}</td>'
@@ -320,9 +317,8 @@ def report_data_from_run_dir(run_dir: Path) -> ReportData:
     candidates = [CandidateRow.model_validate(r) for r in _read_jsonl(run_dir / "candidates.jsonl")]
     if simulated:
         for cand in candidates:
-            found = _SIM_TRAILER.findall(cand.text or "")
-            if cand.true_quality is None and found:
-                cand.true_quality = float(found[-1])
+            if cand.true_quality is None:
+                cand.true_quality = true_quality(cand.text or "")
     answer_path = run_dir / (summary.get("final_answer_path") or "artifacts/final.txt")
     by_id = {c.id: c for c in candidates}
     winner = by_id.get(summary.get("winner_id") or "")
