@@ -54,7 +54,7 @@ with workflow.unsafe.imports_passed_through():
     from temporalio.worker import Worker
 
     from activities.config import Settings, load_settings
-    from activities.model_types import CallModelInput, ModelRequest
+    from activities.model_types import ModelRequest
     from activities.providers.sim import SimOptions, simulate
     from activities.run_store import RunStore
     from activities.tournament.artifacts import (
@@ -241,7 +241,11 @@ async def plain_tournament(task: str, seed: int, concurrency: int = CONCURRENCY)
         if verdict is None:
             raise RuntimeError(f"{phase} pair {i}: no valid verdict")
         return PlainComparison(
-            pair.presented_a, pair.presented_b, verdict.winner, verdict.feedback_a, verdict.feedback_b
+            pair.presented_a,
+            pair.presented_b,
+            verdict.winner,
+            verdict.feedback_a,
+            verdict.feedback_b,
         )
 
     async def judge(
@@ -476,7 +480,9 @@ async def offline_timings(client: Client, run: RealRun, scratch: Path) -> list[t
     env = ActivityEnvironment()
     total = 0.0
     for snap in snaps:
-        total += await time_it(lambda snap=snap: env.run(writer.write_tournament_artifacts, snap), 1)
+        total += await time_it(
+            lambda snap=snap: env.run(writer.write_tournament_artifacts, snap), 1
+        )
     whole = await time_it(lambda: env.run(writer.write_tournament_artifacts, last), 3)
     rows.append(
         (
@@ -527,7 +533,10 @@ class ThreadProfiles:
 
     def report(self, lines: int) -> str:
         out = io.StringIO()
-        for title, profiles in (("event-loop thread", [self.main]), ("other threads", self.profiles)):
+        for title, profiles in (
+            ("event-loop thread", [self.main]),
+            ("other threads", self.profiles),
+        ):
             if not profiles:
                 continue
             stats = pstats.Stats(profiles[0], stream=out)
@@ -674,7 +683,9 @@ def print_results(results: Results) -> None:
             f"{b.workflow_task_queue_seconds:.2f} s waiting for pickup; {b.markers} local-activity "
             f"markers ({b.marker_bytes / 1024:.0f} KiB)"
         )
-        print(f"  {'activity':<28} {'count':>5} {'sum sched->done s':>18} {'in KiB':>8} {'out KiB':>8}")
+        print(
+            f"  {'activity':<28} {'count':>5} {'sum sched->done s':>18} {'in KiB':>8} {'out KiB':>8}"
+        )
         for name, s in sorted(b.activities.items()):
             print(
                 f"  {name:<28} {s.count:>5} {s.seconds:>18.2f} {s.input_bytes / 1024:>8.0f} "

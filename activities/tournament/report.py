@@ -31,6 +31,7 @@ __all__ = [
 
 FINAL_PHASE = "final_judging"
 
+
 class CandidateRow(BaseModel):
     """One line of ``candidates.jsonl`` (fields the report uses; others are ignored)."""
 

@@ -119,8 +119,15 @@ async def test_ctrl_c_detaches_and_the_run_goes_on(tmp_path: Path) -> None:
     env = cli_env(tmp_path)
     try:
         process = await start_ponder(
-            "think", "Sort a list", "--profile", "balanced", "--run-id", "interrupted",
-            "--model", "sim:default,latency=fixed:150", env=env,
+            "think",
+            "Sort a list",
+            "--profile",
+            "balanced",
+            "--run-id",
+            "interrupted",
+            "--model",
+            "sim:default,latency=fixed:150",
+            env=env,
         )
         usage = tmp_path / "runs/interrupted/usage.jsonl"
         await wait_until(usage.exists, 60)  # the first phase has been committed
