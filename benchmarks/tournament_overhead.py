@@ -47,14 +47,16 @@ from typing import Any
 from temporalio import activity, workflow
 
 with workflow.unsafe.imports_passed_through():
+    import httpx
     from temporalio.api.enums.v1 import EventType
     from temporalio.api.history.v1 import History
     from temporalio.client import Client, WorkflowHistory
     from temporalio.testing import ActivityEnvironment
     from temporalio.worker import Worker
 
+    from activities.call_model import CALL_MODEL, ModelActivities
     from activities.config import Settings, load_settings
-    from activities.model_types import ModelRequest
+    from activities.model_types import CallModelInput, ModelRequest
     from activities.providers.sim import SimOptions, simulate
     from activities.run_store import RunStore
     from activities.tournament.artifacts import (
@@ -65,6 +67,7 @@ with workflow.unsafe.imports_passed_through():
     from client.connect import connect
     from client.embedded import EmbeddedServer
     from worker.worker import WorkerOptions, running_worker
+    from workflows.model_calls import call_model
     from workflows.names import TOURNAMENT
     from workflows.tournament import rng
     from workflows.tournament.bradley_terry import leaderboard
@@ -103,12 +106,22 @@ _REQUEST_ROLE = {"generate": "generate", "compare": "judge", "mutate": "mutate"}
 
 @dataclass
 class BareInput:
+    run_id: str
     phases: list[int]
-    """Phase sizes, in order; ``kinds`` says which are judging phases."""
+    """Phase sizes, in order; ``kinds`` names each phase (generate, judge, mutate)."""
     kinds: list[str]
     concurrency: int = CONCURRENCY
     commits: bool = False
-    """Mirror the real workflow's per-phase artifact writes and local Bradley-Terry fits."""
+    """Mirror the real workflow's structure: an artifact write after every phase and at the
+    end (9), a local Bradley-Terry fit after every judging phase (4)."""
+    commit_chars: list[int] = field(default_factory=list)
+    """Payload of each write (the real snapshots' sizes); empty: a few bytes."""
+    commits_in_background: bool = False
+    """Start each write without waiting for it (the next write waits for the previous one)."""
+    call_model: bool = False
+    """Calls go through ponder's ``call_model`` (its activity options and body, sim provider)."""
+    prompt_chars: dict[str, int] = field(default_factory=dict)
+    """Prompt size per phase kind for ``call_model`` calls (the real prompts' mean sizes)."""
 
 
 @activity.defn(name=TRIVIAL)
@@ -117,8 +130,8 @@ async def trivial(index: int) -> str:
 
 
 @activity.defn(name=COMMIT)
-async def commit(phase: int) -> str:
-    return f"/tmp/run/{phase}"
+async def commit(payload: str) -> str:
+    return f"/tmp/run/{len(payload)}"
 
 
 @activity.defn(name=FIT)
@@ -132,20 +145,44 @@ class BareTournament:
     async def run(self, input: BareInput) -> int:
         gate = asyncio.Semaphore(input.concurrency)
         done = 0
+        writes = 0
+        writing: asyncio.Task[str] | None = None
 
-        async def one(index: int) -> str:
+        async def one(kind: str, phase: int, index: int) -> str:
             async with gate:
+                if input.call_model:
+                    request = ModelRequest(
+                        model=MODEL,
+                        prompt="x" * input.prompt_chars.get(kind, 100),
+                        role={"judge": "judge"}.get(kind, "generate"),
+                    )
+                    call = CallModelInput(
+                        run_id=input.run_id, phase=f"p{phase}", index=index, request=request
+                    )
+                    return (await call_model(call)).text
                 return await workflow.execute_activity(
                     TRIVIAL, index, result_type=str, start_to_close_timeout=timedelta(minutes=1)
                 )
 
-        async def write(phase: int) -> None:
-            await workflow.execute_activity(
-                COMMIT, phase, result_type=str, start_to_close_timeout=timedelta(minutes=1)
+        async def write() -> None:
+            nonlocal writes, writing
+            chars = input.commit_chars[writes] if writes < len(input.commit_chars) else 0
+            writes += 1
+            if writing is not None:
+                await writing
+            writing = asyncio.create_task(
+                workflow.execute_activity(
+                    COMMIT,
+                    "x" * chars,
+                    result_type=str,
+                    start_to_close_timeout=timedelta(minutes=1),
+                )
             )
+            if not input.commits_in_background:
+                await writing
 
         for phase, (size, kind) in enumerate(zip(input.phases, input.kinds, strict=True)):
-            await asyncio.gather(*(one(done + i) for i in range(size)))
+            await asyncio.gather(*(one(kind, phase, i) for i in range(size)))
             done += size
             if input.commits:
                 if kind == "judge":
@@ -155,9 +192,11 @@ class BareTournament:
                         result_type=list[str],
                         start_to_close_timeout=timedelta(minutes=1),
                     )
-                await write(phase)
+                await write()
         if input.commits:
-            await write(len(input.phases))  # the real run's final write in ``_end``
+            await write()  # the real run's last write, in ``_end``
+        if writing is not None:
+            await writing
         return done
 
 
@@ -284,7 +323,7 @@ async def plain_tournament(task: str, seed: int, concurrency: int = CONCURRENCY)
         phase = f"generation_mutation:{g}"
         await bounded(
             [
-                lambda i=i, p=p, c=c: mutate(phase, g, i, p, c, critiques[p])  # type: ignore[misc]
+                lambda i=i, p=p, c=c, ph=phase, g=g, cr=critiques: mutate(ph, g, i, p, c, cr[p])  # type: ignore[misc]
                 for i, (p, c) in enumerate(zip(selection.parents, mutants, strict=True))
             ]
         )
@@ -312,6 +351,12 @@ class Mode:
     def best(self) -> float:
         return min(self.seconds)
 
+    def add(self, seconds: float, history: WorkflowHistory | None = None) -> None:
+        self.seconds.append(seconds)
+        if history is not None:
+            self.events.append(len(history.events))
+            self.history_bytes.append(History(events=history.events).ByteSize())
+
 
 @dataclass
 class RealRun:
@@ -323,10 +368,6 @@ class RealRun:
 
 def _dir_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
-
-
-def _history_bytes(history: WorkflowHistory) -> int:
-    return History(events=history.events).ByteSize()
 
 
 async def run_real(client: Client, queue: str, settings: Settings, seed: int) -> RealRun:
@@ -343,11 +384,14 @@ async def run_real(client: Client, queue: str, settings: Settings, seed: int) ->
     return RealRun(seconds, result, history, _dir_bytes(settings.payload_dir) - stored)
 
 
-async def run_bare(client: Client, queue: str, commits: bool) -> tuple[float, WorkflowHistory]:
-    input = BareInput(
-        phases=[size for _, size in PHASES], kinds=[kind for kind, _ in PHASES], commits=commits
-    )
+async def run_bare(client: Client, queue: str, **options: Any) -> tuple[float, WorkflowHistory]:
     run_id = f"bench-bare-{uuid.uuid4().hex[:8]}"
+    input = BareInput(
+        run_id=run_id,
+        phases=[size for _, size in PHASES],
+        kinds=[kind for kind, _ in PHASES],
+        **options,
+    )
     started = time.perf_counter()
     handle = await client.start_workflow(
         "BenchBareTournament", input, id=run_id, task_queue=queue, result_type=int
@@ -355,6 +399,9 @@ async def run_bare(client: Client, queue: str, commits: bool) -> tuple[float, Wo
     await handle.result()
     seconds = time.perf_counter() - started
     return seconds, await handle.fetch_history()
+
+
+# -- reading a history --------------------------------------------------------------------------
 
 
 @dataclass
@@ -380,7 +427,7 @@ class HistoryBreakdown:
 
 
 def _seconds(ts: Any) -> float:
-    return ts.seconds + ts.nanos / 1e9
+    return float(ts.seconds + ts.nanos / 1e9)
 
 
 def _payload_bytes(payloads: Any) -> int:
@@ -405,19 +452,19 @@ def breakdown(history: WorkflowHistory) -> HistoryBreakdown:
             stats[name].count += 1
             stats[name].input_bytes += _payload_bytes(attrs.input)
         elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
-            attrs = ev.activity_task_completed_event_attributes
-            name, t0 = scheduled[attrs.scheduled_event_id]
+            done = ev.activity_task_completed_event_attributes
+            name, t0 = scheduled[done.scheduled_event_id]
             stats[name].seconds += t - t0
-            stats[name].result_bytes += _payload_bytes(attrs.result)
+            stats[name].result_bytes += _payload_bytes(done.result)
         elif kind == EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
             wft_scheduled[ev.event_id] = t
         elif kind == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
-            attrs = ev.workflow_task_started_event_attributes
+            start = ev.workflow_task_started_event_attributes
             wft_started[ev.event_id] = t
-            wft_wait += t - wft_scheduled.get(attrs.scheduled_event_id, t)
+            wft_wait += t - wft_scheduled.get(start.scheduled_event_id, t)
         elif kind == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
-            attrs = ev.workflow_task_completed_event_attributes
-            wft_run += t - wft_started.get(attrs.started_event_id, t)
+            end = ev.workflow_task_completed_event_attributes
+            wft_run += t - wft_started.get(end.started_event_id, t)
             wft_count += 1
         elif kind == EventType.EVENT_TYPE_MARKER_RECORDED:
             markers += 1
@@ -426,34 +473,70 @@ def breakdown(history: WorkflowHistory) -> HistoryBreakdown:
     return HistoryBreakdown(span, dict(stats), wft_count, wft_run, wft_wait, markers, marker_bytes)
 
 
-async def snapshots(client: Client, history: WorkflowHistory) -> list[TournamentSnapshot]:
-    """Every artifact snapshot the run sent, decoded (from the payload store when stored apart)."""
+async def _scheduled_inputs(
+    client: Client, history: WorkflowHistory, activity_name: str, type_hint: type
+) -> list[Any]:
+    """The decoded input of every ``activity_name`` the run scheduled (payload store included)."""
     found = []
     for ev in history.events:
         if ev.event_type != EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             continue
         attrs = ev.activity_task_scheduled_event_attributes
-        if attrs.activity_type.name == WRITE_TOURNAMENT_ARTIFACTS:
-            (snap,) = await client.data_converter.decode(
-                list(attrs.input.payloads), [TournamentSnapshot]
-            )
-            found.append(snap)
+        if attrs.activity_type.name == activity_name:
+            (value,) = await client.data_converter.decode(list(attrs.input.payloads), [type_hint])
+            found.append(value)
     return found
 
 
-async def time_it(work: Callable[[], Awaitable[object]], times: int) -> float:
-    """Median seconds of ``times`` runs of ``work``."""
+@dataclass
+class RealShape:
+    """Sizes taken from a real run, so the bare variants carry the same payloads."""
+
+    snapshot_chars: list[int]
+    prompt_chars: dict[str, int]
+
+
+async def real_shape(client: Client, history: WorkflowHistory) -> RealShape:
+    snaps = await _scheduled_inputs(client, history, WRITE_TOURNAMENT_ARTIFACTS, TournamentSnapshot)
+    calls = await _scheduled_inputs(client, history, CALL_MODEL, CallModelInput)
+    sizes: dict[str, list[int]] = defaultdict(list)
+    for call in calls:
+        kind = {"judge": "judge", "mutate": "mutate"}.get(call.request.role, "generate")
+        sizes[kind].append(len(call.request.prompt) + len(call.request.system or ""))
+    return RealShape(
+        snapshot_chars=[len(snap.model_dump_json()) for snap in snaps],
+        prompt_chars={kind: round(statistics.mean(v)) for kind, v in sizes.items()},
+    )
+
+
+# -- the pieces, timed offline ------------------------------------------------------------------
+
+
+def _median_ms(work: Callable[[], object], times: int) -> float:
+    seconds = []
+    for _ in range(times):
+        started = time.perf_counter()
+        work()
+        seconds.append(time.perf_counter() - started)
+    return statistics.median(seconds) * 1e3
+
+
+async def _median_ms_async(work: Callable[[], Awaitable[object]], times: int) -> float:
     seconds = []
     for _ in range(times):
         started = time.perf_counter()
         await work()
         seconds.append(time.perf_counter() - started)
-    return statistics.median(seconds)
+    return statistics.median(seconds) * 1e3
 
 
-async def offline_timings(client: Client, run: RealRun, scratch: Path) -> list[tuple[str, str]]:
+async def offline_timings(
+    client: Client, settings: Settings, run: RealRun, scratch: Path
+) -> list[tuple[str, str]]:
     """The pieces of a real run, timed outside Temporal on the run's own payloads."""
-    snaps = await snapshots(client, run.history)
+    snaps: list[TournamentSnapshot] = await _scheduled_inputs(
+        client, run.history, WRITE_TOURNAMENT_ARTIFACTS, TournamentSnapshot
+    )
     rows: list[tuple[str, str]] = []
     sizes = [len(s.model_dump_json()) for s in snaps]
     rows.append(
@@ -465,44 +548,54 @@ async def offline_timings(client: Client, run: RealRun, scratch: Path) -> list[t
     )
     last = snaps[-1]
     converter = client.data_converter
-    encode = await time_it(lambda: converter.encode([last]), 5)
+    encode = await _median_ms_async(lambda: converter.encode([last]), 5)
     payloads = await converter.encode([last])
-    decode = await time_it(lambda: converter.decode(payloads, [TournamentSnapshot]), 5)
-    rows.append(("encode / decode last snapshot", f"{encode * 1e3:.1f} / {decode * 1e3:.1f} ms"))
-    model_dump = await time_it(lambda: asyncio.sleep(0, last.model_dump_json()), 5)
-    rows.append(("  of which pydantic model_dump_json", f"{model_dump * 1e3:.1f} ms"))
-
-    async def render_only() -> None:
-        render_files(last)
-
-    rows.append(("render_files (last snapshot)", f"{await time_it(render_only, 5) * 1e3:.1f} ms"))
+    decode = await _median_ms_async(lambda: converter.decode(payloads, [TournamentSnapshot]), 5)
+    rows.append(
+        ("encode / decode the last snapshot", f"{encode:.1f} / {decode:.1f} ms (payload store)")
+    )
+    rows.append(("  of which model_dump_json", f"{_median_ms(last.model_dump_json, 5):.1f} ms"))
+    rows.append(
+        ("render_files (last snapshot)", f"{_median_ms(lambda: render_files(last), 5):.1f} ms")
+    )
     writer = TournamentArtifactActivities(RunStore(scratch))
     env = ActivityEnvironment()
     total = 0.0
     for snap in snaps:
-        total += await time_it(
+        total += await _median_ms_async(
             lambda snap=snap: env.run(writer.write_tournament_artifacts, snap), 1
         )
-    whole = await time_it(lambda: env.run(writer.write_tournament_artifacts, last), 3)
+    whole = await _median_ms_async(lambda: env.run(writer.write_tournament_artifacts, last), 3)
     rows.append(
         (
             "write_tournament_artifacts body",
-            f"last {whole * 1e3:.1f} ms; all {len(snaps)} snapshots {total * 1e3:.0f} ms",
+            f"last {whole:.1f} ms; all {len(snaps)} snapshots {total:.0f} ms",
         )
     )
+    calls = await _scheduled_inputs(client, run.history, CALL_MODEL, CallModelInput)
+    async with httpx.AsyncClient() as http:
+        model = ModelActivities(settings, http)
+
+        async def every_call() -> None:
+            for call in calls:
+                await env.run(model.call_model, call)
+
+        body = await _median_ms_async(every_call, 3)
+    rows.append(
+        (
+            f"call_model body x {len(calls)} (no server)",
+            f"{body:.0f} ms ({body / len(calls) * 1e3:.0f} us a call)",
+        )
+    )
+
     outcomes = [
         Outcome(c.presented_a, c.presented_b, c.winner)
         for c in last.comparisons
         if c.phase == "final_judging"
     ]
     population = last.populations[max(last.populations)]
-
-    async def bt() -> None:
-        leaderboard(population, outcomes)
-
-    rows.append(
-        (f"leaderboard() on {len(outcomes)} outcomes", f"{await time_it(bt, 20) * 1e3:.2f} ms")
-    )
+    bt = _median_ms(lambda: leaderboard(population, outcomes), 20)
+    rows.append((f"leaderboard() on {len(outcomes)} outcomes", f"{bt:.2f} ms"))
     return rows
 
 
@@ -510,7 +603,7 @@ async def offline_timings(client: Client, run: RealRun, scratch: Path) -> list[t
 
 
 class ThreadProfiles:
-    """One ``cProfile.Profile`` per thread started while active (workflow tasks run on threads)."""
+    """cProfile of the event-loop thread, and one profile per thread started while active."""
 
     def __init__(self) -> None:
         self.profiles: list[cProfile.Profile] = []
@@ -523,7 +616,7 @@ class ThreadProfiles:
         profile.enable()
 
     def __enter__(self) -> ThreadProfiles:
-        threading.setprofile(self._bootstrap)
+        threading.setprofile(self._bootstrap)  # type: ignore[arg-type]
         self.main.enable()
         return self
 
@@ -549,10 +642,30 @@ class ThreadProfiles:
 
 # -- the benchmark ------------------------------------------------------------------------------
 
+REAL = "real Tournament (paper)"
+BARE = "bare workflow (calls only)"
+COMMITS = "bare + phase commits"
+PLAIN = "plain asyncio loop"
+
+
+def variants(shape: RealShape) -> dict[str, dict[str, Any]]:
+    """Bare-workflow modes: name -> ``BareInput`` options."""
+    sized = {"commits": True, "commit_chars": shape.snapshot_chars}
+    calls = {"call_model": True, "prompt_chars": shape.prompt_chars}
+    return {
+        BARE: {},
+        COMMITS: {"commits": True},
+        "  commits, snapshot-sized": sized,
+        "  commits, sized, background": sized | {"commits_in_background": True},
+        "  call_model, real-size prompts": calls,
+        "  call_model + sized commits": calls | sized,
+    }
+
 
 @dataclass
 class Results:
-    modes: list[Mode]
+    modes: dict[str, Mode]
+    shape: RealShape
     real_runs: list[RealRun]
     plain_winners: list[str]
     breakdown: HistoryBreakdown
@@ -562,18 +675,16 @@ class Results:
     profile: str = ""
 
 
-async def measure(home: Path, repeat: int, profile: bool) -> Results:
+async def measure(home: Path, repeat: int, all_variants: bool, profile: bool) -> Results:
     settings = load_settings(home=str(home))
     print(f"starting an embedded Temporal server in {home} ...", flush=True)
-    real = Mode("real Tournament (paper)")
-    bare = Mode("bare workflow (calls only)")
-    bare_commits = Mode("bare + phase commits")
-    plain = Mode("plain asyncio loop")
+    modes: dict[str, Mode] = {}
     real_runs: list[RealRun] = []
     plain_winners: list[str] = []
     warm_up: dict[str, float] = {}
-    bare_history: WorkflowHistory | None = None
-    async with EmbeddedServer(home).lease() as info:
+    bare_histories: list[WorkflowHistory] = []
+    report = ""
+    async with EmbeddedServer(home).lease() as info, httpx.AsyncClient(timeout=None) as http:
         client = await connect(settings, info.address)
         queue = f"bench-think-{uuid.uuid4().hex[:8]}"
         bare_queue = f"bench-bare-{uuid.uuid4().hex[:8]}"
@@ -583,48 +694,51 @@ async def measure(home: Path, repeat: int, profile: bool) -> Results:
                 client,
                 task_queue=bare_queue,
                 workflows=[BareTournament],
-                activities=[trivial, commit, fit],
+                activities=[trivial, commit, fit, ModelActivities(settings, http).call_model],
                 max_concurrent_activities=64,
             ),
         ):
             print("warm-up (not counted) ...", flush=True)
-            warm_up["real"] = (await run_real(client, queue, settings, seed=999)).seconds
-            warm_up["bare"] = (await run_bare(client, bare_queue, commits=True))[0]
+            first = await run_real(client, queue, settings, seed=999)
+            warm_up["real"] = first.seconds
+            shape = await real_shape(client, first.history)
+            options = variants(shape)
+            if not all_variants:
+                options = {BARE: options[BARE], COMMITS: options[COMMITS]}
+            warm_up["bare"] = (await run_bare(client, bare_queue, **options[COMMITS]))[0]
+            modes[REAL] = Mode(REAL)
+            modes.update((name, Mode(name)) for name in options)
+            modes[PLAIN] = Mode(PLAIN)
             for r in range(repeat):
                 print(f"repetition {r + 1}/{repeat} ...", flush=True)
                 run = await run_real(client, queue, settings, seed=r)
                 real_runs.append(run)
-                real.seconds.append(run.seconds)
-                real.events.append(len(run.history.events))
-                real.history_bytes.append(_history_bytes(run.history))
-                for mode, commits in ((bare, False), (bare_commits, True)):
-                    seconds, history = await run_bare(client, bare_queue, commits)
-                    mode.seconds.append(seconds)
-                    mode.events.append(len(history.events))
-                    mode.history_bytes.append(_history_bytes(history))
-                    if not commits:
-                        bare_history = history
+                modes[REAL].add(run.seconds, run.history)
+                for name, option in options.items():
+                    seconds, history = await run_bare(client, bare_queue, **option)
+                    modes[name].add(seconds, history)
+                    if name == BARE:
+                        bare_histories.append(history)
                 started = time.perf_counter()
                 plain_run = await plain_tournament(TASK, seed=r)
-                plain.seconds.append(time.perf_counter() - started)
+                modes[PLAIN].add(time.perf_counter() - started)
                 plain_winners.append(plain_run.winner_id)
             median_run = sorted(real_runs, key=lambda run: run.seconds)[len(real_runs) // 2]
             print("timing the pieces offline ...", flush=True)
-            offline = await offline_timings(client, median_run, home / "scratch-runs")
-            report = ""
+            offline = await offline_timings(client, settings, median_run, home / "scratch-runs")
             if profile:
                 print("one more real run under cProfile ...", flush=True)
                 with ThreadProfiles() as profiles:
                     profiled = await run_real(client, queue, settings, seed=0)
                 offline.append(("real run under cProfile", f"{profiled.seconds:.2f} s"))
                 report = profiles.report(25)
-    assert bare_history is not None
     return Results(
-        modes=[real, bare, bare_commits, plain],
+        modes=modes,
+        shape=shape,
         real_runs=real_runs,
         plain_winners=plain_winners,
         breakdown=breakdown(median_run.history),
-        bare_breakdown=breakdown(bare_history),
+        bare_breakdown=breakdown(bare_histories[len(bare_histories) // 2]),
         offline=offline,
         warm_up=warm_up,
         profile=report,
@@ -632,68 +746,72 @@ async def measure(home: Path, repeat: int, profile: bool) -> Results:
 
 
 def print_results(results: Results) -> None:
-    real, bare, bare_commits, plain = results.modes
+    modes = results.modes
+    real, bare, plain = modes[REAL], modes[BARE], modes[PLAIN]
     print(
         f"\nTournament overhead: {PROFILE} profile, {CALLS} calls, {MODEL} (zero latency), "
         f"concurrency {CONCURRENCY}, {len(real.seconds)} runs each (interleaved)\n"
     )
     header = (
-        f"{'mode':<28} {'median s':>9} {'min s':>7} {'calls/s':>8} {'x bare':>7} "
+        f"{'mode':<32} {'median s':>9} {'min s':>7} {'calls/s':>8} {'x bare':>7} "
         f"{'x plain':>8} {'events':>7} {'hist KiB':>9}"
     )
     print(header)
     print("-" * len(header))
-    for mode in results.modes:
-        events = str(mode.events[0]) if mode.events else "-"
-        kib = f"{mode.history_bytes[0] / 1024:.0f}" if mode.history_bytes else "-"
+    for mode in modes.values():
+        events = str(round(statistics.median(mode.events))) if mode.events else "-"
+        kib = f"{statistics.median(mode.history_bytes) / 1024:.0f}" if mode.history_bytes else "-"
         print(
-            f"{mode.name:<28} {mode.median:>9.3f} {mode.best:>7.3f} {CALLS / mode.median:>8.0f} "
-            f"{mode.median / bare.median:>6.2f}x {mode.median / plain.median:>7.1f}x "
+            f"{mode.name:<32} {mode.median:>9.3f} {mode.best:>7.3f} {CALLS / mode.median:>8.0f} "
+            f"{mode.median / bare.median:>6.2f}x {mode.median / plain.median:>7.0f}x "
             f"{events:>7} {kib:>9}"
         )
     print(
-        f"\nreal / bare          = {real.median / bare.median:.2f}x (median), "
-        f"{real.best / bare.best:.2f}x (min)   goal: within 1.5x"
+        f"\nreal / bare          = {real.median / bare.median:.2f}x median, "
+        f"{real.best / bare.best:.2f}x min   (goal: within 1.5x)"
     )
+    commits = modes[COMMITS]
     print(
-        f"real / bare+commits  = {real.median / bare_commits.median:.2f}x (median), "
-        f"{real.best / bare_commits.best:.2f}x (min)"
+        f"real / bare+commits  = {real.median / commits.median:.2f}x median, "
+        f"{real.best / commits.best:.2f}x min"
     )
-    print(f"real / plain         = {real.median / plain.median:.0f}x (median)")
+    print(f"real / plain         = {real.median / plain.median:.0f}x median")
     print(
-        f"warm-up (first run, not counted): real {results.warm_up['real']:.2f} s, "
-        f"bare+commits {results.warm_up['bare']:.2f} s"
+        f"warm-up (first run of each, not counted): real {results.warm_up['real']:.2f} s, "
+        f"bare + commits {results.warm_up['bare']:.2f} s"
     )
     same = [
         run.result.winner_id == winner
         for run, winner in zip(results.real_runs, results.plain_winners, strict=True)
     ]
+    stored = statistics.median(r.payload_store_bytes for r in results.real_runs)
     print(
-        f"plain loop picks the real run's winner: {sum(same)}/{len(same)} seeds; payload store "
-        f"per real run: {statistics.median(r.payload_store_bytes for r in results.real_runs) / 1024:.0f} KiB"
+        f"plain loop names the real run's winner: {sum(same)}/{len(same)} seeds; "
+        f"payload store written per real run: {stored / 1024:.0f} KiB"
     )
+    prompts = ", ".join(f"{k} {v}" for k, v in sorted(results.shape.prompt_chars.items()))
+    print(f"real prompt sizes (mean chars): {prompts}")
 
     for title, b in (
         ("real run (median)", results.breakdown),
         ("bare run (calls only)", results.bare_breakdown),
     ):
         print(
-            f"\nfrom the history of one {title}: span {b.span:.2f} s; {b.workflow_tasks} "
-            f"workflow tasks, {b.workflow_task_seconds:.2f} s running workflow code, "
-            f"{b.workflow_task_queue_seconds:.2f} s waiting for pickup; {b.markers} local-activity "
-            f"markers ({b.marker_bytes / 1024:.0f} KiB)"
+            f"\nhistory of one {title}: span {b.span:.2f} s; {b.workflow_tasks} workflow "
+            f"tasks: {b.workflow_task_seconds:.2f} s running workflow code, "
+            f"{b.workflow_task_queue_seconds:.2f} s scheduled->started; {b.markers} "
+            f"local-activity markers ({b.marker_bytes / 1024:.0f} KiB)"
         )
-        print(
-            f"  {'activity':<28} {'count':>5} {'sum sched->done s':>18} {'in KiB':>8} {'out KiB':>8}"
-        )
+        columns = f"{'count':>5} {'sum sched->done s':>18} {'in KiB':>8} {'out KiB':>8}"
+        print(f"  {'activity':<28} {columns}")
         for name, s in sorted(b.activities.items()):
             print(
                 f"  {name:<28} {s.count:>5} {s.seconds:>18.2f} {s.input_bytes / 1024:>8.0f} "
                 f"{s.result_bytes / 1024:>8.0f}"
             )
-    print("\noffline timings of the pieces (no server)")
+    print("\nthe pieces of the median real run, timed offline (no server)")
     for what, value in results.offline:
-        print(f"  {what:<38} {value}")
+        print(f"  {what:<40} {value}")
     if results.profile:
         print(results.profile)
 
@@ -702,11 +820,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs per mode (default 3)")
     parser.add_argument(
+        "--no-variants",
+        action="store_true",
+        help="only real, bare, bare + commits and plain (skip the decomposition variants)",
+    )
+    parser.add_argument(
         "--cprofile", action="store_true", help="also profile one more real run with cProfile"
     )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="ponder-bench-") as tmp:
-        results = asyncio.run(measure(Path(tmp), args.repeat, args.cprofile))
+        results = asyncio.run(measure(Path(tmp), args.repeat, not args.no_variants, args.cprofile))
     print_results(results)
 
 

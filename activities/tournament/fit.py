@@ -7,15 +7,14 @@ the workflow sandbox (numpy) and be recorded in history.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Literal
 
 from pydantic import BaseModel
 from temporalio import activity
 
-from workflows.tournament.bradley_terry import Outcome, leaderboard
+from workflows.tournament.bradley_terry import LeaderboardRow, Outcome, leaderboard
 
-__all__ = ["FIT_LEADERBOARD", "FitInput", "FitRow", "fit_leaderboard"]
+__all__ = ["FIT_LEADERBOARD", "FitInput", "fit_leaderboard"]
 
 FIT_LEADERBOARD = "fit_leaderboard"
 
@@ -33,25 +32,12 @@ class FitInput(BaseModel):
     generations: dict[str, int] = {}
 
 
-class FitRow(BaseModel):
-    candidate_id: str
-    generation: int
-    score: float
-    rank: int
-    tie_group: int
-    wins: int
-    losses: int
-    ties: int
-    comparisons: int
-
-
 @activity.defn(name=FIT_LEADERBOARD)
-async def fit_leaderboard(input: FitInput) -> list[FitRow]:
+async def fit_leaderboard(input: FitInput) -> list[LeaderboardRow]:
     # A few milliseconds even at n = 200, so it runs on the worker's event loop.
-    rows = leaderboard(
+    return leaderboard(
         input.candidate_ids,
         [Outcome(o.presented_a, o.presented_b, o.winner) for o in input.outcomes],
         lambda_=input.lambda_,
         generations=input.generations,
     )
-    return [FitRow(**dataclasses.asdict(row)) for row in rows]

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -19,11 +17,9 @@ from temporalio.client import (
 )
 from temporalio.exceptions import CancelledError
 
-from activities.config import Endpoint, Settings
-from tests.conftest import with_endpoint
+from activities.config import Settings
 from tests.fakes import FakeProvider
 from tests.tournament.helpers import read_jsonl, start
-from worker.worker import WorkerOptions, running_worker
 from workflows.budget import BudgetLimits
 from workflows.names import QUERY_EVENTS, QUERY_PROGRESS, SIGNAL_EXTEND_BUDGET, UPDATE_EXTEND_BUDGET
 from workflows.tournament.types import Event, ExtendBudgetInput, ExtendBudgetResult, Progress
@@ -31,14 +27,6 @@ from workflows.tournament.types import Event, ExtendBudgetInput, ExtendBudgetRes
 # balanced = 60 nominal calls; 25% invalid judge output spends the retry headroom, so a cap of
 # 60 falls in the middle of a judging phase with 8 calls in flight.
 JITTERY_JUDGE = "local:default,invalid_json_rate=0.25,latency=uniform:0-30"
-
-
-@pytest.fixture
-async def queue(client: Client, settings: Settings, fake: FakeProvider) -> AsyncIterator[str]:
-    settings = with_endpoint(settings, "local", Endpoint(kind="openai", base_url=fake.url))
-    name = f"test-{uuid.uuid4()}"
-    async with running_worker(client, settings, WorkerOptions(task_queue=name)):
-        yield name
 
 
 async def progress(handle: WorkflowHandle) -> Progress:

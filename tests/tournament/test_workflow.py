@@ -4,30 +4,18 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from temporalio.client import Client
 
-from activities.config import Endpoint, Price, Settings
-from tests.conftest import with_endpoint
+from activities.config import Price, Settings
 from tests.fakes import FakeProvider, Reply
 from tests.tournament.helpers import failure, fingerprint, read_jsonl, run, start
-from worker.worker import WorkerOptions, running_worker
 from workflows.budget import BudgetLimits
 from workflows.tournament.profiles import Profile, RankBlock
 from workflows.tournament.prompts import PromptOverride, PromptOverrides
 from workflows.tournament.types import RoleModels
-
-
-@pytest.fixture
-async def queue(client: Client, settings: Settings, fake: FakeProvider) -> AsyncIterator[str]:
-    """A worker that also knows the fake OpenAI-compatible endpoint as ``local``."""
-    settings = with_endpoint(settings, "local", Endpoint(kind="openai", base_url=fake.url))
-    name = f"test-{uuid.uuid4()}"
-    async with running_worker(client, settings, WorkerOptions(task_queue=name)):
-        yield name
 
 
 async def test_quick_profile_makes_exactly_15_calls(

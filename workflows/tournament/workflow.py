@@ -10,6 +10,7 @@ phases run their calls with bounded concurrency and commit artifacts when they e
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from datetime import timedelta
 
 from temporalio import workflow
@@ -19,7 +20,7 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from activities.model_types import Usage
     from activities.tournament.artifacts import WRITE_TOURNAMENT_ARTIFACTS
-    from activities.tournament.fit import FIT_LEADERBOARD, FitInput, FitOutcome, FitRow
+    from activities.tournament.fit import FIT_LEADERBOARD, FitInput, FitOutcome
     from workflows.budget import BudgetLimits
     from workflows.names import (
         QUERY_EVENTS,
@@ -29,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
         UPDATE_EXTEND_BUDGET,
     )
     from workflows.tournament import adaptive, rng
+    from workflows.tournament.bradley_terry import LeaderboardRow
     from workflows.tournament.calls import TournamentCalls
     from workflows.tournament.critique import aggregate_critiques
     from workflows.tournament.errors import RUN_ID_INVALID, TournamentError
@@ -336,11 +338,11 @@ class TournamentWorkflow:
                 lambda_=self.plan.profile.lambda_ if self.plan else 0.01,
                 generations={cid: self.candidates[cid].generation for cid in population},
             ),
-            result_type=list[FitRow],
+            result_type=list[LeaderboardRow],
             start_to_close_timeout=timedelta(seconds=60),
         )
         board = [
-            ScoreRow(phase=phase, generation=generation, **row.model_dump(exclude={"generation"}))
+            ScoreRow(phase=phase, **(dataclasses.asdict(row) | {"generation": generation}))
             for row in fitted
         ]
         self.scores.extend(board)
