@@ -19,6 +19,7 @@ demo: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy activities workflows client worker
 
 test: install lint
 	$(BIN)/pytest -q -p no:cacheprovider

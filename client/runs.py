@@ -13,7 +13,12 @@ from typing import Any, NoReturn
 import click
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
-from temporalio.exceptions import ApplicationError, CancelledError, WorkflowAlreadyStartedError
+from temporalio.exceptions import (
+    ApplicationError,
+    CancelledError,
+    FailureError,
+    WorkflowAlreadyStartedError,
+)
 
 from activities.errors import ConfigError, PonderError
 from activities.run_store import RUN_ID
@@ -69,13 +74,17 @@ async def start_run(
 
 
 def failure_message(exc: WorkflowFailureError) -> str:
-    cause = exc.cause
-    while cause.cause is not None and not isinstance(cause, ApplicationError):
+    """``code: message`` of the domain failure under ``exc`` (or ``cancelled``)."""
+    cause: BaseException | None = exc.cause
+    while isinstance(cause, FailureError) and not isinstance(cause, ApplicationError):
+        if cause.cause is None:
+            break
         cause = cause.cause
     if isinstance(cause, CancelledError):
         return "cancelled"
-    code = getattr(cause, "type", None)
-    return f"{code}: {cause.message}" if code else cause.message
+    if isinstance(cause, ApplicationError) and cause.type:
+        return f"{cause.type}: {cause.message}"
+    return str(cause)
 
 
 @contextlib.contextmanager

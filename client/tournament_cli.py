@@ -388,7 +388,8 @@ def cancel(ctx: click.Context, run_id: str) -> None:
             with contextlib.suppress(Exception):
                 await handle.result()
             description = await handle.describe()
-            click.echo(f"run {run_id}: {description.status.name.lower()}", err=True)
+            state = description.status.name.lower() if description.status else "unknown"
+            click.echo(f"run {run_id}: {state}", err=True)
 
     asyncio.run(go())
     sys.exit(1)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
 import httpx
 from temporalio.client import Client
@@ -45,7 +46,7 @@ async def running_worker(
         store = RunStore(settings.runs_dir)
         files = RunFileActivities(store)
         tournament_files = TournamentArtifactActivities(store)
-        activities = [
+        activities: list[Callable[..., Any]] = [
             model.call_model,
             files.write_run_files,
             tournament_files.write_tournament_artifacts,

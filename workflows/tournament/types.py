@@ -81,12 +81,16 @@ class TournamentInput(BaseModel):
     )
 
 
+CandidateKind = Literal["initial", "mutation", "elite-copy"]
+CandidateStatus = Literal["generated", "mutated", "elite", "discarded"]
+
+
 class CandidateRow(BaseModel):
     id: str
     generation: int
-    kind: Literal["initial", "mutation", "elite-copy"]
+    kind: CandidateKind
     parent_id: str | None = None
-    status: Literal["generated", "mutated", "elite", "discarded"]
+    status: CandidateStatus
     discard_reason: str | None = None
     text: str
     model: str

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 from datetime import timedelta
 
 from temporalio import workflow
@@ -18,7 +19,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.model_types import Usage
+    from activities.model_types import ModelResponse, Usage
     from activities.tournament.artifacts import WRITE_TOURNAMENT_ARTIFACTS
     from activities.tournament.fit import FIT_LEADERBOARD, FitInput, FitOutcome
     from workflows.budget import BudgetLimits
@@ -40,7 +41,9 @@ with workflow.unsafe.imports_passed_through():
     from workflows.tournament.schedule import ScheduledPair, final_schedule, k_regular_schedule
     from workflows.tournament.selection import select
     from workflows.tournament.types import (
+        CandidateKind,
         CandidateRow,
+        CandidateStatus,
         ComparisonRow,
         Event,
         ExtendBudgetInput,
@@ -139,7 +142,7 @@ class TournamentWorkflow:
             self._add_candidate(cid, 0, "initial", None, "generated", response)
 
         await self.calls.run_all(
-            [lambda i=i, c=c: generate(i, c) for i, c in enumerate(ids)],
+            [functools.partial(generate, i, c) for i, c in enumerate(ids)],
             self.input.concurrency.generate,
         )
         return await self._commit_population(0, ids)
@@ -184,7 +187,7 @@ class TournamentWorkflow:
     ) -> list[ComparisonRow]:
         return await self.calls.run_all(
             [
-                lambda i=i, p=p: self._compare(phase, generation, first_index + i, p)
+                functools.partial(self._compare, phase, generation, first_index + i, p)
                 for i, p in enumerate(pairs)
             ],
             self.input.concurrency.judge,
@@ -274,7 +277,7 @@ class TournamentWorkflow:
 
         await self.calls.run_all(
             [
-                lambda i=i, p=p, c=c: mutate(i, p, c)
+                functools.partial(mutate, i, p, c)
                 for i, (p, c) in enumerate(zip(selection.parents, mutants, strict=True))
             ],
             self.input.concurrency.mutate,
@@ -300,16 +303,22 @@ class TournamentWorkflow:
         return {"task": self.input.task, "rubric": self.input.rubric or DEFAULT_RUBRIC}
 
     def _add_candidate(
-        self, cid: str, generation: int, kind: str, parent: str | None, status: str, response
-    ) -> None:  # type: ignore[no-untyped-def]
+        self,
+        cid: str,
+        generation: int,
+        kind: CandidateKind,
+        parent: str | None,
+        status: CandidateStatus,
+        response: ModelResponse,
+    ) -> None:
         self.candidates[cid] = CandidateRow(
             id=cid,
             generation=generation,
             kind=kind,
-            parent_id=parent,  # type: ignore[arg-type]
+            parent_id=parent,
             status=status,
             text=response.text,
-            model=response.model,  # type: ignore[arg-type]
+            model=response.model,
             provider=response.provider,
             usage=response.usage,
             created_at=workflow.now().isoformat(),
