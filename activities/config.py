@@ -61,6 +61,10 @@ class Settings(BaseModel):
     task_queue: str = "ponder"
     namespace: str = "default"
     temporal_address: str | None = None
+    temporal_tls: bool = False
+    temporal_api_key_env: str = Field(
+        default="TEMPORAL_API_KEY", description="the variable holding a hosted cluster's key"
+    )
     providers: dict[str, Endpoint] = {}
     prices: dict[str, Price] = Field(default={}, description='keyed "provider:model"')
     config_file: Path | None = None
@@ -113,6 +117,7 @@ def load_settings(config: str | Path | None = None, **flags: Any) -> Settings:
         "task_queue": os.environ.get("PONDER_TASK_QUEUE"),
         "namespace": os.environ.get("TEMPORAL_NAMESPACE"),
         "temporal_address": os.environ.get("TEMPORAL_ADDRESS"),
+        "temporal_tls": os.environ.get("TEMPORAL_TLS"),
     }
     merged: dict[str, Any] = {k: v for k, v in data.get("ponder", {}).items()}
     merged.update({k: v for k, v in env.items() if v})

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import DataConverter, ExternalStorage
 
-from activities.config import Settings
+from activities.config import Settings, read_secret
 from activities.errors import ServerError
 from activities.payload_store import FileSystemStorageDriver
 
@@ -30,14 +29,14 @@ async def connect(settings: Settings, address: str | None = None) -> Client:
     target = address or settings.temporal_address
     if not target:
         raise ServerError("no Temporal address: set TEMPORAL_ADDRESS or use the embedded server")
-    api_key = os.environ.get("TEMPORAL_API_KEY")
+    api_key = read_secret(settings.temporal_api_key_env)
     try:
         return await Client.connect(
             target,
             namespace=settings.namespace,
             data_converter=data_converter(settings),
             api_key=api_key,
-            tls=bool(api_key) or os.environ.get("TEMPORAL_TLS", "") in ("1", "true"),
+            tls=bool(api_key) or settings.temporal_tls,
         )
     except RuntimeError as exc:
         raise ServerError(

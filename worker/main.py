@@ -105,6 +105,14 @@ async def run_worker(
     metavar="SECONDS",
     help="Exit after SECONDS with no running workflow on the task queue.",
 )
+@click.option("--namespace", envvar="TEMPORAL_NAMESPACE", default="default", show_default=True)
+@click.option("--tls/--no-tls", default=None, help="TLS to the cluster (on with an API key).")
+@click.option(
+    "--api-key-env",
+    default=None,
+    metavar="NAME",
+    help="Environment variable holding a hosted cluster's API key [default: TEMPORAL_API_KEY].",
+)
 @click.option("--config", type=click.Path(), default=None, help="Path to ponder.toml.")
 def worker_command(
     task_queue: str,
@@ -114,11 +122,20 @@ def worker_command(
     sticky_timeout: float,
     embedded: bool,
     exit_when_idle: float | None,
+    namespace: str,
+    tls: bool | None,
+    api_key_env: str | None,
     config: str | None,
 ) -> None:
     """Run a worker: TEMPORAL_ADDRESS for a cluster (TEMPORAL_API_KEY, TEMPORAL_TLS=1 for a
     hosted one), else the embedded server."""
-    settings = load_settings(config, task_queue=task_queue)
+    settings = load_settings(
+        config,
+        task_queue=task_queue,
+        namespace=namespace,
+        temporal_tls=tls,
+        temporal_api_key_env=api_key_env,
+    )
     options = WorkerOptions(
         task_queue=task_queue,
         max_concurrent_activities=max_concurrent_activities,
