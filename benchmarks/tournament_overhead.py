@@ -98,6 +98,7 @@ PHASES: list[tuple[str, int]] = [
     ("judge", 100),
 ]
 CALLS = sum(size for _, size in PHASES)
+CALL_TYPES = {"call_model", TRIVIAL}
 _REQUEST_ROLE = {"generate": "generate", "compare": "judge", "mutate": "mutate"}
 
 
@@ -342,6 +343,7 @@ class Mode:
     seconds: list[float] = field(default_factory=list)
     events: list[int] = field(default_factory=list)
     history_bytes: list[int] = field(default_factory=list)
+    histories: list[WorkflowHistory] = field(default_factory=list)
 
     @property
     def median(self) -> float:
@@ -356,6 +358,12 @@ class Mode:
         if history is not None:
             self.events.append(len(history.events))
             self.history_bytes.append(History(events=history.events).ByteSize())
+            self.histories.append(history)
+
+    def median_history(self) -> WorkflowHistory:
+        """The history of the run with the median time."""
+        order = sorted(range(len(self.seconds)), key=self.seconds.__getitem__)
+        return self.histories[order[len(order) // 2]]
 
 
 @dataclass
@@ -424,6 +432,9 @@ class HistoryBreakdown:
     """Sum of workflow task scheduled -> started: waiting for a worker to pick it up."""
     markers: int
     marker_bytes: int
+    between_phases: list[float]
+    """Each stretch with no model call outstanding: last call of a phase done -> first call of
+    the next scheduled (the last one ends with the run). Fits, artifact writes and barriers."""
 
 
 def _seconds(ts: Any) -> float:
@@ -442,6 +453,9 @@ def breakdown(history: WorkflowHistory) -> HistoryBreakdown:
     wft_started: dict[int, float] = {}
     wft_run = wft_wait = 0.0
     wft_count = markers = marker_bytes = 0
+    calls_out = 0
+    idle_since: float | None = None
+    between: list[float] = []
     for ev in events:
         t = _seconds(ev.event_time)
         kind = ev.event_type
@@ -451,11 +465,20 @@ def breakdown(history: WorkflowHistory) -> HistoryBreakdown:
             scheduled[ev.event_id] = (name, t)
             stats[name].count += 1
             stats[name].input_bytes += _payload_bytes(attrs.input)
+            if name in CALL_TYPES:
+                calls_out += 1
+                if idle_since is not None:
+                    between.append(t - idle_since)
+                    idle_since = None
         elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
             done = ev.activity_task_completed_event_attributes
             name, t0 = scheduled[done.scheduled_event_id]
             stats[name].seconds += t - t0
             stats[name].result_bytes += _payload_bytes(done.result)
+            if name in CALL_TYPES:
+                calls_out -= 1
+                if calls_out == 0:
+                    idle_since = t
         elif kind == EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
             wft_scheduled[ev.event_id] = t
         elif kind == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
@@ -469,8 +492,19 @@ def breakdown(history: WorkflowHistory) -> HistoryBreakdown:
         elif kind == EventType.EVENT_TYPE_MARKER_RECORDED:
             markers += 1
             marker_bytes += ev.ByteSize()
-    span = _seconds(events[-1].event_time) - _seconds(events[0].event_time)
-    return HistoryBreakdown(span, dict(stats), wft_count, wft_run, wft_wait, markers, marker_bytes)
+    end = _seconds(events[-1].event_time)
+    if idle_since is not None:
+        between.append(end - idle_since)
+    return HistoryBreakdown(
+        span=end - _seconds(events[0].event_time),
+        activities=dict(stats),
+        workflow_tasks=wft_count,
+        workflow_task_seconds=wft_run,
+        workflow_task_queue_seconds=wft_wait,
+        markers=markers,
+        marker_bytes=marker_bytes,
+        between_phases=between,
+    )
 
 
 async def _scheduled_inputs(
@@ -668,8 +702,7 @@ class Results:
     shape: RealShape
     real_runs: list[RealRun]
     plain_winners: list[str]
-    breakdown: HistoryBreakdown
-    bare_breakdown: HistoryBreakdown
+    breakdowns: dict[str, HistoryBreakdown]
     offline: list[tuple[str, str]]
     warm_up: dict[str, float]
     profile: str = ""
@@ -682,7 +715,6 @@ async def measure(home: Path, repeat: int, all_variants: bool, profile: bool) ->
     real_runs: list[RealRun] = []
     plain_winners: list[str] = []
     warm_up: dict[str, float] = {}
-    bare_histories: list[WorkflowHistory] = []
     report = ""
     async with EmbeddedServer(home).lease() as info, httpx.AsyncClient(timeout=None) as http:
         client = await connect(settings, info.address)
@@ -717,8 +749,6 @@ async def measure(home: Path, repeat: int, all_variants: bool, profile: bool) ->
                 for name, option in options.items():
                     seconds, history = await run_bare(client, bare_queue, **option)
                     modes[name].add(seconds, history)
-                    if name == BARE:
-                        bare_histories.append(history)
                 started = time.perf_counter()
                 plain_run = await plain_tournament(TASK, seed=r)
                 modes[PLAIN].add(time.perf_counter() - started)
@@ -737,8 +767,9 @@ async def measure(home: Path, repeat: int, all_variants: bool, profile: bool) ->
         shape=shape,
         real_runs=real_runs,
         plain_winners=plain_winners,
-        breakdown=breakdown(median_run.history),
-        bare_breakdown=breakdown(bare_histories[len(bare_histories) // 2]),
+        breakdowns={
+            name: breakdown(modes[name].median_history()) for name in (REAL, BARE, COMMITS)
+        },
         offline=offline,
         warm_up=warm_up,
         profile=report,
@@ -792,15 +823,15 @@ def print_results(results: Results) -> None:
     prompts = ", ".join(f"{k} {v}" for k, v in sorted(results.shape.prompt_chars.items()))
     print(f"real prompt sizes (mean chars): {prompts}")
 
-    for title, b in (
-        ("real run (median)", results.breakdown),
-        ("bare run (calls only)", results.bare_breakdown),
-    ):
+    for title, b in results.breakdowns.items():
+        gaps = b.between_phases
         print(
-            f"\nhistory of one {title}: span {b.span:.2f} s; {b.workflow_tasks} workflow "
-            f"tasks: {b.workflow_task_seconds:.2f} s running workflow code, "
-            f"{b.workflow_task_queue_seconds:.2f} s scheduled->started; {b.markers} "
-            f"local-activity markers ({b.marker_bytes / 1024:.0f} KiB)"
+            f"\nhistory of the median {title.strip()} run: span {b.span:.2f} s; "
+            f"{b.workflow_tasks} workflow tasks: {b.workflow_task_seconds:.2f} s started->completed"
+            f" (one at a time), {b.workflow_task_queue_seconds:.2f} s scheduled->started; "
+            f"{b.markers} local-activity markers ({b.marker_bytes / 1024:.0f} KiB)\n"
+            f"  no call in flight (between phases and after the last): {len(gaps)} stretches, "
+            f"{sum(gaps):.2f} s, {statistics.mean(gaps) * 1e3:.0f} ms each"
         )
         columns = f"{'count':>5} {'sum sched->done s':>18} {'in KiB':>8} {'out KiB':>8}"
         print(f"  {'activity':<28} {columns}")

@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 
 import click
 from pydantic import ValidationError
+from temporalio.service import RPCError, RPCStatusCode
 
 from activities.config import Settings, load_settings
 from activities.errors import PonderError
@@ -54,6 +55,12 @@ def run_command(command: click.Command, **kwargs: Any) -> None:
         if debug:
             traceback.print_exc()
         _fail(str(exc), EXIT_FAILED)
+    except RPCError as exc:
+        if debug:
+            traceback.print_exc()
+        if exc.status == RPCStatusCode.NOT_FOUND:
+            _fail(f"{exc.message}: check the run id (ponder status ID)", EXIT_USAGE)
+        _fail(f"the Temporal server refused: {exc.message}", EXIT_USAGE)
     except (PonderError, ValidationError) as exc:
         if debug:
             traceback.print_exc()

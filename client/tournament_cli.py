@@ -304,14 +304,26 @@ def status(ctx: click.Context, run_id: str) -> None:
 @click.argument("run_id")
 @click.pass_context
 def watch(ctx: click.Context, run_id: str) -> None:
-    """Follow a tournament until it completes, fails or pauses."""
+    """Follow a run until it completes, fails or pauses (Ctrl-C detaches again)."""
+    from client.runs import wait_or_detach
+    from workflows.ask_types import AskResult
+    from workflows.names import ASK
+
     settings = _common_session(ctx)
 
-    async def go() -> TournamentResult | None:
+    async def go() -> TournamentResult | AskResult | None:
         async with open_session(settings) as session:
-            return await follow(session, await _handle(session, run_id))
+            handle = await _handle(session, run_id)
+            if (await handle.describe()).workflow_type == ASK:
+                ask = session.client.get_workflow_handle(run_id, result_type=AskResult)
+                return await wait_or_detach(session, ask)
+            return await follow(session, handle)
 
-    _print_outcome(run_id, asyncio.run(go()))
+    result = asyncio.run(go())
+    if isinstance(result, AskResult):
+        click.echo(result.response.text)
+        return
+    _print_outcome(run_id, result)
 
 
 def _limit(value: str | None, current: float | None, cast: type) -> Any:

@@ -146,3 +146,10 @@ async def test_ctrl_c_detaches_and_the_run_goes_on(tmp_path: Path) -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         await asyncio.sleep(0)
+
+
+async def test_unknown_run_id_is_one_line_exit_2(tmp_path: Path) -> None:
+    for command in ("status", "watch", "extend", "cancel"):
+        done = await ponder(command, "no-such-run", env=cli_env(tmp_path))
+        assert done.code == 2, (command, done.err)
+        assert "not found" in done.err and "Traceback" not in done.err
