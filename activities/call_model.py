@@ -71,7 +71,7 @@ class ModelActivities:
         except ConfigError as exc:
             raise ApplicationError(str(exc), type="provider.config", non_retryable=True) from None
         raw_events = RawEventLog(
-            self.store.path(input.run_id, "raw-events.jsonl"),
+            self.store.run_dir(input.run_id) / "raw-events.jsonl",
             secrets=[resolved.api_key or ""],
             base={
                 "call_id": input.call_id,

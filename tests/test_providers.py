@@ -93,6 +93,8 @@ async def test_transport_errors_retry_a_bounded_number_of_times(
     assert error.type == "provider.transport"
     assert len(fake.seen) == 6
     assert len({seen.call_id for seen in fake.seen}) == 1
+    # Retry-After on a 503 is honoured too: five waits of ~0.1 s, not 1 + 2 + 4 + 8 + 16 s.
+    assert fake.seen[-1].at - fake.seen[0].at < 10
 
 
 async def test_timeout_is_retried(client: Client, local: str, fake: FakeProvider) -> None:

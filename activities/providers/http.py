@@ -51,11 +51,14 @@ def _error_for_status(response: httpx.Response, ctx: CallContext) -> ProviderErr
         "headers": dict(response.headers),
     }
     where = f"{ctx.provider_name} answered HTTP {status}"
+    # Servers send Retry-After with 503 as well as 429; either way it sets the next delay.
+    retry_after = retry_after_seconds(response.headers.get("retry-after"))
     if status == 429:
-        retry_after = retry_after_seconds(response.headers.get("retry-after"))
         return RateLimitedError(f"{where}: rate limited", retry_after=retry_after, **kwargs)
     if status in (408, 409) or status >= 500:
-        return TransportError(f"{where}: server trouble, will retry", **kwargs)
+        return TransportError(
+            f"{where}: server trouble, will retry", retry_after=retry_after, **kwargs
+        )
     if status in (401, 403):
         return AuthError(f"{where}: check the API key for this endpoint", **kwargs)
     if "content_policy" in text or "content_filter" in text:

@@ -83,6 +83,7 @@ class TournamentWorkflow:
         self.final_answer: str | None = None
         self.postprocessed = False
         self.run_dir = ""
+        self._pending_write: workflow.ActivityHandle[str] | None = None
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -372,10 +373,18 @@ class TournamentWorkflow:
         self.error = error
         self._event(f"run.{status}", error=error)
         if not (error or "").startswith(RUN_ID_INVALID):  # no run directory for a bad id
-            await self._write_artifacts()
+            await self._write_artifacts(wait=True)
         await workflow.wait_condition(workflow.all_handlers_finished)
 
-    async def _write_artifacts(self) -> None:
+    async def _write_artifacts(self, *, wait: bool = False) -> None:
+        """Commit the run directory; the next phase starts while the files are written.
+
+        Writes stay in order (each waits for the one before), and the last one, in ``_end``,
+        is waited for. Pydantic copies the state lists into the snapshot, so later phases
+        cannot change what a pending write sends.
+        """
+        if self._pending_write is not None:
+            self.run_dir = await self._pending_write
         plan = self.plan
         snapshot = TournamentSnapshot(
             run_id=self.run_id,
@@ -398,13 +407,16 @@ class TournamentWorkflow:
             error=self.error,
             written_at=workflow.now().isoformat(),
         )
-        self.run_dir = await workflow.execute_activity(
+        self._pending_write = workflow.start_activity(
             WRITE_TOURNAMENT_ARTIFACTS,
             snapshot,
             result_type=str,
             start_to_close_timeout=timedelta(minutes=2),
             retry_policy=ARTIFACT_RETRY_POLICY,
         )
+        if wait:
+            self.run_dir = await self._pending_write
+            self._pending_write = None
 
     # -- control -------------------------------------------------------------------------
 
