@@ -120,7 +120,7 @@ def build_input(settings: Settings, **o: Any) -> TournamentInput:
     return payload
 
 
-def _progress_table(p: Progress, started: float) -> Table:
+def _progress_table(p: Progress, started: float | None) -> Table:
     table = Table(show_header=False, box=None, pad_edge=False)
     limit = p.budget.max_calls if p.budget.max_calls is not None else p.calls_planned
     table.add_row("run", p.run_id)
@@ -130,7 +130,8 @@ def _progress_table(p: Progress, started: float) -> Table:
     table.add_row("tokens", f"{p.spent.input_tokens} in, {p.spent.output_tokens} out")
     if p.spent.usd:
         table.add_row("usd", f"{p.spent.usd:.4f}")
-    table.add_row("elapsed", f"{time.monotonic() - started:.1f}s")
+    if started is not None:
+        table.add_row("elapsed", f"{time.monotonic() - started:.1f}s")
     if p.leaderboard:
         leader = p.leaderboard[0]
         table.add_row("leader", f"{leader.candidate_id} (score {leader.score:+.2f})")
@@ -286,18 +287,38 @@ async def _handle(session: Session, run_id: str) -> WorkflowHandle:
 
 @click.command()
 @click.argument("run_id")
+@click.option("--json", "as_json", is_flag=True, help="Print the progress query as JSON.")
 @click.pass_context
-def status(ctx: click.Context, run_id: str) -> None:
-    """Show a tournament's progress: status, phase, budget, leaderboard."""
+def status(ctx: click.Context, run_id: str, as_json: bool) -> None:
+    """Show a tournament's progress: status, phase, budget, leaderboard top 5."""
     settings = _common_session(ctx)
 
     async def go() -> Progress:
-        async with open_session(settings, worker=False) as session:
+        # A query is answered by a worker, so embedded mode runs one here too.
+        async with open_session(settings) as session:
             handle = await _handle(session, run_id)
             return await handle.query(QUERY_PROGRESS, result_type=Progress)
 
     progress = asyncio.run(go())
-    click.echo(json.dumps(progress.model_dump(mode="json"), indent=2))
+    if as_json:
+        click.echo(json.dumps(progress.model_dump(mode="json"), indent=2))
+        return
+    out = Console()
+    out.print(_progress_table(progress, started=None))
+    if progress.error:
+        out.print(f"error    {progress.error}")
+    if progress.status == "awaiting_budget":
+        out.print(f"continue with: ponder extend {run_id} --calls +N")
+    if progress.leaderboard:
+        board = Table("rank", "candidate", "score", "W/L/T", title=progress.leaderboard[0].phase)
+        for row in progress.leaderboard:
+            board.add_row(
+                str(row.rank),
+                row.candidate_id,
+                f"{row.score:+.3f}",
+                f"{row.wins}/{row.losses}/{row.ties}",
+            )
+        out.print(board)
 
 
 @click.command()

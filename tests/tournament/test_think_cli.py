@@ -39,6 +39,15 @@ async def test_think_on_the_sim_prints_winner_true_quality_and_report(tmp_path: 
     assert "simulated: winner true quality" in done.err
     assert "report.html" in done.err
     assert "[sim q=" in done.out
+    shown = await ponder("status", "cli-think", env=cli_env(tmp_path))
+    assert shown.code == 0, shown.err
+    assert "completed" in shown.out and summary["winner_id"] in shown.out
+    as_json = await ponder("status", "cli-think", "--json", env=cli_env(tmp_path))
+    progress = json.loads(as_json.out)
+    assert progress["spent"]["calls"] == 15
+    assert progress["leaderboard"][0]["candidate_id"] == summary["winner_id"]
+    report = await ponder("report", "cli-think", env=cli_env(tmp_path))
+    assert report.code == 0 and report.out.strip().endswith("report.html")
 
 
 async def test_pause_exits_75_and_extend_finishes_the_same_run(tmp_path: Path) -> None:
