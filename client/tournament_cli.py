@@ -19,6 +19,8 @@ from temporalio.service import RPCError
 
 from activities.config import Settings, load_settings
 from activities.errors import ConfigError
+from activities.model_types import Usage
+from activities.pricing import cost_usd
 from activities.providers import default_model_for, price_table, resolve_model
 from client.runs import (
     RunFailed,
@@ -250,7 +252,9 @@ def think(ctx: click.Context, **options: Any) -> None:
     options["run_id"] = run_id
     payload = build_input(settings, **options)
     if options["dry_run"]:
-        _print_plan(payload)
+        models = payload.models
+        in_use = [m or payload.model for m in (models.generate, models.judge, models.mutate)]
+        _print_plan(payload, in_use + ([models.finalize] if models.finalize else []))
         return
 
     async def go() -> TournamentResult | None:
@@ -267,16 +271,28 @@ def think(ctx: click.Context, **options: Any) -> None:
     _print_outcome(run_id, result)
 
 
-def _print_plan(payload: TournamentInput) -> None:
-    plan = preflight(payload).tournament
+# A dry run cannot know token counts; this per-call shape gives a rough USD figure.
+ROUGH_CALL_USAGE = Usage(input_tokens=2_000, output_tokens=1_000)
+
+
+def _print_plan(payload: TournamentInput, models_in_use: list[str]) -> None:
+    usd_per_call = None
+    if models_in_use and all(m in payload.prices for m in models_in_use):
+        usd_per_call = max(cost_usd(payload.prices[m], ROUGH_CALL_USAGE) for m in models_in_use)
+    plan = preflight(payload, usd_per_call=usd_per_call).tournament
     click.echo(
         f"calls: {plan.planned_calls} (worst case {plan.worst_case_calls} with judge "
         f"retries), sequential rounds: {plan.sequential_rounds}"
     )
     for phase in plan.phases:
         click.echo(f"  {phase.phase:<24} {phase.calls}")
-    if payload.prices and all(p.input == 0 and p.output == 0 for p in payload.prices.values()):
-        click.echo("estimated USD: 0 (simulated)")
+    if plan.estimated_usd is not None:
+        click.echo(
+            f"estimated USD: {plan.estimated_usd:.2f} (worst case {plan.worst_case_usd:.2f}; "
+            "rough: ~2k input + ~1k output tokens per call at the dearest model in use)"
+        )
+    else:
+        click.echo("estimated USD: unknown (no price for a model in use; see ponder.toml)")
     if plan.warning:
         click.echo(f"warning: {plan.warning}")
 

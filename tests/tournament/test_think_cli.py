@@ -19,6 +19,29 @@ async def test_dry_run_prints_the_plan_without_a_server(tmp_path: Path) -> None:
     assert not (tmp_path / "server.json").exists()
 
 
+async def test_dry_run_estimates_usd_from_the_price_table(tmp_path: Path) -> None:
+    (tmp_path / "ponder.toml").write_text(
+        '[providers.local]\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n'
+        '[providers.local.prices."m-1"]\ninput = 1.0\noutput = 2.0\n'
+    )
+    done = await ponder(
+        "think",
+        "x",
+        "--profile",
+        "paper",
+        "--model",
+        "local:m-1",
+        "--dry-run",
+        env=cli_env(tmp_path),
+    )
+    assert done.code == 0, done.err
+    assert "estimated USD: 1.14" in done.out  # 285 x (2k x $1 + 1k x $2) / 1M
+    unpriced = await ponder(
+        "think", "x", "--model", "local:other", "--max-usd", "3", "--dry-run", env=cli_env(tmp_path)
+    )
+    assert unpriced.code == 2 and "budget.unpriced_model" in unpriced.err
+
+
 async def test_think_on_the_sim_prints_winner_true_quality_and_report(tmp_path: Path) -> None:
     done = await ponder(
         "think",

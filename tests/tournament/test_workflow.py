@@ -255,3 +255,45 @@ async def test_adaptive_schedule_spends_the_same_calls_in_batches(
     assert all(c["presented_a"] != c["presented_b"] for c in comparisons)
     again = await run(client, queue, profile="balanced", seed=9, schedule="adaptive")
     assert fingerprint(Path(again.run_dir)) == fingerprint(run_dir)
+
+
+async def test_zero_generations_and_a_redacted_config(client: Client, queue: str) -> None:
+    result = await run(
+        client,
+        queue,
+        custom=Profile(n=4, k=2, t=0, m=2),
+        seed=1,
+        prices={"sim:default": Price(input=0.0, output=0.0)},
+    )
+    run_dir = Path(result.run_dir)
+    assert result.spent.calls == 4 + 4
+    assert {r["phase"] for r in read_jsonl(run_dir / "usage.jsonl")} == {
+        "initial_generation",
+        "final_judging",
+    }
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["budget"]["max_input_tokens"] is None  # a budget key, not a secret
+    assert config["profile"]["n"] == 4
+
+
+def test_config_redaction_keeps_budget_keys() -> None:
+    from activities.tournament.artifacts import redact_config
+
+    redacted = redact_config(
+        {
+            "api_key": "sk-1",
+            "headers": {"Authorization": "Bearer x"},
+            "password": "p",
+            "max_input_tokens": 10,
+            "access_token": "t",
+            "budget": {"max_output_tokens": 5},
+        }
+    )
+    assert redacted == {
+        "api_key": "[redacted]",
+        "headers": {"Authorization": "[redacted]"},
+        "password": "[redacted]",
+        "max_input_tokens": 10,
+        "access_token": "[redacted]",
+        "budget": {"max_output_tokens": 5},
+    }

@@ -69,7 +69,9 @@ def rank_profile(count: int) -> Profile:
     return Profile(n=count, k=min(degree, count - 1), t=0, m=min(degree, count - 1))
 
 
-def preflight(input: TournamentInput, run_id: str | None = None) -> Preflight:
+def preflight(
+    input: TournamentInput, run_id: str | None = None, *, usd_per_call: float | None = None
+) -> Preflight:
     """The profile and dry-run plan of ``input``, or the TournamentError that refuses it."""
     run_id = run_id or input.run_id
     if run_id is not None and not _RUN_ID.match(run_id):
@@ -87,6 +89,7 @@ def preflight(input: TournamentInput, run_id: str | None = None) -> Preflight:
         rank=input.rank,
         finalizer=bool(input.models.finalize),
         invalid_json_retries=input.invalid_json_retries,
+        usd_per_call=usd_per_call,
     )
     check_planned_calls(tournament, input.budget.max_calls)
     return Preflight(profile, profile_name(profile), tournament)
