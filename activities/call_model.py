@@ -17,7 +17,7 @@ from activities.errors import ConfigError, ProviderError
 from activities.model_types import CallModelInput, ModelResponse
 from activities.pricing import cost_usd
 from activities.providers import CallContext, resolve_model
-from activities.raw_events import RawEventLog
+from activities.raw_events import RawEventLog, redact
 from activities.run_store import RunStore
 
 __all__ = ["CALL_MODEL", "ModelActivities"]
@@ -43,10 +43,11 @@ async def _heartbeat_ticker() -> AsyncIterator[None]:
         task.cancel()
 
 
-def _application_error(error: ProviderError) -> ApplicationError:
+def _application_error(error: ProviderError, secret: str | None) -> ApplicationError:
+    """The error as history will hold it: a provider may echo the key back in its body."""
     delay = timedelta(seconds=error.retry_after) if error.retry_after is not None else None
     return ApplicationError(
-        str(error),
+        redact(str(error), [secret or ""]),
         {"status": error.status, "model": error.model},
         type=error.error_type,
         non_retryable=not error.retryable,
@@ -102,7 +103,7 @@ class ModelActivities:
             async with _heartbeat_ticker():
                 response = await resolved.implementation.request(request, ctx)
         except ProviderError as exc:
-            raise _application_error(exc) from None
+            raise _application_error(exc, resolved.api_key) from None
         except ConfigError as exc:
             raise ApplicationError(str(exc), type="provider.config", non_retryable=True) from None
         price = self.settings.prices.get(f"{resolved.provider_name}:{resolved.model_name}")

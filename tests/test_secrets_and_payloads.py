@@ -81,3 +81,31 @@ async def test_large_output_is_stored_outside_history(
     stored = list(settings.payload_dir.rglob("*.payload"))
     assert stored, "no payload was written to the payload store"
     assert any(b"line 003000" in p.read_bytes() for p in stored)
+
+
+async def test_a_key_echoed_in_an_error_body_is_redacted_from_history(
+    client: Client, settings: Settings, fake: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from temporalio.client import WorkflowFailureError
+
+    monkeypatch.setenv("FAKE_PROVIDER_KEY", SECRET)
+    settings = with_endpoint(
+        settings,
+        "local",
+        Endpoint(kind="openai", base_url=fake.url, api_key_env="FAKE_PROVIDER_KEY"),
+    )
+    fake.replies = [Reply(400, {"error": f"bad request with key {SECRET}"})]
+    queue = f"test-{uuid.uuid4()}"
+    async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
+        handle = await client.start_workflow(
+            ASK,
+            AskInput(question="hi", model="local:m"),
+            id=f"ask-{uuid.uuid4()}",
+            task_queue=queue,
+            result_type=AskResult,
+        )
+        with pytest.raises(WorkflowFailureError):
+            await handle.result()
+    history = (await handle.fetch_history()).to_json()
+    assert "bad request with key" in history
+    assert SECRET not in history
