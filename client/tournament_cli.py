@@ -162,6 +162,9 @@ async def follow(session: Session, handle: WorkflowHandle) -> TournamentResult |
                     result_task.cancel()
                     return None
             await asyncio.wait({result_task}, timeout=0.5)
+        with contextlib.suppress(RPCError):  # the last frame shows the final state
+            final = await handle.query(QUERY_PROGRESS, result_type=Progress)
+            live.update(_progress_table(final, started))
     console.line()
     try:
         return result_task.result()
