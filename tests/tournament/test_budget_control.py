@@ -62,6 +62,11 @@ async def test_cap_holds_under_concurrency_and_extend_resumes_the_same_run(
 ) -> None:
     handle = await paused_run(client, queue, max_calls=60)
     first_run_id = (await handle.describe()).run_id
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 30
+    while len(fake.seen) < 60:  # the reserved calls still landing
+        assert loop.time() < deadline, f"only {len(fake.seen)} calls arrived"
+        await asyncio.sleep(0.05)
     await asyncio.sleep(1.0)  # nothing more may arrive while paused
     assert len(fake.seen) == 60
     paused = await progress(handle)
@@ -127,8 +132,12 @@ async def test_cancel_mid_phase_drains_calls_in_flight(
 ) -> None:
     fake.hold_when = lambda seen: seen.phase == "generation_judging:1"
     handle = await start(client, queue, profile="balanced", seed=4, model="local:default")
-    await asyncio.to_thread(fake.arrived.wait, 30)
-    await asyncio.sleep(0.5)  # let the whole first batch of 8 reach the fake
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 30
+    while len([s for s in fake.seen if s.phase == "generation_judging:1"]) < 8:
+        assert loop.time() < deadline, "the first judging batch never reached the fake"
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.3)  # a ninth call would show up now if the cap were soft
     in_flight = [s for s in fake.seen if s.phase == "generation_judging:1"]
     await handle.cancel()
     await asyncio.sleep(0.5)

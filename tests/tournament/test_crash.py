@@ -91,15 +91,15 @@ async def test_killed_worker_resumes_without_repeating_completed_calls(
         for phase in KILL_PHASES:
             fake.hold_when = lambda seen, phase=phase: seen.phase == phase
             await wait_for_phase(fake, phase)
-            answered = Counter(seen.call_id for seen in fake.seen)
-            held = {s.call_id for s in fake.seen if s.phase == phase}
-            in_flight_at_kills |= held
             worker.send_signal(signal.SIGKILL)
             await worker.wait()
+            # Everything of this phase that reached the fake is still held, so in flight.
+            held = {s.call_id for s in fake.seen if s.phase == phase}
+            in_flight_at_kills |= held
             worker = await start_worker(settings, server_address, queue)
             fake.hold_when = None
             fake.release.set()
-            assert held and all(answered[c] >= 1 for c in held)
+            assert held
         result = await asyncio.wait_for(handle.result(), 240)
     finally:
         fake.hold_when = None
