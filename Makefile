@@ -27,3 +27,6 @@ test: install lint
 bench: install
 	$(BIN)/python -m benchmarks.ask_latency
 	$(BIN)/python -m benchmarks.activity_overhead
+	$(BIN)/python -m benchmarks.tournament_overhead
+	$(BIN)/python -m benchmarks.bt_fit
+	$(BIN)/python -m benchmarks.ranking_accuracy
