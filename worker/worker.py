@@ -17,7 +17,7 @@ from activities.call_model import ModelActivities
 from activities.config import Settings
 from activities.run_store import RunFileActivities, RunStore
 from activities.tournament.artifacts import TournamentArtifactActivities
-from activities.tournament.fit import fit_leaderboard
+from activities.tournament.fit import adaptive_batch, fit_leaderboard
 from workflows.ask import AskWorkflow
 from workflows.call_defaults import provider_task_queue
 from workflows.tournament.workflow import TournamentWorkflow
@@ -51,6 +51,7 @@ async def running_worker(
             files.write_run_files,
             tournament_files.write_tournament_artifacts,
             fit_leaderboard,
+            adaptive_batch,
         ]
         workers = [
             Worker(

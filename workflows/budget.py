@@ -7,7 +7,7 @@ once reached and may overshoot by at most the calls already in flight.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 __all__ = ["Budget", "BudgetLimits", "BudgetSpent"]
 
@@ -71,6 +71,16 @@ class Budget(BaseModel):
         self.spent.usd += usd
         self.spent.transport_retries += transport_retries
         self.spent.failed_calls += int(failed)
+
+    def checked_extension(self, values: dict[str, object]) -> tuple[BudgetLimits | None, list[str]]:
+        """New limits from raw control input, or why they are refused (never an exception:
+        a signal handler that raised would leave the workflow task retrying forever)."""
+        try:
+            new = BudgetLimits.model_validate(values)
+        except ValidationError as exc:
+            return None, [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
+        problems = self.extension_problems(new)
+        return (None, problems) if problems else (new, [])
 
     def extension_problems(self, new: BudgetLimits) -> list[str]:
         """Why ``new`` limits cannot replace the current ones (each names field and fix)."""

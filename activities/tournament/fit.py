@@ -1,8 +1,8 @@
-"""Bradley-Terry as a local activity: its floats steer selection, so replay must not refit.
+"""Numeric fits as local activities: their floats steer what happens next, so a replay must
+read them from history, never recompute them (another machine's libm could differ).
 
-The fit itself is the pure ``workflows.tournament.bradley_terry`` module; this is the one
-activity that imports from ``workflows/``, because the maths is shared but must run outside
-the workflow sandbox (numpy) and be recorded in history.
+The maths is the pure ``workflows.tournament`` modules (``bradley_terry``, ``adaptive``); these
+are the only activities that import from ``workflows/``.
 """
 
 from __future__ import annotations
@@ -12,11 +12,21 @@ from typing import Literal
 from pydantic import BaseModel
 from temporalio import activity
 
+from workflows.tournament import adaptive
 from workflows.tournament.bradley_terry import LeaderboardRow, Outcome, leaderboard
+from workflows.tournament.schedule import ScheduledPair
 
-__all__ = ["FIT_LEADERBOARD", "FitInput", "fit_leaderboard"]
+__all__ = [
+    "ADAPTIVE_BATCH",
+    "FIT_LEADERBOARD",
+    "AdaptiveBatchInput",
+    "FitInput",
+    "adaptive_batch",
+    "fit_leaderboard",
+]
 
 FIT_LEADERBOARD = "fit_leaderboard"
+ADAPTIVE_BATCH = "adaptive_batch"
 
 
 class FitOutcome(BaseModel):
@@ -40,4 +50,24 @@ async def fit_leaderboard(input: FitInput) -> list[LeaderboardRow]:
         [Outcome(o.presented_a, o.presented_b, o.winner) for o in input.outcomes],
         lambda_=input.lambda_,
         generations=input.generations,
+    )
+
+
+class AdaptiveBatchInput(BaseModel):
+    candidate_ids: list[str]
+    outcomes: list[FitOutcome]
+    seed: int
+    phase: str
+    round_no: int
+    size: int
+
+
+@activity.defn(name=ADAPTIVE_BATCH)
+async def adaptive_batch(input: AdaptiveBatchInput) -> list[ScheduledPair]:
+    """The next batch of the adaptive schedule (a posterior fit and Thompson draws)."""
+    return adaptive.next_batch(
+        input.candidate_ids,
+        [Outcome(o.presented_a, o.presented_b, o.winner) for o in input.outcomes],
+        rng=adaptive.round_rng(input.seed, input.phase, input.round_no),
+        size=input.size,
     )

@@ -58,12 +58,12 @@ async def main():
             "Tournament",
             TournamentInput(
                 task="Sort a list.",
-                profile="quick",
-                seed=2,
+                profile="balanced",
+                seed=4,
                 schedule="adaptive",
-                model="sim:default,invalid_json_rate=0.3",
+                model="sim:default,invalid_json_rate=0.25",
                 invalid_json_retries=3,
-                budget=BudgetLimits(max_calls=15),
+                budget=BudgetLimits(max_calls=60),
             ),
             id="paused-history",
             task_queue=q,
@@ -72,7 +72,7 @@ async def main():
         while (await h.query(QUERY_PROGRESS, result_type=Progress)).status != "awaiting_budget":
             await asyncio.sleep(0.1)
         await h.execute_update(
-            UPDATE_EXTEND_BUDGET, ExtendBudgetInput(max_calls=40), result_type=ExtendBudgetResult
+            UPDATE_EXTEND_BUDGET, ExtendBudgetInput(max_calls=200), result_type=ExtendBudgetResult
         )
         await h.result()
         (OUT / "tournament-paused-adaptive.json").write_text((await h.fetch_history()).to_json())

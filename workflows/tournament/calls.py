@@ -13,7 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    TimeoutError,
+    is_cancelled_exception,
+)
 
 with workflow.unsafe.imports_passed_through():
     from activities.model_types import CallModelInput, ModelRequest, ModelResponse, Usage
@@ -66,6 +71,8 @@ class TournamentCalls:
         self.usage: list[UsageRow] = []
         self.status: Status = "running"
         self.stopping = False
+        self.in_flight = 0
+        """Calls dispatched and not yet answered."""
         self.inflight: set[asyncio.Task[Any]] = set()
 
     # -- running many calls ----------------------------------------------------------------
@@ -155,14 +162,20 @@ class TournamentCalls:
             run_id=self.run_id, phase=phase, index=index, attempt=attempt, request=request
         )
         await self._reserve()
+        self.in_flight += 1
         try:
             response = await call_model(call)
         except ActivityError as exc:
+            if is_cancelled_exception(exc):  # the run was cancelled while this call ran
+                self._bill(call, None, "cancelled")
+                raise asyncio.CancelledError() from None
             code, message = _failure(exc)
             self._bill(call, None, code)
             raise ApplicationError(
                 f"{role} call {call.call_key} failed: {message}", type=code, non_retryable=True
             ) from None
+        finally:
+            self.in_flight -= 1
         self._bill(call, response, None)
         return response
 
@@ -242,18 +255,32 @@ class TournamentCalls:
         spec = call.request.model
         usage = response.usage if response else Usage()
         usd = 0.0
+        unpriced = False
         if response is not None:
             price = self.input.prices.get(spec)
             if price is not None:
                 usd = cost_usd(price, usage)
             elif response.usd is not None:
                 usd = response.usd
-            elif not response.simulated and self.budget.limits.max_usd is not None:
-                raise TournamentError(
-                    BUDGET_UNPRICED_MODEL,
-                    f"model {spec} has no price but max_usd is set: add its price to the "
-                    "input's prices (or ponder.toml) or drop max_usd",
-                )
+            else:
+                unpriced = not response.simulated and self.budget.limits.max_usd is not None
+        self._record(call, response, usage, usd, error)
+        if unpriced:  # recorded first: the call was made and its tokens are known
+            raise TournamentError(
+                BUDGET_UNPRICED_MODEL,
+                f"model {spec} has no price but max_usd is set: add its price to the "
+                "input's prices (or ponder.toml) or drop max_usd",
+            )
+
+    def _record(
+        self,
+        call: CallModelInput,
+        response: ModelResponse | None,
+        usage: Usage,
+        usd: float,
+        error: str | None,
+    ) -> None:
+        spec = call.request.model
         self.budget.settle(
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,

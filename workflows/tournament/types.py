@@ -169,6 +169,8 @@ class Progress(BaseModel):
     leaderboard: list[ScoreRow] = Field(default=[], description="top 5 of the latest fit")
     blocking_limit: str | None = None
     error: str | None = None
+    in_flight: int = Field(default=0, description="calls dispatched and not yet answered")
+    refused: list[str] = Field(default=[], description="refused control signals, newest last")
 
 
 class ExtendBudgetInput(BaseModel):

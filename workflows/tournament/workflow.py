@@ -16,13 +16,18 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
     from activities.model_types import ModelResponse, Usage
     from activities.tournament.artifacts import WRITE_TOURNAMENT_ARTIFACTS
-    from activities.tournament.fit import FIT_LEADERBOARD, FitInput, FitOutcome
-    from workflows.budget import BudgetLimits
+    from activities.tournament.fit import (
+        ADAPTIVE_BATCH,
+        FIT_LEADERBOARD,
+        AdaptiveBatchInput,
+        FitInput,
+        FitOutcome,
+    )
     from workflows.names import (
         QUERY_EVENTS,
         QUERY_PROGRESS,
@@ -35,7 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.tournament.calls import TournamentCalls
     from workflows.tournament.critique import aggregate_critiques
     from workflows.tournament.errors import RUN_ID_INVALID, TournamentError
-    from workflows.tournament.judge_parse import JudgeParseError, Outcome, parse_judge_output
+    from workflows.tournament.judge_parse import JudgeParseError, parse_judge_output
     from workflows.tournament.preflight import Preflight, preflight
     from workflows.tournament.prompts import DEFAULT_RUBRIC
     from workflows.tournament.schedule import ScheduledPair, final_schedule, k_regular_schedule
@@ -60,6 +65,7 @@ __all__ = ["TournamentWorkflow"]
 EVENTS_PAGE = 500
 # A bad path is a bug, not a passing fault: do not retry it forever.
 ARTIFACT_RETRY_POLICY = RetryPolicy(maximum_attempts=10, non_retryable_error_types=["ValueError"])
+FIT_RETRY_POLICY = RetryPolicy(maximum_attempts=3)
 
 
 @workflow.defn(name=TOURNAMENT)
@@ -83,6 +89,8 @@ class TournamentWorkflow:
         self.final_answer: str | None = None
         self.postprocessed = False
         self.run_dir = ""
+        self.refused: list[str] = []
+        """Refused control signals, newest last (shown by ``status``)."""
         self._pending_write: workflow.ActivityHandle[str] | None = None
 
     # -- the loop ------------------------------------------------------------------------
@@ -117,9 +125,13 @@ class TournamentWorkflow:
         except ApplicationError as exc:
             await self._end("failed", f"{exc.type}: {exc.message}")
             raise
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, ActivityError) as exc:
+            # Cancelling while this task awaits an activity (a fit, a write, the finalizer)
+            # arrives as an ActivityError whose cause is the cancellation.
+            if not is_cancelled_exception(exc):
+                raise
             await self._end("cancelled", None)
-            raise
+            raise asyncio.CancelledError() from None
         await self._end("completed", None)
         return TournamentResult(
             run_id=self.run_id,
@@ -178,7 +190,6 @@ class TournamentWorkflow:
             rows = await self._judge_adaptively(phase, generation, population, len(pairs))
         else:
             rows = await self._judge_batch(phase, generation, pairs, first_index=0)
-        self.comparisons.extend(rows)
         board = await self._fit(phase, generation, population, rows)
         await self._write_artifacts()
         return board
@@ -201,12 +212,24 @@ class TournamentWorkflow:
         rows: list[ComparisonRow] = []
         sizes = adaptive.batch_sizes(len(population), calls, self.input.concurrency.judge)
         for round_no, size in enumerate(sizes):
-            draw = adaptive.round_rng(self.calls.seed, phase, round_no)
             if round_no == 0:
+                draw = adaptive.round_rng(self.calls.seed, phase, round_no)
                 pairs = adaptive.first_round(population, draw, budget=size)
             else:
-                outcomes = [Outcome(r.presented_a, r.presented_b, r.winner) for r in rows]
-                pairs = adaptive.next_batch(population, outcomes, rng=draw, size=size)
+                pairs = await workflow.execute_local_activity(
+                    ADAPTIVE_BATCH,
+                    AdaptiveBatchInput(
+                        candidate_ids=population,
+                        outcomes=[_outcome(r) for r in rows],
+                        seed=self.calls.seed,
+                        phase=phase,
+                        round_no=round_no,
+                        size=size,
+                    ),
+                    result_type=list[ScheduledPair],
+                    start_to_close_timeout=timedelta(seconds=60),
+                    retry_policy=FIT_RETRY_POLICY,
+                )
             if not pairs:
                 break
             rows += await self._judge_batch(phase, generation, pairs, first_index=len(rows))
@@ -223,7 +246,7 @@ class TournamentWorkflow:
             phase, index, values=values, parse=parse_judge_output, errors=(JudgeParseError,)
         )
         verdict = judged.value
-        return ComparisonRow(
+        row = ComparisonRow(
             id=f"{phase}#{index}",
             phase=phase,
             generation=generation,
@@ -241,6 +264,8 @@ class TournamentWorkflow:
             usage=judged.usage,
             raw_outputs=judged.raw_outputs if self.input.include_raw_outputs else None,
         )
+        self.comparisons.append(row)  # recorded as it lands, so a cancel keeps it
+        return row
 
     async def _mutate(self, g: int, board: list[ScoreRow]) -> list[str]:
         phase = self.phase = f"generation_mutation:{g}"
@@ -262,7 +287,7 @@ class TournamentWorkflow:
             )
             self.candidates[copy.id] = copy
             elites.append(copy.id)
-        judged_here = [c for c in self.comparisons if c.phase == f"generation_judging:{g}"]
+        judged_here = self._comparisons_in_order(f"generation_judging:{g}")
         critiques = aggregate_critiques(
             selection.parents, judged_here, critique_chars=self.input.critique_chars
         )
@@ -339,17 +364,13 @@ class TournamentWorkflow:
             FIT_LEADERBOARD,
             FitInput(
                 candidate_ids=population,
-                outcomes=[
-                    FitOutcome(
-                        presented_a=r.presented_a, presented_b=r.presented_b, winner=r.winner
-                    )
-                    for r in rows
-                ],
+                outcomes=[_outcome(r) for r in rows],
                 lambda_=self.plan.profile.lambda_ if self.plan else 0.01,
                 generations={cid: self.candidates[cid].generation for cid in population},
             ),
             result_type=list[LeaderboardRow],
             start_to_close_timeout=timedelta(seconds=60),
+            retry_policy=FIT_RETRY_POLICY,
         )
         board = [
             ScoreRow(phase=phase, **(dataclasses.asdict(row) | {"generation": generation}))
@@ -359,6 +380,12 @@ class TournamentWorkflow:
         self.leaderboard = board
         self._event("ranking.fitted", phase=phase, leader=board[0].candidate_id)
         return board
+
+    def _comparisons_in_order(self, phase: str | None = None) -> list[ComparisonRow]:
+        """Schedule order (phase, then pair index), never completion order."""
+        phases = list(dict.fromkeys(c.phase for c in self.comparisons))
+        rows = [c for c in self.comparisons if phase is None or c.phase == phase]
+        return sorted(rows, key=lambda c: (phases.index(c.phase), int(c.id.rpartition("#")[2])))
 
     def _event(self, type: str, **data: object) -> None:
         self.events.append(
@@ -384,7 +411,13 @@ class TournamentWorkflow:
         cannot change what a pending write sends.
         """
         if self._pending_write is not None:
-            self.run_dir = await self._pending_write
+            try:
+                self.run_dir = await self._pending_write
+            except ActivityError as exc:
+                # A write cancelled with the run is superseded by the one made here.
+                if not (wait and is_cancelled_exception(exc)):
+                    raise
+            self._pending_write = None
         plan = self.plan
         snapshot = TournamentSnapshot(
             run_id=self.run_id,
@@ -395,7 +428,7 @@ class TournamentWorkflow:
             profile_name=plan.profile_name if plan else None,
             candidates=sorted(self.candidates.values(), key=_creation_order),
             populations=self.populations,
-            comparisons=self.comparisons,
+            comparisons=self._comparisons_in_order(),
             scores=self.scores,
             usage=self.calls.usage,
             events=self.events,
@@ -433,6 +466,8 @@ class TournamentWorkflow:
             leaderboard=self.leaderboard[:5],
             blocking_limit=self.calls.budget.blocking_limit(),
             error=self.error,
+            in_flight=self.calls.in_flight,
+            refused=self.refused[-5:],
         )
 
     @workflow.query(name=QUERY_EVENTS)
@@ -441,20 +476,22 @@ class TournamentWorkflow:
 
     @workflow.update(name=UPDATE_EXTEND_BUDGET)
     def extend_budget(self, new: ExtendBudgetInput) -> ExtendBudgetResult:
-        self.calls.extend(BudgetLimits(**new.model_dump()))
+        limits, _ = self.calls.budget.checked_extension(new.model_dump())
+        assert limits is not None  # the validator refused anything else
+        self.calls.extend(limits)
         return ExtendBudgetResult(budget=self.calls.budget.limits, spent=self.calls.budget.spent)
 
     @extend_budget.validator
     def _check_extension(self, new: ExtendBudgetInput) -> None:
-        problems = self.calls.budget.extension_problems(BudgetLimits(**new.model_dump()))
+        _, problems = self.calls.budget.checked_extension(new.model_dump())
         if problems:
             raise ValueError("; ".join(problems))
 
     @workflow.signal(name=SIGNAL_EXTEND_BUDGET)
     def extend_budget_signal(self, new: ExtendBudgetInput) -> None:
-        limits = BudgetLimits(**new.model_dump())
-        problems = self.calls.budget.extension_problems(limits)
-        if problems:
+        limits, problems = self.calls.budget.checked_extension(new.model_dump())
+        if limits is None:
+            self.refused.append("; ".join(problems))
             self._event("control.refused", control="extend_budget", reason="; ".join(problems))
             return
         self.calls.extend(limits)
@@ -468,3 +505,7 @@ def _creation_order(candidate: CandidateRow) -> tuple[int, int, int, str]:
     parts = rng.parse_candidate_id(candidate.id)
     index = parts.index if parts else 0
     return (candidate.generation, _KIND_ORDER[candidate.kind], index, candidate.id)
+
+
+def _outcome(row: ComparisonRow) -> FitOutcome:
+    return FitOutcome(presented_a=row.presented_a, presented_b=row.presented_b, winner=row.winner)
