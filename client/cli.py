@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 
 import click
 from pydantic import ValidationError
+from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.config import Settings, load_settings
@@ -42,6 +43,8 @@ def _fail(message: str, code: int) -> NoReturn:
 def run_command(command: click.Command, **kwargs: Any) -> None:
     """Run a click command; a ponder error is one line and an exit code (``--debug``: traceback)."""
     debug = "--debug" in sys.argv or os.environ.get("PONDER_DEBUG") == "1"
+    # SIGTERM unwinds like an exit, so leases are released and the last one stops the server.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         command.main(standalone_mode=False, **kwargs)
     except click.exceptions.Exit as exc:
@@ -61,11 +64,29 @@ def run_command(command: click.Command, **kwargs: Any) -> None:
         if exc.status == RPCStatusCode.NOT_FOUND:
             _fail(f"{exc.message}: check the run id (ponder status ID)", EXIT_USAGE)
         _fail(f"the Temporal server refused: {exc.message}", EXIT_USAGE)
-    except (PonderError, ValidationError) as exc:
+    except WorkflowQueryFailedError as exc:
         if debug:
             traceback.print_exc()
-        message = str(exc).replace("\n", "; ")
-        _fail(message, EXIT_USAGE)
+        _fail(f"the run cannot answer that ({exc.message}): is it a tournament?", EXIT_USAGE)
+    except ValidationError as exc:
+        if debug:
+            traceback.print_exc()
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or exc.title}: {e['msg']}" for e in exc.errors()
+        )
+        _fail(f"invalid {exc.title}: {problems}", EXIT_USAGE)
+    except PonderError as exc:
+        if debug:
+            traceback.print_exc()
+        _fail(str(exc).replace("\n", "; "), EXIT_USAGE)
+    except Exception as exc:  # a bug or an unforeseen failure: still one line
+        if debug:
+            traceback.print_exc()
+        _fail(f"{type(exc).__name__}: {exc} (--debug shows the traceback)", EXIT_FAILED)
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -117,7 +138,7 @@ def ask(
 ) -> None:
     """Ask one question through Temporal and print the answer."""
     settings = _settings(ctx)
-    resolve_model(model, settings, base_url=base_url)
+    resolve_model(model, settings, base_url=base_url, require_key=not settings.temporal_address)
     run_id = check_run_id(run_id or new_run_id("ask"))
     payload = AskInput(
         question=question,

@@ -222,14 +222,36 @@ class EmbeddedServer:
         """The live server, started (or restarted on its old ports) if needed."""
         async with self._async_lock():
             info = self.read_state()
-            if info and _alive(info.pid) and await server_answers(info.address):
-                if grpc_port is not None and grpc_port != info.grpc_port:
-                    raise ServerError(
-                        f"the ponder server already runs on port {info.grpc_port}: stop it "
-                        "first or drop --port"
-                    )
-                return info
+            if info and self._is_ours(info):
+                # A slow server (a loaded machine) is waited for, never started twice on
+                # one SQLite file; one that stays silent is stopped before a restart.
+                if await self._answers_within(info, READY_TIMEOUT_S):
+                    if grpc_port is not None and grpc_port != info.grpc_port:
+                        raise ServerError(
+                            f"the ponder server already runs on port {info.grpc_port}: stop "
+                            "it first or drop --port"
+                        )
+                    return info
+                self.stop()
             return await self._start(grpc_port)
+
+    def _is_ours(self, info: ServerInfo) -> bool:
+        """``info.pid`` is alive and still our ``start-dev`` on our database (pids get reused)."""
+        if not _alive(info.pid):
+            return False
+        try:
+            argv = Path(f"/proc/{info.pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            return False
+        return b"start-dev" in argv and str(self.db).encode() in argv
+
+    async def _answers_within(self, info: ServerInfo, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while not await server_answers(info.address):
+            if time.monotonic() > deadline or not _alive(info.pid):
+                return False
+            await asyncio.sleep(0.5)
+        return True
 
     @contextlib.asynccontextmanager
     async def _async_lock(self) -> AsyncIterator[None]:
@@ -244,7 +266,7 @@ class EmbeddedServer:
 
     def stop(self) -> None:
         info = self.read_state()
-        if info and _alive(info.pid):
+        if info and self._is_ours(info):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(info.pid, signal.SIGTERM)
             deadline = time.monotonic() + 10

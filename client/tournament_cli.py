@@ -38,6 +38,7 @@ from workflows.tournament.errors import TournamentError
 from workflows.tournament.preflight import preflight, rank_profile
 from workflows.tournament.profiles import BUILTIN_PROFILES, Profile, RankBlock
 from workflows.tournament.types import (
+    Concurrency,
     ExtendBudgetInput,
     ExtendBudgetResult,
     GivenCandidate,
@@ -69,6 +70,8 @@ def _refuse(exc: TournamentError) -> ConfigError:
 
 def build_input(settings: Settings, **o: Any) -> TournamentInput:
     """The workflow input from ``ponder think`` options; refuses what preflight refuses."""
+    # Keys matter where calls are made: here in embedded mode, not for a dry run or a cluster.
+    keys_here = not (settings.temporal_address or o["dry_run"])
     provider = o["provider"]
     base = o["model"] or (default_model_for(provider, settings) if provider else None)
     models = RoleModels(
@@ -81,7 +84,7 @@ def build_input(settings: Settings, **o: Any) -> TournamentInput:
     in_use = [m or default for m in (models.generate, models.judge, models.mutate)]
     in_use += [models.finalize] if models.finalize else []
     for spec in in_use:
-        resolve_model(spec, settings)
+        resolve_model(spec, settings, require_key=keys_here)
     custom = None
     if any(o[key] is not None for key in ("n", "k", "t", "m")):
         start = BUILTIN_PROFILES[o["profile"]]
@@ -105,16 +108,20 @@ def build_input(settings: Settings, **o: Any) -> TournamentInput:
             max_input_tokens=o["max_input_tokens"],
             max_output_tokens=o["max_output_tokens"],
         ),
-        prices=price_table(in_use, settings, require=o["max_usd"] is not None),
+        prices=price_table(
+            in_use, settings, require=o["max_usd"] is not None, require_key=keys_here
+        ),
         schedule=o["schedule"],
+        concurrency=Concurrency(
+            generate=o["concurrency"], judge=o["concurrency"], mutate=o["concurrency"]
+        ),
         seed=o["seed"],
         run_id=o["run_id"],
         include_raw_outputs=o["include_raw_outputs"],
         invalid_json_retries=o["invalid_json_retries"],
         on_budget_exhausted=o["on_budget_exhausted"],
     )
-    payload.concurrency.generate = payload.concurrency.judge = o["concurrency"]
-    payload.concurrency.mutate = o["concurrency"]
+
     try:
         preflight(payload)
     except TournamentError as exc:
@@ -140,8 +147,8 @@ def _progress_table(p: Progress, started: float | None) -> Table:
     return table
 
 
-async def follow(session: Session, handle: WorkflowHandle) -> TournamentResult | None:
-    """Show progress until the run ends (result) or pauses on budget (None).
+async def follow(session: Session, handle: WorkflowHandle) -> TournamentResult | Progress:
+    """Show progress until the run ends (its result) or pauses on budget (its progress).
 
     Ctrl-C detaches: the run goes on (with a background worker in embedded mode).
     """
@@ -158,9 +165,10 @@ async def follow(session: Session, handle: WorkflowHandle) -> TournamentResult |
                 progress = None
             if progress is not None:
                 live.update(_progress_table(progress, started))
-                if progress.status == "awaiting_budget":
+                # Paused: leave once the calls already dispatched have landed (paid once).
+                if progress.status == "awaiting_budget" and progress.in_flight == 0:
                     result_task.cancel()
-                    return None
+                    return progress
             await asyncio.wait({result_task}, timeout=0.5)
         with contextlib.suppress(RPCError):  # the last frame shows the final state
             final = await handle.query(QUERY_PROGRESS, result_type=Progress)
@@ -172,18 +180,35 @@ async def follow(session: Session, handle: WorkflowHandle) -> TournamentResult |
         raise RunFailed(f"run {handle.id} ended: {failure_message(exc)}") from exc
 
 
-def _print_outcome(run_id: str, result: TournamentResult | None) -> None:
-    if result is None:
+def resume_command(run_id: str, paused: Progress) -> str:
+    """The exact ``ponder extend`` that lets a paused run go on past its blocking limit."""
+    spent = paused.spent
+    if paused.blocking_limit == "max_usd":
+        return f"ponder extend {run_id} --usd +{max(spent.usd, 0.01):.2f}"
+    if paused.blocking_limit == "max_input_tokens":
+        return f"ponder extend {run_id} --input-tokens +{max(spent.input_tokens, 1)}"
+    if paused.blocking_limit == "max_output_tokens":
+        return f"ponder extend {run_id} --output-tokens +{max(spent.output_tokens, 1)}"
+    # The nominal calls left, plus a tenth for invalid-output retries.
+    more = max(paused.calls_planned - spent.calls, 0) + max(paused.calls_planned // 10, 1)
+    return f"ponder extend {run_id} --calls +{more}"
+
+
+def _print_outcome(run_id: str, result: TournamentResult | Progress) -> None:
+    if isinstance(result, Progress):
         click.echo(
-            f"run {run_id} is paused awaiting budget; continue it with: "
-            f"ponder extend {run_id} --calls +N   (or --usd X)",
+            f"run {run_id} is paused awaiting budget ({result.blocking_limit} reached); "
+            f"continue it with: {resume_command(run_id, result)}",
             err=True,
         )
         sys.exit(EXIT_PAUSED)
     run_dir = Path(result.run_dir)
-    summary = json.loads((run_dir / "summary.json").read_text())
     click.echo(result.final_answer)
     click.echo(f"winner: {result.winner_id} after {result.spent.calls} calls", err=True)
+    try:  # the run directory is the worker's; a remote worker's may not be visible here
+        summary = json.loads((run_dir / "summary.json").read_text())
+    except OSError:
+        summary = {}
     if summary.get("simulated"):
         click.echo(
             f"simulated: winner true quality {summary['winner_true_quality']:.3f}, best "
@@ -224,12 +249,18 @@ def _common_session(ctx: click.Context) -> Settings:
     default="k-regular",
     show_default=True,
 )
-@click.option("--concurrency", type=int, default=8, show_default=True)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="Calls in flight at once per phase.",
+)
 @click.option("--seed", type=int, default=None)
-@click.option("--max-calls", type=int, default=None)
-@click.option("--max-usd", type=float, default=None)
-@click.option("--max-input-tokens", type=int, default=None)
-@click.option("--max-output-tokens", type=int, default=None)
+@click.option("--max-calls", type=click.IntRange(min=0), default=None)
+@click.option("--max-usd", type=click.FloatRange(min=0), default=None)
+@click.option("--max-input-tokens", type=click.IntRange(min=0), default=None)
+@click.option("--max-output-tokens", type=click.IntRange(min=0), default=None)
 @click.option(
     "--on-budget-exhausted",
     type=click.Choice(["pause", "fail"]),
@@ -260,7 +291,7 @@ def think(ctx: click.Context, **options: Any) -> None:
         _print_plan(payload, in_use + ([models.finalize] if models.finalize else []))
         return
 
-    async def go() -> TournamentResult | None:
+    async def go() -> TournamentResult | Progress:
         async with open_session(settings, worker=not options["detach"]) as session:
             handle = await start_run(session, TOURNAMENT, payload, run_id, TournamentResult)
             if options["detach"]:
@@ -351,7 +382,7 @@ def watch(ctx: click.Context, run_id: str) -> None:
 
     settings = _common_session(ctx)
 
-    async def go() -> TournamentResult | AskResult | None:
+    async def go() -> TournamentResult | AskResult | Progress:
         async with open_session(settings) as session:
             handle = await _handle(session, run_id)
             if (await handle.describe()).workflow_type == ASK:
@@ -394,8 +425,9 @@ def extend(
     """Raise a run's budget limits; a paused run continues where it stopped."""
     settings = _common_session(ctx)
 
-    async def go() -> TournamentResult | None:
-        async with open_session(settings, worker=not detach) as session:
+    async def go() -> TournamentResult | Progress:
+        # A worker here answers the query; with --detach a background one continues the run.
+        async with open_session(settings) as session:
             handle = await _handle(session, run_id)
             progress = await handle.query(QUERY_PROGRESS, result_type=Progress)
             limits = progress.budget
@@ -417,12 +449,12 @@ def extend(
                 raise ConfigError(f"extend refused: {getattr(cause, 'message', cause)}") from None
             click.echo(f"budget now {done.budget.model_dump(exclude_none=True)}", err=True)
             if detach:
-                return None
+                if session.embedded:
+                    spawn_background_worker(settings)
+                sys.exit(0)
             return await follow(session, handle)
 
-    result = asyncio.run(go())
-    if not detach:
-        _print_outcome(run_id, result)
+    _print_outcome(run_id, asyncio.run(go()))
 
 
 @click.command()
@@ -495,7 +527,7 @@ def rank(
         except OSError as exc:
             raise ConfigError(f"candidate file {name} cannot be read ({exc.strerror})") from None
     judge = model or TournamentInput.model_fields["model"].default
-    resolve_model(judge, settings)
+    resolve_model(judge, settings, require_key=not settings.temporal_address)
     payload = TournamentInput(
         task=_read_task(task),
         rubric=rubric,
@@ -505,20 +537,20 @@ def rank(
         seed=seed,
         run_id=run_id,
         candidates=given,
-        prices=price_table([judge], settings),
+        prices=price_table([judge], settings, require_key=not settings.temporal_address),
     )
     try:
         preflight(payload)
     except TournamentError as exc:
         raise _refuse(exc) from None
 
-    async def go() -> TournamentResult | None:
+    async def go() -> TournamentResult | Progress:
         async with open_session(settings) as session:
             handle = await start_run(session, TOURNAMENT, payload, run_id, TournamentResult)
             return await follow(session, handle)
 
     result = asyncio.run(go())
-    if result is None:
+    if isinstance(result, Progress):
         _print_outcome(run_id, result)
         return
     for row in result.leaderboard:
@@ -561,7 +593,7 @@ def mutate(
 
     settings = _common_session(ctx)
     mutator = model or TournamentInput.model_fields["model"].default
-    resolve_model(mutator, settings)
+    resolve_model(mutator, settings, require_key=not settings.temporal_address)
     candidate = _read_task(f"@{file}")
     prompt = render(
         "mutate",

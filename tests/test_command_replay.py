@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 import pytest
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ApplicationError
 
 from activities.config import Endpoint, Settings
 from tests.conftest import with_endpoint
@@ -50,10 +50,11 @@ async def ask(client: Client, queue: str, payload: AskInput) -> AskResult:
 async def failure_of(client: Client, queue: str, payload: AskInput) -> ApplicationError:
     with pytest.raises(WorkflowFailureError) as info:
         await ask(client, queue, payload)
-    activity_error = info.value.cause
-    assert isinstance(activity_error, ActivityError)
-    assert isinstance(activity_error.cause, ApplicationError)
-    return activity_error.cause
+    # Ask fails with the provider's code itself, not with a wrapped activity error.
+    error = info.value.cause
+    assert isinstance(error, ApplicationError)
+    assert error.non_retryable
+    return error
 
 
 def raw_events(settings: Settings, run_id: str) -> list[dict[str, object]]:

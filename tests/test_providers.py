@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import orjson
 import pytest
 from temporalio.client import Client, WorkflowFailureError
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ApplicationError
 
 from activities.config import Endpoint, Settings
 from tests.conftest import with_endpoint
@@ -43,10 +43,11 @@ async def run_ask(client: Client, queue: str, model: str = "local:m", **kw: obje
 async def failure_of(client: Client, queue: str, model: str = "local:m") -> ApplicationError:
     with pytest.raises(WorkflowFailureError) as info:
         await run_ask(client, queue, model)
-    activity_error = info.value.cause
-    assert isinstance(activity_error, ActivityError)
-    assert isinstance(activity_error.cause, ApplicationError)
-    return activity_error.cause
+    # Ask fails with the provider's code itself, not with a wrapped activity error.
+    error = info.value.cause
+    assert isinstance(error, ApplicationError)
+    assert error.non_retryable
+    return error
 
 
 @pytest.mark.parametrize(
@@ -72,6 +73,18 @@ async def test_non_retryable_failures_fail_on_the_first_attempt(
     assert error.type == error_type
     assert error.non_retryable
     assert len(fake.seen) == 1
+
+
+async def test_a_failed_ask_writes_its_summary(
+    client: Client, settings: Settings, local: str, fake: FakeProvider
+) -> None:
+    fake.replies = [Reply(401, {"error": "bad key"})]
+    run_id = f"ask-{uuid.uuid4().hex[:8]}"
+    with pytest.raises(WorkflowFailureError):
+        await run_ask(client, local, run_id=run_id)
+    summary = orjson.loads((settings.runs_dir / run_id / "summary.json").read_bytes())
+    assert summary["status"] == "failed"
+    assert summary["error"].startswith("provider.auth: ")
 
 
 async def test_rate_limit_honours_retry_after(

@@ -109,3 +109,24 @@ async def test_a_key_echoed_in_an_error_body_is_redacted_from_history(
     history = (await handle.fetch_history()).to_json()
     assert "bad request with key" in history
     assert SECRET not in history
+
+
+async def test_a_base_url_from_workflow_input_never_gets_the_endpoint_key(
+    client: Client, settings: Settings, fake: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_PROVIDER_KEY", SECRET)
+    configured = Endpoint(
+        kind="openai", base_url="http://127.0.0.1:9/v1", api_key_env="FAKE_PROVIDER_KEY"
+    )
+    settings = with_endpoint(settings, "guarded", configured)
+    queue = f"test-{uuid.uuid4()}"
+    async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
+        await client.execute_workflow(
+            ASK,
+            AskInput(question="hi", model="guarded:m", base_url=fake.url),
+            id=f"ask-{uuid.uuid4()}",
+            task_queue=queue,
+            result_type=AskResult,
+        )
+    (seen,) = fake.seen
+    assert "authorization" not in seen.headers

@@ -10,6 +10,7 @@ from datetime import timedelta
 
 import click
 from temporalio.client import Client
+from temporalio.service import RPCError
 
 from activities.config import Settings, load_settings
 from activities.errors import ConfigError
@@ -37,8 +38,12 @@ def _parse_rate_limits(values: tuple[str, ...]) -> dict[str, float]:
 
 
 async def _running_count(client: Client, task_queue: str) -> int:
+    """Runs still open on the queue; a server that does not answer counts as busy."""
     query = f'TaskQueue="{task_queue}" AND ExecutionStatus="Running"'
-    return (await client.count_workflows(query)).count
+    try:
+        return (await client.count_workflows(query)).count
+    except RPCError:
+        return 1
 
 
 async def _serve(
@@ -76,7 +81,12 @@ async def run_worker(
 
 
 @click.command("worker")
-@click.option("--task-queue", envvar="PONDER_TASK_QUEUE", default="ponder", show_default=True)
+@click.option(
+    "--task-queue",
+    envvar="PONDER_TASK_QUEUE",
+    default=None,
+    help="Task queue to poll  [default: ponder, or ponder.toml's task_queue]",
+)
 @click.option("--max-concurrent-activities", default=64, show_default=True)
 @click.option(
     "--rate-limit",
@@ -105,7 +115,12 @@ async def run_worker(
     metavar="SECONDS",
     help="Exit after SECONDS with no running workflow on the task queue.",
 )
-@click.option("--namespace", envvar="TEMPORAL_NAMESPACE", default="default", show_default=True)
+@click.option(
+    "--namespace",
+    envvar="TEMPORAL_NAMESPACE",
+    default=None,
+    help="Temporal namespace  [default: default, or ponder.toml's namespace]",
+)
 @click.option("--tls/--no-tls", default=None, help="TLS to the cluster (on with an API key).")
 @click.option(
     "--api-key-env",
@@ -115,14 +130,14 @@ async def run_worker(
 )
 @click.option("--config", type=click.Path(), default=None, help="Path to ponder.toml.")
 def worker_command(
-    task_queue: str,
+    task_queue: str | None,
     max_concurrent_activities: int,
     rate_limits: tuple[str, ...],
     heartbeat_timeout: float,
     sticky_timeout: float,
     embedded: bool,
     exit_when_idle: float | None,
-    namespace: str,
+    namespace: str | None,
     tls: bool | None,
     api_key_env: str | None,
     config: str | None,
@@ -137,7 +152,7 @@ def worker_command(
         temporal_api_key_env=api_key_env,
     )
     options = WorkerOptions(
-        task_queue=task_queue,
+        task_queue=settings.task_queue,
         max_concurrent_activities=max_concurrent_activities,
         sticky_timeout=timedelta(seconds=sticky_timeout),
         rate_limits=_parse_rate_limits(rate_limits),

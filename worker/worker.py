@@ -32,6 +32,8 @@ class WorkerOptions:
     task_queue: str = "ponder"
     max_concurrent_activities: int = 64
     sticky_timeout: timedelta = timedelta(seconds=10)
+    graceful_shutdown: timedelta = timedelta(minutes=10)
+    """How long shutdown lets model calls in flight finish: a cancelled call is paid twice."""
     rate_limits: dict[str, float] = field(default_factory=dict)
     """provider name -> activities per second, served on ``ponder.provider.<name>``."""
 
@@ -61,7 +63,7 @@ async def running_worker(
                 activities=activities,
                 max_concurrent_activities=options.max_concurrent_activities,
                 sticky_queue_schedule_to_start_timeout=options.sticky_timeout,
-                graceful_shutdown_timeout=timedelta(seconds=5),
+                graceful_shutdown_timeout=options.graceful_shutdown,
             )
         ]
         for provider, per_second in options.rate_limits.items():
@@ -71,7 +73,7 @@ async def running_worker(
                     task_queue=provider_task_queue(provider),
                     activities=[model.call_model],
                     max_task_queue_activities_per_second=per_second,
-                    graceful_shutdown_timeout=timedelta(seconds=5),
+                    graceful_shutdown_timeout=options.graceful_shutdown,
                 )
             )
         tasks = [asyncio.create_task(w.run()) for w in workers]

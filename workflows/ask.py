@@ -6,6 +6,8 @@ import json
 from datetime import timedelta
 
 from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from activities.model_types import CallModelInput, ModelRequest
@@ -15,6 +17,9 @@ with workflow.unsafe.imports_passed_through():
     from workflows.names import ASK
 
 __all__ = ["AskWorkflow"]
+
+# A bad path is a bug, not a passing fault: do not retry it forever.
+WRITE_RETRY_POLICY = RetryPolicy(maximum_attempts=10, non_retryable_error_types=["ValueError"])
 
 
 @workflow.defn(name=ASK)
@@ -33,10 +38,26 @@ class AskWorkflow:
             role=input.role,
             seed=input.seed,
         )
-        response = await call_model(
-            CallModelInput(run_id=run_id, phase="ask", index=0, request=request)
-        )
-        summary = {
+        try:
+            response = await call_model(
+                CallModelInput(run_id=run_id, phase="ask", index=0, request=request)
+            )
+        except ActivityError as exc:
+            # A domain failure writes its summary, then fails with the provider's code.
+            cause = exc.cause
+            code = cause.type if isinstance(cause, ApplicationError) and cause.type else None
+            message = cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
+            code = code or "provider.transport"
+            failed = {
+                "run_id": run_id,
+                "status": "failed",
+                "model": input.model,
+                "error": f"{code}: {message}",
+                "completed_at": workflow.now().isoformat(),
+            }
+            await self._write(run_id, {"summary.json": _json(failed)})
+            raise ApplicationError(message, type=code, non_retryable=True) from None
+        summary: dict[str, object] = {
             "run_id": run_id,
             "status": "completed",
             "model": input.model,
@@ -48,16 +69,20 @@ class AskWorkflow:
             "transport_retries": response.transport_retries,
             "completed_at": workflow.now().isoformat(),
         }
-        paths = await workflow.execute_activity(
-            WRITE_RUN_FILES,
-            WriteRunFilesInput(
-                run_id=run_id,
-                files={
-                    "artifacts/answer.txt": response.text,
-                    "summary.json": json.dumps(summary, indent=2, sort_keys=True) + "\n",
-                },
-            ),
-            result_type=list[str],
-            start_to_close_timeout=timedelta(seconds=60),
+        paths = await self._write(
+            run_id, {"artifacts/answer.txt": response.text, "summary.json": _json(summary)}
         )
         return AskResult(run_id=run_id, answer_path=paths[0], response=response)
+
+    async def _write(self, run_id: str, files: dict[str, str]) -> list[str]:
+        return await workflow.execute_activity(
+            WRITE_RUN_FILES,
+            WriteRunFilesInput(run_id=run_id, files=files),
+            result_type=list[str],
+            start_to_close_timeout=timedelta(seconds=60),
+            retry_policy=WRITE_RETRY_POLICY,
+        )
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, indent=2, sort_keys=True) + "\n"

@@ -62,8 +62,16 @@ def parse_model_spec(spec: str) -> tuple[str, str]:
     return match["provider"], match["model"]
 
 
-def resolve_model(spec: str, settings: Settings, *, base_url: str | None = None) -> ResolvedModel:
-    """Look up the endpoint and key for ``spec``; refuses unknown providers and missing keys."""
+def resolve_model(
+    spec: str, settings: Settings, *, base_url: str | None = None, require_key: bool = True
+) -> ResolvedModel:
+    """Look up the endpoint and key for ``spec``; refuses unknown providers and missing keys.
+
+    A key stays bound to its endpoint's configured URL: with another ``base_url`` none is sent
+    (workflow input must not be able to send a worker's key elsewhere); give such a server
+    its own ``[providers.NAME]`` with ``api_key_env`` instead. ``require_key=False`` is for
+    processes that only start runs (the workers hold the keys).
+    """
     provider, model = parse_model_spec(spec)
     endpoint = settings.providers.get(provider)
     if endpoint is None:
@@ -72,13 +80,13 @@ def resolve_model(spec: str, settings: Settings, *, base_url: str | None = None)
             f"unknown provider {provider!r} in model {spec!r}: use one of {known} "
             "or add [providers.NAME] to ponder.toml"
         )
-    if base_url:
-        endpoint = endpoint.model_copy(update={"base_url": base_url})
+    if base_url and base_url.rstrip("/") != (endpoint.base_url or "").rstrip("/"):
+        endpoint = endpoint.model_copy(update={"base_url": base_url, "api_key_env": None})
     if endpoint.kind == "sim":
         SimOptions.parse(model)
     api_key = read_secret(endpoint.api_key_env) if endpoint.api_key_env else None
     host = urlparse(endpoint.base_url or "").hostname
-    if api_key is None and endpoint.api_key_env and host in _OFFICIAL_HOSTS:
+    if require_key and api_key is None and endpoint.api_key_env and host in _OFFICIAL_HOSTS:
         raise ConfigError(
             f"provider {provider!r} needs an API key: set {endpoint.api_key_env} in the "
             "environment or in the file named by PONDER_SECRETS_FILE"
@@ -93,14 +101,16 @@ def default_model_for(provider: str, settings: Settings) -> str:
     return f"{provider}:{model}"
 
 
-def price_table(specs: list[str], settings: Settings, *, require: bool = False) -> dict[str, Price]:
+def price_table(
+    specs: list[str], settings: Settings, *, require: bool = False, require_key: bool = True
+) -> dict[str, Price]:
     """Prices for ``specs`` from the settings; simulated models are free.
 
     With ``require`` (a USD limit is set) an unpriced model is refused up front.
     """
     table: dict[str, Price] = {}
     for spec in dict.fromkeys(specs):
-        resolved = resolve_model(spec, settings)
+        resolved = resolve_model(spec, settings, require_key=require_key)
         price = settings.prices.get(spec)
         if resolved.endpoint.kind == "sim":
             price = price or Price(input=0.0, output=0.0)

@@ -100,11 +100,19 @@ async def test_signal_form_extends_and_a_refused_signal_is_recorded(
 ) -> None:
     handle = await paused_run(client, queue, max_calls=60)
     await handle.signal(SIGNAL_EXTEND_BUDGET, ExtendBudgetInput(max_calls=5))
-    await asyncio.sleep(0.5)
-    events = await handle.query(QUERY_EVENTS, 0, result_type=list[Event])
-    refused = [e for e in events if e.type == "control.refused"]
-    assert refused and "max_calls=5" in refused[0].data["reason"]
-    assert (await progress(handle)).status == "awaiting_budget"
+    await handle.signal(SIGNAL_EXTEND_BUDGET, ExtendBudgetInput(max_calls=-1))
+    refused: list[Event] = []
+    deadline = asyncio.get_running_loop().time() + 30
+    while len(refused) < 2:
+        assert asyncio.get_running_loop().time() < deadline, "the signals were not recorded"
+        events = await handle.query(QUERY_EVENTS, 0, result_type=list[Event])
+        refused = [e for e in events if e.type == "control.refused"]
+        await asyncio.sleep(0.05)
+    assert "max_calls=5" in refused[0].data["reason"]
+    assert "greater than or equal to 0" in refused[1].data["reason"]  # refused, not fatal
+    paused = await progress(handle)
+    assert paused.status == "awaiting_budget"
+    assert len(paused.refused) == 2  # visible in status too
     await handle.signal(SIGNAL_EXTEND_BUDGET, ExtendBudgetInput(max_calls=300))
     assert (await handle.result()).status == "completed"
     later = await handle.query(QUERY_EVENTS, refused[0].seq, result_type=list[Event])
@@ -140,7 +148,12 @@ async def test_cancel_mid_phase_drains_calls_in_flight(
     await asyncio.sleep(0.3)  # a ninth call would show up now if the cap were soft
     in_flight = [s for s in fake.seen if s.phase == "generation_judging:1"]
     await handle.cancel()
-    await asyncio.sleep(0.5)
+    while not any(  # the workflow has seen the cancel before anything is released
+        e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED
+        for e in (await handle.fetch_history()).events
+    ):
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.3)
     fake.hold_when = None
     fake.release.set()
     with pytest.raises(WorkflowFailureError):
@@ -149,3 +162,29 @@ async def test_cancel_mid_phase_drains_calls_in_flight(
     judged = [u for u in usage if u["phase"] == "generation_judging:1"]
     assert len(judged) == len(in_flight) == 8  # drained and recorded, nothing new started
     assert len(fake.seen) == 8 + 8
+
+
+async def test_cancel_while_finalizing_ends_cancelled_not_failed(
+    client: Client, queue: str, settings: Settings, fake: FakeProvider
+) -> None:
+    from workflows.tournament.types import RoleModels
+
+    fake.hold_when = lambda seen: seen.phase == "finalizing"
+    handle = await start(
+        client, queue, profile="quick", seed=2, models=RoleModels(finalize="local:default")
+    )
+    deadline = asyncio.get_running_loop().time() + 60
+    while not any(s.phase == "finalizing" for s in fake.seen):
+        assert asyncio.get_running_loop().time() < deadline, "finalizing never started"
+        await asyncio.sleep(0.05)
+    await handle.cancel()
+    with pytest.raises(WorkflowFailureError) as info:
+        await handle.result()
+    assert isinstance(info.value.cause, CancelledError)
+    assert (await handle.describe()).status == WorkflowExecutionStatus.CANCELED
+    summary = json.loads((settings.runs_dir / handle.id / "summary.json").read_text())
+    assert summary["status"] == "cancelled"
+    usage = read_jsonl(settings.runs_dir / handle.id / "usage.jsonl")
+    assert usage[-1]["phase"] == "finalizing" and usage[-1]["error_code"] == "cancelled"
+    fake.hold_when = None
+    fake.release.set()
