@@ -12,8 +12,8 @@ import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.config import Settings
-from activities.errors import ConfigError, ProviderError
+from activities.config import Settings, known_secrets
+from activities.errors import CONFIG_ERROR_TYPE, ConfigError, ProviderError
 from activities.model_types import CallModelInput, ModelResponse
 from activities.pricing import cost_usd
 from activities.providers import CallContext, resolve_model
@@ -43,11 +43,11 @@ async def _heartbeat_ticker() -> AsyncIterator[None]:
         task.cancel()
 
 
-def _application_error(error: ProviderError, secret: str | None) -> ApplicationError:
+def _application_error(error: ProviderError, secrets: list[str]) -> ApplicationError:
     """The error as history will hold it: a provider may echo the key back in its body."""
     delay = timedelta(seconds=error.retry_after) if error.retry_after is not None else None
     return ApplicationError(
-        redact(str(error), [secret or ""]),
+        redact(str(error), secrets),
         {"status": error.status, "model": error.model},
         type=error.error_type,
         non_retryable=not error.retryable,
@@ -70,10 +70,11 @@ class ModelActivities:
         try:
             resolved = resolve_model(request.model, self.settings, base_url=request.base_url)
         except ConfigError as exc:
-            raise ApplicationError(str(exc), type="provider.config", non_retryable=True) from None
+            raise ApplicationError(str(exc), type=CONFIG_ERROR_TYPE, non_retryable=True) from None
+        secrets = [resolved.api_key or "", *known_secrets(self.settings)]
         raw_events = RawEventLog(
             self.store.run_dir(input.run_id) / "raw-events.jsonl",
-            secrets=[resolved.api_key or ""],
+            secrets=secrets,
             base={
                 "call_id": input.call_id,
                 "call_key": input.call_key,
@@ -103,9 +104,9 @@ class ModelActivities:
             async with _heartbeat_ticker():
                 response = await resolved.implementation.request(request, ctx)
         except ProviderError as exc:
-            raise _application_error(exc, resolved.api_key) from None
+            raise _application_error(exc, secrets) from None
         except ConfigError as exc:
-            raise ApplicationError(str(exc), type="provider.config", non_retryable=True) from None
+            raise ApplicationError(str(exc), type=CONFIG_ERROR_TYPE, non_retryable=True) from None
         price = self.settings.prices.get(f"{resolved.provider_name}:{resolved.model_name}")
         return response.model_copy(
             update={

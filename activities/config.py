@@ -16,8 +16,9 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from activities.errors import ConfigError
+from workflows.names import TASK_QUEUE
 
-__all__ = ["Endpoint", "Price", "Settings", "load_settings", "read_secret"]
+__all__ = ["Endpoint", "Price", "Settings", "known_secrets", "load_settings", "read_secret"]
 
 ProviderKind = Literal["openai", "anthropic", "command", "sim", "replay"]
 
@@ -58,7 +59,7 @@ class Settings(BaseModel):
     runs_dir: Path
     payload_dir: Path
     payload_threshold: int = 16 * 1024
-    task_queue: str = "ponder"
+    task_queue: str = TASK_QUEUE
     namespace: str = "default"
     temporal_address: str | None = None
     temporal_tls: bool = False
@@ -167,6 +168,13 @@ def _secrets_file() -> dict[str, str]:
         if sep and not key.startswith("#"):
             secrets[key.strip()] = value.strip().strip("'\"")
     return secrets
+
+
+def known_secrets(settings: Settings) -> list[str]:
+    """Every configured endpoint's key: redacted from anything a call writes or raises
+    (a subprocess agent sees the whole environment and may print any of them)."""
+    names = {e.api_key_env for e in settings.providers.values() if e.api_key_env}
+    return [value for name in sorted(names) if (value := read_secret(name))]
 
 
 def read_secret(name: str) -> str | None:

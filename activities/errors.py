@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 __all__ = [
+    "CONFIG_ERROR_TYPE",
     "NON_RETRYABLE_TYPES",
     "AuthError",
     "BadRequestError",
@@ -124,7 +125,19 @@ class BadRequestError(ProviderError):
     failure_class = "bad_request"
 
 
+CONFIG_ERROR_TYPE = "provider.config"
+"""The type a ConfigError found at call time travels under (the worker's config is wrong)."""
+
 NON_RETRYABLE_TYPES: list[str] = [
-    cls("").error_type
-    for cls in (MalformedOutputError, PolicyRefusalError, DispatchError, AuthError, BadRequestError)
+    CONFIG_ERROR_TYPE,
+    *(
+        cls("").error_type
+        for cls in (
+            MalformedOutputError,
+            PolicyRefusalError,
+            DispatchError,
+            AuthError,
+            BadRequestError,
+        )
+    ),
 ]

@@ -6,6 +6,7 @@ They never travel through Temporal: the provider appends them straight to
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -16,12 +17,17 @@ import orjson
 __all__ = ["RawEventLog", "redact"]
 
 REDACTED = "[redacted]"
-_SECRET_HEADERS = {"authorization", "x-api-key", "api-key", "cookie", "set-cookie"}
+# Keys whose values are secrets, in headers and in config alike; numeric budget keys such as
+# ``max_input_tokens`` do not match (only a key ending in ``token`` does).
+SECRET_KEY = re.compile(
+    r"(api[_-]?key|authorization|cookie|password|passwd|secret|credential|(^|_)token$)",
+    re.IGNORECASE,
+)
 _lock = threading.Lock()
 
 
-def redact(value: Any, secrets: Iterable[str]) -> Any:
-    """``value`` with secret headers and every occurrence of a secret string replaced."""
+def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
+    """``value`` with secret-named keys and every occurrence of a secret string replaced."""
     secrets = [s for s in secrets if s]
     if isinstance(value, str):
         for secret in secrets:
@@ -29,7 +35,7 @@ def redact(value: Any, secrets: Iterable[str]) -> Any:
         return value
     if isinstance(value, Mapping):
         return {
-            k: REDACTED if str(k).lower() in _SECRET_HEADERS else redact(v, secrets)
+            k: REDACTED if SECRET_KEY.search(str(k)) else redact(v, secrets)
             for k, v in value.items()
         }
     if isinstance(value, list | tuple):

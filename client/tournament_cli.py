@@ -357,8 +357,10 @@ def status(ctx: click.Context, run_id: str, as_json: bool) -> None:
     out.print(_progress_table(progress, started=None))
     if progress.error:
         out.print(f"error    {progress.error}")
+    for refusal in progress.refused:
+        out.print(f"refused  extend_budget signal: {refusal}")
     if progress.status == "awaiting_budget":
-        out.print(f"continue with: ponder extend {run_id} --calls +N")
+        out.print(f"continue with: {resume_command(run_id, progress)}")
     if progress.leaderboard:
         board = Table("rank", "candidate", "score", "W/L/T", title=progress.leaderboard[0].phase)
         for row in progress.leaderboard:

@@ -267,3 +267,24 @@ async def test_replay_without_the_call_key_is_malformed_output(
     assert missing.type == "provider.config"
     assert missing.non_retryable
     assert "cannot be read" in missing.message
+
+
+async def test_a_command_that_prints_a_configured_key_has_it_redacted(
+    client: Client, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "sk-agent-" + "Xy7" * 10
+    monkeypatch.setenv("OTHER_PROVIDER_KEY", secret)
+    script = tmp_path / "leaky.sh"
+    script.write_text('#!/bin/sh\necho "my key is $OTHER_PROVIDER_KEY" >&2\nexit 3\n')
+    script.chmod(0o755)
+    settings = with_endpoint(
+        settings,
+        "other",
+        Endpoint(kind="openai", base_url="http://127.0.0.1:9/v1", api_key_env="OTHER_PROVIDER_KEY"),
+    )
+    queue = f"test-{uuid.uuid4()}"
+    async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
+        error = await failure_of(client, queue, AskInput(question="x", model=f"command:{script}"))
+    assert error.type == "provider.dispatch"
+    assert "my key is [redacted]" in error.message
+    assert secret not in error.message

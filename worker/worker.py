@@ -20,6 +20,7 @@ from activities.tournament.artifacts import TournamentArtifactActivities
 from activities.tournament.fit import adaptive_batch, fit_leaderboard
 from workflows.ask import AskWorkflow
 from workflows.call_defaults import provider_task_queue
+from workflows.names import TASK_QUEUE
 from workflows.tournament.workflow import TournamentWorkflow
 
 __all__ = ["WORKFLOWS", "WorkerOptions", "running_worker"]
@@ -29,7 +30,7 @@ WORKFLOWS: list[type] = [AskWorkflow, TournamentWorkflow]
 
 @dataclass
 class WorkerOptions:
-    task_queue: str = "ponder"
+    task_queue: str = TASK_QUEUE
     max_concurrent_activities: int = 64
     sticky_timeout: timedelta = timedelta(seconds=10)
     graceful_shutdown: timedelta = timedelta(minutes=10)

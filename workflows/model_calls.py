@@ -22,7 +22,7 @@ MODEL_RETRY_POLICY = RetryPolicy(
     backoff_coefficient=2.0,
     maximum_interval=timedelta(seconds=60),
     maximum_attempts=6,
-    non_retryable_error_types=[*NON_RETRYABLE_TYPES, "provider.config"],
+    non_retryable_error_types=NON_RETRYABLE_TYPES,
 )
 SCHEDULE_TO_CLOSE = {"judge": timedelta(minutes=20)}
 DEFAULT_SCHEDULE_TO_CLOSE = timedelta(minutes=60)

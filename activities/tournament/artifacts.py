@@ -9,34 +9,25 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from typing import Any
 
 from temporalio import activity
 
 from activities.providers.sim import true_quality
+from activities.raw_events import redact
 from activities.run_store import RunStore
 from activities.tournament.report import render_report, report_data_from_run_dir
+from workflows.tournament.schedule import FINAL_JUDGING_PHASE
 from workflows.tournament.types import TournamentSnapshot
 
 __all__ = ["WRITE_TOURNAMENT_ARTIFACTS", "TournamentArtifactActivities", "redact_config"]
 
 WRITE_TOURNAMENT_ARTIFACTS = "write_tournament_artifacts"
-_SECRET_KEY = re.compile(
-    r"(api[_-]?key|authorization|password|passwd|secret|credential|(^|_)token$)", re.IGNORECASE
-)
 
 
 def redact_config(value: Any) -> Any:
     """Secret-looking keys redacted; numeric budget keys such as ``max_input_tokens`` kept."""
-    if isinstance(value, dict):
-        return {
-            k: "[redacted]" if _SECRET_KEY.search(str(k)) else redact_config(v)
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [redact_config(v) for v in value]
-    return value
+    return redact(value)
 
 
 def _line(obj: Any) -> str:
@@ -49,7 +40,7 @@ def _jsonl(rows: list[Any]) -> str:
 
 def _summary(snap: TournamentSnapshot) -> dict[str, Any]:
     texts = {c.id: c.text for c in snap.candidates}
-    final_scores = [s for s in snap.scores if s.phase == "final_judging"]
+    final_scores = [s for s in snap.scores if s.phase == FINAL_JUDGING_PHASE]
     summary: dict[str, Any] = {
         "run_id": snap.run_id,
         "status": snap.status,

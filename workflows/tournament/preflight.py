@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from activities.run_store import RUN_ID
 from workflows.tournament.errors import PROFILE_INVALID, RUN_ID_INVALID, TournamentError
 from workflows.tournament.profiles import (
     Profile,
@@ -18,8 +18,6 @@ from workflows.tournament.prompts import validate_overrides
 from workflows.tournament.types import TournamentInput
 
 __all__ = ["Preflight", "preflight", "profile_of", "rank_profile"]
-
-_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 @dataclass(frozen=True)
@@ -74,7 +72,7 @@ def preflight(
 ) -> Preflight:
     """The profile and dry-run plan of ``input``, or the TournamentError that refuses it."""
     run_id = run_id or input.run_id
-    if run_id is not None and not _RUN_ID.match(run_id):
+    if run_id is not None and not RUN_ID.match(run_id):
         raise TournamentError(
             RUN_ID_INVALID,
             f"run id {run_id!r} must match [A-Za-z0-9][A-Za-z0-9._-]* and be at most 128 "

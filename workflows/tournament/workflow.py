@@ -43,7 +43,12 @@ with workflow.unsafe.imports_passed_through():
     from workflows.tournament.judge_parse import JudgeParseError, parse_judge_output
     from workflows.tournament.preflight import Preflight, preflight
     from workflows.tournament.prompts import DEFAULT_RUBRIC
-    from workflows.tournament.schedule import ScheduledPair, final_schedule, k_regular_schedule
+    from workflows.tournament.schedule import (
+        FINAL_JUDGING_PHASE,
+        ScheduledPair,
+        final_schedule,
+        k_regular_schedule,
+    )
     from workflows.tournament.selection import select
     from workflows.tournament.types import (
         CandidateKind,
@@ -114,7 +119,7 @@ class TournamentWorkflow:
                 pairs = k_regular_schedule(population, profile.k, rng.phase_rng(seed, phase))
                 board = await self._judge(phase, g, population, pairs)
                 population = await self._mutate(g, board)
-            phase = "final_judging"
+            phase = FINAL_JUDGING_PHASE
             pairs = final_schedule(population, m=profile.m, seed=seed, rank=input.rank)
             board = await self._judge(phase, None, population, pairs, adaptive=not input.rank)
             self.winner_id = board[0].candidate_id
