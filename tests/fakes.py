@@ -155,7 +155,13 @@ class FakeProvider:
         self.arrived.clear()
         self.release.clear()
 
+    def resume(self) -> None:
+        """Stop holding and let every held request go (atomically with the hold check)."""
+        with self._lock:
+            self.hold_when = None
+            self.release.set()
+
     def close(self) -> None:
-        self.release.set()
+        self.resume()
         self.server.shutdown()
         self.server.server_close()

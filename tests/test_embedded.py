@@ -77,7 +77,7 @@ async def test_two_processes_share_one_server_and_the_last_stops_it(
     assert sorted(int(p.name) for p in (home / "leases").iterdir()) == sorted(
         [first.pid, second.pid]
     )
-    fake.release.set()
+    fake.resume()
     assert (await finish(first)).code == 0
     assert (await finish(second)).code == 0
     assert not (home / "server.json").exists()
@@ -104,7 +104,7 @@ async def test_server_killed_mid_run_restarts_and_the_run_completes(
     )
     new = json.loads((home / "server.json").read_text())
     assert new["grpc_port"] == old["grpc_port"]
-    fake.release.set()
+    fake.resume()
     done = await finish(run)
     assert done.code == 0, done.err
     assert "survivor" in done.err

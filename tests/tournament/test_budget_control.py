@@ -154,8 +154,7 @@ async def test_cancel_mid_phase_drains_calls_in_flight(
     ):
         await asyncio.sleep(0.05)
     await asyncio.sleep(0.3)
-    fake.hold_when = None
-    fake.release.set()
+    fake.resume()
     with pytest.raises(WorkflowFailureError):
         await handle.result()
     usage = read_jsonl(settings.runs_dir / handle.id / "usage.jsonl")
@@ -186,5 +185,4 @@ async def test_cancel_while_finalizing_ends_cancelled_not_failed(
     assert summary["status"] == "cancelled"
     usage = read_jsonl(settings.runs_dir / handle.id / "usage.jsonl")
     assert usage[-1]["phase"] == "finalizing" and usage[-1]["error_code"] == "cancelled"
-    fake.hold_when = None
-    fake.release.set()
+    fake.resume()

@@ -97,13 +97,11 @@ async def test_killed_worker_resumes_without_repeating_completed_calls(
             held = {s.call_id for s in fake.seen if s.phase == phase}
             in_flight_at_kills |= held
             worker = await start_worker(settings, server_address, queue)
-            fake.hold_when = None
-            fake.release.set()
+            fake.resume()
             assert held
         result = await asyncio.wait_for(handle.result(), 240)
     finally:
-        fake.hold_when = None
-        fake.release.set()
+        fake.resume()
         if worker.returncode is None:
             worker.send_signal(signal.SIGTERM)
             await worker.wait()
