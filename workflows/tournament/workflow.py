@@ -19,7 +19,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
-    from activities.model_types import ModelResponse, Usage
+    from activities.model_types import Usage
     from activities.tournament.artifacts import WRITE_TOURNAMENT_ARTIFACTS
     from activities.tournament.fit import (
         ADAPTIVE_BATCH,
@@ -43,6 +43,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.tournament.judge_parse import JudgeParseError, parse_judge_output
     from workflows.tournament.preflight import Preflight, preflight
     from workflows.tournament.prompts import DEFAULT_RUBRIC
+    from workflows.tournament.record import TournamentRecord
     from workflows.tournament.schedule import (
         FINAL_JUDGING_PHASE,
         ScheduledPair,
@@ -51,9 +52,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.tournament.selection import select
     from workflows.tournament.types import (
-        CandidateKind,
         CandidateRow,
-        CandidateStatus,
         ComparisonRow,
         Event,
         ExtendBudgetInput,
@@ -79,13 +78,8 @@ class TournamentWorkflow:
     def __init__(self, input: TournamentInput) -> None:
         self.input = input
         self.run_id = input.run_id or workflow.info().workflow_id
-        self.calls = TournamentCalls(self.run_id, input, self._event)
-        self.candidates: dict[str, CandidateRow] = {}
-        self.populations: dict[int, list[str]] = {}
-        self.comparisons: list[ComparisonRow] = []
-        self.scores: list[ScoreRow] = []
-        self.events: list[Event] = []
-        self.leaderboard: list[ScoreRow] = []
+        self.record = TournamentRecord(now=lambda: workflow.now().isoformat())
+        self.calls = TournamentCalls(self.run_id, input, self.record.event)
         self.phase = "starting"
         self.generation = 0
         self.error: str | None = None
@@ -94,8 +88,6 @@ class TournamentWorkflow:
         self.final_answer: str | None = None
         self.postprocessed = False
         self.run_dir = ""
-        self.refused: list[str] = []
-        """Refused control signals, newest last (shown by ``status``)."""
         self._pending_write: workflow.ActivityHandle[str] | None = None
 
     # -- the loop ------------------------------------------------------------------------
@@ -108,7 +100,9 @@ class TournamentWorkflow:
             self.plan = preflight(input, self.run_id)
             profile = self.plan.profile
             self.calls.temperatures = self.plan.temperatures
-            self._event("run.started", seed=seed, planned_calls=self.plan.tournament.planned_calls)
+            self.record.event(
+                "run.started", seed=seed, planned_calls=self.plan.tournament.planned_calls
+            )
             if input.candidates is not None:
                 population = await self._given_population()
             else:
@@ -143,10 +137,10 @@ class TournamentWorkflow:
             status="completed",
             winner_id=self.winner_id,
             final_answer=self.final_answer or "",
-            leaderboard=self.leaderboard,
+            leaderboard=self.record.leaderboard,
             spent=self.calls.budget.spent,
             run_dir=self.run_dir,
-            simulated=all(c.simulated for c in self.candidates.values()),
+            simulated=all(c.simulated for c in self.record.candidates.values()),
         )
 
     async def _initial_generation(self, n: int) -> list[str]:
@@ -157,7 +151,7 @@ class TournamentWorkflow:
             response = await self.calls.model(
                 self.phase, i, role="generate", values=self._context(), tag=cid
             )
-            self._add_candidate(cid, 0, "initial", None, "generated", response)
+            self.record.add_candidate(cid, 0, "initial", None, "generated", response)
 
         await self.calls.run_all(
             [functools.partial(generate, i, c) for i, c in enumerate(ids)],
@@ -168,7 +162,7 @@ class TournamentWorkflow:
     async def _given_population(self) -> list[str]:
         self.phase = "initial_generation"
         for given in self.input.candidates or []:
-            self.candidates[given.id] = CandidateRow(
+            self.record.candidates[given.id] = CandidateRow(
                 id=given.id,
                 generation=0,
                 kind="initial",
@@ -244,8 +238,8 @@ class TournamentWorkflow:
         self, phase: str, generation: int | None, index: int, pair: ScheduledPair
     ) -> ComparisonRow:
         values = self._context() | {
-            "candidateA": self.candidates[pair.presented_a].text,
-            "candidateB": self.candidates[pair.presented_b].text,
+            "candidateA": self.record.candidates[pair.presented_a].text,
+            "candidateB": self.record.candidates[pair.presented_b].text,
         }
         judged = await self.calls.until_valid(
             phase, index, values=values, parse=parse_judge_output, errors=(JudgeParseError,)
@@ -269,30 +263,15 @@ class TournamentWorkflow:
             usage=judged.usage,
             raw_outputs=judged.raw_outputs if self.input.include_raw_outputs else None,
         )
-        self.comparisons.append(row)  # recorded as it lands, so a cancel keeps it
+        self.record.comparisons.append(row)  # recorded as it lands, so a cancel keeps it
         return row
 
     async def _mutate(self, g: int, board: list[ScoreRow]) -> list[str]:
         phase = self.phase = f"generation_mutation:{g}"
         selection = select([row.candidate_id for row in board])
-        for dropped in selection.discarded:
-            self.candidates[dropped.candidate_id] = self.candidates[
-                dropped.candidate_id
-            ].model_copy(update={"status": "discarded", "discard_reason": dropped.reason})
-        elites = []
-        for i, elite in enumerate(selection.elites):
-            copy = self.candidates[elite].model_copy(
-                update={
-                    "id": rng.elite_id(g, i),
-                    "generation": g,
-                    "kind": "elite-copy",
-                    "parent_id": elite,
-                    "status": "elite",
-                }
-            )
-            self.candidates[copy.id] = copy
-            elites.append(copy.id)
-        judged_here = self._comparisons_in_order(f"generation_judging:{g}")
+        self.record.discard(selection.discarded)
+        elites = self.record.copy_elites(g, selection.elites)
+        judged_here = self.record.comparisons_in_order(f"generation_judging:{g}")
         critiques = aggregate_critiques(
             selection.parents, judged_here, critique_chars=self.input.critique_chars
         )
@@ -300,11 +279,11 @@ class TournamentWorkflow:
 
         async def mutate(i: int, parent: str, cid: str) -> None:
             values = self._context() | {
-                "candidate": self.candidates[parent].text,
+                "candidate": self.record.candidates[parent].text,
                 "critique": critiques[parent],
             }
             response = await self.calls.model(phase, i, role="mutate", values=values, tag=cid)
-            self._add_candidate(cid, g, "mutation", parent, "mutated", response)
+            self.record.add_candidate(cid, g, "mutation", parent, "mutated", response)
 
         await self.calls.run_all(
             [
@@ -316,7 +295,7 @@ class TournamentWorkflow:
         return await self._commit_population(g, elites + mutants)
 
     async def _finalize(self, winner_id: str) -> None:
-        winner = self.candidates[winner_id]
+        winner = self.record.candidates[winner_id]
         if not self.input.models.finalize:
             self.final_answer = winner.text
             return
@@ -333,32 +312,8 @@ class TournamentWorkflow:
     def _context(self) -> dict[str, str]:
         return {"task": self.input.task, "rubric": self.input.rubric or DEFAULT_RUBRIC}
 
-    def _add_candidate(
-        self,
-        cid: str,
-        generation: int,
-        kind: CandidateKind,
-        parent: str | None,
-        status: CandidateStatus,
-        response: ModelResponse,
-    ) -> None:
-        self.candidates[cid] = CandidateRow(
-            id=cid,
-            generation=generation,
-            kind=kind,
-            parent_id=parent,
-            status=status,
-            text=response.text,
-            model=response.model,
-            provider=response.provider,
-            usage=response.usage,
-            created_at=workflow.now().isoformat(),
-            simulated=response.simulated,
-        )
-
     async def _commit_population(self, generation: int, ids: list[str]) -> list[str]:
-        self.populations[generation] = ids
-        self._event("population.committed", generation=generation, size=len(ids))
+        self.record.commit_population(generation, ids)
         await self._write_artifacts()
         return ids
 
@@ -371,7 +326,7 @@ class TournamentWorkflow:
                 candidate_ids=population,
                 outcomes=[_outcome(r) for r in rows],
                 lambda_=self.plan.profile.lambda_ if self.plan else 0.01,
-                generations={cid: self.candidates[cid].generation for cid in population},
+                generations={cid: self.record.candidates[cid].generation for cid in population},
             ),
             result_type=list[LeaderboardRow],
             start_to_close_timeout=timedelta(seconds=60),
@@ -381,21 +336,8 @@ class TournamentWorkflow:
             ScoreRow(phase=phase, **(dataclasses.asdict(row) | {"generation": generation}))
             for row in fitted
         ]
-        self.scores.extend(board)
-        self.leaderboard = board
-        self._event("ranking.fitted", phase=phase, leader=board[0].candidate_id)
+        self.record.add_scores(board)
         return board
-
-    def _comparisons_in_order(self, phase: str | None = None) -> list[ComparisonRow]:
-        """Schedule order (phase, then pair index), never completion order."""
-        phases = list(dict.fromkeys(c.phase for c in self.comparisons))
-        rows = [c for c in self.comparisons if phase is None or c.phase == phase]
-        return sorted(rows, key=lambda c: (phases.index(c.phase), int(c.id.rpartition("#")[2])))
-
-    def _event(self, type: str, **data: object) -> None:
-        self.events.append(
-            Event(seq=len(self.events) + 1, ts=workflow.now().isoformat(), type=type, data=data)
-        )
 
     async def _end(self, status: str, error: str | None) -> None:
         """Drain calls in flight, record the outcome and write the artifacts."""
@@ -403,7 +345,7 @@ class TournamentWorkflow:
         await self.calls.drain()
         self.calls.status = status  # type: ignore[assignment]
         self.error = error
-        self._event(f"run.{status}", error=error)
+        self.record.event(f"run.{status}", error=error)
         if not (error or "").startswith(RUN_ID_INVALID):  # no run directory for a bad id
             await self._write_artifacts(wait=True)
         await workflow.wait_condition(workflow.all_handlers_finished)
@@ -431,12 +373,12 @@ class TournamentWorkflow:
             seed=self.calls.seed,
             profile=plan.profile if plan else None,
             profile_name=plan.profile_name if plan else None,
-            candidates=sorted(self.candidates.values(), key=_creation_order),
-            populations=self.populations,
-            comparisons=self._comparisons_in_order(),
-            scores=self.scores,
+            candidates=self.record.candidates_in_order(),
+            populations=self.record.populations,
+            comparisons=self.record.comparisons_in_order(),
+            scores=self.record.scores,
             usage=self.calls.usage,
-            events=self.events,
+            events=self.record.events,
             budget=self.calls.budget.limits,
             spent=self.calls.budget.spent,
             winner_id=self.winner_id,
@@ -468,16 +410,16 @@ class TournamentWorkflow:
             calls_planned=self.plan.tournament.planned_calls if self.plan else 0,
             budget=self.calls.budget.limits,
             spent=self.calls.budget.spent,
-            leaderboard=self.leaderboard[:5],
+            leaderboard=self.record.leaderboard[:5],
             blocking_limit=self.calls.budget.blocking_limit(),
             error=self.error,
             in_flight=self.calls.in_flight,
-            refused=self.refused[-5:],
+            refused=self.record.refused[-5:],
         )
 
     @workflow.query(name=QUERY_EVENTS)
     def events_after(self, cursor: int) -> list[Event]:
-        return [e for e in self.events if e.seq > cursor][:EVENTS_PAGE]
+        return [e for e in self.record.events if e.seq > cursor][:EVENTS_PAGE]
 
     @workflow.update(name=UPDATE_EXTEND_BUDGET)
     def extend_budget(self, new: ExtendBudgetInput) -> ExtendBudgetResult:
@@ -496,20 +438,12 @@ class TournamentWorkflow:
     def extend_budget_signal(self, new: ExtendBudgetInput) -> None:
         limits, problems = self.calls.budget.checked_extension(new.model_dump())
         if limits is None:
-            self.refused.append("; ".join(problems))
-            self._event("control.refused", control="extend_budget", reason="; ".join(problems))
+            self.record.refused.append("; ".join(problems))
+            self.record.event(
+                "control.refused", control="extend_budget", reason="; ".join(problems)
+            )
             return
         self.calls.extend(limits)
-
-
-_KIND_ORDER = {"initial": 0, "elite-copy": 1, "mutation": 2}
-
-
-def _creation_order(candidate: CandidateRow) -> tuple[int, int, int, str]:
-    """Schedule order, not completion order, so artifacts are the same in every run."""
-    parts = rng.parse_candidate_id(candidate.id)
-    index = parts.index if parts else 0
-    return (candidate.generation, _KIND_ORDER[candidate.kind], index, candidate.id)
 
 
 def _outcome(row: ComparisonRow) -> FitOutcome:
