@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -64,3 +66,14 @@ async def worker_queue(client: Client, settings: Settings) -> AsyncIterator[str]
     queue = f"test-{uuid.uuid4()}"
     async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
         yield queue
+
+
+@pytest.fixture
+def no_leftover_processes(tmp_path: Path) -> Iterator[None]:
+    """Whatever a test leaves running under its home (a failed assertion included) is killed."""
+    from tests.test_worker_cli import processes_using
+
+    yield
+    for pid in processes_using(tmp_path) + processes_using(tmp_path / "home"):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)

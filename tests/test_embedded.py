@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import signal
@@ -16,16 +15,8 @@ import pytest
 from client.embedded import EmbeddedServer, find_temporal_binary
 from tests.cli import cli_env, finish, ponder, start_ponder
 from tests.fakes import FakeProvider
-from tests.test_worker_cli import processes_using
 
-
-@pytest.fixture(autouse=True)
-def no_leftovers(tmp_path: Path):  # type: ignore[no-untyped-def]
-    """Whatever a test leaves running under its home (a failed assertion included) is killed."""
-    yield
-    for pid in processes_using(tmp_path) + processes_using(tmp_path / "home"):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
+pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
 
 def write_config(home: Path, fake: FakeProvider) -> None:

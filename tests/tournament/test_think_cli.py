@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.cli import cli_env, ponder
+
+pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
 
 async def test_dry_run_prints_the_plan_without_a_server(tmp_path: Path) -> None:
@@ -97,10 +101,19 @@ async def test_pause_exits_75_and_extend_finishes_the_same_run(tmp_path: Path) -
     below = await ponder("extend", "tight", "--calls", "10", env=env)
     assert below.code == 2
     assert "below what is already spent" in below.err
-    resumed = await ponder("extend", "tight", "--calls", "+100", env=env)
+    paused_status = await ponder("status", "tight", env=env)
+    assert "continue with: ponder extend tight --calls +" in paused_status.out
+    resumed = await ponder("extend", "tight", "--calls", "+100", "--detach", env=env)
     assert resumed.code == 0, resumed.err
-    summary = json.loads((tmp_path / "runs/tight/summary.json").read_text())
-    assert summary["status"] == "completed"
+    from tests.test_worker_cli import wait_until
+
+    summary_path = tmp_path / "runs/tight/summary.json"
+
+    def completed() -> bool:
+        return json.loads(summary_path.read_text()).get("status") == "completed"
+
+    await wait_until(completed, 90)  # a background worker finished it
+    summary = json.loads(summary_path.read_text())
     assert summary["calls"]["used"] > 60
 
 

@@ -189,13 +189,21 @@ async def test_provider_failure_fails_the_run_with_its_class(
 
 
 async def test_unpriced_model_with_max_usd_is_refused_at_its_first_answer(
-    client: Client, queue: str
+    client: Client, queue: str, settings: Settings
 ) -> None:
     error = await failure(
-        client, queue, profile="quick", model="local:default", budget=BudgetLimits(max_usd=1.0)
+        client,
+        queue,
+        profile="quick",
+        model="local:default",
+        budget=BudgetLimits(max_usd=1.0),
+        run_id="unpriced",
+        concurrency={"generate": 1},
     )
     assert error.type == "budget.unpriced_model"
     assert "local:default" in error.message
+    (row,) = read_jsonl(settings.runs_dir / "unpriced" / "usage.jsonl")  # the paid call is kept
+    assert row["outcome"] == "success" and row["output_tokens"] > 0
 
 
 async def test_usd_is_billed_from_the_price_table(client: Client, queue: str) -> None:
