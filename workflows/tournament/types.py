@@ -44,20 +44,22 @@ class RoleModels(BaseModel):
 
 
 class Concurrency(BaseModel):
-    generate: int = Field(default=8, ge=1)
-    judge: int = Field(default=8, ge=1)
-    mutate: int = Field(default=8, ge=1)
+    # Bounds are checked in preflight, not here: a pydantic refusal while decoding workflow
+    # input only says "Failed decoding arguments" and leaves the run retrying.
+    generate: int = 8
+    judge: int = 8
+    mutate: int = 8
 
 
 class GivenCandidate(BaseModel):
     """A candidate supplied by the caller (the ``rank`` service): no generation call."""
 
-    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+    id: str
     text: str
 
 
 class TournamentInput(BaseModel):
-    task: str = Field(min_length=1)
+    task: str
     rubric: str | None = None
     profile: str | None = Field(default="quick", description="quick | balanced | paper")
     custom: Profile | None = Field(default=None, description="n, k, t, m, lambda; beats profile")
@@ -74,8 +76,8 @@ class TournamentInput(BaseModel):
     run_id: str | None = None
     include_raw_outputs: bool = False
     on_budget_exhausted: Literal["pause", "fail"] = "pause"
-    invalid_json_retries: int = Field(default=1, ge=0)
-    critique_chars: int = Field(default=16_000, ge=256)
+    invalid_json_retries: int = 1
+    critique_chars: int = 16_000
     candidates: list[GivenCandidate] | None = Field(
         default=None, description="rank these instead of generating; needs t = 0"
     )
