@@ -8,7 +8,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import click
 from rich.console import Console
@@ -37,13 +37,16 @@ from workflows.names import QUERY_PROGRESS, TOURNAMENT, UPDATE_EXTEND_BUDGET
 from workflows.tournament.errors import TournamentError
 from workflows.tournament.preflight import preflight, rank_profile
 from workflows.tournament.profiles import BUILTIN_PROFILES, Profile, RankBlock
+from workflows.tournament.prompts import Style
 from workflows.tournament.types import (
     Concurrency,
     ExtendBudgetInput,
     ExtendBudgetResult,
     GivenCandidate,
+    OnBudgetExhausted,
     Progress,
     RoleModels,
+    Schedule,
     TournamentInput,
     TournamentResult,
 )
@@ -239,13 +242,13 @@ def _common_session(ctx: click.Context) -> Settings:
 @click.option("--rubric", default=None)
 @click.option(
     "--prompt-style",
-    type=click.Choice(["general", "paper-programming"]),
+    type=click.Choice(get_args(Style)),
     default="general",
     show_default=True,
 )
 @click.option(
     "--schedule",
-    type=click.Choice(["k-regular", "adaptive"]),
+    type=click.Choice(get_args(Schedule)),
     default="k-regular",
     show_default=True,
 )
@@ -263,13 +266,13 @@ def _common_session(ctx: click.Context) -> Settings:
 @click.option("--max-output-tokens", type=click.IntRange(min=0), default=None)
 @click.option(
     "--on-budget-exhausted",
-    type=click.Choice(["pause", "fail"]),
+    type=click.Choice(get_args(OnBudgetExhausted)),
     default="pause",
     show_default=True,
 )
 @click.option(
     "--invalid-json-retries",
-    type=int,
+    type=click.IntRange(min=0),
     default=1,
     show_default=True,
     help="Extra (billed) judge calls when its output is not a valid verdict.",
@@ -571,7 +574,7 @@ def rank(
 @click.option("--model", default=None, help="Mutator model, provider:model.")
 @click.option(
     "--prompt-style",
-    type=click.Choice(["general", "paper-programming"]),
+    type=click.Choice(get_args(Style)),
     default="general",
     show_default=True,
 )

@@ -101,12 +101,11 @@ class TournamentCalls:
         self.inflight.update(tasks)
         try:
             _done, pending = await workflow.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-            if pending:
-                self.stopping = True
+            if pending:  # a call failed (and set ``stopping``): let those in flight land
                 await workflow.wait(pending)
             failures = [t.exception() for t in tasks if t.exception() is not None]
-            real = [f for f in failures if not isinstance(f, Dropped)]
-            if real or failures:
+            if failures:
+                real = [f for f in failures if not isinstance(f, Dropped)]
                 raise (real or failures)[0]  # type: ignore[misc]
             return [t.result() for t in tasks]
         finally:

@@ -11,7 +11,7 @@ from activities.model_types import Usage
 from activities.providers import DEFAULT_MODEL
 from workflows.budget import BudgetLimits, BudgetSpent
 from workflows.tournament.profiles import Profile, RankBlock
-from workflows.tournament.prompts import PromptOverrides
+from workflows.tournament.prompts import PromptOverrides, Style
 
 __all__ = [
     "CandidateRow",
@@ -21,8 +21,10 @@ __all__ = [
     "ExtendBudgetInput",
     "ExtendBudgetResult",
     "GivenCandidate",
+    "OnBudgetExhausted",
     "Progress",
     "RoleModels",
+    "Schedule",
     "ScoreRow",
     "Status",
     "TournamentInput",
@@ -32,6 +34,8 @@ __all__ = [
 ]
 
 Status = Literal["running", "awaiting_budget", "completed", "failed", "cancelled"]
+Schedule = Literal["k-regular", "adaptive"]
+OnBudgetExhausted = Literal["pause", "fail"]
 
 
 class RoleModels(BaseModel):
@@ -65,17 +69,17 @@ class TournamentInput(BaseModel):
     custom: Profile | None = Field(default=None, description="n, k, t, m, lambda; beats profile")
     model: str = DEFAULT_MODEL
     models: RoleModels = RoleModels()
-    prompt_style: Literal["general", "paper-programming"] = "general"
+    prompt_style: Style = "general"
     prompts: PromptOverrides | None = None
     budget: BudgetLimits = BudgetLimits()
     prices: dict[str, Price] = Field(default={}, description='USD rates keyed "provider:model"')
     concurrency: Concurrency = Concurrency()
     rank: RankBlock | None = None
-    schedule: Literal["k-regular", "adaptive"] = "k-regular"
+    schedule: Schedule = "k-regular"
     seed: int | None = Field(default=None, description="None: drawn once and recorded")
     run_id: str | None = None
     include_raw_outputs: bool = False
-    on_budget_exhausted: Literal["pause", "fail"] = "pause"
+    on_budget_exhausted: OnBudgetExhausted = "pause"
     invalid_json_retries: int = 1
     critique_chars: int = 16_000
     candidates: list[GivenCandidate] | None = Field(
