@@ -18,6 +18,15 @@ from workflows.names import ASK
 SECRET = "sk-test-" + "Zq8" * 12
 
 
+def with_keyed_endpoint(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, name: str, base_url: str
+) -> Settings:
+    """``settings`` plus an OpenAI-compatible endpoint whose key (``SECRET``) is in the env."""
+    monkeypatch.setenv("FAKE_PROVIDER_KEY", SECRET)
+    endpoint = Endpoint(kind="openai", base_url=base_url, api_key_env="FAKE_PROVIDER_KEY")
+    return with_endpoint(settings, name, endpoint)
+
+
 def files_containing(root: Path, needle: str) -> list[Path]:
     return [p for p in root.rglob("*") if p.is_file() and needle.encode() in p.read_bytes()]
 
@@ -25,12 +34,7 @@ def files_containing(root: Path, needle: str) -> list[Path]:
 async def test_api_key_never_reaches_history_run_dir_or_payload_store(
     client: Client, settings: Settings, fake: FakeProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("FAKE_PROVIDER_KEY", SECRET)
-    settings = with_endpoint(
-        settings,
-        "local",
-        Endpoint(kind="openai", base_url=fake.url, api_key_env="FAKE_PROVIDER_KEY"),
-    )
+    settings = with_keyed_endpoint(settings, monkeypatch, "local", fake.url)
     # The provider echoes the key back: a careless raw-event writer would store it.
     fake.replies = [Reply(200, openai_completion("x" * 20_000, echoed_authorization=SECRET))]
     queue = f"test-{uuid.uuid4()}"
@@ -88,12 +92,7 @@ async def test_a_key_echoed_in_an_error_body_is_redacted_from_history(
 ) -> None:
     from temporalio.client import WorkflowFailureError
 
-    monkeypatch.setenv("FAKE_PROVIDER_KEY", SECRET)
-    settings = with_endpoint(
-        settings,
-        "local",
-        Endpoint(kind="openai", base_url=fake.url, api_key_env="FAKE_PROVIDER_KEY"),
-    )
+    settings = with_keyed_endpoint(settings, monkeypatch, "local", fake.url)
     fake.replies = [Reply(400, {"error": f"bad request with key {SECRET}"})]
     queue = f"test-{uuid.uuid4()}"
     async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
@@ -114,11 +113,7 @@ async def test_a_key_echoed_in_an_error_body_is_redacted_from_history(
 async def test_a_base_url_from_workflow_input_never_gets_the_endpoint_key(
     client: Client, settings: Settings, fake: FakeProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("FAKE_PROVIDER_KEY", SECRET)
-    configured = Endpoint(
-        kind="openai", base_url="http://127.0.0.1:9/v1", api_key_env="FAKE_PROVIDER_KEY"
-    )
-    settings = with_endpoint(settings, "guarded", configured)
+    settings = with_keyed_endpoint(settings, monkeypatch, "guarded", "http://127.0.0.1:9/v1")
     queue = f"test-{uuid.uuid4()}"
     async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
         await client.execute_workflow(
