@@ -40,7 +40,7 @@ class AskWorkflow:
         )
         try:
             response = await call_model(
-                CallModelInput(run_id=run_id, phase="ask", index=0, request=request)
+                CallModelInput(run_id=run_id, phase="ask", index=0, request=request), input.calls
             )
         except ActivityError as exc:
             # A domain failure writes its summary, then fails with the provider's code.

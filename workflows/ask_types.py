@@ -6,6 +6,7 @@ from pydantic import BaseModel, Field
 
 from activities.model_types import ModelResponse
 from activities.providers import DEFAULT_MODEL
+from workflows.call_options import CallOptions
 
 __all__ = ["AskInput", "AskResult"]
 
@@ -21,6 +22,7 @@ class AskInput(BaseModel):
     role: str = Field(default="ask", description="ask | generate | mutate | finalize")
     seed: int = 0
     run_id: str | None = Field(default=None, description="defaults to the workflow id")
+    calls: CallOptions = CallOptions()
 
 
 class AskResult(BaseModel):

@@ -1,4 +1,8 @@
-"""How workflows run ``call_model``: timeouts and retry policy stated once, per role."""
+"""How workflows run ``call_model``: timeouts and retry policy stated once, per role.
+
+Every option comes from the run's ``CallOptions`` (its input), never from the worker that happens
+to run the workflow task, so two differently configured workers schedule the same commands.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +16,9 @@ with workflow.unsafe.imports_passed_through():
     from activities.call_model import CALL_MODEL
     from activities.errors import NON_RETRYABLE_TYPES
     from activities.model_types import CallModelInput, ModelResponse
-    from workflows.call_defaults import CALL_DEFAULTS
+    from workflows.call_options import CallOptions
 
-__all__ = ["MODEL_RETRY_POLICY", "call_model"]
+__all__ = ["MODEL_RETRY_POLICY", "START_TO_CLOSE", "call_model"]
 
 # Bounded transport retries: the 6th failed attempt fails the call.
 MODEL_RETRY_POLICY = RetryPolicy(
@@ -24,21 +28,24 @@ MODEL_RETRY_POLICY = RetryPolicy(
     maximum_attempts=6,
     non_retryable_error_types=NON_RETRYABLE_TYPES,
 )
-SCHEDULE_TO_CLOSE = {"judge": timedelta(minutes=20)}
-DEFAULT_SCHEDULE_TO_CLOSE = timedelta(minutes=60)
+START_TO_CLOSE = timedelta(minutes=15)
+"""One attempt's limit (a shorter schedule-to-close wins)."""
 
 
-async def call_model(input: CallModelInput, **overrides: Any) -> ModelResponse:
+async def call_model(
+    input: CallModelInput, options: CallOptions, **overrides: Any
+) -> ModelResponse:
     """Run one logical model call as an activity and return its normalized result."""
-    options: dict[str, Any] = {
-        "start_to_close_timeout": timedelta(minutes=15),
-        "schedule_to_close_timeout": SCHEDULE_TO_CLOSE.get(
-            input.request.role, DEFAULT_SCHEDULE_TO_CLOSE
-        ),
-        "heartbeat_timeout": CALL_DEFAULTS.heartbeat_timeout,
+    schedule_to_close = options.schedule_to_close(input.request.role)
+    activity_options: dict[str, Any] = {
+        "start_to_close_timeout": min(START_TO_CLOSE, schedule_to_close),
+        "schedule_to_close_timeout": schedule_to_close,
+        "heartbeat_timeout": options.heartbeat_timeout(),
         "retry_policy": MODEL_RETRY_POLICY,
         "summary": f"{input.phase}/{input.index}",
-        "task_queue": CALL_DEFAULTS.task_queue_for(input.request.model),
+        "task_queue": options.task_queue_for(input.request.model),
         **overrides,
     }
-    return await workflow.execute_activity(CALL_MODEL, input, result_type=ModelResponse, **options)
+    return await workflow.execute_activity(
+        CALL_MODEL, input, result_type=ModelResponse, **activity_options
+    )

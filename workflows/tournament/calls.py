@@ -163,7 +163,7 @@ class TournamentCalls:
         await self._reserve()
         self.in_flight += 1
         try:
-            response = await call_model(call)
+            response = await call_model(call, self.input.calls)
         except ActivityError as exc:
             if is_cancelled_exception(exc):  # the run was cancelled while this call ran
                 self._bill(call, None, "cancelled")

@@ -10,6 +10,7 @@ from activities.config import Price
 from activities.model_types import Usage
 from activities.providers import DEFAULT_MODEL
 from workflows.budget import BudgetLimits, BudgetSpent
+from workflows.call_options import CallOptions
 from workflows.tournament.profiles import Profile, RankBlock
 from workflows.tournament.prompts import PromptOverrides, Style
 
@@ -85,6 +86,7 @@ class TournamentInput(BaseModel):
     candidates: list[GivenCandidate] | None = Field(
         default=None, description="rank these instead of generating; needs t = 0"
     )
+    calls: CallOptions = CallOptions()
 
 
 CandidateKind = Literal["initial", "mutation", "elite-copy"]
