@@ -14,11 +14,11 @@ from temporalio.exceptions import ApplicationError
 
 from activities.config import Settings, known_secrets
 from activities.errors import CONFIG_ERROR_TYPE, ConfigError, ProviderError
-from activities.model_types import CallModelInput, ModelResponse
 from activities.pricing import cost_usd
 from activities.providers import CallContext, resolve_model
 from activities.raw_events import RawEventLog, redact
 from activities.run_store import RunStore
+from workflows.model_types import CallModelInput, ModelResponse
 
 __all__ = ["CALL_MODEL", "ModelActivities"]
 

@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from activities.errors import ConfigError
+from workflows.model_types import Price
 from workflows.names import TASK_QUEUE
 
 __all__ = ["Endpoint", "Price", "Settings", "known_secrets", "load_settings", "read_secret"]
@@ -34,22 +35,6 @@ class Endpoint(BaseModel):
     models: list[str] = []
     argv: list[str] = Field(default=[], description="command kind: the program and its arguments")
     timeout_s: float = 600.0
-
-
-class Price(BaseModel):
-    """USD per million tokens for one provider+model."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    input: float
-    output: float
-    cache_hit: float | None = None
-    cache_miss: float | None = None
-    long_context_threshold: int | None = Field(
-        default=None, description="input tokens above which the long_context rates apply"
-    )
-    long_context_input: float | None = None
-    long_context_output: float | None = None
 
 
 class Settings(BaseModel):

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from activities.config import Price
-from activities.model_types import Usage
+from workflows.model_types import Price, Usage
 
 __all__ = ["cost_usd"]
 

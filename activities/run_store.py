@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 from pathlib import Path
 
 from pydantic import BaseModel
 from temporalio import activity
 
+from workflows.names import RUN_ID
+
 __all__ = ["WRITE_RUN_FILES", "RunFileActivities", "RunStore", "WriteRunFilesInput"]
 
 WRITE_RUN_FILES = "write_run_files"
-RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 class WriteRunFilesInput(BaseModel):

@@ -21,7 +21,7 @@ from client.embedded import EmbeddedServer
 from client.runs import RunFailed, check_run_id, new_run_id, start_run, wait_or_detach
 from client.session import open_session, spawn_background_worker
 from client.tournament_cli import register as register_tournament_commands
-from worker.main import worker_command
+from client.worker_cli import worker_command
 from workflows.ask_types import AskInput, AskResult
 from workflows.names import ASK
 

@@ -10,10 +10,10 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.model_types import CallModelInput, ModelRequest
     from activities.run_store import WRITE_RUN_FILES, WriteRunFilesInput
     from workflows.ask_types import AskInput, AskResult
     from workflows.model_calls import call_model
+    from workflows.model_types import CallModelInput, ModelRequest
     from workflows.names import ASK
 
 __all__ = ["AskWorkflow"]

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from activities.model_types import ModelResponse
-from activities.providers import DEFAULT_MODEL
 from workflows.call_options import CallOptions
+from workflows.model_types import DEFAULT_MODEL, ModelResponse
 
 __all__ = ["AskInput", "AskResult"]
 

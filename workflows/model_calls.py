@@ -15,8 +15,8 @@ from temporalio.common import RetryPolicy
 with workflow.unsafe.imports_passed_through():
     from activities.call_model import CALL_MODEL
     from activities.errors import NON_RETRYABLE_TYPES
-    from activities.model_types import CallModelInput, ModelResponse
     from workflows.call_options import CallOptions
+    from workflows.model_types import CallModelInput, ModelResponse
 
 __all__ = ["MODEL_RETRY_POLICY", "START_TO_CLOSE", "call_model"]
 

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
-from activities.config import Endpoint, Price, Settings, read_secret
+from activities.config import Endpoint, Settings, read_secret
 from activities.errors import ConfigError
 from activities.providers.anthropic import AnthropicProvider
 from activities.providers.base import Provider
@@ -14,6 +14,7 @@ from activities.providers.command import CommandProvider
 from activities.providers.openai import OpenAIProvider
 from activities.providers.replay import ReplayProvider
 from activities.providers.sim import SimOptions, SimProvider
+from workflows.model_types import DEFAULT_MODEL, Price
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -26,7 +27,6 @@ __all__ = [
     "resolve_model",
 ]
 
-DEFAULT_MODEL = "sim:default"
 MODEL_EXAMPLES = "sim:default, openai:gpt-4o-mini, anthropic:claude-sonnet-4-5, command:./agent.sh"
 _SPEC = re.compile(r"^(?P<provider>[A-Za-z][A-Za-z0-9_.-]*):(?P<model>\S.*)$")
 _OFFICIAL_HOSTS = {"api.openai.com", "api.anthropic.com"}

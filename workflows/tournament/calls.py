@@ -21,10 +21,10 @@ from temporalio.exceptions import (
 )
 
 with workflow.unsafe.imports_passed_through():
-    from activities.model_types import CallModelInput, ModelRequest, ModelResponse, Usage
     from activities.pricing import cost_usd
     from workflows.budget import Budget, BudgetLimits
     from workflows.model_calls import call_model
+    from workflows.model_types import CallModelInput, ModelRequest, ModelResponse, Usage
     from workflows.tournament.errors import (
         BUDGET_EXHAUSTED,
         BUDGET_UNPRICED_MODEL,

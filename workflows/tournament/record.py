@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from activities.model_types import ModelResponse
+from workflows.model_types import ModelResponse
 from workflows.tournament import rng
 from workflows.tournament.selection import Discarded
 from workflows.tournament.types import (

@@ -6,11 +6,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from activities.config import Price
-from activities.model_types import Usage
-from activities.providers import DEFAULT_MODEL
 from workflows.budget import BudgetLimits, BudgetSpent
 from workflows.call_options import CallOptions
+from workflows.model_types import DEFAULT_MODEL, Price, Usage
 from workflows.tournament.profiles import Profile, RankBlock
 from workflows.tournament.prompts import PromptOverrides, Style
 

@@ -19,7 +19,6 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
-    from activities.model_types import Usage
     from activities.tournament.artifacts import WRITE_TOURNAMENT_ARTIFACTS
     from activities.tournament.fit import (
         ADAPTIVE_BATCH,
@@ -28,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
         FitInput,
         FitOutcome,
     )
+    from workflows.model_types import Usage
     from workflows.names import (
         QUERY_EVENTS,
         QUERY_PROGRESS,
