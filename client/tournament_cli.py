@@ -137,6 +137,8 @@ def _progress_table(p: Progress, started: float | None) -> Table:
     limit = p.budget.max_calls if p.budget.max_calls is not None else p.calls_planned
     table.add_row("run", p.run_id)
     table.add_row("status", p.status + (f" ({p.blocking_limit})" if p.blocking_limit else ""))
+    if p.waiting_until:  # a provider asked to come back later: the run goes on by itself then
+        table.add_row("resumes", p.waiting_until)
     table.add_row("phase", p.phase)
     table.add_row("calls", f"{p.spent.calls} / {limit}")
     table.add_row("tokens", f"{p.spent.input_tokens} in, {p.spent.output_tokens} out")

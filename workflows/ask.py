@@ -12,7 +12,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from activities.run_store import WRITE_RUN_FILES, WriteRunFilesInput
     from workflows.ask_types import AskInput, AskResult
-    from workflows.model_calls import call_model
+    from workflows.model_calls import call_failure, call_model
     from workflows.model_types import CallModelInput, ModelRequest
     from workflows.names import ASK
 
@@ -44,10 +44,7 @@ class AskWorkflow:
             )
         except ActivityError as exc:
             # A domain failure writes its summary, then fails with the provider's code.
-            cause = exc.cause
-            code = cause.type if isinstance(cause, ApplicationError) and cause.type else None
-            message = cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
-            code = code or "provider.transport"
+            code, message = call_failure(exc)
             failed = {
                 "run_id": run_id,
                 "status": "failed",

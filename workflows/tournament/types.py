@@ -32,7 +32,9 @@ __all__ = [
     "UsageRow",
 ]
 
-Status = Literal["running", "awaiting_budget", "completed", "failed", "cancelled"]
+Status = Literal[
+    "running", "awaiting_budget", "waiting_provider", "completed", "failed", "cancelled"
+]
 Schedule = Literal["k-regular", "adaptive"]
 OnBudgetExhausted = Literal["pause", "fail"]
 
@@ -177,6 +179,9 @@ class Progress(BaseModel):
     error: str | None = None
     in_flight: int = Field(default=0, description="calls dispatched and not yet answered")
     refused: list[str] = Field(default=[], description="refused control signals, newest last")
+    waiting_until: str | None = Field(
+        default=None, description="waiting_provider: when a provider said to come back (UTC)"
+    )
 
 
 class ExtendBudgetInput(BaseModel):

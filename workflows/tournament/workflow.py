@@ -415,6 +415,7 @@ class TournamentWorkflow:
             error=self.error,
             in_flight=self.calls.in_flight,
             refused=self.record.refused[-5:],
+            waiting_until=self.calls.waiting_until,
         )
 
     @workflow.query(name=QUERY_EVENTS)
