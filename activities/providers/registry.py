@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 DEFAULT_MODEL = "sim:default"
-MODEL_EXAMPLES = "sim:default, openai:gpt-4o-mini, anthropic:claude-sonnet-4-5, command:./agent.sh"
+MODEL_EXAMPLES = "sim:default, openai:gpt-4o-mini, anthropic:claude-sonnet-4-5, command:NAME"
 _SPEC = re.compile(r"^(?P<provider>[A-Za-z][A-Za-z0-9_.-]*):(?P<model>\S.*)$")
 _OFFICIAL_HOSTS = {"api.openai.com", "api.anthropic.com"}
 
@@ -73,6 +73,8 @@ def resolve_model(
     processes that only start runs (the workers hold the keys).
     """
     provider, model = parse_model_spec(spec)
+    if provider == "command":
+        provider, model = _declared_command(model, spec, settings), model
     endpoint = settings.providers.get(provider)
     if endpoint is None:
         known = ", ".join(sorted(settings.providers))
@@ -82,6 +84,8 @@ def resolve_model(
         )
     if base_url and base_url.rstrip("/") != (endpoint.base_url or "").rstrip("/"):
         endpoint = endpoint.model_copy(update={"base_url": base_url, "api_key_env": None})
+    if endpoint.kind == "command" and not endpoint.argv:
+        raise _command_refused(spec)
     if endpoint.kind == "sim":
         SimOptions.parse(model)
     api_key = read_secret(endpoint.api_key_env) if endpoint.api_key_env else None
@@ -92,6 +96,22 @@ def resolve_model(
             "environment or in the file named by PONDER_SECRETS_FILE"
         )
     return ResolvedModel(provider, model, endpoint, api_key)
+
+
+def _command_refused(spec: str) -> ConfigError:
+    return ConfigError(
+        f"model {spec!r}: a command agent must be declared by the worker, never given by input "
+        '(no paths or command lines): add [providers.NAME] with kind = "command" and '
+        "argv = [...] to the worker's ponder.toml, then use NAME:MODEL or command:NAME"
+    )
+
+
+def _declared_command(name: str, spec: str, settings: Settings) -> str:
+    """``command:NAME`` -> ``NAME``, if the worker declares such a command endpoint."""
+    endpoint = settings.providers.get(name)
+    if endpoint is None or endpoint.kind != "command" or not endpoint.argv:
+        raise _command_refused(spec)
+    return name
 
 
 def default_model_for(provider: str, settings: Settings) -> str:
