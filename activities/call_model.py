@@ -18,7 +18,7 @@ from activities.model_types import CallModelInput, ModelResponse
 from activities.pricing import cost_usd
 from activities.providers import CallContext, resolve_model
 from activities.raw_events import RawEventLog, redact
-from activities.run_store import RunStore
+from activities.run_store import RunDirRefused, RunIdInvalid, RunStore, refusal
 
 __all__ = ["CALL_MODEL", "ModelActivities"]
 
@@ -76,8 +76,12 @@ class ModelActivities:
             *known_secrets(self.settings),
             *secret_env_values(resolved.endpoint.env),
         ]
+        try:
+            run_dir = self.store.writable_dir(input.run_id)
+        except (RunIdInvalid, RunDirRefused) as exc:
+            raise refusal(exc) from None
         raw_events = RawEventLog(
-            self.store.run_dir(input.run_id) / "raw-events.jsonl",
+            run_dir / "raw-events.jsonl",
             secrets=secrets,
             base={
                 "call_id": input.call_id,

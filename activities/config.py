@@ -47,6 +47,11 @@ class Endpoint(BaseModel):
         description="command kind: variables passed on to the agent besides PATH, HOME and LANG",
     )
     timeout_s: float = 600.0
+    ponder_headers: bool = Field(
+        default=False,
+        description="send X-Ponder-Role and X-Ponder-Tag (for test servers; real providers "
+        "get only X-Ponder-Call-Id)",
+    )
 
 
 class Price(BaseModel):
@@ -78,6 +83,9 @@ class Settings(BaseModel):
     temporal_tls: bool = False
     temporal_api_key_env: str = Field(
         default="TEMPORAL_API_KEY", description="the variable holding a hosted cluster's key"
+    )
+    replay_dirs: list[Path] = Field(
+        default=[], description="directories besides runs_dir that replay: may read recordings from"
     )
     providers: dict[str, Endpoint] = {}
     prices: dict[str, Price] = Field(default={}, description='keyed "provider:model"')

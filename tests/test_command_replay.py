@@ -361,7 +361,7 @@ async def test_replay_answers_from_a_recorded_run(
 
 
 async def test_replay_without_the_call_key_is_malformed_output(
-    client: Client, worker_queue: str, tmp_path: Path
+    client: Client, settings: Settings, tmp_path: Path
 ) -> None:
     body = {"model": "m", "choices": [{"message": {"content": "recorded"}}]}
     events = [
@@ -373,18 +373,92 @@ async def test_replay_without_the_call_key_is_malformed_output(
             "response": {"status": 200, "body": body},
         },
     ]
-    log = tmp_path / "raw-events.jsonl"
+    recordings = tmp_path / "recordings"
+    recordings.mkdir()
+    log = recordings / "raw-events.jsonl"
     log.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in events))
-    error = await failure_of(client, worker_queue, AskInput(question="q", model=f"replay:{log}"))
+    # A directory outside the run store is readable only once the worker declares it.
+    settings = settings.model_copy(update={"replay_dirs": [recordings]})
+    queue = f"test-{uuid.uuid4()}"
+    async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
+        error = await failure_of(client, queue, AskInput(question="q", model=f"replay:{log}"))
+        missing = await failure_of(
+            client, queue, AskInput(question="q", model=f"replay:{recordings / 'nope.jsonl'}")
+        )
     assert error.type == "provider.malformed_output"
     assert error.non_retryable
     assert "ask/0/0" in error.message
-    missing = await failure_of(
-        client, worker_queue, AskInput(question="q", model=f"replay:{tmp_path / 'nope.jsonl'}")
-    )
     assert missing.type == "provider.config"
     assert missing.non_retryable
     assert "cannot be read" in missing.message
+
+
+async def test_replay_reads_only_the_run_store_or_a_declared_directory(
+    client: Client, settings: Settings, worker_queue: str, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.jsonl"
+    body = {"model": "m", "choices": [{"message": {"content": "from outside"}}]}
+    event = {"call_key": "ask/0/0", "provider_kind": "openai", "response": {"status": 200}}
+    outside.write_bytes(orjson.dumps(event | {"response": {"status": 200, "body": body}}))
+    # A link inside the run store that leads out is judged by where it leads.
+    link_dir = settings.runs_dir / "linked"
+    link_dir.mkdir(parents=True)
+    (link_dir / "raw-events.jsonl").symlink_to(outside)
+    for source in ["/etc/passwd", str(outside), str(link_dir / "raw-events.jsonl")]:
+        error = await failure_of(
+            client, worker_queue, AskInput(question="q", model=f"replay:{source}")
+        )
+        assert error.type == "provider.config"
+        assert "outside the run store" in error.message
+        assert "replay_dirs" in error.message
+        assert "root:" not in error.message
+    # A recorded run in the store is named by its id.
+    (settings.runs_dir / "rec1").mkdir()
+    (settings.runs_dir / "rec1" / "raw-events.jsonl").write_bytes(outside.read_bytes())
+    result = await ask(client, worker_queue, AskInput(question="q", model="replay:rec1"))
+    assert result.response.text == "from outside"
+
+
+async def test_an_invalid_ask_run_id_fails_at_once_with_its_code(
+    client: Client, settings: Settings, worker_queue: str, tmp_path: Path
+) -> None:
+    handle = await client.start_workflow(
+        ASK,
+        AskInput(question="hi", run_id="../../escape"),
+        id=f"ask-{uuid.uuid4().hex[:8]}",
+        task_queue=worker_queue,
+        result_type=AskResult,
+    )
+    with pytest.raises(WorkflowFailureError) as info:
+        await asyncio.wait_for(handle.result(), 15)
+    error = info.value.cause
+    assert isinstance(error, ApplicationError)
+    assert error.type == "run.id_invalid"
+    assert error.non_retryable
+    assert "../../escape" in error.message
+    history = await handle.fetch_history()
+    assert not any(e.HasField("activity_task_scheduled_event_attributes") for e in history.events)
+    assert not (settings.runs_dir.parent.parent / "escape").exists()
+
+
+async def test_a_symlinked_run_dir_is_refused_for_writes(
+    client: Client, settings: Settings, worker_queue: str, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    settings.runs_dir.mkdir(parents=True, exist_ok=True)
+    (settings.runs_dir / "planted").symlink_to(elsewhere)
+    error = await failure_of(client, worker_queue, AskInput(question="hi", run_id="planted"))
+    assert error.type == "run.dir_invalid"
+    assert "symlink" in error.message
+    assert list(elsewhere.iterdir()) == []
+
+
+async def test_ponder_report_refuses_a_path_as_run_id(tmp_path: Path) -> None:
+    done = await ponder("report", "../../etc", env=cli_env(tmp_path / "home"), timeout=60)
+    assert done.code == 2, done.err
+    assert "run.id_invalid" in done.err
+    assert "ValueError" not in done.err
 
 
 async def test_a_command_that_prints_a_configured_key_has_it_redacted(

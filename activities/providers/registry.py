@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlparse
 
 from activities.config import Endpoint, Price, Settings, read_secret
@@ -14,6 +15,7 @@ from activities.providers.command import CommandProvider
 from activities.providers.openai import OpenAIProvider
 from activities.providers.replay import ReplayProvider
 from activities.providers.sim import SimOptions, SimProvider
+from workflows.run_ids import run_id_problem
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -23,6 +25,7 @@ __all__ = [
     "default_model_for",
     "parse_model_spec",
     "price_table",
+    "replay_source",
     "resolve_model",
 ]
 
@@ -88,6 +91,8 @@ def resolve_model(
         raise _command_refused(spec)
     if endpoint.kind == "sim":
         SimOptions.parse(model)
+    if endpoint.kind == "replay":
+        model = str(replay_source(model, settings))
     api_key = read_secret(endpoint.api_key_env) if endpoint.api_key_env else None
     host = urlparse(endpoint.base_url or "").hostname
     if require_key and api_key is None and endpoint.api_key_env and host in _OFFICIAL_HOSTS:
@@ -96,6 +101,23 @@ def resolve_model(
             "environment or in the file named by PONDER_SECRETS_FILE"
         )
     return ResolvedModel(provider, model, endpoint, api_key)
+
+
+def replay_source(source: str, settings: Settings) -> Path:
+    """The recording ``replay:SOURCE`` reads: a run id in the run store, or a file inside the
+    run store or a directory the worker declares (``replay_dirs``); anything else is refused,
+    so workflow input cannot read arbitrary files on the worker."""
+    if run_id_problem(source) is None:
+        return settings.runs_dir / source / "raw-events.jsonl"
+    path = Path(source).resolve()  # symlinks followed first, so a link cannot lead out
+    allowed = [settings.runs_dir, *settings.replay_dirs]
+    if not any(path.is_relative_to(Path(root).resolve()) for root in allowed):
+        raise ConfigError(
+            f"replay source {source!r} is outside the run store {settings.runs_dir}: name a "
+            "recorded run id (replay:RUN_ID) or add its directory to replay_dirs in [ponder] "
+            "of the worker's ponder.toml"
+        )
+    return path
 
 
 def _command_refused(spec: str) -> ConfigError:
