@@ -11,6 +11,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from activities.run_store import WRITE_RUN_FILES, WriteRunFilesInput
+    from workflows import phases
     from workflows.ask_types import AskInput, AskResult
     from workflows.model_calls import call_failure, call_model
     from workflows.model_types import CallModelInput, ModelRequest
@@ -43,7 +44,8 @@ class AskWorkflow:
         )
         try:
             response = await call_model(
-                CallModelInput(run_id=run_id, phase="ask", index=0, request=request), input.calls
+                CallModelInput(run_id=run_id, phase=phases.ASK, index=0, request=request),
+                input.calls,
             )
         except ActivityError as exc:
             # A domain failure writes its summary, then fails with the provider's code.

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from activities.providers.sim import true_quality
 from activities.tournament.report_svg import line_chart, score_ladder
+from workflows import phases as phase_names
 
 __all__ = [
     "CandidateRow",
@@ -29,7 +30,7 @@ __all__ = [
     "report_data_from_run_dir",
 ]
 
-FINAL_PHASE = "final_judging"
+FINAL_PHASE = phase_names.FINAL_JUDGING
 
 
 class CandidateRow(BaseModel):
@@ -98,12 +99,7 @@ class ReportData(BaseModel):
     scores: list[ScoreRow] = []
 
 
-def _phase_order(phase: str) -> tuple[int, int]:
-    # generation_judging:G in G order, final_judging after all of them, unknown phases first.
-    if phase == FINAL_PHASE:
-        return (2, 0)
-    head, _, tail = phase.partition(":")
-    return (1, int(tail)) if head == "generation_judging" and tail.isdigit() else (0, 0)
+_phase_order = phase_names.order_key  # generation_judging:G in G order, then final_judging
 
 
 def _phases(data: ReportData) -> dict[str, list[ScoreRow]]:
@@ -199,7 +195,7 @@ def _progress(data: ReportData, phases: dict[str, list[ScoreRow]]) -> str:
     for phase, scored in phases.items():
         qs = [q for r in scored if (q := quality.get(r.candidate_id)) is not None]
         scores = [r.score for r in scored]
-        labels.append(phase.replace("generation_judging:", "gen ").replace(FINAL_PHASE, "final"))
+        labels.append(phase_names.label(phase))
         best_q.append(max(qs) if qs else None)
         median_q.append(statistics.median(qs) if qs else None)
         q_cells = (

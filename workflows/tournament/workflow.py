@@ -27,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
         FitInput,
         FitOutcome,
     )
+    from workflows import phases
     from workflows.model_types import Usage
     from workflows.names import (
         QUERY_EVENTS,
@@ -80,7 +81,7 @@ class TournamentWorkflow:
         self.run_id = input.run_id or workflow.info().workflow_id
         self.record = TournamentRecord(now=lambda: workflow.now().isoformat())
         self.calls = TournamentCalls(self.run_id, input, self.record.event)
-        self.phase = "starting"
+        self.phase = phases.STARTING
         self.generation = 0
         self.error: str | None = None
         self.plan: Preflight | None = None
@@ -109,7 +110,7 @@ class TournamentWorkflow:
                 population = await self._initial_generation(profile.n)
             for g in range(1, profile.t + 1):
                 self.generation = g
-                phase = f"generation_judging:{g}"
+                phase = phases.generation_judging(g)
                 pairs = k_regular_schedule(population, profile.k, rng.phase_rng(seed, phase))
                 board = await self._judge(phase, g, population, pairs)
                 population = await self._mutate(g, board)
@@ -144,7 +145,7 @@ class TournamentWorkflow:
         )
 
     async def _initial_generation(self, n: int) -> list[str]:
-        self.phase = "initial_generation"
+        self.phase = phases.INITIAL_GENERATION
         ids = [rng.initial_id(i) for i in range(n)]
 
         async def generate(i: int, cid: str) -> None:
@@ -160,7 +161,7 @@ class TournamentWorkflow:
         return await self._commit_population(0, ids)
 
     async def _given_population(self) -> list[str]:
-        self.phase = "initial_generation"
+        self.phase = phases.INITIAL_GENERATION
         for given in self.input.candidates or []:
             self.record.candidates[given.id] = CandidateRow(
                 id=given.id,
@@ -267,11 +268,11 @@ class TournamentWorkflow:
         return row
 
     async def _mutate(self, g: int, board: list[ScoreRow]) -> list[str]:
-        phase = self.phase = f"generation_mutation:{g}"
+        phase = self.phase = phases.generation_mutation(g)
         selection = select([row.candidate_id for row in board])
         self.record.discard(selection.discarded)
         elites = self.record.copy_elites(g, selection.elites)
-        judged_here = self.record.comparisons_in_order(f"generation_judging:{g}")
+        judged_here = self.record.comparisons_in_order(phases.generation_judging(g))
         critiques = aggregate_critiques(
             selection.parents, judged_here, critique_chars=self.input.critique_chars
         )
@@ -299,7 +300,7 @@ class TournamentWorkflow:
         if not self.input.models.finalize:
             self.final_answer = winner.text
             return
-        self.phase = "finalizing"
+        self.phase = phases.FINALIZING
         values = self._context() | {"candidate": winner.text}
         response = await self.calls.model(
             self.phase, 0, role="finalize", values=values, tag=winner_id
