@@ -27,7 +27,9 @@ PROVIDER_NAME_ALLOWED = {("workflows/model_types.py", 'DEFAULT_MODEL = "sim:defa
 ORCHESTRATION = {
     "workflows.ask",
     "workflows.model_calls",
+    "workflows.tournament.artifact_writes",
     "workflows.tournament.calls",
+    "workflows.tournament.fits",
     "workflows.tournament.workflow",
 }
 """Workflow code that awaits activities; everything else under ``workflows/`` is pure."""
