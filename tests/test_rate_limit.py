@@ -25,7 +25,11 @@ async def test_rate_limited_provider_has_its_own_queue(client: Client, settings:
     queue = f"test-{uuid.uuid4()}"
     options = WorkerOptions(task_queue=queue, rate_limits={"sim": 2.0})
     async with running_worker(client, settings, options):
-        await asyncio.sleep(1.0)  # the provider queue's first poll reaches the server
+        for _ in range(50):  # until the provider queue's first poll reaches the server
+            routed = await route_calls(client, queue, AskInput(question="q"))
+            if routed.calls.provider_queues:
+                break
+            await asyncio.sleep(0.2)
         inputs = [await route_calls(client, queue, AskInput(question=f"q{i}")) for i in range(6)]
         started = time.monotonic()
         handles = [
