@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import sys
 import time
 import uuid
 from collections import Counter
@@ -19,36 +17,12 @@ from activities.config import Endpoint, Settings
 from tests.conftest import with_endpoint
 from tests.fakes import FakeProvider
 from tests.tournament.helpers import fingerprint, run
+from tests.worker_process import start_worker
 from worker.worker import WorkerOptions, running_worker
 from workflows.names import TOURNAMENT
 from workflows.tournament.types import TournamentInput, TournamentResult
 
 KILL_PHASES = ["initial_generation", "generation_judging:2", "generation_mutation:3"]
-
-
-async def start_worker(settings: Settings, address: str, queue: str) -> asyncio.subprocess.Process:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PONDER_", "TEMPORAL_"))}
-    env |= {
-        "TEMPORAL_ADDRESS": address,
-        "PONDER_HOME": str(settings.home),
-        "PONDER_RUNS_DIR": str(settings.runs_dir),
-        "PONDER_PAYLOAD_DIR": str(settings.payload_dir),
-        "PONDER_CONFIG": str(settings.home / "ponder.toml"),
-    }
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "worker",
-        "--task-queue",
-        queue,
-        "--heartbeat-timeout",
-        "2",
-        "--sticky-timeout",
-        "1",
-        env=env,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
 
 
 async def wait_for_phase(fake: FakeProvider, phase: str, timeout: float = 60) -> None:
