@@ -157,7 +157,7 @@ CANARY_PLACES = {
 }
 
 
-@pytest.mark.parametrize("kind", ["error-body"])
+@pytest.mark.parametrize("kind", ["error-body", "completion", "large-completion"])
 async def test_a_key_echoed_under_a_neutral_name_is_nowhere_while_a_canary_beside_it_is_found(
     client: Client,
     settings: Settings,
