@@ -27,6 +27,7 @@ from workflows.names import ASK
 SECRET = "sk-test-" + "Zq8" * 12
 CANARY = "canary-" + "Wv4" * 10
 """Planted wherever the key is echoed, but no key: finding it proves the search reaches there."""
+PLANTED = ("memo", "search", "signal", "terminate")
 
 
 def with_keyed_endpoint(
@@ -209,3 +210,39 @@ async def test_a_key_echoed_under_a_neutral_name_is_nowhere_while_a_canary_besid
     assert leaked.searched.keys() == {"history", "run_dir", "payload_store", "logs"}
     assert leaked.searched["logs"] == 1 + len(files_under(settings.home / "logs"))
     assert leaked.places == {}
+
+
+async def test_the_search_decodes_memo_search_attributes_signals_and_termination_details(
+    client: Client, settings: Settings, worker_queue: str
+) -> None:
+    """The helper's own positive control for the payloads an Ask does not produce."""
+    from temporalio.api.enums.v1 import IndexedValueType
+    from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
+    from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
+
+    from workflows.budget import BudgetLimits
+    from workflows.names import SIGNAL_EXTEND_BUDGET, TOURNAMENT
+    from workflows.tournament.types import TournamentInput
+
+    planted = {place: f"canary-{place}-{uuid.uuid4().hex}" for place in PLANTED}
+    await client.operator_service.add_search_attributes(  # idempotent on the dev server
+        AddSearchAttributesRequest(
+            namespace=client.namespace,
+            search_attributes={"PonderNote": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD},
+        )
+    )
+    note = SearchAttributeKey.for_keyword("PonderNote")
+    handle = await client.start_workflow(
+        TOURNAMENT,
+        TournamentInput(task="x", profile="quick", budget=BudgetLimits(max_output_tokens=1)),
+        id=f"planted-{uuid.uuid4().hex[:8]}",
+        task_queue=worker_queue,
+        memo={"note": planted["memo"]},
+        search_attributes=TypedSearchAttributes([SearchAttributePair(note, planted["search"])]),
+    )
+    await handle.signal(SIGNAL_EXTEND_BUDGET, {"max_calls": -1, "note": planted["signal"]})
+    await handle.terminate(planted["terminate"], reason="planted")
+    history = await decoded_history(handle, settings)
+    for place, canary in planted.items():
+        assert canary not in history.raw_json, place  # base64 in the raw history
+        assert canary in history.text, place  # found once decoded
