@@ -7,9 +7,11 @@ Histories are searched with every payload decoded (``tests.history_search``): a 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -17,12 +19,13 @@ from temporalio.client import Client, WorkflowFailureError
 
 from activities.config import Endpoint, Settings
 from tests.conftest import with_endpoint
-from tests.fakes import FakeProvider, Reply, openai_completion
+from tests.fakes import FakeProvider, Reply, Seen, openai_completion, sim_responder
 from tests.history_search import decoded_history, files_under, search_run
 from tests.worker_process import start_worker
 from worker.worker import WorkerOptions, running_worker
 from workflows.ask_types import AskInput, AskResult
-from workflows.names import ASK
+from workflows.names import ASK, TOURNAMENT
+from workflows.tournament.types import TournamentInput, TournamentResult
 
 SECRET = "sk-test-" + "Zq8" * 12
 CANARY = "canary-" + "Wv4" * 10
@@ -139,6 +142,31 @@ async def test_a_base_url_from_workflow_input_never_gets_the_endpoint_key(
     assert "authorization" not in seen.headers
 
 
+@contextlib.asynccontextmanager
+async def keyed_worker(
+    settings: Settings,
+    address: str,
+    fake: FakeProvider,
+    monkeypatch: pytest.MonkeyPatch,
+    output: Path,
+) -> AsyncIterator[str]:
+    """A worker process whose ``local`` endpoint (the fake) is called with ``SECRET``; its
+    output goes to ``output``. Yields its task queue."""
+    monkeypatch.setenv("FAKE_PROVIDER_KEY", SECRET)
+    settings.home.mkdir(parents=True, exist_ok=True)
+    (settings.home / "ponder.toml").write_text(
+        f'[providers.local]\nkind = "openai"\nbase_url = "{fake.url}"\n'
+        'api_key_env = "FAKE_PROVIDER_KEY"\nponder_headers = true\n'
+    )
+    queue = f"test-{uuid.uuid4()}"
+    worker = await start_worker(settings, address, queue, output=output)
+    try:
+        yield queue
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        await worker.wait()
+
+
 def echoing(kind: str) -> Reply:
     """A provider reply that echoes the key (and the canary beside it) under neutral names."""
     echo = f"{CANARY} {SECRET}"
@@ -170,17 +198,9 @@ async def test_a_key_echoed_under_a_neutral_name_is_nowhere_while_a_canary_besid
 ) -> None:
     """None of the echoed key may reach history (every payload decoded), the run store, the
     payload store or the worker's log; the canary echoed beside it is found in each of them."""
-    monkeypatch.setenv("FAKE_PROVIDER_KEY", SECRET)
-    settings.home.mkdir(parents=True, exist_ok=True)
-    (settings.home / "ponder.toml").write_text(
-        f'[providers.local]\nkind = "openai"\nbase_url = "{fake.url}"\n'
-        'api_key_env = "FAKE_PROVIDER_KEY"\n'
-    )
     fake.replies = [echoing(kind)]
-    queue = f"test-{uuid.uuid4()}"
     output = tmp_path / "worker-output.log"
-    worker = await start_worker(settings, server_address, queue, output=output)
-    try:
+    async with keyed_worker(settings, server_address, fake, monkeypatch, output) as queue:
         handle = await client.start_workflow(
             ASK,
             AskInput(question="what is the answer?", model="local:m"),
@@ -193,9 +213,6 @@ async def test_a_key_echoed_under_a_neutral_name_is_nowhere_while_a_canary_besid
                 await asyncio.wait_for(handle.result(), 60)
         else:
             await asyncio.wait_for(handle.result(), 60)
-    finally:
-        worker.send_signal(signal.SIGTERM)
-        await worker.wait()
     assert [seen.headers["authorization"] for seen in fake.seen] == [f"Bearer {SECRET}"]
 
     canary = await search_run(client, settings, CANARY, workflow_ids=[handle.id], logs=[output])
@@ -221,8 +238,7 @@ async def test_the_search_decodes_memo_search_attributes_signals_and_termination
     from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 
     from workflows.budget import BudgetLimits
-    from workflows.names import SIGNAL_EXTEND_BUDGET, TOURNAMENT
-    from workflows.tournament.types import TournamentInput
+    from workflows.names import SIGNAL_EXTEND_BUDGET
 
     planted = {place: f"canary-{place}-{uuid.uuid4().hex}" for place in PLANTED}
     await client.operator_service.add_search_attributes(  # idempotent on the dev server
@@ -246,3 +262,59 @@ async def test_the_search_decodes_memo_search_attributes_signals_and_termination
     for place, canary in planted.items():
         assert canary not in history.raw_json, place  # base64 in the raw history
         assert canary in history.text, place  # found once decoded
+
+
+def echo_everywhere(seen: Seen) -> Reply:
+    """The sim's answer with the key and the canary echoed: in a judge's critiques and a
+    ``note`` field of its verdict, and after every other completion's text."""
+    echo = f"{CANARY} {SECRET}"
+    reply = sim_responder(seen)
+    message = reply.body["choices"][0]["message"]
+    try:
+        verdict = json.loads(message["content"])
+    except ValueError:
+        verdict = None
+    if isinstance(verdict, dict) and "winner" in verdict:
+        verdict["feedback_a"] = f"{verdict.get('feedback_a', '')} {echo}"
+        verdict["feedback_b"] = f"{verdict.get('feedback_b', '')} {echo}"
+        message["content"] = json.dumps({**verdict, "note": echo})
+    else:
+        message["content"] += f"\n\nnote: {echo}"
+    reply.body["note"] = echo
+    return reply
+
+
+async def test_a_key_echoed_through_a_whole_tournament_is_nowhere(
+    client: Client,
+    settings: Settings,
+    server_address: str,
+    fake: FakeProvider,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """Critiques travel on into mutation prompts (activity inputs) and the artifact snapshot:
+    the canary beside the key is found there, the key nowhere."""
+    fake.responder = echo_everywhere
+    output = tmp_path / "worker-output.log"
+    async with keyed_worker(settings, server_address, fake, monkeypatch, output) as queue:
+        handle = await client.start_workflow(
+            TOURNAMENT,
+            TournamentInput(task="Sort a list in place.", profile="quick", model="local:default"),
+            id=f"echo-t-{uuid.uuid4().hex[:8]}",
+            task_queue=queue,
+            result_type=TournamentResult,
+        )
+        result = await asyncio.wait_for(handle.result(), 60)
+    assert result.spent.calls == len(fake.seen) == 15
+    assert {seen.headers["authorization"] for seen in fake.seen} == {f"Bearer {SECRET}"}
+
+    canary = await search_run(client, settings, CANARY, workflow_ids=[handle.id], logs=[output])
+    assert {"history", "run_dir"} <= set(canary.places)
+    found_in = {Path(p).name for p in canary.places["run_dir"]}
+    assert {"candidates.jsonl", "comparisons.jsonl"} <= found_in
+    mutate_prompts = [s for s in fake.seen if s.phase.startswith("generation_mutation")]
+    assert mutate_prompts and all(CANARY in json.dumps(s.body) for s in mutate_prompts)
+
+    leaked = await search_run(client, settings, SECRET, workflow_ids=[handle.id], logs=[output])
+    assert leaked.places == {}
+    assert not any(SECRET in json.dumps(s.body) for s in fake.seen)  # not even sent back out
