@@ -12,8 +12,9 @@ import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from activities.errors import ConfigError
 from activities.raw_events import SECRET_KEY
@@ -23,6 +24,7 @@ __all__ = [
     "Endpoint",
     "Price",
     "Settings",
+    "check_base_url",
     "known_secrets",
     "load_settings",
     "read_secret",
@@ -30,6 +32,27 @@ __all__ = [
 ]
 
 ProviderKind = Literal["openai", "anthropic", "command", "sim", "replay"]
+
+
+def check_base_url(url: str) -> str:
+    """``url`` if it can be an endpoint's base URL (http or https, a host, no query or
+    fragment), else a ConfigError naming the rule and the fix. Called for ``--base-url``,
+    ``base_url`` in ponder.toml and ``base_url`` in workflow input alike."""
+    try:
+        parsed = urlsplit(url)
+        parsed.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError as exc:
+        raise ConfigError(f"base URL {url!r} does not parse ({exc}): {_BASE_URL_FIX}") from None
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ConfigError(f"base URL {url!r} needs http:// or https:// and a host: {_BASE_URL_FIX}")
+    if parsed.query or parsed.fragment or any(c.isspace() for c in url):
+        raise ConfigError(f"base URL {url!r} has a query, fragment or whitespace: {_BASE_URL_FIX}")
+    return url
+
+
+_BASE_URL_FIX = (
+    "give the endpoint's root, e.g. http://127.0.0.1:8000/v1 or https://api.openai.com/v1"
+)
 
 
 class Endpoint(BaseModel):
@@ -52,6 +75,16 @@ class Endpoint(BaseModel):
         description="send X-Ponder-Role and X-Ponder-Tag (for test servers; real providers "
         "get only X-Ponder-Call-Id)",
     )
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url_is_a_url(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                check_base_url(value)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
+        return value
 
 
 class Price(BaseModel):
