@@ -81,12 +81,12 @@ async def post_json(
             url, content=orjson.dumps(payload), headers=headers, timeout=timeout
         )
     except httpx.TimeoutException as exc:
-        ctx.raw_events.append({**event, "error": f"timeout: {exc!r}"})
+        await ctx.raw_events.record({**event, "error": f"timeout: {exc!r}"})
         raise ModelTimeoutError(
             f"{ctx.provider_name} did not answer within {timeout:g}s", model=ctx.model_name
         ) from exc
     except httpx.HTTPError as exc:
-        ctx.raw_events.append({**event, "error": f"transport: {exc!r}"})
+        await ctx.raw_events.record({**event, "error": f"transport: {exc!r}"})
         raise TransportError(
             f"{ctx.provider_name} at {url} unreachable: {exc!r}", model=ctx.model_name
         ) from exc
@@ -97,7 +97,7 @@ async def post_json(
     except ValueError:
         body = None
     event["response"]["body"] = body if body is not None else response.text[:20000]
-    ctx.raw_events.append(event)
+    await ctx.raw_events.record(event)
     if response.status_code >= 400:
         raise _error_for_status(response, ctx)
     if body is None:
