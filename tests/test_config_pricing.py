@@ -128,6 +128,35 @@ def test_flags_beat_environment_beat_file_beat_defaults(
     assert not_given.task_queue == "env-q"
 
 
+def test_environment_layer_reads_only_its_own_names(
+    clean_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = write(tmp_path / "ponder.toml", '[ponder]\nnamespace = "file-ns"\n')
+    for name, value in {
+        "NAMESPACE": "bare",  # not ponder's name for it
+        "RUNS_DIR": "/bare/runs",
+        "PONDER_DEBUG": "1",  # ponder variables that are not settings are no error
+        "PONDER_PROVIDERS": '{"evil": {"kind": "command", "argv": ["sh"]}}',  # file only
+        "PONDER_REPLAY_DIRS": '["/recordings"]',
+    }.items():
+        monkeypatch.setenv(name, value)
+    settings = load_settings(config, home=str(tmp_path / "h"))
+    assert settings.namespace == "file-ns"
+    assert settings.runs_dir == tmp_path / "h" / "runs"
+    assert "evil" not in settings.providers
+    assert settings.replay_dirs == [Path("/recordings")]
+    monkeypatch.setenv("TEMPORAL_NAMESPACE", "env-ns")
+    monkeypatch.setenv("TEMPORAL_TLS", "maybe")
+    with pytest.raises(ConfigError, match="TEMPORAL_TLS"):
+        load_settings(config, home=str(tmp_path / "h"))
+    monkeypatch.setenv("TEMPORAL_TLS", "true")
+    settings = load_settings(config, home=str(tmp_path / "h"))
+    assert (settings.namespace, settings.temporal_tls) == ("env-ns", True)
+    assert load_settings(config, home=str(tmp_path / "h"), namespace="flag-ns").namespace == (
+        "flag-ns"
+    )
+
+
 def test_config_file_lookup_order(
     clean_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
