@@ -4,24 +4,18 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
-from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
-import httpx
 import orjson
 import pytest
-from temporalio import workflow
 from temporalio.client import Client, WorkflowFailureError
-from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
-from temporalio.worker import UnsandboxedWorkflowRunner, Worker
+from temporalio.exceptions import ApplicationError
 
-from activities.call_model import CALL_MODEL, ModelActivities
 from activities.config import Endpoint, Settings, check_base_url
 from activities.errors import ConfigError
-from activities.model_types import CallModelInput, ModelRequest, ModelResponse
+from activities.model_types import CallModelInput, ModelRequest
 from activities.providers import resolve_model
+from tests.call_once import CallModelOnce, call_worker
 from tests.cli import cli_env, ponder
 from tests.conftest import with_endpoint
 from tests.fakes import FakeProvider, Reply, anthropic_message, openai_completion
@@ -222,31 +216,6 @@ async def test_ponder_role_and_tag_headers_are_opt_in_per_endpoint(
     assert fake.seen[-1].headers["x-ponder-role"] == "generate"
 
 
-@workflow.defn(name="CallModelOnce")
-class CallModelOnce:
-    """Runs ``call_model`` with a short schedule-to-close and reports how it failed."""
-
-    @workflow.run
-    async def run(self, input: CallModelInput) -> dict[str, Any]:
-        try:
-            await workflow.execute_activity(
-                CALL_MODEL,
-                input,
-                result_type=ModelResponse,
-                schedule_to_close_timeout=timedelta(seconds=30),
-                retry_policy=RetryPolicy(maximum_attempts=3, initial_interval=timedelta(0.1)),
-            )
-        except ActivityError as exc:
-            cause = exc.cause
-            assert isinstance(cause, ApplicationError)
-            return {
-                "type": cause.type,
-                "non_retryable": cause.non_retryable,
-                "details": cause.details,
-            }
-        return {"type": None}
-
-
 @pytest.mark.parametrize("retry_after", ["60", "400"], ids=["past-deadline", "over-300s"])
 async def test_a_long_retry_after_becomes_retry_later(
     client: Client, settings: Settings, fake: FakeProvider, retry_after: str
@@ -255,16 +224,7 @@ async def test_a_long_retry_after_becomes_retry_later(
     settings = with_endpoint(settings, "local", Endpoint(kind="openai", base_url=fake.url))
     fake.replies = [Reply(429, {"error": "quota"}, {"Retry-After": retry_after})]
     queue = f"test-{uuid.uuid4()}"
-    async with (
-        httpx.AsyncClient() as http,
-        Worker(
-            client,
-            task_queue=queue,
-            workflows=[CallModelOnce],
-            activities=[ModelActivities(settings, http).call_model],
-            workflow_runner=UnsandboxedWorkflowRunner(),
-        ),
-    ):
+    async with call_worker(client, settings, queue):
         request = ModelRequest(model="local:m", prompt="hi")
         outcome = await client.execute_workflow(
             CallModelOnce,
