@@ -11,7 +11,11 @@ from typing import Any
 import orjson
 import pytest
 from temporalio.api.common.v1 import Payload
-from temporalio.converter import StorageDriverRetrieveContext, StorageDriverStoreContext
+from temporalio.converter import (
+    StorageDriverClaim,
+    StorageDriverRetrieveContext,
+    StorageDriverStoreContext,
+)
 from temporalio.testing import ActivityEnvironment
 
 from activities.config import Endpoint, Price, load_settings, read_secret
@@ -410,6 +414,17 @@ async def test_payload_store_detects_corruption(tmp_path: Path) -> None:
     path.write_bytes(payload(b'"tampered"').SerializeToString())
     with pytest.raises(ValueError, match="corrupt"):
         await driver.retrieve(StorageDriverRetrieveContext(), [claim])
+
+
+async def test_payload_store_refuses_a_claim_that_is_a_path(tmp_path: Path) -> None:
+    driver = FileSystemStorageDriver(tmp_path / "payloads")
+    secret = tmp_path / "secret.payload"
+    secret.write_bytes(payload(b'"worker file"').SerializeToString())
+    for digest in ["../../secret", str(secret.with_suffix("")), "AB" * 32]:
+        with pytest.raises(ValueError, match="not a SHA-256 hex digest"):
+            await driver.retrieve(
+                StorageDriverRetrieveContext(), [StorageDriverClaim({"sha256": digest})]
+            )
 
 
 # -- redaction --------------------------------------------------------------------------
