@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from activities.run_store import RUN_ID
-from workflows.tournament.critique import MIN_CRITIQUE_CHARS
 from workflows.tournament.errors import PROFILE_INVALID, RUN_ID_INVALID, TournamentError
 from workflows.tournament.profiles import (
     Profile,
@@ -20,8 +18,6 @@ from workflows.tournament.prompts import validate_overrides
 from workflows.tournament.types import TournamentInput
 
 __all__ = ["Preflight", "preflight", "profile_of", "rank_profile"]
-
-GIVEN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
 @dataclass(frozen=True)
@@ -48,26 +44,13 @@ def profile_of(input: TournamentInput) -> Profile:
     return get_profile(input.profile or "quick")
 
 
-def _check_settings(input: TournamentInput) -> None:
-    """Bounds of the input's plain fields, each refusal naming the field and the rule."""
-    problems = []
+def _check_task(input: TournamentInput) -> None:
+    # Field bounds live in the input models (decoding refuses them with input.invalid);
+    # "only whitespace" is a rule pydantic's constraints cannot say as clearly.
     if not input.task.strip():
-        problems.append("task must not be empty: give the question or problem to work on")
-    for role, value in input.concurrency.model_dump().items():
-        if value < 1:
-            problems.append(f"concurrency.{role}={value} must be >= 1")
-    if input.invalid_json_retries < 0:
-        problems.append(f"invalid_json_retries={input.invalid_json_retries} must be >= 0")
-    if input.critique_chars < MIN_CRITIQUE_CHARS:
-        problems.append(f"critique_chars={input.critique_chars} must be >= {MIN_CRITIQUE_CHARS}")
-    for given in input.candidates or []:
-        if not GIVEN_ID.match(given.id):
-            problems.append(
-                f"candidate id {given.id!r} must match [A-Za-z0-9][A-Za-z0-9._-]* "
-                "(at most 64 characters)"
-            )
-    if problems:
-        raise TournamentError(PROFILE_INVALID, "; ".join(problems))
+        raise TournamentError(
+            PROFILE_INVALID, "task must not be empty: give the question or problem to work on"
+        )
 
 
 def _check_given(input: TournamentInput, profile: Profile) -> None:
@@ -104,7 +87,7 @@ def preflight(
             f"run id {run_id!r} must match [A-Za-z0-9][A-Za-z0-9._-]* and be at most 128 "
             "characters: choose another",
         )
-    _check_settings(input)
+    _check_task(input)
     profile = profile_of(input)
     if input.candidates is not None:
         _check_given(input, profile)

@@ -15,7 +15,7 @@ import functools
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
         FitInput,
         FitOutcome,
     )
+    from workflows.inputs import InputInvalid
     from workflows.names import (
         QUERY_EVENTS,
         QUERY_PROGRESS,
@@ -35,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
         TOURNAMENT,
         UPDATE_EXTEND_BUDGET,
     )
+    from workflows.raw_input import NO_INPUT, decode_raw, input_failure
     from workflows.tournament import adaptive, rng
     from workflows.tournament.bradley_terry import LeaderboardRow
     from workflows.tournament.calls import TournamentCalls
@@ -67,6 +69,7 @@ with workflow.unsafe.imports_passed_through():
 __all__ = ["TournamentWorkflow"]
 
 EVENTS_PAGE = 500
+_STAND_IN = TournamentInput.model_construct(task="")
 # A bad path is a bug, not a passing fault: do not retry it forever.
 ARTIFACT_RETRY_POLICY = RetryPolicy(maximum_attempts=10, non_retryable_error_types=["ValueError"])
 FIT_RETRY_POLICY = RetryPolicy(maximum_attempts=3)
@@ -75,7 +78,12 @@ FIT_RETRY_POLICY = RetryPolicy(maximum_attempts=3)
 @workflow.defn(name=TOURNAMENT)
 class TournamentWorkflow:
     @workflow.init
-    def __init__(self, input: TournamentInput) -> None:
+    def __init__(self, raw: RawValue = NO_INPUT) -> None:
+        # Decoded here (never raising: that would fail the task forever), refused in run;
+        # a stand-in input keeps the queries answering for a refused run.
+        decoded = decode_raw(TournamentInput, raw)
+        self.input_error = decoded if isinstance(decoded, InputInvalid) else None
+        input = decoded if isinstance(decoded, TournamentInput) else _STAND_IN
         self.input = input
         self.run_id = input.run_id or workflow.info().workflow_id
         self.record = TournamentRecord(now=lambda: workflow.now().isoformat())
@@ -93,7 +101,13 @@ class TournamentWorkflow:
     # -- the loop ------------------------------------------------------------------------
 
     @workflow.run
-    async def run(self, input: TournamentInput) -> TournamentResult:
+    async def run(self, raw: RawValue = NO_INPUT) -> TournamentResult:
+        if self.input_error is not None:
+            self.calls.status = "failed"
+            self.error = f"{self.input_error.code}: {self.input_error.message}"
+            self.record.event("run.failed", error=self.error)
+            raise input_failure(self.input_error)
+        input = self.input
         seed = input.seed if input.seed is not None else workflow.random().randint(0, 2**31 - 1)
         self.calls.seed = seed
         try:
