@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import typing
 import uuid
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
@@ -63,8 +64,11 @@ async def temporal_start(
     assert process.returncode == 0, (out.decode(), err.decode())
 
 
-async def refusal(client: Client, workflow_id: str) -> ApplicationError:
-    """The run's failure, which must come at once and without a single failed workflow task."""
+async def refusal(client: Client, workflow_id: str, *, max_events: int = 6) -> ApplicationError:
+    """The run's failure, which must come at once and without a single failed workflow task.
+
+    ``max_events`` 6: started, one workflow task, failed; nothing was scheduled.
+    """
     handle = client.get_workflow_handle(workflow_id)
     with pytest.raises(WorkflowFailureError) as info:
         await asyncio.wait_for(handle.result(), 15)
@@ -72,7 +76,7 @@ async def refusal(client: Client, workflow_id: str) -> ApplicationError:
     types = [event.event_type for event in history.events]
     assert EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED not in types
     assert types[-1] == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED
-    assert len(types) <= 6  # started, one workflow task, failed: nothing was scheduled
+    assert len(types) <= max_events
     cause = info.value.cause
     assert isinstance(cause, ApplicationError), cause
     assert cause.non_retryable
@@ -262,3 +266,29 @@ def test_models_from_python_callers_round_trip_through_the_strict_decoder() -> N
     assert decode_json(TournamentInput, payload.model_dump_json()) == payload
     ask = AskInput(question="q", temperature=0.2, role="judge")
     assert decode_json(AskInput, ask.model_dump_json()) == ask
+
+
+def _nested_models(model: type[BaseModel], seen: set[type[BaseModel]]) -> set[type[BaseModel]]:
+    seen.add(model)
+    for field in model.model_fields.values():
+        for arg in _type_args(field.annotation):
+            if isinstance(arg, type) and issubclass(arg, BaseModel) and arg not in seen:
+                _nested_models(arg, seen)
+    return seen
+
+
+def _type_args(annotation: object) -> list[object]:
+    args = typing.get_args(annotation)
+    return [annotation] if not args else [a for arg in args for a in _type_args(arg)]
+
+
+@pytest.mark.parametrize("root", [AskInput, TournamentInput])
+def test_every_model_inside_a_workflow_input_is_strict(root: type[BaseModel]) -> None:
+    models = _nested_models(root, set())
+    assert len(models) >= (1 if root is AskInput else 9)
+    loose = [
+        m.__name__
+        for m in models
+        if m.model_config.get("extra") != "forbid" or m.model_config.get("allow_inf_nan", True)
+    ]
+    assert loose == []

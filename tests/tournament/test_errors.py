@@ -11,6 +11,7 @@ from workflows.tournament.errors import TournamentError, is_known_code, provider
 
 SPEC_CODES = {
     "profile.invalid",
+    "profile.too_large",
     "rank.k_required",
     "rank.k_invalid",
     "rank.max_calls_required",
