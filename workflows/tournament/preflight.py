@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from activities.run_store import RUN_ID
+from workflows.run_ids import RUN_ID
 from workflows.tournament.errors import (
     PROFILE_INVALID,
     PROFILE_TOO_LARGE,
