@@ -10,7 +10,6 @@ phases run their calls with bounded concurrency and commit artifacts when they e
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
 from datetime import timedelta
 
@@ -19,7 +18,6 @@ from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
-    from activities.model_types import Usage
     from activities.tournament.artifacts import WRITE_TOURNAMENT_ARTIFACTS
     from activities.tournament.fit import (
         ADAPTIVE_BATCH,
@@ -54,7 +52,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.tournament.selection import select
     from workflows.tournament.types import (
-        CandidateRow,
         ComparisonRow,
         Event,
         ExtendBudgetInput,
@@ -63,7 +60,6 @@ with workflow.unsafe.imports_passed_through():
         ScoreRow,
         TournamentInput,
         TournamentResult,
-        TournamentSnapshot,
     )
 
 __all__ = ["TournamentWorkflow"]
@@ -90,11 +86,7 @@ class TournamentWorkflow:
         self.calls = TournamentCalls(self.run_id, input, self.record.event)
         self.phase = "starting"
         self.generation = 0
-        self.error: str | None = None
         self.plan: Preflight | None = None
-        self.winner_id: str | None = None
-        self.final_answer: str | None = None
-        self.postprocessed = False
         self.run_dir = ""
         self._pending_write: workflow.ActivityHandle[str] | None = None
 
@@ -104,8 +96,8 @@ class TournamentWorkflow:
     async def run(self, raw: RawValue = NO_INPUT) -> TournamentResult:
         if self.input_error is not None:
             self.calls.status = "failed"
-            self.error = f"{self.input_error.code}: {self.input_error.message}"
-            self.record.event("run.failed", error=self.error)
+            self.record.error = f"{self.input_error.code}: {self.input_error.message}"
+            self.record.event("run.failed", error=self.record.error)
             raise input_failure(self.input_error)
         input = self.input
         seed = input.seed if input.seed is not None else workflow.random().randint(0, 2**31 - 1)
@@ -130,8 +122,8 @@ class TournamentWorkflow:
             phase = FINAL_JUDGING_PHASE
             pairs = final_schedule(population, m=profile.m, seed=seed, rank=input.rank)
             board = await self._judge(phase, None, population, pairs, adaptive=not input.rank)
-            self.winner_id = board[0].candidate_id
-            await self._finalize(self.winner_id)
+            self.record.winner_id = board[0].candidate_id
+            await self._finalize(self.record.winner_id)
         except TournamentError as exc:
             await self._end("failed", f"{exc.code}: {exc.message}")
             raise ApplicationError(exc.message, type=exc.code, non_retryable=True) from None
@@ -149,8 +141,8 @@ class TournamentWorkflow:
         return TournamentResult(
             run_id=self.run_id,
             status="completed",
-            winner_id=self.winner_id,
-            final_answer=self.final_answer or "",
+            winner_id=self.record.winner_id,
+            final_answer=self.record.final_answer or "",
             leaderboard=self.record.leaderboard,
             spent=self.calls.budget.spent,
             run_dir=self.run_dir,
@@ -175,19 +167,7 @@ class TournamentWorkflow:
 
     async def _given_population(self) -> list[str]:
         self.phase = "initial_generation"
-        for given in self.input.candidates or []:
-            self.record.candidates[given.id] = CandidateRow(
-                id=given.id,
-                generation=0,
-                kind="initial",
-                status="generated",
-                text=given.text,
-                model="given",
-                provider="given",
-                usage=Usage(),
-                created_at=workflow.now().isoformat(),
-            )
-        return await self._commit_population(0, [c.id for c in self.input.candidates or []])
+        return await self._commit_population(0, self.record.add_given(self.input.candidates or []))
 
     async def _judge(
         self,
@@ -258,27 +238,17 @@ class TournamentWorkflow:
         judged = await self.calls.until_valid(
             phase, index, values=values, parse=parse_judge_output, errors=(JudgeParseError,)
         )
-        verdict = judged.value
-        row = ComparisonRow(
-            id=f"{phase}#{index}",
-            phase=phase,
-            generation=generation,
-            presented_a=pair.presented_a,
-            presented_b=pair.presented_b,
-            scheduled_a=pair.scheduled_a,
-            scheduled_b=pair.scheduled_b,
-            winner=verdict.winner,
-            confidence=verdict.confidence,
-            critique_a=verdict.feedback_a,
-            critique_b=verdict.feedback_b,
-            model=judged.response.model,
-            provider=judged.response.provider,
+        return self.record.add_comparison(
+            phase,
+            generation,
+            index,
+            pair,
+            judged.value,
+            response=judged.response,
             attempts=judged.attempts,
             usage=judged.usage,
             raw_outputs=judged.raw_outputs if self.input.include_raw_outputs else None,
         )
-        self.record.comparisons.append(row)  # recorded as it lands, so a cancel keeps it
-        return row
 
     async def _mutate(self, g: int, board: list[ScoreRow]) -> list[str]:
         phase = self.phase = f"generation_mutation:{g}"
@@ -311,15 +281,15 @@ class TournamentWorkflow:
     async def _finalize(self, winner_id: str) -> None:
         winner = self.record.candidates[winner_id]
         if not self.input.models.finalize:
-            self.final_answer = winner.text
+            self.record.final_answer = winner.text
             return
         self.phase = "finalizing"
         values = self._context() | {"candidate": winner.text}
         response = await self.calls.model(
             self.phase, 0, role="finalize", values=values, tag=winner_id
         )
-        self.final_answer = response.text
-        self.postprocessed = True
+        self.record.final_answer = response.text
+        self.record.postprocessed = True
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -346,19 +316,14 @@ class TournamentWorkflow:
             start_to_close_timeout=timedelta(seconds=60),
             retry_policy=FIT_RETRY_POLICY,
         )
-        board = [
-            ScoreRow(phase=phase, **(dataclasses.asdict(row) | {"generation": generation}))
-            for row in fitted
-        ]
-        self.record.add_scores(board)
-        return board
+        return self.record.add_scores(phase, generation, fitted)
 
     async def _end(self, status: str, error: str | None) -> None:
         """Drain calls in flight, record the outcome and write the artifacts."""
         self.calls.stop()
         await self.calls.drain()
         self.calls.status = status  # type: ignore[assignment]
-        self.error = error
+        self.record.error = error
         self.record.event(f"run.{status}", error=error)
         if not (error or "").startswith(RUN_ID_INVALID):  # no run directory for a bad id
             await self._write_artifacts(wait=True)
@@ -380,26 +345,15 @@ class TournamentWorkflow:
                     raise
             self._pending_write = None
         plan = self.plan
-        snapshot = TournamentSnapshot(
+        snapshot = self.record.snapshot(
             run_id=self.run_id,
             status=self.calls.status,
             input=self.input,
             seed=self.calls.seed,
             profile=plan.profile if plan else None,
             profile_name=plan.profile_name if plan else None,
-            candidates=self.record.candidates_in_order(),
-            populations=self.record.populations,
-            comparisons=self.record.comparisons_in_order(),
-            scores=self.record.scores,
             usage=self.calls.usage,
-            events=self.record.events,
-            budget=self.calls.budget.limits,
-            spent=self.calls.budget.spent,
-            winner_id=self.winner_id,
-            final_answer=self.final_answer,
-            final_answer_is_postprocessed=self.postprocessed,
-            error=self.error,
-            written_at=workflow.now().isoformat(),
+            budget=self.calls.budget,
         )
         self._pending_write = workflow.start_activity(
             WRITE_TOURNAMENT_ARTIFACTS,
@@ -426,7 +380,7 @@ class TournamentWorkflow:
             spent=self.calls.budget.spent,
             leaderboard=self.record.leaderboard[:5],
             blocking_limit=self.calls.budget.blocking_limit(),
-            error=self.error,
+            error=self.record.error,
             in_flight=self.calls.in_flight,
             refused=self.record.refused[-5:],
         )
