@@ -11,21 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RawValue, RetryPolicy
+from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
-    from activities.tournament.artifacts import WRITE_TOURNAMENT_ARTIFACTS
-    from activities.tournament.fit import (
-        ADAPTIVE_BATCH,
-        FIT_LEADERBOARD,
-        AdaptiveBatchInput,
-        FitInput,
-        FitOutcome,
-    )
     from workflows.inputs import InputInvalid
     from workflows.names import (
         QUERY_EVENTS,
@@ -36,10 +27,11 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.raw_input import NO_INPUT, decode_raw, input_failure
     from workflows.tournament import adaptive, rng
-    from workflows.tournament.bradley_terry import LeaderboardRow
+    from workflows.tournament.artifact_writes import ArtifactWriter
     from workflows.tournament.calls import TournamentCalls
     from workflows.tournament.critique import aggregate_critiques
     from workflows.tournament.errors import RUN_ID_INVALID, TournamentError
+    from workflows.tournament.fits import adaptive_pairs, fit_leaderboard
     from workflows.tournament.judge_parse import JudgeParseError, parse_judge_output
     from workflows.tournament.preflight import Preflight, preflight
     from workflows.tournament.prompts import DEFAULT_RUBRIC
@@ -60,15 +52,13 @@ with workflow.unsafe.imports_passed_through():
         ScoreRow,
         TournamentInput,
         TournamentResult,
+        TournamentSnapshot,
     )
 
 __all__ = ["TournamentWorkflow"]
 
 EVENTS_PAGE = 500
 _STAND_IN = TournamentInput.model_construct(task="")
-# A bad path is a bug, not a passing fault: do not retry it forever.
-ARTIFACT_RETRY_POLICY = RetryPolicy(maximum_attempts=10, non_retryable_error_types=["ValueError"])
-FIT_RETRY_POLICY = RetryPolicy(maximum_attempts=3)
 
 
 @workflow.defn(name=TOURNAMENT)
@@ -87,8 +77,7 @@ class TournamentWorkflow:
         self.phase = "starting"
         self.generation = 0
         self.plan: Preflight | None = None
-        self.run_dir = ""
-        self._pending_write: workflow.ActivityHandle[str] | None = None
+        self.writer = ArtifactWriter()
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -145,7 +134,7 @@ class TournamentWorkflow:
             final_answer=self.record.final_answer or "",
             leaderboard=self.record.leaderboard,
             spent=self.calls.budget.spent,
-            run_dir=self.run_dir,
+            run_dir=self.writer.run_dir,
             simulated=all(c.simulated for c in self.record.candidates.values()),
         )
 
@@ -209,19 +198,13 @@ class TournamentWorkflow:
                 draw = adaptive.round_rng(self.calls.seed, phase, round_no)
                 pairs = adaptive.first_round(population, draw, budget=size)
             else:
-                pairs = await workflow.execute_local_activity(
-                    ADAPTIVE_BATCH,
-                    AdaptiveBatchInput(
-                        candidate_ids=population,
-                        outcomes=[_outcome(r) for r in rows],
-                        seed=self.calls.seed,
-                        phase=phase,
-                        round_no=round_no,
-                        size=size,
-                    ),
-                    result_type=list[ScheduledPair],
-                    start_to_close_timeout=timedelta(seconds=60),
-                    retry_policy=FIT_RETRY_POLICY,
+                pairs = await adaptive_pairs(
+                    population,
+                    rows,
+                    seed=self.calls.seed,
+                    phase=phase,
+                    round_no=round_no,
+                    size=size,
                 )
             if not pairs:
                 break
@@ -304,17 +287,11 @@ class TournamentWorkflow:
     async def _fit(
         self, phase: str, generation: int | None, population: list[str], rows: list[ComparisonRow]
     ) -> list[ScoreRow]:
-        fitted = await workflow.execute_local_activity(
-            FIT_LEADERBOARD,
-            FitInput(
-                candidate_ids=population,
-                outcomes=[_outcome(r) for r in rows],
-                lambda_=self.plan.profile.lambda_ if self.plan else 0.01,
-                generations={cid: self.record.candidates[cid].generation for cid in population},
-            ),
-            result_type=list[LeaderboardRow],
-            start_to_close_timeout=timedelta(seconds=60),
-            retry_policy=FIT_RETRY_POLICY,
+        fitted = await fit_leaderboard(
+            population,
+            rows,
+            lambda_=self.plan.profile.lambda_ if self.plan else 0.01,
+            generations={cid: self.record.candidates[cid].generation for cid in population},
         )
         return self.record.add_scores(phase, generation, fitted)
 
@@ -330,22 +307,11 @@ class TournamentWorkflow:
         await workflow.wait_condition(workflow.all_handlers_finished)
 
     async def _write_artifacts(self, *, wait: bool = False) -> None:
-        """Commit the run directory; the next phase starts while the files are written.
+        await self.writer.write(self._snapshot, wait=wait)
 
-        Writes stay in order (each waits for the one before), and the last one, in ``_end``,
-        is waited for. Pydantic copies the state lists into the snapshot, so later phases
-        cannot change what a pending write sends.
-        """
-        if self._pending_write is not None:
-            try:
-                self.run_dir = await self._pending_write
-            except ActivityError as exc:
-                # A write cancelled with the run is superseded by the one made here.
-                if not (wait and is_cancelled_exception(exc)):
-                    raise
-            self._pending_write = None
+    def _snapshot(self) -> TournamentSnapshot:
         plan = self.plan
-        snapshot = self.record.snapshot(
+        return self.record.snapshot(
             run_id=self.run_id,
             status=self.calls.status,
             input=self.input,
@@ -355,16 +321,6 @@ class TournamentWorkflow:
             usage=self.calls.usage,
             budget=self.calls.budget,
         )
-        self._pending_write = workflow.start_activity(
-            WRITE_TOURNAMENT_ARTIFACTS,
-            snapshot,
-            result_type=str,
-            start_to_close_timeout=timedelta(minutes=2),
-            retry_policy=ARTIFACT_RETRY_POLICY,
-        )
-        if wait:
-            self.run_dir = await self._pending_write
-            self._pending_write = None
 
     # -- control -------------------------------------------------------------------------
 
@@ -412,7 +368,3 @@ class TournamentWorkflow:
             )
             return
         self.calls.extend(limits)
-
-
-def _outcome(row: ComparisonRow) -> FitOutcome:
-    return FitOutcome(presented_a=row.presented_a, presented_b=row.presented_b, winner=row.winner)
