@@ -24,7 +24,7 @@ from activities.config import Price
 from client.embedded import find_temporal_binary
 from tests.cli import cli_env, ponder
 from workflows.ask_types import AskInput
-from workflows.budget import BudgetLimits
+from workflows.budget import Budget, BudgetLimits
 from workflows.inputs import InputInvalid, StrictModel, decode_input, decode_json
 from workflows.names import ASK, TOURNAMENT
 from workflows.tournament.profiles import Profile
@@ -214,6 +214,18 @@ async def test_status_and_cancel_answer_at_once_for_a_refused_run(
     assert f"run {workflow_id}: failed" in cancelled.err
 
 
+async def test_cancel_answers_at_once_for_a_refused_ask(
+    client: Client, server_address: str, worker_queue: str, tmp_path: Path
+) -> None:
+    workflow_id = f"ask-cancel-{uuid.uuid4().hex[:8]}"
+    await temporal_start(server_address, worker_queue, ASK, workflow_id, '{"question": ""}')
+    await refusal(client, workflow_id)
+    env = cli_env(tmp_path, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE=worker_queue)
+    cancelled = await ponder("cancel", workflow_id, env=env, timeout=30)
+    assert cancelled.code == 1, cancelled.err
+    assert f"run {workflow_id}: failed" in cancelled.err
+
+
 # -- the pure decoder --------------------------------------------------------------------------
 
 
@@ -292,3 +304,10 @@ def test_every_model_inside_a_workflow_input_is_strict(root: type[BaseModel]) ->
         if m.model_config.get("extra") != "forbid" or m.model_config.get("allow_inf_nan", True)
     ]
     assert loose == []
+
+
+def test_a_non_finite_budget_extension_is_refused_not_fatal() -> None:
+    # The update validator and the signal handler both go through checked_extension.
+    limits, problems = Budget().checked_extension({"max_usd": math.nan})
+    assert limits is None
+    assert problems == ["max_usd: Input should be a finite number"]
