@@ -19,14 +19,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PROVIDER_NAMES = re.compile(
-    r"(?<![\w.])(openai|anthropic|sim|command|replay)(?=:\S|[\"'])", re.IGNORECASE
-)
+_NAMES = "openai|anthropic|sim|command|replay"
+# A quoted provider name ("openai", 'sim:...') or a model spec (openai:gpt-4o) anywhere; not the
+# English word in "a command's worker".
+PROVIDER_NAMES = re.compile(rf"[\"']({_NAMES})(?=:|[\"'])|(?<![\w.])({_NAMES}):\w", re.IGNORECASE)
 # The default model id is data every side shares, declared once; it is not a branch.
 PROVIDER_NAME_ALLOWED = {("workflows/model_types.py", 'DEFAULT_MODEL = "sim:default"')}
 ORCHESTRATION = {
     "workflows.ask",
     "workflows.model_calls",
+    "workflows.raw_input",
     "workflows.tournament.artifact_writes",
     "workflows.tournament.calls",
     "workflows.tournament.fits",
@@ -127,3 +129,5 @@ def test_the_pattern_would_catch_a_provider_branch() -> None:
     assert PROVIDER_NAMES.search('kind == "anthropic"')
     assert not PROVIDER_NAMES.search("a simulated run")
     assert not PROVIDER_NAMES.search("def run(command: click.Command)")
+    assert not PROVIDER_NAMES.search("A command's own worker")
+    assert PROVIDER_NAMES.search("e.g. openai:gpt-4o-mini")

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from workflows.inputs import StrictModel
 
 __all__ = [
     "DEFAULT_HEARTBEAT_TIMEOUT_S",
@@ -40,10 +42,8 @@ def provider_of(model_spec: str) -> str:
     return model_spec.partition(":")[0].strip()
 
 
-class CallOptions(BaseModel):
+class CallOptions(StrictModel):
     """Scheduling of every model call of one run."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     heartbeat_timeout_s: float = Field(
         default=DEFAULT_HEARTBEAT_TIMEOUT_S,

@@ -5,7 +5,9 @@ them. ``activities.model_types`` and ``activities.config.Price`` re-export it fo
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from workflows.inputs import StrictModel
 
 __all__ = ["DEFAULT_MODEL", "CallModelInput", "ModelRequest", "ModelResponse", "Price", "Usage"]
 
@@ -79,10 +81,8 @@ class ModelResponse(BaseModel):
     simulated: bool = False
 
 
-class Price(BaseModel):
+class Price(StrictModel):
     """USD per million tokens for one provider+model."""
-
-    model_config = ConfigDict(extra="forbid")
 
     input: float
     output: float
