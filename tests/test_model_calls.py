@@ -24,7 +24,7 @@ from activities.run_store import RunFileActivities, RunStore
 from activities.tournament.artifacts import TournamentArtifactActivities
 from activities.tournament.fit import adaptive_batch, fit_leaderboard
 from tests.conftest import with_endpoint
-from tests.fakes import FakeProvider
+from tests.fakes import FakeProvider, Reply
 from tests.tournament.helpers import read_jsonl
 from worker.worker import WORKFLOWS, WorkerOptions, running_worker
 from workflows.ask_types import AskInput, AskResult
@@ -182,3 +182,44 @@ async def test_ask_waits_too(client: Client, settings: Settings) -> None:
         )
     assert result.response.simulated
     assert len(model.calls) == 2
+
+
+async def test_a_429_with_a_long_retry_after_waits_then_goes_on(
+    client: Client, settings: Settings, fake: FakeProvider
+) -> None:
+    """End to end with the real activity: a Retry-After past the call's schedule-to-close."""
+    local = with_endpoint(
+        settings, "local", Endpoint(kind="openai", base_url=fake.url, ponder_headers=True)
+    )
+    retry_after = 6.0
+    fake.replies = [Reply(429, {"error": {"message": "quota"}}, {"Retry-After": "6"})]
+    queue = f"test-{uuid.uuid4()}"
+    async with running_worker(client, local, WorkerOptions(task_queue=queue)):
+        handle = await client.start_workflow(
+            TOURNAMENT,
+            TournamentInput(
+                task="Sort a list.",
+                profile="quick",
+                seed=3,
+                model="local:default",
+                # The threshold comes from the run's input: a 5 s call cannot wait 6 s inside.
+                calls=CallOptions(schedule_to_close_s=5.0),
+            ),
+            id=f"wait429-{uuid.uuid4().hex[:8]}",
+            task_queue=queue,
+            result_type=TournamentResult,
+        )
+        waiting: Progress | None = None
+        for _ in range(200):
+            progress = await handle.query(QUERY_PROGRESS, result_type=Progress)
+            if progress.status == "waiting_provider":
+                waiting = progress
+                break
+            await asyncio.sleep(0.05)
+        result = await asyncio.wait_for(handle.result(), 90)
+
+    assert waiting is not None and waiting.waiting_until is not None
+    assert result.status == "completed" and result.spent.calls == 15
+    first = fake.seen[0].call_id
+    again = [s for s in fake.seen if s.call_id == first]
+    assert len(again) == 2 and again[1].at - again[0].at >= retry_after - 0.5
