@@ -217,6 +217,7 @@ async def test_a_key_echoed_under_a_neutral_name_is_nowhere_while_a_canary_besid
 
     canary = await search_run(client, settings, CANARY, workflow_ids=[handle.id], logs=[output])
     assert set(canary.places) == CANARY_PLACES[kind]
+    assert any(p.endswith("raw-events.jsonl") for p in canary.places["run_dir"])
     history = await decoded_history(handle, settings)
     if kind != "error-body":  # a failure message is plain text; a result is a payload
         assert CANARY not in history.raw_json  # base64 hides it: only decoding finds it
@@ -311,7 +312,7 @@ async def test_a_key_echoed_through_a_whole_tournament_is_nowhere(
     canary = await search_run(client, settings, CANARY, workflow_ids=[handle.id], logs=[output])
     assert {"history", "run_dir"} <= set(canary.places)
     found_in = {Path(p).name for p in canary.places["run_dir"]}
-    assert {"candidates.jsonl", "comparisons.jsonl"} <= found_in
+    assert {"candidates.jsonl", "comparisons.jsonl", "raw-events.jsonl"} <= found_in
     mutate_prompts = [s for s in fake.seen if s.phase.startswith("generation_mutation")]
     assert mutate_prompts and all(CANARY in json.dumps(s.body) for s in mutate_prompts)
 
