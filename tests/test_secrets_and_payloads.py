@@ -18,6 +18,7 @@ import pytest
 from temporalio.client import Client, WorkflowFailureError
 
 from activities.config import Endpoint, Settings
+from client.logs import log_file
 from tests.conftest import with_endpoint
 from tests.fakes import FakeProvider, Reply, Seen, openai_completion, sim_responder
 from tests.history_search import decoded_history, files_under, search_run
@@ -218,6 +219,10 @@ async def test_a_key_echoed_under_a_neutral_name_is_nowhere_while_a_canary_besid
     canary = await search_run(client, settings, CANARY, workflow_ids=[handle.id], logs=[output])
     assert set(canary.places) == CANARY_PLACES[kind]
     assert any(p.endswith("raw-events.jsonl") for p in canary.places["run_dir"])
+    worker_log = log_file(settings.home)  # $PONDER_HOME/logs/worker.log
+    assert worker_log.is_file()
+    if kind == "error-body":  # the failed call's traceback, in the worker's own log file
+        assert str(worker_log) in canary.places["logs"]
     history = await decoded_history(handle, settings)
     if kind != "error-body":  # a failure message is plain text; a result is a payload
         assert CANARY not in history.raw_json  # base64 hides it: only decoding finds it
@@ -317,5 +322,7 @@ async def test_a_key_echoed_through_a_whole_tournament_is_nowhere(
     assert mutate_prompts and all(CANARY in json.dumps(s.body) for s in mutate_prompts)
 
     leaked = await search_run(client, settings, SECRET, workflow_ids=[handle.id], logs=[output])
+    assert log_file(settings.home).is_file()
+    assert leaked.searched["logs"] == 1 + len(files_under(settings.home / "logs"))
     assert leaked.places == {}
     assert not any(SECRET in json.dumps(s.body) for s in fake.seen)  # not even sent back out
