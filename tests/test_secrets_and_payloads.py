@@ -235,7 +235,7 @@ async def test_a_key_echoed_under_a_neutral_name_is_nowhere_while_a_canary_besid
     assert leaked.places == {}
 
 
-async def test_the_search_decodes_memo_search_attributes_signals_and_termination_details(
+async def test_the_search_decodes_memo_search_attributes_signals_updates_and_termination(
     client: Client, settings: Settings, worker_queue: str
 ) -> None:
     """The helper's own positive control for the payloads an Ask does not produce."""
@@ -244,7 +244,8 @@ async def test_the_search_decodes_memo_search_attributes_signals_and_termination
     from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 
     from workflows.budget import BudgetLimits
-    from workflows.names import SIGNAL_EXTEND_BUDGET
+    from workflows.names import SIGNAL_EXTEND_BUDGET, UPDATE_EXTEND_BUDGET
+    from workflows.tournament.types import ExtendBudgetInput, ExtendBudgetResult
 
     planted = {place: f"canary-{place}-{uuid.uuid4().hex}" for place in PLANTED}
     await client.operator_service.add_search_attributes(  # idempotent on the dev server
@@ -263,9 +264,16 @@ async def test_the_search_decodes_memo_search_attributes_signals_and_termination
         search_attributes=TypedSearchAttributes([SearchAttributePair(note, planted["search"])]),
     )
     await handle.signal(SIGNAL_EXTEND_BUDGET, {"max_calls": -1, "note": planted["signal"]})
+    # An accepted update's input and result: only numbers fit, so a number no event has.
+    update = str(9_182_736_450 + uuid.uuid4().int % 1000)
+    await handle.execute_update(
+        UPDATE_EXTEND_BUDGET,
+        ExtendBudgetInput(max_calls=int(update)),  # max_output_tokens=1 keeps it paused
+        result_type=ExtendBudgetResult,
+    )
     await handle.terminate(planted["terminate"], reason="planted")
     history = await decoded_history(handle, settings)
-    for place, canary in planted.items():
+    for place, canary in {**planted, "update": update}.items():
         assert canary not in history.raw_json, place  # base64 in the raw history
         assert canary in history.text, place  # found once decoded
 
