@@ -99,7 +99,7 @@ class Endpoint(BaseModel):
 class Price(BaseModel):
     """USD per million tokens for one provider+model."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     input: float
     output: float
