@@ -215,6 +215,8 @@ def test_named_endpoints_and_price_tables(clean_env: Path, tmp_path: Path) -> No
         ),
         ('[prices."x:y"]\noutput = 1.0\n', "input", "Field required"),
         ('[ponder]\npayload_threshold = "lots"\n', "payload_threshold", "integer"),
+        ('[providers.x]\nkind = "openai"\n', "providers.x", "needs base_url"),
+        ('[providers.x]\nkind = "openai"\nbase_url = "localhost:8000"\n', "base_url", "http"),
     ],
 )
 def test_a_bad_entry_is_refused_naming_the_field(

@@ -75,7 +75,7 @@ def resolve_model(
     """
     provider, model = parse_model_spec(spec)
     if provider == "command":
-        provider, model = _declared_command(model, spec, settings), model
+        provider = _declared_command(model, spec, settings)
     endpoint = settings.providers.get(provider)
     if endpoint is None:
         known = ", ".join(sorted(settings.providers))
