@@ -492,6 +492,7 @@ def report(ctx: click.Context, run_id: str) -> None:
     from activities.run_store import RunStore
     from activities.tournament.report import render_report, report_data_from_run_dir
 
+    check_run_id(run_id)  # run.id_invalid (exit 2) before anything is touched
     settings = _common_session(ctx)
     store = RunStore(settings.runs_dir)
     run_dir = store.run_dir(run_id)
