@@ -258,7 +258,7 @@ def unsatisfiable(
         if worst.reservation.invocations > calls:
             return worst, (
                 f"calls={calls} is below the {worst.reservation.invocations} invocation(s) that "
-                f"boundary {worst.step_id!r} reserves; give at least "
+                f"boundary {worst.step_id!r} reserves; fix: give at least "
                 f"{worst.reservation.invocations} or lower that step's retries/fan-out"
             )
     if wall_ms is not None and walk:
@@ -266,7 +266,7 @@ def unsatisfiable(
         if worst.reservation.wall_ms > wall_ms:
             return worst, (
                 f"wall_ms={wall_ms} is below the {worst.reservation.wall_ms} ms that boundary "
-                f"{worst.step_id!r} reserves; give at least {worst.reservation.wall_ms} or "
+                f"{worst.step_id!r} reserves; fix: give at least {worst.reservation.wall_ms} or "
                 "lower that step's timeout_ms"
             )
     return None

@@ -58,7 +58,6 @@ CODES: dict[str, str] = {
     "fanout.max_required": "a fan-out over a reference needs max_fanout",
     "fanout.concurrency": "concurrency must not exceed max_fanout",
     "fanout.over": "`over` must be a list or one ${...} reference",
-    "join.syntax": "join must be all, any or quorum:N",
     "join.quorum_unreachable": "quorum:N needs at least N activated items",
     "on_fail.target": "on_fail must name a later top-level agent step",
     "contract.unknown": "`out` names no contract",

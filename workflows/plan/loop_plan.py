@@ -70,7 +70,7 @@ def _fold_index(m: LoopMapping, raw: Mapping[str, Any], key: str, by: str) -> di
     for k, entry in enumerate(entries):
         where = join_path(key, k)
         if not isinstance(entry, dict):
-            _err(m, "document.not_object", where, f"{where} must be a mapping")
+            _err(m, "document.not_object", where, f"{where} must be a mapping; fix: write {{...}}")
             continue
         for name in entry:
             if name not in FOLD_FIELDS[key] and not str(name).startswith("x-"):
@@ -92,7 +92,12 @@ def _fold_index(m: LoopMapping, raw: Mapping[str, Any], key: str, by: str) -> di
                 )
         target = entry.get(by)
         if not isinstance(target, str):
-            _err(m, "field.missing", join_path(where, by), f"{by} (a string) is required")
+            _err(
+                m,
+                "field.missing",
+                join_path(where, by),
+                f"{by} (a string) is required; fix: add it",
+            )
             continue
         if target in out:
             _err(
@@ -126,10 +131,15 @@ def map_loop_plan(raw: Mapping[str, Any]) -> LoopMapping:
     if isinstance(trace, dict):
         for key in trace:
             if key != "emit":
-                _err(m, "field.unknown", join_path("trace", str(key)), "trace takes only emit")
+                _err(
+                    m,
+                    "field.unknown",
+                    join_path("trace", str(key)),
+                    "trace takes only emit; fix: remove the key",
+                )
         emit = trace.get("emit") is True
     else:
-        _err(m, "document.not_object", "trace", "trace must be a mapping: {emit: true}")
+        _err(m, "document.not_object", "trace", "trace must be a mapping; fix: trace: {emit: true}")
     origin: dict[str, Any] = {"trace_emit": emit}
     if isinstance(raw.get("whenToUse"), str):
         origin["when_to_use"] = raw["whenToUse"]
@@ -269,7 +279,12 @@ def _fold_step(
         entry = raw["gates"][k]
         at = join_path("gates", k)
         if kind != "gate" or entry.get("kind", "gate") != "gate":
-            _err(m, "loop.fold_unknown", join_path(at, "stepId"), f"{step_id!r} is not a gate")
+            _err(
+                m,
+                "loop.fold_unknown",
+                join_path(at, "stepId"),
+                f"{step_id!r} is not a gate step; fix: fold gates[] only into kind: gate steps",
+            )
         for src, dst in (("failRoute", "fail_route"), ("maxRedos", "max_redos")):
             if src in entry:
                 step[dst] = entry[src]

@@ -68,7 +68,9 @@ STEP_KINDS: tuple[str, ...] = ("agent", "gate", "fanout", "pause", "tournament")
 MAX_STEPS = 10_000
 MAX_TIMEOUT_MS = 7 * 24 * 3600 * 1000
 
+# strict: a closed-world document says what it means ("yes" is not a boolean, "3" not a number).
 _CONFIG = ConfigDict(
+    strict=True,
     extra="forbid",
     allow_inf_nan=False,
     validate_by_alias=True,
@@ -90,6 +92,7 @@ class _Vendor(BaseModel):
     """Closed world plus ``x-*`` keys (kept, so a round trip through JSON loses nothing)."""
 
     model_config = ConfigDict(
+        strict=True,
         extra="allow",
         allow_inf_nan=False,
         validate_by_alias=True,

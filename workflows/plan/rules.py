@@ -181,12 +181,15 @@ class _Checker:
                     stack.append(j)
         return False
 
-    def ancestors(self, i: int) -> set[int]:
+    def ancestors(self, i: int) -> set[int] | None:
+        """Indexes steps[i] depends on; None when a step on the way failed to parse (unknown)."""
         out: set[int] = set()
         stack = [i]
         while stack:
             step = self.steps[stack.pop()]
-            for dep in step.deps if step is not None else []:
+            if step is None:
+                return None
+            for dep in step.deps:
                 j = self.index.get(dep)
                 if j is not None and j not in out:
                     out.add(j)
@@ -299,7 +302,9 @@ class _Checker:
                 why = "is set on a fan-out chain member (a failed branch is null; the join decides)"
             elif j <= i:
                 why = "is not after this step"
-            elif step.on_fail in self.owner or not isinstance(target, AgentStep):
+            elif step.on_fail in self.owner or (
+                target is not None and not isinstance(target, AgentStep)
+            ):
                 why = "is not a top-level agent step"
             if why is not None:
                 self.error(
@@ -351,7 +356,10 @@ class _Checker:
         elif route is not None and not terminal:
             j = self.index.get(route)
             target = self.steps[j] if j is not None else None
-            if j is None or j >= i or route in self.owner or not isinstance(target, AgentStep):
+            unparsed = j is not None and target is None  # reported where it failed
+            if not unparsed and (
+                j is None or j >= i or route in self.owner or not isinstance(target, AgentStep)
+            ):
                 self.error(
                     "gate.route",
                     i,
@@ -386,7 +394,7 @@ class _Checker:
                     message=f"{field} {target!r} must name another top-level step; "
                     "fix: use a step id, or null",
                 )
-            elif field == "on_revise" and j not in self.ancestors(i):
+            elif field == "on_revise" and j not in (self.ancestors(i) or {j}):
                 self.error(
                     "gate.revise_not_ancestor",
                     i,

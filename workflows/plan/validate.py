@@ -122,6 +122,18 @@ class _Loader(yaml.SafeLoader):
     pass
 
 
+# YAML 1.2 booleans: only true/false. YAML 1.1 also reads on/off/yes/no as booleans, which
+# turns `retry: {on: [timeout]}` into a key `True`; a plan author never means that.
+_BOOL = "tag:yaml.org,2002:bool"
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != _BOOL]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(
+    _BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
 def _yaml_mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> Any:
     loader.flatten_mapping(node)
     out = _Dups()
@@ -160,7 +172,9 @@ def _clean(
     if isinstance(value, _NonFinite) or (isinstance(value, float) and not math.isfinite(value)):
         shown = value.text if isinstance(value, _NonFinite) else repr(value)
         errors.append(
-            PlanError("value.not_finite", path, f"{shown} is not a finite number; fix: use one")
+            PlanError(
+                "value.not_finite", path, f"{shown} is not a finite number; fix: use a finite one"
+            )
         )
         return None
     if value is None or isinstance(value, bool | int | float | str):
@@ -238,7 +252,9 @@ def parse_text(text: str, *, filename: str | None = None) -> tuple[Any, list[Pla
     except (ValueError, yaml.YAMLError, RecursionError) as exc:
         kind = "JSON" if as_json else "YAML"
         detail = str(exc).replace("\n", " ")
-        return None, [PlanError("document.syntax", "", f"not valid {kind}: {detail}")]
+        return None, [
+            PlanError("document.syntax", "", f"not valid {kind}: {detail}; fix: correct the syntax")
+        ]
     errors: list[PlanError] = []
     try:
         cleaned = _clean(raw, "", errors, [MAX_NODES], set())
@@ -282,10 +298,45 @@ def _code_of(error: Mapping[str, Any]) -> str:
     return "field.invalid"
 
 
-def _pydantic_errors(exc: ValidationError, base: str) -> list[PlanError]:
+_TAG_TYPES: dict[str, type | tuple[type, ...]] = {
+    "str": str,
+    "int": int,
+    "float": (int, float),
+    "bool": bool,
+    "dict": dict,
+    "list": list,
+}
+
+
+def _doc_loc(doc: Any, loc: tuple[str | int, ...]) -> tuple[list[str | int], bool]:
+    """Pydantic's loc without union branch tags (``list[...]``, ``str``): the parts that name a
+    key or index of the document, plus a final missing key. The flag is False for an error from
+    a union branch the value's type does not take (a list is not "not a valid string")."""
+    out: list[str | int] = []
+    node = doc
+    relevant = True
+    for n, part in enumerate(loc):
+        present = (isinstance(node, dict) and part in node) or (
+            isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        )
+        if present:
+            node = node[part]
+            out.append(part)
+        elif isinstance(node, dict) and isinstance(part, str) and n == len(loc) - 1:
+            out.append(part)  # a missing field
+        elif isinstance(part, str):
+            expected = _TAG_TYPES.get(part.split("[", 1)[0])
+            if expected is not None and not isinstance(node, expected):
+                relevant = False
+    return out, relevant
+
+
+def _pydantic_errors(exc: ValidationError, base: str, doc: Any) -> list[PlanError]:
     out = []
     for error in exc.errors(include_url=False):
-        loc = [part for part in error["loc"] if isinstance(part, str | int)]
+        loc, relevant = _doc_loc(doc, tuple(p for p in error["loc"] if isinstance(p, str | int)))
+        if not relevant:
+            continue
         code = _code_of(error)
         shown = error.get("input")
         given = "" if code in ("field.missing", "field.unknown") else f" (got {_short(shown)})"
@@ -373,7 +424,13 @@ def _prune(
 def _step(raw: Any, i: int, errors: list[PlanError]) -> tuple[Any, str | None]:
     where = f"steps[{i}]"
     if not isinstance(raw, dict):
-        errors.append(PlanError("document.not_object", where, "a step must be a mapping"))
+        errors.append(
+            PlanError(
+                "document.not_object",
+                where,
+                "a step must be a mapping; fix: write {id: ..., kind: ...}",
+            )
+        )
         return None, None
     step_id = raw.get("id") if isinstance(raw.get("id"), str) else None
     kind = raw.get("kind")
@@ -417,14 +474,15 @@ def _step(raw: Any, i: int, errors: list[PlanError]) -> tuple[Any, str | None]:
             PlanError(
                 "fanout.over",
                 join_path(where, "fanout", "over"),
-                f"over must be a list or one ${{...}} reference, got {_short(fanout['over'])}",
+                f"over must be a list or one ${{...}} reference, got {_short(fanout['over'])}; "
+                "fix: give a list of items or ${steps.<id>.output}",
             )
         )
         doc["fanout"] = {**fanout, "over": []}
     try:
         step = STEP_MODELS[kind].model_validate(doc)
     except ValidationError as exc:
-        errors += _pydantic_errors(exc, where)
+        errors += _pydantic_errors(exc, where, doc)
         return None, step_id
     # Returned even when keys were pruned: the rest is valid, so the rules still check it.
     return step, step_id
@@ -439,14 +497,16 @@ def _validate_ponder(doc: dict[str, Any], *, from_loop: bool) -> Validation:
     try:
         header = PlanHeader.model_validate(header_doc)
     except ValidationError as exc:
-        errors += _pydantic_errors(exc, "")
+        errors += _pydantic_errors(exc, "", header_doc)
     raw_steps = top.get("steps")
     steps: list[Any] = []
     ids: list[str | None] = []
     if "steps" not in top:
         errors.append(PlanError("field.missing", "steps", "steps is required; fix: add a list"))
     elif not isinstance(raw_steps, list):
-        errors.append(PlanError("field.type", "steps", "steps must be a list of steps"))
+        errors.append(
+            PlanError("field.type", "steps", "steps must be a list of steps; fix: steps: [...]")
+        )
     elif not raw_steps or len(raw_steps) > MAX_STEPS:
         errors.append(
             PlanError(
@@ -469,7 +529,7 @@ def _validate_ponder(doc: dict[str, Any], *, from_loop: bool) -> Validation:
     try:
         plan = Plan.model_validate(top)
     except ValidationError as exc:  # the passes above should have caught it: still report
-        return Validation("ponder-plan/1", None, _pydantic_errors(exc, ""))
+        return Validation("ponder-plan/1", None, _pydantic_errors(exc, "", top))
     over_budget = budget_errors(plan)
     return Validation("ponder-plan/1", None if over_budget else plan, over_budget)
 
@@ -493,7 +553,17 @@ def validate_document(raw: Any) -> Validation:
 
 def _validate_document(raw: Any) -> Validation:
     if not isinstance(raw, dict):
-        return Validation(None, None, [PlanError("document.not_object", "", "a plan is a mapping")])
+        return Validation(
+            None,
+            None,
+            [
+                PlanError(
+                    "document.not_object",
+                    "",
+                    "a plan is a mapping; fix: start with schema: ponder-plan/1",
+                )
+            ],
+        )
     form = raw.get("schema")
     if form not in FORMS:
         return Validation(
