@@ -87,23 +87,25 @@ def parse_template(text: str) -> list[Segment]:
     out: list[Segment] = []
     literal: list[str] = []
     i = 0
-    while i < len(text):
-        if text.startswith("$${", i):
-            literal.append("${")
-            i += 3
-        elif text.startswith("${", i):
-            end = text.find("}", i + 2)
-            if end < 0:
-                raise RefError(f"an unclosed ${{ at offset {i} (write $${{ for a literal ${{)")
-            if literal:
-                out.append("".join(literal))
-                literal = []
-            out.append(_parse_ref(text[i + 2 : end]))
-            i = end + 1
-        else:
-            literal.append(text[i])
-            i += 1
-    if literal:
+    while True:
+        start = text.find("${", i)
+        if start < 0:
+            literal.append(text[i:])
+            break
+        if start > 0 and text[start - 1] == "$" and start - 1 >= i:
+            literal.append(text[i : start - 1] + "${")  # `$${` is a literal `${`
+            i = start + 2
+            continue
+        end = text.find("}", start + 2)
+        if end < 0:
+            raise RefError(f"an unclosed ${{ at offset {start} (write $${{ for a literal ${{)")
+        literal.append(text[i:start])
+        if any(literal):
+            out.append("".join(literal))
+        literal = []
+        out.append(_parse_ref(text[start + 2 : end]))
+        i = end + 1
+    if any(literal):
         out.append("".join(literal))
     return out
 

@@ -148,7 +148,9 @@ class _Checker:
                     k,
                     message=f"dep {dep!r} names no step; fix: use one of the ids above this step",
                 )
-            elif j == i or self._reaches(j, i):
+            elif j == i or (j > i and self._reaches(j, i)):
+                # Only a forward dep can close a cycle (deps pointing back cannot reach a later
+                # step on their own), so the cycle is reported on the forward edge, in O(n).
                 self.error(
                     "deps.cycle",
                     i,
@@ -181,9 +183,10 @@ class _Checker:
                     stack.append(j)
         return False
 
-    def ancestors(self, i: int) -> set[int] | None:
-        """Indexes steps[i] depends on; None when a step on the way failed to parse (unknown)."""
-        out: set[int] = set()
+    def is_ancestor(self, target: int, i: int) -> bool | None:
+        """Whether steps[i] depends on steps[target] through deps; None when a step on the way
+        failed to parse. Steps before ``target`` cannot lead back to it, so they are skipped."""
+        seen: set[int] = set()
         stack = [i]
         while stack:
             step = self.steps[stack.pop()]
@@ -191,10 +194,12 @@ class _Checker:
                 return None
             for dep in step.deps:
                 j = self.index.get(dep)
-                if j is not None and j not in out:
-                    out.add(j)
+                if j == target:
+                    return True
+                if j is not None and j > target and j not in seen:
+                    seen.add(j)
                     stack.append(j)
-        return out
+        return False
 
     # -- references -----------------------------------------------------------------------
 
@@ -394,7 +399,7 @@ class _Checker:
                     message=f"{field} {target!r} must name another top-level step; "
                     "fix: use a step id, or null",
                 )
-            elif field == "on_revise" and j not in (self.ancestors(i) or {j}):
+            elif field == "on_revise" and self.is_ancestor(j, i) is False:
                 self.error(
                     "gate.revise_not_ancestor",
                     i,

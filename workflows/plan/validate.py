@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from workflows.plan.errors import PlanError, PlanInvalid, join_path
+from workflows.plan.errors import PlanError, PlanInvalid, format_path, join_path
 from workflows.plan.loop_plan import map_loop_plan, translate
 from workflows.plan.model import (
     MAX_STEPS,
@@ -154,54 +154,64 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _yaml_ma
 
 
 def _clean(
-    value: Any, path: str, errors: list[PlanError], budget: list[int], active: set[int]
+    value: Any,
+    loc: tuple[str | int, ...],
+    errors: list[PlanError],
+    budget: list[int],
+    active: set[int],
 ) -> Any:
-    """A plain JSON copy of a parsed document; every problem found is reported with its path."""
+    """A plain JSON copy of a parsed document; every problem found is reported with its path
+    (built only for an error: this walk visits every value of a large plan)."""
     budget[0] -= 1
     if budget[0] < 0:
         if budget[0] == -1:
             errors.append(
                 PlanError(
                     "document.too_large",
-                    path,
+                    format_path(loc),
                     f"the document has over {MAX_NODES} values (YAML aliases expand); "
                     "fix: write a smaller plan without anchors",
                 )
             )
         return None
-    if isinstance(value, _NonFinite) or (isinstance(value, float) and not math.isfinite(value)):
+    if isinstance(value, str | bool | int) or value is None:
+        return value
+    if isinstance(value, float | _NonFinite):
+        if isinstance(value, float) and math.isfinite(value):
+            return value
         shown = value.text if isinstance(value, _NonFinite) else repr(value)
         errors.append(
             PlanError(
-                "value.not_finite", path, f"{shown} is not a finite number; fix: use a finite one"
+                "value.not_finite",
+                format_path(loc),
+                f"{shown} is not a finite number; fix: use a finite one",
             )
         )
         return None
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
     if isinstance(value, dict | list):
         if id(value) in active:
             errors.append(
-                PlanError("value.not_json", path, "a YAML alias refers to itself; fix: remove it")
+                PlanError(
+                    "value.not_json",
+                    format_path(loc),
+                    "a YAML alias refers to itself; fix: remove it",
+                )
             )
             return None
         active.add(id(value))
         try:
             if isinstance(value, list):
-                return [
-                    _clean(v, join_path(path, i), errors, budget, active)
-                    for i, v in enumerate(value)
-                ]
+                return [_clean(v, (*loc, i), errors, budget, active) for i, v in enumerate(value)]
             out: dict[str, Any] = {}
             for dup in getattr(value, "dups", []):
-                where = path or "(document)"
+                path = format_path(loc)
                 shown = dup.lstrip("\x00")
                 code = "value.not_json" if dup.startswith("\x00") else "document.duplicate_key"
                 errors.append(
                     PlanError(
                         code,
                         path,
-                        f"key {shown!r} in {where} is repeated or not a string; "
+                        f"key {shown!r} in {path or '(document)'} is repeated or not a string; "
                         "fix: give each key once, as a string",
                     )
                 )
@@ -210,19 +220,19 @@ def _clean(
                     errors.append(
                         PlanError(
                             "value.not_json",
-                            path,
+                            format_path(loc),
                             f"key {key!r} is a {type(key).__name__}; fix: quote it",
                         )
                     )
                     key = str(key)
-                out[key] = _clean(item, join_path(path, key), errors, budget, active)
+                out[key] = _clean(item, (*loc, key), errors, budget, active)
             return out
         finally:
             active.discard(id(value))
     errors.append(
         PlanError(
             "value.not_json",
-            path,
+            format_path(loc),
             f"{type(value).__name__} values are not JSON; fix: quote it as a string",
         )
     )
@@ -257,7 +267,7 @@ def parse_text(text: str, *, filename: str | None = None) -> tuple[Any, list[Pla
         ]
     errors: list[PlanError] = []
     try:
-        cleaned = _clean(raw, "", errors, [MAX_NODES], set())
+        cleaned = _clean(raw, (), errors, [MAX_NODES], set())
     except RecursionError:
         return None, [PlanError("document.too_large", "", "the document nests too deeply")]
     return cleaned, errors
@@ -360,13 +370,14 @@ def _prune(
     kind: str | None = None,
 ) -> dict[str, Any]:
     """Drop (and report) keys that are not allowed, so pydantic reports only the rest."""
-    allowed = set(allowed)
+    allowed = allowed if isinstance(allowed, set) else set(allowed)
     kept: dict[str, Any] = {}
     for key, value in doc.items():
-        path = join_path(where, key)
         if key in allowed or key.startswith("x-"):
             kept[key] = value
-        elif kind is not None and key in PART2_FIELDS:
+            continue
+        path = join_path(where, key)
+        if kind is not None and key in PART2_FIELDS:
             errors.append(
                 PlanError(
                     "feature.not_available",
