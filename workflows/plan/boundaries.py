@@ -47,6 +47,7 @@ __all__ = [
     "activated_items",
     "boundaries",
     "chain_owner",
+    "downstream_of",
     "plan_totals",
     "stage_timeout_ms",
     "tournament_calls",
@@ -78,6 +79,20 @@ class Boundary:
     reservation: Reservation
     on_fail_target: bool = False
     """Runs only when a failing step routes to it (``on_fail``)."""
+
+
+def downstream_of(plan: Plan, step_id: str) -> list[str]:
+    """``step_id`` and every step that depends on it, directly or not, in plan order (what a
+    human gate's revise resets). A fan-out's chain members follow their fan-out."""
+    members = chain_owner(plan)
+    hit = {step_id}
+    for step in plan.steps:
+        owner = members.get(step.id)
+        if any(d in hit for d in step.deps) or (owner is not None and owner in hit):
+            hit.add(step.id)
+        if isinstance(step, FanoutStep) and step.id in hit:
+            hit.update(step.fanout.chain)
+    return [s.id for s in plan.steps if s.id in hit]
 
 
 def chain_owner(plan: Plan) -> dict[str, str]:
