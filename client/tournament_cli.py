@@ -29,6 +29,7 @@ from client.runs import (
     detach,
     failure_message,
     new_run_id,
+    run_result,
     start_run,
 )
 from client.session import Session, open_session, spawn_background_worker
@@ -156,7 +157,7 @@ async def follow(session: Session, handle: WorkflowHandle) -> TournamentResult |
     Ctrl-C detaches: the run goes on (with a background worker in embedded mode).
     """
     started = time.monotonic()
-    result_task = asyncio.ensure_future(handle.result())
+    result_task = asyncio.ensure_future(run_result(handle))
     with ctrl_c_detaches() as interrupted, Live(console=console, refresh_per_second=4) as live:
         while not result_task.done():
             if interrupted.is_set():
