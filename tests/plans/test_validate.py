@@ -448,11 +448,11 @@ def test_examples_directory_plans_validate() -> None:
 
 
 def test_unmapped_pydantic_errors_are_field_invalid() -> None:
-    from workflows.plan.validate import _code_of
+    from workflows.plan.shape import code_of
 
-    assert _code_of({"type": "value_error", "msg": "Value error, odd"}) == "field.invalid"
-    assert _code_of({"type": "int_type"}) == "field.type"
-    assert _code_of({"type": "greater_than_equal"}) == "field.range"
+    assert code_of({"type": "value_error", "msg": "Value error, odd"}) == "field.invalid"
+    assert code_of({"type": "int_type"}) == "field.type"
+    assert code_of({"type": "greater_than_equal"}) == "field.range"
 
 
 def test_strings_are_not_coerced_to_booleans_or_numbers() -> None:
