@@ -79,12 +79,15 @@ def validate(file: str, fmt: str) -> None:
                     "form": result.form,
                     "valid": result.ok,
                     "errors": [e.as_dict() for e in result.errors],
+                    "notes": result.notes,
                 },
                 indent=2,
             )
         )
     elif result.ok:
         click.echo(f"{file}: {_summary(result)}")
+        for note in result.notes:
+            click.echo(f"{file}: note: {note}", err=True)
     else:
         for error in result.errors:
             click.echo(f"{file}: {error.line()}", err=True)

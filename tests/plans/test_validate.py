@@ -392,6 +392,9 @@ def test_a_loop_plan_without_trace_emit_validates_and_records_it() -> None:
     del doc["trace"]
     plan = load_plan(doc)
     assert plan.loop_plan is not None and plan.loop_plan.trace_emit is False
+    (note,) = validate_document(doc).notes
+    assert "trace-emit-required" in note
+    assert validate_document(_loop()).notes == []
 
 
 def test_yaml_and_json_give_the_same_plan() -> None:

@@ -46,6 +46,8 @@ class Validation:
     form: str | None
     plan: Plan | None
     errors: list[PlanError] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What a valid plan should know before it runs (a preflight refusal ahead, for one)."""
 
     @property
     def ok(self) -> bool:
@@ -149,7 +151,14 @@ def _validate_document(raw: Any) -> Validation:
     errors = mapping.errors + [
         PlanError(e.code, translate(e.path, mapping.paths), e.message) for e in result.errors
     ]
-    return Validation("loop-plan/1", None if errors else result.plan, errors)
+    plan = None if errors else result.plan
+    notes = []
+    if plan is not None and plan.loop_plan is not None and not plan.loop_plan.trace_emit:
+        notes.append(
+            "trace.emit is not true: a run refuses this loop-plan/1 plan "
+            "(trace-emit-required); fix: add trace: {emit: true}"
+        )
+    return Validation("loop-plan/1", plan, errors, notes)
 
 
 def validate_text(text: str, *, filename: str | None = None) -> Validation:
