@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 from workflows.plan.validate import Validation, validate_document
+
+# The spec's loop-plan/1 example (shared/spec/examples/), the contract for the accepted subset.
+LOOP_EXAMPLE_PATH = Path(__file__).with_name("loop-plan-1.example.json")
 
 BASE: dict[str, Any] = {
     "schema": "ponder-plan/1",

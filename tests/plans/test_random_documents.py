@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.plans.helpers import base
+from tests.plans.helpers import LOOP_EXAMPLE_PATH, base
 from workflows.plan.errors import CODES
 from workflows.plan.model import Plan
 from workflows.plan.rules import check_plan
 from workflows.plan.validate import Validation, validate_document, validate_text
 
-LOOP = json.loads(Path("/work/shared/spec/examples/loop-plan-1.example.json").read_text())
+LOOP = json.loads(LOOP_EXAMPLE_PATH.read_text())
 KEYS = [
     "schema", "name", "steps", "id", "kind", "deps", "prompt", "model", "retry", "max_attempts",
     "on", "idempotent", "fanout", "over", "chain", "max_fanout", "concurrency", "join", "gate",

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from tests.plans.helpers import base
+from tests.plans.helpers import LOOP_EXAMPLE_PATH, base
 from workflows.budget import Budget
 from workflows.plan.boundaries import (
     DEFAULT_STAGE_TIMEOUT_MS,
@@ -26,7 +25,7 @@ from workflows.tournament.profiles import get_profile
 from workflows.tournament.profiles import plan as tournament_plan
 
 T = DEFAULT_STAGE_TIMEOUT_MS
-LOOP_EXAMPLE = Path("/work/shared/spec/examples/loop-plan-1.example.json")
+LOOP_EXAMPLE = LOOP_EXAMPLE_PATH
 
 
 def _loop_plan() -> Plan:

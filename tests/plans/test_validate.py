@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from tests.plans.helpers import base, check, codes, step
+from tests.plans.helpers import LOOP_EXAMPLE_PATH, base, check, codes, step
 from workflows.plan.errors import CODES, PlanError, PlanInvalid
 from workflows.plan.model import AgentStep, FanoutStep, GateStep, Plan
 from workflows.plan.rules import check_plan
 from workflows.plan.validate import load_plan, validate_document, validate_text
 
 Doc = dict[str, Any]
-LOOP_EXAMPLE = Path("/work/shared/spec/examples/loop-plan-1.example.json")
+LOOP_EXAMPLE = LOOP_EXAMPLE_PATH
 ROOT = Path(__file__).resolve().parents[2]
 
 
