@@ -39,15 +39,28 @@ def _read(file: str) -> tuple[str | None, PlanError | None]:
         )
 
 
-def _summary(result: Validation) -> str:
+def _totals(result: Validation) -> dict[str, int | str]:
     assert result.plan is not None
     walk = boundaries(result.plan)
     totals = plan_totals(result.plan, walk)
+    return {
+        "name": result.plan.name,
+        "steps": len(result.plan.steps),
+        "boundaries": len(walk),
+        "reserved_calls": totals.reserved_calls,
+        "calls": totals.calls,
+        "calls_cap": totals.calls_cap,
+        "wall_ms": totals.wall_ms,
+        "wall_cap_ms": totals.wall_cap_ms,
+    }
+
+
+def _summary(result: Validation) -> str:
+    t = _totals(result)
     return (
-        f"valid {result.form} plan {result.plan.name!r}: {len(result.plan.steps)} steps, "
-        f"{len(walk)} boundaries; worst case {totals.reserved_calls} invocations "
-        f"(plan budget {totals.calls} calls, extension cap {totals.calls_cap}), "
-        f"wall ceiling {totals.wall_ms} ms"
+        f"valid {result.form} plan {t['name']!r}: {t['steps']} steps, {t['boundaries']} "
+        f"boundaries; worst case {t['reserved_calls']} invocations (plan budget {t['calls']} "
+        f"calls, extension cap {t['calls_cap']}), wall ceiling {t['wall_ms']} ms"
     )
 
 
@@ -80,6 +93,7 @@ def validate(file: str, fmt: str) -> None:
                     "valid": result.ok,
                     "errors": [e.as_dict() for e in result.errors],
                     "notes": result.notes,
+                    "summary": _totals(result) if result.ok else None,
                 },
                 indent=2,
             )

@@ -85,6 +85,15 @@ def test_validate_json_format_lists_codes(tmp_path: Path) -> None:
     assert "'run'" in report["errors"][0]["message"]
 
 
+def test_validate_json_format_summarises_a_valid_plan() -> None:
+    path = EXAMPLES / "research-fanout.yaml"
+    result = CliRunner().invoke(plan, ["validate", "--format", "json", str(path)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert (report["valid"], report["errors"], report["notes"]) == (True, [], [])
+    assert report["summary"]["reserved_calls"] == 9 and report["summary"]["calls"] == 40
+
+
 def test_unreadable_file(tmp_path: Path) -> None:
     result = CliRunner().invoke(plan, ["validate", str(tmp_path / "missing.yaml")])
     assert result.exit_code == 2
