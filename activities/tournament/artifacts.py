@@ -107,6 +107,8 @@ def render_files(snap: TournamentSnapshot) -> dict[str, str]:
         files["artifacts/winner.txt"] = texts[snap.winner_id]
     if snap.final_answer is not None:
         files["artifacts/final.txt"] = snap.final_answer
+    for sha, prompt in snap.prompts.items():  # include_prompts: usage rows name the sha
+        files[f"prompts/{sha}.json"] = json.dumps(prompt, indent=2, ensure_ascii=False) + "\n"
     return files
 
 

@@ -305,7 +305,8 @@ class TournamentWorkflow:
             self.phase, 0, role="finalize", values=values, tag=winner_id
         )
         self.final_answer = response.text
-        self.postprocessed = True
+        # "Post-processed" means the delivered text is not the winner's, not that a call ran.
+        self.postprocessed = response.text != winner.text
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -366,6 +367,8 @@ class TournamentWorkflow:
                     raise
             self._pending_write = None
         plan = self.plan
+        # Each rendered prompt travels once; its file is content-addressed, so a rewrite is equal.
+        prompts, self.calls.prompts = self.calls.prompts, {}
         snapshot = TournamentSnapshot(
             run_id=self.run_id,
             status=self.calls.status,
@@ -386,6 +389,7 @@ class TournamentWorkflow:
             final_answer_is_postprocessed=self.postprocessed,
             error=self.error,
             written_at=workflow.now().isoformat(),
+            prompts=prompts,
         )
         self._pending_write = workflow.start_activity(
             WRITE_TOURNAMENT_ARTIFACTS,
@@ -415,6 +419,7 @@ class TournamentWorkflow:
             error=self.error,
             in_flight=self.calls.in_flight,
             refused=self.record.refused[-5:],
+            usd_known=all(row.priced for row in self.calls.usage),
         )
 
     @workflow.query(name=QUERY_EVENTS)
