@@ -12,13 +12,13 @@ import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.config import Settings, known_secrets
+from activities.config import Settings, known_secrets, secret_env_values
 from activities.errors import CONFIG_ERROR_TYPE, ConfigError, ProviderError
 from activities.model_types import CallModelInput, ModelResponse
 from activities.pricing import cost_usd
 from activities.providers import CallContext, resolve_model
 from activities.raw_events import RawEventLog, redact
-from activities.run_store import RunStore
+from activities.run_store import RunDirRefused, RunIdInvalid, RunStore, refusal
 
 __all__ = ["CALL_MODEL", "ModelActivities"]
 
@@ -71,9 +71,17 @@ class ModelActivities:
             resolved = resolve_model(request.model, self.settings, base_url=request.base_url)
         except ConfigError as exc:
             raise ApplicationError(str(exc), type=CONFIG_ERROR_TYPE, non_retryable=True) from None
-        secrets = [resolved.api_key or "", *known_secrets(self.settings)]
+        secrets = [
+            resolved.api_key or "",
+            *known_secrets(self.settings),
+            *secret_env_values(resolved.endpoint.env),
+        ]
+        try:
+            run_dir = self.store.writable_dir(input.run_id)
+        except (RunIdInvalid, RunDirRefused) as exc:
+            raise refusal(exc) from None
         raw_events = RawEventLog(
-            self.store.run_dir(input.run_id) / "raw-events.jsonl",
+            run_dir / "raw-events.jsonl",
             secrets=secrets,
             base={
                 "call_id": input.call_id,
@@ -110,6 +118,9 @@ class ModelActivities:
         price = self.settings.prices.get(f"{resolved.provider_name}:{resolved.model_name}")
         return response.model_copy(
             update={
+                # Redacted here, before the result enters history: a provider may echo a key
+                # in a well-formed answer and a command agent may print one it was given.
+                "text": redact(response.text, secrets),
                 "latency_ms": round((time.monotonic() - started) * 1000, 3),
                 "transport_retries": info.attempt - 1 + ctx.fallbacks,
                 "usd": cost_usd(price, response.usage) if price else response.usd,

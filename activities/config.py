@@ -16,9 +16,18 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from activities.errors import ConfigError
+from activities.raw_events import SECRET_KEY
 from workflows.names import TASK_QUEUE
 
-__all__ = ["Endpoint", "Price", "Settings", "known_secrets", "load_settings", "read_secret"]
+__all__ = [
+    "Endpoint",
+    "Price",
+    "Settings",
+    "known_secrets",
+    "load_settings",
+    "read_secret",
+    "secret_env_values",
+]
 
 ProviderKind = Literal["openai", "anthropic", "command", "sim", "replay"]
 
@@ -33,7 +42,16 @@ class Endpoint(BaseModel):
     api_key_env: str | None = None
     models: list[str] = []
     argv: list[str] = Field(default=[], description="command kind: the program and its arguments")
+    env: list[str] = Field(
+        default=[],
+        description="command kind: variables passed on to the agent besides PATH, HOME and LANG",
+    )
     timeout_s: float = 600.0
+    ponder_headers: bool = Field(
+        default=False,
+        description="send X-Ponder-Role and X-Ponder-Tag (for test servers; real providers "
+        "get only X-Ponder-Call-Id)",
+    )
 
 
 class Price(BaseModel):
@@ -65,6 +83,9 @@ class Settings(BaseModel):
     temporal_tls: bool = False
     temporal_api_key_env: str = Field(
         default="TEMPORAL_API_KEY", description="the variable holding a hosted cluster's key"
+    )
+    replay_dirs: list[Path] = Field(
+        default=[], description="directories besides runs_dir that replay: may read recordings from"
     )
     providers: dict[str, Endpoint] = {}
     prices: dict[str, Price] = Field(default={}, description='keyed "provider:model"')
@@ -171,10 +192,16 @@ def _secrets_file() -> dict[str, str]:
 
 
 def known_secrets(settings: Settings) -> list[str]:
-    """Every configured endpoint's key: redacted from anything a call writes or raises
-    (a subprocess agent sees the whole environment and may print any of them)."""
+    """Every configured endpoint's key: redacted from anything a call writes, returns or raises
+    (a provider may echo a key, and a command agent may print one it was given)."""
     names = {e.api_key_env for e in settings.providers.values() if e.api_key_env}
     return [value for name in sorted(names) if (value := read_secret(name))]
+
+
+def secret_env_values(names: list[str]) -> list[str]:
+    """Values of the variables among ``names`` whose names look secret (a command agent's
+    ``env`` allowlist may pass a token on; the agent must not print it back into a run)."""
+    return [value for name in names if SECRET_KEY.search(name) and (value := read_secret(name))]
 
 
 def read_secret(name: str) -> str | None:

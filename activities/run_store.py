@@ -1,19 +1,51 @@
-"""The run store: ``<runs_dir>/<run-id>/``, written whole-file and atomically by activities."""
+"""The run store: ``<runs_dir>/<run-id>/``, written whole-file and atomically by activities.
+
+Writes stay inside the runs directory: a run id must pass ``workflows.run_ids``, a run
+directory that is a symlink (or resolves elsewhere) is refused, and so is a relative path that
+leaves its run directory. Every refusal is a ValueError with a ``code``; activities turn it into
+a non-retryable ApplicationError (``refusal``) since retrying cannot fix it.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import os
-import re
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import BaseModel
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
-__all__ = ["WRITE_RUN_FILES", "RunFileActivities", "RunStore", "WriteRunFilesInput"]
+from activities.raw_events import redact
+from workflows.run_ids import RUN_ID, RunIdInvalid, check_run_id
+
+__all__ = [
+    "RUN_DIR_INVALID",
+    "RUN_ID",
+    "WRITE_RUN_FILES",
+    "RunDirRefused",
+    "RunFileActivities",
+    "RunIdInvalid",
+    "RunStore",
+    "WriteRunFilesInput",
+    "refusal",
+]
 
 WRITE_RUN_FILES = "write_run_files"
-RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+RUN_DIR_INVALID = "run.dir_invalid"
+
+
+class RunDirRefused(ValueError):
+    """A run directory or a path in it that would lead outside the runs directory."""
+
+    code = RUN_DIR_INVALID
+
+
+def refusal(exc: RunIdInvalid | RunDirRefused) -> ApplicationError:
+    """The run store's refusal as an activity failure: coded and never retried."""
+    return ApplicationError(str(exc), type=exc.code, non_retryable=True)
 
 
 class WriteRunFilesInput(BaseModel):
@@ -23,25 +55,38 @@ class WriteRunFilesInput(BaseModel):
 
 
 class RunStore:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, secrets: Iterable[str] = ()) -> None:
         self.root = Path(root)
+        self.secrets = [s for s in secrets if s]
+        """Values redacted from every file written (the worker's configured keys)."""
 
     def run_dir(self, run_id: str) -> Path:
-        if not RUN_ID.match(run_id):
-            raise ValueError(f"run id {run_id!r} is not [A-Za-z0-9][A-Za-z0-9._-]* (<= 128)")
-        return self.root / run_id
+        return self.root / check_run_id(run_id)
+
+    def writable_dir(self, run_id: str) -> Path:
+        """``run_dir`` for writing: refused if it is a symlink or resolves outside the store."""
+        run_dir = self.run_dir(run_id)
+        if run_dir.is_symlink() or (
+            run_dir.exists() and not run_dir.resolve().is_relative_to(self.root.resolve())
+        ):
+            raise RunDirRefused(
+                f"run directory {run_dir} is a symlink or leads outside {self.root}: "
+                "ponder writes only inside the runs directory; remove it or use another run id"
+            )
+        return run_dir
 
     def path(self, run_id: str, relative: str) -> Path:
-        target = (self.run_dir(run_id) / relative).resolve()
-        if not target.is_relative_to(self.run_dir(run_id).resolve()):
-            raise ValueError(f"{relative!r} leaves the run directory")
+        run_dir = self.writable_dir(run_id)
+        target = (run_dir / relative).resolve()
+        if not target.is_relative_to(run_dir.resolve()):
+            raise RunDirRefused(f"{relative!r} leaves the run directory")
         return target
 
     def write(self, run_id: str, relative: str, content: str | bytes) -> Path:
         """Replace ``relative`` whole: readers see the old file or the new one, never half."""
         target = self.path(run_id, relative)
         target.parent.mkdir(parents=True, exist_ok=True)
-        data = content.encode() if isinstance(content, str) else content
+        data = redact(content, self.secrets).encode() if isinstance(content, str) else content
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
         try:
             with os.fdopen(fd, "wb") as f:
@@ -52,6 +97,9 @@ class RunStore:
             raise
         return target
 
+    def write_all(self, run_id: str, files: dict[str, str]) -> list[str]:
+        return [str(self.write(run_id, rel, text)) for rel, text in files.items()]
+
 
 class RunFileActivities:
     def __init__(self, store: RunStore) -> None:
@@ -59,4 +107,8 @@ class RunFileActivities:
 
     @activity.defn(name=WRITE_RUN_FILES)
     async def write_run_files(self, input: WriteRunFilesInput) -> list[str]:
-        return [str(self.store.write(input.run_id, rel, text)) for rel, text in input.files.items()]
+        try:
+            # A thread, so file I/O never stalls the event loop and other activities' heartbeats.
+            return await asyncio.to_thread(self.store.write_all, input.run_id, input.files)
+        except (RunIdInvalid, RunDirRefused) as exc:
+            raise refusal(exc) from None

@@ -273,9 +273,10 @@ def report(ctx: click.Context, run_id: str) -> None:
         report_data_from_run_dir,
     )
 
+    check_run_id(run_id)  # run.id_invalid (exit 2) before anything is touched
     settings = _settings(ctx)
     store = RunStore(settings.runs_dir)
-    run_dir = store.run_dir(check_run_id(run_id))
+    run_dir = store.run_dir(run_id)
     try:
         summary = json.loads((run_dir / "summary.json").read_text())
     except (OSError, ValueError):

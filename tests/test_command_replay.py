@@ -17,6 +17,8 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 
 from activities.config import Endpoint, Settings
+from client.embedded import find_temporal_binary
+from tests.cli import cli_env, ponder
 from tests.conftest import with_endpoint
 from tests.fakes import FakeProvider
 from worker.worker import WorkerOptions, running_worker
@@ -96,8 +98,14 @@ async def wait_until(predicate: Callable[[], bool], timeout: float) -> None:
 # -- command ---------------------------------------------------------------------------
 
 
-async def test_command_path_gets_prompt_on_stdin_and_call_env(
-    client: Client, settings: Settings, worker_queue: str, tmp_path: Path
+def declare(settings: Settings, name: str, agent: Path, **options: object) -> Settings:
+    """``settings`` with the command agent ``name`` declared, as ponder.toml would."""
+    endpoint = Endpoint.model_validate({"kind": "command", "argv": [str(agent)], **options})
+    return with_endpoint(settings, name, endpoint)
+
+
+async def test_a_declared_command_gets_the_prompt_on_stdin_and_the_call_env(
+    client: Client, settings: Settings, tmp_path: Path
 ) -> None:
     agent = script(
         tmp_path / "upper.sh",
@@ -106,14 +114,15 @@ async def test_command_path_gets_prompt_on_stdin_and_call_env(
         'printf "run=%s step=%s attempt=%s\\n" "$PONDER_RUN_ID" "$PONDER_STEP_ID" '
         '"$PONDER_ATTEMPT"\n',
     )
+    settings = declare(settings, "upper", agent)
     run_id = f"cmd-{uuid.uuid4().hex[:8]}"
-    result = await ask(
-        client,
-        worker_queue,
-        AskInput(question="hello command", model=f"command:{agent}", run_id=run_id),
-    )
+    queue = f"test-{uuid.uuid4()}"
+    async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
+        result = await ask(
+            client, queue, AskInput(question="hello command", model="command:upper", run_id=run_id)
+        )
     assert result.response.text == f"HELLO COMMAND\nrun={run_id} step=ask attempt=0\n"
-    assert result.response.provider == "command"
+    assert result.response.provider == "upper"
     assert not result.response.simulated
     assert result.response.usage.input_tokens == len("hello command") // 4
     assert (settings.runs_dir / run_id / "artifacts/answer.txt").read_text() == (
@@ -126,7 +135,7 @@ async def test_command_path_gets_prompt_on_stdin_and_call_env(
 
 
 async def test_command_nonzero_exit_is_a_dispatch_error_with_stderr(
-    client: Client, worker_queue: str, tmp_path: Path
+    client: Client, settings: Settings, tmp_path: Path
 ) -> None:
     runs = tmp_path / "runs.log"
     agent = script(
@@ -136,14 +145,123 @@ async def test_command_nonzero_exit_is_a_dispatch_error_with_stderr(
         "echo 'boom: the agent broke' >&2\n"
         "exit 3\n",
     )
-    error = await failure_of(
-        client, worker_queue, AskInput(question="hi", model=f"command:{agent}")
-    )
+    queue = f"test-{uuid.uuid4()}"
+    async with running_worker(
+        client, declare(settings, "fails", agent), WorkerOptions(task_queue=queue)
+    ):
+        error = await failure_of(client, queue, AskInput(question="hi", model="fails:x"))
     assert error.type == "provider.dispatch"
     assert error.non_retryable
     assert "exited 3" in error.message
     assert "boom: the agent broke" in error.message
     assert runs.read_text() == "started\n"  # not retried
+
+
+@pytest.mark.parametrize(
+    "model",
+    ["command:/bin/sh -c 'id > {proof}; echo ok'", "command:./agent.sh", "command:nothere"],
+)
+async def test_input_cannot_name_an_undeclared_command(
+    client: Client, worker_queue: str, tmp_path: Path, model: str
+) -> None:
+    proof = tmp_path / "proof.txt"
+    error = await failure_of(
+        client, worker_queue, AskInput(question="hi", model=model.format(proof=proof))
+    )
+    assert error.type == "provider.config"
+    assert "declared by the worker" in error.message
+    assert 'kind = "command"' in error.message
+    assert not proof.exists()
+
+
+async def test_a_command_line_in_raw_tournament_input_is_refused(
+    client: Client, worker_queue: str, tmp_path: Path
+) -> None:
+    """The issue's reproduction, through the real ``temporal`` binary."""
+    proof = tmp_path / "proof.txt"
+    workflow_id = f"cmd-{uuid.uuid4().hex[:8]}"
+    payload = {"task": "x", "model": f"command:/bin/sh -c 'id > {proof}; echo ok'"}
+    process = await asyncio.create_subprocess_exec(
+        find_temporal_binary(),
+        "workflow",
+        "start",
+        "--address",
+        client.service_client.config.target_host,
+        "--type",
+        "Tournament",
+        "--task-queue",
+        worker_queue,
+        "--workflow-id",
+        workflow_id,
+        "--input",
+        orjson.dumps(payload).decode(),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _, err = await asyncio.wait_for(process.communicate(), 30)
+    assert process.returncode == 0, err.decode()
+    with pytest.raises(WorkflowFailureError) as info:
+        await asyncio.wait_for(client.get_workflow_handle(workflow_id).result(), 60)
+    error = info.value.cause
+    assert isinstance(error, ApplicationError)
+    assert error.type == "provider.config"
+    assert "declared by the worker" in error.message
+    assert not proof.exists()
+
+
+async def test_a_command_agent_gets_only_the_allowlisted_environment(
+    client: Client, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_MODE", "fast")
+    monkeypatch.setenv("NOT_LISTED", "worker-only")
+    agent = script(tmp_path / "env.sh", "env | sort\n")
+    settings = declare(settings, "envy", agent, env=["AGENT_MODE"])
+    queue = f"test-{uuid.uuid4()}"
+    async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
+        result = await ask(client, queue, AskInput(question="hi", model="envy:m"))
+    names = {line.partition("=")[0] for line in result.response.text.splitlines()}
+    assert "AGENT_MODE=fast" in result.response.text.splitlines()
+    assert "NOT_LISTED" not in names
+    assert names - {"PWD", "SHLVL", "_", "OLDPWD"} <= {
+        "PATH",
+        "HOME",
+        "LANG",
+        "AGENT_MODE",
+        "PONDER_RUN_ID",
+        "PONDER_STEP_ID",
+        "PONDER_ATTEMPT",
+        "PONDER_ITEM",
+    }
+
+
+async def test_ponder_ask_with_an_env_printing_agent_reveals_no_key(
+    server_address: str, tmp_path: Path
+) -> None:
+    """The issue's ``ponder ask hi --model command:/usr/bin/env``, with a declared agent."""
+    secret = "sk-live-" + "Qz8" * 12
+    config = tmp_path / "ponder.toml"
+    config.write_text('[providers.envy]\nkind = "command"\nargv = ["/usr/bin/env"]\n')
+    home = tmp_path / "home"
+    env = cli_env(
+        home,
+        TEMPORAL_ADDRESS=server_address,
+        PONDER_CONFIG=str(config),
+        PONDER_TASK_QUEUE=f"test-{uuid.uuid4()}",
+        OPENAI_API_KEY=secret,
+    )
+    run_id = f"env-{uuid.uuid4().hex[:8]}"
+    done = await ponder(
+        "ask", "hi", "--model", "envy:any", "--run-id", run_id, "--local-worker", env=env
+    )
+    assert done.code == 0, done.err
+    assert "PONDER_RUN_ID=" in done.out  # the agent ran and printed its environment
+    assert secret not in done.out + done.err
+    assert "OPENAI_API_KEY" not in done.out
+    answer = home / "runs" / run_id / "artifacts" / "answer.txt"
+    assert secret not in answer.read_text()
+    refused = await ponder("ask", "hi", "--model", "command:/usr/bin/env", env=env)
+    assert refused.code == 2
+    assert "declared by the worker" in refused.err
 
 
 async def test_named_command_endpoint_runs_its_argv(
@@ -243,7 +361,7 @@ async def test_replay_answers_from_a_recorded_run(
 
 
 async def test_replay_without_the_call_key_is_malformed_output(
-    client: Client, worker_queue: str, tmp_path: Path
+    client: Client, settings: Settings, tmp_path: Path
 ) -> None:
     body = {"model": "m", "choices": [{"message": {"content": "recorded"}}]}
     events = [
@@ -255,18 +373,92 @@ async def test_replay_without_the_call_key_is_malformed_output(
             "response": {"status": 200, "body": body},
         },
     ]
-    log = tmp_path / "raw-events.jsonl"
+    recordings = tmp_path / "recordings"
+    recordings.mkdir()
+    log = recordings / "raw-events.jsonl"
     log.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in events))
-    error = await failure_of(client, worker_queue, AskInput(question="q", model=f"replay:{log}"))
+    # A directory outside the run store is readable only once the worker declares it.
+    settings = settings.model_copy(update={"replay_dirs": [recordings]})
+    queue = f"test-{uuid.uuid4()}"
+    async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
+        error = await failure_of(client, queue, AskInput(question="q", model=f"replay:{log}"))
+        missing = await failure_of(
+            client, queue, AskInput(question="q", model=f"replay:{recordings / 'nope.jsonl'}")
+        )
     assert error.type == "provider.malformed_output"
     assert error.non_retryable
     assert "ask/0/0" in error.message
-    missing = await failure_of(
-        client, worker_queue, AskInput(question="q", model=f"replay:{tmp_path / 'nope.jsonl'}")
-    )
     assert missing.type == "provider.config"
     assert missing.non_retryable
     assert "cannot be read" in missing.message
+
+
+async def test_replay_reads_only_the_run_store_or_a_declared_directory(
+    client: Client, settings: Settings, worker_queue: str, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.jsonl"
+    body = {"model": "m", "choices": [{"message": {"content": "from outside"}}]}
+    event = {"call_key": "ask/0/0", "provider_kind": "openai", "response": {"status": 200}}
+    outside.write_bytes(orjson.dumps(event | {"response": {"status": 200, "body": body}}))
+    # A link inside the run store that leads out is judged by where it leads.
+    link_dir = settings.runs_dir / "linked"
+    link_dir.mkdir(parents=True)
+    (link_dir / "raw-events.jsonl").symlink_to(outside)
+    for source in ["/etc/passwd", str(outside), str(link_dir / "raw-events.jsonl")]:
+        error = await failure_of(
+            client, worker_queue, AskInput(question="q", model=f"replay:{source}")
+        )
+        assert error.type == "provider.config"
+        assert "outside the run store" in error.message
+        assert "replay_dirs" in error.message
+        assert "root:" not in error.message
+    # A recorded run in the store is named by its id.
+    (settings.runs_dir / "rec1").mkdir()
+    (settings.runs_dir / "rec1" / "raw-events.jsonl").write_bytes(outside.read_bytes())
+    result = await ask(client, worker_queue, AskInput(question="q", model="replay:rec1"))
+    assert result.response.text == "from outside"
+
+
+async def test_an_invalid_ask_run_id_fails_at_once_with_its_code(
+    client: Client, settings: Settings, worker_queue: str, tmp_path: Path
+) -> None:
+    handle = await client.start_workflow(
+        ASK,
+        AskInput(question="hi", run_id="../../escape"),
+        id=f"ask-{uuid.uuid4().hex[:8]}",
+        task_queue=worker_queue,
+        result_type=AskResult,
+    )
+    with pytest.raises(WorkflowFailureError) as info:
+        await asyncio.wait_for(handle.result(), 15)
+    error = info.value.cause
+    assert isinstance(error, ApplicationError)
+    assert error.type == "run.id_invalid"
+    assert error.non_retryable
+    assert "../../escape" in error.message
+    history = await handle.fetch_history()
+    assert not any(e.HasField("activity_task_scheduled_event_attributes") for e in history.events)
+    assert not (settings.runs_dir.parent.parent / "escape").exists()
+
+
+async def test_a_symlinked_run_dir_is_refused_for_writes(
+    client: Client, settings: Settings, worker_queue: str, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    settings.runs_dir.mkdir(parents=True, exist_ok=True)
+    (settings.runs_dir / "planted").symlink_to(elsewhere)
+    error = await failure_of(client, worker_queue, AskInput(question="hi", run_id="planted"))
+    assert error.type == "run.dir_invalid"
+    assert "symlink" in error.message
+    assert list(elsewhere.iterdir()) == []
+
+
+async def test_ponder_report_refuses_a_path_as_run_id(tmp_path: Path) -> None:
+    done = await ponder("report", "../../etc", env=cli_env(tmp_path / "home"), timeout=60)
+    assert done.code == 2, done.err
+    assert "run.id_invalid" in done.err
+    assert "ValueError" not in done.err
 
 
 async def test_a_command_that_prints_a_configured_key_has_it_redacted(
@@ -274,17 +466,28 @@ async def test_a_command_that_prints_a_configured_key_has_it_redacted(
 ) -> None:
     secret = "sk-agent-" + "Xy7" * 10
     monkeypatch.setenv("OTHER_PROVIDER_KEY", secret)
-    script = tmp_path / "leaky.sh"
-    script.write_text('#!/bin/sh\necho "my key is $OTHER_PROVIDER_KEY" >&2\nexit 3\n')
-    script.chmod(0o755)
     settings = with_endpoint(
         settings,
         "other",
         Endpoint(kind="openai", base_url="http://127.0.0.1:9/v1", api_key_env="OTHER_PROVIDER_KEY"),
     )
+    # The agent is given the key (listed in its env) and prints it on both streams.
+    echo = script(tmp_path / "echo.sh", 'echo "my key is $OTHER_PROVIDER_KEY"\n')
+    leaky = script(tmp_path / "leaky.sh", 'echo "my key is $OTHER_PROVIDER_KEY" >&2\nexit 3\n')
+    settings = declare(settings, "echo", echo, env=["OTHER_PROVIDER_KEY"])
+    settings = declare(settings, "leaky", leaky, env=["OTHER_PROVIDER_KEY"])
     queue = f"test-{uuid.uuid4()}"
+    run_id = f"cmd-{uuid.uuid4().hex[:8]}"
     async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
-        error = await failure_of(client, queue, AskInput(question="x", model=f"command:{script}"))
+        result = await ask(client, queue, AskInput(question="x", model="echo:m", run_id=run_id))
+        error = await failure_of(client, queue, AskInput(question="x", model="leaky:m"))
+        history = await client.get_workflow_handle(run_id).fetch_history()
+    assert result.response.text == "my key is [redacted]\n"
+    answer = settings.runs_dir / run_id / "artifacts" / "answer.txt"
+    assert answer.read_text() == "my key is [redacted]\n"
+    # Payload data is raw JSON bytes inside the serialized events, so a leaked key would show.
+    assert b"my key is [redacted]" in b"".join(e.SerializeToString() for e in history.events)
+    assert all(secret.encode() not in e.SerializeToString() for e in history.events)
     assert error.type == "provider.dispatch"
     assert "my key is [redacted]" in error.message
     assert secret not in error.message

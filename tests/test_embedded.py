@@ -22,7 +22,7 @@ pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 def write_config(home: Path, fake: FakeProvider) -> None:
     home.mkdir(parents=True, exist_ok=True)
     (home / "ponder.toml").write_text(
-        f'[providers.local]\nkind = "openai"\nbase_url = "{fake.url}"\n'
+        f'[providers.local]\nkind = "openai"\nbase_url = "{fake.url}"\nponder_headers = true\n'
     )
 
 

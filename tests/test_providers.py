@@ -162,3 +162,19 @@ async def test_anthropic_rate_limit_and_auth(
     fake.replies = [Reply(401, {"error": "invalid x-api-key"})]
     error = await failure_of(client, local, model="claude:claude-fake")
     assert error.type == "provider.auth"
+
+
+async def test_ponder_role_and_tag_headers_are_opt_in_per_endpoint(
+    client: Client, settings: Settings, local: str, fake: FakeProvider
+) -> None:
+    await run_ask(client, local)
+    (plain,) = fake.seen
+    assert plain.call_id.endswith("/ask/0/0")  # the call id always goes
+    assert "x-ponder-role" not in plain.headers
+    labelled = with_endpoint(
+        settings, "test", Endpoint(kind="openai", base_url=fake.url, ponder_headers=True)
+    )
+    queue = f"test-{uuid.uuid4()}"
+    async with running_worker(client, labelled, WorkerOptions(task_queue=queue)):
+        await run_ask(client, queue, model="test:m", role="generate")
+    assert fake.seen[-1].headers["x-ponder-role"] == "generate"

@@ -14,7 +14,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.call_model import ModelActivities
-from activities.config import Settings
+from activities.config import Settings, known_secrets
 from activities.run_store import RunFileActivities, RunStore
 from activities.tournament.artifacts import TournamentArtifactActivities
 from activities.tournament.fit import adaptive_batch, fit_leaderboard
@@ -46,7 +46,7 @@ async def running_worker(
     """Run the workers for ``options`` until the block exits, then shut them down gracefully."""
     async with httpx.AsyncClient(timeout=None) as http:
         model = ModelActivities(settings, http)
-        store = RunStore(settings.runs_dir)
+        store = RunStore(settings.runs_dir, secrets=known_secrets(settings))
         files = RunFileActivities(store)
         tournament_files = TournamentArtifactActivities(store)
         activities: list[Callable[..., Any]] = [

@@ -15,6 +15,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.ask_types import AskInput, AskResult
     from workflows.model_calls import call_model
     from workflows.names import ASK
+    from workflows.run_ids import RUN_ID_INVALID, run_id_problem
 
 __all__ = ["AskWorkflow"]
 
@@ -27,6 +28,8 @@ class AskWorkflow:
     @workflow.run
     async def run(self, input: AskInput) -> AskResult:
         run_id = input.run_id or workflow.info().workflow_id
+        if (problem := run_id_problem(run_id)) is not None:  # no run directory to write to
+            raise ApplicationError(problem, type=RUN_ID_INVALID, non_retryable=True)
         request = ModelRequest(
             model=input.model,
             prompt=input.question,
@@ -55,7 +58,8 @@ class AskWorkflow:
                 "error": f"{code}: {message}",
                 "completed_at": workflow.now().isoformat(),
             }
-            await self._write(run_id, {"summary.json": _json(failed)})
+            if not code.startswith("run."):  # a refused run directory takes no summary
+                await self._write(run_id, {"summary.json": _json(failed)})
             raise ApplicationError(message, type=code, non_retryable=True) from None
         summary: dict[str, object] = {
             "run_id": run_id,

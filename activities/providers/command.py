@@ -1,8 +1,13 @@
 """A CLI agent as a subprocess: the prompt on stdin, the output on stdout.
 
-``command:NAME`` names an ``argv`` list in ``[providers.NAME]`` (kind ``command``);
-``command:./path`` runs an executable directly. The child runs in its own session so a
-timeout or a cancellation kills its whole process group.
+Only agents the worker's own configuration declares can run: ``[providers.NAME]`` with
+``kind = "command"`` and ``argv = [...]``, named from input as ``NAME:anything`` or
+``command:NAME`` (see ``registry``). Input never supplies a path or a command line, so whoever
+can start a workflow does not gain a shell on the worker.
+
+The child gets an explicit environment (``PATH``, ``HOME``, ``LANG``, the names the endpoint's
+``env`` lists, and the ``PONDER_*`` call variables), never the worker's, which holds the keys.
+It runs in its own session so a timeout or a cancellation kills its whole process group.
 """
 
 from __future__ import annotations
@@ -10,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shlex
 import signal
 from pathlib import Path
 from typing import Any
@@ -19,18 +23,32 @@ from activities.errors import ConfigError, DispatchError, ModelTimeoutError
 from activities.model_types import ModelRequest, ModelResponse, Usage
 from activities.providers.base import CallContext
 
-__all__ = ["CommandProvider"]
+__all__ = ["BASE_ENV", "CommandProvider", "command_env"]
+
+BASE_ENV = ("PATH", "HOME", "LANG")
+"""What every agent inherits from the worker; anything else must be listed in ``env``."""
 
 
 def _argv(ctx: CallContext) -> list[str]:
     if ctx.endpoint.argv:
         return list(ctx.endpoint.argv)
-    if "/" in ctx.model_name:
-        return shlex.split(ctx.model_name)
+    # The registry refuses this before dispatch; kept so no path can reach exec without argv.
     raise ConfigError(
-        f"command:{ctx.model_name} is neither a path (./agent.sh) nor a [providers.NAME] "
-        'table with kind = "command" and argv = [...]: add one to ponder.toml'
+        f"command provider {ctx.provider_name!r} has no argv: declare it in ponder.toml as "
+        '[providers.NAME] kind = "command", argv = [...]'
     )
+
+
+def command_env(ctx: CallContext) -> dict[str, str]:
+    """The agent's whole environment: the base, the endpoint's allowlist, the call variables."""
+    names = (*BASE_ENV, *ctx.endpoint.env)
+    env = {name: value for name in names if (value := os.environ.get(name))}
+    return env | {
+        "PONDER_RUN_ID": ctx.run_id,
+        "PONDER_STEP_ID": ctx.phase,
+        "PONDER_ATTEMPT": str(ctx.attempt),
+        "PONDER_ITEM": ctx.extra_env.get("PONDER_ITEM", ""),
+    }
 
 
 def _kill_group(process: asyncio.subprocess.Process) -> None:
@@ -43,13 +61,7 @@ class CommandProvider:
 
     async def request(self, request: ModelRequest, ctx: CallContext) -> ModelResponse:
         argv = _argv(ctx)
-        env = {
-            **os.environ,
-            "PONDER_RUN_ID": ctx.run_id,
-            "PONDER_STEP_ID": ctx.phase,
-            "PONDER_ATTEMPT": str(ctx.attempt),
-            "PONDER_ITEM": ctx.extra_env.get("PONDER_ITEM", ""),
-        }
+        env = command_env(ctx)
         cwd = ctx.extra_env.get("PONDER_WORKSPACE") or os.getcwd()
         try:
             process = await asyncio.create_subprocess_exec(

@@ -70,14 +70,11 @@ async def post_json(
     ctx: CallContext, url: str, payload: dict[str, Any], headers: dict[str, str], timeout: float
 ) -> Any:
     """POST ``payload`` and return the decoded JSON body, or raise a ProviderError."""
-    headers = {
-        **headers,
-        CALL_ID_HEADER: ctx.call_id,
-        "X-Ponder-Role": ctx.role,
-        "Content-Type": "application/json",
-    }
-    if ctx.tag:
-        headers["X-Ponder-Tag"] = ctx.tag
+    headers = {**headers, CALL_ID_HEADER: ctx.call_id, "Content-Type": "application/json"}
+    if ctx.endpoint.ponder_headers:  # opt-in: a real provider has no use for ponder's labels
+        headers["X-Ponder-Role"] = ctx.role
+        if ctx.tag:
+            headers["X-Ponder-Tag"] = ctx.tag
     event: dict[str, Any] = {"url": url, "request": {"headers": headers, "body": payload}}
     started = time.monotonic()
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlparse
 
 from activities.config import Endpoint, Price, Settings, read_secret
@@ -15,6 +16,7 @@ from activities.providers.command import CommandProvider
 from activities.providers.openai import OpenAIProvider
 from activities.providers.replay import ReplayProvider
 from activities.providers.sim import SimOptions, SimProvider
+from workflows.run_ids import run_id_problem
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -24,11 +26,12 @@ __all__ = [
     "default_model_for",
     "parse_model_spec",
     "price_table",
+    "replay_source",
     "resolve_model",
 ]
 
 DEFAULT_MODEL = "sim:default"
-MODEL_EXAMPLES = "sim:default, openai:gpt-4o-mini, anthropic:claude-sonnet-4-5, command:./agent.sh"
+MODEL_EXAMPLES = "sim:default, openai:gpt-4o-mini, anthropic:claude-sonnet-4-5, command:NAME"
 _SPEC = re.compile(r"^(?P<provider>[A-Za-z][A-Za-z0-9_.-]*):(?P<model>\S.*)$")
 _OFFICIAL_HOSTS = {"api.openai.com", "api.anthropic.com"}
 
@@ -74,6 +77,8 @@ def resolve_model(
     processes that only start runs (the workers hold the keys).
     """
     provider, model = parse_model_spec(spec)
+    if provider == "command":
+        provider, model = _declared_command(model, spec, settings), model
     endpoint = settings.providers.get(provider)
     if endpoint is None:
         known = ", ".join(sorted(settings.providers))
@@ -83,8 +88,12 @@ def resolve_model(
         )
     if base_url and base_url.rstrip("/") != (endpoint.base_url or "").rstrip("/"):
         endpoint = endpoint.model_copy(update={"base_url": base_url, "api_key_env": None})
+    if endpoint.kind == "command" and not endpoint.argv:
+        raise _command_refused(spec)
     if endpoint.kind == "sim":
         SimOptions.parse(model)
+    if endpoint.kind == "replay":
+        model = str(replay_source(model, settings))
     api_key = read_secret(endpoint.api_key_env) if endpoint.api_key_env else None
     host = urlparse(endpoint.base_url or "").hostname
     if require_key and api_key is None and endpoint.api_key_env and host in _OFFICIAL_HOSTS:
@@ -93,6 +102,39 @@ def resolve_model(
             "environment or in the file named by PONDER_SECRETS_FILE"
         )
     return ResolvedModel(provider, model, endpoint, api_key)
+
+
+def replay_source(source: str, settings: Settings) -> Path:
+    """The recording ``replay:SOURCE`` reads: a run id in the run store, or a file inside the
+    run store or a directory the worker declares (``replay_dirs``); anything else is refused,
+    so workflow input cannot read arbitrary files on the worker."""
+    if run_id_problem(source) is None:
+        return settings.runs_dir / source / "raw-events.jsonl"
+    path = Path(source).resolve()  # symlinks followed first, so a link cannot lead out
+    allowed = [settings.runs_dir, *settings.replay_dirs]
+    if not any(path.is_relative_to(Path(root).resolve()) for root in allowed):
+        raise ConfigError(
+            f"replay source {source!r} is outside the run store {settings.runs_dir}: name a "
+            "recorded run id (replay:RUN_ID) or add its directory to replay_dirs in [ponder] "
+            "of the worker's ponder.toml"
+        )
+    return path
+
+
+def _command_refused(spec: str) -> ConfigError:
+    return ConfigError(
+        f"model {spec!r}: a command agent must be declared by the worker, never given by input "
+        '(no paths or command lines): add [providers.NAME] with kind = "command" and '
+        "argv = [...] to the worker's ponder.toml, then use NAME:MODEL or command:NAME"
+    )
+
+
+def _declared_command(name: str, spec: str, settings: Settings) -> str:
+    """``command:NAME`` -> ``NAME``, if the worker declares such a command endpoint."""
+    endpoint = settings.providers.get(name)
+    if endpoint is None or endpoint.kind != "command" or not endpoint.argv:
+        raise _command_refused(spec)
+    return name
 
 
 def default_model_for(provider: str, settings: Settings) -> str:

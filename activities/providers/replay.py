@@ -1,11 +1,14 @@
 """Wire replay: answer each call from a recorded ``raw-events.jsonl``.
 
-``replay:/path/to/raw-events.jsonl`` finds the last successful recorded exchange with the same
-call key (phase/index/attempt) and normalizes its response body with the provider that made it.
+``replay:RUN_ID`` (that run's ``raw-events.jsonl``) or ``replay:/path/to/raw-events.jsonl``
+inside the run store or a declared ``replay_dirs`` entry (the registry confines the source)
+finds the last successful recorded exchange with the same call key (phase/index/attempt) and
+normalizes its response body with the provider that made it.
 """
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +42,8 @@ class ReplayProvider:
         self._providers = providers
 
     async def request(self, request: ModelRequest, ctx: CallContext) -> ModelResponse:
-        event = _recorded(Path(ctx.model_name)).get(ctx.call_key)
+        recorded = await asyncio.to_thread(_recorded, Path(ctx.model_name))
+        event = recorded.get(ctx.call_key)
         if event is None:
             raise MalformedOutputError(
                 f"replay file {ctx.model_name} has no successful exchange for call "

@@ -7,6 +7,7 @@ activity writes the same bytes.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from typing import Any
@@ -15,7 +16,7 @@ from temporalio import activity
 
 from activities.providers.sim import true_quality
 from activities.raw_events import redact
-from activities.run_store import RunStore
+from activities.run_store import RunDirRefused, RunIdInvalid, RunStore, refusal
 from activities.tournament.report import render_report, report_data_from_run_dir
 from workflows.tournament.schedule import FINAL_JUDGING_PHASE
 from workflows.tournament.types import TournamentSnapshot
@@ -118,8 +119,14 @@ class TournamentArtifactActivities:
 
     @activity.defn(name=WRITE_TOURNAMENT_ARTIFACTS)
     async def write_tournament_artifacts(self, snap: TournamentSnapshot) -> str:
-        for relative, content in render_files(snap).items():
-            self.store.write(snap.run_id, relative, content)
+        try:
+            # A thread, so rendering and file I/O never stall other activities' heartbeats.
+            return await asyncio.to_thread(self._write, snap)
+        except (RunIdInvalid, RunDirRefused) as exc:
+            raise refusal(exc) from None
+
+    def _write(self, snap: TournamentSnapshot) -> str:
+        self.store.write_all(snap.run_id, render_files(snap))
         run_dir = self.store.run_dir(snap.run_id)
         self.store.write(
             snap.run_id, "report.html", render_report(report_data_from_run_dir(run_dir))

@@ -16,7 +16,9 @@ from worker.worker import WorkerOptions, running_worker
 
 @pytest.fixture
 async def queue(client: Client, settings: Settings, fake: FakeProvider) -> AsyncIterator[str]:
-    settings = with_endpoint(settings, "local", Endpoint(kind="openai", base_url=fake.url))
+    settings = with_endpoint(
+        settings, "local", Endpoint(kind="openai", base_url=fake.url, ponder_headers=True)
+    )
     name = f"test-{uuid.uuid4()}"
     async with running_worker(client, settings, WorkerOptions(task_queue=name)):
         yield name

@@ -64,9 +64,11 @@ async def test_killed_worker_resumes_without_repeating_completed_calls(
 ) -> None:
     settings.home.mkdir(parents=True, exist_ok=True)
     (settings.home / "ponder.toml").write_text(
-        f'[providers.local]\nkind = "openai"\nbase_url = "{fake.url}"\n'
+        f'[providers.local]\nkind = "openai"\nbase_url = "{fake.url}"\nponder_headers = true\n'
     )
-    local = with_endpoint(settings, "local", Endpoint(kind="openai", base_url=fake.url))
+    local = with_endpoint(
+        settings, "local", Endpoint(kind="openai", base_url=fake.url, ponder_headers=True)
+    )
     reference_queue = f"test-{uuid.uuid4()}"
     async with running_worker(client, local, WorkerOptions(task_queue=reference_queue)):
         reference = await run(

@@ -1,13 +1,27 @@
-"""The one tournament error type and its closed list of codes."""
+"""The one tournament error type, its closed list of codes, and how each reaches the caller."""
 
 from __future__ import annotations
 
 import pickle
+import re
+import uuid
+from pathlib import Path
+from typing import Any
 
 import pytest
+from temporalio.client import Client
 
+from activities.config import Settings
+from activities.errors import ConfigError
+from tests.fakes import FakeProvider, Reply
+from tests.tournament.helpers import failure
+from workflows.budget import BudgetLimits
+from workflows.names import TOURNAMENT
 from workflows.tournament import errors
 from workflows.tournament.errors import TournamentError, is_known_code, provider_code
+from workflows.tournament.profiles import Profile, RankBlock
+from workflows.tournament.prompts import PromptOverride, PromptOverrides
+from workflows.tournament.types import RoleModels, TournamentInput
 
 SPEC_CODES = {
     "profile.invalid",
@@ -29,12 +43,84 @@ def test_the_closed_list_is_the_spec_list() -> None:
     assert errors.CODES == SPEC_CODES
 
 
-@pytest.mark.parametrize("code", sorted(SPEC_CODES))
-def test_every_listed_code_makes_an_error(code: str) -> None:
-    error = TournamentError(code, "field x breaks rule y: do z")
-    assert error.code == code
-    assert error.message == "field x breaks rule y: do z"
-    assert str(error) == f"{code}: field x breaks rule y: do z"
+# One input per code that makes the Tournament workflow fail with it. ``run.id_in_use`` is the
+# caller's refusal (Temporal's id policy), checked below through the client's start path.
+WORKFLOW_TRIGGERS: dict[str, dict[str, Any]] = {
+    "profile.invalid": {"custom": Profile(n=3, k=1, t=0, m=2)},
+    "rank.k_required": {"rank": RankBlock(mode="k-regular")},
+    "rank.k_invalid": {"rank": RankBlock(mode="k-regular", k=4)},
+    "rank.max_calls_required": {
+        "custom": Profile(n=16, k=2, t=0, m=2),
+        "rank": RankBlock(mode="all-pairs"),
+    },
+    "rank.max_calls_exceeded": {"rank": RankBlock(mode="k-regular", k=2, max_calls=3)},
+    "budget.planned_calls_exceeded": {"budget": BudgetLimits(max_calls=14)},
+    "budget.unpriced_model": {"model": "local:default", "budget": BudgetLimits(max_usd=1.0)},
+    "budget.exhausted": {
+        "on_budget_exhausted": "fail",
+        "budget": BudgetLimits(max_output_tokens=50),
+    },
+    "prompts.unknown_variable": {
+        "prompts": PromptOverrides(generate=PromptOverride(user="{task} {nonsense}"))
+    },
+    "judge.persistent_invalid_json": {
+        "models": RoleModels(judge="sim:default,invalid_json_rate=1"),
+    },
+    "run.id_invalid": {"run_id": "bad id!"},
+    "provider.auth": {"model": "local:default"},  # the fake answers 401 below
+}
+
+
+def test_every_code_has_a_trigger() -> None:
+    # A code added to the list without a way to reach it fails here, not silently.
+    workflow_codes = {code for code in WORKFLOW_TRIGGERS if not code.startswith("provider.")}
+    assert workflow_codes | {"run.id_in_use"} == errors.CODES
+
+
+@pytest.mark.parametrize("code", sorted(WORKFLOW_TRIGGERS))
+async def test_every_code_reaches_the_caller_as_the_failure_type(
+    client: Client, queue: str, fake: FakeProvider, code: str
+) -> None:
+    if code == "provider.auth":
+        fake.replies = [Reply(401, {"error": "bad key"})] * 4
+    fields = {"profile": "quick", "concurrency": {"generate": 1}, **WORKFLOW_TRIGGERS[code]}
+    fields.setdefault("run_id", f"code-{uuid.uuid4().hex[:8]}")
+    error = await failure(client, queue, **fields)
+    assert error.type == code
+    assert error.non_retryable
+    # The code travels once, as the type; the message is one line that names what to change.
+    assert code not in error.message
+    assert error.message.strip() and "\n" not in error.message
+    assert is_known_code(error.type)
+
+
+async def test_a_used_run_id_is_refused_with_its_code(
+    client: Client, queue: str, settings: Settings
+) -> None:
+    from client.runs import start_run
+    from client.session import Session
+
+    session = Session(client, settings.model_copy(update={"task_queue": queue}), False)
+    run_id = f"dup-{uuid.uuid4().hex[:8]}"
+    first = await start_run(session, TOURNAMENT, TournamentInput(task="x", profile="quick"), run_id)
+    await first.result()
+    with pytest.raises(ConfigError, match=r"^run\.id_in_use: run id 'dup-") as refused:
+        await start_run(session, TOURNAMENT, TournamentInput(task="x"), run_id)
+    assert "pick another --run-id" in str(refused.value)
+
+
+def test_the_readme_documents_exactly_the_closed_list() -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    start = readme.index("Error codes")
+    paragraph = readme[start : readme.index("\n\n", start)]
+    documented = set(re.findall(r"`([a-z_]+\.[a-z_<>]+)`", paragraph))
+    assert documented == errors.CODES | {"provider.<class>"}
+
+
+def test_the_module_docstring_lists_every_code() -> None:
+    table = (errors.__doc__ or "").split("```")[1]
+    listed = {line.split()[0] for line in table.splitlines()[2:] if line.strip()}
+    assert listed == errors.CODES | {"provider.<failure"}
 
 
 def test_provider_codes_are_a_prefix_family() -> None:

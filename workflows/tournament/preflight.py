@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from activities.run_store import RUN_ID
+from workflows.run_ids import RUN_ID
 from workflows.tournament.critique import MIN_CRITIQUE_CHARS
 from workflows.tournament.errors import PROFILE_INVALID, RUN_ID_INVALID, TournamentError
 from workflows.tournament.profiles import (
