@@ -78,7 +78,8 @@ async def _ask_view(session: Session, handle: WorkflowHandle) -> dict[str, Any]:
             "simulated": response.simulated,
             "input_tokens": response.usage.input_tokens,
             "output_tokens": response.usage.output_tokens,
-            "usd": response.usd,
+            # No price known: the cost is unknown, not zero.
+            "usd": "unknown" if response.usd is None and not response.simulated else response.usd,
             "answer_path": result.answer_path,
         }
     elif description.status in (WorkflowExecutionStatus.FAILED, WorkflowExecutionStatus.CANCELED):
@@ -97,7 +98,7 @@ def _print_ask_view(view: dict[str, Any]) -> None:
     for key, value in view.items():
         if value is None:
             continue
-        if key == "usd":
+        if key == "usd" and isinstance(value, float):
             value = f"{value:.4f}"
         table.add_row(key.replace("_", " "), str(value))
     out.print(table)

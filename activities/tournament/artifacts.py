@@ -58,6 +58,7 @@ def _summary(snap: TournamentSnapshot) -> dict[str, Any]:
             "limit": snap.budget.max_calls,
         },
         "usage": snap.spent.model_dump(),
+        "usd_known": all(row.priced for row in snap.usage),  # false: usage.usd is not the cost
         "budget": snap.budget.model_dump(),
         "final_scores": [s.model_dump(mode="json") for s in final_scores],
         "final_answer_is_postprocessed": snap.final_answer_is_postprocessed,

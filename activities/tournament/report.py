@@ -341,7 +341,8 @@ def _usage_totals(run_dir: Path, summary: dict[str, Any]) -> tuple[int, int, flo
     usage = summary.get("usage") or {}
     if isinstance(calls, dict):
         calls = calls.get("used", calls.get("total", 0))
-    return int(calls or 0), _tokens(usage), usage.get("usd")
+    usd = None if summary.get("usd_known") is False else usage.get("usd")
+    return int(calls or 0), _tokens(usage), usd
 
 
 def _read_json(path: Path) -> dict[str, Any]:
