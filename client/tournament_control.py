@@ -15,7 +15,12 @@ from typing import Any
 import click
 from rich.console import Console
 from rich.table import Table
-from temporalio.client import WorkflowExecutionStatus, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import (
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
 
 from activities.config import Settings, load_settings
 from activities.errors import ConfigError
@@ -83,8 +88,6 @@ async def _ask_view(session: Session, handle: WorkflowHandle) -> dict[str, Any]:
             "answer_path": result.answer_path,
         }
     elif description.status in (WorkflowExecutionStatus.FAILED, WorkflowExecutionStatus.CANCELED):
-        from temporalio.client import WorkflowFailureError
-
         try:
             await handle.result()
         except WorkflowFailureError as exc:

@@ -162,7 +162,8 @@ class RankBlock(BaseModel):
                     RANK_MAX_CALLS_REQUIRED,
                     f"rank.max_calls must be >= {calls} for all-pairs over {n} candidates "
                     f"(more than {ALL_PAIRS_FREE_LIMIT} pairs; rank.max_calls is {got}): "
-                    f"set rank.max_calls to {calls} or use mode k-regular",
+                    f"set rank.max_calls (ponder rank --rank-max-calls) to {calls} or use "
+                    "mode k-regular",
                 )
         else:
             if self.k is None:
