@@ -264,3 +264,20 @@ def test_rank_block_modes_and_the_auto_fallback() -> None:
         rank_block(7, max_calls=6)
     with refused("profile.invalid", "at least two candidates"):
         rank_block(1, "all-pairs")
+
+
+def test_an_auto_rank_block_in_workflow_input_resolves_before_scheduling() -> None:
+    from workflows.tournament.schedule import final_schedule
+
+    auto = RankBlock(mode="auto")
+    ids = [f"c{i}" for i in range(20)]
+    assert auto.calls(5) == 10 and auto.resolved(5).mode == "all-pairs"
+    pairs = final_schedule(ids, m=2, seed=1, rank=auto)
+    assert len(pairs) == 100  # 190 pairs over the cap: k-regular with k = 10
+    degree = {cid: 0 for cid in ids}
+    for pair in pairs:
+        degree[pair.scheduled_a] += 1
+        degree[pair.scheduled_b] += 1
+    assert set(degree.values()) == {10}
+    assert len(final_schedule(ids[:5], m=2, seed=1, rank=auto)) == 10
+    assert plan(get_profile("quick"), rank=auto).phases[-1].calls == 6

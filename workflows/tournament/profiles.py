@@ -147,13 +147,21 @@ class RankBlock(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    mode: Literal["all-pairs", "k-regular"] = "k-regular"
+    mode: RankMode = "k-regular"
     k: int | None = None
     seed: int | str | None = Field(default=None, description="replaces the run seed if set")
     max_calls: int | None = None
 
+    def resolved(self, n: int) -> RankBlock:
+        """The concrete block over ``n`` candidates: ``auto`` picks all-pairs or k-regular."""
+        if self.mode != "auto":
+            return self
+        return rank_block(n, "auto", k=self.k, seed=self.seed, max_calls=self.max_calls)
+
     def calls(self, n: int) -> int:
         """Judge calls of this block over ``n`` candidates; refuses a block that cannot run."""
+        if self.mode == "auto":
+            return self.resolved(n).calls(n)
         if self.mode == "all-pairs":
             calls = n * (n - 1) // 2
             if calls > ALL_PAIRS_FREE_LIMIT and (self.max_calls is None or self.max_calls < calls):
