@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import os
 import signal
 import sys
@@ -18,8 +20,9 @@ from activities.config import Settings, load_settings
 from activities.errors import PonderError
 from activities.providers import DEFAULT_MODEL, MODEL_EXAMPLES, resolve_model
 from client.embedded import EmbeddedServer
+from client.logs import configure_logging
 from client.runs import RunFailed, check_run_id, new_run_id, start_run, wait_or_detach
-from client.session import open_session, spawn_background_worker
+from client.session import open_session, spawn_background_worker, terminated
 from client.tournament_cli import register as register_tournament_commands
 from worker.main import worker_command
 from workflows.ask_types import AskInput, AskResult
@@ -31,20 +34,47 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 
 
+EXIT_TERMINATED = 128 + signal.SIGTERM
+
+
 def _fail(message: str, code: int) -> NoReturn:
     click.echo(f"ponder: {message}", err=True)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    # The Temporal core runtime's threads can still be alive here; a normal interpreter
-    # shutdown then sometimes aborts. Leases are already released, so leave at once.
+    raise SystemExit(code)
+
+
+def _leave(code: int) -> NoReturn:
+    """Every exit of a command: flush, then leave without interpreter finalization.
+
+    The Temporal core runtime's threads may still hold a callback into Python (an RPC that
+    completed as the command ended); finalizing under them aborts the process with
+    "PyGILState_Release ... finalizing" (exit 134). Leases are released and workers shut down
+    by now, so nothing is left to clean up; scripts get the atexit guard in client/connect.py.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    logging.shutdown()
     os._exit(code)
 
 
-def run_command(command: click.Command, **kwargs: Any) -> None:
+def run_command(command: click.Command, **kwargs: Any) -> NoReturn:
     """Run a click command; a ponder error is one line and an exit code (``--debug``: traceback)."""
+    try:
+        _run(command, **kwargs)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if exc.code is not None and not isinstance(exc.code, int):
+            click.echo(str(exc.code), err=True)
+    except KeyboardInterrupt:
+        click.echo("ponder: interrupted", err=True)
+        code = 128 + signal.SIGINT
+    _leave(code)
+
+
+def _run(command: click.Command, **kwargs: Any) -> None:
     debug = "--debug" in sys.argv or os.environ.get("PONDER_DEBUG") == "1"
-    # SIGTERM unwinds like an exit, so leases are released and the last one stops the server.
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    configure_logging(debug=debug)
     try:
         command.main(standalone_mode=False, **kwargs)
     except click.exceptions.Exit as exc:
@@ -54,6 +84,10 @@ def run_command(command: click.Command, **kwargs: Any) -> None:
         sys.exit(EXIT_USAGE)
     except click.exceptions.Abort:
         _fail("aborted", EXIT_FAILED)
+    except asyncio.CancelledError:
+        if not terminated():
+            raise
+        _fail("terminated (SIGTERM); runs go on with a background worker", EXIT_TERMINATED)
     except RunFailed as exc:
         if debug:
             traceback.print_exc()
@@ -83,10 +117,6 @@ def run_command(command: click.Command, **kwargs: Any) -> None:
         if debug:
             traceback.print_exc()
         _fail(f"{type(exc).__name__}: {exc} (--debug shows the traceback)", EXIT_FAILED)
-
-
-def _exit_on_sigterm(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
+import time
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -13,6 +15,21 @@ from activities.errors import ServerError
 from activities.payload_store import FileSystemStorageDriver
 
 __all__ = ["connect", "data_converter"]
+
+# The SDK's Rust threads resolve a Python future through ``loop.call_soon_threadsafe``, which
+# drops the GIL for the loop's self-pipe write and takes it back afterwards. A main thread that
+# reaches interpreter finalization inside that gap aborts the process with "Fatal Python error:
+# PyGILState_Release ... finalizing" (exit 134; temporalio/sdk-python#300): it hit 1 script in 5
+# here. atexit handlers run before finalization starts, so giving the GIL away for a moment lets
+# such a callback finish first. Registered on import, so every script that connects gets it.
+EXIT_GRACE_S = 0.05
+
+
+def _let_sdk_callbacks_finish() -> None:
+    time.sleep(EXIT_GRACE_S)
+
+
+atexit.register(_let_sdk_callbacks_finish)
 
 
 def data_converter(settings: Settings) -> DataConverter:

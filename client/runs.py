@@ -6,9 +6,10 @@ import asyncio
 import contextlib
 import signal
 import sys
+import time
 import uuid
-from collections.abc import Iterator
-from typing import Any, NoReturn
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, NoReturn, TypeVar
 
 import click
 from temporalio.client import WorkflowFailureError, WorkflowHandle
@@ -19,10 +20,13 @@ from temporalio.exceptions import (
     FailureError,
     WorkflowAlreadyStartedError,
 )
+from temporalio.service import RPCError, RPCStatusCode
 
 from activities.errors import ConfigError, PonderError
 from activities.run_store import RUN_ID
-from client.session import Session, spawn_background_worker
+from client.session import Session, on_sigterm, spawn_background_worker
+
+_T = TypeVar("_T")
 
 __all__ = [
     "RunFailed",
@@ -31,7 +35,9 @@ __all__ = [
     "detach",
     "failure_message",
     "new_run_id",
+    "run_result",
     "start_run",
+    "through_restarts",
     "wait_or_detach",
 ]
 
@@ -89,14 +95,39 @@ def failure_message(exc: WorkflowFailureError) -> str:
 
 @contextlib.contextmanager
 def ctrl_c_detaches() -> Iterator[asyncio.Event]:
-    """While waiting on a run, Ctrl-C sets the event instead of killing the process."""
+    """While waiting on a run, Ctrl-C (or SIGTERM) sets the event instead of killing the
+    process: the waiter detaches and the run goes on."""
     interrupted = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGINT, interrupted.set)
     try:
-        yield interrupted
+        with on_sigterm(interrupted.set):
+            yield interrupted
     finally:
         loop.remove_signal_handler(signal.SIGINT)
+
+
+UNAVAILABLE = (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNKNOWN)
+SERVER_RESTART_WAIT_S = 120.0
+"""How long a waiting command retries through a server that does not answer: an embedded
+server is restarted by the lease holders' watchdog within seconds."""
+
+
+async def through_restarts(call: Callable[[], Awaitable[_T]]) -> _T:
+    """``call()``, retried while the server is unavailable (it restarts; runs are in SQLite)."""
+    deadline = time.monotonic() + SERVER_RESTART_WAIT_S
+    while True:
+        try:
+            return await call()
+        except RPCError as exc:
+            if exc.status not in UNAVAILABLE or time.monotonic() > deadline:
+                raise
+        await asyncio.sleep(0.5)
+
+
+async def run_result(handle: WorkflowHandle) -> Any:
+    """The run's result, waited for through server restarts."""
+    return await through_restarts(handle.result)
 
 
 def detach(session: Session, run_id: str) -> NoReturn:
@@ -109,7 +140,7 @@ def detach(session: Session, run_id: str) -> NoReturn:
 
 async def wait_or_detach(session: Session, handle: WorkflowHandle) -> Any:
     """Wait for the result; Ctrl-C detaches (the run goes on) instead of stopping the run."""
-    result = asyncio.ensure_future(handle.result())
+    result = asyncio.ensure_future(run_result(handle))
     with ctrl_c_detaches() as interrupted:
         interrupt = asyncio.ensure_future(interrupted.wait())
         await asyncio.wait({result, interrupt}, return_when=asyncio.FIRST_COMPLETED)

@@ -4,27 +4,46 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
+import json
 import os
+import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
 
 from temporalio.api.enums.v1 import TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
+from temporalio.service import RPCError
 
 from activities.config import Settings
 from activities.errors import NoWorkerError
 from client.connect import connect
-from client.embedded import EmbeddedServer
+from client.embedded import EmbeddedServer, child_environment
 from worker.worker import WorkerOptions, running_worker
 
-__all__ = ["Session", "open_session", "spawn_background_worker"]
+__all__ = [
+    "Session",
+    "on_sigterm",
+    "open_session",
+    "reclaim_background_worker",
+    "release_background_worker",
+    "spawn_background_worker",
+    "terminated",
+]
 
 NO_WORKER_WAIT_S = 5.0
+POLLER_FRESH_S = 10.0
+"""A poller not seen for this long is taken as gone (see ``has_worker``)."""
+IN_PROCESS_SHUTDOWN = timedelta(seconds=3)
+"""A command's own worker lets calls in flight finish this long at exit, then hands them back to
+Temporal (retried elsewhere): a command must exit within seconds, not wait out a long call."""
 
 
 @dataclass
@@ -34,7 +53,65 @@ class Session:
     embedded: bool
 
 
-async def has_worker(client: Client, task_queue: str) -> bool:
+# -- SIGTERM -------------------------------------------------------------------------------
+# A Python-level signal handler raises in whatever frame the main thread runs, which under
+# asyncio is often an activity of some other run (SystemExit inside call_model). The handler
+# goes through the event loop instead: a command that waits on a run detaches (like Ctrl-C),
+# any other command's main task is cancelled, so leases and workers unwind in order.
+
+_sigterm_actions: list[Callable[[], None]] = []
+_terminated = False
+
+
+def terminated() -> bool:
+    """Whether SIGTERM ended this process's command."""
+    return _terminated
+
+
+@contextlib.contextmanager
+def on_sigterm(action: Callable[[], None]) -> Iterator[None]:
+    """Within the block, SIGTERM calls ``action`` (inner blocks win)."""
+    _sigterm_actions.append(action)
+    try:
+        yield
+    finally:
+        _sigterm_actions.remove(action)
+
+
+def _handle_sigterm() -> None:
+    global _terminated
+    _terminated = True
+    if _sigterm_actions:
+        _sigterm_actions[-1]()
+
+
+@contextlib.contextmanager
+def _sigterm_through_the_loop() -> Iterator[None]:
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+
+    def cancel() -> None:
+        if task is not None:
+            task.cancel()
+
+    loop.add_signal_handler(signal.SIGTERM, _handle_sigterm)
+    try:
+        with on_sigterm(cancel):
+            yield
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+
+
+# -- workers -------------------------------------------------------------------------------
+
+
+async def has_worker(client: Client, task_queue: str, fresh_s: float = POLLER_FRESH_S) -> bool:
+    """Whether a worker polled ``task_queue`` within ``fresh_s`` seconds.
+
+    The server lists a poller for minutes after it is gone; its last access time tells. A live
+    worker keeps a poll open, re-polling at least every minute, so one check can miss an idle
+    worker whose polls all started long ago: ``wait_for_worker`` asks several times.
+    """
     response = await client.workflow_service.describe_task_queue(
         DescribeTaskQueueRequest(
             namespace=client.namespace,
@@ -42,7 +119,13 @@ async def has_worker(client: Client, task_queue: str) -> bool:
             task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
         )
     )
-    return bool(response.pollers)
+    now = time.time()
+    for poller in response.pollers:
+        if not poller.HasField("last_access_time"):
+            return True
+        if now - poller.last_access_time.ToDatetime().timestamp() <= fresh_s:
+            return True
+    return False
 
 
 async def wait_for_worker(client: Client, task_queue: str, timeout: float) -> None:
@@ -56,52 +139,136 @@ async def wait_for_worker(client: Client, task_queue: str, timeout: float) -> No
         await asyncio.sleep(0.5)
 
 
+async def _runs_open(client: Client, task_queue: str) -> bool:
+    query = f'TaskQueue="{task_queue}" AND ExecutionStatus="Running"'
+    try:
+        return (await client.count_workflows(query)).count > 0
+    except RPCError:
+        return True
+
+
 @contextlib.asynccontextmanager
 async def open_session(
     settings: Settings, *, local_worker: bool = False, worker: bool = True
 ) -> AsyncIterator[Session]:
     """A connected client; in embedded mode (no TEMPORAL_ADDRESS) with an in-process worker."""
-    if settings.temporal_address:
-        client = await connect(settings)
-        if local_worker:
-            async with running_worker(client, settings, WorkerOptions(settings.task_queue)):
-                yield Session(client, settings, embedded=False)
+    options = WorkerOptions(settings.task_queue, graceful_shutdown=IN_PROCESS_SHUTDOWN)
+    with _sigterm_through_the_loop():
+        if settings.temporal_address:
+            client = await connect(settings)
+            if local_worker:
+                async with running_worker(client, settings, options):
+                    yield Session(client, settings, embedded=False)
+                return
+            if worker:
+                await wait_for_worker(client, settings.task_queue, NO_WORKER_WAIT_S)
+            yield Session(client, settings, embedded=False)
             return
-        if worker:
-            await wait_for_worker(client, settings.task_queue, NO_WORKER_WAIT_S)
-        yield Session(client, settings, embedded=False)
-        return
-    server = EmbeddedServer(settings.home)
-    async with server.lease() as info:
-        client = await connect(settings, info.address)
-        if not worker:
-            yield Session(client, settings, embedded=True)
-            return
-        async with running_worker(client, settings, WorkerOptions(settings.task_queue)):
-            yield Session(client, settings, embedded=True)
+        server = EmbeddedServer(settings.home)
+        async with server.lease() as info:
+            client = await connect(settings, info.address)
+            if not worker:
+                yield Session(client, settings, embedded=True)
+                return
+            try:
+                async with running_worker(client, settings, options):
+                    yield Session(client, settings, embedded=True)
+            except asyncio.CancelledError:
+                # Terminated mid-command: runs this worker served go on in a background one.
+                if terminated() and await _runs_open(client, settings.task_queue):
+                    spawn_background_worker(settings)
+                raise
+
+
+# -- the background worker -----------------------------------------------------------------
+
+
+def _worker_record(settings: Settings) -> Path:
+    return settings.home / "workers" / f"{settings.task_queue}.json"
+
+
+@contextlib.contextmanager
+def _record_locked(settings: Settings) -> Iterator[Path]:
+    record = _worker_record(settings)
+    record.parent.mkdir(parents=True, exist_ok=True)
+    with record.with_suffix(".lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield record
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _is_background_worker(pid: int, settings: Settings) -> bool:
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return (
+        state != "Z"
+        and b"--embedded" in argv
+        and b"--exit-when-idle" in argv
+        and settings.task_queue.encode() in argv
+    )
+
+
+def running_background_worker(settings: Settings) -> int | None:
+    """The pid of this home's live background worker for the task queue, if any."""
+    try:
+        pid = int(json.loads(_worker_record(settings).read_text())["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return pid if _is_background_worker(pid, settings) else None
 
 
 def spawn_background_worker(settings: Settings, idle_seconds: int = 600) -> int:
-    """Start ``ponder worker --embedded --exit-when-idle N`` detached; returns its pid."""
-    log = (settings.home / "worker.log").open("ab")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "worker",
-            "--embedded",
-            "--exit-when-idle",
-            str(idle_seconds),
-            "--task-queue",
-            settings.task_queue,
-        ],
-        stdin=subprocess.DEVNULL,
-        stdout=log,
-        stderr=log,
-        start_new_session=True,
-        env={**os.environ, "PONDER_HOME": str(settings.home)},
-    )
-    # Take the child's lease now: this process may exit (and drop its own lease) before the
-    # child gets to it, and the last lease out stops the server.
-    EmbeddedServer(settings.home).add_lease(process.pid)
-    return process.pid
+    """Reuse this home's background worker, or start ``ponder worker --embedded
+    --exit-when-idle N`` detached; returns its pid."""
+    with _record_locked(settings) as record:
+        running = running_background_worker(settings)
+        if running is not None:
+            return running
+        log_dir = settings.home / "logs"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        with (log_dir / "background-worker.out").open("ab") as out:
+            process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "worker",
+                    "--embedded",
+                    "--exit-when-idle",
+                    str(idle_seconds),
+                    "--task-queue",
+                    settings.task_queue,
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=out,
+                start_new_session=True,
+                env=child_environment(settings, worker=True),
+            )
+        # Take the child's lease now: this process may exit (and drop its own lease) before the
+        # child gets to it, and the last lease out stops the server.
+        EmbeddedServer(settings.home).add_lease(process.pid)
+        record.write_text(json.dumps({"pid": process.pid}) + "\n")
+        return process.pid
+
+
+def release_background_worker(settings: Settings) -> None:
+    """An idle background worker (this process) stops being the one to reuse.
+
+    It then counts the open runs once more before exiting: a command that read the record
+    before this started its run first, so that count sees it (and ``reclaim`` undoes this).
+    """
+    with _record_locked(settings) as record, contextlib.suppress(OSError, ValueError, KeyError):
+        if int(json.loads(record.read_text())["pid"]) == os.getpid():
+            record.unlink()
+
+
+def reclaim_background_worker(settings: Settings) -> None:
+    """Be the background worker to reuse again, unless another one took the place meanwhile."""
+    with _record_locked(settings) as record:
+        if running_background_worker(settings) is None:
+            record.write_text(json.dumps({"pid": os.getpid()}) + "\n")

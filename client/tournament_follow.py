@@ -16,7 +16,7 @@ from rich.table import Table
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError
 
-from client.runs import RunFailed, ctrl_c_detaches, detach, failure_message
+from client.runs import RunFailed, ctrl_c_detaches, detach, failure_message, run_result
 from client.session import Session
 from workflows.budget import BudgetLimits
 from workflows.names import QUERY_PROGRESS
@@ -89,8 +89,10 @@ async def follow(session: Session, handle: WorkflowHandle) -> TournamentResult |
 
     Ctrl-C detaches: the run goes on (with a background worker in embedded mode).
     """
-    started, _ = await run_times(handle)
-    result_task = asyncio.ensure_future(handle.result())
+    started = None
+    with contextlib.suppress(RPCError):  # a restarting server: the clock is only shown
+        started, _ = await run_times(handle)
+    result_task = asyncio.ensure_future(run_result(handle))
     paused: Progress | None = None
     with ctrl_c_detaches() as interrupted, Live(console=console, refresh_per_second=4) as live:
         while not result_task.done():

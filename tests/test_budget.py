@@ -237,7 +237,7 @@ def test_an_extension_equal_to_what_is_spent_is_not_below_it() -> None:
     [
         ({"max_calls": -1}, "max_calls: Input should be greater than or equal to 0"),
         ({"max_usd": -0.01}, "max_usd: Input should be greater than or equal to 0"),
-        ({"max_usd": math.nan}, "max_usd: Input should be greater than or equal to 0"),
+        ({"max_usd": math.nan}, "max_usd: Input should be a finite number"),
         ({"max_calls": 2.5}, "max_calls: Input should be a valid integer"),
         ({"max_input_tokens": "many"}, "max_input_tokens: Input should be a valid integer"),
     ],

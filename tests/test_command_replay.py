@@ -17,7 +17,9 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 
 from activities.config import Endpoint, Settings
+from activities.model_types import CallModelInput, ModelRequest
 from client.embedded import find_temporal_binary
+from tests.call_once import CallModelOnce, call_worker
 from tests.cli import cli_env, ponder
 from tests.conftest import with_endpoint
 from tests.fakes import FakeProvider
@@ -329,6 +331,39 @@ async def test_command_timeout_kills_the_whole_process_group(
             assert not alive(child)
     finally:  # whatever failed above, leave no `sleep 300` behind
         for leader, _child in attempts():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(leader, signal.SIGKILL)
+
+
+async def test_cancelling_the_call_kills_the_agent_process_group(
+    client: Client, settings: Settings, tmp_path: Path
+) -> None:
+    pids = tmp_path / "pids"
+    agent = script(tmp_path / "slow.sh", f'sleep 300 &\necho "$$ $!" >> {pids}\nsleep 300\n')
+    settings = declare(settings, "slow", agent, timeout_s=600)
+    queue = f"test-{uuid.uuid4()}"
+    leader = child = 0
+    try:
+        async with call_worker(client, settings, queue):
+            request = ModelRequest(model="slow:agent", prompt="hi")
+            handle = await client.start_workflow(
+                CallModelOnce,
+                CallModelInput(
+                    run_id=f"c-{uuid.uuid4().hex[:8]}", phase="ask", index=0, request=request
+                ),
+                id=f"once-{uuid.uuid4()}",
+                task_queue=queue,
+            )
+            await wait_until(lambda: pids.exists() and pids.read_text().count(" ") == 1, 20)
+            leader, child = (int(x) for x in pids.read_text().split())
+            assert alive(child)
+            await handle.cancel()
+            # The cancellation reaches the activity on its next heartbeat; the group goes.
+            await wait_until(lambda: not alive(child) and live_group_members(leader) == [], 15)
+            with pytest.raises(WorkflowFailureError):
+                await handle.result()
+    finally:
+        if leader:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(leader, signal.SIGKILL)
 

@@ -11,7 +11,11 @@ from typing import Any
 import orjson
 import pytest
 from temporalio.api.common.v1 import Payload
-from temporalio.converter import StorageDriverRetrieveContext, StorageDriverStoreContext
+from temporalio.converter import (
+    StorageDriverClaim,
+    StorageDriverRetrieveContext,
+    StorageDriverStoreContext,
+)
 from temporalio.testing import ActivityEnvironment
 
 from activities.config import Endpoint, Price, load_settings, read_secret
@@ -126,6 +130,35 @@ def test_flags_beat_environment_beat_file_beat_defaults(
     assert (from_flags.task_queue, from_flags.payload_threshold) == ("flag-q", 3000)
     not_given = load_settings(home=home, task_queue=None)  # None means "flag not given"
     assert not_given.task_queue == "env-q"
+
+
+def test_environment_layer_reads_only_its_own_names(
+    clean_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = write(tmp_path / "ponder.toml", '[ponder]\nnamespace = "file-ns"\n')
+    for name, value in {
+        "NAMESPACE": "bare",  # not ponder's name for it
+        "RUNS_DIR": "/bare/runs",
+        "PONDER_DEBUG": "1",  # ponder variables that are not settings are no error
+        "PONDER_PROVIDERS": '{"evil": {"kind": "command", "argv": ["sh"]}}',  # file only
+        "PONDER_REPLAY_DIRS": '["/recordings"]',
+    }.items():
+        monkeypatch.setenv(name, value)
+    settings = load_settings(config, home=str(tmp_path / "h"))
+    assert settings.namespace == "file-ns"
+    assert settings.runs_dir == tmp_path / "h" / "runs"
+    assert "evil" not in settings.providers
+    assert settings.replay_dirs == [Path("/recordings")]
+    monkeypatch.setenv("TEMPORAL_NAMESPACE", "env-ns")
+    monkeypatch.setenv("TEMPORAL_TLS", "maybe")
+    with pytest.raises(ConfigError, match="TEMPORAL_TLS"):
+        load_settings(config, home=str(tmp_path / "h"))
+    monkeypatch.setenv("TEMPORAL_TLS", "true")
+    settings = load_settings(config, home=str(tmp_path / "h"))
+    assert (settings.namespace, settings.temporal_tls) == ("env-ns", True)
+    assert load_settings(config, home=str(tmp_path / "h"), namespace="flag-ns").namespace == (
+        "flag-ns"
+    )
 
 
 def test_config_file_lookup_order(
@@ -421,6 +454,17 @@ async def test_payload_store_detects_corruption(tmp_path: Path) -> None:
     path.write_bytes(payload(b'"tampered"').SerializeToString())
     with pytest.raises(ValueError, match="corrupt"):
         await driver.retrieve(StorageDriverRetrieveContext(), [claim])
+
+
+async def test_payload_store_refuses_a_claim_that_is_a_path(tmp_path: Path) -> None:
+    driver = FileSystemStorageDriver(tmp_path / "payloads")
+    secret = tmp_path / "secret.payload"
+    secret.write_bytes(payload(b'"worker file"').SerializeToString())
+    for digest in ["../../secret", str(secret.with_suffix("")), "AB" * 32]:
+        with pytest.raises(ValueError, match="not a SHA-256 hex digest"):
+            await driver.retrieve(
+                StorageDriverRetrieveContext(), [StorageDriverClaim({"sha256": digest})]
+            )
 
 
 # -- redaction --------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from activities.config import Settings, load_settings
 from activities.errors import ConfigError
 from client.connect import connect
 from client.embedded import EmbeddedServer
+from client.session import reclaim_background_worker, release_background_worker
 from worker.worker import WorkerOptions, running_worker
 from workflows.call_defaults import CALL_DEFAULTS
 
@@ -64,8 +65,16 @@ async def _serve(
             if await _running_count(client, options.task_queue):
                 idle_since = time.monotonic()
             elif time.monotonic() - idle_since >= exit_when_idle:
+                # A command may reuse this worker for a run it just started: recheck after
+                # leaving the reuse record (client/session.py).
+                release_background_worker(settings)
+                if await _running_count(client, options.task_queue):
+                    reclaim_background_worker(settings)
+                    idle_since = time.monotonic()
+                    continue
                 click.echo("ponder worker idle; exiting", err=True)
                 break
+        release_background_worker(settings)  # a draining worker is not one to reuse
 
 
 async def run_worker(

@@ -25,6 +25,7 @@ from workflows.tournament.types import RoleModels, TournamentInput
 
 SPEC_CODES = {
     "profile.invalid",
+    "profile.too_large",
     "rank.k_required",
     "rank.k_invalid",
     "rank.max_calls_required",
@@ -47,6 +48,7 @@ def test_the_closed_list_is_the_spec_list() -> None:
 # caller's refusal (Temporal's id policy), checked below through the client's start path.
 WORKFLOW_TRIGGERS: dict[str, dict[str, Any]] = {
     "profile.invalid": {"custom": Profile(n=3, k=1, t=0, m=2)},
+    "profile.too_large": {"custom": Profile(n=2000, k=2, t=1, m=2)},
     "rank.k_required": {"rank": RankBlock(mode="k-regular")},
     "rank.k_invalid": {"rank": RankBlock(mode="k-regular", k=4)},
     "rank.max_calls_required": {

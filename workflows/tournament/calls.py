@@ -181,7 +181,7 @@ class TournamentCalls:
                 self._bill(call, None, "cancelled")
                 raise asyncio.CancelledError() from None
             code, message = _failure(exc)
-            self._bill(call, None, code)
+            self._bill(call, None, code, failed_retries=_failed_retries(exc))
             raise ApplicationError(
                 f"{role} call {call.call_key} failed: {message}", type=code, non_retryable=True
             ) from None
@@ -261,7 +261,12 @@ class TournamentCalls:
         self.event("budget.extended", limits=merged.model_dump())
 
     def _bill(
-        self, call: CallModelInput, response: ModelResponse | None, error: str | None
+        self,
+        call: CallModelInput,
+        response: ModelResponse | None,
+        error: str | None,
+        *,
+        failed_retries: int = 0,
     ) -> None:
         spec = call.request.model
         usage = response.usage if response else Usage()
@@ -274,12 +279,10 @@ class TournamentCalls:
             elif response.usd is not None:
                 usd = response.usd
             else:
-                unpriced = not response.simulated and self.budget.limits.max_usd is not None
+                unpriced = self.budget.limits.max_usd is not None
         # A failed call costs nothing known; a made one is priced by the table or the provider.
-        priced = (
-            response is None or price is not None or response.usd is not None or response.simulated
-        )
-        self._record(call, response, usage, usd, error, priced=priced)
+        priced = response is None or price is not None or response.usd is not None
+        self._record(call, response, usage, usd, error, failed_retries, priced=priced)
         if unpriced:  # recorded first: the call was made and its tokens are known
             raise TournamentError(
                 BUDGET_UNPRICED_MODEL,
@@ -294,15 +297,17 @@ class TournamentCalls:
         usage: Usage,
         usd: float,
         error: str | None,
+        failed_retries: int = 0,
         *,
         priced: bool = True,
     ) -> None:
         spec = call.request.model
+        retries = response.transport_retries if response else failed_retries
         self.budget.settle(
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
             usd=usd,
-            transport_retries=response.transport_retries if response else 0,
+            transport_retries=retries,
             failed=response is None,
         )
         provider, _, model = spec.partition(":")
@@ -321,13 +326,22 @@ class TournamentCalls:
                 total_tokens=usage.total_tokens,
                 usd=usd,
                 latency_ms=response.latency_ms if response else 0.0,
-                transport_retries=response.transport_retries if response else 0,
+                transport_retries=retries,
                 outcome="success" if response else "failed",
                 error_code=error,
                 prompt_sha256=self.prompt_refs.pop(call.call_id, None),
                 priced=priced,
             )
         )
+
+
+def _failed_retries(exc: ActivityError) -> int:
+    """The transport retries a failed call took, from the activity's failure details."""
+    cause = exc.cause
+    details = cause.details if isinstance(cause, ApplicationError) else ()
+    if details and isinstance(details[0], dict):
+        return int(details[0].get("transport_retries", 0))
+    return 0
 
 
 def _failure(exc: ActivityError) -> tuple[str, str]:

@@ -14,6 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from workflows.inputs import StrictModel
 from workflows.tournament.errors import (
     BUDGET_PLANNED_CALLS_EXCEEDED,
     PROFILE_INVALID,
@@ -49,19 +50,23 @@ ALL_PAIRS_FREE_LIMIT = 100
 PLAN_WARNING_CALLS = 100
 # The finalizer polishes the winner, it does not rewrite it: sample close to the mode.
 FINALIZE_TEMPERATURE = 0.2
+MAX_N = 2_000
+MAX_T = 100
 
 
-class Profile(BaseModel):
+class Profile(StrictModel):
     """Population size ``n``, judge degree ``k``, generations ``t``, final degree ``m``."""
 
     model_config = ConfigDict(
         frozen=True, validate_by_name=True, validate_by_alias=True, serialize_by_alias=True
     )
 
-    n: int
-    k: int
-    t: int
-    m: int
+    # Upper bounds only (absurd sizes refused before anything is allocated); the lower bounds
+    # and cross-field rules are check()'s, whose messages name the fix.
+    n: int = Field(le=MAX_N)
+    k: int = Field(le=MAX_N)
+    t: int = Field(le=MAX_T)
+    m: int = Field(le=MAX_N)
     lambda_: float = Field(default=0.01, alias="lambda")
     generate_temperature: float = 0.8
     mutate_temperature: float = 0.6
@@ -142,7 +147,7 @@ def profile_name(profile: Profile) -> str | None:
 RankMode = Literal["auto", "all-pairs", "k-regular"]
 
 
-class RankBlock(BaseModel):
+class RankBlock(StrictModel):
     """An explicit final ranking: ``rank: {mode, k, seed, max_calls}``."""
 
     model_config = ConfigDict(frozen=True)

@@ -1,0 +1,153 @@
+"""Processes: SIGTERM hands over like Ctrl-C, foreground runs survive a server restart, one
+server per database, one background worker per home, clean exits."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from client.embedded import _free_port, find_temporal_binary, server_answers
+from tests.cli import cli_env, finish, ponder, start_ponder
+from tests.test_embedded import server_pids, wait_until
+from tests.test_worker_cli import cmdline, processes_using
+
+pytestmark = pytest.mark.usefixtures("no_leftover_processes")
+
+SLOW_SIM = "sim:default,latency=fixed:1500"
+
+
+def background_workers(home: Path) -> list[int]:
+    return [pid for pid in processes_using(home) if "--exit-when-idle" in cmdline(pid)]
+
+
+def completed(summary: Path) -> bool:
+    try:
+        return bool(json.loads(summary.read_text())["status"] == "completed")
+    except (OSError, ValueError):
+        return False
+
+
+def run_dirs(home: Path) -> list[Path]:
+    runs = home / "runs"
+    return list(runs.iterdir()) if runs.is_dir() else []
+
+
+async def stop_background_workers(home: Path) -> None:
+    for pid in background_workers(home):
+        os.kill(pid, signal.SIGTERM)
+    await wait_until(lambda: processes_using(home) == [], 30)
+
+
+async def sigterm_detaches(home: Path, run_id: str, *args: str) -> str:
+    """Run ``ponder ARGS --run-id RUN_ID``, SIGTERM it while it waits, check it hands over."""
+    env = cli_env(home)
+    waiting = await start_ponder(*args, "--run-id", run_id, env=env)
+    await wait_until((home / "leases" / str(waiting.pid)).exists, 60)
+    await asyncio.sleep(4.0)  # started, calls in flight on its in-process worker
+    assert waiting.returncode is None
+    sent = time.monotonic()
+    waiting.send_signal(signal.SIGTERM)
+    done = await finish(waiting, timeout=30)
+    assert time.monotonic() - sent < 8, "SIGTERM took too long"
+    assert done.code == 0, done.err
+    assert "detached; the run goes on" in done.err
+    log = (home / "logs" / "worker.log").read_text()
+    for text in (done.err, log):
+        assert "SystemExit" not in text and "Traceback" not in text, text[-2000:]
+    return done.err
+
+
+async def test_sigterm_on_think_hands_over_and_the_run_completes(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    await sigterm_detaches(home, "t1", "think", "sort a list", "--model", SLOW_SIM)
+    summary = home / "runs" / "t1" / "summary.json"
+    await wait_until(lambda: completed(summary), 90)
+    assert len(background_workers(home)) == 1
+    assert len(server_pids(home / "temporal.db")) == 1
+    await stop_background_workers(home)
+    assert not (home / "server.json").exists()
+
+
+async def test_sigterm_on_watch_and_ask_detaches(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = cli_env(home)
+    started = await ponder("think", "x", "--model", SLOW_SIM, "--run-id", "w1", "--detach", env=env)
+    assert started.code == 0, started.err
+    watcher = await start_ponder("watch", "w1", env=env)
+    await asyncio.sleep(4.0)
+    watcher.send_signal(signal.SIGTERM)
+    done = await finish(watcher, timeout=15)
+    assert done.code == 0 and "detached" in done.err, done.err
+    await sigterm_detaches(home, "a1", "ask", "hi", "--model", "sim:default,latency=fixed:20000")
+    # Both hand-overs reused the one background worker.
+    assert len(background_workers(home)) == 1
+    await stop_background_workers(home)
+
+
+async def test_foreground_think_survives_a_server_kill(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = cli_env(home)
+    run = await start_ponder("think", "x", "--model", SLOW_SIM, "--run-id", "k1", env=env)
+    await wait_until(lambda: bool(run_dirs(home)), 60)
+    await asyncio.sleep(1.0)
+    old = json.loads((home / "server.json").read_text())
+    os.kill(old["pid"], signal.SIGKILL)
+    done = await finish(run, timeout=120)
+    assert done.code == 0, done.err[-3000:]
+    assert "winner" in done.err
+    assert json.loads((home / "runs/k1/summary.json").read_text())["status"] == "completed"
+    assert not (home / "server.json").exists()
+    await wait_until(lambda: not server_pids(home / "temporal.db"), 15)
+
+
+async def test_a_stray_server_on_the_database_is_adopted_not_doubled(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir(parents=True)
+    db = home / "temporal.db"
+    ports = [str(_free_port()) for _ in range(4)]
+    # A server on our database that server.json does not name (an interrupted start).
+    stray = subprocess.Popen(
+        [
+            *(find_temporal_binary(), "server", "start-dev", "--db-filename", str(db)),
+            *("--ip", "127.0.0.1", "--port", ports[0], "--ui-port", ports[1]),
+            *("--http-port", ports[2], "--metrics-port", ports[3], "--log-level", "error"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not await server_answers(f"127.0.0.1:{ports[0]}"):
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.2)
+        run = await start_ponder("ask", "hi", "--model", SLOW_SIM, env=cli_env(home))
+        await wait_until((home / "server.json").exists, 60)
+        assert json.loads((home / "server.json").read_text())["pid"] == stray.pid
+        assert server_pids(db) == [stray.pid]
+        done = await finish(run)
+        assert done.code == 0, done.err
+        # The last lease holder stops the adopted server like its own.
+        await wait_until(lambda: stray.poll() is not None, 15)
+        assert server_pids(db) == []
+    finally:
+        if stray.poll() is None:
+            stray.kill()
+        stray.wait()
+
+
+async def test_twenty_detached_runs_share_one_background_worker(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = cli_env(home)
+    for i in range(5):
+        done = await ponder("ask", f"q{i}", "--detach", env=env)
+        assert done.code == 0, done.err
+    assert len(background_workers(home)) == 1
+    await stop_background_workers(home)
