@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -94,6 +101,14 @@ class Endpoint(BaseModel):
             except ConfigError as exc:
                 raise ValueError(str(exc)) from None
         return value
+
+    @model_validator(mode="after")
+    def _http_kinds_have_a_base_url(self) -> Endpoint:
+        if self.kind in ("openai", "anthropic") and not self.base_url:
+            raise ValueError(
+                f'kind "{self.kind}" needs base_url (e.g. "http://127.0.0.1:8000/v1"): add it'
+            )
+        return self
 
 
 class Price(BaseModel):
