@@ -7,6 +7,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import httpx
 from temporalio import activity
@@ -15,7 +16,7 @@ from temporalio.exceptions import ApplicationError
 from activities.config import Settings, known_secrets, secret_env_values
 from activities.errors import CONFIG_ERROR_TYPE, RETRY_LATER_TYPE, ConfigError, ProviderError
 from activities.pricing import cost_usd
-from activities.providers import CallContext, resolve_model
+from activities.providers import CallContext, ResolvedModel, resolve_model
 from activities.raw_events import RawEventLog, redact
 from activities.run_store import RunDirRefused, RunIdInvalid, RunStore, refusal
 from workflows.model_types import CallModelInput, ModelResponse
@@ -56,7 +57,7 @@ def _remaining_s(info: activity.Info) -> float | None:
 
 
 def _application_error(
-    error: ProviderError, secrets: list[str], *, transport_retries: int
+    error: ProviderError, secrets: list[str], *, attempt: int, transport_retries: int
 ) -> ApplicationError:
     """The error as history will hold it: a provider may echo the key back in its body.
 
@@ -65,7 +66,12 @@ def _application_error(
     workflow sleeps on a durable timer, then calls again).
     """
     message = redact(str(error), secrets)
-    details = {"status": error.status, "model": error.model, "transport_retries": transport_retries}
+    details = {
+        "status": error.status,
+        "model": error.model,
+        "attempt": attempt,
+        "transport_retries": transport_retries,
+    }
     wait = error.retry_after
     if error.retryable and wait is not None:
         remaining = _remaining_s(activity.info())
@@ -94,9 +100,8 @@ class ModelActivities:
         self.http = http
         self.store = RunStore(settings.runs_dir)
 
-    @activity.defn(name=CALL_MODEL)
-    async def call_model(self, input: CallModelInput) -> ModelResponse:
-        info = activity.info()
+    def _prepare(self, input: CallModelInput) -> tuple[ResolvedModel, list[str], Path]:
+        """The endpoint, the values to redact and the run directory, or a coded refusal."""
         request = input.request
         try:
             resolved = resolve_model(request.model, self.settings, base_url=request.base_url)
@@ -111,6 +116,14 @@ class ModelActivities:
             run_dir = self.store.writable_dir(input.run_id)
         except (RunIdInvalid, RunDirRefused) as exc:
             raise refusal(exc) from None
+        return resolved, secrets, run_dir
+
+    @activity.defn(name=CALL_MODEL)
+    async def call_model(self, input: CallModelInput) -> ModelResponse:
+        info = activity.info()
+        request = input.request
+        # Secrets files and the run directory are read in a thread: never block the loop.
+        resolved, secrets, run_dir = await asyncio.to_thread(self._prepare, input)
         raw_events = RawEventLog(
             run_dir / "raw-events.jsonl",
             secrets=secrets,
@@ -143,8 +156,12 @@ class ModelActivities:
             async with _heartbeat_ticker():
                 response = await resolved.implementation.request(request, ctx)
         except ProviderError as exc:
-            retries = info.attempt - 1 + ctx.fallbacks
-            raise _application_error(exc, secrets, transport_retries=retries) from None
+            raise _application_error(
+                exc,
+                secrets,
+                attempt=info.attempt,
+                transport_retries=info.attempt - 1 + ctx.fallbacks,
+            ) from None
         except ConfigError as exc:
             raise ApplicationError(str(exc), type=CONFIG_ERROR_TYPE, non_retryable=True) from None
         price = self.settings.prices.get(f"{resolved.provider_name}:{resolved.model_name}")

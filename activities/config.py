@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -95,6 +102,14 @@ class Endpoint(BaseModel):
             except ConfigError as exc:
                 raise ValueError(str(exc)) from None
         return value
+
+    @model_validator(mode="after")
+    def _http_kinds_have_a_base_url(self) -> Endpoint:
+        if self.kind in ("openai", "anthropic") and not self.base_url:
+            raise ValueError(
+                f'kind "{self.kind}" needs base_url (e.g. "http://127.0.0.1:8000/v1"): add it'
+            )
+        return self
 
 
 _LOWER_LAYERS: ContextVar[tuple[dict[str, Any], ...]] = ContextVar(
@@ -263,6 +278,7 @@ def known_secrets(settings: Settings) -> list[str]:
     """Every configured endpoint's key: redacted from anything a call writes, returns or raises
     (a provider may echo a key, and a command agent may print one it was given)."""
     names = {e.api_key_env for e in settings.providers.values() if e.api_key_env}
+    names.add(settings.temporal_api_key_env)  # the cluster's key is a worker secret too
     return [value for name in sorted(names) if (value := read_secret(name))]
 
 

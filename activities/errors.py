@@ -19,8 +19,8 @@ PonderError                      base of everything ponder raises on purpose
 Third-party exceptions (httpx, subprocess, JSON) are translated into this tree in
 ``activities.providers.http`` and ``activities.call_model``, the only places that catch them.
 Inside Temporal a ProviderError travels as ``ApplicationError(type="provider.<class>")`` with
-details ``{"status", "model", "transport_retries"}``; ``NON_RETRYABLE_TYPES`` is the list the
-retry policies use. A retryable error whose ``Retry-After`` will not fit in the activity's
+details ``{"status", "model", "attempt", "transport_retries"}``; ``NON_RETRYABLE_TYPES`` is the
+list the retry policies use. A retryable error whose ``Retry-After`` will not fit in the activity's
 remaining schedule-to-close (or exceeds 300 s) travels as non-retryable ``provider.retry_later``
 with ``details[0]["retry_after_s"]``: the workflow waits on a durable timer and calls again.
 """

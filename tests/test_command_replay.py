@@ -25,7 +25,8 @@ from tests.conftest import with_endpoint
 from tests.fakes import FakeProvider
 from worker.worker import WorkerOptions, running_worker
 from workflows.ask_types import AskInput, AskResult
-from workflows.names import ASK
+from workflows.names import ASK, TOURNAMENT
+from workflows.tournament.types import TournamentInput, TournamentResult
 
 
 def script(path: Path, body: str) -> Path:
@@ -486,6 +487,31 @@ async def test_a_symlinked_run_dir_is_refused_for_writes(
     error = await failure_of(client, worker_queue, AskInput(question="hi", run_id="planted"))
     assert error.type == "run.dir_invalid"
     assert "symlink" in error.message
+    assert list(elsewhere.iterdir()) == []
+
+
+async def test_a_tournament_into_a_symlinked_run_dir_fails_with_a_code(
+    client: Client, settings: Settings, worker_queue: str, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    settings.runs_dir.mkdir(parents=True, exist_ok=True)
+    run_id = f"planted-{uuid.uuid4().hex[:6]}"
+    (settings.runs_dir / run_id).symlink_to(elsewhere)
+    handle = await client.start_workflow(
+        TOURNAMENT,
+        TournamentInput(task="x", run_id=run_id),
+        id=run_id,
+        task_queue=worker_queue,
+        result_type=TournamentResult,
+    )
+    with pytest.raises(WorkflowFailureError) as info:
+        await asyncio.wait_for(handle.result(), 30)
+    error = info.value.cause
+    while not isinstance(error, ApplicationError) and error is not None:
+        error = error.__cause__
+    assert isinstance(error, ApplicationError)
+    assert error.type == "run.dir_invalid"
     assert list(elsewhere.iterdir()) == []
 
 

@@ -215,6 +215,8 @@ def test_named_endpoints_and_price_tables(clean_env: Path, tmp_path: Path) -> No
         ),
         ('[prices."x:y"]\noutput = 1.0\n', "input", "Field required"),
         ('[ponder]\npayload_threshold = "lots"\n', "payload_threshold", "integer"),
+        ('[providers.x]\nkind = "openai"\n', "providers.x", "needs base_url"),
+        ('[providers.x]\nkind = "openai"\nbase_url = "localhost:8000"\n', "base_url", "http"),
     ],
 )
 def test_a_bad_entry_is_refused_naming_the_field(
@@ -295,6 +297,46 @@ def test_cost_long_context_tier_applies_above_the_threshold() -> None:
     # a tier with only an input rate keeps the normal output rate: 100001 * 2 + 1000 * 2
     input_only = Price(input=1.0, output=2.0, long_context_threshold=0, long_context_input=2.0)
     assert cost_usd(input_only, above) == pytest.approx(0.202002)
+
+
+def test_builtin_price_table_covers_major_models_and_is_dated() -> None:
+    import datetime
+
+    from activities.pricing import BUILTIN_PRICES, PRICES_AS_OF, builtin_price
+
+    datetime.date.fromisoformat(PRICES_AS_OF)
+    for spec in ("openai:gpt-4o", "openai:gpt-4o-mini", "anthropic:claude-sonnet-4-5"):
+        assert spec in BUILTIN_PRICES
+    # Dated snapshot ids and -latest aliases cost what their family does.
+    assert builtin_price("openai:gpt-4o-mini-2024-07-18") == BUILTIN_PRICES["openai:gpt-4o-mini"]
+    assert (
+        builtin_price("anthropic:claude-sonnet-4-20250514")
+        == BUILTIN_PRICES["anthropic:claude-sonnet-4"]
+    )
+    assert builtin_price("anthropic:claude-3-5-haiku-latest") is not None
+    assert builtin_price("openai:no-such-model") is None
+    assert builtin_price("local:gpt-4o") is None  # only the named provider's table
+
+
+def test_price_table_uses_builtin_prices_and_the_file_overrides_them(
+    clean_env: Path, tmp_path: Path
+) -> None:
+    from activities.pricing import BUILTIN_PRICES
+    from activities.providers import price_table
+
+    settings = load_settings(home=str(tmp_path / "home"))
+    # --max-usd with OpenAI models no longer fails with budget.unpriced_model.
+    table = price_table(
+        ["openai:gpt-4o-mini", "openai:gpt-4o"], settings, require=True, require_key=False
+    )
+    assert table["openai:gpt-4o"] == BUILTIN_PRICES["openai:gpt-4o"]
+    write(clean_env / "ponder.toml", '[prices."openai:gpt-4o"]\ninput = 1.0\noutput = 2.0\n')
+    overridden = load_settings(home=str(tmp_path / "home"))
+    assert price_table(["openai:gpt-4o"], overridden, require_key=False)["openai:gpt-4o"] == Price(
+        input=1.0, output=2.0
+    )
+    with pytest.raises(ConfigError, match=r"budget\.unpriced_model"):
+        price_table(["openai:not-a-model"], settings, require=True, require_key=False)
 
 
 # -- run store --------------------------------------------------------------------------

@@ -18,6 +18,7 @@ import pytest
 from temporalio.client import Client, WorkflowFailureError
 
 from activities.config import Endpoint, Settings
+from client.logs import log_file
 from tests.conftest import with_endpoint
 from tests.fakes import FakeProvider, Reply, Seen, openai_completion, sim_responder
 from tests.history_search import decoded_history, files_under, search_run
@@ -217,6 +218,11 @@ async def test_a_key_echoed_under_a_neutral_name_is_nowhere_while_a_canary_besid
 
     canary = await search_run(client, settings, CANARY, workflow_ids=[handle.id], logs=[output])
     assert set(canary.places) == CANARY_PLACES[kind]
+    assert any(p.endswith("raw-events.jsonl") for p in canary.places["run_dir"])
+    worker_log = log_file(settings.home)  # $PONDER_HOME/logs/worker.log
+    assert worker_log.is_file()
+    if kind == "error-body":  # the failed call's traceback, in the worker's own log file
+        assert str(worker_log) in canary.places["logs"]
     history = await decoded_history(handle, settings)
     if kind != "error-body":  # a failure message is plain text; a result is a payload
         assert CANARY not in history.raw_json  # base64 hides it: only decoding finds it
@@ -229,7 +235,7 @@ async def test_a_key_echoed_under_a_neutral_name_is_nowhere_while_a_canary_besid
     assert leaked.places == {}
 
 
-async def test_the_search_decodes_memo_search_attributes_signals_and_termination_details(
+async def test_the_search_decodes_memo_search_attributes_signals_updates_and_termination(
     client: Client, settings: Settings, worker_queue: str
 ) -> None:
     """The helper's own positive control for the payloads an Ask does not produce."""
@@ -238,7 +244,8 @@ async def test_the_search_decodes_memo_search_attributes_signals_and_termination
     from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 
     from workflows.budget import BudgetLimits
-    from workflows.names import SIGNAL_EXTEND_BUDGET
+    from workflows.names import SIGNAL_EXTEND_BUDGET, UPDATE_EXTEND_BUDGET
+    from workflows.tournament.types import ExtendBudgetInput, ExtendBudgetResult
 
     planted = {place: f"canary-{place}-{uuid.uuid4().hex}" for place in PLANTED}
     await client.operator_service.add_search_attributes(  # idempotent on the dev server
@@ -257,9 +264,16 @@ async def test_the_search_decodes_memo_search_attributes_signals_and_termination
         search_attributes=TypedSearchAttributes([SearchAttributePair(note, planted["search"])]),
     )
     await handle.signal(SIGNAL_EXTEND_BUDGET, {"max_calls": -1, "note": planted["signal"]})
+    # An accepted update's input and result: only numbers fit, so a number no event has.
+    update = str(9_182_736_450 + uuid.uuid4().int % 1000)
+    await handle.execute_update(
+        UPDATE_EXTEND_BUDGET,
+        ExtendBudgetInput(max_calls=int(update)),  # max_output_tokens=1 keeps it paused
+        result_type=ExtendBudgetResult,
+    )
     await handle.terminate(planted["terminate"], reason="planted")
     history = await decoded_history(handle, settings)
-    for place, canary in planted.items():
+    for place, canary in {**planted, "update": update}.items():
         assert canary not in history.raw_json, place  # base64 in the raw history
         assert canary in history.text, place  # found once decoded
 
@@ -311,10 +325,12 @@ async def test_a_key_echoed_through_a_whole_tournament_is_nowhere(
     canary = await search_run(client, settings, CANARY, workflow_ids=[handle.id], logs=[output])
     assert {"history", "run_dir"} <= set(canary.places)
     found_in = {Path(p).name for p in canary.places["run_dir"]}
-    assert {"candidates.jsonl", "comparisons.jsonl"} <= found_in
+    assert {"candidates.jsonl", "comparisons.jsonl", "raw-events.jsonl"} <= found_in
     mutate_prompts = [s for s in fake.seen if s.phase.startswith("generation_mutation")]
     assert mutate_prompts and all(CANARY in json.dumps(s.body) for s in mutate_prompts)
 
     leaked = await search_run(client, settings, SECRET, workflow_ids=[handle.id], logs=[output])
+    assert log_file(settings.home).is_file()
+    assert leaked.searched["logs"] == 1 + len(files_under(settings.home / "logs"))
     assert leaked.places == {}
     assert not any(SECRET in json.dumps(s.body) for s in fake.seen)  # not even sent back out

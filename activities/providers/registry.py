@@ -8,6 +8,7 @@ from pathlib import Path
 
 from activities.config import Endpoint, Settings, check_base_url, read_secret
 from activities.errors import ConfigError
+from activities.pricing import builtin_price
 from activities.providers.anthropic import AnthropicProvider
 from activities.providers.base import Provider
 from activities.providers.command import CommandProvider
@@ -75,7 +76,7 @@ def resolve_model(
     """
     provider, model = parse_model_spec(spec)
     if provider == "command":
-        provider, model = _declared_command(model, spec, settings), model
+        provider = _declared_command(model, spec, settings)
     endpoint = settings.providers.get(provider)
     if endpoint is None:
         known = ", ".join(sorted(settings.providers))
@@ -152,7 +153,7 @@ def price_table(
     table: dict[str, Price] = {}
     for spec in dict.fromkeys(specs):
         resolved = resolve_model(spec, settings, require_key=require_key)
-        price = settings.prices.get(spec)
+        price = settings.prices.get(spec) or builtin_price(spec)  # ponder.toml wins
         if resolved.endpoint.kind == "sim":
             price = price or Price(input=0.0, output=0.0)
         if price is not None:

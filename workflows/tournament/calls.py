@@ -72,6 +72,9 @@ class TournamentCalls:
         self.in_flight = 0
         """Calls dispatched and not yet answered."""
         self.inflight: set[asyncio.Task[Any]] = set()
+        self.prompts: dict[str, dict[str, str]] = {}
+        """Rendered prompts (include_prompts) not yet handed to the artifact writer."""
+        self.prompt_refs: dict[str, str] = {}
 
     @property
     def status(self) -> Status:
@@ -170,7 +173,13 @@ class TournamentCalls:
     ) -> ModelResponse:
         """Render ``role``'s prompt from ``values`` and make one billed call."""
         override = getattr(self.input.prompts, role) if self.input.prompts else None
-        prompt = render(role, values, style=self.input.prompt_style, override=override)  # type: ignore[arg-type]
+        prompt = render(
+            role,  # type: ignore[arg-type]
+            values,
+            style=self.input.prompt_style,
+            override=override,
+            caps=self.input.output_token_caps,
+        )
         request = ModelRequest(
             model=self.model_for(role),
             prompt=prompt.user,
@@ -185,6 +194,9 @@ class TournamentCalls:
         call = CallModelInput(
             run_id=self.run_id, phase=phase, index=index, attempt=attempt, request=request
         )
+        if self.input.include_prompts:  # kept content-addressed in the run directory
+            self.prompts[prompt.sha256] = prompt.stored()
+            self.prompt_refs[call.call_id] = prompt.sha256
         await self._reserve()
         self.in_flight += 1
         try:
@@ -288,15 +300,17 @@ class TournamentCalls:
         usage = response.usage if response else Usage()
         usd = 0.0
         unpriced = False
+        price = self.input.prices.get(spec)
         if response is not None:
-            price = self.input.prices.get(spec)
             if price is not None:
                 usd = cost_usd(price, usage)
             elif response.usd is not None:
                 usd = response.usd
             else:
                 unpriced = self.budget.limits.max_usd is not None
-        self._record(call, response, usage, usd, error, failed_retries)
+        # A failed call costs nothing known; a made one is priced by the table or the provider.
+        priced = response is None or price is not None or response.usd is not None
+        self._record(call, response, usage, usd, error, failed_retries, priced=priced)
         if unpriced:  # recorded first: the call was made and its tokens are known
             raise TournamentError(
                 BUDGET_UNPRICED_MODEL,
@@ -312,6 +326,8 @@ class TournamentCalls:
         usd: float,
         error: str | None,
         failed_retries: int = 0,
+        *,
+        priced: bool = True,
     ) -> None:
         spec = call.request.model
         retries = response.transport_retries if response else failed_retries
@@ -341,6 +357,8 @@ class TournamentCalls:
                 transport_retries=retries,
                 outcome="success" if response else "failed",
                 error_code=error,
+                prompt_sha256=self.prompt_refs.pop(call.call_id, None),
+                priced=priced,
             )
         )
 

@@ -19,7 +19,7 @@ from workflows.tournament.profiles import (
     plan,
     profile_name,
 )
-from workflows.tournament.prompts import validate_overrides
+from workflows.tournament.prompts import validate_output_caps, validate_overrides
 from workflows.tournament.types import TournamentInput
 
 __all__ = [
@@ -60,13 +60,13 @@ class Preflight:
 
     @property
     def temperatures(self) -> dict[str, float]:
-        """Prompt role -> temperature (the finalizer polishes like a mutator)."""
+        """Prompt role -> temperature (the finalizer polishes at its own, low one)."""
         p = self.profile
         return {
             "generate": p.generate_temperature,
             "compare": p.judge_temperature,
             "mutate": p.mutate_temperature,
-            "finalize": p.mutate_temperature,
+            "finalize": p.finalize_temperature,
         }
 
 
@@ -162,12 +162,14 @@ def preflight(
     if input.candidates is not None:
         _check_given(input, profile)
     validate_overrides(input.prompts)
+    validate_output_caps(input.output_token_caps)
     tournament = plan(
         profile,
         rank=input.rank,
         finalizer=bool(input.models.finalize),
         invalid_json_retries=input.invalid_json_retries,
         usd_per_call=usd_per_call,
+        given=input.candidates is not None,
     )
     check_planned_calls(tournament, input.budget.max_calls)
     check_history_size(tournament)

@@ -29,10 +29,12 @@ from workflows.tournament.errors import (
 __all__ = [
     "ALL_PAIRS_FREE_LIMIT",
     "BUILTIN_PROFILES",
+    "FINALIZE_TEMPERATURE",
     "PLAN_WARNING_CALLS",
     "PhaseCalls",
     "Profile",
     "RankBlock",
+    "RankMode",
     "TournamentPlan",
     "check_planned_calls",
     "elite_count",
@@ -41,11 +43,14 @@ __all__ = [
     "mutant_count",
     "plan",
     "profile_name",
+    "rank_block",
 ]
 
 # All-pairs final rankings up to this many pairs need no explicit rank.max_calls.
 ALL_PAIRS_FREE_LIMIT = 100
 PLAN_WARNING_CALLS = 100
+# The finalizer polishes the winner, it does not rewrite it: sample close to the mode.
+FINALIZE_TEMPERATURE = 0.2
 MAX_N = 2_000
 MAX_T = 100
 
@@ -67,6 +72,7 @@ class Profile(StrictModel):
     generate_temperature: float = 0.8
     mutate_temperature: float = 0.6
     judge_temperature: float = 0.0
+    finalize_temperature: float = FINALIZE_TEMPERATURE
 
     def check(self) -> Profile:
         """Refuse a profile that cannot run; returns ``self`` so calls chain."""
@@ -95,7 +101,12 @@ def _profile_problems(p: Profile) -> list[str]:
             )
     if not (math.isfinite(p.lambda_) and p.lambda_ > 0):
         problems.append(f"profile.lambda must be a finite number > 0 (got {p.lambda_}): try 0.01")
-    for name in ("generate_temperature", "mutate_temperature", "judge_temperature"):
+    for name in (
+        "generate_temperature",
+        "mutate_temperature",
+        "judge_temperature",
+        "finalize_temperature",
+    ):
         value = getattr(p, name)
         if not (math.isfinite(value) and value >= 0):
             problems.append(f"profile.{name} must be a finite number >= 0 (got {value})")
@@ -134,18 +145,29 @@ def profile_name(profile: Profile) -> str | None:
     return next((name for name, p in BUILTIN_PROFILES.items() if p == profile), None)
 
 
+RankMode = Literal["auto", "all-pairs", "k-regular"]
+
+
 class RankBlock(StrictModel):
     """An explicit final ranking: ``rank: {mode, k, seed, max_calls}``."""
 
     model_config = ConfigDict(frozen=True)
 
-    mode: Literal["all-pairs", "k-regular"] = "k-regular"
+    mode: RankMode = "k-regular"
     k: int | None = None
     seed: int | str | None = Field(default=None, description="replaces the run seed if set")
     max_calls: int | None = None
 
+    def resolved(self, n: int) -> RankBlock:
+        """The concrete block over ``n`` candidates: ``auto`` picks all-pairs or k-regular."""
+        if self.mode != "auto":
+            return self
+        return rank_block(n, "auto", k=self.k, seed=self.seed, max_calls=self.max_calls)
+
     def calls(self, n: int) -> int:
         """Judge calls of this block over ``n`` candidates; refuses a block that cannot run."""
+        if self.mode == "auto":
+            return self.resolved(n).calls(n)
         if self.mode == "all-pairs":
             calls = n * (n - 1) // 2
             if calls > ALL_PAIRS_FREE_LIMIT and (self.max_calls is None or self.max_calls < calls):
@@ -154,7 +176,8 @@ class RankBlock(StrictModel):
                     RANK_MAX_CALLS_REQUIRED,
                     f"rank.max_calls must be >= {calls} for all-pairs over {n} candidates "
                     f"(more than {ALL_PAIRS_FREE_LIMIT} pairs; rank.max_calls is {got}): "
-                    f"set rank.max_calls to {calls} or use mode k-regular",
+                    f"set rank.max_calls (ponder rank --rank-max-calls) to {calls} or use "
+                    "mode k-regular",
                 )
         else:
             if self.k is None:
@@ -177,6 +200,43 @@ class RankBlock(StrictModel):
                 "raise rank.max_calls or lower rank.k",
             )
         return calls
+
+
+def rank_block(
+    n: int,
+    mode: RankMode = "auto",
+    *,
+    k: int | None = None,
+    seed: int | str | None = None,
+    max_calls: int | None = None,
+) -> RankBlock:
+    """The rank block that ranks ``n`` given candidates in ``mode``.
+
+    ``auto`` judges every pair while they fit the cap (``max_calls``, else
+    ``ALL_PAIRS_FREE_LIMIT`` pairs) and otherwise falls back to k-regular: ``k`` if given, else
+    the largest degree whose ``n*k/2`` calls fit the cap.
+    """
+    if n < 2:
+        raise TournamentError(
+            PROFILE_INVALID,
+            f"ranking needs at least two candidates to compare (got {n}): give two or more",
+        )
+    if mode != "auto":
+        return RankBlock(mode=mode, k=k, seed=seed, max_calls=max_calls)
+    cap = max_calls if max_calls is not None else ALL_PAIRS_FREE_LIMIT
+    if k is None and n * (n - 1) // 2 <= cap:
+        return RankBlock(mode="all-pairs", seed=seed, max_calls=max_calls)
+    if k is None:
+        fitting = [d for d in range(1, n) if (n * d) % 2 == 0 and n * d // 2 <= cap]
+        if not fitting:
+            least = n // 2 if n % 2 == 0 else n
+            raise TournamentError(
+                RANK_MAX_CALLS_EXCEEDED,
+                f"ranking {n} candidates needs at least {least} judge calls, over the rank "
+                f"call limit of {cap}: raise rank.max_calls (--rank-max-calls)",
+            )
+        k = fitting[-1]
+    return RankBlock(mode="k-regular", k=k, seed=seed, max_calls=max_calls)
 
 
 def elite_count(n: int) -> int:
@@ -222,14 +282,20 @@ def plan(
     finalizer: bool = False,
     invalid_json_retries: int = 1,
     usd_per_call: float | None = None,
+    given: bool = False,
 ) -> TournamentPlan:
-    """The dry-run plan of one tournament; refuses an invalid profile or rank block."""
+    """The dry-run plan of one tournament; refuses an invalid profile or rank block.
+
+    ``given``: the initial population is supplied (the ``rank`` service), so no generation
+    call is made for it.
+    """
     profile.check()
     if invalid_json_retries < 0:
         raise ValueError(f"invalid_json_retries must be >= 0 (got {invalid_json_retries})")
     n, k, t = profile.n, profile.k, profile.t
     final = final_judging_calls(profile, rank)
-    phases = [PhaseCalls(phase=phase_names.INITIAL_GENERATION, calls=n)]
+    generated = 0 if given else n
+    phases = [PhaseCalls(phase=phase_names.INITIAL_GENERATION, calls=generated)]
     for g in range(1, t + 1):
         phases.append(PhaseCalls(phase=phase_names.generation_judging(g), calls=n * k // 2))
         phases.append(PhaseCalls(phase=phase_names.generation_mutation(g), calls=mutant_count(n)))
@@ -237,7 +303,7 @@ def plan(
     finalizer_calls = 1 if finalizer else 0
     if finalizer:
         phases.append(PhaseCalls(phase=phase_names.FINALIZING, calls=1))
-    calls = n + t * (n * k // 2 + mutant_count(n)) + final
+    calls = generated + t * (n * k // 2 + mutant_count(n)) + final
     planned = calls + finalizer_calls
     headroom = (t * n * k // 2 + final) * invalid_json_retries
     worst = planned + headroom

@@ -96,6 +96,12 @@ class TournamentInput(StrictModel):
     on_budget_exhausted: OnBudgetExhausted = "pause"
     invalid_json_retries: int = Field(default=1, ge=0, le=MAX_INVALID_JSON_RETRIES)
     critique_chars: int = Field(default=16_000, ge=MIN_CRITIQUE_CHARS, le=MAX_CRITIQUE_CHARS)
+    output_token_caps: dict[str, int] = Field(
+        default={}, description="max_output_tokens per call by prompt role; unset: built-in caps"
+    )
+    include_prompts: bool = Field(
+        default=False, description="store every rendered prompt under prompts/<sha256>.json"
+    )
     candidates: list[GivenCandidate] | None = Field(
         default=None,
         max_length=MAX_GIVEN_CANDIDATES,
@@ -172,6 +178,8 @@ class UsageRow(BaseModel):
     transport_retries: int = 0
     outcome: Literal["success", "failed"]
     error_code: str | None = None
+    prompt_sha256: str | None = None
+    priced: bool = Field(default=True, description="False: no price known, usd is not a cost")
 
 
 class Event(BaseModel):
@@ -197,6 +205,7 @@ class Progress(BaseModel):
     waiting_until: str | None = Field(
         default=None, description="waiting_provider: when a provider said to come back (UTC)"
     )
+    usd_known: bool = Field(default=True, description="False once a call had no known price")
 
 
 class ExtendBudgetInput(BaseModel):
@@ -235,6 +244,9 @@ class TournamentSnapshot(BaseModel):
     final_answer_is_postprocessed: bool = False
     error: str | None = None
     written_at: str
+    prompts: dict[str, dict[str, str]] = Field(
+        default={}, description="rendered prompts by sha256 not yet written (include_prompts)"
+    )
 
 
 class TournamentResult(BaseModel):

@@ -273,7 +273,8 @@ class TournamentWorkflow:
             self.phase, 0, role="finalize", values=values, tag=winner_id
         )
         self.record.final_answer = response.text
-        self.record.postprocessed = True
+        # "Post-processed" means the delivered text is not the winner's, not that a call ran.
+        self.record.postprocessed = response.text != winner.text
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -312,7 +313,9 @@ class TournamentWorkflow:
 
     def _snapshot(self) -> TournamentSnapshot:
         plan = self.plan
-        return self.record.snapshot(
+        # Each rendered prompt travels once; its file is content-addressed, so a rewrite is equal.
+        prompts, self.calls.prompts = self.calls.prompts, {}
+        snapshot = self.record.snapshot(
             run_id=self.run_id,
             status=self.calls.status,
             input=self.input,
@@ -322,6 +325,7 @@ class TournamentWorkflow:
             usage=self.calls.usage,
             budget=self.calls.budget,
         )
+        return snapshot.model_copy(update={"prompts": prompts}) if prompts else snapshot
 
     # -- control -------------------------------------------------------------------------
 
@@ -341,6 +345,7 @@ class TournamentWorkflow:
             in_flight=self.calls.in_flight,
             refused=self.record.refused[-5:],
             waiting_until=self.calls.waiting_until,
+            usd_known=all(row.priced for row in self.calls.usage),
         )
 
     @workflow.query(name=QUERY_EVENTS)
