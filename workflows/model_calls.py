@@ -22,7 +22,12 @@ from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 
 with workflow.unsafe.imports_passed_through():
     from activities.call_model import CALL_MODEL
-    from activities.errors import NON_RETRYABLE_TYPES
+    from activities.errors import (
+        NON_RETRYABLE_TYPES,
+        RETRY_LATER_TYPE,
+        ModelTimeoutError,
+        TransportError,
+    )
     from workflows.call_options import CallOptions
     from workflows.model_types import CallModelInput, ModelResponse
 
@@ -50,9 +55,10 @@ MODEL_RETRY_POLICY = RetryPolicy(
 START_TO_CLOSE = timedelta(minutes=15)
 """One attempt's limit (a shorter schedule-to-close wins)."""
 
-PROVIDER_RETRY_LATER = "provider.retry_later"
-PROVIDER_TIMEOUT = "provider.timeout"
-PROVIDER_TRANSPORT = "provider.transport"
+# The codes come from the one error tree, so a run's failure code and the activity's agree.
+PROVIDER_RETRY_LATER = RETRY_LATER_TYPE
+PROVIDER_TIMEOUT = ModelTimeoutError("").error_type
+PROVIDER_TRANSPORT = TransportError("").error_type
 MAX_PROVIDER_WAITS = 10
 """Long waits one logical call may make before its ``provider.retry_later`` fails the run."""
 MAX_PROVIDER_WAIT = timedelta(hours=24)
