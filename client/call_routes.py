@@ -8,6 +8,7 @@ a worker polling each provider queue the run would use, and records the ones it 
 
 from __future__ import annotations
 
+import time
 from typing import Any, TypeVar
 
 from temporalio.api.enums.v1 import TaskQueueType
@@ -19,9 +20,13 @@ from workflows.ask_types import AskInput
 from workflows.call_options import provider_of, provider_task_queue
 from workflows.tournament.types import TournamentInput
 
-__all__ = ["model_specs", "polled_provider_queues", "route_calls"]
+__all__ = ["POLLER_FRESH_S", "model_specs", "polled_provider_queues", "route_calls"]
 
 T = TypeVar("T")
+
+POLLER_FRESH_S = 90.0
+"""A provider queue's poller seen this recently is live: an idle worker re-polls about every
+minute, and the server lists a gone one for minutes (routing there would leave calls waiting)."""
 
 
 def model_specs(input: Any) -> list[str]:
@@ -35,6 +40,7 @@ def model_specs(input: Any) -> list[str]:
 
 
 async def _polled(client: Client, task_queue: str) -> bool:
+    """Whether a worker polls ``task_queue`` now (not one the server still lists, long gone)."""
     response = await client.workflow_service.describe_task_queue(
         DescribeTaskQueueRequest(
             namespace=client.namespace,
@@ -42,7 +48,11 @@ async def _polled(client: Client, task_queue: str) -> bool:
             task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
         )
     )
-    return bool(response.pollers)
+    now = time.time()
+    return any(
+        not p.HasField("last_access_time") or now - p.last_access_time.seconds <= POLLER_FRESH_S
+        for p in response.pollers
+    )
 
 
 async def polled_provider_queues(
