@@ -109,3 +109,20 @@ async def test_the_input_routes_a_provider_to_its_queue(
         routed = CallOptions(provider_queues={"sim": f"{queue}.provider.sim"})
         scheduled = await commands(client, queue, AskInput(question="q", calls=routed))
     assert scheduled[0][1] == f"{queue}.provider.sim"
+
+
+async def test_the_worker_refuses_a_heartbeat_timeout_flag(settings: Settings) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PONDER_", "TEMPORAL_"))}
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "worker",
+        "--heartbeat-timeout",
+        "2",
+        env=env | {"PONDER_HOME": str(settings.home)},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 2
+    assert "heartbeat_timeout_s" in err.decode()  # where the setting lives now
