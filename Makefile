@@ -30,3 +30,4 @@ bench: install
 	$(BIN)/python -m benchmarks.tournament_overhead
 	$(BIN)/python -m benchmarks.bt_fit
 	$(BIN)/python -m benchmarks.ranking_accuracy
+	$(BIN)/python -m benchmarks.plan_validation

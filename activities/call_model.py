@@ -6,17 +6,18 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.config import Settings, known_secrets, secret_env_values
-from activities.errors import CONFIG_ERROR_TYPE, ConfigError, ProviderError
+from activities.errors import CONFIG_ERROR_TYPE, RETRY_LATER_TYPE, ConfigError, ProviderError
 from activities.model_types import CallModelInput, ModelResponse
 from activities.pricing import cost_usd
-from activities.providers import CallContext, resolve_model
+from activities.providers import CallContext, ResolvedModel, resolve_model
 from activities.raw_events import RawEventLog, redact
 from activities.run_store import RunDirRefused, RunIdInvalid, RunStore, refusal
 
@@ -43,15 +44,51 @@ async def _heartbeat_ticker() -> AsyncIterator[None]:
         task.cancel()
 
 
-def _application_error(error: ProviderError, secrets: list[str]) -> ApplicationError:
-    """The error as history will hold it: a provider may echo the key back in its body."""
-    delay = timedelta(seconds=error.retry_after) if error.retry_after is not None else None
+LONG_RETRY_AFTER_S = 300.0
+"""A Retry-After beyond this waits on a durable workflow timer, not inside the activity."""
+
+
+def _remaining_s(info: activity.Info) -> float | None:
+    """Seconds left of the activity's schedule-to-close, counted from its first schedule."""
+    if not info.schedule_to_close_timeout:
+        return None
+    deadline = info.scheduled_time + info.schedule_to_close_timeout
+    return (deadline - datetime.now(UTC)).total_seconds()
+
+
+def _application_error(
+    error: ProviderError, secrets: list[str], *, attempt: int, transport_retries: int
+) -> ApplicationError:
+    """The error as history will hold it: a provider may echo the key back in its body.
+
+    Its details carry how many transport retries the call took (so a failed call's usage row
+    shows them); a Retry-After too long to wait here becomes ``provider.retry_later`` (the
+    workflow sleeps on a durable timer, then calls again).
+    """
+    message = redact(str(error), secrets)
+    details = {
+        "status": error.status,
+        "model": error.model,
+        "attempt": attempt,
+        "transport_retries": transport_retries,
+    }
+    wait = error.retry_after
+    if error.retryable and wait is not None:
+        remaining = _remaining_s(activity.info())
+        if wait > LONG_RETRY_AFTER_S or (remaining is not None and wait >= remaining):
+            return ApplicationError(
+                f"{message}; the provider asks to retry in {wait:g}s, longer than this call "
+                "may wait",
+                {"retry_after_s": float(wait)} | details,
+                type=RETRY_LATER_TYPE,
+                non_retryable=True,
+            )
     return ApplicationError(
-        redact(str(error), secrets),
-        {"status": error.status, "model": error.model},
+        message,
+        details,
         type=error.error_type,
         non_retryable=not error.retryable,
-        next_retry_delay=delay,
+        next_retry_delay=timedelta(seconds=wait) if wait is not None else None,
     )
 
 
@@ -63,9 +100,8 @@ class ModelActivities:
         self.http = http
         self.store = RunStore(settings.runs_dir)
 
-    @activity.defn(name=CALL_MODEL)
-    async def call_model(self, input: CallModelInput) -> ModelResponse:
-        info = activity.info()
+    def _prepare(self, input: CallModelInput) -> tuple[ResolvedModel, list[str], Path]:
+        """The endpoint, the values to redact and the run directory, or a coded refusal."""
         request = input.request
         try:
             resolved = resolve_model(request.model, self.settings, base_url=request.base_url)
@@ -80,6 +116,14 @@ class ModelActivities:
             run_dir = self.store.writable_dir(input.run_id)
         except (RunIdInvalid, RunDirRefused) as exc:
             raise refusal(exc) from None
+        return resolved, secrets, run_dir
+
+    @activity.defn(name=CALL_MODEL)
+    async def call_model(self, input: CallModelInput) -> ModelResponse:
+        info = activity.info()
+        request = input.request
+        # Secrets files and the run directory are read in a thread: never block the loop.
+        resolved, secrets, run_dir = await asyncio.to_thread(self._prepare, input)
         raw_events = RawEventLog(
             run_dir / "raw-events.jsonl",
             secrets=secrets,
@@ -112,7 +156,12 @@ class ModelActivities:
             async with _heartbeat_ticker():
                 response = await resolved.implementation.request(request, ctx)
         except ProviderError as exc:
-            raise _application_error(exc, secrets) from None
+            raise _application_error(
+                exc,
+                secrets,
+                attempt=info.attempt,
+                transport_retries=info.attempt - 1 + ctx.fallbacks,
+            ) from None
         except ConfigError as exc:
             raise ApplicationError(str(exc), type=CONFIG_ERROR_TYPE, non_retryable=True) from None
         price = self.settings.prices.get(f"{resolved.provider_name}:{resolved.model_name}")

@@ -10,10 +10,27 @@ from __future__ import annotations
 
 import os
 import tomllib
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    InitSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from activities.errors import ConfigError
 from activities.raw_events import SECRET_KEY
@@ -23,6 +40,7 @@ __all__ = [
     "Endpoint",
     "Price",
     "Settings",
+    "check_base_url",
     "known_secrets",
     "load_settings",
     "read_secret",
@@ -30,6 +48,27 @@ __all__ = [
 ]
 
 ProviderKind = Literal["openai", "anthropic", "command", "sim", "replay"]
+
+
+def check_base_url(url: str) -> str:
+    """``url`` if it can be an endpoint's base URL (http or https, a host, no query or
+    fragment), else a ConfigError naming the rule and the fix. Called for ``--base-url``,
+    ``base_url`` in ponder.toml and ``base_url`` in workflow input alike."""
+    try:
+        parsed = urlsplit(url)
+        parsed.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError as exc:
+        raise ConfigError(f"base URL {url!r} does not parse ({exc}): {_BASE_URL_FIX}") from None
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ConfigError(f"base URL {url!r} needs http:// or https:// and a host: {_BASE_URL_FIX}")
+    if parsed.query or parsed.fragment or any(c.isspace() for c in url):
+        raise ConfigError(f"base URL {url!r} has a query, fragment or whitespace: {_BASE_URL_FIX}")
+    return url
+
+
+_BASE_URL_FIX = (
+    "give the endpoint's root, e.g. http://127.0.0.1:8000/v1 or https://api.openai.com/v1"
+)
 
 
 class Endpoint(BaseModel):
@@ -53,11 +92,29 @@ class Endpoint(BaseModel):
         "get only X-Ponder-Call-Id)",
     )
 
+    @field_validator("base_url")
+    @classmethod
+    def _base_url_is_a_url(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                check_base_url(value)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+    @model_validator(mode="after")
+    def _http_kinds_have_a_base_url(self) -> Endpoint:
+        if self.kind in ("openai", "anthropic") and not self.base_url:
+            raise ValueError(
+                f'kind "{self.kind}" needs base_url (e.g. "http://127.0.0.1:8000/v1"): add it'
+            )
+        return self
+
 
 class Price(BaseModel):
     """USD per million tokens for one provider+model."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     input: float
     output: float
@@ -70,17 +127,43 @@ class Price(BaseModel):
     long_context_output: float | None = None
 
 
-class Settings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+_LOWER_LAYERS: ContextVar[tuple[dict[str, Any], ...]] = ContextVar(
+    "ponder_settings_lower_layers", default=()
+)
+"""The layers below the environment (``[ponder]`` of the file, then home-based defaults),
+set by ``load_settings`` for the one Settings it builds."""
+
+_NOT_FROM_ENV = frozenset({"home", "providers", "prices", "config_file"})
+"""Fields that only ``load_settings`` fills (``PONDER_HOME`` is read there, before the file)."""
+
+
+class _Environment(EnvSettingsSource):
+    """The environment layer, minus the fields only the config file may give."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        if field_name in _NOT_FROM_ENV:
+            return None, field_name, False
+        return super().get_field_value(field, field_name)
+
+
+class Settings(BaseSettings):
+    """The worker's and CLI's settings: flags > environment > ``[ponder]`` in ponder.toml >
+    defaults. Environment names are ``PONDER_<FIELD>`` except the Temporal connection's, which
+    use the Temporal CLI's own names (``TEMPORAL_ADDRESS``, ``TEMPORAL_NAMESPACE``,
+    ``TEMPORAL_TLS``)."""
+
+    model_config = SettingsConfigDict(
+        extra="forbid", env_prefix="PONDER_", env_ignore_empty=True, validate_by_name=True
+    )
 
     home: Path
     runs_dir: Path
     payload_dir: Path
     payload_threshold: int = 16 * 1024
     task_queue: str = TASK_QUEUE
-    namespace: str = "default"
-    temporal_address: str | None = None
-    temporal_tls: bool = False
+    namespace: str = Field(default="default", validation_alias="TEMPORAL_NAMESPACE")
+    temporal_address: str | None = Field(default=None, validation_alias="TEMPORAL_ADDRESS")
+    temporal_tls: bool = Field(default=False, validation_alias="TEMPORAL_TLS")
     temporal_api_key_env: str = Field(
         default="TEMPORAL_API_KEY", description="the variable holding a hosted cluster's key"
     )
@@ -90,6 +173,18 @@ class Settings(BaseModel):
     providers: dict[str, Endpoint] = {}
     prices: dict[str, Price] = Field(default={}, description='keyed "provider:model"')
     config_file: Path | None = None
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        lower = (InitSettingsSource(settings_cls, layer) for layer in _LOWER_LAYERS.get())
+        return (init_settings, _Environment(settings_cls), *lower)
 
 
 _BUILTIN_ENDPOINTS: dict[str, Endpoint] = {
@@ -132,20 +227,6 @@ def load_settings(config: str | Path | None = None, **flags: Any) -> Settings:
     home = Path(flags.get("home") or os.environ.get("PONDER_HOME") or Path.home() / ".ponder")
     path = _config_path(config, home)
     data = _read_toml(path) if path else {}
-    env = {
-        "runs_dir": os.environ.get("PONDER_RUNS_DIR"),
-        "payload_dir": os.environ.get("PONDER_PAYLOAD_DIR"),
-        "payload_threshold": os.environ.get("PONDER_PAYLOAD_THRESHOLD"),
-        "task_queue": os.environ.get("PONDER_TASK_QUEUE"),
-        "namespace": os.environ.get("TEMPORAL_NAMESPACE"),
-        "temporal_address": os.environ.get("TEMPORAL_ADDRESS"),
-        "temporal_tls": os.environ.get("TEMPORAL_TLS"),
-    }
-    merged: dict[str, Any] = {k: v for k, v in data.get("ponder", {}).items()}
-    merged.update({k: v for k, v in env.items() if v})
-    merged.update({k: v for k, v in flags.items() if v is not None and k != "home"})
-    merged.setdefault("runs_dir", home / "runs")
-    merged.setdefault("payload_dir", home / "payloads")
     where = path or "(defaults)"
     providers = dict(_BUILTIN_ENDPOINTS)
     prices: dict[str, Price] = {}
@@ -158,8 +239,21 @@ def load_settings(config: str | Path | None = None, **flags: Any) -> Settings:
         providers[name] = _validated(Endpoint, table, where, f"providers.{name}")
     for key, price in data.get("prices", {}).items():
         prices[key] = _validated(Price, price, where, f"prices.{key}")
-    fields = {"home": home, "providers": providers, "prices": prices, "config_file": path}
-    return _validated(Settings, fields | merged, where, "ponder")
+    given = {k: v for k, v in flags.items() if v is not None and k != "home"}
+    fixed: dict[str, Any] = {
+        "home": home,
+        "providers": providers,
+        "prices": prices,
+        "config_file": path,
+    }
+    defaults = {"runs_dir": home / "runs", "payload_dir": home / "payloads"}
+    layers = _LOWER_LAYERS.set((dict(data.get("ponder", {})), defaults))
+    try:
+        return Settings(**fixed, **given)
+    except ValidationError as exc:
+        raise _config_error(exc, where, "ponder") from None
+    finally:
+        _LOWER_LAYERS.reset(layers)
 
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -170,9 +264,13 @@ def _validated(model: type[_M], data: Any, where: Path | str, entry: str) -> _M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        field = ".".join(str(p) for p in (entry, *error["loc"]))
-        raise ConfigError(f"config {where}: {field}: {error['msg']}: fix that entry") from None
+        raise _config_error(exc, where, entry) from None
+
+
+def _config_error(exc: ValidationError, where: Path | str, entry: str) -> ConfigError:
+    error = exc.errors()[0]
+    field = ".".join(str(p) for p in (entry, *error["loc"]))
+    return ConfigError(f"config {where}: {field}: {error['msg']}: fix that entry")
 
 
 def _secrets_file() -> dict[str, str]:
@@ -195,6 +293,7 @@ def known_secrets(settings: Settings) -> list[str]:
     """Every configured endpoint's key: redacted from anything a call writes, returns or raises
     (a provider may echo a key, and a command agent may print one it was given)."""
     names = {e.api_key_env for e in settings.providers.values() if e.api_key_env}
+    names.add(settings.temporal_api_key_env)  # the cluster's key is a worker secret too
     return [value for name in sorted(names) if (value := read_secret(name))]
 
 

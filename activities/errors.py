@@ -18,8 +18,11 @@ PonderError                      base of everything ponder raises on purpose
 
 Third-party exceptions (httpx, subprocess, JSON) are translated into this tree in
 ``activities.providers.http`` and ``activities.call_model``, the only places that catch them.
-Inside Temporal a ProviderError travels as ``ApplicationError(type="provider.<class>")``;
-``NON_RETRYABLE_TYPES`` is the list the retry policies use.
+Inside Temporal a ProviderError travels as ``ApplicationError(type="provider.<class>")`` with
+details ``{"status", "model", "attempt", "transport_retries"}``; ``NON_RETRYABLE_TYPES`` is the
+list the retry policies use. A retryable error whose ``Retry-After`` will not fit in the activity's
+remaining schedule-to-close (or exceeds 300 s) travels as non-retryable ``provider.retry_later``
+with ``details[0]["retry_after_s"]``: the workflow waits on a durable timer and calls again.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from collections.abc import Mapping
 __all__ = [
     "CONFIG_ERROR_TYPE",
     "NON_RETRYABLE_TYPES",
+    "RETRY_LATER_TYPE",
     "AuthError",
     "BadRequestError",
     "ConfigError",
@@ -124,6 +128,9 @@ class AuthError(ProviderError):
 class BadRequestError(ProviderError):
     failure_class = "bad_request"
 
+
+RETRY_LATER_TYPE = "provider.retry_later"
+"""A provider asked for a wait longer than the activity may take; see the module docstring."""
 
 CONFIG_ERROR_TYPE = "provider.config"
 """The type a ConfigError found at call time travels under (the worker's config is wrong)."""

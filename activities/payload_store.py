@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import re
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +24,8 @@ from temporalio.converter import (
 )
 
 __all__ = ["FileSystemStorageDriver"]
+
+_DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
 class FileSystemStorageDriver(StorageDriver):
@@ -52,7 +55,10 @@ class FileSystemStorageDriver(StorageDriver):
         return StorageDriverClaim({"sha256": digest})
 
     def _retrieve_one(self, claim: StorageDriverClaim) -> Payload:
-        digest = claim.claim_data["sha256"]
+        digest = claim.claim_data.get("sha256", "")
+        # A claim arrives with workflow input too: only a digest may name a file, never a path.
+        if not _DIGEST.fullmatch(digest):
+            raise ValueError(f"payload claim {digest!r} is not a SHA-256 hex digest: refused")
         data = self.path_for(digest).read_bytes()
         if hashlib.sha256(data).hexdigest() != digest:
             raise ValueError(f"payload {digest} in {self.root} is corrupt")

@@ -6,6 +6,7 @@ They never travel through Temporal: the provider appends them straight to
 
 from __future__ import annotations
 
+import asyncio
 import re
 import threading
 from collections.abc import Iterable, Mapping
@@ -50,6 +51,12 @@ class RawEventLog:
         self.path = path
         self.secrets = [s for s in secrets if s]
         self.base = base
+
+    async def record(self, event: dict[str, Any]) -> None:
+        """``append`` in a thread: providers run on the event loop, whose heartbeats a slow
+        disk must not stall."""
+        if self.path is not None:
+            await asyncio.to_thread(self.append, event)
 
     def append(self, event: dict[str, Any]) -> None:
         if self.path is None:

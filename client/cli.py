@@ -21,6 +21,7 @@ from activities.errors import PonderError
 from activities.providers import DEFAULT_MODEL, MODEL_EXAMPLES, resolve_model
 from client.embedded import EmbeddedServer
 from client.logs import configure_logging
+from client.plan_cli import plan as plan_group
 from client.runs import RunFailed, check_run_id, new_run_id, start_run, wait_or_detach
 from client.session import open_session, spawn_background_worker, terminated
 from client.tournament_cli import register as register_tournament_commands
@@ -146,8 +147,8 @@ def _settings(ctx: click.Context) -> Settings:
 )
 @click.option("--base-url", default=None, help="Endpoint base URL (OpenAI-compatible etc.).")
 @click.option("--system", default=None, help="System prompt.")
-@click.option("--temperature", type=float, default=None)
-@click.option("--max-output-tokens", type=int, default=None)
+@click.option("--temperature", type=float, default=None, help="Sampling temperature.")
+@click.option("--max-output-tokens", type=int, default=None, help="Cap on the answer's tokens.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for sim draws.")
 @click.option("--run-id", default=None, help="Workflow id (default: ask-<random>).")
 @click.option("--detach", is_flag=True, help="Start the run, print its id and return.")
@@ -230,6 +231,7 @@ def server(ctx: click.Context, port: int | None) -> None:
 
 cli.add_command(worker_command)
 register_tournament_commands(cli)
+cli.add_command(plan_group)
 
 
 def main() -> None:

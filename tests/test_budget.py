@@ -237,7 +237,7 @@ def test_an_extension_equal_to_what_is_spent_is_not_below_it() -> None:
     [
         ({"max_calls": -1}, "max_calls: Input should be greater than or equal to 0"),
         ({"max_usd": -0.01}, "max_usd: Input should be greater than or equal to 0"),
-        ({"max_usd": math.nan}, "max_usd: Input should be greater than or equal to 0"),
+        ({"max_usd": math.nan}, "max_usd: Input should be a finite number"),
         ({"max_calls": 2.5}, "max_calls: Input should be a valid integer"),
         ({"max_input_tokens": "many"}, "max_input_tokens: Input should be a valid integer"),
     ],
@@ -274,3 +274,19 @@ def test_an_extension_is_accepted_exactly_when_nothing_is_below_spent(
     assert (new is None) == bool(below)
     if new is not None:
         assert (new.max_calls, new.max_usd) == (new_calls, new_usd)
+
+
+@pytest.mark.parametrize(
+    ("values", "field"),
+    [
+        ({"max_usd": math.inf}, "max_usd"),
+        ({"max_calls": 10, "max_callz": 5}, "max_callz"),  # a typo must not pass as "no change"
+    ],
+)
+def test_non_finite_limits_and_unknown_fields_are_refused(
+    values: dict[str, object], field: str
+) -> None:
+    # Issue 7 section 1: non-finite numbers and unknown fields are refused everywhere.
+    new, problems = paused_budget().checked_extension(values)
+    assert new is None
+    assert len(problems) == 1 and problems[0].startswith(f"{field}: "), problems

@@ -17,13 +17,16 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 
 from activities.config import Endpoint, Settings
+from activities.model_types import CallModelInput, ModelRequest
 from client.embedded import find_temporal_binary
+from tests.call_once import CallModelOnce, call_worker
 from tests.cli import cli_env, ponder
 from tests.conftest import with_endpoint
 from tests.fakes import FakeProvider
 from worker.worker import WorkerOptions, running_worker
 from workflows.ask_types import AskInput, AskResult
-from workflows.names import ASK
+from workflows.names import ASK, TOURNAMENT
+from workflows.tournament.types import TournamentInput, TournamentResult
 
 
 def script(path: Path, body: str) -> Path:
@@ -333,6 +336,39 @@ async def test_command_timeout_kills_the_whole_process_group(
                 os.killpg(leader, signal.SIGKILL)
 
 
+async def test_cancelling_the_call_kills_the_agent_process_group(
+    client: Client, settings: Settings, tmp_path: Path
+) -> None:
+    pids = tmp_path / "pids"
+    agent = script(tmp_path / "slow.sh", f'sleep 300 &\necho "$$ $!" >> {pids}\nsleep 300\n')
+    settings = declare(settings, "slow", agent, timeout_s=600)
+    queue = f"test-{uuid.uuid4()}"
+    leader = child = 0
+    try:
+        async with call_worker(client, settings, queue):
+            request = ModelRequest(model="slow:agent", prompt="hi")
+            handle = await client.start_workflow(
+                CallModelOnce,
+                CallModelInput(
+                    run_id=f"c-{uuid.uuid4().hex[:8]}", phase="ask", index=0, request=request
+                ),
+                id=f"once-{uuid.uuid4()}",
+                task_queue=queue,
+            )
+            await wait_until(lambda: pids.exists() and pids.read_text().count(" ") == 1, 20)
+            leader, child = (int(x) for x in pids.read_text().split())
+            assert alive(child)
+            await handle.cancel()
+            # The cancellation reaches the activity on its next heartbeat; the group goes.
+            await wait_until(lambda: not alive(child) and live_group_members(leader) == [], 15)
+            with pytest.raises(WorkflowFailureError):
+                await handle.result()
+    finally:
+        if leader:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(leader, signal.SIGKILL)
+
+
 # -- replay ----------------------------------------------------------------------------
 
 
@@ -451,6 +487,31 @@ async def test_a_symlinked_run_dir_is_refused_for_writes(
     error = await failure_of(client, worker_queue, AskInput(question="hi", run_id="planted"))
     assert error.type == "run.dir_invalid"
     assert "symlink" in error.message
+    assert list(elsewhere.iterdir()) == []
+
+
+async def test_a_tournament_into_a_symlinked_run_dir_fails_with_a_code(
+    client: Client, settings: Settings, worker_queue: str, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    settings.runs_dir.mkdir(parents=True, exist_ok=True)
+    run_id = f"planted-{uuid.uuid4().hex[:6]}"
+    (settings.runs_dir / run_id).symlink_to(elsewhere)
+    handle = await client.start_workflow(
+        TOURNAMENT,
+        TournamentInput(task="x", run_id=run_id),
+        id=run_id,
+        task_queue=worker_queue,
+        result_type=TournamentResult,
+    )
+    with pytest.raises(WorkflowFailureError) as info:
+        await asyncio.wait_for(handle.result(), 30)
+    error = info.value.cause
+    while not isinstance(error, ApplicationError) and error is not None:
+        error = error.__cause__
+    assert isinstance(error, ApplicationError)
+    assert error.type == "run.dir_invalid"
     assert list(elsewhere.iterdir()) == []
 
 

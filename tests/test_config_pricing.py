@@ -11,7 +11,11 @@ from typing import Any
 import orjson
 import pytest
 from temporalio.api.common.v1 import Payload
-from temporalio.converter import StorageDriverRetrieveContext, StorageDriverStoreContext
+from temporalio.converter import (
+    StorageDriverClaim,
+    StorageDriverRetrieveContext,
+    StorageDriverStoreContext,
+)
 from temporalio.testing import ActivityEnvironment
 
 from activities.config import Endpoint, Price, load_settings, read_secret
@@ -128,6 +132,35 @@ def test_flags_beat_environment_beat_file_beat_defaults(
     assert not_given.task_queue == "env-q"
 
 
+def test_environment_layer_reads_only_its_own_names(
+    clean_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = write(tmp_path / "ponder.toml", '[ponder]\nnamespace = "file-ns"\n')
+    for name, value in {
+        "NAMESPACE": "bare",  # not ponder's name for it
+        "RUNS_DIR": "/bare/runs",
+        "PONDER_DEBUG": "1",  # ponder variables that are not settings are no error
+        "PONDER_PROVIDERS": '{"evil": {"kind": "command", "argv": ["sh"]}}',  # file only
+        "PONDER_REPLAY_DIRS": '["/recordings"]',
+    }.items():
+        monkeypatch.setenv(name, value)
+    settings = load_settings(config, home=str(tmp_path / "h"))
+    assert settings.namespace == "file-ns"
+    assert settings.runs_dir == tmp_path / "h" / "runs"
+    assert "evil" not in settings.providers
+    assert settings.replay_dirs == [Path("/recordings")]
+    monkeypatch.setenv("TEMPORAL_NAMESPACE", "env-ns")
+    monkeypatch.setenv("TEMPORAL_TLS", "maybe")
+    with pytest.raises(ConfigError, match="TEMPORAL_TLS"):
+        load_settings(config, home=str(tmp_path / "h"))
+    monkeypatch.setenv("TEMPORAL_TLS", "true")
+    settings = load_settings(config, home=str(tmp_path / "h"))
+    assert (settings.namespace, settings.temporal_tls) == ("env-ns", True)
+    assert load_settings(config, home=str(tmp_path / "h"), namespace="flag-ns").namespace == (
+        "flag-ns"
+    )
+
+
 def test_config_file_lookup_order(
     clean_env: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -182,6 +215,8 @@ def test_named_endpoints_and_price_tables(clean_env: Path, tmp_path: Path) -> No
         ),
         ('[prices."x:y"]\noutput = 1.0\n', "input", "Field required"),
         ('[ponder]\npayload_threshold = "lots"\n', "payload_threshold", "integer"),
+        ('[providers.x]\nkind = "openai"\n', "providers.x", "needs base_url"),
+        ('[providers.x]\nkind = "openai"\nbase_url = "localhost:8000"\n', "base_url", "http"),
     ],
 )
 def test_a_bad_entry_is_refused_naming_the_field(
@@ -262,6 +297,46 @@ def test_cost_long_context_tier_applies_above_the_threshold() -> None:
     # a tier with only an input rate keeps the normal output rate: 100001 * 2 + 1000 * 2
     input_only = Price(input=1.0, output=2.0, long_context_threshold=0, long_context_input=2.0)
     assert cost_usd(input_only, above) == pytest.approx(0.202002)
+
+
+def test_builtin_price_table_covers_major_models_and_is_dated() -> None:
+    import datetime
+
+    from activities.pricing import BUILTIN_PRICES, PRICES_AS_OF, builtin_price
+
+    datetime.date.fromisoformat(PRICES_AS_OF)
+    for spec in ("openai:gpt-4o", "openai:gpt-4o-mini", "anthropic:claude-sonnet-4-5"):
+        assert spec in BUILTIN_PRICES
+    # Dated snapshot ids and -latest aliases cost what their family does.
+    assert builtin_price("openai:gpt-4o-mini-2024-07-18") == BUILTIN_PRICES["openai:gpt-4o-mini"]
+    assert (
+        builtin_price("anthropic:claude-sonnet-4-20250514")
+        == BUILTIN_PRICES["anthropic:claude-sonnet-4"]
+    )
+    assert builtin_price("anthropic:claude-3-5-haiku-latest") is not None
+    assert builtin_price("openai:no-such-model") is None
+    assert builtin_price("local:gpt-4o") is None  # only the named provider's table
+
+
+def test_price_table_uses_builtin_prices_and_the_file_overrides_them(
+    clean_env: Path, tmp_path: Path
+) -> None:
+    from activities.pricing import BUILTIN_PRICES
+    from activities.providers import price_table
+
+    settings = load_settings(home=str(tmp_path / "home"))
+    # --max-usd with OpenAI models no longer fails with budget.unpriced_model.
+    table = price_table(
+        ["openai:gpt-4o-mini", "openai:gpt-4o"], settings, require=True, require_key=False
+    )
+    assert table["openai:gpt-4o"] == BUILTIN_PRICES["openai:gpt-4o"]
+    write(clean_env / "ponder.toml", '[prices."openai:gpt-4o"]\ninput = 1.0\noutput = 2.0\n')
+    overridden = load_settings(home=str(tmp_path / "home"))
+    assert price_table(["openai:gpt-4o"], overridden, require_key=False)["openai:gpt-4o"] == Price(
+        input=1.0, output=2.0
+    )
+    with pytest.raises(ConfigError, match=r"budget\.unpriced_model"):
+        price_table(["openai:not-a-model"], settings, require=True, require_key=False)
 
 
 # -- run store --------------------------------------------------------------------------
@@ -381,6 +456,17 @@ async def test_payload_store_detects_corruption(tmp_path: Path) -> None:
     path.write_bytes(payload(b'"tampered"').SerializeToString())
     with pytest.raises(ValueError, match="corrupt"):
         await driver.retrieve(StorageDriverRetrieveContext(), [claim])
+
+
+async def test_payload_store_refuses_a_claim_that_is_a_path(tmp_path: Path) -> None:
+    driver = FileSystemStorageDriver(tmp_path / "payloads")
+    secret = tmp_path / "secret.payload"
+    secret.write_bytes(payload(b'"worker file"').SerializeToString())
+    for digest in ["../../secret", str(secret.with_suffix("")), "AB" * 32]:
+        with pytest.raises(ValueError, match="not a SHA-256 hex digest"):
+            await driver.retrieve(
+                StorageDriverRetrieveContext(), [StorageDriverClaim({"sha256": digest})]
+            )
 
 
 # -- redaction --------------------------------------------------------------------------

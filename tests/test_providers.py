@@ -4,18 +4,26 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import orjson
 import pytest
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
-from activities.config import Endpoint, Settings
+from activities.config import Endpoint, Settings, check_base_url
+from activities.errors import ConfigError
+from activities.model_types import CallModelInput, ModelRequest
+from activities.providers import resolve_model
+from tests.call_once import CallModelOnce, call_worker
+from tests.cli import cli_env, ponder
 from tests.conftest import with_endpoint
 from tests.fakes import FakeProvider, Reply, anthropic_message, openai_completion
 from worker.worker import WorkerOptions, running_worker
 from workflows.ask_types import AskInput, AskResult
-from workflows.names import ASK
+from workflows.names import ASK, TOURNAMENT
+from workflows.tournament.profiles import Profile
+from workflows.tournament.types import TournamentInput, TournamentResult
 
 
 @pytest.fixture
@@ -61,8 +69,6 @@ async def failure_of(client: Client, queue: str, model: str = "local:m") -> Appl
             Reply(200, openai_completion("no", finish_reason="content_filter")),
             "provider.policy_refusal",
         ),
-        (Reply(200, raw=b"<html>oops</html>"), "provider.malformed_output"),
-        (Reply(200, {"choices": []}), "provider.malformed_output"),
     ],
 )
 async def test_non_retryable_failures_fail_on_the_first_attempt(
@@ -73,6 +79,36 @@ async def test_non_retryable_failures_fail_on_the_first_attempt(
     assert error.type == error_type
     assert error.non_retryable
     assert len(fake.seen) == 1
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        Reply(200, raw=b"<html><body>502 Bad Gateway</body></html>"),
+        Reply(200, {}),
+        Reply(200, {"choices": []}),
+        Reply(200, raw=b'{"id": "cmpl-1", "choices": [{"message": {"content": "trunc'),
+    ],
+    ids=["html", "empty-object", "no-choices", "truncated"],
+)
+async def test_a_broken_envelope_is_a_transport_fault_and_retried(
+    client: Client, local: str, fake: FakeProvider, broken: Reply
+) -> None:
+    fake.replies = [broken]
+    result = await run_ask(client, local)
+    assert result.response.transport_retries == 1
+    assert len(fake.seen) == 2
+    assert fake.seen[0].call_id == fake.seen[1].call_id
+    assert "[sim q=" in result.response.text
+
+
+async def test_a_broken_anthropic_envelope_is_retried(
+    client: Client, local: str, fake: FakeProvider
+) -> None:
+    fake.replies = [Reply(200, {"type": "error"}), Reply(200, anthropic_message("ok"))]
+    result = await run_ask(client, local, model="claude:claude-fake")
+    assert result.response.text == "ok"
+    assert result.response.transport_retries == 1
 
 
 async def test_a_failed_ask_writes_its_summary(
@@ -178,3 +214,108 @@ async def test_ponder_role_and_tag_headers_are_opt_in_per_endpoint(
     async with running_worker(client, labelled, WorkerOptions(task_queue=queue)):
         await run_ask(client, queue, model="test:m", role="generate")
     assert fake.seen[-1].headers["x-ponder-role"] == "generate"
+
+
+@pytest.mark.parametrize("retry_after", ["60", "400"], ids=["past-deadline", "over-300s"])
+async def test_a_long_retry_after_becomes_retry_later(
+    client: Client, settings: Settings, fake: FakeProvider, retry_after: str
+) -> None:
+    """The activity's half of the long Retry-After contract (the workflow then sleeps)."""
+    settings = with_endpoint(settings, "local", Endpoint(kind="openai", base_url=fake.url))
+    fake.replies = [Reply(429, {"error": "quota"}, {"Retry-After": retry_after})]
+    queue = f"test-{uuid.uuid4()}"
+    async with call_worker(client, settings, queue):
+        request = ModelRequest(model="local:m", prompt="hi")
+        outcome = await client.execute_workflow(
+            CallModelOnce,
+            CallModelInput(
+                run_id=f"r-{uuid.uuid4().hex[:8]}", phase="ask", index=0, request=request
+            ),
+            id=f"once-{uuid.uuid4()}",
+            task_queue=queue,
+            result_type=dict,
+        )
+    assert outcome["type"] == "provider.retry_later"
+    assert outcome["non_retryable"] is True
+    assert outcome["details"][0]["retry_after_s"] == float(retry_after)
+    assert len(fake.seen) == 1  # not retried inside the activity's schedule
+
+
+async def test_failed_calls_record_their_transport_retries(
+    client: Client, settings: Settings, fake: FakeProvider
+) -> None:
+    settings = with_endpoint(
+        settings, "local", Endpoint(kind="openai", base_url=fake.url, ponder_headers=True)
+    )
+    fake.responder = lambda seen: Reply(500, {"error": "down"}, {"Retry-After": "0.05"})
+    queue = f"test-{uuid.uuid4()}"
+    run_id = f"t-{uuid.uuid4().hex[:8]}"
+    async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
+        handle = await client.start_workflow(
+            TOURNAMENT,
+            TournamentInput(task="x", model="local:m", custom=Profile(n=2, k=1, t=0, m=1)),
+            id=run_id,
+            task_queue=queue,
+            result_type=TournamentResult,
+        )
+        with pytest.raises(WorkflowFailureError) as info:
+            await handle.result()
+    assert isinstance(info.value.cause, ApplicationError)
+    assert info.value.cause.type == "provider.transport"
+    run_dir = settings.runs_dir / run_id
+    rows = [orjson.loads(line) for line in (run_dir / "usage.jsonl").read_bytes().splitlines()]
+    failed = [row for row in rows if row["outcome"] == "failed"]
+    assert failed
+    attempts = {seen.call_id: 0 for seen in fake.seen}
+    for seen in fake.seen:
+        attempts[seen.call_id] += 1
+    for row in failed:
+        assert row["transport_retries"] == attempts[row["usage_id"]] - 1 == 5
+    summary = orjson.loads((run_dir / "summary.json").read_bytes())
+    assert summary["usage"]["transport_retries"] == 5 * len(failed)
+
+
+async def test_a_malformed_base_url_is_refused_before_anything_runs(
+    client: Client, worker_queue: str, tmp_path: Path
+) -> None:
+    for url in ["not-a-url", "ftp://host/v1", "http://", "http://host:port/v1", "http://h/v1?x=1"]:
+        with pytest.raises(ConfigError, match="base URL"):
+            check_base_url(url)
+    assert check_base_url("http://127.0.0.1:8000/v1") == "http://127.0.0.1:8000/v1"
+    # Through workflow input: refused by the activity with a code, not retried.
+    with pytest.raises(WorkflowFailureError) as info:
+        await run_ask(client, worker_queue, model="openai:gpt-4o-mini", base_url="not-a-url")
+    assert isinstance(info.value.cause, ApplicationError)
+    assert info.value.cause.type == "provider.config"
+    # Through the CLI and the config file: exit 2 before a server or run is touched.
+    home = tmp_path / "home"
+    done = await ponder("ask", "hi", "--base-url", "not-a-url", env=cli_env(home), timeout=60)
+    assert done.code == 2, done.err
+    assert "base URL 'not-a-url'" in done.err
+    config = tmp_path / "ponder.toml"
+    config.write_text('[providers.bad]\nkind = "openai"\nbase_url = "localhost:8000"\n')
+    env = cli_env(home, PONDER_CONFIG=str(config))
+    done = await ponder("ask", "hi", "--model", "bad:m", env=env, timeout=60)
+    assert done.code == 2, done.err
+    assert "providers.bad.base_url" in done.err
+    assert not (home / "server.json").exists()
+
+
+async def test_a_configured_provider_with_its_key_unset_is_refused(
+    client: Client, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("UNSET_PROVIDER_KEY", raising=False)
+    endpoint = Endpoint(
+        kind="openai", base_url="http://127.0.0.1:9/v1", api_key_env="UNSET_PROVIDER_KEY"
+    )
+    with pytest.raises(ConfigError, match="UNSET_PROVIDER_KEY"):
+        resolve_model("keyed:m", with_endpoint(settings, "keyed", endpoint))
+    config = tmp_path / "ponder.toml"
+    config.write_text(
+        '[providers.keyed]\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n'
+        'api_key_env = "UNSET_PROVIDER_KEY"\n'
+    )
+    env = cli_env(tmp_path / "home", PONDER_CONFIG=str(config))
+    done = await ponder("ask", "hi", "--model", "keyed:m", env=env, timeout=60)
+    assert done.code == 2, done.err
+    assert "needs an API key: set UNSET_PROVIDER_KEY" in done.err

@@ -96,7 +96,9 @@ async def run_worker(
     default=None,
     help="Task queue to poll  [default: ponder, or ponder.toml's task_queue]",
 )
-@click.option("--max-concurrent-activities", default=64, show_default=True)
+@click.option(
+    "--max-concurrent-activities", default=64, show_default=True, help="Activities run at once."
+)
 @click.option(
     "--rate-limit",
     "rate_limits",

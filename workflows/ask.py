@@ -6,7 +6,7 @@ import json
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -15,6 +15,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.ask_types import AskInput, AskResult
     from workflows.model_calls import call_model
     from workflows.names import ASK
+    from workflows.raw_input import NO_INPUT, decode_raw, input_failure
     from workflows.run_ids import RUN_ID_INVALID, run_id_problem
 
 __all__ = ["AskWorkflow"]
@@ -25,8 +26,16 @@ WRITE_RETRY_POLICY = RetryPolicy(maximum_attempts=10, non_retryable_error_types=
 
 @workflow.defn(name=ASK)
 class AskWorkflow:
+    @workflow.init
+    def __init__(self, input: RawValue = NO_INPUT) -> None:
+        # Decoded here, raised from run: an exception in init would fail the task forever.
+        self.input = decode_raw(AskInput, input)
+
     @workflow.run
-    async def run(self, input: AskInput) -> AskResult:
+    async def run(self, raw: RawValue = NO_INPUT) -> AskResult:
+        if not isinstance(self.input, AskInput):
+            raise input_failure(self.input)
+        input = self.input
         run_id = input.run_id or workflow.info().workflow_id
         if (problem := run_id_problem(run_id)) is not None:  # no run directory to write to
             raise ApplicationError(problem, type=RUN_ID_INVALID, non_retryable=True)

@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 from activities.model_types import ModelResponse
 from activities.providers import DEFAULT_MODEL
+from workflows.inputs import StrictModel
 
-__all__ = ["AskInput", "AskResult"]
+__all__ = ["AskInput", "AskResult", "AskRole"]
+
+AskRole = Literal["ask", "generate", "judge", "mutate", "finalize"]
 
 
-class AskInput(BaseModel):
+class AskInput(StrictModel):
     question: str = Field(min_length=1)
-    model: str = DEFAULT_MODEL
+    model: str = Field(default=DEFAULT_MODEL, min_length=1)
     system: str | None = None
-    temperature: float | None = None
-    max_output_tokens: int | None = None
+    temperature: float | None = Field(default=None, ge=0)
+    max_output_tokens: int | None = Field(default=None, ge=1)
     base_url: str | None = None
     json_mode: bool = False
-    role: str = Field(default="ask", description="ask | generate | mutate | finalize")
+    role: AskRole = "ask"
     seed: int = 0
     run_id: str | None = Field(default=None, description="defaults to the workflow id")
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field, ValidationError
 
+from workflows.inputs import StrictModel
+
 __all__ = ["Budget", "BudgetLimits", "BudgetSpent"]
 
 
-class BudgetLimits(BaseModel):
+class BudgetLimits(StrictModel):
     """Absolute limits; None means unlimited."""
 
     max_calls: int | None = Field(default=None, ge=0)

@@ -6,10 +6,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from activities.errors import MalformedOutputError, PolicyRefusalError
+from activities.errors import PolicyRefusalError
 from activities.model_types import ModelRequest, ModelResponse, Usage
 from activities.providers.base import CallContext
-from activities.providers.http import post_json
+from activities.providers.http import broken_envelope, post_json
 
 __all__ = ["AnthropicProvider"]
 
@@ -65,11 +65,9 @@ class AnthropicProvider:
     def parse_response(self, body: Any, request: ModelRequest, ctx: CallContext) -> ModelResponse:
         try:
             message = _Message.model_validate(body)
-        except ValidationError as exc:
-            raise MalformedOutputError(
-                f"{ctx.provider_name} answered a message that does not validate: {exc}",
-                model=ctx.model_name,
-                body=str(body),
+        except ValidationError:
+            raise broken_envelope(
+                ctx, "a body that is not a Messages API message", str(body)
             ) from None
         if message.stop_reason == "refusal":
             raise PolicyRefusalError(f"{ctx.provider_name} refused", model=ctx.model_name)

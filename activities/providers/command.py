@@ -87,7 +87,7 @@ class CommandProvider:
         except asyncio.CancelledError:
             _kill_group(process)
             raise
-        ctx.raw_events.append(
+        await ctx.raw_events.record(
             {"argv": argv, "exit_code": process.returncode, "stderr": stderr.decode()[-4000:]}
         )
         if process.returncode != 0:

@@ -12,7 +12,6 @@ import orjson
 from activities.errors import (
     AuthError,
     BadRequestError,
-    MalformedOutputError,
     ModelTimeoutError,
     PolicyRefusalError,
     ProviderError,
@@ -21,7 +20,7 @@ from activities.errors import (
 )
 from activities.providers.base import CallContext
 
-__all__ = ["post_json", "retry_after_seconds"]
+__all__ = ["broken_envelope", "post_json", "retry_after_seconds"]
 
 CALL_ID_HEADER = "X-Ponder-Call-Id"
 
@@ -82,12 +81,12 @@ async def post_json(
             url, content=orjson.dumps(payload), headers=headers, timeout=timeout
         )
     except httpx.TimeoutException as exc:
-        ctx.raw_events.append({**event, "error": f"timeout: {exc!r}"})
+        await ctx.raw_events.record({**event, "error": f"timeout: {exc!r}"})
         raise ModelTimeoutError(
             f"{ctx.provider_name} did not answer within {timeout:g}s", model=ctx.model_name
         ) from exc
     except httpx.HTTPError as exc:
-        ctx.raw_events.append({**event, "error": f"transport: {exc!r}"})
+        await ctx.raw_events.record({**event, "error": f"transport: {exc!r}"})
         raise TransportError(
             f"{ctx.provider_name} at {url} unreachable: {exc!r}", model=ctx.model_name
         ) from exc
@@ -98,15 +97,24 @@ async def post_json(
     except ValueError:
         body = None
     event["response"]["body"] = body if body is not None else response.text[:20000]
-    ctx.raw_events.append(event)
+    await ctx.raw_events.record(event)
     if response.status_code >= 400:
         raise _error_for_status(response, ctx)
     if body is None:
-        raise MalformedOutputError(
-            f"{ctx.provider_name} answered HTTP {response.status_code} with a body that is "
-            "not JSON",
-            model=ctx.model_name,
-            status=response.status_code,
-            body=response.text,
-        )
+        # An HTML error page or a truncated body is the transport failing, not the model.
+        raise broken_envelope(ctx, "a body that is not JSON", response.text, response.status_code)
     return body
+
+
+def broken_envelope(
+    ctx: CallContext, what: str, body: str, status: int | None = 200
+) -> TransportError:
+    """A response that is not the provider's envelope (HTML page, ``{}``, truncated JSON):
+    retried like any transport fault. Only a well-formed answer whose *content* is unusable
+    is ``malformed_output``."""
+    return TransportError(
+        f"{ctx.provider_name} answered HTTP {status} with {what}: will retry",
+        model=f"{ctx.provider_name}:{ctx.model_name}",
+        status=status,
+        body=body,
+    )

@@ -6,10 +6,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from activities.errors import BadRequestError, MalformedOutputError, PolicyRefusalError
+from activities.errors import BadRequestError, PolicyRefusalError
 from activities.model_types import ModelRequest, ModelResponse, Usage
 from activities.providers.base import CallContext
-from activities.providers.http import post_json
+from activities.providers.http import broken_envelope, post_json
 
 __all__ = ["OpenAIProvider"]
 
@@ -88,12 +88,8 @@ class OpenAIProvider:
         try:
             completion = _Completion.model_validate(body)
             choice = completion.choices[0]
-        except (ValidationError, IndexError) as exc:
-            raise MalformedOutputError(
-                f"{ctx.provider_name} answered a chat completion without choices: {exc}",
-                model=ctx.model_name,
-                body=str(body),
-            ) from None
+        except (ValidationError, IndexError):
+            raise broken_envelope(ctx, "a body that is not a chat completion", str(body)) from None
         if choice.message.refusal or choice.finish_reason == "content_filter":
             raise PolicyRefusalError(
                 f"{ctx.provider_name} refused: {choice.message.refusal or 'content_filter'}",

@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlparse
 
-from activities.config import Endpoint, Price, Settings, read_secret
+from activities.config import Endpoint, Price, Settings, check_base_url, read_secret
 from activities.errors import ConfigError
+from activities.pricing import builtin_price
 from activities.providers.anthropic import AnthropicProvider
 from activities.providers.base import Provider
 from activities.providers.command import CommandProvider
@@ -32,7 +32,6 @@ __all__ = [
 DEFAULT_MODEL = "sim:default"
 MODEL_EXAMPLES = "sim:default, openai:gpt-4o-mini, anthropic:claude-sonnet-4-5, command:NAME"
 _SPEC = re.compile(r"^(?P<provider>[A-Za-z][A-Za-z0-9_.-]*):(?P<model>\S.*)$")
-_OFFICIAL_HOSTS = {"api.openai.com", "api.anthropic.com"}
 
 _base: dict[str, Provider] = {
     "openai": OpenAIProvider(),
@@ -77,7 +76,7 @@ def resolve_model(
     """
     provider, model = parse_model_spec(spec)
     if provider == "command":
-        provider, model = _declared_command(model, spec, settings), model
+        provider = _declared_command(model, spec, settings)
     endpoint = settings.providers.get(provider)
     if endpoint is None:
         known = ", ".join(sorted(settings.providers))
@@ -85,6 +84,8 @@ def resolve_model(
             f"unknown provider {provider!r} in model {spec!r}: use one of {known} "
             "or add [providers.NAME] to ponder.toml"
         )
+    if base_url:
+        check_base_url(base_url)
     if base_url and base_url.rstrip("/") != (endpoint.base_url or "").rstrip("/"):
         endpoint = endpoint.model_copy(update={"base_url": base_url, "api_key_env": None})
     if endpoint.kind == "command" and not endpoint.argv:
@@ -94,8 +95,7 @@ def resolve_model(
     if endpoint.kind == "replay":
         model = str(replay_source(model, settings))
     api_key = read_secret(endpoint.api_key_env) if endpoint.api_key_env else None
-    host = urlparse(endpoint.base_url or "").hostname
-    if require_key and api_key is None and endpoint.api_key_env and host in _OFFICIAL_HOSTS:
+    if require_key and api_key is None and endpoint.api_key_env:
         raise ConfigError(
             f"provider {provider!r} needs an API key: set {endpoint.api_key_env} in the "
             "environment or in the file named by PONDER_SECRETS_FILE"
@@ -153,7 +153,7 @@ def price_table(
     table: dict[str, Price] = {}
     for spec in dict.fromkeys(specs):
         resolved = resolve_model(spec, settings, require_key=require_key)
-        price = settings.prices.get(spec)
+        price = settings.prices.get(spec) or builtin_price(spec)  # ponder.toml wins
         if resolved.endpoint.kind == "sim":
             price = price or Price(input=0.0, output=0.0)
         if price is not None:

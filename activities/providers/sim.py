@@ -189,5 +189,6 @@ class SimProvider:
                 output_tokens=len(text) // 4,
                 cache_miss_tokens=prompt_chars // 4,
             ),
+            usd=0.0,  # free, and says so itself: billing needs no sim special case
             simulated=True,
         )

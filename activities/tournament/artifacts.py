@@ -58,6 +58,7 @@ def _summary(snap: TournamentSnapshot) -> dict[str, Any]:
             "limit": snap.budget.max_calls,
         },
         "usage": snap.spent.model_dump(),
+        "usd_known": all(row.priced for row in snap.usage),  # false: usage.usd is not the cost
         "budget": snap.budget.model_dump(),
         "final_scores": [s.model_dump(mode="json") for s in final_scores],
         "final_answer_is_postprocessed": snap.final_answer_is_postprocessed,
@@ -108,6 +109,8 @@ def render_files(snap: TournamentSnapshot) -> dict[str, str]:
         files["artifacts/winner.txt"] = texts[snap.winner_id]
     if snap.final_answer is not None:
         files["artifacts/final.txt"] = snap.final_answer
+    for sha, prompt in snap.prompts.items():  # include_prompts: usage rows name the sha
+        files[f"prompts/{sha}.json"] = json.dumps(prompt, indent=2, ensure_ascii=False) + "\n"
     return files
 
 

@@ -1,9 +1,12 @@
-"""The tournament's ``report.html``: one self-contained page (inline CSS and SVG, no script).
+"""The tournament's ``report.html`` (and an Ask run's): one self-contained page, no script.
 
-Pure: ``render_report`` turns a ``ReportData`` into a string, and ``report_data_from_run_dir``
-rebuilds that data from a run directory's artifacts (schemas in the tournament spec), so a
-report can be re-rendered at any time. Every piece of text, including candidate and judge
-output, goes through ``html.escape``: model output is untrusted.
+``render_report`` turns a ``ReportData`` into rows and renders ``templates/tournament.html``
+(Jinja2, autoescape on, the shared base layout); ``report_data_from_run_dir`` rebuilds that data
+from a run directory's artifacts (schemas in the tournament spec), so a report can be
+re-rendered at any time. Model output is untrusted: every value is escaped by the template.
+
+The row models read back from the files derive from the strict rows the workflow writes: the
+same fields and types, with defaults so that a partial or older file still renders.
 """
 
 from __future__ import annotations
@@ -11,70 +14,72 @@ from __future__ import annotations
 import json
 import statistics
 from collections import defaultdict
-from html import escape
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel
+from markupsafe import Markup
+from pydantic import BaseModel, ConfigDict
 
+from activities.model_types import Usage
 from activities.providers.sim import true_quality
+from activities.reports import render_page
 from activities.tournament.report_svg import line_chart, score_ladder
+from workflows.tournament import types as strict
 
 __all__ = [
     "CandidateRow",
     "ComparisonRow",
     "ReportData",
     "ScoreRow",
+    "render_ask_report",
     "render_report",
     "report_data_from_run_dir",
 ]
 
 FINAL_PHASE = "final_judging"
+_LENIENT = ConfigDict(extra="ignore")
 
 
-class CandidateRow(BaseModel):
-    """One line of ``candidates.jsonl`` (fields the report uses; others are ignored)."""
+class CandidateRow(strict.CandidateRow):
+    """One line of ``candidates.jsonl``; ``text`` may be stored apart (``text_ref``)."""
 
-    id: str
+    model_config = _LENIENT
+
     generation: int = 0
-    kind: str = "initial"
-    parent_id: str | None = None
-    status: str = "generated"
-    discard_reason: str | None = None
-    text: str | None = None
+    kind: strict.CandidateKind = "initial"
+    status: strict.CandidateStatus = "generated"
+    text: str = ""
     text_ref: str | None = None
-    model: str | None = None
-    provider: str | None = None
+    model: str = ""
+    provider: str = ""
+    usage: Usage = Usage()
+    created_at: str = ""
     true_quality: float | None = None  # sim runs only: the hidden q from the text trailer
 
 
-class ComparisonRow(BaseModel):
+class ComparisonRow(strict.ComparisonRow):
     """One line of ``comparisons.jsonl``."""
 
-    id: str
-    phase: str
+    model_config = _LENIENT
+
     generation: int | None = None
-    presented_a: str
-    presented_b: str
-    scheduled_a: str | None = None
-    scheduled_b: str | None = None
-    winner: Literal["A", "B", "tie"]
+    scheduled_a: str = ""
+    scheduled_b: str = ""
     confidence: float | None = None
     critique_a: str = ""
     critique_b: str = ""
-    model: str | None = None
-    provider: str | None = None
+    model: str = ""
+    provider: str = ""
     attempts: int = 1
+    usage: Usage = Usage()
 
 
-class ScoreRow(BaseModel):
+class ScoreRow(strict.ScoreRow):
     """One line of ``scores.jsonl``: a candidate's Bradley-Terry result in one phase."""
 
-    phase: str
+    model_config = _LENIENT
+
     generation: int | None = None
-    candidate_id: str
-    score: float
-    rank: int
     tie_group: int = 0
     wins: int = 0
     losses: int = 0
@@ -96,6 +101,12 @@ class ReportData(BaseModel):
     candidates: list[CandidateRow] = []
     comparisons: list[ComparisonRow] = []
     scores: list[ScoreRow] = []
+    # What the run was asked to do, from config.json and summary.json.
+    task: str | None = None
+    models: dict[str, str] = {}
+    profile: str | None = None
+    seed: int | None = None
+    limits: dict[str, int | float] = {}
 
 
 def _phase_order(phase: str) -> tuple[int, int]:
@@ -119,44 +130,55 @@ def _fmt(value: float | None, spec: str = ".3f") -> str:
     return "–" if value is None else format(value, spec)
 
 
-def _header(data: ReportData) -> str:
-    badge = '<span class="badge sim">simulated</span>' if data.simulated else ""
-    usd = "unknown" if data.usd is None else f"${data.usd:.4f}"
-    return (
-        f"<header><h1>Tournament {escape(data.run_id)} {badge}</h1><dl>"
-        f'<dt>status</dt><dd class="status">{escape(data.status)}</dd>'
-        f'<dt>winner</dt><dd id="winner">{escape(data.winner_id or "–")}</dd>'
-        f"<dt>calls</dt><dd>{data.calls}</dd><dt>tokens</dt><dd>{data.tokens}</dd>"
-        f"<dt>cost</dt><dd>{escape(usd)}</dd></dl></header>"
-    )
+def _limits_text(limits: dict[str, int | float]) -> str:
+    parts = [
+        f"{name}={value:.2f}" if isinstance(value, float) else f"{name}={value}"
+        for name, value in limits.items()
+        if value is not None
+    ]
+    return ", ".join(parts) or "none"
 
 
-def _leaderboard(data: ReportData, rows: list[ScoreRow], cands: dict[str, CandidateRow]) -> str:
-    q_head = "<th>true q</th>" if data.simulated else ""
-    head = (
-        f"<tr><th>rank</th>{q_head}<th>candidate</th><th>generation</th><th>score</th>"
-        "<th>W/L/T</th><th>comparisons</th><th>parent</th></tr>"
-    )
-    body = []
+def _facts(data: ReportData) -> list[tuple[str, str]]:
+    facts = [("status", data.status), ("winner", data.winner_id or "–")]
+    if data.models:
+        facts.append(("models", ", ".join(f"{r}: {m}" for r, m in data.models.items())))
+    facts += [
+        ("profile", data.profile or "–"),
+        ("seed", "–" if data.seed is None else str(data.seed)),
+        ("limits", _limits_text(data.limits)),
+        ("calls", str(data.calls)),
+        ("tokens", str(data.tokens)),
+        ("cost", "unknown" if data.usd is None else f"${data.usd:.4f}"),
+    ]
+    return facts
+
+
+def _leaderboard(
+    data: ReportData, rows: list[ScoreRow], cands: dict[str, CandidateRow]
+) -> list[dict[str, Any]]:
+    shown = []
     for r in rows:
         cand = cands.get(r.candidate_id)
-        q = cand.true_quality if cand else None
-        q_cell = f'<td class="true-quality">{_fmt(q)}</td>' if data.simulated else ""
-        cls = "leaderboard-row winner" if r.candidate_id == data.winner_id else "leaderboard-row"
-        cid = escape(r.candidate_id)
         # The candidate's own generation; a score row's generation is that of its phase.
         gen = cand.generation if cand else ("–" if r.generation is None else r.generation)
-        body.append(
-            f'<tr class="{cls}" data-candidate-id="{cid}"><td class="rank">{r.rank}</td>{q_cell}'
-            f'<td class="candidate">{cid}</td><td>{gen}</td><td class="score">{r.score:+.3f}</td>'
-            f"<td>{r.wins}/{r.losses}/{r.ties}</td>"
-            f"<td>{r.comparisons}</td><td>{escape((cand.parent_id if cand else None) or '')}</td>"
-            "</tr>"
+        shown.append(
+            {
+                "id": r.candidate_id,
+                "rank": r.rank,
+                "winner": r.candidate_id == data.winner_id,
+                "true_q": _fmt(cand.true_quality if cand else None),
+                "generation": gen,
+                "score": f"{r.score:+.3f}",
+                "wlt": f"{r.wins}/{r.losses}/{r.ties}",
+                "comparisons": r.comparisons,
+                "parent": (cand.parent_id if cand else None) or "",
+            }
         )
-    return f'<table id="leaderboard"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>'
+    return shown
 
 
-def _win_matrix(ids: list[str], comparisons: list[ComparisonRow]) -> str:
+def _win_matrix(ids: list[str], comparisons: list[ComparisonRow]) -> list[dict[str, Any]]:
     wins: dict[tuple[str, str], int] = defaultdict(int)
     games: dict[tuple[str, str], int] = defaultdict(int)
     ties: dict[tuple[str, str], int] = defaultdict(int)
@@ -169,91 +191,64 @@ def _win_matrix(ids: list[str], comparisons: list[ComparisonRow]) -> str:
             ties[b, a] += 1
         else:
             wins[(a, b) if cmp.winner == "A" else (b, a)] += 1
-    head = "".join(f'<th scope="col">{escape(i)}</th>' for i in ids)
     rows = []
     for r in ids:
-        cells = []
+        cells: list[dict[str, Any]] = []
         for c in ids:
-            attrs = f'data-row="{escape(r)}" data-col="{escape(c)}"'
             n = games[r, c]
             if r == c or n == 0:
-                kind = "diag" if r == c else "unplayed"
-                cells.append(f'<td class="win-cell {kind}" {attrs}></td>')
+                cells.append({"col": c, "kind": "diag" if r == c else "unplayed"})
                 continue
             share = (wins[r, c] + 0.5 * ties[r, c]) / n
-            tip = f"{r} beat {c} {wins[r, c]} of {n} (ties {ties[r, c]})"
             cells.append(
-                f'<td class="win-cell" {attrs} data-games="{n}" title="{escape(tip)}" '
-                f'style="background:hsl({120 * share:.0f},60%,82%)">{wins[r, c]}</td>'
+                {
+                    "col": c,
+                    "kind": None,
+                    "games": n,
+                    "wins": wins[r, c],
+                    "hue": f"{120 * share:.0f}",
+                    "tip": f"{r} beat {c} {wins[r, c]} of {n} (ties {ties[r, c]})",
+                }
             )
-        rows.append(f'<tr><th scope="row">{escape(r)}</th>{"".join(cells)}</tr>')
-    return (
-        f'<table id="win-matrix"><thead><tr><th>row beat col</th>{head}</tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table>"
-    )
+        rows.append({"id": r, "cells": cells})
+    return rows
 
 
-def _progress(data: ReportData, phases: dict[str, list[ScoreRow]]) -> str:
+def _progress(
+    data: ReportData, phases: dict[str, list[ScoreRow]]
+) -> tuple[list[dict[str, Any]], Markup]:
     quality = {c.id: c.true_quality for c in data.candidates}
-    labels, best_q, median_q, rows = [], [], [], []
+    labels: list[str] = []
+    best_q: list[float | None] = []
+    median_q: list[float | None] = []
+    rows = []
     for phase, scored in phases.items():
         qs = [q for r in scored if (q := quality.get(r.candidate_id)) is not None]
         scores = [r.score for r in scored]
         labels.append(phase.replace("generation_judging:", "gen ").replace(FINAL_PHASE, "final"))
         best_q.append(max(qs) if qs else None)
         median_q.append(statistics.median(qs) if qs else None)
-        q_cells = (
-            f"<td>{_fmt(best_q[-1])}</td><td>{_fmt(median_q[-1])}</td>" if data.simulated else ""
-        )
         rows.append(
-            f'<tr class="progress-row" data-phase="{escape(phase)}"><td>{escape(phase)}</td>'
-            f"<td>{len(scored)}</td><td>{escape(scored[0].candidate_id)}</td>"
-            f"<td>{max(scores):+.3f}</td><td>{statistics.median(scores):+.3f}</td>{q_cells}</tr>"
+            {
+                "phase": phase,
+                "count": len(scored),
+                "top": scored[0].candidate_id,
+                "best": f"{max(scores):+.3f}",
+                "median": f"{statistics.median(scores):+.3f}",
+                "best_q": _fmt(best_q[-1]),
+                "median_q": _fmt(median_q[-1]),
+            }
         )
-    q_head = "<th>best true q</th><th>median true q</th>" if data.simulated else ""
-    table = (
-        '<table id="progress"><thead><tr><th>phase</th><th>candidates</th><th>top</th>'
-        f"<th>best score</th><th>median score</th>{q_head}</tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table>"
-    )
-    if not data.simulated:
-        # Scores are z-scored within each phase, so only the sim's hidden quality is comparable
-        # across generations; without it a chart would draw noise.
-        return table + '<p class="note">Scores are z-scored within each phase.</p>'
-    chart = line_chart(labels, {"best true q": best_q, "median true q": median_q}, y_label="q")
-    return table + chart
-
-
-def _candidate_texts(ids: list[str], cands: dict[str, CandidateRow]) -> str:
-    parts = []
-    for cid in ids:
-        cand = cands.get(cid)
-        text = (cand.text or f"(stored apart: {cand.text_ref})") if cand else ""
-        parts.append(
-            f"<details><summary>{escape(cid)}</summary>"
-            f'<pre class="candidate-text">{escape(text)}</pre></details>'
-        )
-    return "".join(parts)
-
-
-_CSS = """
-body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:1100px;padding:0 1rem}
-body{color:#0f172a}
-h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:2rem;border-bottom:1px solid #e2e8f0}
-dl{display:grid;grid-template-columns:auto 1fr;gap:.2rem 1rem}dt{color:#64748b}dd{margin:0}
-table{border-collapse:collapse;margin:.5rem 0}
-th,td{border:1px solid #e2e8f0;padding:.25rem .5rem;text-align:right}
-th{background:#f8fafc}tr.winner td{font-weight:600;background:#fef3c7}
-td.candidate,th[scope=row]{text-align:left;font-family:ui-monospace,monospace}
-.win-cell{text-align:center;min-width:2.2rem}.win-cell.diag{background:#e2e8f0}
-.badge{font-size:.75rem;padding:.1rem .5rem;border-radius:1rem;vertical-align:middle}
-.sim{background:#ede9fe;color:#5b21b6}.note{color:#64748b}
-pre{white-space:pre-wrap;background:#f8fafc;border:1px solid #e2e8f0;padding:1rem;overflow-x:auto}
-"""
+    # Scores are z-scored within each phase, so only the sim's hidden quality is comparable
+    # across generations; without it a chart would draw noise.
+    chart = ""
+    if data.simulated:
+        chart = line_chart(labels, {"best true q": best_q, "median true q": median_q}, y_label="q")
+    return rows, Markup(chart)  # the SVG helper escapes every label itself
 
 
 def render_report(data: ReportData) -> str:
-    """The whole HTML page for one run."""
+    """The whole HTML page for one tournament run."""
     cands = {c.id: c for c in data.candidates}
     phases = _phases(data)
     final_phase = next(reversed(phases), None)
@@ -266,19 +261,54 @@ def render_report(data: ReportData) -> str:
         for c in data.comparisons
         if c.phase == final_phase and c.presented_a in shown and c.presented_b in shown
     ]
-    title = f"ponder tournament {data.run_id}" + (" (simulated)" if data.simulated else "")
-    return (
-        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>"
-        f"{_header(data)}"
-        f"<h2>Leaderboard ({escape(final_phase or 'no scores')})</h2>"
-        f"{_leaderboard(data, board, cands)}"
-        f"<h2>Score ladder</h2>"
-        f"{score_ladder([(r.candidate_id, r.score) for r in board], highlight=data.winner_id)}"
-        f"<h2>Win matrix</h2>{_win_matrix(ids, matrix_comparisons)}"
-        f"<h2>Progress per generation</h2>{_progress(data, phases)}"
-        f'<h2>Final answer</h2><pre id="final-answer">{escape(data.final_answer)}</pre>'
-        f"<h2>Candidates</h2>{_candidate_texts(ids, cands)}</body></html>\n"
+    progress, chart = _progress(data, phases)
+    texts = []
+    for cid in ids:
+        cand = cands.get(cid)
+        text = (cand.text or f"(stored apart: {cand.text_ref})") if cand else ""
+        texts.append({"id": cid, "text": text})
+    ladder = score_ladder([(r.candidate_id, r.score) for r in board], highlight=data.winner_id)
+    return render_page(
+        "tournament.html",
+        title=f"ponder tournament {data.run_id}" + (" (simulated)" if data.simulated else ""),
+        heading=f"Tournament {data.run_id}",
+        facts=_facts(data),
+        fact_ids={"winner": "winner", "status": "status"},
+        simulated=data.simulated,
+        task=data.task,
+        final_phase=final_phase,
+        leaderboard=_leaderboard(data, board, cands),
+        ladder=Markup(ladder),  # the SVG helper escapes every label itself
+        ids=ids,
+        matrix=_win_matrix(ids, matrix_comparisons),
+        progress=progress,
+        chart=chart,
+        final_answer=data.final_answer,
+        texts=texts,
+    )
+
+
+def render_ask_report(summary: dict[str, Any], answer: str | None) -> str:
+    """The page of an Ask run: its model, usage and answer (or error)."""
+    usage = summary.get("usage") or {}
+    usd = summary.get("usd")
+    facts = [
+        ("status", str(summary.get("status", "unknown"))),
+        ("model", str(summary.get("model", "–"))),
+        ("tokens", f"{usage.get('input_tokens', 0)} in, {usage.get('output_tokens', 0)} out"),
+        ("cost", "unknown" if usd is None else f"${usd:.4f}"),
+        ("completed", str(summary.get("completed_at") or "–")),
+    ]
+    run_id = str(summary.get("run_id", ""))
+    return render_page(
+        "ask.html",
+        title=f"ponder ask {run_id}",
+        heading=f"Ask {run_id}",
+        facts=facts,
+        fact_ids={"status": "status"},
+        simulated=bool(summary.get("simulated")),
+        answer=answer,
+        error=summary.get("error"),
     )
 
 
@@ -302,18 +332,52 @@ def _usage_totals(run_dir: Path, summary: dict[str, Any]) -> tuple[int, int, flo
     # usage.jsonl has one row per billed call and a fixed schema, so prefer it to the summary.
     rows = _read_jsonl(run_dir / "usage.jsonl")
     if rows:
-        usd = [r["usd"] for r in rows if r.get("usd") is not None]
-        return len(rows), sum(_tokens(r) for r in rows), (sum(usd) if usd else None)
+        # One call without a known price makes the total unknown: a sum of the rest would
+        # pass for the cost.
+        unknown = any(r.get("usd") is None or r.get("priced") is False for r in rows)
+        usd = None if unknown else sum(r["usd"] for r in rows)
+        return len(rows), sum(_tokens(r) for r in rows), usd
     calls = summary.get("calls", 0)
     usage = summary.get("usage") or {}
     if isinstance(calls, dict):
         calls = calls.get("used", calls.get("total", 0))
-    return int(calls or 0), _tokens(usage), usage.get("usd")
+    usd = None if summary.get("usd_known") is False else usage.get("usd")
+    return int(calls or 0), _tokens(usage), usd
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _models(summary: dict[str, Any]) -> dict[str, str]:
+    models = summary.get("models") or {}
+    default = models.get("default")
+    by_role: dict[str, str] = {}
+    for role in ("generate", "judge", "mutate"):
+        if chosen := models.get(role) or default:
+            by_role[role] = str(chosen)
+    if models.get("finalize"):
+        by_role["finalize"] = models["finalize"]
+    return by_role
+
+
+def _profile_text(summary: dict[str, Any]) -> str | None:
+    profile = summary.get("profile")
+    if not isinstance(profile, dict):
+        return summary.get("profile_name")
+    shape = ", ".join(f"{k}={profile[k]}" for k in ("n", "k", "t", "m") if k in profile)
+    name = summary.get("profile_name") or "custom"
+    return f"{name} ({shape})" if shape else name
 
 
 def report_data_from_run_dir(run_dir: Path) -> ReportData:
-    """Rebuild the report's data from ``summary.json`` and the ``*.jsonl`` artifacts."""
+    """Rebuild the report's data from ``summary.json``, ``config.json`` and the ``*.jsonl``."""
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    config = _read_json(run_dir / "config.json")
     simulated = bool(summary.get("simulated", False))
     candidates = [CandidateRow.model_validate(r) for r in _read_jsonl(run_dir / "candidates.jsonl")]
     if simulated:
@@ -328,6 +392,8 @@ def report_data_from_run_dir(run_dir: Path) -> ReportData:
     else:  # no artifacts/final.txt yet (e.g. a failed run): show the winner's text, if any
         final_answer = (winner.text or "") if winner else ""
     calls, tokens, usd = _usage_totals(run_dir, summary)
+    budget = summary.get("budget") or config.get("budget") or {}
+    seed = summary.get("seed", config.get("seed"))
     return ReportData(
         run_id=summary["run_id"],
         status=summary.get("status", "unknown"),
@@ -342,4 +408,9 @@ def report_data_from_run_dir(run_dir: Path) -> ReportData:
             ComparisonRow.model_validate(r) for r in _read_jsonl(run_dir / "comparisons.jsonl")
         ],
         scores=[ScoreRow.model_validate(r) for r in _read_jsonl(run_dir / "scores.jsonl")],
+        task=config.get("task"),
+        models=_models(summary),
+        profile=_profile_text(summary),
+        seed=seed if isinstance(seed, int) else None,
+        limits={k: v for k, v in budget.items() if v is not None},
     )

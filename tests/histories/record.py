@@ -4,10 +4,12 @@
 """
 
 import asyncio
+import contextlib
 import tempfile
 import uuid
 from pathlib import Path
 
+from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
 from activities.config import load_settings
@@ -76,9 +78,21 @@ async def main():
         )
         await h.result()
         (OUT / "tournament-paused-adaptive.json").write_text((await h.fetch_history()).to_json())
+        await record_refused_input(client, q)
     await env.shutdown()
     for p in OUT.glob("*.json"):
         print(p.name, p.stat().st_size)
 
 
-asyncio.run(main())
+async def record_refused_input(client, q):
+    """A Tournament whose raw input does not decode (``input.invalid``) replays as well."""
+    h = await client.start_workflow(
+        "Tournament", {"task": "Sort a list.", "bogus_field": 1}, id="refused-history", task_queue=q
+    )
+    with contextlib.suppress(WorkflowFailureError):
+        await h.result()
+    (OUT / "tournament-input-invalid.json").write_text((await h.fetch_history()).to_json())
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -17,11 +18,12 @@ from temporalio.client import (
 )
 from temporalio.exceptions import CancelledError
 
-from activities.config import Settings
-from tests.fakes import FakeProvider
+from activities.config import Price, Settings
+from tests.fakes import FakeProvider, Reply, Seen, sim_responder
 from tests.tournament.helpers import read_jsonl, start
 from workflows.budget import BudgetLimits
 from workflows.names import QUERY_EVENTS, QUERY_PROGRESS, SIGNAL_EXTEND_BUDGET, UPDATE_EXTEND_BUDGET
+from workflows.tournament.profiles import Profile
 from workflows.tournament.types import Event, ExtendBudgetInput, ExtendBudgetResult, Progress
 
 # balanced = 60 nominal calls; 25% invalid judge output spends the retry headroom, so a cap of
@@ -186,3 +188,72 @@ async def test_cancel_while_finalizing_ends_cancelled_not_failed(
     usage = read_jsonl(settings.runs_dir / handle.id / "usage.jsonl")
     assert usage[-1]["phase"] == "finalizing" and usage[-1]["error_code"] == "cancelled"
     fake.resume()
+
+
+# Every call through the fake reports 12 prompt tokens (no cache rate): at 1000 USD per million
+# input tokens and nothing for output, each call costs exactly PER_CALL, whatever its text.
+PER_CALL = 12 * 1000.0 / 1_000_000
+USD_PRICE = Price(input=1000.0, output=0.0)
+
+
+async def test_max_usd_pauses_within_the_in_flight_window_and_extends_in_the_same_run(
+    client: Client, queue: str, fake: FakeProvider
+) -> None:
+    """USD is known only after a response, so calls already in flight when ``max_usd`` is reached
+    still land: spend may pass the limit by at most the in-flight window, c calls of at most
+    PER_CALL each (the tournament spec's bound), and never by more."""
+    concurrency = 8
+    limit = 10.5 * PER_CALL  # reached by the 11th answer, with the generation phase under way
+
+    def slow_sim(seen: Seen) -> Reply:  # calls overlap, so the window is really full
+        reply = sim_responder(seen)
+        reply.delay_s = 0.05
+        return reply
+
+    fake.responder = slow_sim
+    handle = await start(
+        client,
+        queue,
+        custom=Profile(n=20, k=2, t=0, m=2),  # 20 generations, then 20 final judge calls
+        seed=8,
+        model="local:default",
+        prices={"local:default": USD_PRICE},
+        concurrency={"generate": concurrency, "judge": concurrency},
+        budget=BudgetLimits(max_usd=limit),
+    )
+    paused = await wait_for_status(handle, "awaiting_budget")
+    await asyncio.sleep(1.0)  # the window drains; nothing new may start while paused
+    paused = await progress(handle)
+    assert paused.status == "awaiting_budget" and paused.blocking_limit == "max_usd"
+    assert paused.in_flight == 0
+    assert len(fake.seen) == paused.spent.calls
+    assert paused.spent.usd == pytest.approx(paused.spent.calls * PER_CALL)
+    # Reserved only while spend < limit: at most floor(limit / PER_CALL) answers were in when the
+    # last call was reserved, plus the c calls then in flight.
+    assert paused.spent.calls <= math.floor(limit / PER_CALL) + concurrency
+    assert paused.spent.usd <= limit + concurrency * PER_CALL + 1e-12
+    # Not vacuous: calls in flight at the crossing did land after it (the 11th alone crosses).
+    assert paused.spent.calls > math.ceil(limit / PER_CALL)
+    assert paused.phase == "initial_generation"
+
+    with pytest.raises(WorkflowUpdateFailedError) as refused:
+        await handle.execute_update(
+            UPDATE_EXTEND_BUDGET,
+            ExtendBudgetInput(max_usd=limit),
+            result_type=ExtendBudgetResult,
+        )
+    assert "max_usd" in str(refused.value.cause) and "below what is already spent" in str(
+        refused.value.cause
+    )
+    first_run_id = (await handle.describe()).run_id
+    extended = await handle.execute_update(
+        UPDATE_EXTEND_BUDGET, ExtendBudgetInput(max_usd=1.0), result_type=ExtendBudgetResult
+    )
+    assert extended.budget.max_usd == 1.0
+    result = await asyncio.wait_for(handle.result(), 60)
+    assert result.status == "completed"
+    assert (await handle.describe()).run_id == first_run_id  # the same run, continued
+    assert result.spent.calls == len(fake.seen) == 40  # every call made once, none lost
+    assert result.spent.usd == pytest.approx(40 * PER_CALL)
+    events = [e["type"] for e in read_jsonl(Path(result.run_dir) / "events.jsonl")]
+    assert events.count("budget.paused") == 1 and "budget.resumed" in events

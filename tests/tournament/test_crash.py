@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sys
 import time
 import uuid
 from collections import Counter
@@ -16,39 +15,17 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from activities.config import Endpoint, Settings
+from client.connect import connect
+from client.embedded import EmbeddedServer
 from tests.conftest import with_endpoint
 from tests.fakes import FakeProvider
 from tests.tournament.helpers import fingerprint, run
+from tests.worker_process import start_worker
 from worker.worker import WorkerOptions, running_worker
 from workflows.names import TOURNAMENT
 from workflows.tournament.types import TournamentInput, TournamentResult
 
 KILL_PHASES = ["initial_generation", "generation_judging:2", "generation_mutation:3"]
-
-
-async def start_worker(settings: Settings, address: str, queue: str) -> asyncio.subprocess.Process:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PONDER_", "TEMPORAL_"))}
-    env |= {
-        "TEMPORAL_ADDRESS": address,
-        "PONDER_HOME": str(settings.home),
-        "PONDER_RUNS_DIR": str(settings.runs_dir),
-        "PONDER_PAYLOAD_DIR": str(settings.payload_dir),
-        "PONDER_CONFIG": str(settings.home / "ponder.toml"),
-    }
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "worker",
-        "--task-queue",
-        queue,
-        "--heartbeat-timeout",
-        "2",
-        "--sticky-timeout",
-        "1",
-        env=env,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
 
 
 async def wait_for_phase(fake: FakeProvider, phase: str, timeout: float = 60) -> None:
@@ -123,3 +100,62 @@ async def test_killed_worker_resumes_without_repeating_completed_calls(
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
     ]
     assert max(attempts) > 1
+
+
+async def test_killed_server_mid_tournament_restarts_and_repeats_only_calls_in_flight(
+    settings: Settings, fake: FakeProvider, no_leftover_processes: None
+) -> None:
+    """``kill -9`` the embedded server (SQLite under a temp $PONDER_HOME) while a judging batch
+    is held open at the fake: the lease's watchdog brings it back on the same port, the worker
+    and the run carry on, and no call that had answered before the kill is made again."""
+    settings.home.mkdir(parents=True, exist_ok=True)
+    (settings.home / "ponder.toml").write_text(
+        f'[providers.local]\nkind = "openai"\nbase_url = "{fake.url}"\nponder_headers = true\n'
+    )
+    server = EmbeddedServer(settings.home)
+    queue = f"test-{uuid.uuid4()}"
+    phase = "generation_judging:1"
+    async with server.lease() as info:
+        client = await connect(settings, info.address)
+        worker = await start_worker(settings, info.address, queue)
+        try:
+            fake.hold_when = lambda seen: seen.phase == phase
+            handle = await client.start_workflow(
+                TOURNAMENT,
+                TournamentInput(
+                    task="Sort a list in place.", profile="balanced", seed=5, model="local:default"
+                ),
+                id=f"restart-{uuid.uuid4().hex[:8]}",
+                task_queue=queue,
+                result_type=TournamentResult,
+            )
+            await wait_for_phase(fake, phase)
+            answered = {s.call_id for s in fake.seen if s.phase != phase}
+            in_flight = {s.call_id for s in fake.seen if s.phase == phase}
+            os.kill(info.pid, signal.SIGKILL)
+            fake.resume()  # the held calls answer while the server is down
+            deadline = time.monotonic() + 60
+            while (now := server.read_state()) is None or now.pid == info.pid:
+                assert time.monotonic() < deadline, "the watchdog did not restart the server"
+                await asyncio.sleep(0.1)
+            assert now.grpc_port == info.grpc_port
+            client = await connect(settings, info.address)
+            result = await asyncio.wait_for(
+                client.get_workflow_handle(handle.id, result_type=TournamentResult).result(), 120
+            )
+            # The same tournament without a kill (the fake wraps the sim, so same outputs).
+            reference = await run(client, queue, profile="balanced", seed=5, model="sim:default")
+        finally:
+            fake.resume()
+            if worker.returncode is None:
+                worker.send_signal(signal.SIGTERM)
+                await worker.wait()
+
+    assert result.status == "completed"
+    counts = Counter(s.call_id for s in fake.seen)
+    repeated = {call for call, n in counts.items() if n > 1}
+    assert answered and in_flight and len(in_flight) <= 8
+    assert repeated <= in_flight  # only calls in flight at the kill ran again
+    assert len(counts) == 60  # every logical call reached the provider
+    assert result.spent.calls == 60  # and each logical call was billed once
+    assert fingerprint(Path(result.run_dir)) == fingerprint(Path(reference.run_dir))

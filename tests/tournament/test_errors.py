@@ -25,6 +25,7 @@ from workflows.tournament.types import RoleModels, TournamentInput
 
 SPEC_CODES = {
     "profile.invalid",
+    "profile.too_large",
     "rank.k_required",
     "rank.k_invalid",
     "rank.max_calls_required",
@@ -47,6 +48,7 @@ def test_the_closed_list_is_the_spec_list() -> None:
 # caller's refusal (Temporal's id policy), checked below through the client's start path.
 WORKFLOW_TRIGGERS: dict[str, dict[str, Any]] = {
     "profile.invalid": {"custom": Profile(n=3, k=1, t=0, m=2)},
+    "profile.too_large": {"custom": Profile(n=2000, k=2, t=1, m=2)},
     "rank.k_required": {"rank": RankBlock(mode="k-regular")},
     "rank.k_invalid": {"rank": RankBlock(mode="k-regular", k=4)},
     "rank.max_calls_required": {
@@ -66,7 +68,7 @@ WORKFLOW_TRIGGERS: dict[str, dict[str, Any]] = {
     "judge.persistent_invalid_json": {
         "models": RoleModels(judge="sim:default,invalid_json_rate=1"),
     },
-    "run.id_invalid": {"run_id": "bad id!"},
+    "run.id_invalid": {"run_id": "bad id!"},  # made unique per test below
     "provider.auth": {"model": "local:default"},  # the fake answers 401 below
 }
 
@@ -84,7 +86,8 @@ async def test_every_code_reaches_the_caller_as_the_failure_type(
     if code == "provider.auth":
         fake.replies = [Reply(401, {"error": "bad key"})] * 4
     fields = {"profile": "quick", "concurrency": {"generate": 1}, **WORKFLOW_TRIGGERS[code]}
-    fields.setdefault("run_id", f"code-{uuid.uuid4().hex[:8]}")
+    unique = uuid.uuid4().hex[:8]  # the session's server keeps every id; no clash with others
+    fields["run_id"] = f"{fields['run_id']}-{unique}" if "run_id" in fields else f"code-{unique}"
     error = await failure(client, queue, **fields)
     assert error.type == code
     assert error.non_retryable

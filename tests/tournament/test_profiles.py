@@ -209,3 +209,75 @@ def test_preflight_refuses_a_plan_over_max_calls() -> None:
     check_planned_calls(dry, 16)  # retry headroom is not counted
     with refused("budget.planned_calls_exceeded", "needs 16 calls", "max_calls=15", "at least 16"):
         check_planned_calls(dry, 15)
+
+
+def test_given_candidates_plan_no_generation_calls() -> None:
+    """Ranking 5 given candidates makes the 10 judge calls only (it planned 15 before)."""
+    from workflows.tournament.preflight import preflight, rank_profile
+    from workflows.tournament.types import GivenCandidate, TournamentInput
+
+    given = [GivenCandidate(id=f"c{i}", text=f"answer {i}") for i in range(5)]
+    payload = TournamentInput(
+        task="x",
+        custom=rank_profile(5),
+        rank=RankBlock(mode="all-pairs"),
+        candidates=given,
+        budget={"max_calls": 10},  # type: ignore[arg-type]
+    )
+    checked = preflight(payload)  # a max_calls equal to the pair count is enough
+    assert checked.tournament.planned_calls == 10
+    assert checked.tournament.phases[0].calls == 0
+    with refused("budget.planned_calls_exceeded", "needs 10 calls"):
+        preflight(
+            payload.model_copy(
+                update={"budget": payload.budget.model_copy(update={"max_calls": 9})}
+            )
+        )
+
+
+def test_finalizer_polishes_at_its_own_low_temperature() -> None:
+    from workflows.tournament.preflight import preflight
+    from workflows.tournament.types import TournamentInput
+
+    for name in BUILTIN_PROFILES:
+        temps = preflight(TournamentInput(task="x", profile=name)).temperatures
+        assert temps["finalize"] == 0.2
+        assert temps["mutate"] == 1.0  # the finalizer no longer borrows it
+    with refused("profile.invalid", "finalize_temperature"):
+        Profile(n=4, k=2, t=1, m=2, finalize_temperature=-1).check()
+
+
+def test_rank_block_modes_and_the_auto_fallback() -> None:
+    from workflows.tournament.profiles import ALL_PAIRS_FREE_LIMIT, rank_block
+
+    assert rank_block(5).mode == "all-pairs"  # 10 pairs fit the free limit
+    assert rank_block(14).mode == "all-pairs"  # 91 pairs
+    fallback = rank_block(20)  # 190 pairs > 100: the largest k with n*k/2 <= 100
+    assert (fallback.mode, fallback.k) == ("k-regular", 10)
+    assert fallback.calls(20) <= ALL_PAIRS_FREE_LIMIT
+    capped = rank_block(20, max_calls=190)
+    assert (capped.mode, capped.calls(20)) == ("all-pairs", 190)
+    assert rank_block(7, max_calls=10).k == 2  # odd n needs an even k; 7 calls
+    assert rank_block(6, k=3).mode == "k-regular"  # an explicit degree is honoured
+    assert rank_block(6, "all-pairs", seed=9).seed == 9
+    with refused("rank.max_calls_exceeded", "at least 7 judge calls"):
+        rank_block(7, max_calls=6)
+    with refused("profile.invalid", "at least two candidates"):
+        rank_block(1, "all-pairs")
+
+
+def test_an_auto_rank_block_in_workflow_input_resolves_before_scheduling() -> None:
+    from workflows.tournament.schedule import final_schedule
+
+    auto = RankBlock(mode="auto")
+    ids = [f"c{i}" for i in range(20)]
+    assert auto.calls(5) == 10 and auto.resolved(5).mode == "all-pairs"
+    pairs = final_schedule(ids, m=2, seed=1, rank=auto)
+    assert len(pairs) == 100  # 190 pairs over the cap: k-regular with k = 10
+    degree = {cid: 0 for cid in ids}
+    for pair in pairs:
+        degree[pair.scheduled_a] += 1
+        degree[pair.scheduled_b] += 1
+    assert set(degree.values()) == {10}
+    assert len(final_schedule(ids[:5], m=2, seed=1, rank=auto)) == 10
+    assert plan(get_profile("quick"), rank=auto).phases[-1].calls == 6

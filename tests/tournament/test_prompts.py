@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
+from temporalio.client import Client
 
+from tests.fakes import FakeProvider, Reply, Seen, openai_completion
+from tests.tournament.helpers import read_jsonl, run
 from workflows.tournament.errors import TournamentError
 from workflows.tournament.prompts import (
     DEFAULT_RUBRIC,
@@ -21,6 +26,7 @@ from workflows.tournament.prompts import (
     template_variables,
     validate_overrides,
 )
+from workflows.tournament.types import RoleModels
 
 VALUES = {
     "task": "TASK-TEXT",
@@ -166,3 +172,85 @@ def test_json_example_in_an_override_survives() -> None:
 def test_unknown_style_or_role() -> None:
     with pytest.raises(ValueError, match="styles are general, paper-programming"):
         builtin_template("generate", "poetry")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("style", ["general", "paper-programming"])
+def test_finalizer_polishes_and_keeps_the_approach(style: str) -> None:
+    prompt = render("finalize", values_for("finalize"), style=style)  # type: ignore[arg-type]
+    text = (prompt.system + prompt.user).lower()
+    assert "keep" in text and ("approach" in text or "algorithm" in text)
+    assert "do not start over" in text or "not write a new program" in text
+    assert "correct" in text
+
+
+def test_paper_programming_has_a_code_rubric_per_role() -> None:
+    from workflows.tournament.prompts import CODE_RUBRICS
+
+    assert set(CODE_RUBRICS) == {"generate", "compare", "mutate", "finalize"}
+    assert len(set(CODE_RUBRICS.values())) == 4  # each role its own
+    for role in ("generate", "compare", "mutate", "finalize"):
+        paper = render(role, values_for(role), style="paper-programming")  # type: ignore[arg-type]
+        general = render(role, values_for(role), style="general")  # type: ignore[arg-type]
+        assert CODE_RUBRICS[role] in paper.user  # type: ignore[index]
+        assert "Code rubric" not in general.user
+        assert "RUBRIC-TEXT" in paper.user  # the task's own rubric still applies
+
+
+def test_output_caps_override_per_role_and_are_validated() -> None:
+    from workflows.tournament.prompts import validate_output_caps
+
+    capped = render("compare", values_for("compare"), caps={"compare": 300})
+    assert capped.max_output_tokens == 300
+    assert render("mutate", values_for("mutate"), caps={"compare": 300}).max_output_tokens == 4096
+    validate_output_caps({"generate": 10})
+    with pytest.raises(TournamentError, match="role 'judge'"):
+        validate_output_caps({"judge": 10})
+    with pytest.raises(TournamentError, match=">= 1"):
+        validate_output_caps({"mutate": 0})
+
+
+def test_rendered_prompt_has_a_content_address() -> None:
+    one = render("generate", values_for("generate"))
+    assert one.sha256 == render("generate", values_for("generate")).sha256
+    other = render("generate", values_for("generate") | {"task": "another"})
+    assert one.sha256 != other.sha256 and len(one.sha256) == 64
+
+
+async def test_finalizer_call_runs_at_0_2_and_an_unchanged_polish_is_not_postprocessed(
+    client: Client, queue: str, fake: FakeProvider
+) -> None:
+    """Every candidate is "SAME"; a finalizer that returns it unchanged post-processed nothing."""
+    verdict = '{"feedback_a": "ok", "feedback_b": "ok", "winner": "A"}'
+
+    def same(seen: Seen) -> Reply:
+        user = seen.body["messages"][-1]["content"]
+        return Reply(body=openai_completion(verdict if "Solution A" in user else "SAME"))
+
+    fake.responder = same
+    result = await run(
+        client,
+        queue,
+        profile="quick",
+        seed=5,
+        model="local:m",
+        models=RoleModels(finalize="local:m"),
+        include_prompts=True,
+    )
+    run_dir = Path(result.run_dir)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert result.final_answer == "SAME"
+    assert summary["final_answer_is_postprocessed"] is False
+    finalizing = [s for s in fake.seen if s.phase == "finalizing"]
+    assert [s.body["temperature"] for s in finalizing] == [0.2]
+    mutating = [s for s in fake.seen if s.phase.startswith("generation_mutation")]
+    assert {s.body["temperature"] for s in mutating} == {1.0}
+    # include_prompts: every usage row names a stored, content-addressed prompt.
+    usage = read_jsonl(run_dir / "usage.jsonl")
+    assert len(usage) == 16 and all(row["prompt_sha256"] for row in usage)
+    for row in usage:
+        stored = json.loads((run_dir / "prompts" / f"{row['prompt_sha256']}.json").read_text())
+        text = json.dumps(stored, sort_keys=True, ensure_ascii=False)
+        assert hashlib.sha256(text.encode()).hexdigest() == row["prompt_sha256"]
+    final_prompt = next(u for u in usage if u["phase"] == "finalizing")["prompt_sha256"]
+    stored = json.loads((run_dir / "prompts" / f"{final_prompt}.json").read_text())
+    assert stored["role"] == "finalize" and "SAME" in stored["user"]

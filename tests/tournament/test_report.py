@@ -310,7 +310,8 @@ def test_report_data_from_run_dir(run_dir: Path) -> None:
     assert [c.id for c in data.comparisons] == [c.id for c in COMPARISONS]
     assert data.comparisons[2].confidence == 0.5
     assert data.scores == SCORES
-    assert (data.calls, data.tokens, data.usd) == (4, 310, 1.5)  # from usage.jsonl
+    # From usage.jsonl; one call without a price makes the cost unknown, never a partial sum.
+    assert (data.calls, data.tokens, data.usd) == (4, 310, None)
     assert data.final_answer == "the polished answer"
 
     dom = parse(render_report(data))
@@ -325,3 +326,84 @@ def test_report_data_falls_back_to_summary_and_winner_text(run_dir: Path) -> Non
     assert (data.calls, data.tokens) == (6, 1)
     assert data.final_answer.startswith("Simulated answer.")
     assert data.final_answer.endswith("id=g0-c1]")
+
+
+def test_priced_usage_sums_and_unpriced_shows_unknown(run_dir: Path) -> None:
+    rows = [
+        {"usage_id": f"u{i}", "phase": "final_judging", "total_tokens": 100, "usd": 0.5}
+        for i in range(3)
+    ]
+    _write_jsonl(run_dir / "usage.jsonl", rows)
+    assert report_data_from_run_dir(run_dir).usd == 1.5
+    rows[1] |= {"usd": 0.0, "priced": False}  # a call of a model with no known price
+    _write_jsonl(run_dir / "usage.jsonl", rows)
+    data = report_data_from_run_dir(run_dir)
+    assert data.usd is None
+    page = render_report(data)
+    facts = _facts(parse(page))
+    assert facts["cost"] == "unknown"
+    assert "$0.0000" not in page
+
+
+def _facts(dom: DomBuilder) -> dict[str, str]:
+    facts = dom.root.one("dl", id="facts")
+    names = [dt.text() for dt in facts.find_all("dt")]
+    return dict(zip(names, [dd.text() for dd in facts.find_all("dd")], strict=True))
+
+
+def test_header_shows_task_models_profile_seed_and_limits(run_dir: Path) -> None:
+    summary = json.loads((run_dir / "summary.json").read_text())
+    summary |= {
+        "profile": {"n": 4, "k": 2, "t": 1, "m": 2, "lambda": 0.01},
+        "profile_name": "quick",
+        "seed": 42,
+        "models": {"generate": None, "judge": "sim:judge", "finalize": None, "default": "sim:x"},
+        "budget": {"max_calls": 16, "max_usd": 5.0, "max_input_tokens": None},
+    }
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    (run_dir / "config.json").write_text(json.dumps({"task": f"Sort {EVIL}"}))
+    page = render_report(report_data_from_run_dir(run_dir))
+    dom = parse(page)
+    facts = _facts(dom)
+    assert facts["profile"] == "quick (n=4, k=2, t=1, m=2)"
+    assert facts["seed"] == "42"
+    assert facts["limits"] == "max_calls=16, max_usd=5.00"
+    assert facts["models"] == "generate: sim:x, judge: sim:judge, mutate: sim:x"
+    assert dom.root.one("pre", id="task").text() == f"Sort {EVIL}"
+    assert "<script" not in page
+
+
+def test_lenient_rows_derive_from_the_strict_rows() -> None:
+    from workflows.tournament import types as strict
+
+    for lenient, row in (
+        (CandidateRow, strict.CandidateRow),
+        (ComparisonRow, strict.ComparisonRow),
+        (ScoreRow, strict.ScoreRow),
+    ):
+        assert issubclass(lenient, row)
+        # Same fields, same types: only defaults are added (plus the sim's true quality).
+        for name, field in row.model_fields.items():
+            assert lenient.model_fields[name].annotation == field.annotation, name
+    assert set(CandidateRow.model_fields) - set(strict.CandidateRow.model_fields) == {
+        "text_ref",
+        "true_quality",
+    }
+
+
+def test_ask_report_uses_the_shared_layout() -> None:
+    from activities.tournament.report import render_ask_report
+
+    summary = {
+        "run_id": "ask-1",
+        "status": "completed",
+        "model": "sim:default",
+        "usage": {"input_tokens": 3, "output_tokens": 5},
+        "usd": None,
+    }
+    dom = parse(render_ask_report(summary, f"answer {EVIL}"))
+    facts = _facts(dom)
+    assert facts["status"] == "completed" and facts["model"] == "sim:default"
+    assert facts["cost"] == "unknown"
+    assert dom.root.one("pre", id="answer").text() == f"answer {EVIL}"
+    assert dom.tags["style"] == 1 and dom.tags["script"] == 0

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
+import click
 import pytest
 
 from tests.cli import cli_env, ponder
+from workflows.tournament.profiles import BUILTIN_PROFILES
+from workflows.tournament.types import TournamentInput
 
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
@@ -98,6 +102,8 @@ async def test_pause_exits_75_and_extend_finishes_the_same_run(tmp_path: Path) -
     )
     assert paused.code == 75, paused.err
     assert "ponder extend tight" in paused.err
+    # Without a terminal the pause message still starts a line of its own.
+    assert any(line.startswith("run tight is paused") for line in paused.err.splitlines())
     below = await ponder("extend", "tight", "--calls", "10", env=env)
     assert below.code == 2
     assert "below what is already spent" in below.err
@@ -105,6 +111,7 @@ async def test_pause_exits_75_and_extend_finishes_the_same_run(tmp_path: Path) -
     assert "continue with: ponder extend tight --calls +" in paused_status.out
     resumed = await ponder("extend", "tight", "--calls", "+100", "--detach", env=env)
     assert resumed.code == 0, resumed.err
+    assert "budget now max_calls=160" in resumed.err  # not a Python dict
     from tests.test_worker_cli import wait_until
 
     summary_path = tmp_path / "runs/tight/summary.json"
@@ -194,7 +201,235 @@ async def test_ctrl_c_detaches_and_the_run_goes_on(tmp_path: Path) -> None:
 
 
 async def test_unknown_run_id_is_one_line_exit_2(tmp_path: Path) -> None:
-    for command in ("status", "watch", "extend", "cancel"):
-        done = await ponder(command, "no-such-run", env=cli_env(tmp_path))
+    for command in (["status"], ["watch"], ["extend", "--calls", "5"], ["cancel"]):
+        done = await ponder(*command, "no-such-run", env=cli_env(tmp_path))
         assert done.code == 2, (command, done.err)
         assert "not found" in done.err and "Traceback" not in done.err
+
+
+def _built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> TournamentInput:
+    """The workflow input ``ponder think ARGS`` would start (parsed by the real command)."""
+    from activities.config import load_settings
+    from client.tournament_cli import build_input, think
+
+    monkeypatch.setenv("PONDER_HOME", str(tmp_path))
+    context = think.make_context("think", ["x", "--provider", "sim", "--dry-run", *args])
+    return build_input(load_settings(None), **context.params)
+
+
+def test_overrides_change_only_what_they_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paper = BUILTIN_PROFILES["paper"]
+    bigger = _built(tmp_path, monkeypatch, "--profile", "paper", "--n", "30").custom
+    assert bigger is not None and (bigger.n, bigger.k, bigger.t, bigger.m) == (30, 4, 3, 10)
+    # Temperatures and lambda stay the paper's (1.0 / 1.0 / 0 and 0.01), not the custom 0.8/0.6.
+    assert bigger.model_dump(exclude={"n"}) == paper.model_dump(exclude={"n"})
+    tuned = _built(
+        tmp_path,
+        monkeypatch,
+        "--profile",
+        "paper",
+        "--lambda",
+        "0.1",
+        "--temperature",
+        "judge=0.3",
+        "--temperature",
+        "finalize=0",
+    ).custom
+    assert tuned is not None
+    assert tuned.model_dump() == paper.model_dump() | {
+        "lambda": 0.1,
+        "judge_temperature": 0.3,
+        "finalize_temperature": 0.0,
+    }
+    assert _built(tmp_path, monkeypatch, "--profile", "paper").custom is None
+
+
+def test_every_input_option_has_a_flag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    prompts = tmp_path / "prompts.json"
+    prompts.write_text(json.dumps({"finalize": {"system": "Polish {task} gently."}}))
+    built = _built(
+        tmp_path,
+        monkeypatch,
+        "--max-critique-chars",
+        "900",
+        "--concurrency",
+        "2",
+        "--concurrency",
+        "judge=5",
+        "--max-output-tokens",
+        "judge=300",
+        "--max-output-tokens",
+        "finalize=99",
+        "--max-output-tokens",
+        "5000",
+        "--prompts",
+        str(prompts),
+        "--include-prompts",
+    )
+    assert built.critique_chars == 900
+    assert built.concurrency.model_dump() == {"generate": 2, "judge": 5, "mutate": 2}
+    assert built.output_token_caps == {"compare": 300, "finalize": 99}
+    assert built.budget.max_output_tokens == 5000  # a bare number stays the run's budget
+    assert built.prompts is not None and built.prompts.finalize is not None
+    assert built.prompts.finalize.system == "Polish {task} gently."
+    assert built.include_prompts is True
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        ('{"judge": {"user": "x"}}', "judge: Extra inputs are not permitted"),
+        ('{"generate": {"user": "{candidate}"}}', "prompts.unknown_variable"),
+        ("not json", "is not valid JSON"),
+    ],
+)
+def test_bad_prompts_file_is_refused_with_its_field(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str, fragment: str
+) -> None:
+    from activities.errors import ConfigError
+
+    prompts = tmp_path / "prompts.json"
+    prompts.write_text(content)
+    with pytest.raises(ConfigError, match=re.escape(fragment)):
+        _built(tmp_path, monkeypatch, "--prompts", str(prompts))
+
+
+async def test_dry_run_shows_the_adaptive_rounds(tmp_path: Path) -> None:
+    args = ("think", "x", "--profile", "balanced", "--dry-run")
+    regular = await ponder(*args, env=cli_env(tmp_path))
+    adaptive = await ponder(*args, "--schedule", "adaptive", env=cli_env(tmp_path))
+    assert regular.code == adaptive.code == 0, adaptive.err
+    assert "adaptive" not in regular.out and "sequential rounds: 6" in regular.out
+    # 12 judge calls over 8 candidates: a first round of 8, then one batch of 4.
+    assert "generation_judging:1     12  (adaptive: 2 rounds of 8 + 4)" in adaptive.out
+    assert "final_judging            16  (adaptive: 2 rounds of 8 + 8)" in adaptive.out
+    assert "sequential rounds: 9" in adaptive.out
+
+
+async def test_openai_models_are_priced_and_the_table_is_dated(tmp_path: Path) -> None:
+    from activities.pricing import PRICES_AS_OF
+
+    done = await ponder(
+        "think",
+        "x",
+        "--model",
+        "openai:gpt-4o-mini",
+        "--judge-model",
+        "openai:gpt-4o",
+        "--max-usd",
+        "5",
+        "--dry-run",
+        env=cli_env(tmp_path),
+    )
+    assert done.code == 0, done.err
+    # 15 calls x (2k x $2.50 + 1k x $10) / 1M at gpt-4o, the dearer model: 0.225.
+    assert "estimated USD: 0.22" in done.out
+    assert f"as of {PRICES_AS_OF}" in done.out
+    (tmp_path / "ponder.toml").write_text('[prices."openai:gpt-4o"]\ninput = 100.0\noutput = 0\n')
+    overridden = await ponder(
+        "think", "x", "--model", "openai:gpt-4o", "--dry-run", env=cli_env(tmp_path)
+    )
+    assert "estimated USD: 3.00" in overridden.out  # 15 x 2k x $100 / 1M
+
+
+async def test_rank_plans_only_the_judge_calls_and_has_modes(tmp_path: Path) -> None:
+    files = []
+    for i in range(5):
+        path = tmp_path / f"c{i}.txt"
+        path.write_text(f"answer {i}\n[sim q={i / 2} id=c{i}]")
+        files.append(str(path))
+    env = cli_env(tmp_path)
+    done = await ponder(
+        "rank", *files, "--task", "x", "--max-calls", "10", "--run-id", "r5", env=env
+    )
+    assert done.code == 0, done.err  # 10 pairs, no generation calls: 10 is enough
+    usage = (tmp_path / "runs/r5/usage.jsonl").read_text().splitlines()
+    assert len(usage) == 10
+    progress = json.loads((await ponder("status", "r5", "--json", env=env)).out)
+    assert progress["calls_planned"] == 10
+    regular = await ponder(
+        "rank", *files[:4], "--task", "x", "--rank-mode", "k-regular", "--rank-k", "1",
+        "--rank-seed", "3", "--run-id", "r4", env=env,
+    )  # fmt: skip
+    assert regular.code == 0, regular.err
+    assert len((tmp_path / "runs/r4/usage.jsonl").read_text().splitlines()) == 2
+    over = await ponder(
+        "rank", *files, "--task", "x", "--rank-mode", "all-pairs", "--rank-max-calls", "9",
+        env=env,
+    )  # fmt: skip
+    assert over.code == 2 and "rank.max_calls_exceeded" in over.err
+    one = await ponder("rank", files[0], "--task", "x", env=env)
+    assert one.code == 2 and "rank needs at least two candidate files" in one.err
+    assert "profile.k" not in one.err
+
+
+async def test_small_refusals_name_what_is_wrong(tmp_path: Path) -> None:
+    env = cli_env(tmp_path)
+    nothing = await ponder("extend", "some-run", env=env)
+    assert nothing.code == 2 and "at least one new limit" in nothing.err
+    missing = await ponder(
+        "mutate", str(tmp_path / "gone.txt"), "--task", "x", "--critique", "y", env=env
+    )
+    assert missing.code == 2 and f"candidate file {tmp_path / 'gone.txt'}" in missing.err
+
+
+def test_every_option_has_help_text() -> None:
+    from client.cli import cli
+
+    missing = [
+        f"{name} {param.opts[0]}"
+        for name, command in cli.commands.items()
+        for param in command.params
+        if isinstance(param, click.Option) and not param.help
+    ]
+    assert missing == []
+
+
+def test_progress_table_counts_from_the_start_and_names_limits() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from rich.console import Console
+    from temporalio.client import WorkflowExecutionStatus
+
+    from client.tournament_control import state_name
+    from client.tournament_follow import progress_table
+    from workflows.budget import BudgetLimits, BudgetSpent
+    from workflows.tournament.types import Progress
+
+    done = Progress(
+        run_id="r", status="completed", phase="final_judging", generation=1, calls_planned=15,
+        budget=BudgetLimits(max_calls=16, max_output_tokens=100),
+        spent=BudgetSpent(calls=15, output_tokens=100), blocking_limit="max_output_tokens",
+    )  # fmt: skip
+    started = datetime.now(UTC) - timedelta(seconds=100)
+    console = Console(record=True, width=120)
+    console.print(progress_table(done, started, started + timedelta(seconds=42)))
+    text = console.export_text()
+    assert "completed" in text and "(max_output_tokens)" not in text
+    assert "max_calls=16, max_output_tokens=100" in text
+    assert "42.0s" in text
+    console.print(progress_table(done.model_copy(update={"status": "awaiting_budget"}), started))
+    text = console.export_text()
+    assert "awaiting_budget (max_output_tokens)" in text
+    assert "100." in text  # still running: elapsed since the run's start, not since this view
+    assert state_name(WorkflowExecutionStatus.CANCELED) == "cancelled"
+    unknown = done.model_copy(update={"usd_known": False})
+    console.print(progress_table(unknown))
+    assert "unknown" in console.export_text() and "$0.0000" not in console.export_text()
+
+
+async def test_status_and_report_on_an_ask_run_give_an_ask_view(tmp_path: Path) -> None:
+    env = cli_env(tmp_path)
+    asked = await ponder("ask", "hello", "--model", "sim:default", "--run-id", "a1", env=env)
+    assert asked.code == 0, asked.err
+    shown = await ponder("status", "a1", env=env)
+    assert shown.code == 0, shown.err
+    assert "ask" in shown.out and "completed" in shown.out and "sim:default" in shown.out
+    as_json = json.loads((await ponder("status", "a1", "--json", env=env)).out)
+    assert as_json["kind"] == "ask" and as_json["answer_path"].endswith("answer.txt")
+    report = await ponder("report", "a1", env=env)
+    assert report.code == 0, report.err
+    page = Path(report.out.strip()).read_text()
+    assert 'id="answer"' in page and "leaderboard" not in page

@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from activities.config import Price, Settings
+from activities.config import Endpoint, Price, Settings
+from tests.conftest import with_endpoint
 from tests.fakes import FakeProvider, Reply
 from tests.tournament.helpers import failure, fingerprint, read_jsonl, run, start
+from worker.worker import WorkerOptions, running_worker
 from workflows.budget import BudgetLimits
 from workflows.tournament.profiles import Profile, RankBlock
 from workflows.tournament.prompts import PromptOverride, PromptOverrides
@@ -154,10 +156,8 @@ async def test_persistent_invalid_json_fails_and_never_invents_a_tie(
             "{nonsense}",
         ),
         ({"run_id": "bad id!"}, "run.id_invalid", "[A-Za-z0-9]"),
-        # Raw workflow input (e.g. from `temporal workflow start`) fails cleanly, not stuck.
-        ({"concurrency": {"judge": 0}}, "profile.invalid", "concurrency.judge=0 must be >= 1"),
+        # Field bounds are the input model's (tests/test_inputs.py); this rule is preflight's.
         ({"task": "   "}, "profile.invalid", "task must not be empty"),
-        ({"critique_chars": 10}, "profile.invalid", "critique_chars=10 must be >= 256"),
     ],
 )
 async def test_refusals_before_any_call(
@@ -269,14 +269,28 @@ async def test_adaptive_schedule_spends_the_same_calls_in_batches(
     assert fingerprint(Path(again.run_dir)) == fingerprint(run_dir)
 
 
-async def test_zero_generations_and_a_redacted_config(client: Client, queue: str) -> None:
-    result = await run(
-        client,
-        queue,
-        custom=Profile(n=4, k=2, t=0, m=2),
-        seed=1,
-        prices={"sim:default": Price(input=0.0, output=0.0)},
+async def test_zero_generations_and_a_redacted_config(
+    client: Client, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A real configured key, pasted into the task, the rubric and a prompt override.
+    secret = "sk-live-" + "R4n" * 12
+    monkeypatch.setenv("CONFIGURED_PROVIDER_KEY", secret)
+    keyed = Endpoint(
+        kind="openai", base_url="http://127.0.0.1:9/v1", api_key_env="CONFIGURED_PROVIDER_KEY"
     )
+    settings = with_endpoint(settings, "keyed", keyed)
+    queue = f"test-{uuid.uuid4()}"
+    async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
+        result = await run(
+            client,
+            queue,
+            task=f"Sort a list in place. My key is {secret}.",
+            rubric=f"Correct first; never print {secret}",
+            prompts=PromptOverrides(generate=PromptOverride(system=f"key {secret}: be terse")),
+            custom=Profile(n=4, k=2, t=0, m=2),
+            seed=1,
+            prices={"sim:default": Price(input=0.0, output=0.0)},
+        )
     run_dir = Path(result.run_dir)
     assert result.spent.calls == 4 + 4
     assert {r["phase"] for r in read_jsonl(run_dir / "usage.jsonl")} == {
@@ -286,6 +300,11 @@ async def test_zero_generations_and_a_redacted_config(client: Client, queue: str
     config = json.loads((run_dir / "config.json").read_text())
     assert config["budget"]["max_input_tokens"] is None  # a budget key, not a secret
     assert config["profile"]["n"] == 4
+    assert config["task"] == "Sort a list in place. My key is [redacted]."
+    assert config["rubric"] == "Correct first; never print [redacted]"
+    files = [p for p in run_dir.rglob("*") if p.is_file()]
+    assert run_dir / "config.json" in files and len(files) > 5
+    assert [p for p in files if secret.encode() in p.read_bytes()] == []
 
 
 def test_config_redaction_keeps_budget_keys() -> None:

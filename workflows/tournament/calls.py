@@ -74,6 +74,9 @@ class TournamentCalls:
         self.in_flight = 0
         """Calls dispatched and not yet answered."""
         self.inflight: set[asyncio.Task[Any]] = set()
+        self.prompts: dict[str, dict[str, str]] = {}
+        """Rendered prompts (include_prompts) not yet handed to the artifact writer."""
+        self.prompt_refs: dict[str, str] = {}
 
     # -- running many calls ----------------------------------------------------------------
 
@@ -145,7 +148,13 @@ class TournamentCalls:
     ) -> ModelResponse:
         """Render ``role``'s prompt from ``values`` and make one billed call."""
         override = getattr(self.input.prompts, role) if self.input.prompts else None
-        prompt = render(role, values, style=self.input.prompt_style, override=override)  # type: ignore[arg-type]
+        prompt = render(
+            role,  # type: ignore[arg-type]
+            values,
+            style=self.input.prompt_style,
+            override=override,
+            caps=self.input.output_token_caps,
+        )
         request = ModelRequest(
             model=self.model_for(role),
             prompt=prompt.user,
@@ -160,6 +169,9 @@ class TournamentCalls:
         call = CallModelInput(
             run_id=self.run_id, phase=phase, index=index, attempt=attempt, request=request
         )
+        if self.input.include_prompts:  # kept content-addressed in the run directory
+            self.prompts[prompt.sha256] = prompt.stored()
+            self.prompt_refs[call.call_id] = prompt.sha256
         await self._reserve()
         self.in_flight += 1
         try:
@@ -169,7 +181,7 @@ class TournamentCalls:
                 self._bill(call, None, "cancelled")
                 raise asyncio.CancelledError() from None
             code, message = _failure(exc)
-            self._bill(call, None, code)
+            self._bill(call, None, code, failed_retries=_failed_retries(exc))
             raise ApplicationError(
                 f"{role} call {call.call_key} failed: {message}", type=code, non_retryable=True
             ) from None
@@ -249,21 +261,28 @@ class TournamentCalls:
         self.event("budget.extended", limits=merged.model_dump())
 
     def _bill(
-        self, call: CallModelInput, response: ModelResponse | None, error: str | None
+        self,
+        call: CallModelInput,
+        response: ModelResponse | None,
+        error: str | None,
+        *,
+        failed_retries: int = 0,
     ) -> None:
         spec = call.request.model
         usage = response.usage if response else Usage()
         usd = 0.0
         unpriced = False
+        price = self.input.prices.get(spec)
         if response is not None:
-            price = self.input.prices.get(spec)
             if price is not None:
                 usd = cost_usd(price, usage)
             elif response.usd is not None:
                 usd = response.usd
             else:
-                unpriced = not response.simulated and self.budget.limits.max_usd is not None
-        self._record(call, response, usage, usd, error)
+                unpriced = self.budget.limits.max_usd is not None
+        # A failed call costs nothing known; a made one is priced by the table or the provider.
+        priced = response is None or price is not None or response.usd is not None
+        self._record(call, response, usage, usd, error, failed_retries, priced=priced)
         if unpriced:  # recorded first: the call was made and its tokens are known
             raise TournamentError(
                 BUDGET_UNPRICED_MODEL,
@@ -278,13 +297,17 @@ class TournamentCalls:
         usage: Usage,
         usd: float,
         error: str | None,
+        failed_retries: int = 0,
+        *,
+        priced: bool = True,
     ) -> None:
         spec = call.request.model
+        retries = response.transport_retries if response else failed_retries
         self.budget.settle(
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
             usd=usd,
-            transport_retries=response.transport_retries if response else 0,
+            transport_retries=retries,
             failed=response is None,
         )
         provider, _, model = spec.partition(":")
@@ -303,11 +326,22 @@ class TournamentCalls:
                 total_tokens=usage.total_tokens,
                 usd=usd,
                 latency_ms=response.latency_ms if response else 0.0,
-                transport_retries=response.transport_retries if response else 0,
+                transport_retries=retries,
                 outcome="success" if response else "failed",
                 error_code=error,
+                prompt_sha256=self.prompt_refs.pop(call.call_id, None),
+                priced=priced,
             )
         )
+
+
+def _failed_retries(exc: ActivityError) -> int:
+    """The transport retries a failed call took, from the activity's failure details."""
+    cause = exc.cause
+    details = cause.details if isinstance(cause, ApplicationError) else ()
+    if details and isinstance(details[0], dict):
+        return int(details[0].get("transport_retries", 0))
+    return 0
 
 
 def _failure(exc: ActivityError) -> tuple[str, str]:

@@ -3,6 +3,7 @@
 ```
 TournamentError(code, message)     a domain refusal or failure of a tournament run
     profile.invalid                a profile field breaks a rule (n, k, t, m, lambda, temperatures)
+    profile.too_large              the run's history would pass half of Temporal's limits
     rank.k_required                rank mode k-regular without rank.k
     rank.k_invalid                 rank.k cannot form a k-regular schedule over n candidates
     rank.max_calls_required        all-pairs over 100 pairs without a large enough rank.max_calls
@@ -32,6 +33,7 @@ __all__ = [
     "CODES",
     "JUDGE_PERSISTENT_INVALID_JSON",
     "PROFILE_INVALID",
+    "PROFILE_TOO_LARGE",
     "PROMPTS_UNKNOWN_VARIABLE",
     "PROVIDER_PREFIX",
     "RANK_K_INVALID",
@@ -46,6 +48,7 @@ __all__ = [
 ]
 
 PROFILE_INVALID = "profile.invalid"
+PROFILE_TOO_LARGE = "profile.too_large"
 RANK_K_REQUIRED = "rank.k_required"
 RANK_K_INVALID = "rank.k_invalid"
 RANK_MAX_CALLS_REQUIRED = "rank.max_calls_required"
@@ -63,6 +66,7 @@ _PROVIDER_CODE = re.compile(r"provider\.[a-z][a-z0-9_]*")
 CODES: frozenset[str] = frozenset(
     {
         PROFILE_INVALID,
+        PROFILE_TOO_LARGE,
         RANK_K_REQUIRED,
         RANK_K_INVALID,
         RANK_MAX_CALLS_REQUIRED,

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from workflows.run_ids import RUN_ID
-from workflows.tournament.critique import MIN_CRITIQUE_CHARS
-from workflows.tournament.errors import PROFILE_INVALID, RUN_ID_INVALID, TournamentError
+from workflows.tournament.errors import (
+    PROFILE_INVALID,
+    PROFILE_TOO_LARGE,
+    RUN_ID_INVALID,
+    TournamentError,
+)
 from workflows.tournament.profiles import (
     Profile,
     TournamentPlan,
@@ -16,12 +19,37 @@ from workflows.tournament.profiles import (
     plan,
     profile_name,
 )
-from workflows.tournament.prompts import validate_overrides
+from workflows.tournament.prompts import validate_output_caps, validate_overrides
 from workflows.tournament.types import TournamentInput
 
-__all__ = ["Preflight", "preflight", "profile_of", "rank_profile"]
+__all__ = [
+    "HISTORY_BYTES_BUDGET",
+    "HISTORY_EVENTS_BUDGET",
+    "HistoryEstimate",
+    "Preflight",
+    "check_history_size",
+    "estimate_history",
+    "preflight",
+    "profile_of",
+    "rank_profile",
+]
 
-GIVEN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# Temporal terminates a workflow whose history passes 50,000 events or 50 MB. A run may grow
+# past its plan (pauses, extensions, transport retries stay out of history but signals do not),
+# so preflight refuses a plan whose estimate passes half of either limit.
+TEMPORAL_HISTORY_EVENTS = 50_000
+TEMPORAL_HISTORY_BYTES = 50 * 1024 * 1024
+HISTORY_SHARE = 0.5
+HISTORY_EVENTS_BUDGET = int(TEMPORAL_HISTORY_EVENTS * HISTORY_SHARE)
+HISTORY_BYTES_BUDGET = int(TEMPORAL_HISTORY_BYTES * HISTORY_SHARE)
+# Measured: a paper run (285 calls, judge concurrency 8) had 1,182 events, 4.1 per call. A call
+# is 3 activity events; at concurrency 1 each answer also needs its own workflow task (3 more).
+EVENTS_PER_CALL = 6
+# Per phase: a fit (local-activity marker) and an artifact write, with their workflow tasks.
+EVENTS_PER_PHASE = 12
+# Payloads over the 16 KiB external-storage threshold leave history as a reference, so a call
+# keeps at most one such payload each way; measured ~7 KB per call with 20 KB candidates.
+BYTES_PER_CALL = 16 * 1024
 
 
 @dataclass(frozen=True)
@@ -32,13 +60,13 @@ class Preflight:
 
     @property
     def temperatures(self) -> dict[str, float]:
-        """Prompt role -> temperature (the finalizer polishes like a mutator)."""
+        """Prompt role -> temperature (the finalizer polishes at its own, low one)."""
         p = self.profile
         return {
             "generate": p.generate_temperature,
             "compare": p.judge_temperature,
             "mutate": p.mutate_temperature,
-            "finalize": p.mutate_temperature,
+            "finalize": p.finalize_temperature,
         }
 
 
@@ -48,26 +76,13 @@ def profile_of(input: TournamentInput) -> Profile:
     return get_profile(input.profile or "quick")
 
 
-def _check_settings(input: TournamentInput) -> None:
-    """Bounds of the input's plain fields, each refusal naming the field and the rule."""
-    problems = []
+def _check_task(input: TournamentInput) -> None:
+    # Field bounds live in the input models (decoding refuses them with input.invalid);
+    # "only whitespace" is a rule pydantic's constraints cannot say as clearly.
     if not input.task.strip():
-        problems.append("task must not be empty: give the question or problem to work on")
-    for role, value in input.concurrency.model_dump().items():
-        if value < 1:
-            problems.append(f"concurrency.{role}={value} must be >= 1")
-    if input.invalid_json_retries < 0:
-        problems.append(f"invalid_json_retries={input.invalid_json_retries} must be >= 0")
-    if input.critique_chars < MIN_CRITIQUE_CHARS:
-        problems.append(f"critique_chars={input.critique_chars} must be >= {MIN_CRITIQUE_CHARS}")
-    for given in input.candidates or []:
-        if not GIVEN_ID.match(given.id):
-            problems.append(
-                f"candidate id {given.id!r} must match [A-Za-z0-9][A-Za-z0-9._-]* "
-                "(at most 64 characters)"
-            )
-    if problems:
-        raise TournamentError(PROFILE_INVALID, "; ".join(problems))
+        raise TournamentError(
+            PROFILE_INVALID, "task must not be empty: give the question or problem to work on"
+        )
 
 
 def _check_given(input: TournamentInput, profile: Profile) -> None:
@@ -84,6 +99,44 @@ def _check_given(input: TournamentInput, profile: Profile) -> None:
             PROFILE_INVALID,
             f"ranking {len(ids)} given candidates needs a profile with n={len(ids)} and t=0 "
             f"(got n={profile.n}, t={profile.t})",
+        )
+
+
+@dataclass(frozen=True)
+class HistoryEstimate:
+    events: int
+    """From the worst case: every judge call retried ``invalid_json_retries`` times."""
+    bytes: int
+    """From the planned calls, each at the external-storage threshold."""
+
+
+def estimate_history(tournament: TournamentPlan) -> HistoryEstimate:
+    events = tournament.worst_case_calls * EVENTS_PER_CALL
+    events += (len(tournament.phases) + 1) * EVENTS_PER_PHASE
+    return HistoryEstimate(events=events, bytes=tournament.planned_calls * BYTES_PER_CALL)
+
+
+def check_history_size(tournament: TournamentPlan) -> None:
+    """Refuse a run whose history would pass half of Temporal's limits (``profile.too_large``)."""
+    estimate = estimate_history(tournament)
+    over = []
+    if estimate.events > HISTORY_EVENTS_BUDGET:
+        over.append(
+            f"about {estimate.events:,} history events, over {HISTORY_EVENTS_BUDGET:,} "
+            f"(half of Temporal's {TEMPORAL_HISTORY_EVENTS:,}-event limit)"
+        )
+    if estimate.bytes > HISTORY_BYTES_BUDGET:
+        over.append(
+            f"about {estimate.bytes / 2**20:.0f} MiB of history, over "
+            f"{HISTORY_BYTES_BUDGET / 2**20:.0f} MiB (half of Temporal's 50 MiB limit)"
+        )
+    if over:
+        raise TournamentError(
+            PROFILE_TOO_LARGE,
+            f"this tournament plans {tournament.planned_calls:,} calls (up to "
+            f"{tournament.worst_case_calls:,} with judge retries): {' and '.join(over)}: "
+            "pick a smaller profile (lower n, k, m or t, or fewer invalid_json_retries) "
+            "or split the work into several runs",
         )
 
 
@@ -104,17 +157,20 @@ def preflight(
             f"run id {run_id!r} must match [A-Za-z0-9][A-Za-z0-9._-]* and be at most 128 "
             "characters: choose another",
         )
-    _check_settings(input)
+    _check_task(input)
     profile = profile_of(input)
     if input.candidates is not None:
         _check_given(input, profile)
     validate_overrides(input.prompts)
+    validate_output_caps(input.output_token_caps)
     tournament = plan(
         profile,
         rank=input.rank,
         finalizer=bool(input.models.finalize),
         invalid_json_retries=input.invalid_json_retries,
         usd_per_call=usd_per_call,
+        given=input.candidates is not None,
     )
     check_planned_calls(tournament, input.budget.max_calls)
+    check_history_size(tournament)
     return Preflight(profile, profile_name(profile), tournament)

@@ -14,6 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from workflows.inputs import StrictModel
 from workflows.tournament.errors import (
     BUDGET_PLANNED_CALLS_EXCEEDED,
     PROFILE_INVALID,
@@ -27,10 +28,12 @@ from workflows.tournament.errors import (
 __all__ = [
     "ALL_PAIRS_FREE_LIMIT",
     "BUILTIN_PROFILES",
+    "FINALIZE_TEMPERATURE",
     "PLAN_WARNING_CALLS",
     "PhaseCalls",
     "Profile",
     "RankBlock",
+    "RankMode",
     "TournamentPlan",
     "check_planned_calls",
     "elite_count",
@@ -39,28 +42,36 @@ __all__ = [
     "mutant_count",
     "plan",
     "profile_name",
+    "rank_block",
 ]
 
 # All-pairs final rankings up to this many pairs need no explicit rank.max_calls.
 ALL_PAIRS_FREE_LIMIT = 100
 PLAN_WARNING_CALLS = 100
+# The finalizer polishes the winner, it does not rewrite it: sample close to the mode.
+FINALIZE_TEMPERATURE = 0.2
+MAX_N = 2_000
+MAX_T = 100
 
 
-class Profile(BaseModel):
+class Profile(StrictModel):
     """Population size ``n``, judge degree ``k``, generations ``t``, final degree ``m``."""
 
     model_config = ConfigDict(
         frozen=True, validate_by_name=True, validate_by_alias=True, serialize_by_alias=True
     )
 
-    n: int
-    k: int
-    t: int
-    m: int
+    # Upper bounds only (absurd sizes refused before anything is allocated); the lower bounds
+    # and cross-field rules are check()'s, whose messages name the fix.
+    n: int = Field(le=MAX_N)
+    k: int = Field(le=MAX_N)
+    t: int = Field(le=MAX_T)
+    m: int = Field(le=MAX_N)
     lambda_: float = Field(default=0.01, alias="lambda")
     generate_temperature: float = 0.8
     mutate_temperature: float = 0.6
     judge_temperature: float = 0.0
+    finalize_temperature: float = FINALIZE_TEMPERATURE
 
     def check(self) -> Profile:
         """Refuse a profile that cannot run; returns ``self`` so calls chain."""
@@ -89,7 +100,12 @@ def _profile_problems(p: Profile) -> list[str]:
             )
     if not (math.isfinite(p.lambda_) and p.lambda_ > 0):
         problems.append(f"profile.lambda must be a finite number > 0 (got {p.lambda_}): try 0.01")
-    for name in ("generate_temperature", "mutate_temperature", "judge_temperature"):
+    for name in (
+        "generate_temperature",
+        "mutate_temperature",
+        "judge_temperature",
+        "finalize_temperature",
+    ):
         value = getattr(p, name)
         if not (math.isfinite(value) and value >= 0):
             problems.append(f"profile.{name} must be a finite number >= 0 (got {value})")
@@ -128,18 +144,29 @@ def profile_name(profile: Profile) -> str | None:
     return next((name for name, p in BUILTIN_PROFILES.items() if p == profile), None)
 
 
-class RankBlock(BaseModel):
+RankMode = Literal["auto", "all-pairs", "k-regular"]
+
+
+class RankBlock(StrictModel):
     """An explicit final ranking: ``rank: {mode, k, seed, max_calls}``."""
 
     model_config = ConfigDict(frozen=True)
 
-    mode: Literal["all-pairs", "k-regular"] = "k-regular"
+    mode: RankMode = "k-regular"
     k: int | None = None
     seed: int | str | None = Field(default=None, description="replaces the run seed if set")
     max_calls: int | None = None
 
+    def resolved(self, n: int) -> RankBlock:
+        """The concrete block over ``n`` candidates: ``auto`` picks all-pairs or k-regular."""
+        if self.mode != "auto":
+            return self
+        return rank_block(n, "auto", k=self.k, seed=self.seed, max_calls=self.max_calls)
+
     def calls(self, n: int) -> int:
         """Judge calls of this block over ``n`` candidates; refuses a block that cannot run."""
+        if self.mode == "auto":
+            return self.resolved(n).calls(n)
         if self.mode == "all-pairs":
             calls = n * (n - 1) // 2
             if calls > ALL_PAIRS_FREE_LIMIT and (self.max_calls is None or self.max_calls < calls):
@@ -148,7 +175,8 @@ class RankBlock(BaseModel):
                     RANK_MAX_CALLS_REQUIRED,
                     f"rank.max_calls must be >= {calls} for all-pairs over {n} candidates "
                     f"(more than {ALL_PAIRS_FREE_LIMIT} pairs; rank.max_calls is {got}): "
-                    f"set rank.max_calls to {calls} or use mode k-regular",
+                    f"set rank.max_calls (ponder rank --rank-max-calls) to {calls} or use "
+                    "mode k-regular",
                 )
         else:
             if self.k is None:
@@ -171,6 +199,43 @@ class RankBlock(BaseModel):
                 "raise rank.max_calls or lower rank.k",
             )
         return calls
+
+
+def rank_block(
+    n: int,
+    mode: RankMode = "auto",
+    *,
+    k: int | None = None,
+    seed: int | str | None = None,
+    max_calls: int | None = None,
+) -> RankBlock:
+    """The rank block that ranks ``n`` given candidates in ``mode``.
+
+    ``auto`` judges every pair while they fit the cap (``max_calls``, else
+    ``ALL_PAIRS_FREE_LIMIT`` pairs) and otherwise falls back to k-regular: ``k`` if given, else
+    the largest degree whose ``n*k/2`` calls fit the cap.
+    """
+    if n < 2:
+        raise TournamentError(
+            PROFILE_INVALID,
+            f"ranking needs at least two candidates to compare (got {n}): give two or more",
+        )
+    if mode != "auto":
+        return RankBlock(mode=mode, k=k, seed=seed, max_calls=max_calls)
+    cap = max_calls if max_calls is not None else ALL_PAIRS_FREE_LIMIT
+    if k is None and n * (n - 1) // 2 <= cap:
+        return RankBlock(mode="all-pairs", seed=seed, max_calls=max_calls)
+    if k is None:
+        fitting = [d for d in range(1, n) if (n * d) % 2 == 0 and n * d // 2 <= cap]
+        if not fitting:
+            least = n // 2 if n % 2 == 0 else n
+            raise TournamentError(
+                RANK_MAX_CALLS_EXCEEDED,
+                f"ranking {n} candidates needs at least {least} judge calls, over the rank "
+                f"call limit of {cap}: raise rank.max_calls (--rank-max-calls)",
+            )
+        k = fitting[-1]
+    return RankBlock(mode="k-regular", k=k, seed=seed, max_calls=max_calls)
 
 
 def elite_count(n: int) -> int:
@@ -216,14 +281,20 @@ def plan(
     finalizer: bool = False,
     invalid_json_retries: int = 1,
     usd_per_call: float | None = None,
+    given: bool = False,
 ) -> TournamentPlan:
-    """The dry-run plan of one tournament; refuses an invalid profile or rank block."""
+    """The dry-run plan of one tournament; refuses an invalid profile or rank block.
+
+    ``given``: the initial population is supplied (the ``rank`` service), so no generation
+    call is made for it.
+    """
     profile.check()
     if invalid_json_retries < 0:
         raise ValueError(f"invalid_json_retries must be >= 0 (got {invalid_json_retries})")
     n, k, t = profile.n, profile.k, profile.t
     final = final_judging_calls(profile, rank)
-    phases = [PhaseCalls(phase="initial_generation", calls=n)]
+    generated = 0 if given else n
+    phases = [PhaseCalls(phase="initial_generation", calls=generated)]
     for g in range(1, t + 1):
         phases.append(PhaseCalls(phase=f"generation_judging:{g}", calls=n * k // 2))
         phases.append(PhaseCalls(phase=f"generation_mutation:{g}", calls=mutant_count(n)))
@@ -231,7 +302,7 @@ def plan(
     finalizer_calls = 1 if finalizer else 0
     if finalizer:
         phases.append(PhaseCalls(phase="finalizing", calls=1))
-    calls = n + t * (n * k // 2 + mutant_count(n)) + final
+    calls = generated + t * (n * k // 2 + mutant_count(n)) + final
     planned = calls + finalizer_calls
     headroom = (t * n * k // 2 + final) * invalid_json_retries
     worst = planned + headroom

@@ -11,6 +11,8 @@ the names the critique rewriter turns into "your solution" / "the other solution
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,9 +21,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from workflows.tournament.errors import PROMPTS_UNKNOWN_VARIABLE, TournamentError
+from workflows.tournament.errors import (
+    PROFILE_INVALID,
+    PROMPTS_UNKNOWN_VARIABLE,
+    TournamentError,
+)
 
 __all__ = [
+    "CODE_RUBRICS",
     "DEFAULT_RUBRIC",
     "OUTPUT_TOKEN_CAPS",
     "ROLE_VARIABLES",
@@ -35,6 +42,7 @@ __all__ = [
     "render",
     "substitute",
     "template_variables",
+    "validate_output_caps",
     "validate_overrides",
 ]
 
@@ -73,14 +81,14 @@ class PromptTemplate(BaseModel):
 class PromptOverride(BaseModel):
     """Replace a role's system and/or user template; None keeps the built-in one."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     system: str | None = None
     user: str | None = None
 
 
 class PromptOverrides(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     generate: PromptOverride | None = None
     compare: PromptOverride | None = None
@@ -94,6 +102,16 @@ class RenderedPrompt:
     system: str
     user: str
     max_output_tokens: int
+
+    def stored(self) -> dict[str, str]:
+        """What ``include_prompts`` keeps of this prompt."""
+        return {"role": self.role, "system": self.system, "user": self.user}
+
+    @property
+    def sha256(self) -> str:
+        """Content address of the stored form (the same prompt is kept once)."""
+        text = json.dumps(self.stored(), sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(text.encode()).hexdigest()
 
 
 def template_variables(template: str) -> list[str]:
@@ -146,6 +164,20 @@ def validate_overrides(overrides: PromptOverrides | None) -> None:
                 _check(text, role, f"override {role}.{field}")
 
 
+def validate_output_caps(caps: Mapping[str, int]) -> None:
+    """Refuse per-role output caps for an unknown role or below one token."""
+    for role, cap in caps.items():
+        if role not in OUTPUT_TOKEN_CAPS:
+            raise TournamentError(
+                PROFILE_INVALID,
+                f"output_token_caps names role {role!r}: use one of {', '.join(OUTPUT_TOKEN_CAPS)}",
+            )
+        if cap < 1:
+            raise TournamentError(
+                PROFILE_INVALID, f"output_token_caps.{role}={cap} must be >= 1 token"
+            )
+
+
 def builtin_template(role: Role, style: Style = "general") -> PromptTemplate:
     try:
         return _TEMPLATES[style][role]
@@ -162,8 +194,12 @@ def render(
     *,
     style: Style = "general",
     override: PromptOverride | None = None,
+    caps: Mapping[str, int] | None = None,
 ) -> RenderedPrompt:
-    """The system and user prompt of one call, with the role's output token cap."""
+    """The system and user prompt of one call, with the role's output token cap.
+
+    ``caps`` overrides the built-in cap of a role it names.
+    """
     base = builtin_template(role, style)
     system = override.system if override and override.system is not None else base.system
     user = override.user if override and override.user is not None else base.user
@@ -171,7 +207,7 @@ def render(
         role=role,
         system=substitute(system, values, role=role, where=f"{role}.system"),
         user=substitute(user, values, role=role, where=f"{role}.user"),
-        max_output_tokens=OUTPUT_TOKEN_CAPS[role],
+        max_output_tokens=(caps or {}).get(role, OUTPUT_TOKEN_CAPS[role]),
     )
 
 
@@ -221,11 +257,16 @@ _GENERAL: dict[Role, PromptTemplate] = {
         "Reply with the improved answer only.",
     ),
     "finalize": PromptTemplate(
-        system="You are a careful editor preparing an answer for delivery.",
+        system=(
+            "You are a careful editor. You polish a chosen answer for delivery; you do not "
+            "replace it with a different one."
+        ),
         user=_CONTEXT + "Chosen solution:\n{candidate}\n\n"
-        "Turn the chosen solution into the final answer to the task: fix any remaining error, "
-        "drop scaffolding and repetition, keep every substantive point. Reply with the final "
-        "answer only.",
+        "Polish the chosen solution into the final answer. Keep its approach, its conclusions "
+        "and everything in it that is correct; do not start over or change the method. Fix "
+        "only clear slips (typos, an arithmetic or wording error you can verify), remove "
+        "scaffolding and repetition, and improve the layout. If it is already fine, return it "
+        "as it is. Reply with the final answer only.",
     ),
 }
 
@@ -235,14 +276,67 @@ _CPP = (
     "required output"
 )
 
+# Per-role code rubrics of the paper-programming style: what a generator must deliver, what a
+# judge weighs (in order) and what a mutator must keep. Shown alongside the task's own rubric.
+CODE_RUBRICS: Mapping[Role, str] = MappingProxyType(
+    {
+        "generate": (
+            "Code rubric for your submission:\n"
+            "1. Correct on every input the constraints allow, including the smallest and largest.\n"
+            "2. Time and memory complexity that fit the limits with room to spare.\n"
+            "3. No undefined behaviour: no overflow (use 64-bit where sums or products grow), no "
+            "out-of-bounds access, no uninitialised values.\n"
+            "4. Reads the input exactly as specified and prints exactly the required output.\n"
+            "5. One self-contained C++17 program, standard library only."
+        ),
+        "compare": (
+            "Code rubric for your verdict, most important first:\n"
+            "1. Would it be accepted: a wrong algorithm or a wrong answer on any valid input "
+            "outweighs everything below.\n"
+            "2. Complexity against the limits: a solution that times out or runs out of memory "
+            "loses to a slower-looking one that fits.\n"
+            "3. Edge cases and undefined behaviour: empty or minimal input, maximal values, "
+            "overflow, off-by-one, out-of-bounds access.\n"
+            "4. Input and output format, and whether it compiles as C++17.\n"
+            "5. Only then clarity; length and commentary count for nothing."
+        ),
+        "mutate": (
+            "Code rubric for your revision:\n"
+            "1. Fix every defect the feedback proves and any other you find; keep what is "
+            "already correct.\n"
+            "2. Change the algorithm only if the current one is wrong or too slow for the "
+            "limits.\n"
+            "3. Re-check complexity, overflow, edge cases and the input/output format after "
+            "the change.\n"
+            "4. Deliver the whole program, never a fragment or a diff."
+        ),
+        "finalize": (
+            "Code rubric for the final submission:\n"
+            "1. The algorithm, its correctness argument and its complexity stay as they are.\n"
+            "2. Fix only a defect you can point at (overflow, a bound, an off-by-one, output "
+            "format).\n"
+            "3. One complete C++17 program, standard library only."
+        ),
+    }
+)
+
+
+def _code_rubric(role: Role) -> str:
+    # Templates are substituted, so literal braces would need doubling; the rubrics have none.
+    return CODE_RUBRICS[role] + "\n\n"
+
+
+_PROBLEM = "Problem:\n{task}\n\nEvaluation rubric:\n{rubric}\n\n"
+
 _PAPER_PROGRAMMING: dict[Role, PromptTemplate] = {
     "generate": PromptTemplate(
         system=(
             "You are a strong competitive programmer. You solve algorithmic problems with "
             "correct, efficient C++17 programs and you reason about limits before coding."
         ),
-        user="Problem:\n{task}\n\nEvaluation rubric:\n{rubric}\n\n"
-        "Work out the constraints, an algorithm that fits them, its time and memory complexity "
+        user=_PROBLEM
+        + _code_rubric("generate")
+        + "Work out the constraints, an algorithm that fits them, its time and memory complexity "
         f"and the edge cases. Then give {_CPP}.",
     ),
     "compare": PromptTemplate(
@@ -252,7 +346,8 @@ _PAPER_PROGRAMMING: dict[Role, PromptTemplate] = {
             "limits, edge cases, overflow and input handling. The order is random. You answer "
             "with one JSON object only."
         ),
-        user="Problem:\n{task}\n\nEvaluation rubric:\n{rubric}\n\n"
+        user=_PROBLEM
+        + _code_rubric("compare")
         + _PAIR
         + "For each solution, say precisely where it would fail (wrong answer, time or memory "
         "limit, compile error, edge case) and how to fix it. Then pick the solution more likely "
@@ -262,18 +357,21 @@ _PAPER_PROGRAMMING: dict[Role, PromptTemplate] = {
         system=(
             "You are a strong competitive programmer fixing a C++17 solution from a judge's review."
         ),
-        user="Problem:\n{task}\n\nEvaluation rubric:\n{rubric}\n\n"
-        "Current solution:\n{candidate}\n\n"
+        user=_PROBLEM + _code_rubric("mutate") + "Current solution:\n{candidate}\n\n"
         "Review feedback from pairwise comparisons:\n{critique}\n\n"
         "Fix every real defect the feedback points at and any other you find, keeping what "
         f"works. Explain the corrected algorithm briefly, then give {_CPP}.",
     ),
     "finalize": PromptTemplate(
-        system="You are a competitive programmer preparing a final submission.",
-        user="Problem:\n{task}\n\nEvaluation rubric:\n{rubric}\n\n"
-        "Chosen solution:\n{candidate}\n\n"
-        "Check the chosen solution once more and correct any remaining defect. Reply with a "
-        f"short explanation of the algorithm and {_CPP}.",
+        system=(
+            "You are a competitive programmer preparing the chosen solution for submission. "
+            "You keep its algorithm; you do not write a new program."
+        ),
+        user=_PROBLEM + _code_rubric("finalize") + "Chosen solution:\n{candidate}\n\n"
+        "Keep this solution's algorithm and everything in it that is correct. Check it once "
+        "more against the limits and the edge cases and fix only a defect you can point at; if "
+        "there is none, keep the code as it is. Reply with a short explanation of the algorithm "
+        f"and {_CPP}.",
     ),
 }
 

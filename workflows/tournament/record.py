@@ -1,17 +1,23 @@
-"""What a tournament has produced so far: candidates, comparisons, scores, events.
+"""What a tournament has produced so far: candidates, comparisons, scores, events, outcome.
 
 Pure (no Temporal import): the workflow owns one ``TournamentRecord`` and passes in the clock
-(``workflow.now``), so every timestamp comes from history. Rows are kept in completion order
-and read back in schedule order, so artifacts are the same in every run.
+(``workflow.now``), so every timestamp comes from history. Rows are built here from what the
+calls returned, kept in completion order and read back in schedule order, so artifacts are the
+same in every run; ``snapshot`` assembles what the artifact writer gets.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from activities.model_types import ModelResponse
+from activities.model_types import ModelResponse, Usage
+from workflows.budget import Budget
 from workflows.tournament import rng
+from workflows.tournament.judge_parse import JudgeVerdict
+from workflows.tournament.profiles import Profile
+from workflows.tournament.schedule import ScheduledPair
 from workflows.tournament.selection import Discarded
 from workflows.tournament.types import (
     CandidateKind,
@@ -19,8 +25,16 @@ from workflows.tournament.types import (
     CandidateStatus,
     ComparisonRow,
     Event,
+    GivenCandidate,
     ScoreRow,
+    Status,
+    TournamentInput,
+    TournamentSnapshot,
+    UsageRow,
 )
+
+if TYPE_CHECKING:  # the fit's rows arrive from a local activity; numpy stays out of here
+    from workflows.tournament.bradley_terry import LeaderboardRow
 
 __all__ = ["TournamentRecord"]
 
@@ -38,6 +52,12 @@ class TournamentRecord:
         self.leaderboard: list[ScoreRow] = []
         self.refused: list[str] = []
         """Refused control signals, newest last (shown by ``status``)."""
+        self.winner_id: str | None = None
+        self.final_answer: str | None = None
+        self.postprocessed = False
+        """True when a finalizer rewrote the winner's text."""
+        self.error: str | None = None
+        """``code: message`` of a failed run."""
 
     def event(self, type: str, **data: Any) -> None:
         self.events.append(Event(seq=len(self.events) + 1, ts=self.now(), type=type, data=data))
@@ -64,6 +84,57 @@ class TournamentRecord:
             created_at=self.now(),
             simulated=response.simulated,
         )
+
+    def add_given(self, given: Sequence[GivenCandidate]) -> list[str]:
+        """Caller-supplied candidates (the ``rank`` service): generation 0, no call made."""
+        for candidate in given:
+            self.candidates[candidate.id] = CandidateRow(
+                id=candidate.id,
+                generation=0,
+                kind="initial",
+                status="generated",
+                text=candidate.text,
+                model="given",
+                provider="given",
+                usage=Usage(),
+                created_at=self.now(),
+            )
+        return [c.id for c in given]
+
+    def add_comparison(
+        self,
+        phase: str,
+        generation: int | None,
+        index: int,
+        pair: ScheduledPair,
+        verdict: JudgeVerdict,
+        *,
+        response: ModelResponse,
+        attempts: int,
+        usage: Usage,
+        raw_outputs: list[str] | None,
+    ) -> ComparisonRow:
+        """Recorded as it lands, so a cancel keeps it; read back in schedule order."""
+        row = ComparisonRow(
+            id=f"{phase}#{index}",
+            phase=phase,
+            generation=generation,
+            presented_a=pair.presented_a,
+            presented_b=pair.presented_b,
+            scheduled_a=pair.scheduled_a,
+            scheduled_b=pair.scheduled_b,
+            winner=verdict.winner,
+            confidence=verdict.confidence,
+            critique_a=verdict.feedback_a,
+            critique_b=verdict.feedback_b,
+            model=response.model,
+            provider=response.provider,
+            attempts=attempts,
+            usage=usage,
+            raw_outputs=raw_outputs,
+        )
+        self.comparisons.append(row)
+        return row
 
     def discard(self, dropped: list[Discarded]) -> None:
         for d in dropped:
@@ -92,10 +163,54 @@ class TournamentRecord:
         self.populations[generation] = ids
         self.event("population.committed", generation=generation, size=len(ids))
 
-    def add_scores(self, board: list[ScoreRow]) -> None:
+    def add_scores(
+        self, phase: str, generation: int | None, fitted: Sequence[LeaderboardRow]
+    ) -> list[ScoreRow]:
+        """The fit's leaderboard as this phase's score rows (best first), now the leaderboard."""
+        board = [
+            ScoreRow(phase=phase, **(dataclasses.asdict(row) | {"generation": generation}))
+            for row in fitted
+        ]
         self.scores.extend(board)
         self.leaderboard = board
-        self.event("ranking.fitted", phase=board[0].phase, leader=board[0].candidate_id)
+        self.event("ranking.fitted", phase=phase, leader=board[0].candidate_id)
+        return board
+
+    def snapshot(
+        self,
+        *,
+        run_id: str,
+        status: Status,
+        input: TournamentInput,
+        seed: int,
+        profile: Profile | None,
+        profile_name: str | None,
+        usage: list[UsageRow],
+        budget: Budget,
+    ) -> TournamentSnapshot:
+        """Everything the artifact writer needs. Pydantic copies the lists, so later phases
+        cannot change what a pending write sends."""
+        return TournamentSnapshot(
+            run_id=run_id,
+            status=status,
+            input=input,
+            seed=seed,
+            profile=profile,
+            profile_name=profile_name,
+            candidates=self.candidates_in_order(),
+            populations=self.populations,
+            comparisons=self.comparisons_in_order(),
+            scores=self.scores,
+            usage=usage,
+            events=self.events,
+            budget=budget.limits,
+            spent=budget.spent,
+            winner_id=self.winner_id,
+            final_answer=self.final_answer,
+            final_answer_is_postprocessed=self.postprocessed,
+            error=self.error,
+            written_at=self.now(),
+        )
 
     def candidates_in_order(self) -> list[CandidateRow]:
         """Schedule order: generation, then initial / elite copies / mutants, then index."""

@@ -132,6 +132,7 @@ def final_schedule(
     """
     if rank is None:
         return k_regular_schedule(ids, m, phase_rng(seed, FINAL_JUDGING_PHASE))
+    rank = rank.resolved(len(ids))  # auto: all pairs while they fit the cap, else k-regular
     rank.calls(len(ids))
     rng = phase_rng(rank.seed if rank.seed is not None else seed, FINAL_JUDGING_PHASE)
     if rank.mode == "all-pairs":

@@ -10,6 +10,8 @@ from activities.config import Price
 from activities.model_types import Usage
 from activities.providers import DEFAULT_MODEL
 from workflows.budget import BudgetLimits, BudgetSpent
+from workflows.inputs import StrictModel
+from workflows.tournament.critique import MIN_CRITIQUE_CHARS
 from workflows.tournament.profiles import Profile, RankBlock
 from workflows.tournament.prompts import PromptOverrides, Style
 
@@ -38,7 +40,16 @@ Schedule = Literal["k-regular", "adaptive"]
 OnBudgetExhausted = Literal["pause", "fail"]
 
 
-class RoleModels(BaseModel):
+# Upper bounds refuse absurd values before anything is allocated; preflight then refuses a
+# run whose history would outgrow Temporal's limits (see preflight.HISTORY_EVENT_BUDGET).
+MAX_CONCURRENCY = 256
+MAX_INVALID_JSON_RETRIES = 10
+MAX_CRITIQUE_CHARS = 1_000_000
+MAX_GIVEN_CANDIDATES = 1_000
+GIVEN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+
+
+class RoleModels(StrictModel):
     """A model per role; None falls back to ``TournamentInput.model``. No finalizer if None."""
 
     generate: str | None = None
@@ -47,23 +58,25 @@ class RoleModels(BaseModel):
     finalize: str | None = None
 
 
-class Concurrency(BaseModel):
-    # Bounds are checked in preflight, not here: a pydantic refusal while decoding workflow
-    # input only says "Failed decoding arguments" and leaves the run retrying.
-    generate: int = 8
-    judge: int = 8
-    mutate: int = 8
+class Concurrency(StrictModel):
+    """Model calls in flight at once, per phase."""
+
+    generate: int = Field(default=8, ge=1, le=MAX_CONCURRENCY)
+    judge: int = Field(default=8, ge=1, le=MAX_CONCURRENCY)
+    mutate: int = Field(default=8, ge=1, le=MAX_CONCURRENCY)
 
 
-class GivenCandidate(BaseModel):
+class GivenCandidate(StrictModel):
     """A candidate supplied by the caller (the ``rank`` service): no generation call."""
 
-    id: str
+    id: str = Field(pattern=GIVEN_ID_PATTERN, description="[A-Za-z0-9][A-Za-z0-9._-]*, <= 64")
     text: str
 
 
-class TournamentInput(BaseModel):
-    task: str
+class TournamentInput(StrictModel):
+    """Untrusted: decoded inside the workflow (``workflows/inputs.py``), unknown fields refused."""
+
+    task: str = Field(min_length=1)
     rubric: str | None = None
     profile: str | None = Field(default="quick", description="quick | balanced | paper")
     custom: Profile | None = Field(default=None, description="n, k, t, m, lambda; beats profile")
@@ -80,10 +93,18 @@ class TournamentInput(BaseModel):
     run_id: str | None = None
     include_raw_outputs: bool = False
     on_budget_exhausted: OnBudgetExhausted = "pause"
-    invalid_json_retries: int = 1
-    critique_chars: int = 16_000
+    invalid_json_retries: int = Field(default=1, ge=0, le=MAX_INVALID_JSON_RETRIES)
+    critique_chars: int = Field(default=16_000, ge=MIN_CRITIQUE_CHARS, le=MAX_CRITIQUE_CHARS)
+    output_token_caps: dict[str, int] = Field(
+        default={}, description="max_output_tokens per call by prompt role; unset: built-in caps"
+    )
+    include_prompts: bool = Field(
+        default=False, description="store every rendered prompt under prompts/<sha256>.json"
+    )
     candidates: list[GivenCandidate] | None = Field(
-        default=None, description="rank these instead of generating; needs t = 0"
+        default=None,
+        max_length=MAX_GIVEN_CANDIDATES,
+        description="rank these instead of generating; needs t = 0",
     )
 
 
@@ -155,6 +176,8 @@ class UsageRow(BaseModel):
     transport_retries: int = 0
     outcome: Literal["success", "failed"]
     error_code: str | None = None
+    prompt_sha256: str | None = None
+    priced: bool = Field(default=True, description="False: no price known, usd is not a cost")
 
 
 class Event(BaseModel):
@@ -177,6 +200,7 @@ class Progress(BaseModel):
     error: str | None = None
     in_flight: int = Field(default=0, description="calls dispatched and not yet answered")
     refused: list[str] = Field(default=[], description="refused control signals, newest last")
+    usd_known: bool = Field(default=True, description="False once a call had no known price")
 
 
 class ExtendBudgetInput(BaseModel):
@@ -215,6 +239,9 @@ class TournamentSnapshot(BaseModel):
     final_answer_is_postprocessed: bool = False
     error: str | None = None
     written_at: str
+    prompts: dict[str, dict[str, str]] = Field(
+        default={}, description="rendered prompts by sha256 not yet written (include_prompts)"
+    )
 
 
 class TournamentResult(BaseModel):

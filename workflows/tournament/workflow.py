@@ -10,24 +10,14 @@ phases run their calls with bounded concurrency and commit artifacts when they e
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import functools
-from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
-    from activities.model_types import Usage
-    from activities.tournament.artifacts import WRITE_TOURNAMENT_ARTIFACTS
-    from activities.tournament.fit import (
-        ADAPTIVE_BATCH,
-        FIT_LEADERBOARD,
-        AdaptiveBatchInput,
-        FitInput,
-        FitOutcome,
-    )
+    from workflows.inputs import InputInvalid
     from workflows.names import (
         QUERY_EVENTS,
         QUERY_PROGRESS,
@@ -35,11 +25,13 @@ with workflow.unsafe.imports_passed_through():
         TOURNAMENT,
         UPDATE_EXTEND_BUDGET,
     )
+    from workflows.raw_input import NO_INPUT, decode_raw, input_failure
     from workflows.tournament import adaptive, rng
-    from workflows.tournament.bradley_terry import LeaderboardRow
+    from workflows.tournament.artifact_writes import ArtifactWriter
     from workflows.tournament.calls import TournamentCalls
     from workflows.tournament.critique import aggregate_critiques
     from workflows.tournament.errors import RUN_ID_INVALID, TournamentError
+    from workflows.tournament.fits import adaptive_pairs, fit_leaderboard
     from workflows.tournament.judge_parse import JudgeParseError, parse_judge_output
     from workflows.tournament.preflight import Preflight, preflight
     from workflows.tournament.prompts import DEFAULT_RUBRIC
@@ -52,7 +44,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.tournament.selection import select
     from workflows.tournament.types import (
-        CandidateRow,
         ComparisonRow,
         Event,
         ExtendBudgetInput,
@@ -67,33 +58,37 @@ with workflow.unsafe.imports_passed_through():
 __all__ = ["TournamentWorkflow"]
 
 EVENTS_PAGE = 500
-# A bad path is a bug, not a passing fault: do not retry it forever.
-ARTIFACT_RETRY_POLICY = RetryPolicy(maximum_attempts=10, non_retryable_error_types=["ValueError"])
-FIT_RETRY_POLICY = RetryPolicy(maximum_attempts=3)
+_STAND_IN = TournamentInput.model_construct(task="")
 
 
 @workflow.defn(name=TOURNAMENT)
 class TournamentWorkflow:
     @workflow.init
-    def __init__(self, input: TournamentInput) -> None:
+    def __init__(self, raw: RawValue = NO_INPUT) -> None:
+        # Decoded here (never raising: that would fail the task forever), refused in run;
+        # a stand-in input keeps the queries answering for a refused run.
+        decoded = decode_raw(TournamentInput, raw)
+        self.input_error = decoded if isinstance(decoded, InputInvalid) else None
+        input = decoded if isinstance(decoded, TournamentInput) else _STAND_IN
         self.input = input
         self.run_id = input.run_id or workflow.info().workflow_id
         self.record = TournamentRecord(now=lambda: workflow.now().isoformat())
         self.calls = TournamentCalls(self.run_id, input, self.record.event)
         self.phase = "starting"
         self.generation = 0
-        self.error: str | None = None
         self.plan: Preflight | None = None
-        self.winner_id: str | None = None
-        self.final_answer: str | None = None
-        self.postprocessed = False
-        self.run_dir = ""
-        self._pending_write: workflow.ActivityHandle[str] | None = None
+        self.writer = ArtifactWriter()
 
     # -- the loop ------------------------------------------------------------------------
 
     @workflow.run
-    async def run(self, input: TournamentInput) -> TournamentResult:
+    async def run(self, raw: RawValue = NO_INPUT) -> TournamentResult:
+        if self.input_error is not None:
+            self.calls.status = "failed"
+            self.record.error = f"{self.input_error.code}: {self.input_error.message}"
+            self.record.event("run.failed", error=self.record.error)
+            raise input_failure(self.input_error)
+        input = self.input
         seed = input.seed if input.seed is not None else workflow.random().randint(0, 2**31 - 1)
         self.calls.seed = seed
         try:
@@ -116,8 +111,8 @@ class TournamentWorkflow:
             phase = FINAL_JUDGING_PHASE
             pairs = final_schedule(population, m=profile.m, seed=seed, rank=input.rank)
             board = await self._judge(phase, None, population, pairs, adaptive=not input.rank)
-            self.winner_id = board[0].candidate_id
-            await self._finalize(self.winner_id)
+            self.record.winner_id = board[0].candidate_id
+            await self._finalize(self.record.winner_id)
         except TournamentError as exc:
             await self._end("failed", f"{exc.code}: {exc.message}")
             raise ApplicationError(exc.message, type=exc.code, non_retryable=True) from None
@@ -135,11 +130,11 @@ class TournamentWorkflow:
         return TournamentResult(
             run_id=self.run_id,
             status="completed",
-            winner_id=self.winner_id,
-            final_answer=self.final_answer or "",
+            winner_id=self.record.winner_id,
+            final_answer=self.record.final_answer or "",
             leaderboard=self.record.leaderboard,
             spent=self.calls.budget.spent,
-            run_dir=self.run_dir,
+            run_dir=self.writer.run_dir,
             simulated=all(c.simulated for c in self.record.candidates.values()),
         )
 
@@ -161,19 +156,7 @@ class TournamentWorkflow:
 
     async def _given_population(self) -> list[str]:
         self.phase = "initial_generation"
-        for given in self.input.candidates or []:
-            self.record.candidates[given.id] = CandidateRow(
-                id=given.id,
-                generation=0,
-                kind="initial",
-                status="generated",
-                text=given.text,
-                model="given",
-                provider="given",
-                usage=Usage(),
-                created_at=workflow.now().isoformat(),
-            )
-        return await self._commit_population(0, [c.id for c in self.input.candidates or []])
+        return await self._commit_population(0, self.record.add_given(self.input.candidates or []))
 
     async def _judge(
         self,
@@ -215,19 +198,13 @@ class TournamentWorkflow:
                 draw = adaptive.round_rng(self.calls.seed, phase, round_no)
                 pairs = adaptive.first_round(population, draw, budget=size)
             else:
-                pairs = await workflow.execute_local_activity(
-                    ADAPTIVE_BATCH,
-                    AdaptiveBatchInput(
-                        candidate_ids=population,
-                        outcomes=[_outcome(r) for r in rows],
-                        seed=self.calls.seed,
-                        phase=phase,
-                        round_no=round_no,
-                        size=size,
-                    ),
-                    result_type=list[ScheduledPair],
-                    start_to_close_timeout=timedelta(seconds=60),
-                    retry_policy=FIT_RETRY_POLICY,
+                pairs = await adaptive_pairs(
+                    population,
+                    rows,
+                    seed=self.calls.seed,
+                    phase=phase,
+                    round_no=round_no,
+                    size=size,
                 )
             if not pairs:
                 break
@@ -244,27 +221,17 @@ class TournamentWorkflow:
         judged = await self.calls.until_valid(
             phase, index, values=values, parse=parse_judge_output, errors=(JudgeParseError,)
         )
-        verdict = judged.value
-        row = ComparisonRow(
-            id=f"{phase}#{index}",
-            phase=phase,
-            generation=generation,
-            presented_a=pair.presented_a,
-            presented_b=pair.presented_b,
-            scheduled_a=pair.scheduled_a,
-            scheduled_b=pair.scheduled_b,
-            winner=verdict.winner,
-            confidence=verdict.confidence,
-            critique_a=verdict.feedback_a,
-            critique_b=verdict.feedback_b,
-            model=judged.response.model,
-            provider=judged.response.provider,
+        return self.record.add_comparison(
+            phase,
+            generation,
+            index,
+            pair,
+            judged.value,
+            response=judged.response,
             attempts=judged.attempts,
             usage=judged.usage,
             raw_outputs=judged.raw_outputs if self.input.include_raw_outputs else None,
         )
-        self.record.comparisons.append(row)  # recorded as it lands, so a cancel keeps it
-        return row
 
     async def _mutate(self, g: int, board: list[ScoreRow]) -> list[str]:
         phase = self.phase = f"generation_mutation:{g}"
@@ -297,15 +264,16 @@ class TournamentWorkflow:
     async def _finalize(self, winner_id: str) -> None:
         winner = self.record.candidates[winner_id]
         if not self.input.models.finalize:
-            self.final_answer = winner.text
+            self.record.final_answer = winner.text
             return
         self.phase = "finalizing"
         values = self._context() | {"candidate": winner.text}
         response = await self.calls.model(
             self.phase, 0, role="finalize", values=values, tag=winner_id
         )
-        self.final_answer = response.text
-        self.postprocessed = True
+        self.record.final_answer = response.text
+        # "Post-processed" means the delivered text is not the winner's, not that a call ran.
+        self.record.postprocessed = response.text != winner.text
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -320,83 +288,43 @@ class TournamentWorkflow:
     async def _fit(
         self, phase: str, generation: int | None, population: list[str], rows: list[ComparisonRow]
     ) -> list[ScoreRow]:
-        fitted = await workflow.execute_local_activity(
-            FIT_LEADERBOARD,
-            FitInput(
-                candidate_ids=population,
-                outcomes=[_outcome(r) for r in rows],
-                lambda_=self.plan.profile.lambda_ if self.plan else 0.01,
-                generations={cid: self.record.candidates[cid].generation for cid in population},
-            ),
-            result_type=list[LeaderboardRow],
-            start_to_close_timeout=timedelta(seconds=60),
-            retry_policy=FIT_RETRY_POLICY,
+        fitted = await fit_leaderboard(
+            population,
+            rows,
+            lambda_=self.plan.profile.lambda_ if self.plan else 0.01,
+            generations={cid: self.record.candidates[cid].generation for cid in population},
         )
-        board = [
-            ScoreRow(phase=phase, **(dataclasses.asdict(row) | {"generation": generation}))
-            for row in fitted
-        ]
-        self.record.add_scores(board)
-        return board
+        return self.record.add_scores(phase, generation, fitted)
 
     async def _end(self, status: str, error: str | None) -> None:
         """Drain calls in flight, record the outcome and write the artifacts."""
         self.calls.stop()
         await self.calls.drain()
         self.calls.status = status  # type: ignore[assignment]
-        self.error = error
+        self.record.error = error
         self.record.event(f"run.{status}", error=error)
         if not (error or "").startswith(RUN_ID_INVALID):  # no run directory for a bad id
             await self._write_artifacts(wait=True)
         await workflow.wait_condition(workflow.all_handlers_finished)
 
     async def _write_artifacts(self, *, wait: bool = False) -> None:
-        """Commit the run directory; the next phase starts while the files are written.
+        await self.writer.write(self._snapshot, wait=wait)
 
-        Writes stay in order (each waits for the one before), and the last one, in ``_end``,
-        is waited for. Pydantic copies the state lists into the snapshot, so later phases
-        cannot change what a pending write sends.
-        """
-        if self._pending_write is not None:
-            try:
-                self.run_dir = await self._pending_write
-            except ActivityError as exc:
-                # A write cancelled with the run is superseded by the one made here.
-                if not (wait and is_cancelled_exception(exc)):
-                    raise
-            self._pending_write = None
+    def _snapshot(self) -> TournamentSnapshot:
         plan = self.plan
-        snapshot = TournamentSnapshot(
+        # Each rendered prompt travels once; its file is content-addressed, so a rewrite is equal.
+        prompts, self.calls.prompts = self.calls.prompts, {}
+        snapshot = self.record.snapshot(
             run_id=self.run_id,
             status=self.calls.status,
             input=self.input,
             seed=self.calls.seed,
             profile=plan.profile if plan else None,
             profile_name=plan.profile_name if plan else None,
-            candidates=self.record.candidates_in_order(),
-            populations=self.record.populations,
-            comparisons=self.record.comparisons_in_order(),
-            scores=self.record.scores,
             usage=self.calls.usage,
-            events=self.record.events,
-            budget=self.calls.budget.limits,
-            spent=self.calls.budget.spent,
-            winner_id=self.winner_id,
-            final_answer=self.final_answer,
-            final_answer_is_postprocessed=self.postprocessed,
-            error=self.error,
-            written_at=workflow.now().isoformat(),
+            budget=self.calls.budget,
         )
-        self._pending_write = workflow.start_activity(
-            WRITE_TOURNAMENT_ARTIFACTS,
-            snapshot,
-            result_type=str,
-            start_to_close_timeout=timedelta(minutes=2),
-            retry_policy=ARTIFACT_RETRY_POLICY,
-        )
-        if wait:
-            self.run_dir = await self._pending_write
-            self._pending_write = None
+        return snapshot.model_copy(update={"prompts": prompts}) if prompts else snapshot
 
     # -- control -------------------------------------------------------------------------
 
@@ -412,9 +340,10 @@ class TournamentWorkflow:
             spent=self.calls.budget.spent,
             leaderboard=self.record.leaderboard[:5],
             blocking_limit=self.calls.budget.blocking_limit(),
-            error=self.error,
+            error=self.record.error,
             in_flight=self.calls.in_flight,
             refused=self.record.refused[-5:],
+            usd_known=all(row.priced for row in self.calls.usage),
         )
 
     @workflow.query(name=QUERY_EVENTS)
@@ -444,7 +373,3 @@ class TournamentWorkflow:
             )
             return
         self.calls.extend(limits)
-
-
-def _outcome(row: ComparisonRow) -> FitOutcome:
-    return FitOutcome(presented_a=row.presented_a, presented_b=row.presented_b, winner=row.winner)

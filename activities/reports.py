@@ -1,0 +1,46 @@
+"""HTML reports from Jinja2 templates: autoescape on, every page extends ``templates/base.html``.
+
+The base layout gives each report the same head, style sheet and header (a heading and a list of
+facts); a report template fills ``{% block content %}``. Plan and campaign reports add their own
+template next to ``tournament.html`` and ``ask.html``. Text from models is untrusted: autoescape
+escapes every value, and only ``Markup`` built by our own SVG helpers passes through as is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+__all__ = ["render_page"]
+
+_ENV = Environment(
+    loader=PackageLoader("activities", "templates"),
+    autoescape=select_autoescape(default=True, default_for_string=True),
+    undefined=StrictUndefined,  # a missing value is a bug, not an empty cell
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+def render_page(
+    template: str,
+    *,
+    title: str,
+    heading: str,
+    facts: Sequence[tuple[str, str]],
+    fact_ids: Mapping[str, str] | None = None,
+    simulated: bool = False,
+    **context: Any,
+) -> str:
+    """One whole page: ``template`` (which extends the base layout) over ``context``."""
+    page = _ENV.get_template(template).render(
+        title=title,
+        heading=heading,
+        facts=list(facts),
+        fact_ids=dict(fact_ids or {}),
+        simulated=simulated,
+        **context,
+    )
+    return page.rstrip("\n") + "\n"

@@ -1,0 +1,123 @@
+"""Plan validation time for large plans (goal from issue 6: a 1,000-step plan under 100 ms).
+
+Measures, never asserts. The plan mixes every part-1 kind: agents with references to earlier
+steps, model gates with redo routes, pauses, human gates, and fan-outs with two-step chains.
+"Parse + validate" starts from JSON text (what `ponder plan validate` does for a .json file);
+"validate" starts from the parsed document; "rules" is the cross-field pass on a loaded plan
+(what a workflow runs on decoded input).
+
+    python -m benchmarks.plan_validation [--repeats 15] [--steps 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from workflows.plan.boundaries import boundaries, plan_totals
+from workflows.plan.rules import check_plan
+from workflows.plan.validate import load_plan, validate_document, validate_text
+
+
+def make_plan(steps: int) -> dict[str, Any]:
+    out: list[dict[str, Any]] = []
+    previous = None
+    while len(out) < steps:
+        n = len(out)
+        deps = [previous] if previous else []
+        shape = n % 10
+        if shape == 3 and previous:
+            out.append(
+                {
+                    "id": f"g{n}",
+                    "kind": "gate",
+                    "deps": deps,
+                    "prompt": f"Review ${{steps.{previous}.output}}. End with GATE: PASS.",
+                    "fail_route": previous,
+                    "max_redos": 1,
+                }
+            )
+        elif shape == 5:
+            out.append({"id": f"p{n}", "kind": "pause", "deps": deps,
+                        "pause": {"state": "WAIT", "resume_arg": f"arg{n}"}})  # fmt: skip
+        elif shape == 7 and len(out) + 3 <= steps:
+            out.append(
+                {
+                    "id": f"f{n}",
+                    "kind": "fanout",
+                    "deps": deps,
+                    "fanout": {"over": [f"item{i}" for i in range(8)], "max_fanout": 6,
+                               "chain": [f"f{n}.a", f"f{n}.b"], "concurrency": 3,
+                               "join": "quorum:4"},
+                }
+            )  # fmt: skip
+            out.append({"id": f"f{n}.a", "kind": "agent", "prompt": "first"})
+            out.append({"id": f"f{n}.b", "kind": "agent", "deps": [f"f{n}.a"], "prompt": "then"})
+            previous = f"f{n}"
+            continue
+        elif shape == 9 and previous:
+            out.append({"id": f"h{n}", "kind": "gate", "deps": deps,
+                        "gate": {"on_revise": previous, "max_rounds": 2}})  # fmt: skip
+        else:
+            out.append(
+                {
+                    "id": f"a{n}",
+                    "kind": "agent",
+                    "deps": deps,
+                    "prompt": f"Step {n}: go on from ${{steps.{previous}.output}} for ${{input.x}}"
+                    if previous
+                    else "Start with ${input.x}",
+                    "model": "claude",
+                    "idempotent": True,
+                    "retry": {"max_attempts": 2, "on": ["timeout"]},
+                    "artifacts": {"writes": [f"out/{n}.md"]},
+                    "deliverable": "file",
+                }
+            )
+        previous = out[-1]["id"]
+    return {"schema": "ponder-plan/1", "name": f"bench-{steps}", "steps": out[:steps]}
+
+
+def timed(fn: Callable[[], object], repeats: int) -> tuple[float, float]:
+    fn()  # warm up
+    runs = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        runs.append((time.perf_counter() - start) * 1000)
+    return statistics.median(runs), min(runs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--steps", type=int, nargs="*", default=[100, 1000])
+    args = parser.parse_args()
+    print(f"{'steps':>6} {'what':<22} {'median ms':>10} {'min ms':>8}")
+    for steps in args.steps:
+        doc = make_plan(steps)
+        text = json.dumps(doc)
+        check = validate_document(doc)
+        assert check.ok, [e.line() for e in check.errors][:5]
+        plan = load_plan(doc)
+        cases: list[tuple[str, Callable[[], object]]] = [
+            ("parse + validate", lambda text=text: validate_text(text, filename="p.json")),
+            ("validate", lambda doc=doc: validate_document(doc)),
+            ("rules only", lambda plan=plan: check_plan(plan)),
+            ("boundaries + totals", lambda plan=plan: plan_totals(plan, boundaries(plan))),
+        ]
+        for name, fn in cases:
+            median, best = timed(fn, args.repeats)
+            print(f"{steps:>6} {name:<22} {median:>10.1f} {best:>8.1f}")
+
+
+if __name__ == "__main__":
+    main()

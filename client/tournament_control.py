@@ -1,0 +1,294 @@
+"""Commands on a run that already exists: ``status``, ``watch``, ``extend``, ``cancel``, ``report``.
+
+Each works on a tournament; ``status``, ``watch`` and ``report`` also give an Ask run its own view.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+from temporalio.client import (
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
+
+from activities.config import Settings, load_settings
+from activities.errors import ConfigError
+from client.runs import check_run_id, failure_message
+from client.session import Session, open_session, spawn_background_worker
+from client.tournament_follow import (
+    follow,
+    format_limits,
+    print_outcome,
+    progress_table,
+    resume_command,
+    run_times,
+)
+from workflows.ask_types import AskResult
+from workflows.names import ASK, QUERY_PROGRESS, UPDATE_EXTEND_BUDGET
+from workflows.tournament.types import (
+    ExtendBudgetInput,
+    ExtendBudgetResult,
+    Progress,
+    TournamentResult,
+)
+
+__all__ = ["cancel", "extend", "report", "state_name", "status", "watch"]
+
+
+def _settings(ctx: click.Context) -> Settings:
+    return load_settings(ctx.obj["config"])
+
+
+def state_name(status: WorkflowExecutionStatus | None) -> str:
+    """A Temporal execution status in ponder's words (one spelling: ``cancelled``)."""
+    if status is None:
+        return "unknown"
+    if status == WorkflowExecutionStatus.CANCELED:
+        return "cancelled"
+    return status.name.lower()
+
+
+async def _handle(session: Session, run_id: str) -> WorkflowHandle:
+    return session.client.get_workflow_handle(check_run_id(run_id), result_type=TournamentResult)
+
+
+async def _ask_view(session: Session, handle: WorkflowHandle) -> dict[str, Any]:
+    """What ``status`` shows of an Ask run: its state, model, usage and answer or error."""
+    description = await handle.describe()
+    view: dict[str, Any] = {
+        "run_id": handle.id,
+        "kind": "ask",
+        "status": state_name(description.status),
+    }
+    started, ended = description.start_time, description.close_time
+    if started is not None and ended is not None:
+        view["elapsed_s"] = round((ended - started).total_seconds(), 1)
+    if description.status == WorkflowExecutionStatus.COMPLETED:
+        ask = session.client.get_workflow_handle(handle.id, result_type=AskResult)
+        result: AskResult = await ask.result()
+        response = result.response
+        view |= {
+            "model": f"{response.provider}:{response.model}",
+            "simulated": response.simulated,
+            "input_tokens": response.usage.input_tokens,
+            "output_tokens": response.usage.output_tokens,
+            # No price known: the cost is unknown, not zero.
+            "usd": "unknown" if response.usd is None and not response.simulated else response.usd,
+            "answer_path": result.answer_path,
+        }
+    elif description.status in (WorkflowExecutionStatus.FAILED, WorkflowExecutionStatus.CANCELED):
+        try:
+            await handle.result()
+        except WorkflowFailureError as exc:
+            view["error"] = failure_message(exc)
+    return view
+
+
+def _print_ask_view(view: dict[str, Any]) -> None:
+    out = Console()
+    table = Table(show_header=False, box=None, pad_edge=False)
+    for key, value in view.items():
+        if value is None:
+            continue
+        if key == "usd" and isinstance(value, float):
+            value = f"{value:.4f}"
+        table.add_row(key.replace("_", " "), str(value))
+    out.print(table)
+
+
+@click.command()
+@click.argument("run_id")
+@click.option("--json", "as_json", is_flag=True, help="Print the progress query as JSON.")
+@click.pass_context
+def status(ctx: click.Context, run_id: str, as_json: bool) -> None:
+    """Show a run's progress: status, phase, budget, leaderboard top 5 (or an Ask's answer)."""
+    settings = _settings(ctx)
+
+    async def go() -> tuple[Progress | dict[str, Any], Any]:
+        # A query is answered by a worker, so embedded mode runs one here too.
+        async with open_session(settings) as session:
+            handle = await _handle(session, run_id)
+            if (await handle.describe()).workflow_type == ASK:
+                return await _ask_view(session, handle), None
+            progress = await handle.query(QUERY_PROGRESS, result_type=Progress)
+            return progress, await run_times(handle)
+
+    shown, times = asyncio.run(go())
+    if isinstance(shown, dict):
+        if as_json:
+            click.echo(json.dumps(shown, indent=2))
+        else:
+            _print_ask_view(shown)
+        return
+    progress = shown
+    if as_json:
+        click.echo(json.dumps(progress.model_dump(mode="json"), indent=2))
+        return
+    out = Console()
+    out.print(progress_table(progress, *times))
+    if progress.error:
+        out.print(f"error    {progress.error}")
+    for refusal in progress.refused:
+        out.print(f"refused  extend_budget signal: {refusal}")
+    if progress.status == "awaiting_budget":
+        out.print(f"continue with: {resume_command(run_id, progress)}")
+    if progress.leaderboard:
+        board = Table("rank", "candidate", "score", "W/L/T", title=progress.leaderboard[0].phase)
+        for row in progress.leaderboard:
+            board.add_row(
+                str(row.rank),
+                row.candidate_id,
+                f"{row.score:+.3f}",
+                f"{row.wins}/{row.losses}/{row.ties}",
+            )
+        out.print(board)
+
+
+@click.command()
+@click.argument("run_id")
+@click.pass_context
+def watch(ctx: click.Context, run_id: str) -> None:
+    """Follow a run until it completes, fails or pauses (Ctrl-C detaches again)."""
+    from client.runs import wait_or_detach
+
+    settings = _settings(ctx)
+
+    async def go() -> TournamentResult | AskResult | Progress:
+        async with open_session(settings) as session:
+            handle = await _handle(session, run_id)
+            if (await handle.describe()).workflow_type == ASK:
+                ask = session.client.get_workflow_handle(run_id, result_type=AskResult)
+                return await wait_or_detach(session, ask)
+            return await follow(session, handle)
+
+    result = asyncio.run(go())
+    if isinstance(result, AskResult):
+        click.echo(result.response.text)
+        return
+    print_outcome(run_id, result)
+
+
+def _limit(value: str | None, current: float | None, cast: type) -> Any:
+    if value is None:
+        return None
+    if value.startswith("+"):
+        return cast(current or 0) + cast(value[1:])
+    return cast(value)
+
+
+@click.command()
+@click.argument("run_id")
+@click.option("--calls", default=None, help="New max_calls (absolute, or +N).")
+@click.option("--usd", default=None, help="New max_usd (absolute, or +X).")
+@click.option("--input-tokens", default=None, help="New max_input_tokens (or +N).")
+@click.option("--output-tokens", default=None, help="New max_output_tokens (or +N).")
+@click.option("--detach", is_flag=True, help="Extend and return without following the run.")
+@click.pass_context
+def extend(
+    ctx: click.Context,
+    run_id: str,
+    calls: str | None,
+    usd: str | None,
+    input_tokens: str | None,
+    output_tokens: str | None,
+    detach: bool,
+) -> None:
+    """Raise a run's budget limits; a paused run continues where it stopped."""
+    if all(v is None for v in (calls, usd, input_tokens, output_tokens)):
+        raise ConfigError(
+            "extend needs at least one new limit: give --calls, --usd, --input-tokens or "
+            "--output-tokens (absolute, or +N to add)"
+        )
+    settings = _settings(ctx)
+
+    async def go() -> TournamentResult | Progress:
+        # A worker here answers the query; with --detach a background one continues the run.
+        async with open_session(settings) as session:
+            handle = await _handle(session, run_id)
+            progress = await handle.query(QUERY_PROGRESS, result_type=Progress)
+            limits = progress.budget
+            try:
+                new = ExtendBudgetInput(
+                    max_calls=_limit(calls, limits.max_calls, int),
+                    max_usd=_limit(usd, limits.max_usd, float),
+                    max_input_tokens=_limit(input_tokens, limits.max_input_tokens, int),
+                    max_output_tokens=_limit(output_tokens, limits.max_output_tokens, int),
+                )
+            except ValueError as exc:
+                raise ConfigError(f"extend: {exc}: give numbers such as 300 or +50") from None
+            try:
+                done = await handle.execute_update(
+                    UPDATE_EXTEND_BUDGET, new, result_type=ExtendBudgetResult
+                )
+            except WorkflowUpdateFailedError as exc:
+                cause = exc.cause
+                raise ConfigError(f"extend refused: {getattr(cause, 'message', cause)}") from None
+            click.echo(f"budget now {format_limits(done.budget)}", err=True)
+            if detach:
+                if session.embedded:
+                    spawn_background_worker(settings)
+                sys.exit(0)
+            return await follow(session, handle)
+
+    print_outcome(run_id, asyncio.run(go()))
+
+
+@click.command()
+@click.argument("run_id")
+@click.pass_context
+def cancel(ctx: click.Context, run_id: str) -> None:
+    """Cancel a run: calls in flight finish and are recorded, artifacts are written."""
+    settings = _settings(ctx)
+
+    async def go() -> None:
+        async with open_session(settings) as session:
+            handle = await _handle(session, run_id)
+            await handle.cancel()
+            # The run ends cancelled (or finished first); either way describe() tells.
+            with contextlib.suppress(Exception):
+                await handle.result()
+            description = await handle.describe()
+            click.echo(f"run {run_id}: {state_name(description.status)}", err=True)
+
+    asyncio.run(go())
+    sys.exit(1)
+
+
+@click.command()
+@click.argument("run_id")
+@click.pass_context
+def report(ctx: click.Context, run_id: str) -> None:
+    """Print the path of a run's report.html (re-rendered from its run directory)."""
+    from activities.run_store import RunStore
+    from activities.tournament.report import (
+        render_ask_report,
+        render_report,
+        report_data_from_run_dir,
+    )
+
+    check_run_id(run_id)  # run.id_invalid (exit 2) before anything is touched
+    settings = _settings(ctx)
+    store = RunStore(settings.runs_dir)
+    run_dir = store.run_dir(run_id)
+    try:
+        summary = json.loads((run_dir / "summary.json").read_text())
+    except (OSError, ValueError):
+        raise ConfigError(f"no run artifacts in {run_dir}: check the run id") from None
+    if "winner_id" not in summary:  # an Ask run: its answer and usage, no leaderboard
+        answer = run_dir / "artifacts/answer.txt"
+        text = answer.read_text() if answer.exists() else None
+        html = render_ask_report(summary, text)
+    else:
+        html = render_report(report_data_from_run_dir(Path(run_dir)))
+    click.echo(str(store.write(run_id, "report.html", html)))

@@ -1,0 +1,165 @@
+"""Following a tournament: the live progress table, the pause hand-off and the outcome lines."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+from temporalio.client import WorkflowFailureError, WorkflowHandle
+from temporalio.service import RPCError
+
+from client.runs import RunFailed, ctrl_c_detaches, detach, failure_message, run_result
+from client.session import Session
+from workflows.budget import BudgetLimits
+from workflows.names import QUERY_PROGRESS
+from workflows.tournament.types import Progress, TournamentResult
+
+__all__ = [
+    "EXIT_PAUSED",
+    "console",
+    "follow",
+    "format_limits",
+    "print_outcome",
+    "progress_table",
+    "resume_command",
+    "run_times",
+]
+
+EXIT_PAUSED = 75
+console = Console(stderr=True)
+
+
+def format_limits(limits: BudgetLimits) -> str:
+    """``max_calls=16, max_usd=5.00``; ``none`` when no limit is set."""
+    parts = []
+    for name, value in limits.model_dump(exclude_none=True).items():
+        parts.append(f"{name}={value:.2f}" if isinstance(value, float) else f"{name}={value}")
+    return ", ".join(parts) or "none"
+
+
+async def run_times(handle: WorkflowHandle) -> tuple[datetime | None, datetime | None]:
+    """When the run started and (if it has) ended, from the server: the same for every viewer."""
+    description = await handle.describe()
+    return description.start_time, description.close_time
+
+
+def _elapsed(started: datetime | None, ended: datetime | None) -> str | None:
+    if started is None:
+        return None
+    seconds = ((ended or datetime.now(UTC)) - started).total_seconds()
+    return f"{max(seconds, 0.0):.1f}s"
+
+
+def progress_table(
+    p: Progress, started: datetime | None = None, ended: datetime | None = None
+) -> Table:
+    table = Table(show_header=False, box=None, pad_edge=False)
+    limit = p.budget.max_calls if p.budget.max_calls is not None else p.calls_planned
+    table.add_row("run", p.run_id)
+    # The limit that stopped the run matters only while it is paused on it.
+    paused_on = f" ({p.blocking_limit})" if p.status == "awaiting_budget" else ""
+    table.add_row("status", p.status + paused_on)
+    table.add_row("phase", p.phase)
+    table.add_row("calls", f"{p.spent.calls} / {limit}")
+    table.add_row("tokens", f"{p.spent.input_tokens} in, {p.spent.output_tokens} out")
+    if not p.usd_known:  # a sum that leaves out unpriced calls would pass for the cost
+        table.add_row("usd", "unknown (a model in use has no price; see ponder.toml)")
+    elif p.spent.usd:
+        table.add_row("usd", f"{p.spent.usd:.4f}")
+    table.add_row("limits", format_limits(p.budget))
+    elapsed = _elapsed(started, ended)
+    if elapsed is not None:
+        table.add_row("elapsed", elapsed)
+    if p.leaderboard:
+        leader = p.leaderboard[0]
+        table.add_row("leader", f"{leader.candidate_id} (score {leader.score:+.2f})")
+    return table
+
+
+async def follow(session: Session, handle: WorkflowHandle) -> TournamentResult | Progress:
+    """Show progress until the run ends (its result) or pauses on budget (its progress).
+
+    Ctrl-C detaches: the run goes on (with a background worker in embedded mode).
+    """
+    started = None
+    with contextlib.suppress(RPCError):  # a restarting server: the clock is only shown
+        started, _ = await run_times(handle)
+    result_task = asyncio.ensure_future(run_result(handle))
+    paused: Progress | None = None
+    with ctrl_c_detaches() as interrupted, Live(console=console, refresh_per_second=4) as live:
+        while not result_task.done():
+            if interrupted.is_set():
+                result_task.cancel()
+                detach(session, handle.id)
+            try:
+                progress = await handle.query(QUERY_PROGRESS, result_type=Progress)
+            except RPCError:
+                progress = None
+            if progress is not None:
+                live.update(progress_table(progress, started))
+                # Paused: leave once the calls already dispatched have landed (paid once).
+                if progress.status == "awaiting_budget" and progress.in_flight == 0:
+                    result_task.cancel()
+                    paused = progress
+                    break
+            await asyncio.wait({result_task}, timeout=0.5)
+        if paused is None:
+            with contextlib.suppress(RPCError):  # the last frame shows the final state
+                final = await handle.query(QUERY_PROGRESS, result_type=Progress)
+                _, ended = await run_times(handle)
+                live.update(progress_table(final, started, ended))
+    # Without a terminal the last frame ends mid-line: what follows starts on a line of its own.
+    console.line()
+    if paused is not None:
+        return paused
+    try:
+        return result_task.result()
+    except WorkflowFailureError as exc:
+        raise RunFailed(f"run {handle.id} ended: {failure_message(exc)}") from exc
+
+
+def resume_command(run_id: str, paused: Progress) -> str:
+    """The exact ``ponder extend`` that lets a paused run go on past its blocking limit."""
+    spent = paused.spent
+    if paused.blocking_limit == "max_usd":
+        return f"ponder extend {run_id} --usd +{max(spent.usd, 0.01):.2f}"
+    if paused.blocking_limit == "max_input_tokens":
+        return f"ponder extend {run_id} --input-tokens +{max(spent.input_tokens, 1)}"
+    if paused.blocking_limit == "max_output_tokens":
+        return f"ponder extend {run_id} --output-tokens +{max(spent.output_tokens, 1)}"
+    # The nominal calls left, plus a tenth for invalid-output retries.
+    more = max(paused.calls_planned - spent.calls, 0) + max(paused.calls_planned // 10, 1)
+    return f"ponder extend {run_id} --calls +{more}"
+
+
+def print_outcome(run_id: str, result: TournamentResult | Progress) -> None:
+    """The final answer on stdout, the winner and report path on stderr; exit 75 if paused."""
+    if isinstance(result, Progress):
+        click.echo(
+            f"run {run_id} is paused awaiting budget ({result.blocking_limit} reached); "
+            f"continue it with: {resume_command(run_id, result)}",
+            err=True,
+        )
+        sys.exit(EXIT_PAUSED)
+    run_dir = Path(result.run_dir)
+    click.echo(result.final_answer)
+    click.echo(f"winner: {result.winner_id} after {result.spent.calls} calls", err=True)
+    try:  # the run directory is the worker's; a remote worker's may not be visible here
+        summary = json.loads((run_dir / "summary.json").read_text())
+    except OSError:
+        summary = {}
+    if summary.get("simulated"):
+        click.echo(
+            f"simulated: winner true quality {summary['winner_true_quality']:.3f}, best "
+            f"candidate {summary['best_candidate_id']} {summary['best_true_quality']:.3f}",
+            err=True,
+        )
+    click.echo(f"report: {run_dir / 'report.html'}", err=True)

@@ -1,0 +1,110 @@
+"""Reading the tournament commands' option values: files, ``ROLE=VALUE`` pairs, prompt files."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import ValidationError
+
+from activities.errors import ConfigError
+from workflows.tournament.errors import TournamentError
+from workflows.tournament.prompts import PromptOverrides
+
+__all__ = [
+    "CONCURRENCY_PHASES",
+    "TEMPERATURE_ROLES",
+    "TOKEN_ROLES",
+    "load_prompts",
+    "read_file",
+    "read_task",
+    "refuse",
+    "role_values",
+]
+
+T = TypeVar("T")
+
+# CLI role name -> Profile field.
+TEMPERATURE_ROLES: Mapping[str, str] = {
+    "generate": "generate_temperature",
+    "judge": "judge_temperature",
+    "mutate": "mutate_temperature",
+    "finalize": "finalize_temperature",
+}
+# CLI role name -> prompt role (the judge's prompt role is "compare").
+TOKEN_ROLES: Mapping[str, str] = {
+    "generate": "generate",
+    "judge": "compare",
+    "compare": "compare",
+    "mutate": "mutate",
+    "finalize": "finalize",
+}
+CONCURRENCY_PHASES = ("generate", "judge", "mutate")
+
+
+def read_file(name: str, *, what: str = "candidate") -> str:
+    try:
+        return Path(name).read_text()
+    except OSError as exc:
+        raise ConfigError(f"{what} file {name} cannot be read ({exc.strerror})") from None
+
+
+def read_task(value: str, *, what: str = "task") -> str:
+    """``value`` itself, or the text of the file named after an ``@``."""
+    return read_file(value[1:], what=what) if value.startswith("@") else value
+
+
+def refuse(exc: TournamentError) -> ConfigError:
+    return ConfigError(f"{exc.code}: {exc.message}")
+
+
+def role_values(
+    option: str,
+    items: Iterable[str],
+    roles: Iterable[str],
+    cast: Callable[[str], T],
+) -> dict[str, T]:
+    """``ROLE=VALUE`` items as a dict; an unknown role or a bad value names the option."""
+    known = list(roles)
+    values: dict[str, T] = {}
+    for item in items:
+        role, sep, raw = item.partition("=")
+        role = role.strip()
+        if not sep or role not in known:
+            raise ConfigError(
+                f"{option} {item!r} must be ROLE=VALUE with ROLE one of {', '.join(known)}"
+            )
+        try:
+            values[role] = cast(raw.strip())
+        except ValueError:
+            raise ConfigError(
+                f"{option} {item!r}: {raw.strip()!r} is not a valid {cast.__name__}"
+            ) from None
+    return values
+
+
+def load_prompts(path: str) -> PromptOverrides:
+    """Per-role prompt overrides from a JSON or TOML file, validated field by field.
+
+    Shape: ``{"generate": {"system": "...", "user": "..."}, "compare": {...}, ...}``; the
+    ``{variables}`` each role may use are checked later, with the rest of the input.
+    """
+    text = read_file(path, what="prompts")
+    try:
+        data = tomllib.loads(text) if path.endswith(".toml") else json.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError) as exc:
+        kind = "TOML" if path.endswith(".toml") else "JSON"
+        raise ConfigError(f"prompts file {path} is not valid {kind}: {exc}") from None
+    try:
+        return PromptOverrides.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'file'}: {e['msg']}" for e in exc.errors()
+        )
+        raise ConfigError(
+            f"prompts file {path}: {problems} (roles: generate, compare, mutate, finalize; "
+            "each with system and/or user)"
+        ) from None

@@ -1,0 +1,217 @@
+"""The tournament's parts as services: ``ponder rank`` (judge given answers) and ``mutate``."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import get_args
+
+import click
+
+from activities.config import Settings, load_settings
+from activities.errors import ConfigError
+from activities.providers import price_table, resolve_model
+from client.runs import check_run_id, new_run_id, start_run
+from client.session import open_session
+from client.tournament_follow import follow, print_outcome
+from client.tournament_options import read_file, read_task, refuse
+from workflows.budget import BudgetLimits
+from workflows.names import TOURNAMENT
+from workflows.tournament.errors import TournamentError
+from workflows.tournament.preflight import preflight, rank_profile
+from workflows.tournament.profiles import ALL_PAIRS_FREE_LIMIT, RankMode, rank_block
+from workflows.tournament.prompts import Style
+from workflows.tournament.types import GivenCandidate, Progress, TournamentInput, TournamentResult
+
+__all__ = ["build_rank_input", "mutate", "rank"]
+
+
+def _settings(ctx: click.Context) -> Settings:
+    return load_settings(ctx.obj["config"])
+
+
+def build_rank_input(
+    settings: Settings,
+    files: tuple[str, ...],
+    *,
+    task: str,
+    rubric: str | None,
+    model: str | None,
+    mode: RankMode,
+    rank_k: int | None,
+    rank_seed: int | None,
+    rank_max_calls: int | None,
+    max_calls: int | None,
+    seed: int | None,
+    run_id: str,
+) -> TournamentInput:
+    """The workflow input that ranks ``files``; refuses what preflight refuses."""
+    if len(files) < 2:
+        raise ConfigError(
+            f"rank needs at least two candidate files to compare (got {len(files)}): "
+            "give two or more files"
+        )
+    given = [GivenCandidate(id=Path(name).stem, text=read_file(name)) for name in files]
+    judge = model or TournamentInput.model_fields["model"].default
+    keys_here = not settings.temporal_address
+    resolve_model(judge, settings, require_key=keys_here)
+    # Without its own cap the rank block may use the whole call budget.
+    cap = rank_max_calls if rank_max_calls is not None else max_calls
+    try:
+        block = rank_block(len(given), mode, k=rank_k, seed=rank_seed, max_calls=cap)
+        payload = TournamentInput(
+            task=read_task(task),
+            rubric=rubric,
+            custom=rank_profile(len(given)),
+            model=judge,
+            rank=block,
+            budget=BudgetLimits(max_calls=max_calls),
+            seed=seed,
+            run_id=run_id,
+            candidates=given,
+            prices=price_table([judge], settings, require_key=keys_here),
+        )
+        preflight(payload)
+    except TournamentError as exc:
+        raise refuse(exc) from None
+    return payload
+
+
+@click.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--task", required=True, help="The task the candidates answer (or @file).")
+@click.option("--rubric", default=None, help="What makes an answer better (default: built-in).")
+@click.option("--model", default=None, help="Judge model, provider:model.")
+@click.option(
+    "--rank-mode",
+    type=click.Choice(get_args(RankMode)),
+    default="auto",
+    show_default=True,
+    help=f"auto: all pairs while they fit the cap ({ALL_PAIRS_FREE_LIMIT} pairs unless "
+    "--rank-max-calls), else k-regular.",
+)
+@click.option("--rank-k", type=int, default=None, help="Degree of the k-regular schedule.")
+@click.option("--rank-seed", type=int, default=None, help="Seed of the pair schedule.")
+@click.option(
+    "--rank-max-calls",
+    type=click.IntRange(min=1),
+    default=None,
+    help=f"Cap on judge calls; all-pairs over {ALL_PAIRS_FREE_LIMIT} pairs needs it.",
+)
+@click.option(
+    "--max-calls", type=click.IntRange(min=0), default=None, help="Budget: max model calls."
+)
+@click.option("--seed", type=int, default=None, help="Run seed (judge sampling, presentation).")
+@click.option("--run-id", default=None, help="Workflow id (default: rank-<random>).")
+@click.pass_context
+def rank(
+    ctx: click.Context,
+    files: tuple[str, ...],
+    task: str,
+    rubric: str | None,
+    model: str | None,
+    rank_mode: RankMode,
+    rank_k: int | None,
+    rank_seed: int | None,
+    rank_max_calls: int | None,
+    max_calls: int | None,
+    seed: int | None,
+    run_id: str | None,
+) -> None:
+    """Rank candidate answers (one per FILE, id = file name) by pairwise judging."""
+    settings = _settings(ctx)
+    run_id = check_run_id(run_id or new_run_id("rank"))
+    payload = build_rank_input(
+        settings,
+        files,
+        task=task,
+        rubric=rubric,
+        model=model,
+        mode=rank_mode,
+        rank_k=rank_k,
+        rank_seed=rank_seed,
+        rank_max_calls=rank_max_calls,
+        max_calls=max_calls,
+        seed=seed,
+        run_id=run_id,
+    )
+
+    async def go() -> TournamentResult | Progress:
+        async with open_session(settings) as session:
+            handle = await start_run(session, TOURNAMENT, payload, run_id, TournamentResult)
+            return await follow(session, handle)
+
+    result = asyncio.run(go())
+    if isinstance(result, Progress):
+        print_outcome(run_id, result)
+        return
+    for row in result.leaderboard:
+        click.echo(
+            f"{row.rank:>3}  {row.candidate_id:<24} {row.score:+.3f}  "
+            f"{row.wins}W {row.losses}L {row.ties}T"
+        )
+    click.echo(f"report: {Path(result.run_dir) / 'report.html'}", err=True)
+
+
+@click.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--task", required=True, help="The task the candidate answers (or @file).")
+@click.option("--critique", required=True, help="What to improve (or @file).")
+@click.option("--rubric", default=None, help="What makes an answer better (default: built-in).")
+@click.option("--model", default=None, help="Mutator model, provider:model.")
+@click.option(
+    "--prompt-style",
+    type=click.Choice(get_args(Style)),
+    default="general",
+    show_default=True,
+    help="Built-in prompt set (paper-programming: C++17 solutions).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for sim draws.")
+@click.pass_context
+def mutate(
+    ctx: click.Context,
+    file: str,
+    task: str,
+    critique: str,
+    rubric: str | None,
+    model: str | None,
+    prompt_style: str,
+    seed: int,
+) -> None:
+    """Improve one candidate answer (FILE) from a critique (one mutate call)."""
+    from client.runs import wait_or_detach
+    from workflows.ask_types import AskInput, AskResult
+    from workflows.names import ASK
+    from workflows.tournament.prompts import DEFAULT_RUBRIC, render
+
+    settings = _settings(ctx)
+    candidate = read_file(file)
+    mutator = model or TournamentInput.model_fields["model"].default
+    resolve_model(mutator, settings, require_key=not settings.temporal_address)
+    prompt = render(
+        "mutate",
+        {
+            "task": read_task(task),
+            "rubric": rubric or DEFAULT_RUBRIC,
+            "candidate": candidate,
+            "critique": read_task(critique, what="critique"),
+        },
+        style=prompt_style,  # type: ignore[arg-type]
+    )
+    run_id = new_run_id("mutate")
+    payload = AskInput(
+        question=prompt.user,
+        system=prompt.system,
+        model=mutator,
+        role="mutate",
+        seed=seed,
+        max_output_tokens=prompt.max_output_tokens,
+        run_id=run_id,
+    )
+
+    async def go() -> AskResult:
+        async with open_session(settings) as session:
+            handle = await start_run(session, ASK, payload, run_id, AskResult)
+            return await wait_or_detach(session, handle)
+
+    click.echo(asyncio.run(go()).response.text)

@@ -1,0 +1,313 @@
+"""Workflow input that does not decode ends the run FAILED with ``input.invalid`` at once.
+
+Driven through the real ``temporal`` binary (``temporal workflow start --input '...'``), the way
+an operator or a script reaches a workflow without the Python models, and through the Python
+client with a plain dict.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import typing
+import uuid
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel, ValidationError
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.exceptions import ApplicationError
+
+from activities.config import Price
+from client.embedded import find_temporal_binary
+from tests.cli import cli_env, ponder
+from workflows.ask_types import AskInput
+from workflows.budget import Budget, BudgetLimits
+from workflows.inputs import InputInvalid, StrictModel, decode_input, decode_json
+from workflows.names import ASK, TOURNAMENT
+from workflows.tournament.profiles import Profile
+from workflows.tournament.types import TournamentInput
+
+QUICK = {"task": "Sort a list in place.", "profile": "quick"}
+QUICK_PROFILE = {"n": 4, "k": 2, "t": 1, "m": 2}
+
+
+async def temporal_start(
+    address: str, queue: str, workflow_type: str, workflow_id: str, *inputs: str
+) -> None:
+    """``temporal workflow start`` with each of ``inputs`` as one ``--input`` JSON argument."""
+    args = [
+        "workflow",
+        "start",
+        "--address",
+        address,
+        "--namespace",
+        "default",
+        "--task-queue",
+        queue,
+        "--type",
+        workflow_type,
+        "--workflow-id",
+        workflow_id,
+    ]
+    for value in inputs:
+        args += ["--input", value]
+    process = await asyncio.create_subprocess_exec(
+        find_temporal_binary(),
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 30)
+    assert process.returncode == 0, (out.decode(), err.decode())
+
+
+async def refusal(client: Client, workflow_id: str, *, max_events: int = 6) -> ApplicationError:
+    """The run's failure, which must come at once and without a single failed workflow task.
+
+    ``max_events`` 6: started, one workflow task, failed; nothing was scheduled.
+    """
+    handle = client.get_workflow_handle(workflow_id)
+    with pytest.raises(WorkflowFailureError) as info:
+        await asyncio.wait_for(handle.result(), 15)
+    history = await handle.fetch_history()
+    types = [event.event_type for event in history.events]
+    assert EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED not in types
+    assert types[-1] == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED
+    assert len(types) <= max_events
+    cause = info.value.cause
+    assert isinstance(cause, ApplicationError), cause
+    assert cause.non_retryable
+    return cause
+
+
+ASK_CASES = [
+    (json.dumps({"question": ""}), "question: String should have at least 1 character"),
+    (json.dumps({"question": "hi", "temperature": "hot"}), "temperature: Input should be a valid"),
+    (json.dumps({"question": "hi", "temperature": "nan"}), "temperature: Input should be a finite"),
+    (json.dumps({"question": "hi", "seed": "abc"}), "seed: Input should be a valid integer"),
+    (json.dumps({"question": "hi", "bogus_field": 1}), "bogus_field: Extra inputs are not"),
+    (json.dumps({"question": "hi", "max_output_tokens": 0}), "max_output_tokens: Input should be"),
+    (json.dumps({"question": "hi", "role": "root"}), "role: Input should be 'ask'"),
+    (json.dumps({}), "question: Field required"),
+    (json.dumps([1, 2]), "(the input itself): Input should be an object"),
+    (json.dumps("hi"), "(the input itself): Input should be an object"),
+]
+
+
+@pytest.mark.parametrize(("raw", "needle"), ASK_CASES, ids=[c[0][:40] for c in ASK_CASES])
+async def test_ask_refuses_bad_input_from_the_temporal_cli(
+    client: Client, server_address: str, worker_queue: str, raw: str, needle: str
+) -> None:
+    workflow_id = f"ask-bad-{uuid.uuid4().hex[:8]}"
+    await temporal_start(server_address, worker_queue, ASK, workflow_id, raw)
+    error = await refusal(client, workflow_id)
+    assert error.type == "input.invalid"
+    assert error.message.startswith("AskInput: ")
+    assert needle in error.message
+
+
+TOURNAMENT_CASES = [
+    ({"schedule": "foo"}, "schedule: Input should be 'k-regular' or 'adaptive' (got 'foo')"),
+    ({"on_budget_exhausted": "explode"}, "on_budget_exhausted: Input should be 'pause' or"),
+    ({"seed": "abc"}, "seed: Input should be a valid integer"),
+    ({"budget": {"max_calls": -5}}, "budget.max_calls: Input should be greater than or equal to 0"),
+    ({"budget": {"max_usd": "inf"}}, "budget.max_usd: Input should be a finite number"),
+    ({"budget": {"max_call": 5}}, "budget.max_call: Extra inputs are not permitted"),
+    ({"bogus_field": 1}, "bogus_field: Extra inputs are not permitted"),
+    ({"models": {"judge": "sim:default", "critic": "x"}}, "models.critic: Extra inputs"),
+    ({"concurrency": {"judge": 0}}, "concurrency.judge: Input should be greater than or equal"),
+    ({"critique_chars": 10}, "critique_chars: Input should be greater than or equal to 256"),
+    (
+        {"custom": {"n": 4, "k": 2, "t": 1, "m": 2, "lambda": "nan"}},
+        "custom.lambda: Input should be a finite number",
+    ),
+    (
+        {"custom": {"n": 200000, "k": 2, "t": 0, "m": 2}},
+        "custom.n: Input should be less than or equal to 2000",
+    ),
+    (
+        {"custom": {"n": 4, "k": 2, "t": 1000000, "m": 2}},
+        "custom.t: Input should be less than or equal to 100",
+    ),
+    (
+        {"prices": {"openai:x": {"input": "nan", "output": 1}}},
+        "prices.openai:x.input: Input should be a finite number",
+    ),
+    ({"candidates": [{"id": "../x", "text": "a"}]}, "candidates.0.id: String should match"),
+    ({"task": None}, "task: Input should be a valid string"),
+]
+
+
+@pytest.mark.parametrize(
+    ("fields", "needle"), TOURNAMENT_CASES, ids=[json.dumps(c[0])[:40] for c in TOURNAMENT_CASES]
+)
+async def test_tournament_refuses_bad_input_from_the_temporal_cli(
+    client: Client, server_address: str, worker_queue: str, fields: dict, needle: str
+) -> None:
+    workflow_id = f"t-bad-{uuid.uuid4().hex[:8]}"
+    raw = json.dumps(QUICK | fields)
+    await temporal_start(server_address, worker_queue, TOURNAMENT, workflow_id, raw)
+    error = await refusal(client, workflow_id)
+    assert error.type == "input.invalid"
+    assert error.message.startswith("TournamentInput: ")
+    assert needle in error.message
+
+
+@pytest.mark.parametrize(
+    ("inputs", "needle"),
+    [
+        ((), "no input given"),
+        (("[1, 2]",), "(the input itself): Input should be an object"),
+        (('{"profile": "quick"}',), "task: Field required"),
+    ],
+)
+async def test_tournament_without_a_usable_input_fails_at_once(
+    client: Client, server_address: str, worker_queue: str, inputs: tuple[str, ...], needle: str
+) -> None:
+    workflow_id = f"t-none-{uuid.uuid4().hex[:8]}"
+    await temporal_start(server_address, worker_queue, TOURNAMENT, workflow_id, *inputs)
+    error = await refusal(client, workflow_id)
+    assert error.type == "input.invalid"
+    assert needle in error.message
+
+
+async def test_a_good_input_from_the_temporal_cli_still_runs(
+    client: Client, server_address: str, worker_queue: str
+) -> None:
+    workflow_id = f"t-good-{uuid.uuid4().hex[:8]}"
+    await temporal_start(server_address, worker_queue, TOURNAMENT, workflow_id, json.dumps(QUICK))
+    result = await asyncio.wait_for(client.get_workflow_handle(workflow_id).result(), 60)
+    assert result["status"] == "completed"
+    assert result["simulated"] is True
+
+
+@pytest.mark.parametrize("workflow_type", [ASK, TOURNAMENT])
+async def test_python_client_with_a_plain_dict_is_refused_the_same_way(
+    client: Client, worker_queue: str, workflow_type: str
+) -> None:
+    workflow_id = f"py-bad-{uuid.uuid4().hex[:8]}"
+    payload = {"question": "hi", "task": "x", "bogus_field": 1}
+    await client.start_workflow(workflow_type, payload, id=workflow_id, task_queue=worker_queue)
+    error = await refusal(client, workflow_id)
+    assert error.type == "input.invalid"
+    assert "bogus_field: Extra inputs are not permitted" in error.message
+
+
+async def test_status_and_cancel_answer_at_once_for_a_refused_run(
+    client: Client, server_address: str, worker_queue: str, tmp_path: Path
+) -> None:
+    workflow_id = f"t-status-{uuid.uuid4().hex[:8]}"
+    raw = json.dumps(QUICK | {"schedule": "foo"})
+    await temporal_start(server_address, worker_queue, TOURNAMENT, workflow_id, raw)
+    await refusal(client, workflow_id)
+    env = cli_env(tmp_path, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE=worker_queue)
+    shown = await ponder("status", workflow_id, "--json", env=env, timeout=30)
+    assert shown.code == 0, shown.err
+    progress = json.loads(shown.out)
+    assert progress["status"] == "failed"
+    assert progress["error"].startswith("input.invalid: TournamentInput: schedule:")
+    cancelled = await ponder("cancel", workflow_id, env=env, timeout=30)
+    assert cancelled.code == 1, cancelled.err
+    assert f"run {workflow_id}: failed" in cancelled.err
+
+
+async def test_cancel_answers_at_once_for_a_refused_ask(
+    client: Client, server_address: str, worker_queue: str, tmp_path: Path
+) -> None:
+    workflow_id = f"ask-cancel-{uuid.uuid4().hex[:8]}"
+    await temporal_start(server_address, worker_queue, ASK, workflow_id, '{"question": ""}')
+    await refusal(client, workflow_id)
+    env = cli_env(tmp_path, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE=worker_queue)
+    cancelled = await ponder("cancel", workflow_id, env=env, timeout=30)
+    assert cancelled.code == 1, cancelled.err
+    assert f"run {workflow_id}: failed" in cancelled.err
+
+
+# -- the pure decoder --------------------------------------------------------------------------
+
+
+class Point(StrictModel):
+    x: float
+    label: str = "p"
+
+
+def test_strict_model_refuses_unknown_fields_and_non_finite_numbers() -> None:
+    assert decode_input(Point, {"x": 1.5}).x == 1.5
+    for bad in ({"x": math.nan}, {"x": math.inf}, {"x": "-inf"}, {"x": 1, "y": 2}):
+        with pytest.raises(InputInvalid) as info:
+            decode_input(Point, bad)
+        assert info.value.code == "input.invalid"
+    with pytest.raises(InputInvalid, match=r"^Point: \(the input itself\): Invalid JSON"):
+        decode_json(Point, b'{"x": ')
+
+
+def test_every_problem_is_named_with_its_path_up_to_a_limit() -> None:
+    with pytest.raises(InputInvalid) as info:
+        decode_json(Point, json.dumps({"x": "a", "label": 3, "q": 1}))
+    message = info.value.message
+    assert message.startswith("Point: x: Input should be a valid number")
+    assert "label: Input should be a valid string (got 3)" in message
+    assert "q: Extra inputs are not permitted (got 1)" in message
+    many = {f"f{i}": i for i in range(8)} | {"x": 1}
+    with pytest.raises(InputInvalid, match=r"and 3 more$"):
+        decode_input(Point, many)
+
+
+@pytest.mark.parametrize(
+    ("model", "value"),
+    [
+        (BudgetLimits, {"max_usd": math.nan}),
+        (Price, {"input": math.inf, "output": 1}),
+        (Profile, QUICK_PROFILE | {"generate_temperature": math.nan}),
+        (AskInput, {"question": "q", "temperature": math.inf}),
+        (TournamentInput, {"task": "t", "custom": QUICK_PROFILE | {"lambda": 1e999}}),
+    ],
+)
+def test_non_finite_numbers_are_refused_by_every_input_model(model: type, value: dict) -> None:
+    with pytest.raises(ValidationError, match="finite number"):
+        model.model_validate(value)
+
+
+def test_models_from_python_callers_round_trip_through_the_strict_decoder() -> None:
+    payload = TournamentInput(
+        task="t", custom=Profile(n=4, k=2, t=1, m=2, lambda_=0.5), budget=BudgetLimits(max_usd=1)
+    )
+    assert decode_json(TournamentInput, payload.model_dump_json()) == payload
+    ask = AskInput(question="q", temperature=0.2, role="judge")
+    assert decode_json(AskInput, ask.model_dump_json()) == ask
+
+
+def _nested_models(model: type[BaseModel], seen: set[type[BaseModel]]) -> set[type[BaseModel]]:
+    seen.add(model)
+    for field in model.model_fields.values():
+        for arg in _type_args(field.annotation):
+            if isinstance(arg, type) and issubclass(arg, BaseModel) and arg not in seen:
+                _nested_models(arg, seen)
+    return seen
+
+
+def _type_args(annotation: object) -> list[object]:
+    args = typing.get_args(annotation)
+    return [annotation] if not args else [a for arg in args for a in _type_args(arg)]
+
+
+@pytest.mark.parametrize("root", [AskInput, TournamentInput])
+def test_every_model_inside_a_workflow_input_is_strict(root: type[BaseModel]) -> None:
+    models = _nested_models(root, set())
+    assert len(models) >= (1 if root is AskInput else 9)
+    loose = [
+        m.__name__
+        for m in models
+        if m.model_config.get("extra") != "forbid" or m.model_config.get("allow_inf_nan", True)
+    ]
+    assert loose == []
+
+
+def test_a_non_finite_budget_extension_is_refused_not_fatal() -> None:
+    # The update validator and the signal handler both go through checked_extension.
+    limits, problems = Budget().checked_extension({"max_usd": math.nan})
+    assert limits is None
+    assert problems == ["max_usd: Input should be a finite number"]

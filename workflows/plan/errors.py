@@ -1,0 +1,117 @@
+"""Plan validation errors: a stable code, a path into the document and a message.
+
+Pure (pydantic only). A validator collects every error it finds instead of stopping at the
+first one, so one ``ponder plan validate`` run shows the author everything to fix. Codes are
+part of the public surface (tests and tools match on them); add codes, never rename them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = ["CODES", "PlanError", "PlanInvalid", "format_path", "join_path"]
+
+# Every code a validator may produce, with the rule it stands for (the README and the tests use
+# this table; a code outside it is a bug).
+CODES: dict[str, str] = {
+    "document.unreadable": "the file cannot be read",
+    "document.syntax": "the text is not valid JSON or YAML",
+    "document.duplicate_key": "a mapping repeats a key",
+    "document.not_object": "the document (or a nested part) must be a mapping",
+    "document.too_large": "the document is over the size limit",
+    "value.not_finite": "NaN and infinities are not allowed",
+    "value.not_json": "only JSON values (no dates, sets, binary or tags) are allowed",
+    "schema.unknown": "`schema` must be ponder-plan/1 or loop-plan/1",
+    "field.unknown": "a key the form does not define (x-* keys are allowed on plan and step)",
+    "field.missing": "a required field is absent",
+    "field.type": "a value has the wrong type",
+    "field.range": "a number or length is out of range",
+    "field.pattern": "a string does not match its pattern",
+    "field.choice": "a value is not one of the allowed values",
+    "field.invalid": "a value is invalid",
+    "feature.not_available": "a part-2 kind or field (plans.md) that this version refuses",
+    "step.kind_unknown": "`kind` names no step kind",
+    "step.field_not_for_kind": "a field that belongs to another step kind",
+    "step.id_duplicate": "two steps share an id",
+    "deps.unknown": "a dep names no step",
+    "deps.not_earlier": "a dep must point to an earlier step",
+    "deps.cycle": "deps form a cycle",
+    "deps.duplicate": "a dep is listed twice",
+    "ref.syntax": "a ${...} reference is malformed",
+    "ref.unknown_step": "a reference names no step",
+    "ref.not_earlier": "a reference must name an earlier step",
+    "ref.chain_member": "a fan-out member's output is only visible inside its chain",
+    "retry.needs_idempotent": "max_attempts > 1 needs idempotent: true",
+    "deliverable.needs_writes": "a file deliverable must declare artifacts.writes",
+    "path.escapes_root": "an artifact path is empty, absolute, has control characters or `..`",
+    "gate.mode": "a gate is either a model gate (prompt) or a human gate (gate: {...})",
+    "gate.route": "fail_route must name an earlier agent step or terminal:<label>",
+    "gate.redos_need_route": "max_redos > 0 needs a non-terminal fail_route",
+    "gate.target": "a human-gate target must name another top-level step",
+    "gate.revise_needs_rounds": "on_revise needs max_rounds (on the gate or the plan)",
+    "gate.revise_not_ancestor": "on_revise must target an ancestor of the gate",
+    "fanout.chain": "a chain must list agent steps that belong to this fan-out only",
+    "fanout.member_deps": "a chain member depends only on earlier members or pre-fan-out steps",
+    "fanout.member_referenced": "a step outside a chain depends on a chain member",
+    "fanout.max_required": "a fan-out over a reference needs max_fanout",
+    "fanout.concurrency": "concurrency must not exceed max_fanout",
+    "fanout.over": "`over` must be a list or one ${...} reference",
+    "join.quorum_unreachable": "quorum:N needs at least N activated items",
+    "on_fail.target": "on_fail must name a later top-level agent step",
+    "contract.unknown": "`out` names no contract",
+    "contract.type": "a contract field type is malformed or names no contract",
+    "pause.arg_duplicate": "two pauses share a resume_arg",
+    "pause.schema": "a pause's JSON Schema is malformed",
+    "tournament.profile": "a tournament step names an unknown profile",
+    "budget.unsatisfiable": "the plan's budget is below the worst single boundary",
+    "loop.unsupported": "a loop-plan/1 value outside the subset ponder accepts",
+    "loop.fold_unknown": "a gates/pauses/fanouts/joins entry names no matching step",
+    "loop.fold_duplicate": "two gates/pauses/fanouts/joins entries fold into one step",
+    "loop.fold_missing": "a gate, pause, fanout or join step has no matching entry",
+}
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+
+
+@dataclass(frozen=True)
+class PlanError:
+    code: str
+    path: str
+    message: str
+
+    def __post_init__(self) -> None:
+        if self.code not in CODES:  # a typo in a validator must fail its tests, not ship
+            raise ValueError(f"unknown plan error code {self.code!r}")
+
+    def line(self) -> str:
+        return f"{self.path or '(document)'}: [{self.code}] {self.message}"
+
+    def as_dict(self) -> dict[str, str]:
+        return {"code": self.code, "path": self.path, "message": self.message}
+
+
+class PlanInvalid(ValueError):
+    """A plan that did not validate; ``errors`` lists every problem found."""
+
+    def __init__(self, errors: Sequence[PlanError]) -> None:
+        self.errors = list(errors)
+        super().__init__("; ".join(e.line() for e in self.errors) or "invalid plan")
+
+
+def join_path(base: str, *parts: str | int) -> str:
+    """``join_path("steps[3]", "fanout", "over")`` -> ``steps[3].fanout.over``."""
+    out = base
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif _IDENTIFIER.match(part):
+            out += f".{part}" if out else part
+        else:
+            out += f"[{part!r}]"
+    return out
+
+
+def format_path(loc: Sequence[str | int]) -> str:
+    return join_path("", *loc)

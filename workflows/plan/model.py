@@ -1,0 +1,337 @@
+"""The ``ponder-plan/1`` model: one pydantic model for both document forms.
+
+Pure (pydantic only). Closed world: unknown keys are refused, ``x-*`` vendor keys are kept on the
+plan and on steps (the sim executor reads ``x-sim`` from a step), NaN and infinities are refused.
+A ``loop-plan/1`` document is mapped onto this model by ``workflows.plan.loop_plan`` and records
+where it came from in ``loop_plan`` (hidden from the published JSON Schema, refused in a
+``ponder-plan/1`` document). The cross-field rules (references, deps, routes) live in
+``workflows.plan.rules``; ``workflows.plan.validate`` runs both and reports every error.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    StringConstraints,
+    model_validator,
+)
+from pydantic.json_schema import SkipJsonSchema
+
+from workflows.plan.refs import ARG_KEY_PATTERN
+
+__all__ = [
+    "FAILURE_CLASSES",
+    "STEP_KINDS",
+    "AgentStep",
+    "Artifacts",
+    "FanoutSpec",
+    "FanoutStep",
+    "GateStep",
+    "HumanGate",
+    "LoopPlanOrigin",
+    "PauseSpec",
+    "PauseStep",
+    "Plan",
+    "PlanBudget",
+    "PlanHeader",
+    "Retry",
+    "Step",
+    "StepBudget",
+    "TournamentSpec",
+    "TournamentStep",
+]
+
+STEP_ID_PATTERN = r"^[a-z0-9_.:-]{1,64}$"
+StepId = Annotated[str, StringConstraints(pattern=STEP_ID_PATTERN)]
+ArgKey = Annotated[str, StringConstraints(pattern=ARG_KEY_PATTERN)]
+# `provider:model`, or a bare family name (`sonnet`, `codex`) resolved by the executors.
+ModelSpec = Annotated[
+    str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}(:[^\s:][^\s]{0,199})?$")
+]
+Family = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,31}$")]
+Label = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:-]{1,64}$")]
+OneLine = Annotated[str, StringConstraints(pattern=r"^[^\x00-\x1f\x7f]{1,200}$")]
+Prompt = Annotated[str, StringConstraints(min_length=1, max_length=200_000)]
+# A contract maps field names to types: string | number | integer | boolean | object | array |
+# any | <contract name>, with `[]` suffixes for lists and a trailing `?` for optional fields.
+ContractName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")]
+TypeExpr = Annotated[str, StringConstraints(min_length=1, max_length=100)]
+FailureClass = Literal["timeout", "transport", "malformed-output", "policy-refusal"]
+FAILURE_CLASSES: tuple[str, ...] = ("timeout", "transport", "malformed-output", "policy-refusal")
+STEP_KINDS: tuple[str, ...] = ("agent", "gate", "fanout", "pause", "tournament")
+MAX_STEPS = 10_000
+MAX_TIMEOUT_MS = 7 * 24 * 3600 * 1000
+
+# strict: a closed-world document says what it means ("yes" is not a boolean, "3" not a number).
+_CONFIG = ConfigDict(
+    strict=True,
+    extra="forbid",
+    allow_inf_nan=False,
+    validate_by_alias=True,
+    validate_by_name=False,
+    serialize_by_alias=True,
+)
+
+
+class _Strict(BaseModel):
+    model_config = _CONFIG
+
+
+def _vendor_schema(schema: dict[str, Any]) -> None:
+    schema["additionalProperties"] = False
+    schema["patternProperties"] = {"^x-": {}}
+
+
+class _Vendor(BaseModel):
+    """Closed world plus ``x-*`` keys (kept, so a round trip through JSON loses nothing)."""
+
+    model_config = ConfigDict(
+        strict=True,
+        extra="allow",
+        allow_inf_nan=False,
+        validate_by_alias=True,
+        validate_by_name=False,
+        serialize_by_alias=True,
+        json_schema_extra=_vendor_schema,
+    )
+    __pydantic_extra__: dict[str, JsonValue] = Field(init=False)
+
+    @model_validator(mode="after")
+    def _only_vendor_extras(self) -> _Vendor:
+        for key, value in (self.__pydantic_extra__ or {}).items():
+            if not key.startswith("x-"):
+                raise ValueError(f"unknown field {key!r} (only x-* vendor keys are free-form)")
+            if not _finite(value):
+                raise ValueError(f"{key}: NaN and infinities are not allowed")
+        return self
+
+    def vendor(self, key: str) -> Any:
+        return (self.__pydantic_extra__ or {}).get(key)
+
+
+def _finite(value: object) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_finite(v) for v in value)
+    return True
+
+
+class Retry(_Strict):
+    """Immediate retries of one invocation, only for the failure classes listed in ``on``."""
+
+    max_attempts: int = Field(default=1, ge=1, le=20)
+    on: list[FailureClass] = Field(default_factory=list, max_length=4)
+
+
+class Artifacts(_Strict):
+    """Workspace-relative paths the step reads and writes (checked for containment)."""
+
+    reads: list[str] = Field(default_factory=list, max_length=200)
+    writes: list[str] = Field(default_factory=list, max_length=200)
+
+
+class StepBudget(_Strict):
+    max_agents: int | None = Field(
+        default=None, ge=1, le=1000, description="invocations this step may spend (retries too)"
+    )
+
+
+class _Invocation(_Vendor):
+    """What an agent step and a model gate share: one model invocation with its contract."""
+
+    id: StepId
+    deps: list[StepId] = Field(default_factory=list, max_length=1000)
+    title: str | None = Field(default=None, max_length=500)
+    prompt: Prompt
+    model: ModelSpec | None = None
+    family: Family | None = None
+    timeout_ms: int | None = Field(default=None, ge=1, le=MAX_TIMEOUT_MS)
+    tools: list[OneLine] = Field(default_factory=list, max_length=100)
+    artifacts: Artifacts = Field(default_factory=Artifacts)
+    retry: Retry = Field(default_factory=Retry)
+    idempotent: bool = False
+    budget: StepBudget = Field(default_factory=StepBudget)
+    role: Literal["qe"] | None = None
+
+    def attempts(self) -> int:
+        """Worst-case invocations of one occurrence: ``max(1, min(max_agents, max_attempts))``
+        (max_agents defaults to max_attempts, so an unset allowance never cuts retries)."""
+        agents = self.budget.max_agents or self.retry.max_attempts
+        return max(1, min(agents, self.retry.max_attempts))
+
+
+class AgentStep(_Invocation):
+    kind: Literal["agent"]
+    deliverable: Literal["return-value", "file"] = "return-value"
+    out: ContractName | None = None
+    on_fail: StepId | None = None
+
+
+class HumanGate(_Strict):
+    """Targets are step ids; null: approve continues, kill fails the run (gate-killed)."""
+
+    on_approve: StepId | None = None
+    on_revise: StepId | None = None
+    on_kill: StepId | None = None
+    max_rounds: int | None = Field(default=None, ge=1, le=100)
+
+
+class GateStep(_Vendor):
+    """A model gate (``prompt``: its own output carries ``GATE: PASS|FAIL``) or a human gate
+    (``gate: {...}``: the run waits for a decision). ``rules`` refuses both or neither."""
+
+    kind: Literal["gate"]
+    id: StepId
+    deps: list[StepId] = Field(default_factory=list, max_length=1000)
+    title: str | None = Field(default=None, max_length=500)
+    prompt: Prompt | None = None
+    model: ModelSpec | None = None
+    family: Family | None = None
+    timeout_ms: int | None = Field(default=None, ge=1, le=MAX_TIMEOUT_MS)
+    tools: list[OneLine] = Field(default_factory=list, max_length=100)
+    artifacts: Artifacts = Field(default_factory=Artifacts)
+    retry: Retry = Field(default_factory=Retry)
+    idempotent: bool = False
+    budget: StepBudget = Field(default_factory=StepBudget)
+    role: Literal["qe"] | None = None
+    fail_route: str | None = Field(
+        default=None, max_length=80, description="an earlier agent step id, or terminal:<label>"
+    )
+    max_redos: int = Field(default=0, ge=0, le=100)
+    gate: HumanGate | None = None
+
+    def is_human(self) -> bool:
+        return self.gate is not None
+
+    def attempts(self) -> int:
+        if self.is_human():
+            return 0
+        agents = self.budget.max_agents or self.retry.max_attempts
+        return max(1, min(agents, self.retry.max_attempts))
+
+
+class FanoutSpec(_Strict):
+    over: list[JsonValue] | str = Field(
+        description="the items (a list), or one ${...} reference to an array output"
+    )
+    chain: list[StepId] = Field(min_length=1, max_length=50)
+    max_fanout: int | None = Field(
+        default=None, ge=1, le=10_000, description="activation cap: only the first N items run"
+    )
+    concurrency: int | None = Field(default=None, ge=1, le=10_000)
+    join: str = Field(default="all", pattern=r"^(all|any|quorum:[1-9][0-9]{0,4})$")
+    dedup: bool = False
+
+
+class FanoutStep(_Vendor):
+    kind: Literal["fanout"]
+    id: StepId
+    deps: list[StepId] = Field(default_factory=list, max_length=1000)
+    title: str | None = Field(default=None, max_length=500)
+    fanout: FanoutSpec
+
+
+class PauseSpec(_Strict):
+    state: Label
+    resume_arg: ArgKey
+    json_schema: dict[str, JsonValue] | None = Field(
+        default=None,
+        alias="schema",
+        description="a JSON Schema: the value is parsed as JSON and validated; else a string",
+    )
+
+
+class PauseStep(_Vendor):
+    kind: Literal["pause"]
+    id: StepId
+    deps: list[StepId] = Field(default_factory=list, max_length=1000)
+    title: str | None = Field(default=None, max_length=500)
+    pause: PauseSpec
+
+
+class TournamentSpec(_Strict):
+    profile: str = Field(default="quick", max_length=64)
+    rubric: str | None = Field(default=None, max_length=20_000)
+    judge_model: ModelSpec | None = None
+    seed: int | None = Field(default=None, ge=0, le=2**63 - 1)
+    max_calls: int | None = Field(default=None, ge=1, le=1_000_000)
+
+
+class TournamentStep(_Vendor):
+    """A child ``Tournament`` over ``prompt`` (the task); its winner is the step's output."""
+
+    kind: Literal["tournament"]
+    id: StepId
+    deps: list[StepId] = Field(default_factory=list, max_length=1000)
+    title: str | None = Field(default=None, max_length=500)
+    prompt: Prompt
+    model: ModelSpec | None = None
+    timeout_ms: int | None = Field(default=None, ge=1, le=MAX_TIMEOUT_MS)
+    tournament: TournamentSpec = Field(default_factory=TournamentSpec)
+
+
+Step = Annotated[
+    AgentStep | GateStep | FanoutStep | PauseStep | TournamentStep,
+    Field(discriminator="kind"),
+]
+STEP_MODELS: dict[str, type[BaseModel]] = {
+    "agent": AgentStep,
+    "gate": GateStep,
+    "fanout": FanoutStep,
+    "pause": PauseStep,
+    "tournament": TournamentStep,
+}
+
+
+class PlanBudget(_Strict):
+    """Run limits; unset calls and wall_ms default to the plan's computed reservations."""
+
+    calls: int | None = Field(default=None, ge=1, le=10_000_000)
+    tokens: int | None = Field(default=None, ge=1)
+    usd: float | None = Field(default=None, gt=0)
+    wall_ms: int | None = Field(default=None, ge=1)
+
+
+class LoopPlanOrigin(_Strict):
+    """Set only when the plan was mapped from a ``loop-plan/1`` document."""
+
+    trace_emit: bool = False
+    when_to_use: str | None = None
+
+
+class PlanHeader(_Vendor):
+    """The plan without its steps (validated on its own so step errors do not hide these)."""
+
+    schema_: Literal["ponder-plan/1"] = Field(alias="schema")
+    name: OneLine
+    description: str | None = Field(default=None, max_length=20_000)
+    budget: PlanBudget | None = None
+    workspace: str | None = Field(
+        default=None, max_length=4096, description="default: --workspace, else the cwd"
+    )
+    contracts: dict[ContractName, dict[ContractName, TypeExpr]] = Field(default_factory=dict)
+    max_rounds: int | None = Field(
+        default=None, ge=1, le=100, description="human-gate revise rounds"
+    )
+    loop_plan: SkipJsonSchema[LoopPlanOrigin | None] = None
+
+
+class Plan(PlanHeader):
+    """A ``ponder-plan/1`` plan (or a ``loop-plan/1`` one mapped onto it)."""
+
+    steps: list[Step] = Field(min_length=1, max_length=MAX_STEPS)
+
+    def step(self, step_id: str) -> AgentStep | GateStep | FanoutStep | PauseStep | TournamentStep:
+        for step in self.steps:
+            if step.id == step_id:
+                return step
+        raise KeyError(step_id)

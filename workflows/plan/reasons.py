@@ -1,0 +1,80 @@
+"""The one closed enum of plan-run reasons (plans.md "Reasons"); the only source of the strings.
+
+Pure. Grouped as the spec groups them; ``GROUPS`` lets tests walk every member.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+__all__ = ["GROUPS", "Reason"]
+
+
+class Reason(StrEnum):
+    # preflight failures
+    TRACE_EMIT_REQUIRED = "trace-emit-required"
+    PLAN_MODEL_UNROUTABLE = "plan-model-unroutable"
+    ARTIFACT_PATH_ESCAPES_ROOT = "artifact-path-escapes-root"
+    SAME_FAMILY_QE_REFUSED = "same-family-qe-refused"
+    RESERVATION_UNSATISFIABLE = "reservation-unsatisfiable"
+    # run failures
+    DISPATCH_TIMEOUT = "dispatch-timeout"
+    DISPATCH_DEAD = "dispatch-dead"
+    PROMPT_OVER_CEILING = "prompt-over-ceiling"
+    POLICY_REFUSAL = "policy-refusal"
+    MALFORMED_OUTPUT = "malformed-output"
+    GATE_VERDICT_UNPARSEABLE = "gate-verdict-unparseable"
+    GATE_FAILED = "gate-failed"
+    GATE_KILLED = "gate-killed"
+    GATE_ROUNDS_EXHAUSTED = "gate-rounds-exhausted"
+    DELIVERABLE_NOT_LANDED = "deliverable-not-landed"
+    JOIN_UNSATISFIED = "join-unsatisfied"
+    BUDGET_INVARIANT_VIOLATED = "budget-invariant-violated"
+    BUDGET_EXTENSION_EXHAUSTED = "budget-extension-exhausted"
+    WALL_EXTENSION_EXHAUSTED = "wall-extension-exhausted"
+    # pauses
+    BUDGET_EXHAUSTED = "budget-exhausted"
+    PLAN_PAUSE = "plan-pause"
+    GATE_PENDING = "gate-pending"
+    # control refusals (answers to updates and signals)
+    STALE_INPUT_REFUSED = "stale-input-refused"
+    STALE_GATE_TOKEN = "stale-gate-token"
+    UNKNOWN_STEP = "unknown-step"
+    INVALID_DECISION = "invalid-decision"
+    EXTENSION_BELOW_SPENT = "extension-below-spent"
+
+
+R = Reason
+GROUPS: dict[str, tuple[Reason, ...]] = {
+    "preflight": (
+        R.TRACE_EMIT_REQUIRED,
+        R.PLAN_MODEL_UNROUTABLE,
+        R.ARTIFACT_PATH_ESCAPES_ROOT,
+        R.SAME_FAMILY_QE_REFUSED,
+        R.RESERVATION_UNSATISFIABLE,
+    ),
+    "failure": (
+        R.DISPATCH_TIMEOUT,
+        R.DISPATCH_DEAD,
+        R.PROMPT_OVER_CEILING,
+        R.POLICY_REFUSAL,
+        R.MALFORMED_OUTPUT,
+        R.GATE_VERDICT_UNPARSEABLE,
+        R.GATE_FAILED,
+        R.GATE_KILLED,
+        R.GATE_ROUNDS_EXHAUSTED,
+        R.DELIVERABLE_NOT_LANDED,
+        R.JOIN_UNSATISFIED,
+        R.BUDGET_INVARIANT_VIOLATED,
+        R.BUDGET_EXTENSION_EXHAUSTED,
+        R.WALL_EXTENSION_EXHAUSTED,
+    ),
+    "pause": (R.BUDGET_EXHAUSTED, R.PLAN_PAUSE, R.GATE_PENDING),
+    "control": (
+        R.STALE_INPUT_REFUSED,
+        R.STALE_GATE_TOKEN,
+        R.UNKNOWN_STEP,
+        R.INVALID_DECISION,
+        R.EXTENSION_BELOW_SPENT,
+    ),
+}

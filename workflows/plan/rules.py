@@ -1,0 +1,452 @@
+"""Cross-field plan rules (plans.md "Validation"), run after every step has been parsed.
+
+Pure. Each rule reports every violation it finds as a ``PlanError``; a step that failed to parse
+is passed as None (its id, when readable, still counts, so a typo in one step does not make every
+reference to it an error too). The rules:
+
+- ids unique; deps name earlier steps, no duplicates, no cycles;
+- ``${...}`` references parse and name earlier steps (a chain member's output only inside its
+  chain, from a later member);
+- ``max_attempts > 1`` needs ``idempotent``; a file deliverable declares writes; artifact paths
+  stay inside the workspace (the text part; the file-system part runs at preflight/dispatch);
+- ``out`` names a contract; contract field types parse; ``on_fail`` names a later top-level agent;
+- a gate is a model gate or a human gate; a route targets an earlier agent step or
+  ``terminal:<label>``; ``max_redos > 0`` needs a non-terminal route; revise needs ``max_rounds``
+  and an ancestor target;
+- a chain lists agent steps owned by this fan-out alone, whose deps stay inside the chain or
+  before the fan-out; a fan-out over a reference needs ``max_fanout``; concurrency and quorum fit;
+- pause resume args are unique; tournament profiles exist;
+- an explicit plan budget fits the worst single boundary.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from workflows.plan.boundaries import AnyStep, activated_items, boundaries, unsatisfiable
+from workflows.plan.contracts import parse_type
+from workflows.plan.errors import PlanError, join_path
+from workflows.plan.graph import StepGraph
+from workflows.plan.model import (
+    AgentStep,
+    FanoutStep,
+    GateStep,
+    PauseStep,
+    Plan,
+    PlanBudget,
+    TournamentStep,
+)
+from workflows.plan.paths import lexical_problem
+from workflows.plan.refs import whole_reference
+from workflows.tournament.profiles import BUILTIN_PROFILES
+
+__all__ = ["budget_errors", "check_plan", "check_steps", "schema_problem"]
+
+_JSON_TYPES = {"string", "number", "integer", "boolean", "object", "array", "null"}
+
+
+def schema_problem(schema: object, where: str = "schema") -> str | None:
+    """The first structural mistake in a pause's JSON Schema (a light check of the keywords a
+    resume value is checked with: a misspelt type would otherwise refuse every value)."""
+    if not isinstance(schema, dict):
+        return f"{where} must be an object"
+    kind = schema.get("type")
+    kinds = kind if isinstance(kind, list) else [kind] if kind is not None else []
+    for k in kinds:
+        if k not in _JSON_TYPES:
+            return f"{where}.type {k!r} is not one of {', '.join(sorted(_JSON_TYPES))}"
+    properties = schema.get("properties", {})
+    if not isinstance(properties, dict):
+        return f"{where}.properties must be an object"
+    for name, sub in properties.items():
+        problem = schema_problem(sub, f"{where}.properties.{name}")
+        if problem is not None:
+            return problem
+    if "items" in schema:
+        problem = schema_problem(schema["items"], f"{where}.items")
+        if problem is not None:
+            return problem
+    required = schema.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        return f"{where}.required must be a list of names"
+    if "enum" in schema and not isinstance(schema["enum"], list):
+        return f"{where}.enum must be a list"
+    return None
+
+
+_TERMINAL = re.compile(r"^terminal:[A-Za-z0-9_.:-]{1,64}$")
+_MODEL_GATE_FIELDS = (
+    "prompt",
+    "model",
+    "family",
+    "timeout_ms",
+    "tools",
+    "artifacts",
+    "retry",
+    "idempotent",
+    "budget",
+    "role",
+    "fail_route",
+    "max_redos",
+)
+
+
+def check_plan(plan: Plan) -> list[PlanError]:
+    """Every cross-field error of a parsed plan (workflow input is checked with this too)."""
+    steps: list[AnyStep | None] = list(plan.steps)
+    errors = check_steps(
+        steps,
+        [s.id for s in plan.steps],
+        contracts=plan.contracts,
+        max_rounds=plan.max_rounds,
+    )
+    if not errors:
+        errors += budget_errors(plan)
+    return errors
+
+
+def budget_errors(plan: Plan) -> list[PlanError]:
+    budget: PlanBudget | None = plan.budget
+    if budget is None:
+        return []
+    found = unsatisfiable(boundaries(plan), calls=budget.calls, wall_ms=budget.wall_ms)
+    if found is None:
+        return []
+    _, why = found
+    field = "calls" if why.startswith("calls=") else "wall_ms"
+    return [PlanError("budget.unsatisfiable", f"budget.{field}", why)]
+
+
+class _Checker(StepGraph):
+    """The per-kind rules, on top of the graph rules."""
+
+    def invocation(self, i: int, step: AgentStep | GateStep) -> None:
+        if step.prompt is not None:
+            self.template(i, step.prompt, "prompt")
+        if step.retry.max_attempts > 1 and not step.idempotent:
+            self.error(
+                "retry.needs_idempotent",
+                i,
+                "retry",
+                "max_attempts",
+                message=f"max_attempts={step.retry.max_attempts} retries a step that may have "
+                "done part of its work; fix: set idempotent: true, or max_attempts: 1",
+            )
+        for field in ("reads", "writes"):
+            for k, rel in enumerate(getattr(step.artifacts, field)):
+                why = lexical_problem(rel)
+                if why is not None:
+                    self.error(
+                        "path.escapes_root",
+                        i,
+                        "artifacts",
+                        field,
+                        k,
+                        message=f"{rel!r} is {why}; fix: give a path relative to the workspace",
+                    )
+
+    def agent(self, i: int, step: AgentStep) -> None:
+        self.invocation(i, step)
+        if step.deliverable == "file" and not step.artifacts.writes:
+            self.error(
+                "deliverable.needs_writes",
+                i,
+                "deliverable",
+                message="deliverable: file needs the files it writes; "
+                "fix: list them in artifacts.writes (the landed barrier checks them)",
+            )
+        if step.out is not None and step.out not in self.contracts:
+            known = ", ".join(sorted(self.contracts)) or "none declared"
+            self.error(
+                "contract.unknown",
+                i,
+                "out",
+                message=f"out {step.out!r} names no contract ({known}); "
+                "fix: declare it under contracts",
+            )
+        if step.on_fail is not None:
+            j = self.index.get(step.on_fail)
+            target = self.steps[j] if j is not None else None
+            why = None
+            if j is None:
+                why = "names no step"
+            elif step.id in self.owner:
+                why = "is set on a fan-out chain member (a failed branch is null; the join decides)"
+            elif j <= i:
+                why = "is not after this step"
+            elif step.on_fail in self.owner or (
+                target is not None and not isinstance(target, AgentStep)
+            ):
+                why = "is not a top-level agent step"
+            if why is not None:
+                self.error(
+                    "on_fail.target",
+                    i,
+                    "on_fail",
+                    message=f"on_fail {step.on_fail!r} {why}; "
+                    "fix: name a later top-level agent step that handles the failure",
+                )
+
+    def gate(self, i: int, step: GateStep) -> None:
+        if step.gate is not None:
+            # Compared with the defaults, not model_fields_set: a plan decoded from its own
+            # JSON dump (workflow input) has every field set.
+            defaults = {
+                f: GateStep.model_fields[f].get_default(call_default_factory=True)
+                for f in _MODEL_GATE_FIELDS
+            }
+            stray = [f for f in _MODEL_GATE_FIELDS if getattr(step, f) != defaults[f]]
+            if stray:
+                self.error(
+                    "gate.mode",
+                    i,
+                    stray[0],
+                    message=f"a human gate (gate: {{...}}) takes no {', '.join(stray)}; "
+                    "fix: drop them, or drop gate: for a model gate",
+                )
+            self.human_gate(i, step)
+            return
+        if step.prompt is None:
+            self.error(
+                "gate.mode",
+                i,
+                message="a gate needs a prompt (a model gate) or gate: {...} (a human gate); "
+                "fix: add one of them",
+            )
+            return
+        self.invocation(i, step)
+        route = step.fail_route
+        terminal = route is not None and route.startswith("terminal:")
+        if terminal and route is not None and not _TERMINAL.match(route):
+            self.error(
+                "gate.route",
+                i,
+                "fail_route",
+                message=f"fail_route {route!r} is not terminal:<label> with label "
+                "[A-Za-z0-9_.:-]{1,64}; fix: e.g. terminal:rejected",
+            )
+        elif route is not None and not terminal:
+            j = self.index.get(route)
+            target = self.steps[j] if j is not None else None
+            unparsed = j is not None and target is None  # reported where it failed
+            if not unparsed and (
+                j is None or j >= i or route in self.owner or not isinstance(target, AgentStep)
+            ):
+                self.error(
+                    "gate.route",
+                    i,
+                    "fail_route",
+                    message=f"fail_route {route!r} must name an earlier top-level agent step "
+                    "(the redo) or terminal:<label>; fix: point it at the step that makes "
+                    "what this gate reviews",
+                )
+        if step.max_redos > 0 and (route is None or terminal):
+            self.error(
+                "gate.redos_need_route",
+                i,
+                "max_redos",
+                message=f"max_redos={step.max_redos} has nothing to redo: "
+                "fix: set fail_route to an earlier agent step, or max_redos: 0",
+            )
+
+    def human_gate(self, i: int, step: GateStep) -> None:
+        gate = step.gate
+        assert gate is not None
+        for field in ("on_approve", "on_kill", "on_revise"):
+            target = getattr(gate, field)
+            if target is None:
+                continue
+            j = self.index.get(target)
+            if j is None or j == i or target in self.owner:
+                self.error(
+                    "gate.target",
+                    i,
+                    "gate",
+                    field,
+                    message=f"{field} {target!r} must name another top-level step; "
+                    "fix: use a step id, or null",
+                )
+            elif field == "on_revise" and self.is_ancestor(j, i) is False:
+                self.error(
+                    "gate.revise_not_ancestor",
+                    i,
+                    "gate",
+                    field,
+                    message=f"on_revise {target!r} is not an ancestor of this gate (through "
+                    "deps): revise re-runs the target and what depends on it; "
+                    "fix: target a step this gate depends on",
+                )
+        if gate.on_revise is not None and gate.max_rounds is None and self.max_rounds is None:
+            self.error(
+                "gate.revise_needs_rounds",
+                i,
+                "gate",
+                "max_rounds",
+                message="on_revise needs a bound on revise rounds; "
+                "fix: set gate.max_rounds, or max_rounds on the plan",
+            )
+
+    def fanout(self, i: int, step: FanoutStep) -> None:
+        spec = step.fanout
+        for k, member in enumerate(spec.chain):
+            j = self.index.get(member)
+            target = self.steps[j] if j is not None else None
+            why = None
+            if j is None:
+                why = "names no step"
+            elif j == i:
+                why = "is the fan-out itself"
+            elif self.owner.get(member) != i:
+                why = f"already belongs to fan-out {self.ids[self.owner[member]]!r}"
+            elif spec.chain.index(member) != k:
+                why = "is listed twice"
+            elif target is not None and not isinstance(target, AgentStep):
+                why = f"is a {target.kind} step, not an agent step"
+            if why is not None:
+                self.error(
+                    "fanout.chain",
+                    i,
+                    "fanout",
+                    "chain",
+                    k,
+                    message=f"chain member {member!r} {why}; "
+                    "fix: list agent steps that only this fan-out runs",
+                )
+        activated: int | None = None
+        if isinstance(spec.over, str):
+            ref = whole_reference(spec.over)
+            if ref is None:
+                self.template(i, spec.over, "fanout", "over")
+                self.error(
+                    "fanout.over",
+                    i,
+                    "fanout",
+                    "over",
+                    message=f"over {spec.over!r} must be a list or exactly one ${{...}} "
+                    "reference; fix: e.g. over: ${steps.find.output.items}",
+                )
+            elif ref.source == "steps":
+                problem = self.visible(i, ref.name)
+                if problem is not None:
+                    code, why = problem
+                    self.error(code, i, "fanout", "over", message=f"{ref.text()}: {why}")
+            if spec.max_fanout is None:
+                self.error(
+                    "fanout.max_required",
+                    i,
+                    "fanout",
+                    "max_fanout",
+                    message="over is a reference, so the item count is unknown before the run; "
+                    "fix: set max_fanout (only the first N items run)",
+                )
+            activated = spec.max_fanout
+        else:
+            activated = len(
+                activated_items(spec.over, dedup=spec.dedup, max_fanout=spec.max_fanout)
+            )
+        if (
+            spec.concurrency is not None
+            and spec.max_fanout is not None
+            and (spec.concurrency > spec.max_fanout)
+        ):
+            self.error(
+                "fanout.concurrency",
+                i,
+                "fanout",
+                "concurrency",
+                message=f"concurrency={spec.concurrency} is over max_fanout="
+                f"{spec.max_fanout}, which caps the items that run; "
+                "fix: lower concurrency or raise max_fanout",
+            )
+        if spec.join.startswith("quorum:") and activated is not None:
+            needed = int(spec.join.split(":", 1)[1])
+            if needed > activated:
+                self.error(
+                    "join.quorum_unreachable",
+                    i,
+                    "fanout",
+                    "join",
+                    message=f"{spec.join} needs {needed} settled branches and at most "
+                    f"{activated} item(s) run; fix: lower the quorum or add items",
+                )
+
+    def contracts_parse(self) -> None:
+        for name, fields in self.contracts.items():
+            for field, expr in fields.items():
+                try:
+                    parse_type(expr, self.contracts)
+                except ValueError as exc:
+                    self.errors.append(
+                        PlanError(
+                            "contract.type",
+                            join_path("contracts", name, field),
+                            f"{exc}; fix: use a primitive or a declared contract name",
+                        )
+                    )
+
+    def run(self) -> list[PlanError]:
+        self.ids_unique()
+        self.contracts_parse()
+        resume_args: dict[str, int] = {}
+        for i, step in enumerate(self.steps):
+            if step is None:
+                continue
+            self.deps(i, step)
+            owner = self.owner.get(step.id)
+            if owner is not None and owner != i:
+                self.member(i, step, owner)
+            else:
+                self.outsider(i, step)
+            if isinstance(step, AgentStep):
+                self.agent(i, step)
+            elif isinstance(step, GateStep):
+                self.gate(i, step)
+            elif isinstance(step, FanoutStep):
+                self.fanout(i, step)
+            elif isinstance(step, PauseStep):
+                key = step.pause.resume_arg
+                if key in resume_args:
+                    self.error(
+                        "pause.arg_duplicate",
+                        i,
+                        "pause",
+                        "resume_arg",
+                        message=f"resume_arg {key!r} is already steps[{resume_args[key]}]'s; "
+                        "a value would satisfy both pauses at once; fix: use distinct keys",
+                    )
+                resume_args.setdefault(key, i)
+                schema = step.pause.json_schema
+                problem = None if schema is None else schema_problem(schema)
+                if problem is not None:
+                    self.error(
+                        "pause.schema",
+                        i,
+                        "pause",
+                        "schema",
+                        message=f"{problem}; fix: give a JSON Schema (type, properties, items, "
+                        "required, enum, ...)",
+                    )
+            elif isinstance(step, TournamentStep):
+                self.template(i, step.prompt, "prompt")
+                if step.tournament.profile not in BUILTIN_PROFILES:
+                    names = ", ".join(BUILTIN_PROFILES)
+                    self.error(
+                        "tournament.profile",
+                        i,
+                        "tournament",
+                        "profile",
+                        message=f"profile {step.tournament.profile!r} is not one of {names}; "
+                        "fix: pick one of them",
+                    )
+        return self.errors
+
+
+def check_steps(
+    steps: Sequence[AnyStep | None],
+    ids: Sequence[str | None],
+    *,
+    contracts: Mapping[str, Mapping[str, str]],
+    max_rounds: int | None,
+) -> list[PlanError]:
+    return _Checker(steps, ids, contracts, max_rounds).run()

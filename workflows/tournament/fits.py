@@ -1,0 +1,83 @@
+"""The tournament's numeric steps, run as local activities from workflow code.
+
+Bradley-Terry fits and the adaptive schedule's Thompson draws produce floats that steer later
+decisions, so they run in a local activity whose result is recorded in history: a replay on
+another machine cannot diverge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+with workflow.unsafe.imports_passed_through():
+    from activities.tournament.fit import (
+        ADAPTIVE_BATCH,
+        FIT_LEADERBOARD,
+        AdaptiveBatchInput,
+        FitInput,
+        FitOutcome,
+    )
+    from workflows.tournament.bradley_terry import LeaderboardRow
+    from workflows.tournament.schedule import ScheduledPair
+    from workflows.tournament.types import ComparisonRow
+
+__all__ = ["FIT_RETRY_POLICY", "adaptive_pairs", "fit_leaderboard"]
+
+FIT_RETRY_POLICY = RetryPolicy(maximum_attempts=3)
+FIT_TIMEOUT = timedelta(seconds=60)
+
+
+async def fit_leaderboard(
+    population: list[str],
+    rows: Sequence[ComparisonRow],
+    *,
+    lambda_: float,
+    generations: dict[str, int],
+) -> list[LeaderboardRow]:
+    """The regularised Bradley-Terry leaderboard of ``population`` from judged ``rows``."""
+    return await workflow.execute_local_activity(
+        FIT_LEADERBOARD,
+        FitInput(
+            candidate_ids=population,
+            outcomes=[_outcome(r) for r in rows],
+            lambda_=lambda_,
+            generations=generations,
+        ),
+        result_type=list[LeaderboardRow],
+        start_to_close_timeout=FIT_TIMEOUT,
+        retry_policy=FIT_RETRY_POLICY,
+    )
+
+
+async def adaptive_pairs(
+    population: list[str],
+    rows: Sequence[ComparisonRow],
+    *,
+    seed: int,
+    phase: str,
+    round_no: int,
+    size: int,
+) -> list[ScheduledPair]:
+    """The next adaptive batch: up to ``size`` pairs drawn from the fit of ``rows`` so far."""
+    return await workflow.execute_local_activity(
+        ADAPTIVE_BATCH,
+        AdaptiveBatchInput(
+            candidate_ids=population,
+            outcomes=[_outcome(r) for r in rows],
+            seed=seed,
+            phase=phase,
+            round_no=round_no,
+            size=size,
+        ),
+        result_type=list[ScheduledPair],
+        start_to_close_timeout=FIT_TIMEOUT,
+        retry_policy=FIT_RETRY_POLICY,
+    )
+
+
+def _outcome(row: ComparisonRow) -> FitOutcome:
+    return FitOutcome(presented_a=row.presented_a, presented_b=row.presented_b, winner=row.winner)
