@@ -280,7 +280,8 @@ class EmbeddedServer:
                 stdout=log,
                 stderr=log,
                 start_new_session=True,
-                env=child_environment(None, worker=False),
+                # PONDER_HOME names whose server it is (tools and tests look for it).
+                env={**child_environment(None, worker=False), "PONDER_HOME": str(self.home)},
             )
         version = subprocess.run(
             [binary, "--version"], capture_output=True, text=True, check=False
