@@ -68,3 +68,19 @@ async def test_temporal_cli_recipes_run_as_written(tmp_path: Path) -> None:
     assert "[sim q=" in out  # the Ask's result
     assert '"phase"' in out or "phase" in out  # the progress query
     assert not (home / "server.json").exists(), "the server stops with its last lease"
+
+
+@pytest.mark.timeout(180)
+async def test_python_client_snippet_runs_as_written(tmp_path: Path) -> None:
+    (snippet,) = fenced(section("### Python client"), "python")
+    home = tmp_path / "home"
+    home.mkdir()
+    script = tmp_path / "snippet.py"
+    script.write_text(snippet)
+    root = README.parent
+    code, out = await run_bash(f"PYTHONPATH={root} {sys.executable} {script}", home, timeout=150)
+    assert code == 0, out[-4000:]
+    assert "[sim q=" in out
+    assert ("winner" in out and "run_completed" in out) or "winner" in out
+    # Nothing of the run goes on: cancelled; the hand-over worker (if any) was killed above.
+    assert "Fatal Python error" not in out
