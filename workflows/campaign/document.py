@@ -45,6 +45,7 @@ __all__ = [
     "Validation",
     "Variant",
     "semantic_errors",
+    "shape_errors",
     "validate_text",
     "validate_value",
 ]
@@ -218,7 +219,7 @@ def validate_value(value: Any) -> Validation:
     try:
         document = CampaignDocument.model_validate(value)
     except ValidationError as exc:
-        return Validation(None, _shape_errors(exc))
+        return Validation(None, shape_errors(exc))
     return Validation(document, semantic_errors(document))
 
 
@@ -291,7 +292,7 @@ def _variant_errors(variant: Variant, path: str) -> list[CampaignError]:
         try:
             SingleConfig.model_validate(variant.config)
         except ValidationError as exc:
-            return _shape_errors(exc, config_path)
+            return shape_errors(exc, config_path)
         return []
     return [
         CampaignError(
@@ -352,7 +353,7 @@ def _code(kind: str) -> str:
     return "field.invalid"
 
 
-def _shape_errors(exc: ValidationError, base: str = "") -> list[CampaignError]:
+def shape_errors(exc: ValidationError, base: str = "") -> list[CampaignError]:
     out = []
     for error in exc.errors(include_url=False):
         # Drop the discriminator tags pydantic puts in the location (``exact``, ``command``...).
