@@ -19,6 +19,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from activities.config import Settings, load_settings
 from activities.errors import PonderError, ServerError
 from activities.providers import DEFAULT_MODEL, MODEL_EXAMPLES, resolve_model
+from client.campaign_cli import campaign as campaign_group
 from client.embedded import EmbeddedServer
 from client.logs import configure_logging
 from client.plan_cli import plan as plan_group
@@ -266,6 +267,7 @@ def server_address(ctx: click.Context, wait_s: float) -> None:
 cli.add_command(worker_command)
 register_tournament_commands(cli)
 cli.add_command(plan_group)
+cli.add_command(campaign_group)
 
 
 def main() -> None:
