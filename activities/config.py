@@ -293,6 +293,7 @@ def known_secrets(settings: Settings) -> list[str]:
     """Every configured endpoint's key: redacted from anything a call writes, returns or raises
     (a provider may echo a key, and a command agent may print one it was given)."""
     names = {e.api_key_env for e in settings.providers.values() if e.api_key_env}
+    names.add(settings.temporal_api_key_env)  # the cluster's key is a worker secret too
     return [value for name in sorted(names) if (value := read_secret(name))]
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from activities.config import known_secrets, load_settings
 from activities.run_store import (
     RunDirRefused,
     RunFileActivities,
@@ -77,3 +78,19 @@ async def test_run_file_writes_do_not_block_the_event_loop(tmp_path: Path) -> No
         task.cancel()
     assert ticks >= 5  # the loop (and its heartbeats) kept running during the 0.5 s write
     assert (tmp_path / "runs" / "r1" / "a.txt").read_text() == "a"
+
+
+def test_known_secrets_cover_every_endpoint_key_and_the_cluster_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-1")
+    monkeypatch.setenv("TEMPORAL_API_KEY", "tmprl-2")
+    monkeypatch.setenv("MY_LOCAL_KEY", "local-3")
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    config = tmp_path / "ponder.toml"
+    config.write_text(
+        '[providers.local]\nkind = "openai"\nbase_url = "http://127.0.0.1:1/v1"\n'
+        'api_key_env = "MY_LOCAL_KEY"\n'
+    )
+    settings = load_settings(config, home=str(tmp_path / "h"))
+    assert sorted(known_secrets(settings)) == ["local-3", "sk-openai-1", "tmprl-2"]

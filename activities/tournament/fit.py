@@ -7,6 +7,7 @@ are the only activities that import from ``workflows/``.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Literal
 
 from pydantic import BaseModel
@@ -44,8 +45,9 @@ class FitInput(BaseModel):
 
 @activity.defn(name=FIT_LEADERBOARD)
 async def fit_leaderboard(input: FitInput) -> list[LeaderboardRow]:
-    # A few milliseconds even at n = 200, so it runs on the worker's event loop.
-    return leaderboard(
+    # CPU work runs in a thread, so other activities' heartbeats never wait for a fit.
+    return await asyncio.to_thread(
+        leaderboard,
         input.candidate_ids,
         [Outcome(o.presented_a, o.presented_b, o.winner) for o in input.outcomes],
         lambda_=input.lambda_,
@@ -65,7 +67,8 @@ class AdaptiveBatchInput(BaseModel):
 @activity.defn(name=ADAPTIVE_BATCH)
 async def adaptive_batch(input: AdaptiveBatchInput) -> list[ScheduledPair]:
     """The next batch of the adaptive schedule (a posterior fit and Thompson draws)."""
-    return adaptive.next_batch(
+    return await asyncio.to_thread(
+        adaptive.next_batch,
         input.candidate_ids,
         [Outcome(o.presented_a, o.presented_b, o.winner) for o in input.outcomes],
         rng=adaptive.round_rng(input.seed, input.phase, input.round_no),

@@ -200,6 +200,16 @@ DOC_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
         add({"id": "again", "kind": "pause", "pause": {"state": "S", "resume_arg": "topic"}}),
         "steps[7].pause.resume_arg",
     ),
+    (
+        "pause.schema",
+        on("ask", pause={"state": "S", "resume_arg": "topic", "schema": {"type": "strng"}}),
+        "steps[0].pause.schema",
+    ),
+    (
+        "pause.schema",
+        on("ask", pause={"state": "S", "resume_arg": "topic", "schema": {"properties": {"a": 1}}}),
+        "steps[0].pause.schema",
+    ),
     ("tournament.profile", on("t", tournament={"profile": "huge"}), "steps[6].tournament.profile"),
     ("budget.unsatisfiable", top(budget={"calls": 2}), "budget.calls"),
     ("budget.unsatisfiable", top(budget={"wall_ms": 1000}), "budget.wall_ms"),
@@ -247,6 +257,7 @@ LOOP_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
         "steps[1].retry.maxAttempts",
     ),
     ("field.range", lambda d: d["fanouts"][0].update(maxFanout=0), "fanouts[0].maxFanout"),
+    ("field.missing", lambda d: d["steps"][1].pop("stepId"), "steps[1].stepId"),
 ]
 
 

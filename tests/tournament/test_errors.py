@@ -68,7 +68,7 @@ WORKFLOW_TRIGGERS: dict[str, dict[str, Any]] = {
     "judge.persistent_invalid_json": {
         "models": RoleModels(judge="sim:default,invalid_json_rate=1"),
     },
-    "run.id_invalid": {"run_id": "bad id!"},
+    "run.id_invalid": {"run_id": "bad id!"},  # made unique per test below
     "provider.auth": {"model": "local:default"},  # the fake answers 401 below
 }
 
@@ -86,7 +86,8 @@ async def test_every_code_reaches_the_caller_as_the_failure_type(
     if code == "provider.auth":
         fake.replies = [Reply(401, {"error": "bad key"})] * 4
     fields = {"profile": "quick", "concurrency": {"generate": 1}, **WORKFLOW_TRIGGERS[code]}
-    fields.setdefault("run_id", f"code-{uuid.uuid4().hex[:8]}")
+    unique = uuid.uuid4().hex[:8]  # the session's server keeps every id; no clash with others
+    fields["run_id"] = f"{fields['run_id']}-{unique}" if "run_id" in fields else f"code-{unique}"
     error = await failure(client, queue, **fields)
     assert error.type == code
     assert error.non_retryable

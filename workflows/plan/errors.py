@@ -63,6 +63,7 @@ CODES: dict[str, str] = {
     "contract.unknown": "`out` names no contract",
     "contract.type": "a contract field type is malformed or names no contract",
     "pause.arg_duplicate": "two pauses share a resume_arg",
+    "pause.schema": "a pause's JSON Schema is malformed",
     "tournament.profile": "a tournament step names an unknown profile",
     "budget.unsatisfiable": "the plan's budget is below the worst single boundary",
     "loop.unsupported": "a loop-plan/1 value outside the subset ponder accepts",

@@ -41,7 +41,39 @@ from workflows.plan.paths import lexical_problem
 from workflows.plan.refs import whole_reference
 from workflows.tournament.profiles import BUILTIN_PROFILES
 
-__all__ = ["budget_errors", "check_plan", "check_steps"]
+__all__ = ["budget_errors", "check_plan", "check_steps", "schema_problem"]
+
+_JSON_TYPES = {"string", "number", "integer", "boolean", "object", "array", "null"}
+
+
+def schema_problem(schema: object, where: str = "schema") -> str | None:
+    """The first structural mistake in a pause's JSON Schema (a light check of the keywords a
+    resume value is checked with: a misspelt type would otherwise refuse every value)."""
+    if not isinstance(schema, dict):
+        return f"{where} must be an object"
+    kind = schema.get("type")
+    kinds = kind if isinstance(kind, list) else [kind] if kind is not None else []
+    for k in kinds:
+        if k not in _JSON_TYPES:
+            return f"{where}.type {k!r} is not one of {', '.join(sorted(_JSON_TYPES))}"
+    properties = schema.get("properties", {})
+    if not isinstance(properties, dict):
+        return f"{where}.properties must be an object"
+    for name, sub in properties.items():
+        problem = schema_problem(sub, f"{where}.properties.{name}")
+        if problem is not None:
+            return problem
+    if "items" in schema:
+        problem = schema_problem(schema["items"], f"{where}.items")
+        if problem is not None:
+            return problem
+    required = schema.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        return f"{where}.required must be a list of names"
+    if "enum" in schema and not isinstance(schema["enum"], list):
+        return f"{where}.enum must be a list"
+    return None
+
 
 _TERMINAL = re.compile(r"^terminal:[A-Za-z0-9_.:-]{1,64}$")
 _MODEL_GATE_FIELDS = (
@@ -384,6 +416,17 @@ class _Checker(StepGraph):
                         "a value would satisfy both pauses at once; fix: use distinct keys",
                     )
                 resume_args.setdefault(key, i)
+                schema = step.pause.json_schema
+                problem = None if schema is None else schema_problem(schema)
+                if problem is not None:
+                    self.error(
+                        "pause.schema",
+                        i,
+                        "pause",
+                        "schema",
+                        message=f"{problem}; fix: give a JSON Schema (type, properties, items, "
+                        "required, enum, ...)",
+                    )
             elif isinstance(step, TournamentStep):
                 self.template(i, step.prompt, "prompt")
                 if step.tournament.profile not in BUILTIN_PROFILES:
