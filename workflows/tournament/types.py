@@ -203,8 +203,12 @@ class Progress(BaseModel):
     usd_known: bool = Field(default=True, description="False once a call had no known price")
 
 
-class ExtendBudgetInput(BaseModel):
-    """New absolute limits; fields left None keep their current value."""
+class ExtendBudgetInput(StrictModel):
+    """New absolute limits; fields left None keep their current value.
+
+    Control input is untrusted like the run's input: the update and the signal take it raw and
+    decode it themselves, so a malformed one is refused (update) or recorded as refused (signal).
+    """
 
     max_calls: int | None = None
     max_input_tokens: int | None = None
