@@ -187,6 +187,19 @@ async def test_a_good_input_from_the_temporal_cli_still_runs(
     assert result["simulated"] is True
 
 
+async def test_an_input_kept_outside_history_still_decodes(
+    client: Client, worker_queue: str
+) -> None:
+    # Over the payload store's threshold the input reaches the worker as a stored reference,
+    # which the SDK resolves before the workflow sees the RawValue.
+    task = "Sort a list in place. " + "x" * 40_000
+    handle = await start(client, worker_queue, task=task, profile="quick")
+    started = (await handle.fetch_history()).events[0]
+    stored = started.workflow_execution_started_event_attributes.input.payloads[0]
+    assert stored.ByteSize() < 10_000  # a reference, not the 40 KB task
+    assert (await asyncio.wait_for(handle.result(), 60)).status == "completed"
+
+
 @pytest.mark.parametrize("workflow_type", [ASK, TOURNAMENT])
 async def test_python_client_with_a_plain_dict_is_refused_the_same_way(
     client: Client, worker_queue: str, workflow_type: str
