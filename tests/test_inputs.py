@@ -139,7 +139,10 @@ TOURNAMENT_CASES = [
         {"prices": {"openai:x": {"input": "nan", "output": 1}}},
         "prices.openai:x.input: Input should be a finite number",
     ),
-    ({"candidates": [{"id": "../x", "text": "a"}]}, "candidates.0.id: String should match"),
+    (
+        {"candidates": [{"id": "../x", "text": "a"}]},
+        "candidates.0.id: Value error, a candidate id must start with a letter or digit",
+    ),
     ({"task": None}, "task: Input should be a valid string"),
 ]
 
