@@ -61,7 +61,9 @@ def _profile(o: dict[str, Any]) -> Profile | None:
         updates[TEMPERATURE_ROLES[role]] = value
     if not updates:
         return None
-    return BUILTIN_PROFILES[o["profile"]].model_copy(update=updates)
+    # Validated (model_copy is not), so the model's bounds refuse an absurd --n at once.
+    base = BUILTIN_PROFILES[o["profile"]].model_dump(by_alias=False)
+    return Profile.model_validate(base | updates)
 
 
 def _output_tokens(items: tuple[str, ...]) -> tuple[int | None, dict[str, int]]:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from workflows.budget import BudgetLimits, BudgetSpent
 from workflows.call_options import CallOptions
@@ -47,7 +48,7 @@ MAX_CONCURRENCY = 256
 MAX_INVALID_JSON_RETRIES = 10
 MAX_CRITIQUE_CHARS = 1_000_000
 MAX_GIVEN_CANDIDATES = 1_000
-GIVEN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+GIVEN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
 class RoleModels(StrictModel):
@@ -70,8 +71,19 @@ class Concurrency(StrictModel):
 class GivenCandidate(StrictModel):
     """A candidate supplied by the caller (the ``rank`` service): no generation call."""
 
-    id: str = Field(pattern=GIVEN_ID_PATTERN, description="[A-Za-z0-9][A-Za-z0-9._-]*, <= 64")
+    id: str = Field(description="[A-Za-z0-9][A-Za-z0-9._-]*, at most 64 characters")
     text: str
+
+    @field_validator("id")
+    @classmethod
+    def _id_is_a_name(cls, value: str) -> str:
+        # An id becomes a file name in reports; say the rule and the fix, not a regex.
+        if not GIVEN_ID.match(value):
+            raise ValueError(
+                "a candidate id must start with a letter or digit and use only letters, "
+                "digits, '.', '_' and '-' (at most 64 characters): rename the candidate"
+            )
+        return value
 
 
 class TournamentInput(StrictModel):
@@ -208,8 +220,12 @@ class Progress(BaseModel):
     usd_known: bool = Field(default=True, description="False once a call had no known price")
 
 
-class ExtendBudgetInput(BaseModel):
-    """New absolute limits; fields left None keep their current value."""
+class ExtendBudgetInput(StrictModel):
+    """New absolute limits; fields left None keep their current value.
+
+    Control input is untrusted like the run's input: the update and the signal take it raw and
+    decode it themselves, so a malformed one is refused (update) or recorded as refused (signal).
+    """
 
     max_calls: int | None = None
     max_input_tokens: int | None = None

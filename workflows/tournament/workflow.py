@@ -18,6 +18,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 
 with workflow.unsafe.imports_passed_through():
     from workflows import phases
+    from workflows.budget import BudgetLimits
     from workflows.inputs import InputInvalid
     from workflows.names import (
         QUERY_EVENTS,
@@ -353,21 +354,21 @@ class TournamentWorkflow:
         return [e for e in self.record.events if e.seq > cursor][:EVENTS_PAGE]
 
     @workflow.update(name=UPDATE_EXTEND_BUDGET)
-    def extend_budget(self, new: ExtendBudgetInput) -> ExtendBudgetResult:
-        limits, _ = self.calls.budget.checked_extension(new.model_dump())
+    def extend_budget(self, raw: RawValue = NO_INPUT) -> ExtendBudgetResult:
+        limits, _ = self._extension(raw)
         assert limits is not None  # the validator refused anything else
         self.calls.extend(limits)
         return ExtendBudgetResult(budget=self.calls.budget.limits, spent=self.calls.budget.spent)
 
     @extend_budget.validator
-    def _check_extension(self, new: ExtendBudgetInput) -> None:
-        _, problems = self.calls.budget.checked_extension(new.model_dump())
+    def _check_extension(self, raw: RawValue = NO_INPUT) -> None:
+        _, problems = self._extension(raw)
         if problems:
             raise ValueError("; ".join(problems))
 
     @workflow.signal(name=SIGNAL_EXTEND_BUDGET)
-    def extend_budget_signal(self, new: ExtendBudgetInput) -> None:
-        limits, problems = self.calls.budget.checked_extension(new.model_dump())
+    def extend_budget_signal(self, raw: RawValue = NO_INPUT) -> None:
+        limits, problems = self._extension(raw)
         if limits is None:
             self.record.refused.append("; ".join(problems))
             self.record.event(
@@ -375,3 +376,10 @@ class TournamentWorkflow:
             )
             return
         self.calls.extend(limits)
+
+    def _extension(self, raw: RawValue) -> tuple[BudgetLimits | None, list[str]]:
+        """New limits from raw control input, or why not (never raises: see budget.py)."""
+        new = decode_raw(ExtendBudgetInput, raw)
+        if isinstance(new, InputInvalid):
+            return None, [new.message]
+        return self.calls.budget.checked_extension(new.model_dump())
