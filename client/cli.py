@@ -19,13 +19,14 @@ from temporalio.service import RPCError, RPCStatusCode
 from activities.config import Settings, load_settings
 from activities.errors import PonderError, ServerError
 from activities.providers import DEFAULT_MODEL, MODEL_EXAMPLES, resolve_model
+from client.campaign_cli import campaign as campaign_group
 from client.embedded import EmbeddedServer
 from client.logs import configure_logging
 from client.plan_cli import plan as plan_group
 from client.runs import RunFailed, check_run_id, new_run_id, start_run, wait_or_detach
 from client.session import open_session, spawn_background_worker, terminated
 from client.tournament_cli import register as register_tournament_commands
-from worker.main import worker_command
+from client.worker_cli import worker_command
 from workflows.ask_types import AskInput, AskResult
 from workflows.names import ASK
 
@@ -266,6 +267,7 @@ def server_address(ctx: click.Context, wait_s: float) -> None:
 cli.add_command(worker_command)
 register_tournament_commands(cli)
 cli.add_command(plan_group)
+cli.add_command(campaign_group)
 
 
 def main() -> None:
