@@ -242,18 +242,22 @@ async def test_the_search_decodes_memo_search_attributes_signals_updates_and_ter
     from temporalio.api.enums.v1 import IndexedValueType
     from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
     from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
+    from temporalio.service import RPCError
 
     from workflows.budget import BudgetLimits
     from workflows.names import SIGNAL_EXTEND_BUDGET, UPDATE_EXTEND_BUDGET
     from workflows.tournament.types import ExtendBudgetInput, ExtendBudgetResult
 
     planted = {place: f"canary-{place}-{uuid.uuid4().hex}" for place in PLANTED}
-    await client.operator_service.add_search_attributes(  # idempotent on the dev server
-        AddSearchAttributesRequest(
-            namespace=client.namespace,
-            search_attributes={"PonderNote": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD},
+    # Added once per dev server; a second add may answer AlreadyExists. Had it failed,
+    # starting the workflow below would fail with "no mapping defined for search attribute".
+    with contextlib.suppress(RPCError):
+        await client.operator_service.add_search_attributes(
+            AddSearchAttributesRequest(
+                namespace=client.namespace,
+                search_attributes={"PonderNote": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD},
+            )
         )
-    )
     note = SearchAttributeKey.for_keyword("PonderNote")
     handle = await client.start_workflow(
         TOURNAMENT,

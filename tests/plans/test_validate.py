@@ -257,6 +257,7 @@ LOOP_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
         "steps[1].retry.maxAttempts",
     ),
     ("field.range", lambda d: d["fanouts"][0].update(maxFanout=0), "fanouts[0].maxFanout"),
+    ("field.missing", lambda d: d["steps"][1].pop("stepId"), "steps[1].stepId"),
 ]
 
 

@@ -34,14 +34,35 @@ class _NonFinite:
         self.text = text
 
 
-def _json_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out = _Dups()
-    out.dups = []
-    for key, value in pairs:
-        if key in out:
-            out.dups.append(key)
-        out[key] = value
-    return out
+class _JsonHooks:
+    """json.loads hooks that note what JSON text can get wrong (repeated keys, NaN, 1e999), so
+    the locating walk runs only when something was found."""
+
+    def __init__(self) -> None:
+        self.found = False
+
+    def pairs(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        plain = dict(pairs)
+        if len(plain) == len(pairs):
+            return plain
+        self.found = True
+        out = _Dups()
+        out.dups = []
+        for key, value in pairs:
+            if key in out:
+                out.dups.append(key)
+            out[key] = value
+        return out
+
+    def constant(self, text: str) -> _NonFinite:
+        self.found = True
+        return _NonFinite(text)
+
+    def number(self, text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):
+            self.found = True
+        return value
 
 
 class _Loader(yaml.SafeLoader):
@@ -180,9 +201,17 @@ def parse_text(text: str, *, filename: str | None = None) -> tuple[Any, list[Pla
     as_json = name.endswith(".json") or (
         not name.endswith((".yaml", ".yml")) and text.lstrip().startswith(("{", "["))
     )
+    hooks = _JsonHooks()
     try:
         if as_json:
-            raw = json.loads(text, object_pairs_hook=_json_pairs, parse_constant=_NonFinite)
+            raw = json.loads(
+                text,
+                object_pairs_hook=hooks.pairs,
+                parse_constant=hooks.constant,
+                parse_float=hooks.number,
+            )
+            if not hooks.found:
+                return raw, []  # JSON has nothing else to refuse: no aliases, no odd types
         else:
             raw = yaml.load(text, Loader=_Loader)  # a SafeLoader subclass
     except (ValueError, yaml.YAMLError, RecursionError) as exc:

@@ -186,6 +186,7 @@ def map_loop_plan(raw: Mapping[str, Any]) -> LoopMapping:
         i = len(steps)
         new = f"steps[{i}]"
         m.paths[new] = where
+        m.paths[join_path(new, "id")] = join_path(where, "stepId")  # also when it is missing
         step: dict[str, Any] = {}
         for key, value in source.items():
             if key in STEP_RENAMES:
