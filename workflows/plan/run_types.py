@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, JsonValue
 
+from workflows.call_options import CallOptions
 from workflows.inputs import StrictModel
 
 __all__ = [
@@ -85,6 +86,7 @@ class PlanRunInput(StrictModel):
     )
     allow_same_family_qe: bool = False
     seed: int = Field(default=0, ge=0, le=2**63 - 1)
+    calls: CallOptions = CallOptions()
 
 
 class PlanEvent(BaseModel):

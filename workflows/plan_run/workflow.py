@@ -53,7 +53,6 @@ with workflow.unsafe.imports_passed_through():
         merge_resume_args,
         parse_resume_value,
     )
-    from workflows.plan.dispatch import Dispatcher
     from workflows.plan.gates import gate_verdict
     from workflows.plan.joins import Branch, join, parse_join
     from workflows.plan.ledger import PlanLedger
@@ -80,6 +79,7 @@ with workflow.unsafe.imports_passed_through():
         RunState,
     )
     from workflows.plan.validate import validate_document
+    from workflows.plan_run.dispatch import Dispatcher
     from workflows.raw_input import NO_INPUT, decode_raw, input_failure
     from workflows.run_ids import RUN_ID_INVALID, run_id_problem
 
@@ -283,6 +283,8 @@ class PlanRunWorkflow:
             ledger=self.ledger,
             record=self.record,
             workspace=workspace,
+            options=self.input.calls,
+            on_wait=self._provider_wait,
         )
 
     async def _walk(self, plan: Plan) -> None:
@@ -537,6 +539,11 @@ class PlanRunWorkflow:
         self.need = None
         self._running()
         self.record.event("resumed", step=step_id, limits=self._budget_status().model_dump())
+
+    def _provider_wait(self, until: Any) -> None:
+        """A provider asked to wait longer than a call may: the run sleeps on a timer."""
+        if until is not None:
+            self.record.event("waiting_provider", until=until.isoformat())
 
     # -- bookkeeping ---------------------------------------------------------------------
 

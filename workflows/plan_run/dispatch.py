@@ -18,9 +18,10 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.model_types import CallModelInput, ModelRequest, ModelResponse
     from activities.plan.workspace import CHECK_LANDED, CHECK_PATHS, SNAPSHOT_WRITES
-    from workflows.model_calls import call_model
+    from workflows.call_options import CallOptions
+    from workflows.model_calls import OnWait, call_model
+    from workflows.model_types import CallModelInput, ModelRequest, ModelResponse
     from workflows.plan.boundaries import stage_timeout_ms
     from workflows.plan.contracts import check_output
     from workflows.plan.ledger import BudgetInvariantViolated, PlanLedger
@@ -70,6 +71,8 @@ class Dispatcher:
         ledger: PlanLedger,
         record: PlanRecord,
         workspace: str | None,
+        options: CallOptions,
+        on_wait: OnWait | None = None,
     ) -> None:
         self.run_id = run_id
         self.seed = seed
@@ -79,6 +82,8 @@ class Dispatcher:
         self.ledger = ledger
         self.record = record
         self.workspace = workspace
+        self.options = options
+        self.on_wait = on_wait
         self.counts: dict[str, int] = {}
         """``step[:item]`` -> dispatches so far (numbers invocation ids and call attempts)."""
         self.sim_index: dict[str, int] = {}
@@ -205,7 +210,11 @@ class Dispatcher:
         )
         try:
             response = await call_model(
-                call, start_to_close_timeout=timeout, schedule_to_close_timeout=timeout
+                call,
+                self.options,
+                on_wait=self.on_wait,
+                start_to_close_timeout=timeout,
+                schedule_to_close_timeout=timeout,
             )
         except ActivityError as exc:
             klass, message = failure_class(exc)
