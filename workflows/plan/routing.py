@@ -45,12 +45,15 @@ def route(
     return executors.get(chosen) or executors.get(canonical_family(chosen) or "")
 
 
-def step_family(model_spec: str, family: str | None) -> str:
-    """A step's family: its explicit ``family``, else the family its model names, else the
-    provider part of the spec (a ``sim`` spec is the sim family unless it says otherwise)."""
+def step_family(model: str | None, spec: str, family: str | None) -> str:
+    """A step's family: its explicit ``family``; else the family name it was given as its model
+    (``opus`` is claude whichever executor runs it); else the family its spec names, or the
+    spec's provider part."""
     if family is not None:
         return family
-    provider, _, name = model_spec.partition(":")
+    if model is not None and ":" not in model:
+        return canonical_family(model) or model
+    provider, _, name = spec.partition(":")
     return canonical_family(name) or canonical_family(provider) or provider
 
 

@@ -237,7 +237,7 @@ class PlanRunWorkflow:
         coder = self.input.coder_family
         for step in plan.steps:
             if isinstance(step, AgentStep | GateStep) and step.role == "qe" and coder:
-                family = step_family(models[step.id], step.family)
+                family = step_family(step.model, models[step.id], step.family)
                 if family != coder:
                     continue
                 message = (
