@@ -40,6 +40,8 @@ ORCHESTRATION = {
     "workflows.tournament.calls",
     "workflows.tournament.fits",
     "workflows.tournament.workflow",
+    "workflows.plan_run.dispatch",
+    "workflows.plan_run.workflow",
 }
 """Workflow code that awaits activities; everything else under ``workflows/`` is pure."""
 FORBIDDEN_ROOTS = ("temporalio", "httpx", "activities")
@@ -72,7 +74,8 @@ def declared_pure(module: str, sources: list[str]) -> bool:
 PURE = [
     m
     for m in workflow_modules()
-    if m not in ORCHESTRATION and m not in {"workflows", "workflows.tournament"}
+    if m not in ORCHESTRATION
+    and m not in {"workflows", "workflows.tournament", "workflows.plan_run"}
 ]
 
 
