@@ -4,6 +4,7 @@ server per database, one background worker per home, clean exits."""
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
 import signal
@@ -99,7 +100,14 @@ async def test_foreground_think_survives_a_server_kill(tmp_path: Path) -> None:
     await wait_until(lambda: bool(run_dirs(home)), 60)
     await asyncio.sleep(1.0)
     old = json.loads((home / "server.json").read_text())
-    os.kill(old["pid"], signal.SIGKILL)
+    # Keep it down for a while: holding server.lock stalls the lease holder's restart, so the
+    # command's waits see an unavailable server for longer than the SDK's own retries last.
+    with (home / "server.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        os.kill(old["pid"], signal.SIGKILL)
+        await asyncio.sleep(20)
+        assert run.returncode is None, (await finish(run)).err[-3000:]
+        fcntl.flock(lock, fcntl.LOCK_UN)
     done = await finish(run, timeout=120)
     assert done.code == 0, done.err[-3000:]
     assert "winner" in done.err
