@@ -22,6 +22,7 @@ from activities.providers import DEFAULT_MODEL, MODEL_EXAMPLES, resolve_model
 from client.embedded import EmbeddedServer
 from client.logs import configure_logging
 from client.plan_cli import plan as plan_group
+from client.profile_cli import profile as profile_group
 from client.runs import RunFailed, check_run_id, new_run_id, start_run, wait_or_detach
 from client.session import open_session, spawn_background_worker, terminated
 from client.tournament_cli import register as register_tournament_commands
@@ -232,6 +233,7 @@ def server(ctx: click.Context, port: int | None) -> None:
 cli.add_command(worker_command)
 register_tournament_commands(cli)
 cli.add_command(plan_group)
+cli.add_command(profile_group)
 
 
 def main() -> None:
