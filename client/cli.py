@@ -20,10 +20,12 @@ from activities.config import Settings, load_settings
 from activities.errors import PonderError
 from activities.providers import DEFAULT_MODEL, MODEL_EXAMPLES, resolve_model
 from client.embedded import EmbeddedServer
+from client.export import export
 from client.logs import configure_logging
 from client.plan_cli import plan as plan_group
 from client.profile_cli import profile as profile_group
 from client.runs import RunFailed, check_run_id, new_run_id, start_run, wait_or_detach
+from client.runs_cli import runs as runs_command
 from client.session import open_session, spawn_background_worker, terminated
 from client.tournament_cli import register as register_tournament_commands
 from worker.main import worker_command
@@ -234,6 +236,8 @@ cli.add_command(worker_command)
 register_tournament_commands(cli)
 cli.add_command(plan_group)
 cli.add_command(profile_group)
+cli.add_command(runs_command)
+cli.add_command(export)
 
 
 def main() -> None:
