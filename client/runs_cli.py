@@ -115,7 +115,7 @@ def store_row(runs_dir: Path, run_id: str) -> RunRow | None:
         kind = "rank" if config.get("candidates") else "tournament"
     else:
         kind = str(summary.get("kind") or ("mutate" if run_id.startswith("mutate-") else "ask"))
-    usage = summary.get("usage") if isinstance(summary.get("usage"), dict) else {}
+    usage: dict[str, Any] = u if isinstance(u := summary.get("usage"), dict) else {}
     calls = usage.get("calls")
     if calls is None and kind in ("ask", "mutate") and summary.get("status") == "completed":
         calls = 1
