@@ -22,6 +22,7 @@ from activities.providers import DEFAULT_MODEL, MODEL_EXAMPLES, resolve_model
 from client.embedded import EmbeddedServer
 from client.export import export
 from client.logs import configure_logging
+from client.mcp.cli import mcp as mcp_command
 from client.plan_cli import plan as plan_group
 from client.profile_cli import profile as profile_group
 from client.runs import RunFailed, check_run_id, new_run_id, start_run, wait_or_detach
@@ -238,6 +239,7 @@ cli.add_command(plan_group)
 cli.add_command(profile_group)
 cli.add_command(runs_command)
 cli.add_command(export)
+cli.add_command(mcp_command)
 
 
 def main() -> None:
