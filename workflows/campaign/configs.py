@@ -1,0 +1,98 @@
+"""A variant's config as the child workflow's input, and its worst-case calls.
+
+Not pure: the tournament's input model imports activity types (provider defaults, prices), so
+this module is kept apart from ``document.py``; it still imports no Temporal. The workflow's
+preflight and ``ponder campaign validate`` both run :func:`config_errors`, so a document the
+CLI accepts is one the workflow accepts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from workflows.ask_types import AskInput
+from workflows.budget import BudgetLimits
+from workflows.campaign.document import (
+    CampaignDocument,
+    JudgeScorer,
+    Scenario,
+    SingleConfig,
+    Variant,
+    shape_errors,
+)
+from workflows.campaign.errors import CampaignError
+from workflows.plan.errors import join_path
+from workflows.tournament.errors import TournamentError
+from workflows.tournament.preflight import preflight
+from workflows.tournament.prompts import DEFAULT_RUBRIC, render
+from workflows.tournament.types import TournamentInput
+
+__all__ = ["ask_input", "cell_calls", "config_errors", "tournament_input"]
+
+
+def tournament_input(
+    variant: Variant, *, task: str, seed: int, run_id: str, max_calls: int | None = None
+) -> TournamentInput:
+    """The child tournament of a cell: the variant's config, the cell's task, seed and id."""
+    fields: dict[str, Any] = {**variant.config, "task": task, "seed": seed, "run_id": run_id}
+    fields["on_budget_exhausted"] = "fail"  # the cell reserved its worst case; never pause
+    if max_calls is not None:
+        fields["budget"] = BudgetLimits(max_calls=max_calls)
+    return TournamentInput.model_validate(fields)
+
+
+def ask_input(variant: Variant, *, task: str, seed: int, run_id: str) -> AskInput:
+    """The child ``Ask`` of a single-shot cell (the prompt style's generate prompt, if any)."""
+    config = SingleConfig.model_validate(variant.config)
+    question, system = task, config.system
+    if config.prompt_style is not None:
+        # The tournament's own generate prompt, so a single shot and a tournament in the same
+        # style ask the same question.
+        rendered = render(
+            "generate", {"task": task, "rubric": DEFAULT_RUBRIC}, style=config.prompt_style
+        )
+        question, system = rendered.user, system if system is not None else rendered.system
+    return AskInput(
+        question=question,
+        model=config.model,
+        system=system,
+        temperature=config.temperature,
+        max_output_tokens=config.max_output_tokens,
+        base_url=config.base_url,
+        role="generate",
+        seed=seed,
+        run_id=run_id,
+    )
+
+
+def _variant_calls(variant: Variant) -> int:
+    if variant.kind == "tournament":
+        probe = tournament_input(variant, task="probe", seed=0, run_id="probe")
+        return preflight(probe).tournament.worst_case_calls
+    return 1
+
+
+def cell_calls(variant: Variant, scenario: Scenario) -> int:
+    """The calls a cell may make at most: its variant's, plus one for a judge scorer."""
+    return _variant_calls(variant) + int(isinstance(scenario.scorer, JudgeScorer))
+
+
+def config_errors(doc: CampaignDocument) -> list[CampaignError]:
+    """Tournament configs checked against the tournament's own input model and preflight."""
+    errors: list[CampaignError] = []
+    for i, variant in enumerate(doc.variants):
+        if variant.kind != "tournament":
+            continue
+        path = join_path("variants", i, "config")
+        try:
+            probe = tournament_input(variant, task="probe", seed=0, run_id="probe")
+        except ValidationError as exc:
+            errors += shape_errors(exc, path)
+            continue
+        try:
+            preflight(probe)
+        except TournamentError as exc:
+            errors.append(CampaignError("variant.config", path, f"{exc.code}: {exc.message}"))
+    return errors

@@ -1,0 +1,68 @@
+"""Campaign validation errors: a stable code, a path into the document and a message.
+
+Pure (no imports beyond the standard library). Validation collects every error instead of
+stopping at the first, so one ``ponder campaign validate`` shows everything to fix. Codes are
+public surface: add codes, never rename them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = ["CODES", "CampaignError", "CampaignInvalid"]
+
+CODES: dict[str, str] = {
+    "document.unreadable": "the file cannot be read",
+    "document.syntax": "the text is not valid JSON or YAML",
+    "document.duplicate_key": "a mapping repeats a key",
+    "document.not_object": "the document must be a mapping",
+    "document.too_large": "the document is over the size limit",
+    "value.not_finite": "NaN and infinities are not allowed",
+    "value.not_json": "only JSON values are allowed",
+    "schema.unknown": "`schema` must be ponder-campaign/1",
+    "field.unknown": "a key the format does not define",
+    "field.missing": "a required field is absent",
+    "field.type": "a value has the wrong type",
+    "field.range": "a number or length is out of range",
+    "field.pattern": "a string does not match its pattern",
+    "field.choice": "a value is not one of the allowed values",
+    "field.invalid": "a value is invalid",
+    "field.not_allowed": "a field the campaign sets itself (task, seed, run_id, budget)",
+    "feature.not_available": "a kind this version refuses (plan variants need PlanRun)",
+    "variant.duplicate": "two variants share an id",
+    "scenario.duplicate": "two scenarios share an id",
+    "seed.duplicate": "a seed is listed twice",
+    "comparator.unknown": "comparator names no variant",
+    "commit_sha.missing": "commit_sha is required (every run record carries it)",
+    "scorer.argv_not_allowed": "a command scorer names a worker-declared command, never argv",
+    "scorer.pattern": "a regex scorer's pattern does not compile",
+    "variant.config": "a variant's config does not fit its kind",
+    "campaign.too_large": "more cells than one campaign may hold",
+}
+
+
+@dataclass(frozen=True)
+class CampaignError:
+    code: str
+    path: str
+    message: str
+
+    def __post_init__(self) -> None:
+        if self.code not in CODES:  # a typo in a validator must fail its tests, not ship
+            raise ValueError(f"unknown campaign error code {self.code!r}")
+
+    def line(self) -> str:
+        return f"{self.path or '(document)'}: [{self.code}] {self.message}"
+
+    def as_dict(self) -> dict[str, str]:
+        return {"code": self.code, "path": self.path, "message": self.message}
+
+
+class CampaignInvalid(ValueError):
+    """A campaign that did not validate; ``errors`` lists every problem, ``code`` the first."""
+
+    def __init__(self, errors: Sequence[CampaignError]) -> None:
+        self.errors = list(errors)
+        self.code = self.errors[0].code if self.errors else "field.invalid"
+        super().__init__("; ".join(e.line() for e in self.errors) or "invalid campaign")

@@ -1,0 +1,62 @@
+"""The run record: one validated row per cell (``records.jsonl``).
+
+Pure (pydantic only). The score sits under ``holdout_score`` or ``search_score`` by the
+campaign's split; a failed cell has no score and a ``failure_class``. A record that does not
+validate is a genuine error: the campaign stops, drains and fails.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field, model_validator
+
+__all__ = ["FailureClass", "RunRecord", "TokenUsage"]
+
+FailureClass = Literal["runner_threw", "integrity_failed", "scorer_failed", "cancelled"]
+
+
+class TokenUsage(BaseModel):
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+
+
+class RunRecord(BaseModel):
+    model_config = {"extra": "forbid", "allow_inf_nan": False}
+
+    run_id: str = Field(min_length=1)
+    campaign: str = Field(min_length=1)
+    variant: str = Field(min_length=1)
+    scenario: str = Field(min_length=1)
+    seed: int = Field(ge=0)
+    split: Literal["search", "dev", "holdout"]
+    model: str = Field(description="provider:model (with a dated snapshot when known)")
+    prompt_hash: str
+    config_hash: str
+    commit_sha: str = Field(min_length=1)
+    wall_ms: float = Field(ge=0)
+    cost_usd: float = Field(ge=0)
+    calls: int = Field(default=0, ge=0)
+    usage: TokenUsage = TokenUsage()
+    holdout_score: float | None = None
+    search_score: float | None = None
+    failure_class: FailureClass | None = None
+    error: str | None = None
+    integrity_issues: list[str] = []
+    simulated: bool = False
+
+    @property
+    def score(self) -> float | None:
+        return self.search_score if self.split in ("search", "dev") else self.holdout_score
+
+    @model_validator(mode="after")
+    def _one_score(self) -> RunRecord:
+        scored = self.search_score if self.split in ("search", "dev") else self.holdout_score
+        other = self.holdout_score if self.split in ("search", "dev") else self.search_score
+        if other is not None:
+            raise ValueError(f"a {self.split} record carries its score under the other split")
+        if self.failure_class is None and scored is None:
+            raise ValueError("a cell without a failure class needs a score")
+        if self.failure_class is not None and scored is not None:
+            raise ValueError("a failed cell has no score")
+        return self

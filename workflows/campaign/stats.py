@@ -1,0 +1,271 @@
+"""The report's statistics: per-variant means, paired comparisons, decisions.
+
+Pure (numpy, scipy.stats; no Temporal import): it runs in the report activity, never in workflow
+code, and the same records always give the same numbers (every resample is seeded).
+
+Pairing is by ``(scenario, seed)``: a variant's cell is compared with the comparator's cell on
+the same scenario *and* seed (pairing by seed alone would mix scenarios). Per variant against
+the comparator: Wilcoxon signed-rank (two-sided), Benjamini-Hochberg q-values across variants,
+Cohen's d of the paired differences (d_z), a paired bootstrap CI of the mean difference,
+Pr(delta > 0) and Pr(|delta| <= rope) from the bootstrap, the minimum detectable effect at 80%
+power, and a decision:
+
+- ``needs_more_data``: fewer pairs than ``max(6, min_pairs)``;
+- ``promote``: q < 0.05, the 95% CI above 0 and the mean difference above the ROPE;
+- ``reject``: q < 0.05, the CI below 0 and the mean difference below -ROPE;
+- ``equivalent``: the whole 95% CI inside [-ROPE, ROPE];
+- ``hold``: anything else (a difference the data cannot yet call).
+
+The recommendation promotes the promoted variant with the largest mean difference (the cheaper
+one on a tie) and otherwise keeps the comparator.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel
+from scipy import stats
+
+from workflows.campaign.records import RunRecord
+
+__all__ = [
+    "ALPHA",
+    "MIN_PAIRS_FLOOR",
+    "Analysis",
+    "Comparison",
+    "Decision",
+    "VariantSummary",
+    "analyse",
+    "bootstrap_mean_ci",
+    "compare",
+    "decide",
+    "pair",
+    "pareto_front",
+]
+
+Decision = Literal["promote", "hold", "equivalent", "reject", "needs_more_data"]
+ALPHA = 0.05
+MIN_PAIRS_FLOOR = 6
+RESAMPLES = 4000
+BOOTSTRAP_SEED = 20_240_601
+POWER = 0.8
+
+
+class VariantSummary(BaseModel):
+    variant: str
+    cells: int
+    scored: int
+    failed: int
+    mean: float | None
+    ci_low: float | None
+    ci_high: float | None
+    mean_cost_usd: float
+    total_cost_usd: float
+    calls: int
+    pareto: bool = False
+
+
+class Comparison(BaseModel):
+    variant: str
+    comparator: str
+    pairs: int
+    mean_delta: float | None = None
+    wins: int = 0
+    losses: int = 0
+    ties: int = 0
+    win_rate: float | None = None
+    p_value: float | None = None
+    q_value: float | None = None
+    cohens_d: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    pr_positive: float | None = None
+    pr_rope: float | None = None
+    mde: float | None = None
+    decision: Decision = "needs_more_data"
+    reason: str = ""
+
+
+class Analysis(BaseModel):
+    comparator: str
+    rope: float
+    min_pairs: int
+    variants: list[VariantSummary]
+    comparisons: list[Comparison]
+    decisions: dict[str, Decision]
+    recommendation: str
+    recommended_variant: str
+
+
+def bootstrap_mean_ci(
+    values: Sequence[float] | np.ndarray, rng: np.random.Generator, resamples: int = RESAMPLES
+) -> tuple[float, float, np.ndarray]:
+    """The 95% percentile-bootstrap CI of the mean, and the bootstrap means themselves."""
+    data = np.asarray(values, dtype=float)
+    picks = rng.integers(0, len(data), size=(resamples, len(data)))
+    means = data[picks].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return float(low), float(high), means
+
+
+def pair(
+    records: Sequence[RunRecord], variant: str, comparator: str
+) -> list[tuple[str, int, float, float]]:
+    """``(scenario, seed, variant score, comparator score)`` for every pair both scored."""
+    base = {
+        (r.scenario, r.seed): r.score
+        for r in records
+        if r.variant == comparator and r.score is not None
+    }
+    out = []
+    for r in records:
+        if r.variant != variant or r.score is None:
+            continue
+        other = base.get((r.scenario, r.seed))
+        if other is not None:
+            out.append((r.scenario, r.seed, r.score, other))
+    return sorted(out)
+
+
+def compare(
+    variant: str,
+    comparator: str,
+    diffs: Sequence[float],
+    *,
+    rope: float,
+    seed: int,
+) -> Comparison:
+    """Everything but the q-value and decision for one variant's paired differences."""
+    n = len(diffs)
+    out = Comparison(variant=variant, comparator=comparator, pairs=n)
+    if n == 0:
+        return out
+    d = np.asarray(diffs, dtype=float)
+    out.mean_delta = float(d.mean())
+    out.wins, out.losses = int((d > 0).sum()), int((d < 0).sum())
+    out.ties = n - out.wins - out.losses
+    out.win_rate = (out.wins + 0.5 * out.ties) / n
+    if np.all(d == 0):
+        out.p_value = 1.0  # no difference at all: scipy refuses an all-zero sample
+    else:
+        out.p_value = float(stats.wilcoxon(d).pvalue)
+    sd = float(d.std(ddof=1)) if n > 1 else 0.0
+    out.cohens_d = out.mean_delta / sd if sd > 0 else (0.0 if out.mean_delta == 0 else None)
+    low, high, means = bootstrap_mean_ci(d, np.random.default_rng([BOOTSTRAP_SEED, seed]))
+    out.ci_low, out.ci_high = low, high
+    out.pr_positive = float((means > 0).mean())
+    out.pr_rope = float((np.abs(means) <= rope).mean())
+    z = stats.norm.ppf(1 - ALPHA / 2) + stats.norm.ppf(POWER)
+    out.mde = float(z * sd / math.sqrt(n)) if n > 1 else None
+    return out
+
+
+def decide(c: Comparison, *, rope: float, min_pairs: int) -> tuple[Decision, str]:
+    needed = max(MIN_PAIRS_FLOOR, min_pairs)
+    if c.pairs < needed:
+        return "needs_more_data", f"{c.pairs} pairs, fewer than the {needed} needed"
+    assert c.mean_delta is not None and c.ci_low is not None and c.ci_high is not None
+    q = c.q_value if c.q_value is not None else 1.0
+    interval = f"delta {c.mean_delta:+.3f}, 95% CI [{c.ci_low:+.3f}, {c.ci_high:+.3f}], q={q:.3g}"
+    if q < ALPHA and c.ci_low > 0 and c.mean_delta > rope:
+        return "promote", f"better than the comparator beyond the ROPE ({interval})"
+    if q < ALPHA and c.ci_high < 0 and c.mean_delta < -rope:
+        return "reject", f"worse than the comparator beyond the ROPE ({interval})"
+    if c.ci_low >= -rope and c.ci_high <= rope:
+        return "equivalent", f"the whole CI lies inside the ROPE +-{rope:g} ({interval})"
+    return "hold", f"no decisive difference yet ({interval})"
+
+
+def pareto_front(points: dict[str, tuple[float, float]]) -> set[str]:
+    """Variants no other variant beats on both cost (lower) and score (higher)."""
+    front = set()
+    for name, (cost, score) in points.items():
+        dominated = any(
+            c2 <= cost and s2 >= score and (c2 < cost or s2 > score)
+            for other, (c2, s2) in points.items()
+            if other != name
+        )
+        if not dominated:
+            front.add(name)
+    return front
+
+
+def analyse(
+    records: Sequence[RunRecord],
+    *,
+    variants: Sequence[str],
+    comparator: str,
+    rope: float,
+    min_pairs: int,
+) -> Analysis:
+    """The whole analysis, deterministic for the same records (order does not matter)."""
+    records = sorted(records, key=lambda r: (r.variant, r.scenario, r.seed, r.run_id))
+    summaries = []
+    for i, variant in enumerate(variants):
+        mine = [r for r in records if r.variant == variant]
+        scores = [r.score for r in mine if r.score is not None]
+        total_cost = math.fsum(r.cost_usd for r in mine)
+        mean = low = high = None
+        if scores:
+            mean = float(np.mean(scores))
+            low, high, _ = bootstrap_mean_ci(scores, np.random.default_rng([BOOTSTRAP_SEED, i]))
+        summaries.append(
+            VariantSummary(
+                variant=variant,
+                cells=len(mine),
+                scored=len(scores),
+                failed=sum(1 for r in mine if r.failure_class is not None),
+                mean=mean,
+                ci_low=low,
+                ci_high=high,
+                mean_cost_usd=total_cost / len(mine) if mine else 0.0,
+                total_cost_usd=total_cost,
+                calls=sum(r.calls for r in mine),
+            )
+        )
+    front = pareto_front(
+        {s.variant: (s.mean_cost_usd, s.mean) for s in summaries if s.mean is not None}
+    )
+    for s in summaries:
+        s.pareto = s.variant in front
+
+    comparisons = []
+    for i, variant in enumerate(variants):
+        if variant == comparator:
+            continue
+        diffs = [v - c for _, _, v, c in pair(records, variant, comparator)]
+        comparisons.append(compare(variant, comparator, diffs, rope=rope, seed=1000 + i))
+    tested = [c for c in comparisons if c.p_value is not None]
+    if tested:
+        qs = stats.false_discovery_control([c.p_value for c in tested], method="bh")
+        for c, q in zip(tested, qs, strict=True):
+            c.q_value = float(q)
+    for c in comparisons:
+        c.decision, c.reason = decide(c, rope=rope, min_pairs=min_pairs)
+
+    promoted = [c for c in comparisons if c.decision == "promote"]
+    cost = {s.variant: s.mean_cost_usd for s in summaries}
+    if promoted:
+        best = max(promoted, key=lambda c: (c.mean_delta or 0.0, -cost.get(c.variant, 0.0)))
+        recommended = best.variant
+        recommendation = f"promote {best.variant}: {best.reason}"
+    else:
+        recommended = comparator
+        undecided = [c.variant for c in comparisons if c.decision == "needs_more_data"]
+        recommendation = f"keep {comparator}: no variant is promoted" + (
+            f" ({', '.join(undecided)} need more data)" if undecided else ""
+        )
+    return Analysis(
+        comparator=comparator,
+        rope=rope,
+        min_pairs=min_pairs,
+        variants=summaries,
+        comparisons=comparisons,
+        decisions={c.variant: c.decision for c in comparisons},
+        recommendation=recommendation,
+        recommended_variant=recommended,
+    )
