@@ -9,9 +9,9 @@ import click
 
 from activities.config import load_settings
 from activities.errors import ConfigError
+from client.mcp.backend import Backend
 from client.mcp.http import PATH, TOKEN_ENV, Guard, allowed_hosts, is_loopback, parse_listen
 from client.mcp.server import build_server
-from client.mcp.tools import Backend
 from client.session import open_session
 
 __all__ = ["mcp"]
@@ -62,7 +62,7 @@ def mcp(
 
     async def go() -> None:
         async with open_session(settings, worker=False) as session:
-            backend = Backend(settings, session.client, embedded=session.embedded)
+            backend = Backend(session)
             server = build_server(backend)
             if where is None:
                 from mcp.server.stdio import stdio_server

@@ -16,8 +16,9 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from client.mcp import resources
+from client.mcp.backend import Backend
 from client.mcp.errors import describe, tool_error
-from client.mcp.tools import TOOLS, Backend
+from client.mcp.tools import TOOLS
 
 __all__ = ["build_server"]
 

@@ -1,210 +1,45 @@
-"""The MCP tools: argument models (their JSON Schemas are the tools' input schemas) and handlers.
+"""The MCP tools: the table of name, description, argument model and handler, and the tools
+that start runs (``think``, ``rank``, ``mutate``, ``ask``).
 
-Each tool builds the same workflow input the CLI builds, through the CLI's own builders
-(``build_input``, ``build_rank_input``, ``build_mutate_input``, ``AskInput``), so a refusal reads
-the same from either side. The server is a Temporal client: a run it starts belongs to Temporal
-and a worker, never to this process, and outlives it.
+Each start tool builds the same workflow input the CLI builds, through the CLI's own builders
+(``build_input``, ``build_rank_input``, ``build_mutate_input``, ``AskInput``), and starts it
+with the typed client. The server is a Temporal client: a run it starts belongs to Temporal and
+a worker, never to this process, and outlives it.
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-from temporalio.client import (
-    Client,
-    WorkflowExecutionStatus,
-    WorkflowFailureError,
-    WorkflowHandle,
-    WorkflowUpdateFailedError,
-)
+from pydantic import BaseModel
 
-from activities.config import Settings
+from client.mcp import follow
+from client.mcp.args import (
+    AskArgs,
+    ExtendArgs,
+    ListRunsArgs,
+    MutateArgs,
+    NoArgs,
+    PlanValidateArgs,
+    ProfileArgs,
+    RankArgs,
+    ResultArgs,
+    RunArgs,
+    ThinkArgs,
+    WaitArgs,
+)
+from client.mcp.backend import Backend
 from client.mcp.errors import CodedError
+from client.mcp.follow import ProgressFn, follow_hint
 from client.profiles import ProfileStore, apply_profile
-from client.runs import check_run_id, failure_message, new_run_id
-from client.runs_cli import KINDS, STATUSES, list_runs
-from client.session import NO_WORKER_WAIT_S, spawn_background_worker, wait_for_worker
-from workflows.ask_types import AskInput, AskResult
-from workflows.budget import BudgetLimits
-from workflows.inputs import StrictModel
-from workflows.names import ASK, QUERY_PROGRESS, TOURNAMENT, UPDATE_EXTEND_BUDGET
-from workflows.tournament.profiles import BUILTIN_PROFILES, RankMode
-from workflows.tournament.prompts import Style
-from workflows.tournament.types import (
-    Concurrency,
-    ExtendBudgetInput,
-    ExtendBudgetResult,
-    GivenCandidate,
-    OnBudgetExhausted,
-    Progress,
-    Schedule,
-    TournamentInput,
-    TournamentResult,
-)
+from client.runs import check_run_id, new_run_id
+from workflows.ask_types import AskInput
+from workflows.tournament.profiles import BUILTIN_PROFILES
+from workflows.tournament.types import TournamentInput
 
-__all__ = ["TOOLS", "Backend", "Tool"]
-
-ProgressFn = Callable[[float, float | None, str], Awaitable[None]]
-
-POLL_S = 0.5
-DEFAULT_WAIT_S = 600.0
-
-
-@dataclass
-class Backend:
-    """What every tool needs: settings, the Temporal client, and whether the server is ours."""
-
-    settings: Settings
-    client: Client
-    embedded: bool
-
-    async def ensure_worker(self) -> None:
-        """Someone must run the workflows: this home's background worker (embedded), or a
-        worker already polling the task queue (a cluster)."""
-        if self.embedded:
-            await asyncio.to_thread(spawn_background_worker, self.settings)
-        else:
-            await wait_for_worker(self.client, self.settings.task_queue, NO_WORKER_WAIT_S)
-
-    def handle(self, run_id: str) -> WorkflowHandle:
-        return self.client.get_workflow_handle(check_run_id(run_id))
-
-
-# -- arguments ------------------------------------------------------------------------------
-
-
-class WaitArgs(StrictModel):
-    wait: bool = Field(
-        default=False,
-        description="false: return the run id at once (the run goes on); true: wait for the "
-        "outcome, with progress notifications, up to timeout_s",
-    )
-    timeout_s: float = Field(
-        default=DEFAULT_WAIT_S, gt=0, le=3600, description="longest wait when wait is true"
-    )
-
-
-class ThinkArgs(WaitArgs):
-    """``ponder think``: a tournament on a task."""
-
-    model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
-
-    task: str = Field(min_length=1, description="the task text")
-    profile: str = Field(
-        default="quick",
-        description=f"built-in ({', '.join(BUILTIN_PROFILES)}) or a saved profile name",
-    )
-    n: int | None = None
-    k: int | None = None
-    t: int | None = None
-    m: int | None = None
-    lambda_: float | None = Field(default=None, alias="lambda")
-    temperatures: dict[str, float] = Field(
-        default={}, description="by role: generate, judge, mutate, finalize"
-    )
-    provider: str | None = Field(default=None, description="provider for every role, e.g. sim")
-    model: str | None = Field(default=None, description="provider:model for every role")
-    judge_model: str | None = None
-    mutator_model: str | None = None
-    finalizer_model: str | None = None
-    rubric: str | None = None
-    prompt_style: Style | None = None
-    schedule: Schedule | None = None
-    seed: int | None = None
-    budget: BudgetLimits = BudgetLimits()
-    concurrency: Concurrency | None = None
-    on_budget_exhausted: OnBudgetExhausted | None = None
-    invalid_json_retries: int | None = Field(default=None, ge=0)
-    run_id: str | None = None
-
-
-class RankArgs(WaitArgs):
-    """``ponder rank``: rank given candidate texts by pairwise judging."""
-
-    task: str = Field(min_length=1)
-    candidates: list[GivenCandidate] = Field(min_length=2, description="id and text of each")
-    rubric: str | None = None
-    model: str | None = Field(default=None, description="judge model, provider:model")
-    rank_mode: RankMode = "auto"
-    rank_k: int | None = None
-    rank_seed: int | None = None
-    rank_max_calls: int | None = Field(default=None, ge=1)
-    max_calls: int | None = Field(default=None, ge=0)
-    seed: int | None = None
-    run_id: str | None = None
-
-
-class MutateArgs(WaitArgs):
-    """``ponder mutate``: improve one candidate from a critique."""
-
-    task: str = Field(min_length=1)
-    candidate: str
-    critique: str
-    rubric: str | None = None
-    model: str | None = Field(default=None, description="mutator model, provider:model")
-    prompt_style: Style = "general"
-    seed: int = 0
-    run_id: str | None = None
-
-
-class AskArgs(WaitArgs):
-    """``ponder ask``: one model call through Temporal."""
-
-    question: str = Field(min_length=1)
-    model: str = AskInput.model_fields["model"].default
-    system: str | None = None
-    temperature: float | None = None
-    max_output_tokens: int | None = Field(default=None, ge=1)
-    seed: int = 0
-    run_id: str | None = None
-
-
-class RunArgs(StrictModel):
-    run_id: str = Field(description="the run id a tool or the CLI printed")
-
-
-class ResultArgs(RunArgs, WaitArgs):
-    pass
-
-
-class ExtendArgs(ExtendBudgetInput, WaitArgs):
-    """New absolute limits (fields left out keep theirs); a paused run continues."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-    run_id: str
-
-
-class ListRunsArgs(StrictModel):
-    kind: str | None = Field(default=None, description=" | ".join(KINDS))
-    status: str | None = Field(default=None, description=" | ".join(STATUSES))
-    since: str | None = Field(default=None, description="30m, 2h, 7d, 1w or an ISO date")
-    limit: int = Field(default=50, ge=1, le=500)
-
-
-class NoArgs(StrictModel):
-    pass
-
-
-class ProfileArgs(StrictModel):
-    name: str
-
-
-# -- handlers -------------------------------------------------------------------------------
-
-
-async def _start(backend: Backend, workflow: str, payload: BaseModel, run_id: str) -> None:
-    from client.runs import start_run
-    from client.session import Session
-
-    await backend.ensure_worker()
-    session = Session(backend.client, backend.settings, embedded=backend.embedded)
-    await start_run(session, workflow, payload, run_id)
+__all__ = ["TOOLS", "Tool"]
 
 
 def _no_file(value: str, field: str) -> str:
@@ -265,7 +100,8 @@ async def think(backend: Backend, args: ThinkArgs, progress: ProgressFn) -> dict
     given |= {limit for limit, value in b if value is not None}
     options, saved = apply_profile(options, given, backend.settings.home)
     payload = build_input(backend.settings, **options)
-    await _start(backend, TOURNAMENT, payload, run_id)
+    await backend.ensure_worker()
+    await backend.ponder.tournament(payload)
     started = {"run_id": run_id, "kind": "tournament", "profile": saved or args.profile}
     return await _maybe_wait(backend, run_id, args, progress, started)
 
@@ -292,7 +128,8 @@ async def rank(backend: Backend, args: RankArgs, progress: ProgressFn) -> dict[s
         run_id=run_id,
         given=args.candidates,
     )
-    await _start(backend, TOURNAMENT, payload, run_id)
+    await backend.ensure_worker()
+    await backend.ponder.tournament(payload)
     return await _maybe_wait(backend, run_id, args, progress, {"run_id": run_id, "kind": "rank"})
 
 
@@ -311,7 +148,8 @@ async def mutate(backend: Backend, args: MutateArgs, progress: ProgressFn) -> di
         seed=args.seed,
         run_id=run_id,
     )
-    await _start(backend, ASK, payload, run_id)
+    await backend.ensure_worker()
+    await backend.ponder.ask(payload)
     return await _maybe_wait(backend, run_id, args, progress, {"run_id": run_id, "kind": "mutate"})
 
 
@@ -329,12 +167,9 @@ async def ask(backend: Backend, args: AskArgs, progress: ProgressFn) -> dict[str
         seed=args.seed,
         run_id=run_id,
     )
-    await _start(backend, ASK, payload, run_id)
+    await backend.ensure_worker()
+    await backend.ponder.ask(payload)
     return await _maybe_wait(backend, run_id, args, progress, {"run_id": run_id, "kind": "ask"})
-
-
-def _follow_hint(run_id: str) -> str:
-    return f"call result with run_id {run_id!r} (wait: true to block), or: ponder watch {run_id}"
 
 
 async def _maybe_wait(
@@ -345,206 +180,8 @@ async def _maybe_wait(
     started: dict[str, Any],
 ) -> dict[str, Any]:
     if not args.wait:
-        return {**started, "status": "running", "next": _follow_hint(run_id)}
-    return await _outcome(backend, run_id, wait_s=args.timeout_s, progress=progress)
-
-
-async def _progress(handle: WorkflowHandle) -> Progress | None:
-    try:
-        return await handle.query(QUERY_PROGRESS, result_type=Progress)
-    except Exception:  # no answer yet (a worker picking the run up): progress is best effort
-        return None
-
-
-def _progress_view(p: Progress) -> dict[str, Any]:
-    return {
-        "phase": p.phase,
-        "generation": p.generation,
-        "calls": p.spent.calls,
-        "calls_planned": p.calls_planned,
-        "usd": p.spent.usd if p.usd_known else None,
-        "budget": p.budget.model_dump(exclude_none=True),
-        "blocking_limit": p.blocking_limit,
-        "leaderboard": [r.model_dump() for r in p.leaderboard],
-        "error": p.error,
-    }
-
-
-def _state(status: WorkflowExecutionStatus | None) -> str:
-    if status is None:
-        return "unknown"
-    if status == WorkflowExecutionStatus.CANCELED:
-        return "cancelled"
-    return status.name.lower()
-
-
-async def _outcome(
-    backend: Backend, run_id: str, *, wait_s: float, progress: ProgressFn | None
-) -> dict[str, Any]:
-    """The run's result if it ended (waiting up to ``wait_s``), else its state and progress."""
-    handle = backend.handle(run_id)
-    description = await handle.describe()
-    kind = description.workflow_type
-    if description.status == WorkflowExecutionStatus.RUNNING:
-        await backend.ensure_worker()
-    deadline = time.monotonic() + wait_s
-    while description.status == WorkflowExecutionStatus.RUNNING:
-        live = await _progress(handle) if kind == TOURNAMENT else None
-        if live is not None:
-            if progress is not None:
-                await progress(
-                    float(live.spent.calls),
-                    float(live.calls_planned) or None,
-                    f"{live.phase}: {live.spent.calls}/{live.calls_planned} calls ({live.status})",
-                )
-            if live.status == "awaiting_budget" and live.in_flight == 0:
-                return {
-                    "run_id": run_id,
-                    "kind": "tournament",
-                    "status": "awaiting_budget",
-                    "progress": _progress_view(live),
-                    "next": f"call extend with run_id {run_id!r} and a higher "
-                    f"{live.blocking_limit}; the run continues where it stopped",
-                }
-        if time.monotonic() >= deadline:
-            view: dict[str, Any] = {"run_id": run_id, "kind": kind.lower(), "status": "running"}
-            if live is not None:
-                view["progress"] = _progress_view(live)
-            return {**view, "next": _follow_hint(run_id)}
-        await asyncio.sleep(POLL_S)
-        description = await handle.describe()
-    return await _ended(backend, handle, kind, description.status)
-
-
-async def _ended(
-    backend: Backend, handle: WorkflowHandle, kind: str, status: WorkflowExecutionStatus | None
-) -> dict[str, Any]:
-    run_id = handle.id
-    view: dict[str, Any] = {"run_id": run_id, "status": _state(status)}
-    if status != WorkflowExecutionStatus.COMPLETED:
-        try:
-            await handle.result()
-        except WorkflowFailureError as exc:
-            view["error"] = failure_message(exc)
-        return {"kind": kind.lower(), **view}
-    if kind == TOURNAMENT:
-        typed = backend.client.get_workflow_handle(run_id, result_type=TournamentResult)
-        t: TournamentResult = await typed.result()
-        return {
-            "kind": "tournament",
-            **view,
-            "winner_id": t.winner_id,
-            "final_answer": t.final_answer,
-            "leaderboard": [r.model_dump() for r in t.leaderboard],
-            "calls": t.spent.calls,
-            "usd": t.spent.usd,
-            "simulated": t.simulated,
-            "resources": {
-                name: f"ponder://runs/{run_id}/{name}"
-                for name in ("summary", "leaderboard", "comparisons", "trace", "report")
-            },
-        }
-    if kind == ASK:
-        typed = backend.client.get_workflow_handle(run_id, result_type=AskResult)
-        a: AskResult = await typed.result()
-        r = a.response
-        return {
-            "kind": "ask",
-            **view,
-            "answer": r.text,
-            "model": f"{r.provider}:{r.model}",
-            "simulated": r.simulated,
-            "usage": r.usage.model_dump(),
-            "usd": r.usd,
-        }
-    # Plans and campaigns: their result models as JSON, whatever they hold.
-    return {"kind": kind.lower(), **view, "result": await handle.result()}
-
-
-async def status(backend: Backend, args: RunArgs, progress: ProgressFn) -> dict[str, Any]:
-    handle = backend.handle(args.run_id)
-    description = await handle.describe()
-    view: dict[str, Any] = {
-        "run_id": handle.id,
-        "kind": description.workflow_type.lower(),
-        "status": _state(description.status),
-        "started": description.start_time.isoformat() if description.start_time else None,
-        "closed": description.close_time.isoformat() if description.close_time else None,
-    }
-    if description.workflow_type == TOURNAMENT:
-        await backend.ensure_worker()  # a query is answered by a worker
-        live = await _progress(handle)
-        if live is not None:
-            view["status"] = live.status
-            view["progress"] = _progress_view(live)
-    if description.status == WorkflowExecutionStatus.FAILED:
-        try:
-            await handle.result()
-        except WorkflowFailureError as exc:
-            view["error"] = failure_message(exc)
-    return view
-
-
-async def result(backend: Backend, args: ResultArgs, progress: ProgressFn) -> dict[str, Any]:
-    return await _outcome(
-        backend, args.run_id, wait_s=args.timeout_s if args.wait else 0, progress=progress
-    )
-
-
-async def extend(backend: Backend, args: ExtendArgs, progress: ProgressFn) -> dict[str, Any]:
-    new = ExtendBudgetInput(
-        **args.model_dump(include={"max_calls", "max_usd", "max_input_tokens", "max_output_tokens"})
-    )
-    if all(v is None for v in new.model_dump().values()):
-        raise CodedError(
-            "input.invalid",
-            "extend needs at least one new limit",
-            "give max_calls, max_usd, max_input_tokens or max_output_tokens (absolute values)",
-        )
-    handle = backend.handle(args.run_id)
-    await backend.ensure_worker()
-    try:
-        done = await handle.execute_update(
-            UPDATE_EXTEND_BUDGET, new, result_type=ExtendBudgetResult
-        )
-    except WorkflowUpdateFailedError as exc:
-        cause = exc.cause
-        raise CodedError(
-            "budget.extend_refused",
-            str(getattr(cause, "message", cause)),
-            "give limits above what the run has already spent (see the status tool)",
-        ) from None
-    view = {
-        "run_id": handle.id,
-        "budget": done.budget.model_dump(exclude_none=True),
-        "spent": done.spent.model_dump(),
-    }
-    if not args.wait:
-        return {**view, "status": "running", "next": _follow_hint(handle.id)}
-    return {**view, **await _outcome(backend, handle.id, wait_s=args.timeout_s, progress=progress)}
-
-
-async def cancel(backend: Backend, args: RunArgs, progress: ProgressFn) -> dict[str, Any]:
-    handle = backend.handle(args.run_id)
-    await backend.ensure_worker()  # the cancellation drains calls and writes artifacts
-    await handle.cancel()
-    return {
-        "run_id": handle.id,
-        "status": "cancelling",
-        "next": "in-flight calls finish and are recorded; the status tool shows cancelled",
-    }
-
-
-async def runs(backend: Backend, args: ListRunsArgs, progress: ProgressFn) -> dict[str, Any]:
-    rows = await list_runs(
-        backend.settings,
-        backend.client,
-        kind=args.kind,
-        status=args.status,
-        since=args.since,
-        limit=args.limit,
-    )
-    return {"runs": [r.model_dump(mode="json") for r in rows]}
+        return {**started, "status": "running", "next": follow_hint(run_id)}
+    return await follow.outcome(backend, run_id, wait_s=args.timeout_s, progress=progress)
 
 
 async def profile_list(backend: Backend, args: NoArgs, progress: ProgressFn) -> dict[str, Any]:
@@ -564,7 +201,29 @@ async def profile_show(backend: Backend, args: ProfileArgs, progress: ProgressFn
     }
 
 
-# -- the table ------------------------------------------------------------------------------
+async def plan_validate(
+    backend: Backend, args: PlanValidateArgs, progress: ProgressFn
+) -> dict[str, Any]:
+    from workflows.plan.boundaries import boundaries, plan_totals
+    from workflows.plan.validate import validate_text
+
+    checked = validate_text(args.document, filename=args.filename)
+    if not checked.ok or checked.plan is None:
+        lines = [e.line() for e in checked.errors] or ["the document is not a plan"]
+        code = checked.errors[0].code if checked.errors else "plan.invalid"
+        raise CodedError(
+            code, f"invalid plan, {len(lines)} error(s): " + "; ".join(lines), "fix each path"
+        )
+    totals = plan_totals(checked.plan, boundaries(checked.plan))
+    return {
+        "valid": True,
+        "form": checked.form,
+        "name": checked.plan.name,
+        "steps": len(checked.plan.steps),
+        "reserved_calls": totals.reserved_calls,
+        "calls_cap": totals.calls_cap,
+        "notes": checked.notes,
+    }
 
 
 @dataclass(frozen=True)
@@ -593,25 +252,30 @@ TOOLS: dict[str, Tool] = {
         Tool("rank", "Rank given candidate texts by pairwise judging.", RankArgs, rank),
         Tool("mutate", "Improve one candidate from a critique (one call).", MutateArgs, mutate),
         Tool("ask", "One model call through Temporal.", AskArgs, ask),
-        Tool(
-            "status", "A run's state and progress (phase, calls, budget, top 5).", RunArgs, status
-        ),
+        Tool("status", "A run's state, phase, calls, budget, top 5.", RunArgs, follow.status),
         Tool(
             "result",
             "A run's outcome: winner, final answer and leaderboard, or the answer, or the error;"
             " with wait: true, waits for it.",
             ResultArgs,
-            result,
+            follow.result,
         ),
         Tool(
             "extend",
             "Raise a tournament's budget limits (absolute); a paused run continues.",
             ExtendArgs,
-            extend,
+            follow.extend,
         ),
-        Tool("cancel", "Cancel a run; calls in flight are recorded.", RunArgs, cancel),
-        Tool("list_runs", "Past and live runs, newest first.", ListRunsArgs, runs),
+        Tool("cancel", "Cancel a run; calls in flight are recorded.", RunArgs, follow.cancel),
+        Tool("list_runs", "Past and live runs, newest first.", ListRunsArgs, follow.runs),
         Tool("profile_list", "Built-in and saved profile names.", NoArgs, profile_list),
         Tool("profile_show", "One profile's settings.", ProfileArgs, profile_show),
+        Tool(
+            "plan_validate",
+            "Validate a plan document (ponder-plan/1 or loop-plan/1, YAML or JSON) without "
+            "running it: every error with its path, or the plan's worst-case calls.",
+            PlanValidateArgs,
+            plan_validate,
+        ),
     )
 }

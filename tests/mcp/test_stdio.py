@@ -27,7 +27,9 @@ TOOLS = {
     "list_runs",
     "profile_list",
     "profile_show",
+    "plan_validate",
 }
+PLAN = Path(__file__).parents[1] / "plans/loop-plan-1.example.json"
 
 
 def _env(settings: Settings, server_address: str, queue: str) -> dict[str, str]:
@@ -136,6 +138,20 @@ async def test_round_trip_over_stdio(
         shown = structured(await client.call_tool("profile_show", {"name": "tiny"}))
         assert shown["profile"]["n"] == 4
         assert "tiny" in structured(await client.call_tool("profile_list", {}))["saved"]
+
+        plan_text = PLAN.read_text()
+        valid = structured(
+            await client.call_tool("plan_validate", {"document": plan_text, "filename": "p.json"})
+        )
+        assert valid["valid"] and valid["name"] == "change-with-qe" and valid["steps"] == 6
+        broken = json.loads(plan_text)
+        del broken["steps"][0]["stepId"]
+        invalid = tool_failure(
+            await client.call_tool(
+                "plan_validate", {"document": json.dumps(broken), "filename": "p.json"}
+            )
+        )
+        assert "steps[0].stepId" in invalid["message"]
 
         # Refusals: ponder's code and the fix, never a traceback.
         path = tool_failure(await client.call_tool("status", {"run_id": "../etc"}))
