@@ -7,13 +7,13 @@ so a bad argument is refused with the field, the rule and the fix.
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
-from pydantic import ValidationError
 
 from client.mcp import resources
 from client.mcp.backend import Backend
@@ -58,12 +58,10 @@ def build_server(backend: Backend) -> Server[Any]:
         try:
             args = tool.args.model_validate(params.arguments or {})
             out = await tool.run(backend, args, progress)
-        except (Exception, ValidationError) as exc:
+        except Exception as exc:  # every failure is a coded tool error, never a traceback
             log.info("tool %s refused or failed: %s", params.name, describe(exc).code)
             log.debug("tool %s", params.name, exc_info=True)
             return tool_error(exc)
-        import json
-
         return types.CallToolResult(
             content=[types.TextContent(text=json.dumps(out, indent=1, default=str))],
             structured_content=out,
