@@ -121,3 +121,26 @@ def test_names_are_words_and_flags_win(tmp_path: Path) -> None:
     assert name == "mine"
     assert merged["profile"] == "quick"
     assert (merged["n"], merged["k"], merged["provider"]) == (8, 2, "sim")
+    # A model per role, limits and concurrency reach think's own options.
+    roles = SavedProfile.model_validate(
+        {
+            "base": "balanced",
+            "models": {
+                "generate": "sim:a",
+                "judge": "sim:j",
+                "mutate": "sim:m",
+                "finalize": "sim:f",
+            },
+            "limits": {"max_usd": 2.5, "max_output_tokens": 900},
+            "concurrency": {"judge": 2},
+        }
+    )
+    store.save("roles", roles)
+    merged, _ = apply_profile(
+        {"profile": "roles", "judge_model": "sim:x"}, {"judge_model"}, tmp_path
+    )
+    assert merged["profile"] == "balanced" and merged["model"] == "sim:a"
+    assert merged["judge_model"] == "sim:x"  # given: the flag wins
+    assert (merged["mutator_model"], merged["finalizer_model"]) == ("sim:m", "sim:f")
+    assert merged["max_usd"] == 2.5 and merged["max_output_tokens"] == ("900",)
+    assert "judge=2" in merged["concurrency"]

@@ -84,6 +84,8 @@ async def test_round_trip_over_stdio(
         assert page["total"] == 8 and page["next"] is None
         report = await client.read_resource(f"ponder://runs/{run_id}/report")
         assert "<html" in report.contents[0].text.lower()  # type: ignore[union-attr]
+        listed_resources = await client.list_resources()
+        assert f"ponder://runs/{run_id}/summary" in {r.uri for r in listed_resources.resources}
         templates = await client.list_resource_templates()
         uris = {t.uri_template for t in templates.resource_templates}
         assert "ponder://runs/{run_id}/trace" in uris
