@@ -25,6 +25,7 @@ from client.export import export
 from client.logs import configure_logging
 from client.mcp.cli import mcp as mcp_command
 from client.plan_cli import plan as plan_group
+from client.plan_run_cli import register_plan_run_commands
 from client.profile_cli import profile as profile_group
 from client.runs import RunFailed, check_run_id, new_run_id, start_run, wait_or_detach
 from client.runs_cli import runs as runs_command
@@ -275,6 +276,7 @@ cli.add_command(profile_group)
 cli.add_command(runs_command)
 cli.add_command(export)
 cli.add_command(mcp_command)
+register_plan_run_commands(cli, plan_group)
 cli.add_command(campaign_group)
 
 

@@ -15,17 +15,19 @@ from temporalio.worker import Worker
 
 from activities.call_model import ModelActivities
 from activities.config import Settings, known_secrets
+from activities.plan.workspace import WorkspaceActivities
 from activities.run_store import RunFileActivities, RunStore
 from activities.tournament.artifacts import TournamentArtifactActivities
 from activities.tournament.fit import adaptive_batch, fit_leaderboard
 from workflows.ask import AskWorkflow
 from workflows.call_options import provider_task_queue
 from workflows.names import TASK_QUEUE
+from workflows.plan_run.workflow import PlanRunWorkflow
 from workflows.tournament.workflow import TournamentWorkflow
 
 __all__ = ["WORKFLOWS", "WorkerOptions", "running_worker"]
 
-WORKFLOWS: list[type] = [AskWorkflow, TournamentWorkflow]
+WORKFLOWS: list[type] = [AskWorkflow, TournamentWorkflow, PlanRunWorkflow]
 
 
 @dataclass
@@ -52,12 +54,16 @@ async def running_worker(
         store = RunStore(settings.runs_dir, secrets=known_secrets(settings))
         files = RunFileActivities(store)
         tournament_files = TournamentArtifactActivities(store)
+        workspace = WorkspaceActivities()
         activities: list[Callable[..., Any]] = [
             model.call_model,
             files.write_run_files,
             tournament_files.write_tournament_artifacts,
             fit_leaderboard,
             adaptive_batch,
+            workspace.check_paths,
+            workspace.snapshot_writes,
+            workspace.check_landed,
         ]
         workers = [
             Worker(
