@@ -34,6 +34,7 @@ ORCHESTRATION = {
     "workflows.tournament.fits",
     "workflows.tournament.workflow",
     "workflows.plan_run.dispatch",
+    "workflows.plan_run.state",
     "workflows.plan_run.workflow",
 }
 """Workflow code that awaits activities; everything else under ``workflows/`` is pure."""
