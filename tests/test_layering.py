@@ -40,6 +40,7 @@ ORCHESTRATION = {
     "workflows.tournament.calls",
     "workflows.tournament.fits",
     "workflows.tournament.workflow",
+    "workflows.plan_run.child",
     "workflows.plan_run.dispatch",
     "workflows.plan_run.state",
     "workflows.plan_run.workflow",

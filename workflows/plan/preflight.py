@@ -14,15 +14,13 @@ from __future__ import annotations
 
 from workflows.plan.boundaries import boundaries, plan_totals, unsatisfiable
 from workflows.plan.ledger import PlanLedger
-from workflows.plan.model import AgentStep, FanoutStep, GateStep, PauseStep, Plan
+from workflows.plan.model import AgentStep, GateStep, Plan, TournamentStep
 from workflows.plan.reasons import Reason
 from workflows.plan.routing import route, step_family
 from workflows.plan.run_record import PlanFailure
 from workflows.plan.run_types import PlanRunInput
 
 __all__ = ["check_trace", "declared_paths", "open_ledger", "qe_waivers", "route_models"]
-
-FEATURE_NOT_AVAILABLE = "feature.not_available"
 
 
 def check_trace(plan: Plan) -> None:
@@ -34,7 +32,8 @@ def check_trace(plan: Plan) -> None:
 
 
 def route_models(plan: Plan, input: PlanRunInput) -> dict[str, str]:
-    """Step id -> the provider:model spec it runs on, resolved once for the whole run."""
+    """Step id -> the provider:model spec it runs on, resolved once for the whole run (a
+    tournament step's judge under ``<id>/judge``)."""
     models: dict[str, str] = {}
     unroutable = []
     for step in plan.steps:
@@ -49,11 +48,22 @@ def route_models(plan: Plan, input: PlanRunInput) -> dict[str, str]:
                 unroutable.append(f"{step.id} (model {step.model or '(none)'})")
             else:
                 models[step.id] = spec
-        elif not isinstance(step, FanoutStep | PauseStep | GateStep):
-            raise PlanFailure(
-                FEATURE_NOT_AVAILABLE,
-                f"step {step.id!r}: the {step.kind} step kind does not run yet in PlanRun",
+        elif isinstance(step, TournamentStep):
+            spec = route(
+                step.model, None, executors=input.executors, default_family=input.default_family
             )
+            judge = step.tournament.judge_model
+            judge_spec = None
+            if judge is not None:
+                judge_spec = route(
+                    judge, None, executors=input.executors, default_family=input.default_family
+                )
+            if spec is None or (judge is not None and judge_spec is None):
+                unroutable.append(f"{step.id} (model {step.model or '(none)'}, judge {judge})")
+            else:
+                models[step.id] = spec
+                if judge_spec is not None:
+                    models[f"{step.id}/judge"] = judge_spec
     if unroutable:
         raise PlanFailure(
             Reason.PLAN_MODEL_UNROUTABLE,

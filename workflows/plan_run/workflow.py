@@ -39,7 +39,14 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.plan.gates import gate_verdict
     from workflows.plan.joins import Branch, join, parse_join
-    from workflows.plan.model import AgentStep, FanoutStep, GateStep, PauseStep, Plan
+    from workflows.plan.model import (
+        AgentStep,
+        FanoutStep,
+        GateStep,
+        PauseStep,
+        Plan,
+        TournamentStep,
+    )
     from workflows.plan.preflight import (
         check_trace,
         declared_paths,
@@ -58,6 +65,7 @@ with workflow.unsafe.imports_passed_through():
         RunState,
     )
     from workflows.plan.validate import validate_document
+    from workflows.plan_run.child import run_tournament
     from workflows.plan_run.dispatch import Dispatcher
     from workflows.plan_run.state import PlanRunState
     from workflows.raw_input import NO_INPUT, input_failure
@@ -206,6 +214,16 @@ class PlanRunWorkflow(PlanRunState):
                 await self._model_gate(plan, step)
             elif isinstance(step, FanoutStep):
                 await self._region(plan, step, items)
+            elif isinstance(step, TournamentStep):
+                assert self.dispatcher is not None
+                output = await run_tournament(
+                    self.dispatcher,
+                    step,
+                    max_calls=reservation.invocations,
+                    inputs=self.args,
+                    outputs=self.outputs,
+                )
+                self._settle(step.id, output)
             return None
         finally:
             elapsed = workflow.now() - started
