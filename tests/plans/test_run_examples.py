@@ -1,7 +1,7 @@
 """Every plan in examples/plans/ (and the spec's loop-plan/1 example) runs to completion.
 
 Agents are a small command agent the test worker declares (``[providers.writer]``, the way a
-user declares ``claude -p``): it writes the files a step declares into the workspace, answers a
+user declares ``claude -p``): run in the workspace, it writes the files a step declares, answers a
 model gate with a verdict and a contract with a matching JSON object. Plans that write no
 files run on the simulated provider.
 """
@@ -31,7 +31,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "plans"
 WRITER = """
 import json, os, sys
 prompt = sys.stdin.read()
-root = os.environ["PONDER_TEST_WS"]
+root = os.getcwd()  # the plan's workspace: ponder runs the agent there
 for line in prompt.splitlines():
     if line.startswith("Files to write (workspace-relative): "):
         for rel in line.split(": ", 1)[1].split(", "):
@@ -52,10 +52,9 @@ WRITER_EXECUTORS = {"claude": "writer:agent", "openai": "writer:agent"}
 
 
 @pytest.fixture
-def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def workspace(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
     (root / "docs").mkdir(parents=True)
-    monkeypatch.setenv("PONDER_TEST_WS", str(root))
     return root
 
 
@@ -63,7 +62,7 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 async def queue(client: Client, settings: Settings, tmp_path: Path) -> AsyncIterator[str]:
     script = tmp_path / "writer.py"
     script.write_text(WRITER)
-    writer = Endpoint(kind="command", argv=[sys.executable, str(script)], env=["PONDER_TEST_WS"])
+    writer = Endpoint(kind="command", argv=[sys.executable, str(script)])
     name = f"test-{uuid.uuid4()}"
     async with running_worker(
         client, with_endpoint(settings, "writer", writer), WorkerOptions(task_queue=name)
