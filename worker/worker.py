@@ -14,18 +14,21 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.call_model import ModelActivities
+from activities.campaign.cells import CampaignCellActivities
+from activities.campaign.report import CampaignArtifactActivities
 from activities.config import Settings, known_secrets
 from activities.run_store import RunFileActivities, RunStore
 from activities.tournament.artifacts import TournamentArtifactActivities
 from activities.tournament.fit import adaptive_batch, fit_leaderboard
 from workflows.ask import AskWorkflow
 from workflows.call_defaults import provider_task_queue
+from workflows.campaign.workflow import CampaignWorkflow
 from workflows.names import TASK_QUEUE
 from workflows.tournament.workflow import TournamentWorkflow
 
 __all__ = ["WORKFLOWS", "WorkerOptions", "running_worker"]
 
-WORKFLOWS: list[type] = [AskWorkflow, TournamentWorkflow]
+WORKFLOWS: list[type] = [AskWorkflow, TournamentWorkflow, CampaignWorkflow]
 
 
 @dataclass
@@ -49,12 +52,17 @@ async def running_worker(
         store = RunStore(settings.runs_dir, secrets=known_secrets(settings))
         files = RunFileActivities(store)
         tournament_files = TournamentArtifactActivities(store)
+        campaign_cells = CampaignCellActivities(settings)
+        campaign_files = CampaignArtifactActivities(store)
         activities: list[Callable[..., Any]] = [
             model.call_model,
             files.write_run_files,
             tournament_files.write_tournament_artifacts,
             fit_leaderboard,
             adaptive_batch,
+            campaign_cells.check_campaign_route,
+            campaign_cells.settle_campaign_cell,
+            campaign_files.write_campaign_artifacts,
         ]
         workers = [
             Worker(

@@ -80,13 +80,13 @@ class RegexScorer(StrictModel):
 
 
 class CommandScorer(StrictModel):
-    """A command the *worker* declares (``[providers.NAME] kind = "command"``), named here.
+    """A command the *worker* declares (``[providers.NAME]`` of the command kind), named here.
 
     The answer goes to stdin in a fresh temp dir with an explicit environment; exit 0 passes
     (1.0) unless the last line of stdout is a number, which is then the score.
     """
 
-    kind: Literal["command"]
+    kind: Literal["command"]  # a scorer kind, not a provider name
     name: str = Field(pattern=ID_PATTERN)
     argv: list[str] | None = Field(default=None, description="refused: see the trust boundary")
 
@@ -314,7 +314,7 @@ def _scorer_errors(scenario: Scenario, path: str) -> list[CampaignError]:
                 "scorer.argv_not_allowed",
                 join_path(path, "argv"),
                 "a campaign cannot give a command line (whoever starts a campaign must not get a "
-                'shell on the worker); fix: declare [providers.NAME] kind = "command" with its '
+                "shell on the worker); fix: declare [providers.NAME] of the command kind with its "
                 "argv in the worker's ponder.toml and give name: NAME",
             )
         ]
@@ -364,4 +364,4 @@ def shape_errors(exc: ValidationError, base: str = "") -> list[CampaignError]:
     return out
 
 
-_SCORER_TAGS = {"exact", "numeric", "regex", "command", "judge", "sim_truth"}
+_SCORER_TAGS = {"exact", "numeric", "regex", "command", "judge", "sim_truth"}  # not a provider name

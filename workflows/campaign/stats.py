@@ -24,13 +24,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel
 from scipy import stats
 
-from workflows.campaign.records import RunRecord
+from workflows.campaign.records import Decision, RunRecord
 
 __all__ = [
     "ALPHA",
@@ -47,7 +46,6 @@ __all__ = [
     "pareto_front",
 ]
 
-Decision = Literal["promote", "hold", "equivalent", "reject", "needs_more_data"]
 ALPHA = 0.05
 MIN_PAIRS_FLOOR = 6
 RESAMPLES = 4000
@@ -154,6 +152,8 @@ def compare(
     else:
         out.p_value = float(stats.wilcoxon(d).pvalue)
     sd = float(d.std(ddof=1)) if n > 1 else 0.0
+    if sd < 1e-12 * max(1.0, abs(out.mean_delta)):
+        sd = 0.0  # rounding noise of identical differences, not spread
     out.cohens_d = out.mean_delta / sd if sd > 0 else (0.0 if out.mean_delta == 0 else None)
     low, high, means = bootstrap_mean_ci(d, np.random.default_rng([BOOTSTRAP_SEED, seed]))
     out.ci_low, out.ci_high = low, high
