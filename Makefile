@@ -20,6 +20,7 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy activities workflows client worker
+	$(BIN)/lint-imports
 
 test: install lint
 	$(BIN)/pytest -q -p no:cacheprovider

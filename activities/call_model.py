@@ -15,11 +15,11 @@ from temporalio.exceptions import ApplicationError
 
 from activities.config import Settings, known_secrets, secret_env_values
 from activities.errors import CONFIG_ERROR_TYPE, RETRY_LATER_TYPE, ConfigError, ProviderError
-from activities.model_types import CallModelInput, ModelResponse
 from activities.pricing import cost_usd
 from activities.providers import CallContext, ResolvedModel, resolve_model
 from activities.raw_events import RawEventLog, redact
 from activities.run_store import RunDirRefused, RunIdInvalid, RunStore, refusal
+from workflows.model_types import CallModelInput, ModelResponse
 
 __all__ = ["CALL_MODEL", "ModelActivities"]
 

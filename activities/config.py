@@ -34,6 +34,7 @@ from pydantic_settings import (
 
 from activities.errors import ConfigError
 from activities.raw_events import SECRET_KEY
+from workflows.model_types import Price
 from workflows.names import TASK_QUEUE
 
 __all__ = [
@@ -109,22 +110,6 @@ class Endpoint(BaseModel):
                 f'kind "{self.kind}" needs base_url (e.g. "http://127.0.0.1:8000/v1"): add it'
             )
         return self
-
-
-class Price(BaseModel):
-    """USD per million tokens for one provider+model."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-    input: float
-    output: float
-    cache_hit: float | None = None
-    cache_miss: float | None = None
-    long_context_threshold: int | None = Field(
-        default=None, description="input tokens above which the long_context rates apply"
-    )
-    long_context_input: float | None = None
-    long_context_output: float | None = None
 
 
 _LOWER_LAYERS: ContextVar[tuple[dict[str, Any], ...]] = ContextVar(

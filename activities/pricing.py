@@ -13,8 +13,7 @@ import re
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from activities.config import Price
-from activities.model_types import Usage
+from workflows.model_types import Price, Usage
 
 __all__ = ["BUILTIN_PRICES", "PRICES_AS_OF", "builtin_price", "cost_usd"]
 

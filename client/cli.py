@@ -17,7 +17,7 @@ from temporalio.client import WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.config import Settings, load_settings
-from activities.errors import PonderError
+from activities.errors import PonderError, ServerError
 from activities.providers import DEFAULT_MODEL, MODEL_EXAMPLES, resolve_model
 from client.campaign_cli import campaign as campaign_group
 from client.embedded import EmbeddedServer
@@ -26,7 +26,7 @@ from client.plan_cli import plan as plan_group
 from client.runs import RunFailed, check_run_id, new_run_id, start_run, wait_or_detach
 from client.session import open_session, spawn_background_worker, terminated
 from client.tournament_cli import register as register_tournament_commands
-from worker.main import worker_command
+from client.worker_cli import worker_command
 from workflows.ask_types import AskInput, AskResult
 from workflows.names import ASK
 
@@ -209,11 +209,21 @@ def ask(
     )
 
 
-@cli.command()
-@click.option("--port", type=int, default=None, help="gRPC port (default: a free one).")
+@cli.group(invoke_without_command=True)
+@click.option(
+    "--port",
+    type=int,
+    default=None,
+    help="gRPC port (default: a free one; 7233 is the `temporal` CLI's default).",
+)
 @click.pass_context
 def server(ctx: click.Context, port: int | None) -> None:
-    """Run the embedded Temporal server in the foreground, with its Web UI."""
+    """Run the embedded Temporal server in the foreground, with its Web UI.
+
+    `ponder server address` prints the address of the one running.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
     settings = _settings(ctx)
 
     async def go() -> None:
@@ -225,9 +235,33 @@ def server(ctx: click.Context, port: int | None) -> None:
             click.echo(f"Temporal server at {info.address} (pid {info.pid}, db {info.db})")
             click.echo(f"Web UI: {info.ui_url}")
             click.echo("Ctrl-C stops it once no other ponder process uses it.")
+            sys.stdout.flush()
             await stop.wait()
 
     asyncio.run(go())
+
+
+@server.command("address")
+@click.option(
+    "--wait",
+    "wait_s",
+    type=float,
+    default=0.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Wait this long for a server that is starting.",
+)
+@click.pass_context
+def server_address(ctx: click.Context, wait_s: float) -> None:
+    """Print the running embedded server's address (host:port), e.g. for TEMPORAL_ADDRESS."""
+    settings = _settings(ctx)
+    found = asyncio.run(EmbeddedServer(settings.home).running(wait_s))
+    if found is None:
+        raise ServerError(
+            f"no embedded server runs for {settings.home}: start one with `ponder server` "
+            "(add --wait SECONDS if it is starting)"
+        )
+    click.echo(found.address)
 
 
 cli.add_command(worker_command)

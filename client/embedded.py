@@ -280,7 +280,8 @@ class EmbeddedServer:
                 stdout=log,
                 stderr=log,
                 start_new_session=True,
-                env=child_environment(None, worker=False),
+                # PONDER_HOME names whose server it is (tools and tests look for it).
+                env={**child_environment(None, worker=False), "PONDER_HOME": str(self.home)},
             )
         version = subprocess.run(
             [binary, "--version"], capture_output=True, text=True, check=False
@@ -359,6 +360,17 @@ class EmbeddedServer:
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
             f.close()
+
+    async def running(self, wait_s: float = 0.0) -> ServerInfo | None:
+        """The recorded server if it is ours and answers (waiting up to ``wait_s`` for one)."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            info = self.read_state()
+            if info and self._is_ours(info) and await server_answers(info.address):
+                return info
+            if time.monotonic() >= deadline:
+                return None
+            await asyncio.sleep(0.2)
 
     def stop(self) -> None:
         """Stop every server on our database (the recorded one and any stray), then forget it."""

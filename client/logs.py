@@ -1,4 +1,4 @@
-"""Where a ``ponder`` process's logs go: ``$PONDER_HOME/logs/worker.log``, not the terminal.
+"""A ``ponder`` process's Temporal runtime, and its logs: ``$PONDER_HOME/logs/worker.log``.
 
 A command's in-process worker also runs other runs' tasks; their retries and tracebacks belong
 in the log file. The terminal shows this run's progress and one-line errors. ``--debug`` (and a
@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 from temporalio.runtime import (
@@ -20,7 +21,11 @@ from temporalio.runtime import (
     TelemetryFilter,
 )
 
-__all__ = ["LOG_NAME", "configure_logging", "log_file"]
+__all__ = ["LOG_NAME", "WORKER_HEARTBEAT", "configure_logging", "log_file"]
+
+WORKER_HEARTBEAT = timedelta(seconds=5)
+"""How often a ponder worker tells the server it is alive (the SDK's default is 60 s); a
+client then knows within about two intervals that the last worker is gone."""
 
 LOG_NAME = "worker.log"
 _FORMAT = "%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"
@@ -64,7 +69,8 @@ def configure_logging(*, debug: bool = False, argv: list[str] | None = None) -> 
                     filter=TelemetryFilter(core_level="WARN", other_level="ERROR"),
                     forwarding=LogForwardingConfig(logger=core),
                 )
-            )
+            ),
+            worker_heartbeat_interval=WORKER_HEARTBEAT,
         ),
         error_if_already_set=False,
     )

@@ -24,6 +24,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from activities.errors import ConfigError, PonderError
 from activities.run_store import RUN_ID
+from client.call_routes import route_calls
 from client.session import Session, on_sigterm, spawn_background_worker
 
 _T = TypeVar("_T")
@@ -63,6 +64,7 @@ async def start_run(
     session: Session, workflow: str, arg: Any, run_id: str, result_type: type | None = None
 ) -> WorkflowHandle:
     """Start ``workflow``; a live or used id is refused (Temporal's id policy is the run lock)."""
+    arg = await route_calls(session.client, session.settings.task_queue, arg)
     try:
         return await session.client.start_workflow(
             workflow,

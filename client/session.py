@@ -13,12 +13,12 @@ import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, timedelta
 from pathlib import Path
 
-from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.enums.v1 import TaskQueueType, WorkerStatus
 from temporalio.api.taskqueue.v1 import TaskQueue
-from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest, ListWorkersRequest
 from temporalio.client import Client
 from temporalio.service import RPCError
 
@@ -26,6 +26,7 @@ from activities.config import Settings
 from activities.errors import NoWorkerError
 from client.connect import connect
 from client.embedded import EmbeddedServer, child_environment
+from client.logs import WORKER_HEARTBEAT
 from worker.worker import WorkerOptions, running_worker
 
 __all__ = [
@@ -39,8 +40,7 @@ __all__ = [
 ]
 
 NO_WORKER_WAIT_S = 5.0
-POLLER_FRESH_S = 10.0
-"""A poller not seen for this long is taken as gone (see ``has_worker``)."""
+HEARTBEAT_SLACK_S = 2.0
 IN_PROCESS_SHUTDOWN = timedelta(seconds=3)
 """A command's own worker lets calls in flight finish this long at exit, then hands them back to
 Temporal (retried elsewhere): a command must exit within seconds, not wait out a long call."""
@@ -105,13 +105,31 @@ def _sigterm_through_the_loop() -> Iterator[None]:
 # -- workers -------------------------------------------------------------------------------
 
 
-async def has_worker(client: Client, task_queue: str, fresh_s: float = POLLER_FRESH_S) -> bool:
-    """Whether a worker polled ``task_queue`` within ``fresh_s`` seconds.
+async def has_worker(client: Client, task_queue: str) -> bool:
+    """Whether a live worker serves ``task_queue``.
 
-    The server lists a poller for minutes after it is gone; its last access time tells. A live
-    worker keeps a poll open, re-polling at least every minute, so one check can miss an idle
-    worker whose polls all started long ago: ``wait_for_worker`` asks several times.
+    Pollers alone cannot tell: the server lists one for minutes after its worker is gone, and a
+    live idle worker's last poll can be a minute old. Workers' own heartbeats can (ponder's
+    workers send one every ``WORKER_HEARTBEAT``): a worker is gone once its heartbeat is two
+    intervals late, or it said it is shutting down. Without heartbeats (an older server or SDK),
+    any listed poller counts.
     """
+    try:
+        listed = await client.workflow_service.list_workers(
+            ListWorkersRequest(namespace=client.namespace, query=f"TaskQueue = '{task_queue}'")
+        )
+    except RPCError:
+        listed = None
+    if listed is not None and listed.workers_info:
+        now = time.time()
+        for info in listed.workers_info:
+            beat = info.worker_heartbeat
+            interval = beat.elapsed_since_last_heartbeat.ToTimedelta().total_seconds()
+            allowed = 2 * (interval or WORKER_HEARTBEAT.total_seconds()) + HEARTBEAT_SLACK_S
+            age = now - beat.heartbeat_time.ToDatetime(tzinfo=UTC).timestamp()
+            if beat.status == WorkerStatus.WORKER_STATUS_RUNNING and age <= allowed:
+                return True
+        return False
     response = await client.workflow_service.describe_task_queue(
         DescribeTaskQueueRequest(
             namespace=client.namespace,
@@ -119,13 +137,7 @@ async def has_worker(client: Client, task_queue: str, fresh_s: float = POLLER_FR
             task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
         )
     )
-    now = time.time()
-    for poller in response.pollers:
-        if not poller.HasField("last_access_time"):
-            return True
-        if now - poller.last_access_time.ToDatetime().timestamp() <= fresh_s:
-            return True
-    return False
+    return bool(response.pollers)
 
 
 async def wait_for_worker(client: Client, task_queue: str, timeout: float) -> None:

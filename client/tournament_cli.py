@@ -30,6 +30,7 @@ from client.tournament_options import (
     role_values,
 )
 from client.tournament_services import mutate, rank
+from workflows import phases
 from workflows.budget import BudgetLimits
 from workflows.names import TOURNAMENT
 from workflows.tournament.adaptive import batch_sizes
@@ -60,7 +61,9 @@ def _profile(o: dict[str, Any]) -> Profile | None:
         updates[TEMPERATURE_ROLES[role]] = value
     if not updates:
         return None
-    return BUILTIN_PROFILES[o["profile"]].model_copy(update=updates)
+    # Validated (model_copy is not), so the model's bounds refuse an absurd --n at once.
+    base = BUILTIN_PROFILES[o["profile"]].model_dump(by_alias=False)
+    return Profile.model_validate(base | updates)
 
 
 def _output_tokens(items: tuple[str, ...]) -> tuple[int | None, dict[str, int]]:
@@ -297,9 +300,10 @@ def _adaptive_rounds(payload: TournamentInput, n: int, phase: str, calls: int) -
     """Judge calls per round of an adaptive judging phase (the rank block is not adaptive)."""
     if payload.schedule != "adaptive" or calls == 0:
         return []
-    if phase == "final_judging" and payload.rank is not None:
+    name, _ = phases.split(phase)
+    if name == phases.FINAL_JUDGING and payload.rank is not None:
         return []
-    if not phase.startswith(("generation_judging", "final_judging")):
+    if name not in (phases.GENERATION_JUDGING, phases.FINAL_JUDGING):
         return []
     return batch_sizes(n, calls, payload.concurrency.judge)
 

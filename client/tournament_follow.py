@@ -67,6 +67,8 @@ def progress_table(
     # The limit that stopped the run matters only while it is paused on it.
     paused_on = f" ({p.blocking_limit})" if p.status == "awaiting_budget" else ""
     table.add_row("status", p.status + paused_on)
+    if p.waiting_until:  # a provider asked to come back later: the run goes on by itself then
+        table.add_row("resumes", p.waiting_until)
     table.add_row("phase", p.phase)
     table.add_row("calls", f"{p.spent.calls} / {limit}")
     table.add_row("tokens", f"{p.spent.input_tokens} in, {p.spent.output_tokens} out")

@@ -87,3 +87,26 @@ async def test_help_explains_the_commands(tmp_path: Path) -> None:
     assert done.code == 0
     for command in ("ask", "server", "worker"):
         assert command in done.out
+
+
+async def test_a_provider_refusal_is_one_line_and_the_traceback_goes_to_the_log(
+    tmp_path: Path,
+) -> None:
+    from tests.fakes import FakeProvider, Reply
+
+    fake = FakeProvider(lambda seen: Reply(401, {"error": {"message": "bad key"}}))
+    try:
+        home = tmp_path / "home"
+        home.mkdir()
+        (home / "ponder.toml").write_text(
+            f'[providers.local]\nkind = "openai"\nbase_url = "{fake.url}"\n'
+        )
+        done = await ponder("ask", "hi", "--model", "local:m", env=cli_env(home))
+    finally:
+        fake.close()
+    assert done.code == 1
+    lines = [line for line in done.err.splitlines() if line.strip()]
+    assert len(lines) == 1, done.err
+    assert "401" in lines[0] and "Traceback" not in done.err
+    log = (home / "logs" / "worker.log").read_text()
+    assert "Traceback" in log and "401" in log

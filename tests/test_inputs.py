@@ -23,37 +23,27 @@ from temporalio.exceptions import ApplicationError
 from activities.config import Price
 from client.embedded import find_temporal_binary
 from tests.cli import cli_env, ponder
+from tests.tournament.helpers import start
 from workflows.ask_types import AskInput
 from workflows.budget import Budget, BudgetLimits
 from workflows.inputs import InputInvalid, StrictModel, decode_input, decode_json
-from workflows.names import ASK, TOURNAMENT
+from workflows.names import (
+    ASK,
+    QUERY_EVENTS,
+    QUERY_PROGRESS,
+    SIGNAL_EXTEND_BUDGET,
+    TOURNAMENT,
+    UPDATE_EXTEND_BUDGET,
+)
 from workflows.tournament.profiles import Profile
-from workflows.tournament.types import TournamentInput
+from workflows.tournament.types import Event, ExtendBudgetInput, Progress, TournamentInput
 
 QUICK = {"task": "Sort a list in place.", "profile": "quick"}
 QUICK_PROFILE = {"n": 4, "k": 2, "t": 1, "m": 2}
 
 
-async def temporal_start(
-    address: str, queue: str, workflow_type: str, workflow_id: str, *inputs: str
-) -> None:
-    """``temporal workflow start`` with each of ``inputs`` as one ``--input`` JSON argument."""
-    args = [
-        "workflow",
-        "start",
-        "--address",
-        address,
-        "--namespace",
-        "default",
-        "--task-queue",
-        queue,
-        "--type",
-        workflow_type,
-        "--workflow-id",
-        workflow_id,
-    ]
-    for value in inputs:
-        args += ["--input", value]
+async def temporal(*args: str) -> tuple[int, str]:
+    """The real ``temporal`` binary (asyncio, so the in-process worker keeps going)."""
     process = await asyncio.create_subprocess_exec(
         find_temporal_binary(),
         *args,
@@ -61,7 +51,20 @@ async def temporal_start(
         stderr=asyncio.subprocess.PIPE,
     )
     out, err = await asyncio.wait_for(process.communicate(), 30)
-    assert process.returncode == 0, (out.decode(), err.decode())
+    assert process.returncode is not None
+    return process.returncode, out.decode() + err.decode()
+
+
+async def temporal_start(
+    address: str, queue: str, workflow_type: str, workflow_id: str, *inputs: str
+) -> None:
+    """``temporal workflow start`` with each of ``inputs`` as one ``--input`` JSON argument."""
+    args = ["workflow", "start", "--address", address, "--namespace", "default"]
+    args += ["--task-queue", queue, "--type", workflow_type, "--workflow-id", workflow_id]
+    for value in inputs:
+        args += ["--input", value]
+    code, output = await temporal(*args)
+    assert code == 0, output
 
 
 async def refusal(client: Client, workflow_id: str, *, max_events: int = 6) -> ApplicationError:
@@ -136,7 +139,10 @@ TOURNAMENT_CASES = [
         {"prices": {"openai:x": {"input": "nan", "output": 1}}},
         "prices.openai:x.input: Input should be a finite number",
     ),
-    ({"candidates": [{"id": "../x", "text": "a"}]}, "candidates.0.id: String should match"),
+    (
+        {"candidates": [{"id": "../x", "text": "a"}]},
+        "candidates.0.id: Value error, a candidate id must start with a letter or digit",
+    ),
     ({"task": None}, "task: Input should be a valid string"),
 ]
 
@@ -184,6 +190,19 @@ async def test_a_good_input_from_the_temporal_cli_still_runs(
     assert result["simulated"] is True
 
 
+async def test_an_input_kept_outside_history_still_decodes(
+    client: Client, worker_queue: str
+) -> None:
+    # Over the payload store's threshold the input reaches the worker as a stored reference,
+    # which the SDK resolves before the workflow sees the RawValue.
+    task = "Sort a list in place. " + "x" * 40_000
+    handle = await start(client, worker_queue, task=task, profile="quick")
+    started = (await handle.fetch_history()).events[0]
+    stored = started.workflow_execution_started_event_attributes.input.payloads[0]
+    assert stored.ByteSize() < 10_000  # a reference, not the 40 KB task
+    assert (await asyncio.wait_for(handle.result(), 60)).status == "completed"
+
+
 @pytest.mark.parametrize("workflow_type", [ASK, TOURNAMENT])
 async def test_python_client_with_a_plain_dict_is_refused_the_same_way(
     client: Client, worker_queue: str, workflow_type: str
@@ -224,6 +243,39 @@ async def test_cancel_answers_at_once_for_a_refused_ask(
     cancelled = await ponder("cancel", workflow_id, env=env, timeout=30)
     assert cancelled.code == 1, cancelled.err
     assert f"run {workflow_id}: failed" in cancelled.err
+
+
+async def test_malformed_control_input_is_refused_not_dropped(
+    client: Client, server_address: str, worker_queue: str
+) -> None:
+    # One output token pauses the run after its first answers; control input then arrives raw.
+    handle = await start(client, worker_queue, budget=BudgetLimits(max_output_tokens=1))
+    deadline = asyncio.get_running_loop().time() + 30
+    while (await handle.query(QUERY_PROGRESS, result_type=Progress)).status != "awaiting_budget":
+        assert asyncio.get_running_loop().time() < deadline, "the run did not pause"
+        await asyncio.sleep(0.1)
+    target = ["--address", server_address, "--workflow-id", handle.id]
+    for value in ('{"max_output_token": 5}', "[5]"):
+        code, output = await temporal(
+            "workflow", "signal", *target, "--name", SIGNAL_EXTEND_BUDGET, "--input", value
+        )
+        assert code == 0, output
+    code, output = await temporal(
+        "workflow", "update", "execute", *target, "--name", UPDATE_EXTEND_BUDGET,
+        "--input", '{"max_output_tokens": "many"}',
+    )  # fmt: skip
+    assert code != 0
+    assert "max_output_tokens: Input should be a valid integer" in output
+    refused: list[Event] = []
+    while len(refused) < 2:
+        assert asyncio.get_running_loop().time() < deadline, "the signals were not recorded"
+        events = await handle.query(QUERY_EVENTS, 0, result_type=list[Event])
+        refused = [e for e in events if e.type == "control.refused"]
+        await asyncio.sleep(0.05)
+    assert "max_output_token: Extra inputs are not permitted" in refused[0].data["reason"]
+    assert "(the input itself): Input should be an object" in refused[1].data["reason"]
+    await handle.signal(SIGNAL_EXTEND_BUDGET, ExtendBudgetInput(max_output_tokens=10**9))
+    assert (await asyncio.wait_for(handle.result(), 60)).status == "completed"
 
 
 # -- the pure decoder --------------------------------------------------------------------------

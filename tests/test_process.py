@@ -143,11 +143,22 @@ async def test_a_stray_server_on_the_database_is_adopted_not_doubled(tmp_path: P
         stray.wait()
 
 
-async def test_twenty_detached_runs_share_one_background_worker(tmp_path: Path) -> None:
+def environ(pid: int) -> dict[str, str]:
+    pairs = Path(f"/proc/{pid}/environ").read_bytes().decode().split("\0")
+    return dict(pair.split("=", 1) for pair in pairs if "=" in pair)
+
+
+async def test_detached_runs_share_one_worker_and_keys_stay_where_needed(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    env = cli_env(home)
+    env = cli_env(home, OPENAI_API_KEY="sk-live-0123456789", DEPLOY_TOKEN="tok-unrelated-42")
     for i in range(5):
         done = await ponder("ask", f"q{i}", "--detach", env=env)
         assert done.code == 0, done.err
-    assert len(background_workers(home)) == 1
+    (worker,) = background_workers(home)
+    # The worker may call OpenAI (a configured endpoint's key); nothing else secret reaches it.
+    assert environ(worker)["OPENAI_API_KEY"] == "sk-live-0123456789"
+    assert "DEPLOY_TOKEN" not in environ(worker)
+    # The dev server never needs a key.
+    (server,) = server_pids(home / "temporal.db")
+    assert not {"OPENAI_API_KEY", "DEPLOY_TOKEN"} & set(environ(server))
     await stop_background_workers(home)

@@ -172,3 +172,22 @@ async def test_ask_detach_prints_the_id_and_a_background_worker_finishes(tmp_pat
         for pid in processes_using(home):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+async def test_a_gone_worker_is_noticed_within_seconds(tmp_path: Path, server_address: str) -> None:
+    queue = f"test-{uuid.uuid4()}"
+    env = cli_env(tmp_path, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE=queue)
+    worker = await start_worker("--task-queue", queue, env=env)
+    try:
+        await wait_for_line(worker, f"polling {queue!r}", 30)
+        served = await ponder("ask", "anyone there?", env=env, timeout=60)
+        assert served.code == 0, served.err
+    finally:
+        worker.kill()
+        await worker.wait()
+    gone = time.monotonic()
+    await asyncio.sleep(12)  # two heartbeat intervals and slack; the server lists its pollers 5 min
+    refused = await ponder("ask", "and now?", env=env, timeout=90)
+    assert refused.code == 2, refused.err
+    assert "no worker polls task queue" in one_line(refused)
+    assert time.monotonic() - gone < 40

@@ -33,8 +33,6 @@ async def start_worker(
             "worker",
             "--task-queue",
             queue,
-            "--heartbeat-timeout",
-            "2",
             "--sticky-timeout",
             "1",
             env=env,

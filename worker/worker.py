@@ -21,7 +21,7 @@ from activities.run_store import RunFileActivities, RunStore
 from activities.tournament.artifacts import TournamentArtifactActivities
 from activities.tournament.fit import adaptive_batch, fit_leaderboard
 from workflows.ask import AskWorkflow
-from workflows.call_defaults import provider_task_queue
+from workflows.call_options import provider_task_queue
 from workflows.campaign.workflow import CampaignWorkflow
 from workflows.names import TASK_QUEUE
 from workflows.tournament.workflow import TournamentWorkflow
@@ -39,7 +39,10 @@ class WorkerOptions:
     graceful_shutdown: timedelta = timedelta(minutes=10)
     """How long shutdown lets model calls in flight finish: a cancelled call is paid twice."""
     rate_limits: dict[str, float] = field(default_factory=dict)
-    """provider name -> activities per second, served on ``ponder.provider.<name>``."""
+    """provider name -> activities per second, served on ``<task_queue>.provider.<name>``.
+
+    This only serves the queue: a run sends a provider's calls there when its input names the
+    queue (``CallOptions.provider_queues``, filled by the client that starts it)."""
 
 
 @contextlib.asynccontextmanager
@@ -79,7 +82,7 @@ async def running_worker(
             workers.append(
                 Worker(
                     client,
-                    task_queue=provider_task_queue(provider),
+                    task_queue=provider_task_queue(options.task_queue, provider),
                     activities=[model.call_model],
                     max_task_queue_activities_per_second=per_second,
                     graceful_shutdown_timeout=options.graceful_shutdown,

@@ -10,10 +10,11 @@ from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.model_types import CallModelInput, ModelRequest
     from activities.run_store import WRITE_RUN_FILES, WriteRunFilesInput
+    from workflows import phases
     from workflows.ask_types import AskInput, AskResult
-    from workflows.model_calls import call_model
+    from workflows.model_calls import call_failure, call_model
+    from workflows.model_types import CallModelInput, ModelRequest
     from workflows.names import ASK
     from workflows.raw_input import NO_INPUT, decode_raw, input_failure
     from workflows.run_ids import RUN_ID_INVALID, run_id_problem
@@ -52,14 +53,12 @@ class AskWorkflow:
         )
         try:
             response = await call_model(
-                CallModelInput(run_id=run_id, phase="ask", index=0, request=request)
+                CallModelInput(run_id=run_id, phase=phases.ASK, index=0, request=request),
+                input.calls,
             )
         except ActivityError as exc:
             # A domain failure writes its summary, then fails with the provider's code.
-            cause = exc.cause
-            code = cause.type if isinstance(cause, ApplicationError) and cause.type else None
-            message = cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
-            code = code or "provider.transport"
+            code, message = call_failure(exc)
             failed = {
                 "run_id": run_id,
                 "status": "failed",

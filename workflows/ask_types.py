@@ -6,9 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from activities.model_types import ModelResponse
-from activities.providers import DEFAULT_MODEL
+from workflows.call_options import CallOptions
 from workflows.inputs import StrictModel
+from workflows.model_types import DEFAULT_MODEL, ModelResponse
 
 __all__ = ["AskInput", "AskResult", "AskRole"]
 
@@ -26,6 +26,7 @@ class AskInput(StrictModel):
     role: AskRole = "ask"
     seed: int = 0
     run_id: str | None = Field(default=None, description="defaults to the workflow id")
+    calls: CallOptions = CallOptions()
 
 
 class AskResult(BaseModel):

@@ -1,20 +1,48 @@
-"""How workflows run ``call_model``: timeouts and retry policy stated once, per role."""
+"""How workflows run ``call_model``: timeouts, retry policy, long waits and failure codes, once.
+
+Every option comes from the run's ``CallOptions`` (its input), never from the worker that happens
+to run the workflow task, so two differently configured workers schedule the same commands.
+
+A provider that asks for a pause longer than the activity can wait (a quota that resets in an
+hour) makes the activity fail with ``provider.retry_later`` and ``{"retry_after_s": seconds}``;
+the call then waits on a durable timer (``on_wait`` tells the caller until when) and runs again
+as the same logical call (same call id, billed once by the caller).
+"""
 
 from __future__ import annotations
 
-from datetime import timedelta
+import math
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 
 with workflow.unsafe.imports_passed_through():
     from activities.call_model import CALL_MODEL
-    from activities.errors import NON_RETRYABLE_TYPES
-    from activities.model_types import CallModelInput, ModelResponse
-    from workflows.call_defaults import CALL_DEFAULTS
+    from activities.errors import (
+        NON_RETRYABLE_TYPES,
+        RETRY_LATER_TYPE,
+        ModelTimeoutError,
+        TransportError,
+    )
+    from workflows.call_options import CallOptions
+    from workflows.model_types import CallModelInput, ModelResponse
 
-__all__ = ["MODEL_RETRY_POLICY", "call_model"]
+__all__ = [
+    "MAX_PROVIDER_WAIT",
+    "MAX_PROVIDER_WAITS",
+    "MODEL_RETRY_POLICY",
+    "PROVIDER_RETRY_LATER",
+    "PROVIDER_TIMEOUT",
+    "PROVIDER_TRANSPORT",
+    "START_TO_CLOSE",
+    "call_failure",
+    "call_model",
+    "retry_later_delay",
+]
 
 # Bounded transport retries: the 6th failed attempt fails the call.
 MODEL_RETRY_POLICY = RetryPolicy(
@@ -24,21 +52,77 @@ MODEL_RETRY_POLICY = RetryPolicy(
     maximum_attempts=6,
     non_retryable_error_types=NON_RETRYABLE_TYPES,
 )
-SCHEDULE_TO_CLOSE = {"judge": timedelta(minutes=20)}
-DEFAULT_SCHEDULE_TO_CLOSE = timedelta(minutes=60)
+START_TO_CLOSE = timedelta(minutes=15)
+"""One attempt's limit (a shorter schedule-to-close wins)."""
+
+# The codes come from the one error tree, so a run's failure code and the activity's agree.
+PROVIDER_RETRY_LATER = RETRY_LATER_TYPE
+PROVIDER_TIMEOUT = ModelTimeoutError("").error_type
+PROVIDER_TRANSPORT = TransportError("").error_type
+MAX_PROVIDER_WAITS = 10
+"""Long waits one logical call may make before its ``provider.retry_later`` fails the run."""
+MAX_PROVIDER_WAIT = timedelta(hours=24)
+"""The longest single wait, whatever the provider asks for."""
+
+OnWait = Callable[[datetime | None], None]
+"""Told the resume time when a call starts waiting on the provider, None when it goes on."""
 
 
-async def call_model(input: CallModelInput, **overrides: Any) -> ModelResponse:
+def retry_later_delay(exc: BaseException) -> timedelta | None:
+    """How long the provider asked to wait, if ``exc`` is a ``provider.retry_later`` failure."""
+    cause = exc.cause if isinstance(exc, ActivityError) else None
+    if not isinstance(cause, ApplicationError) or cause.type != PROVIDER_RETRY_LATER:
+        return None
+    details = cause.details[0] if cause.details else None
+    seconds = details.get("retry_after_s") if isinstance(details, dict) else None
+    if not isinstance(seconds, int | float) or not math.isfinite(seconds):
+        return timedelta(seconds=60)  # asked to come back later without a time: a minute
+    return min(timedelta(seconds=max(float(seconds), 1.0)), MAX_PROVIDER_WAIT)
+
+
+def call_failure(exc: ActivityError) -> tuple[str, str]:
+    """``(code, message)`` of a failed model call: the one mapping every workflow uses."""
+    cause = exc.cause
+    if isinstance(cause, ApplicationError) and cause.type:
+        return cause.type, cause.message
+    if isinstance(cause, TimeoutError):
+        return PROVIDER_TIMEOUT, f"no answer before the activity timed out ({cause.type})"
+    return PROVIDER_TRANSPORT, str(cause or exc)
+
+
+async def call_model(
+    input: CallModelInput,
+    options: CallOptions,
+    *,
+    on_wait: OnWait | None = None,
+    **overrides: Any,
+) -> ModelResponse:
     """Run one logical model call as an activity and return its normalized result."""
-    options: dict[str, Any] = {
-        "start_to_close_timeout": timedelta(minutes=15),
-        "schedule_to_close_timeout": SCHEDULE_TO_CLOSE.get(
-            input.request.role, DEFAULT_SCHEDULE_TO_CLOSE
-        ),
-        "heartbeat_timeout": CALL_DEFAULTS.heartbeat_timeout,
+    schedule_to_close = options.schedule_to_close(input.request.role)
+    activity_options: dict[str, Any] = {
+        "start_to_close_timeout": min(START_TO_CLOSE, schedule_to_close),
+        "schedule_to_close_timeout": schedule_to_close,
+        "heartbeat_timeout": options.heartbeat_timeout(),
         "retry_policy": MODEL_RETRY_POLICY,
         "summary": f"{input.phase}/{input.index}",
-        "task_queue": CALL_DEFAULTS.task_queue_for(input.request.model),
+        "task_queue": options.task_queue_for(input.request.model),
         **overrides,
     }
-    return await workflow.execute_activity(CALL_MODEL, input, result_type=ModelResponse, **options)
+    waits = 0
+    while True:
+        try:
+            return await workflow.execute_activity(
+                CALL_MODEL, input, result_type=ModelResponse, **activity_options
+            )
+        except ActivityError as exc:
+            delay = retry_later_delay(exc)
+            if delay is None or waits >= MAX_PROVIDER_WAITS:
+                raise
+            waits += 1
+        if on_wait is not None:
+            on_wait(workflow.now() + delay)
+        try:
+            await workflow.sleep(delay, summary=f"provider asked to wait: {input.call_key}")
+        finally:
+            if on_wait is not None:
+                on_wait(None)

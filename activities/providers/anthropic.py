@@ -7,9 +7,9 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from activities.errors import PolicyRefusalError
-from activities.model_types import ModelRequest, ModelResponse, Usage
 from activities.providers.base import CallContext
 from activities.providers.http import broken_envelope, post_json
+from workflows.model_types import ModelRequest, ModelResponse, Usage
 
 __all__ = ["AnthropicProvider"]
 

@@ -8,8 +8,8 @@ from typing import Any, Protocol
 import httpx
 
 from activities.config import Endpoint
-from activities.model_types import ModelRequest, ModelResponse
 from activities.raw_events import RawEventLog
+from workflows.model_types import ModelRequest, ModelResponse
 
 __all__ = ["CallContext", "Provider"]
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from activities.errors import ConfigError, DispatchError, ModelTimeoutError
-from activities.model_types import ModelRequest, ModelResponse, Usage
 from activities.providers.base import CallContext
+from workflows.model_types import ModelRequest, ModelResponse, Usage
 
 __all__ = ["BASE_ENV", "CommandProvider", "command_env"]
 

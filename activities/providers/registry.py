@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from activities.config import Endpoint, Price, Settings, check_base_url, read_secret
+from activities.config import Endpoint, Settings, check_base_url, read_secret
 from activities.errors import ConfigError
 from activities.pricing import builtin_price
 from activities.providers.anthropic import AnthropicProvider
@@ -15,6 +15,7 @@ from activities.providers.command import CommandProvider
 from activities.providers.openai import OpenAIProvider
 from activities.providers.replay import ReplayProvider
 from activities.providers.sim import SimOptions, SimProvider
+from workflows.model_types import DEFAULT_MODEL, Price
 from workflows.run_ids import run_id_problem
 
 __all__ = [
@@ -29,7 +30,6 @@ __all__ = [
     "resolve_model",
 ]
 
-DEFAULT_MODEL = "sim:default"
 MODEL_EXAMPLES = "sim:default, openai:gpt-4o-mini, anthropic:claude-sonnet-4-5, command:NAME"
 _SPEC = re.compile(r"^(?P<provider>[A-Za-z][A-Za-z0-9_.-]*):(?P<model>\S.*)$")
 

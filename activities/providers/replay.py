@@ -15,8 +15,8 @@ from typing import Any
 import orjson
 
 from activities.errors import ConfigError, MalformedOutputError
-from activities.model_types import ModelRequest, ModelResponse
 from activities.providers.base import CallContext, Provider
+from workflows.model_types import ModelRequest, ModelResponse
 
 __all__ = ["ReplayProvider"]
 

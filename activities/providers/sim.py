@@ -20,8 +20,8 @@ from typing import Any
 
 from activities import sim_math
 from activities.errors import ConfigError
-from activities.model_types import ModelRequest, ModelResponse, Usage
 from activities.providers.base import CallContext
+from workflows.model_types import ModelRequest, ModelResponse, Usage
 
 __all__ = ["SimOptions", "SimProvider", "parse_trailers", "simulate", "true_quality"]
 

@@ -1,8 +1,8 @@
 """Numeric fits as local activities: their floats steer what happens next, so a replay must
 read them from history, never recompute them (another machine's libm could differ).
 
-The maths is the pure ``workflows.tournament`` modules (``bradley_terry``, ``adaptive``); these
-are the only activities that import from ``workflows/``.
+The maths is the pure ``workflows.tournament`` modules (``bradley_terry``, ``adaptive``);
+activities import pure cores from ``workflows/``, never workflow definitions (import-linter).
 """
 
 from __future__ import annotations

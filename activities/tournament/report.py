@@ -24,6 +24,7 @@ from activities.model_types import Usage
 from activities.providers.sim import true_quality
 from activities.reports import render_page
 from activities.tournament.report_svg import line_chart, score_ladder
+from workflows import phases as phase_names
 from workflows.tournament import types as strict
 
 __all__ = [
@@ -36,7 +37,7 @@ __all__ = [
     "report_data_from_run_dir",
 ]
 
-FINAL_PHASE = "final_judging"
+FINAL_PHASE = phase_names.FINAL_JUDGING
 _LENIENT = ConfigDict(extra="ignore")
 
 
@@ -109,12 +110,7 @@ class ReportData(BaseModel):
     limits: dict[str, int | float] = {}
 
 
-def _phase_order(phase: str) -> tuple[int, int]:
-    # generation_judging:G in G order, final_judging after all of them, unknown phases first.
-    if phase == FINAL_PHASE:
-        return (2, 0)
-    head, _, tail = phase.partition(":")
-    return (1, int(tail)) if head == "generation_judging" and tail.isdigit() else (0, 0)
+_phase_order = phase_names.order_key  # generation_judging:G in G order, then final_judging
 
 
 def _phases(data: ReportData) -> dict[str, list[ScoreRow]]:
@@ -225,7 +221,7 @@ def _progress(
     for phase, scored in phases.items():
         qs = [q for r in scored if (q := quality.get(r.candidate_id)) is not None]
         scores = [r.score for r in scored]
-        labels.append(phase.replace("generation_judging:", "gen ").replace(FINAL_PHASE, "final"))
+        labels.append(phase_names.label(phase))
         best_q.append(max(qs) if qs else None)
         median_q.append(statistics.median(qs) if qs else None)
         rows.append(

@@ -22,6 +22,7 @@ from tests.fakes import FakeProvider
 from tests.tournament.helpers import fingerprint, run
 from tests.worker_process import start_worker
 from worker.worker import WorkerOptions, running_worker
+from workflows.call_options import CallOptions
 from workflows.names import TOURNAMENT
 from workflows.tournament.types import TournamentInput, TournamentResult
 
@@ -58,7 +59,11 @@ async def test_killed_worker_resumes_without_repeating_completed_calls(
     handle = await client.start_workflow(
         TOURNAMENT,
         TournamentInput(
-            task="Sort a list in place.", profile="paper", seed=21, model="local:default"
+            task="Sort a list in place.",
+            profile="paper",
+            seed=21,
+            model="local:default",
+            calls=CallOptions(heartbeat_timeout_s=2),
         ),
         id=f"crash-{uuid.uuid4().hex[:8]}",
         task_queue=queue,

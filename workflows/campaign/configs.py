@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from workflows.ask_types import AskInput
 from workflows.budget import BudgetLimits
+from workflows.call_options import CallOptions
 from workflows.campaign.document import (
     CampaignDocument,
     JudgeScorer,
@@ -33,17 +34,27 @@ __all__ = ["ask_input", "cell_calls", "config_errors", "tournament_input"]
 
 
 def tournament_input(
-    variant: Variant, *, task: str, seed: int, run_id: str, max_calls: int | None = None
+    variant: Variant,
+    *,
+    task: str,
+    seed: int,
+    run_id: str,
+    max_calls: int | None = None,
+    calls: CallOptions | None = None,
 ) -> TournamentInput:
     """The child tournament of a cell: the variant's config, the cell's task, seed and id."""
     fields: dict[str, Any] = {**variant.config, "task": task, "seed": seed, "run_id": run_id}
+    if calls is not None:
+        fields["calls"] = calls
     fields["on_budget_exhausted"] = "fail"  # the cell reserved its worst case; never pause
     if max_calls is not None:
         fields["budget"] = BudgetLimits(max_calls=max_calls)
     return TournamentInput.model_validate(fields)
 
 
-def ask_input(variant: Variant, *, task: str, seed: int, run_id: str) -> AskInput:
+def ask_input(
+    variant: Variant, *, task: str, seed: int, run_id: str, calls: CallOptions | None = None
+) -> AskInput:
     """The child ``Ask`` of a single-shot cell (the prompt style's generate prompt, if any)."""
     config = SingleConfig.model_validate(variant.config)
     question, system = task, config.system
@@ -64,6 +75,7 @@ def ask_input(variant: Variant, *, task: str, seed: int, run_id: str) -> AskInpu
         role="generate",
         seed=seed,
         run_id=run_id,
+        calls=calls or CallOptions(),
     )
 
 

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from workflows.budget import BudgetLimits
+from workflows.call_options import CallOptions
 from workflows.campaign.errors import CampaignError
 from workflows.inputs import StrictModel
 from workflows.plan.document import parse_text
@@ -58,7 +59,9 @@ DEFAULT_ROPE = 0.02
 MAX_CELLS = 1_000
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 # What the campaign sets on each tournament cell itself; a config that sets them is refused.
-TOURNAMENT_OWNED = ("task", "seed", "run_id", "budget", "candidates", "on_budget_exhausted")
+TOURNAMENT_OWNED = (
+    "task", "seed", "run_id", "budget", "candidates", "on_budget_exhausted", "calls",
+)  # fmt: skip
 
 
 class ExactScorer(StrictModel):
@@ -86,7 +89,7 @@ class CommandScorer(StrictModel):
     (1.0) unless the last line of stdout is a number, which is then the score.
     """
 
-    kind: Literal["command"]  # a scorer kind, not a provider name
+    kind: Literal["command"]  # a scorer kind
     name: str = Field(pattern=ID_PATTERN)
     argv: list[str] | None = Field(default=None, description="refused: see the trust boundary")
 
@@ -161,6 +164,9 @@ class CampaignDocument(StrictModel):
     min_pairs: int = Field(default=DEFAULT_MIN_PAIRS, ge=1)
     rope: float = Field(default=DEFAULT_ROPE, ge=0)
     budget: BudgetLimits = BudgetLimits()
+    calls: CallOptions = Field(
+        default_factory=CallOptions, description="scheduling of every model call of every cell"
+    )
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
 
@@ -364,4 +370,9 @@ def shape_errors(exc: ValidationError, base: str = "") -> list[CampaignError]:
     return out
 
 
-_SCORER_TAGS = {"exact", "numeric", "regex", "command", "judge", "sim_truth"}  # not a provider name
+_SCORER_TAGS = {
+    get_args(model.model_fields["kind"].annotation)[0]
+    for model in (
+        ExactScorer, NumericScorer, RegexScorer, CommandScorer, JudgeScorer, SimTruthScorer
+    )
+}  # fmt: skip

@@ -32,7 +32,6 @@ from temporalio.exceptions import (
 with workflow.unsafe.imports_passed_through():
     from activities.campaign.cells import CHECK_CAMPAIGN_ROUTE, SETTLE_CAMPAIGN_CELL
     from activities.campaign.report import WRITE_CAMPAIGN_ARTIFACTS
-    from activities.model_types import CallModelInput, ModelRequest
     from workflows.ask_types import AskResult
     from workflows.campaign.cells_budget import CellBudget
     from workflows.campaign.configs import ask_input, cell_calls, config_errors, tournament_input
@@ -55,6 +54,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.inputs import InputInvalid
     from workflows.model_calls import call_model
+    from workflows.model_types import CallModelInput, ModelRequest
     from workflows.names import (
         ASK,
         CAMPAIGN,
@@ -305,7 +305,7 @@ class CampaignWorkflow:
             retry_policy=ACTIVITY_RETRY,
         )
         if judge and outcome.answer is not None:
-            outcome = await self._judge(cell, scenario, outcome)
+            outcome = await self._judge(doc, cell, scenario, outcome)
         wall_ms = (workflow.now() - started).total_seconds() * 1000
         calls = outcome.calls if outcome.exists else (reserved if cancelled else 0)
         self.budget.settle(
@@ -340,7 +340,11 @@ class CampaignWorkflow:
         variant, scenario = doc.variant(cell.variant), doc.scenario(cell.scenario)
         if variant.kind == "single":
             payload = ask_input(
-                variant, task=scenario.task, seed=cell.child_seed, run_id=cell.run_id
+                variant,
+                task=scenario.task,
+                seed=cell.child_seed,
+                run_id=cell.run_id,
+                calls=doc.calls,
             )
             await workflow.execute_child_workflow(
                 ASK, payload, id=cell.run_id, result_type=AskResult
@@ -353,12 +357,15 @@ class CampaignWorkflow:
                 seed=cell.child_seed,
                 run_id=cell.run_id,
                 max_calls=reserved - judge,
+                calls=doc.calls,
             )
             await workflow.execute_child_workflow(
                 TOURNAMENT, payload_t, id=cell.run_id, result_type=TournamentResult
             )
 
-    async def _judge(self, cell: Cell, scenario: Any, outcome: CellOutcome) -> CellOutcome:
+    async def _judge(
+        self, doc: CampaignDocument, cell: Cell, scenario: Any, outcome: CellOutcome
+    ) -> CellOutcome:
         scorer: JudgeScorer = scenario.scorer
         prompt = JUDGE_PROMPT.format(
             task=scenario.task, rubric=scorer.rubric, answer=outcome.answer
@@ -373,7 +380,8 @@ class CampaignWorkflow:
                     request=ModelRequest(
                         model=scorer.model, prompt=prompt, role="judge", seed=cell.child_seed
                     ),
-                )
+                ),
+                doc.calls,
             )
         except ActivityError as exc:
             cause = exc.cause

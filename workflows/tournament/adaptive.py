@@ -15,12 +15,11 @@ in each presentation order: a judge at temperature 0 repeats itself given the sa
 pair twice in one batch; the call budget bounds everything. A pair is shown in the order it was
 shown less often so far (a coin when even), so a repeat shows the judge the other order.
 
-Pure Python on purpose (no numpy), so workflow code may call it directly: the fit is Newton's
-method with a dense Cholesky factor, a few milliseconds for tens of candidates. Inputs are put in
-a canonical order, so the same outcomes, ids and RNG give the same batch. CPython floats are IEEE
-doubles, but ``math.exp``/``math.log`` come from the platform's libm: a workflow that must replay
-bit-exactly on a differently built worker can call ``next_batch`` from a local activity instead,
-since it is a pure function of its arguments.
+The fit is the one Bradley-Terry core (``bradley_terry.fit_arrays``, dense Newton, numpy) at the
+prior's precision, and the Hessian's Cholesky factor there. numpy, so workflows never call
+``next_batch`` themselves: it runs in the ``adaptive_batch`` local activity, whose result history
+keeps, so a replay on a differently built worker reads the same batch. Inputs are put in a
+canonical order, so the same outcomes, ids and RNG give the same batch.
 """
 
 from __future__ import annotations
@@ -31,6 +30,9 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
+from workflows.tournament.bradley_terry import FloatArray, canonical_arrays, fit_arrays, hessian
 from workflows.tournament.judge_parse import Outcome
 from workflows.tournament.rng import phase_rng
 from workflows.tournament.schedule import ScheduledPair, k_regular_schedule
@@ -84,81 +86,13 @@ class Posterior:
     """Laplace approximation: MAP scores and the Cholesky factor ``L`` of the Hessian H = L L^T."""
 
     ids: tuple[str, ...]
-    mean: tuple[float, ...]
-    chol: tuple[tuple[float, ...], ...]
+    mean: FloatArray
+    chol: FloatArray
 
     def sample(self, rng: random.Random) -> list[float]:
-        """One draw from N(mean, H^-1): mean + L^-T z."""
-        n = len(self.mean)
-        z = [rng.gauss(0.0, 1.0) for _ in range(n)]
-        x = [0.0] * n
-        chol = self.chol
-        for i in range(n - 1, -1, -1):  # back substitution with L^T
-            acc = z[i]
-            for k in range(i + 1, n):
-                acc -= chol[k][i] * x[k]
-            x[i] = acc / chol[i][i]
-        return [m + v for m, v in zip(self.mean, x, strict=True)]
-
-
-def _softplus(d: float) -> float:
-    return d + math.log1p(math.exp(-d)) if d > 0 else math.log1p(math.exp(d))
-
-
-def _sigmoid(d: float) -> float:
-    if d >= 0:
-        return 1.0 / (1.0 + math.exp(-d))
-    e = math.exp(d)
-    return e / (1.0 + e)
-
-
-def _cholesky(h: list[list[float]]) -> list[list[float]]:
-    n = len(h)
-    chol = [[0.0] * n for _ in range(n)]
-    for j in range(n):
-        row_j = chol[j]
-        diag = h[j][j] - sum(v * v for v in row_j[:j])
-        row_j[j] = math.sqrt(max(diag, 1e-300))
-        for i in range(j + 1, n):
-            row_i = chol[i]
-            acc = h[i][j] - sum(a * b for a, b in zip(row_i[:j], row_j[:j], strict=True))
-            row_i[j] = acc / row_j[j]
-    return chol
-
-
-def _solve(chol: list[list[float]], rhs: list[float]) -> list[float]:
-    n = len(rhs)
-    y = [0.0] * n
-    for i in range(n):
-        row = chol[i]
-        y[i] = (rhs[i] - sum(row[k] * y[k] for k in range(i))) / row[i]
-    x = [0.0] * n
-    for i in range(n - 1, -1, -1):
-        acc = y[i]
-        for k in range(i + 1, n):
-            acc -= chol[k][i] * x[k]
-        x[i] = acc / chol[i][i]
-    return x
-
-
-def _aggregate(
-    index: dict[str, int], outcomes: Iterable[Outcome]
-) -> list[tuple[int, int, float, float]]:
-    """``(i, j, count, wins of i)`` per unordered pair ``i < j``, in index order."""
-    totals: dict[tuple[int, int], list[float]] = {}
-    for o in outcomes:
-        try:
-            i, j, y = index[o.presented_a], index[o.presented_b], o.y
-        except KeyError as exc:
-            raise ValueError(f"an outcome names unknown candidate {exc.args[0]!r}") from None
-        if i == j:
-            raise ValueError(f"an outcome compares {o.presented_a!r} with itself")
-        if i > j:
-            i, j, y = j, i, 1.0 - y
-        cell = totals.setdefault((i, j), [0.0, 0.0])
-        cell[0] += 1.0
-        cell[1] += y
-    return [(i, j, c, w) for (i, j), (c, w) in sorted(totals.items())]
+        """One draw from N(mean, H^-1): mean + L^-T z (z from ``rng``, so seeded draws repeat)."""
+        z = np.array([rng.gauss(0.0, 1.0) for _ in range(len(self.mean))])
+        return [float(v) for v in self.mean + np.linalg.solve(self.chol.T, z)]
 
 
 def fit_posterior(
@@ -166,61 +100,16 @@ def fit_posterior(
     outcomes: Iterable[Outcome],
     *,
     lambda_: float = 0.01,
-    tol: float = 1e-9,
+    tol: float = 1e-7,
     max_iter: int = 100,
 ) -> Posterior:
-    """MAP Bradley-Terry scores by Newton's method and the Hessian's Cholesky factor there."""
+    """MAP Bradley-Terry scores (the numpy core) and the Hessian's Cholesky factor there."""
     if lambda_ <= 0:
         raise ValueError(f"lambda must be > 0 (got {lambda_})")
-    order = sorted(ids)
-    index = {cid: i for i, cid in enumerate(order)}
-    pairs = _aggregate(index, outcomes)
-    n = len(order)
-    s = [0.0] * n
-
-    def objective(x: list[float]) -> float:
-        total = 0.5 * lambda_ * sum(v * v for v in x)
-        for i, j, c, w in pairs:
-            d = x[i] - x[j]
-            total += c * _softplus(d) - w * d
-        return total
-
-    def derivatives(x: list[float]) -> tuple[list[float], list[list[float]]]:
-        g = [lambda_ * v for v in x]
-        h = [[0.0] * n for _ in range(n)]
-        for i in range(n):
-            h[i][i] = lambda_
-        for i, j, c, w in pairs:
-            p = _sigmoid(x[i] - x[j])
-            r = c * p - w
-            g[i] += r
-            g[j] -= r
-            curv = c * p * (1.0 - p)
-            h[i][i] += curv
-            h[j][j] += curv
-            h[i][j] -= curv
-            h[j][i] -= curv
-        return g, h
-
-    f = objective(s)
-    g, h = derivatives(s)
-    chol = _cholesky(h)
-    for _ in range(max_iter):
-        if math.sqrt(sum(v * v for v in g)) < tol:
-            break
-        step = _solve(chol, [-v for v in g])
-        slope = sum(a * b for a, b in zip(g, step, strict=True))
-        t = 1.0
-        while True:
-            trial = [v + t * d for v, d in zip(s, step, strict=True)]
-            f_trial = objective(trial)
-            if f_trial <= f + 1e-4 * t * slope + 1e-12 * (abs(f) + 1.0) or t < 1e-10:
-                break
-            t *= 0.5
-        s, f = trial, f_trial
-        g, h = derivatives(s)
-        chol = _cholesky(h)
-    return Posterior(ids=tuple(order), mean=tuple(s), chol=tuple(tuple(row) for row in chol))
+    order, a, b, y = canonical_arrays(ids, outcomes)
+    s = fit_arrays(len(order), a, b, y, lambda_, tol=tol, max_iter=max_iter, method="dense")
+    chol = np.asarray(np.linalg.cholesky(hessian(s, a, b, lambda_)), dtype=np.float64)
+    return Posterior(ids=tuple(order), mean=s, chol=chol)
 
 
 def _argmax(values: Sequence[float], allowed: Iterable[int]) -> int | None:

@@ -28,8 +28,10 @@ __all__ = [
     "DENSE_MAX_N",
     "LeaderboardRow",
     "Outcome",
+    "canonical_arrays",
     "fit_arrays",
     "fit_scores",
+    "hessian",
     "leaderboard",
     "objective",
     "zscore",
@@ -183,6 +185,18 @@ def fit_arrays(
     return s
 
 
+def hessian(s: FloatArray, a: IntArray, b: IntArray, lambda_: float) -> FloatArray:
+    """The objective's Hessian at ``s``: ``lambda*I`` plus the comparisons' weighted Laplacian."""
+    n = len(s)
+    p = _sigmoid(s[a] - s[b])
+    w = p * (1.0 - p)
+    h = np.zeros((n, n))
+    np.add.at(h, (a, b), -w)
+    np.add.at(h, (b, a), -w)
+    h.flat[:: n + 1] = lambda_ + np.bincount(a, w, n) + np.bincount(b, w, n)
+    return h
+
+
 def zscore(s: FloatArray) -> FloatArray:
     """Centre, divide by the population std when it exceeds 1e-6, map NaN and +-inf to 0."""
     s = np.where(np.isfinite(s), s, 0.0)
@@ -195,7 +209,7 @@ def zscore(s: FloatArray) -> FloatArray:
     return np.where(np.isfinite(s), s, 0.0)
 
 
-def _canonical(
+def canonical_arrays(
     candidate_ids: Sequence[str], outcomes: Iterable[Outcome]
 ) -> tuple[list[str], IntArray, IntArray, FloatArray]:
     """Candidates sorted by id; outcomes as index arrays sorted by ``(a, b, y)``."""
@@ -227,7 +241,7 @@ def fit_scores(
     max_iter: int = 500,
 ) -> dict[str, float]:
     """Z-scored Bradley-Terry score per candidate id (all 0 without outcomes)."""
-    ids, a, b, y = _canonical(candidate_ids, outcomes)
+    ids, a, b, y = canonical_arrays(candidate_ids, outcomes)
     s = zscore(fit_arrays(len(ids), a, b, y, lambda_, tol=tol, max_iter=max_iter))
     return {cid: float(v) for cid, v in zip(ids, s, strict=True)}
 

@@ -10,21 +10,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from temporalio import workflow
-from temporalio.exceptions import (
-    ActivityError,
-    ApplicationError,
-    TimeoutError,
-    is_cancelled_exception,
-)
+from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
-    from activities.model_types import CallModelInput, ModelRequest, ModelResponse, Usage
     from activities.pricing import cost_usd
     from workflows.budget import Budget, BudgetLimits
-    from workflows.model_calls import call_model
+    from workflows.model_calls import call_failure, call_model
+    from workflows.model_types import CallModelInput, ModelRequest, ModelResponse, Usage
     from workflows.tournament.errors import (
         BUDGET_EXHAUSTED,
         BUDGET_UNPRICED_MODEL,
@@ -69,7 +65,9 @@ class TournamentCalls:
         """Prompt role -> sampling temperature, from the profile."""
         self.budget = Budget(limits=input.budget)
         self.usage: list[UsageRow] = []
-        self.status: Status = "running"
+        self._status: Status = "running"
+        self._waiting: dict[str, datetime] = {}
+        """Call id -> when its provider said to come back (``waiting_provider``)."""
         self.stopping = False
         self.in_flight = 0
         """Calls dispatched and not yet answered."""
@@ -77,6 +75,33 @@ class TournamentCalls:
         self.prompts: dict[str, dict[str, str]] = {}
         """Rendered prompts (include_prompts) not yet handed to the artifact writer."""
         self.prompt_refs: dict[str, str] = {}
+
+    @property
+    def status(self) -> Status:
+        """``waiting_provider`` while a running tournament's calls wait out a provider's pause."""
+        if self._status == "running" and self._waiting:
+            return "waiting_provider"
+        return self._status
+
+    @status.setter
+    def status(self, value: Status) -> None:
+        self._status = value
+
+    @property
+    def waiting_until(self) -> str | None:
+        """When the first waiting call goes on (UTC, ISO 8601), if any waits."""
+        return min(self._waiting.values()).isoformat() if self._waiting else None
+
+    def _on_wait(self, call: CallModelInput) -> Callable[[datetime | None], None]:
+        def on_wait(until: datetime | None) -> None:
+            if until is None:
+                self._waiting.pop(call.call_id, None)
+                self.event("provider.resumed", call_id=call.call_id)
+            else:
+                self._waiting[call.call_id] = until
+                self.event("provider.waiting", call_id=call.call_id, until=until.isoformat())
+
+        return on_wait
 
     # -- running many calls ----------------------------------------------------------------
 
@@ -175,12 +200,15 @@ class TournamentCalls:
         await self._reserve()
         self.in_flight += 1
         try:
-            response = await call_model(call)
+            response = await call_model(call, self.input.calls, on_wait=self._on_wait(call))
+        except asyncio.CancelledError:  # cancelled while waiting out a provider's pause
+            self._bill(call, None, "cancelled")
+            raise
         except ActivityError as exc:
             if is_cancelled_exception(exc):  # the run was cancelled while this call ran
                 self._bill(call, None, "cancelled")
                 raise asyncio.CancelledError() from None
-            code, message = _failure(exc)
+            code, message = call_failure(exc)
             self._bill(call, None, code, failed_retries=_failed_retries(exc))
             raise ApplicationError(
                 f"{role} call {call.call_key} failed: {message}", type=code, non_retryable=True
@@ -342,12 +370,3 @@ def _failed_retries(exc: ActivityError) -> int:
     if details and isinstance(details[0], dict):
         return int(details[0].get("transport_retries", 0))
     return 0
-
-
-def _failure(exc: ActivityError) -> tuple[str, str]:
-    cause = exc.cause
-    if isinstance(cause, ApplicationError) and cause.type:
-        return cause.type, cause.message
-    if isinstance(cause, TimeoutError):
-        return "provider.timeout", f"no answer before the activity timed out ({cause.type})"
-    return "provider.transport", str(cause or exc)

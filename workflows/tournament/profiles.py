@@ -14,6 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from workflows import phases as phase_names
 from workflows.inputs import StrictModel
 from workflows.tournament.errors import (
     BUDGET_PLANNED_CALLS_EXCEEDED,
@@ -294,14 +295,14 @@ def plan(
     n, k, t = profile.n, profile.k, profile.t
     final = final_judging_calls(profile, rank)
     generated = 0 if given else n
-    phases = [PhaseCalls(phase="initial_generation", calls=generated)]
+    phases = [PhaseCalls(phase=phase_names.INITIAL_GENERATION, calls=generated)]
     for g in range(1, t + 1):
-        phases.append(PhaseCalls(phase=f"generation_judging:{g}", calls=n * k // 2))
-        phases.append(PhaseCalls(phase=f"generation_mutation:{g}", calls=mutant_count(n)))
-    phases.append(PhaseCalls(phase="final_judging", calls=final))
+        phases.append(PhaseCalls(phase=phase_names.generation_judging(g), calls=n * k // 2))
+        phases.append(PhaseCalls(phase=phase_names.generation_mutation(g), calls=mutant_count(n)))
+    phases.append(PhaseCalls(phase=phase_names.FINAL_JUDGING, calls=final))
     finalizer_calls = 1 if finalizer else 0
     if finalizer:
-        phases.append(PhaseCalls(phase="finalizing", calls=1))
+        phases.append(PhaseCalls(phase=phase_names.FINALIZING, calls=1))
     calls = generated + t * (n * k // 2 + mutant_count(n)) + final
     planned = calls + finalizer_calls
     headroom = (t * n * k // 2 + final) * invalid_json_retries

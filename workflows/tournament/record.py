@@ -12,8 +12,8 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from activities.model_types import ModelResponse, Usage
 from workflows.budget import Budget
+from workflows.model_types import ModelResponse, Usage
 from workflows.tournament import rng
 from workflows.tournament.judge_parse import JudgeVerdict
 from workflows.tournament.profiles import Profile

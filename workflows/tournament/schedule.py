@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from workflows import phases
 from workflows.tournament.profiles import RankBlock
 from workflows.tournament.rng import phase_rng
 
@@ -24,7 +25,7 @@ __all__ = [
     "k_regular_schedule",
 ]
 
-FINAL_JUDGING_PHASE = "final_judging"
+FINAL_JUDGING_PHASE = phases.FINAL_JUDGING
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
-from activities.config import Price
-from activities.model_types import Usage
-from activities.providers import DEFAULT_MODEL
 from workflows.budget import BudgetLimits, BudgetSpent
+from workflows.call_options import CallOptions
 from workflows.inputs import StrictModel
+from workflows.model_types import DEFAULT_MODEL, Price, Usage
 from workflows.tournament.critique import MIN_CRITIQUE_CHARS
 from workflows.tournament.profiles import Profile, RankBlock
 from workflows.tournament.prompts import PromptOverrides, Style
@@ -35,7 +35,9 @@ __all__ = [
     "UsageRow",
 ]
 
-Status = Literal["running", "awaiting_budget", "completed", "failed", "cancelled"]
+Status = Literal[
+    "running", "awaiting_budget", "waiting_provider", "completed", "failed", "cancelled"
+]
 Schedule = Literal["k-regular", "adaptive"]
 OnBudgetExhausted = Literal["pause", "fail"]
 
@@ -46,7 +48,7 @@ MAX_CONCURRENCY = 256
 MAX_INVALID_JSON_RETRIES = 10
 MAX_CRITIQUE_CHARS = 1_000_000
 MAX_GIVEN_CANDIDATES = 1_000
-GIVEN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+GIVEN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
 class RoleModels(StrictModel):
@@ -69,8 +71,19 @@ class Concurrency(StrictModel):
 class GivenCandidate(StrictModel):
     """A candidate supplied by the caller (the ``rank`` service): no generation call."""
 
-    id: str = Field(pattern=GIVEN_ID_PATTERN, description="[A-Za-z0-9][A-Za-z0-9._-]*, <= 64")
+    id: str = Field(description="[A-Za-z0-9][A-Za-z0-9._-]*, at most 64 characters")
     text: str
+
+    @field_validator("id")
+    @classmethod
+    def _id_is_a_name(cls, value: str) -> str:
+        # An id becomes a file name in reports; say the rule and the fix, not a regex.
+        if not GIVEN_ID.match(value):
+            raise ValueError(
+                "a candidate id must start with a letter or digit and use only letters, "
+                "digits, '.', '_' and '-' (at most 64 characters): rename the candidate"
+            )
+        return value
 
 
 class TournamentInput(StrictModel):
@@ -106,6 +119,7 @@ class TournamentInput(StrictModel):
         max_length=MAX_GIVEN_CANDIDATES,
         description="rank these instead of generating; needs t = 0",
     )
+    calls: CallOptions = CallOptions()
 
 
 CandidateKind = Literal["initial", "mutation", "elite-copy"]
@@ -200,11 +214,18 @@ class Progress(BaseModel):
     error: str | None = None
     in_flight: int = Field(default=0, description="calls dispatched and not yet answered")
     refused: list[str] = Field(default=[], description="refused control signals, newest last")
+    waiting_until: str | None = Field(
+        default=None, description="waiting_provider: when a provider said to come back (UTC)"
+    )
     usd_known: bool = Field(default=True, description="False once a call had no known price")
 
 
-class ExtendBudgetInput(BaseModel):
-    """New absolute limits; fields left None keep their current value."""
+class ExtendBudgetInput(StrictModel):
+    """New absolute limits; fields left None keep their current value.
+
+    Control input is untrusted like the run's input: the update and the signal take it raw and
+    decode it themselves, so a malformed one is refused (update) or recorded as refused (signal).
+    """
 
     max_calls: int | None = None
     max_input_tokens: int | None = None

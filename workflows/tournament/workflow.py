@@ -17,6 +17,8 @@ from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
+    from workflows import phases
+    from workflows.budget import BudgetLimits
     from workflows.inputs import InputInvalid
     from workflows.names import (
         QUERY_EVENTS,
@@ -74,7 +76,7 @@ class TournamentWorkflow:
         self.run_id = input.run_id or workflow.info().workflow_id
         self.record = TournamentRecord(now=lambda: workflow.now().isoformat())
         self.calls = TournamentCalls(self.run_id, input, self.record.event)
-        self.phase = "starting"
+        self.phase = phases.STARTING
         self.generation = 0
         self.plan: Preflight | None = None
         self.writer = ArtifactWriter()
@@ -104,7 +106,7 @@ class TournamentWorkflow:
                 population = await self._initial_generation(profile.n)
             for g in range(1, profile.t + 1):
                 self.generation = g
-                phase = f"generation_judging:{g}"
+                phase = phases.generation_judging(g)
                 pairs = k_regular_schedule(population, profile.k, rng.phase_rng(seed, phase))
                 board = await self._judge(phase, g, population, pairs)
                 population = await self._mutate(g, board)
@@ -139,7 +141,7 @@ class TournamentWorkflow:
         )
 
     async def _initial_generation(self, n: int) -> list[str]:
-        self.phase = "initial_generation"
+        self.phase = phases.INITIAL_GENERATION
         ids = [rng.initial_id(i) for i in range(n)]
 
         async def generate(i: int, cid: str) -> None:
@@ -155,7 +157,7 @@ class TournamentWorkflow:
         return await self._commit_population(0, ids)
 
     async def _given_population(self) -> list[str]:
-        self.phase = "initial_generation"
+        self.phase = phases.INITIAL_GENERATION
         return await self._commit_population(0, self.record.add_given(self.input.candidates or []))
 
     async def _judge(
@@ -234,11 +236,11 @@ class TournamentWorkflow:
         )
 
     async def _mutate(self, g: int, board: list[ScoreRow]) -> list[str]:
-        phase = self.phase = f"generation_mutation:{g}"
+        phase = self.phase = phases.generation_mutation(g)
         selection = select([row.candidate_id for row in board])
         self.record.discard(selection.discarded)
         elites = self.record.copy_elites(g, selection.elites)
-        judged_here = self.record.comparisons_in_order(f"generation_judging:{g}")
+        judged_here = self.record.comparisons_in_order(phases.generation_judging(g))
         critiques = aggregate_critiques(
             selection.parents, judged_here, critique_chars=self.input.critique_chars
         )
@@ -266,7 +268,7 @@ class TournamentWorkflow:
         if not self.input.models.finalize:
             self.record.final_answer = winner.text
             return
-        self.phase = "finalizing"
+        self.phase = phases.FINALIZING
         values = self._context() | {"candidate": winner.text}
         response = await self.calls.model(
             self.phase, 0, role="finalize", values=values, tag=winner_id
@@ -343,6 +345,7 @@ class TournamentWorkflow:
             error=self.record.error,
             in_flight=self.calls.in_flight,
             refused=self.record.refused[-5:],
+            waiting_until=self.calls.waiting_until,
             usd_known=all(row.priced for row in self.calls.usage),
         )
 
@@ -351,21 +354,21 @@ class TournamentWorkflow:
         return [e for e in self.record.events if e.seq > cursor][:EVENTS_PAGE]
 
     @workflow.update(name=UPDATE_EXTEND_BUDGET)
-    def extend_budget(self, new: ExtendBudgetInput) -> ExtendBudgetResult:
-        limits, _ = self.calls.budget.checked_extension(new.model_dump())
+    def extend_budget(self, raw: RawValue = NO_INPUT) -> ExtendBudgetResult:
+        limits, _ = self._extension(raw)
         assert limits is not None  # the validator refused anything else
         self.calls.extend(limits)
         return ExtendBudgetResult(budget=self.calls.budget.limits, spent=self.calls.budget.spent)
 
     @extend_budget.validator
-    def _check_extension(self, new: ExtendBudgetInput) -> None:
-        _, problems = self.calls.budget.checked_extension(new.model_dump())
+    def _check_extension(self, raw: RawValue = NO_INPUT) -> None:
+        _, problems = self._extension(raw)
         if problems:
             raise ValueError("; ".join(problems))
 
     @workflow.signal(name=SIGNAL_EXTEND_BUDGET)
-    def extend_budget_signal(self, new: ExtendBudgetInput) -> None:
-        limits, problems = self.calls.budget.checked_extension(new.model_dump())
+    def extend_budget_signal(self, raw: RawValue = NO_INPUT) -> None:
+        limits, problems = self._extension(raw)
         if limits is None:
             self.record.refused.append("; ".join(problems))
             self.record.event(
@@ -373,3 +376,10 @@ class TournamentWorkflow:
             )
             return
         self.calls.extend(limits)
+
+    def _extension(self, raw: RawValue) -> tuple[BudgetLimits | None, list[str]]:
+        """New limits from raw control input, or why not (never raises: see budget.py)."""
+        new = decode_raw(ExtendBudgetInput, raw)
+        if isinstance(new, InputInvalid):
+            return None, [new.message]
+        return self.calls.budget.checked_extension(new.model_dump())

@@ -18,7 +18,6 @@ from client.connect import connect
 from client.embedded import EmbeddedServer
 from client.session import reclaim_background_worker, release_background_worker
 from worker.worker import WorkerOptions, running_worker
-from workflows.call_defaults import CALL_DEFAULTS
 
 __all__ = ["worker_command"]
 
@@ -28,9 +27,11 @@ def _parse_rate_limits(values: tuple[str, ...]) -> dict[str, float]:
     for value in values:
         provider, sep, rate = value.partition("=")
         try:
-            if not sep or not rate.endswith("/s"):
+            if not sep or not provider or not rate.endswith("/s"):
                 raise ValueError
             limits[provider] = float(rate[:-2])
+            if not 0 < limits[provider] < float("inf"):
+                raise ValueError
         except ValueError:
             raise ConfigError(
                 f"--rate-limit {value!r} is not PROVIDER=N/s (e.g. openai=5/s)"
@@ -104,14 +105,10 @@ async def run_worker(
     "rate_limits",
     multiple=True,
     metavar="PROVIDER=N/s",
-    help="Serve PROVIDER's calls on task queue ponder.provider.PROVIDER at most N per second.",
+    help="Serve PROVIDER's calls on task queue QUEUE.provider.PROVIDER at most N per second; "
+    "runs started while it polls send PROVIDER's calls there.",
 )
-@click.option(
-    "--heartbeat-timeout",
-    default=30.0,
-    show_default=True,
-    help="Seconds without a heartbeat before a model call is retried elsewhere.",
-)
+@click.option("--heartbeat-timeout", hidden=True, default=None, help="Removed: set per run.")
 @click.option(
     "--sticky-timeout",
     default=10.0,
@@ -144,7 +141,7 @@ def worker_command(
     task_queue: str | None,
     max_concurrent_activities: int,
     rate_limits: tuple[str, ...],
-    heartbeat_timeout: float,
+    heartbeat_timeout: str | None,
     sticky_timeout: float,
     embedded: bool,
     exit_when_idle: float | None,
@@ -155,6 +152,12 @@ def worker_command(
 ) -> None:
     """Run a worker: TEMPORAL_ADDRESS for a cluster (TEMPORAL_API_KEY, TEMPORAL_TLS=1 for a
     hosted one), else the embedded server."""
+    if heartbeat_timeout is not None:
+        # A worker setting would make two workers schedule different commands for one history.
+        raise ConfigError(
+            "--heartbeat-timeout is no longer a worker setting: it is part of each run's input "
+            '(`"calls": {"heartbeat_timeout_s": 30}`); drop the flag'
+        )
     settings = load_settings(
         config,
         task_queue=task_queue,
@@ -168,6 +171,4 @@ def worker_command(
         sticky_timeout=timedelta(seconds=sticky_timeout),
         rate_limits=_parse_rate_limits(rate_limits),
     )
-    CALL_DEFAULTS.heartbeat_timeout = timedelta(seconds=heartbeat_timeout)
-    CALL_DEFAULTS.rate_limited = frozenset(options.rate_limits)
     asyncio.run(run_worker(settings, options, embedded=embedded, exit_when_idle=exit_when_idle))

@@ -1,0 +1,80 @@
+"""Which task queue each provider's calls go to, decided once when a run starts.
+
+``ponder worker --rate-limit P=N/s`` serves provider P on its own queue. A run sends P's calls
+there only if its input says so (``calls.provider_queues``): routing is part of the run's history,
+never a setting of whichever worker happens to run it. So the client that starts a run looks for
+a worker polling each provider queue the run would use, and records the ones it finds.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, TypeVar
+
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.client import Client
+
+from workflows.ask_types import AskInput
+from workflows.call_options import provider_of, provider_task_queue
+from workflows.tournament.types import TournamentInput
+
+__all__ = ["POLLER_FRESH_S", "model_specs", "polled_provider_queues", "route_calls"]
+
+T = TypeVar("T")
+
+POLLER_FRESH_S = 90.0
+"""A provider queue's poller seen this recently is live: an idle worker re-polls about every
+minute, and the server lists a gone one for minutes (routing there would leave calls waiting)."""
+
+
+def model_specs(input: Any) -> list[str]:
+    """Every model spec a run's input may call."""
+    if isinstance(input, AskInput):
+        return [input.model]
+    if isinstance(input, TournamentInput):
+        roles = input.models.model_dump().values()
+        return [input.model, *(spec for spec in roles if spec)]
+    return []
+
+
+async def _polled(client: Client, task_queue: str) -> bool:
+    """Whether a worker polls ``task_queue`` now (not one the server still lists, long gone)."""
+    response = await client.workflow_service.describe_task_queue(
+        DescribeTaskQueueRequest(
+            namespace=client.namespace,
+            task_queue=TaskQueue(name=task_queue),
+            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+        )
+    )
+    now = time.time()
+    return any(
+        not p.HasField("last_access_time") or now - p.last_access_time.seconds <= POLLER_FRESH_S
+        for p in response.pollers
+    )
+
+
+async def polled_provider_queues(
+    client: Client, task_queue: str, specs: list[str]
+) -> dict[str, str]:
+    """Provider name -> its rate-limited queue, for those a worker polls now."""
+    routes = {}
+    for provider in sorted({provider_of(spec) for spec in specs}):
+        queue = provider_task_queue(task_queue, provider)
+        if await _polled(client, queue):
+            routes[provider] = queue
+    return routes
+
+
+async def route_calls(client: Client, task_queue: str, input: T) -> T:
+    """``input`` with ``calls.provider_queues`` filled in; routes the input names win."""
+    calls = getattr(input, "calls", None)
+    specs = model_specs(input)
+    if calls is None or not specs:
+        return input
+    found = await polled_provider_queues(client, task_queue, specs)
+    if not found:
+        return input
+    routed = calls.model_copy(update={"provider_queues": found | calls.provider_queues})
+    return input.model_copy(update={"calls": routed})  # type: ignore[attr-defined,no-any-return]

@@ -1,0 +1,95 @@
+"""The model-call vocabulary both sides share: requests, responses, usage, prices, the default
+model id. Pure (pydantic only): workflows, activities and the client import it; it imports none of
+them. ``activities.model_types`` and ``activities.config.Price`` re-export it for older imports.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from workflows.inputs import StrictModel
+
+__all__ = ["DEFAULT_MODEL", "CallModelInput", "ModelRequest", "ModelResponse", "Price", "Usage"]
+
+DEFAULT_MODEL = "sim:default"
+"""The model a run uses when its input names none (data, not a branch on a provider)."""
+
+
+class ModelRequest(BaseModel):
+    """What a provider is asked: provider-neutral, no secrets."""
+
+    model: str = Field(description="provider:model, a provider the worker configures")
+    prompt: str
+    system: str | None = None
+    role: str = Field(default="ask", description="ask | generate | judge | mutate | finalize")
+    temperature: float | None = None
+    max_output_tokens: int | None = None
+    json_mode: bool = False
+    seed: int = 0
+    tag: str | None = Field(default=None, description="opaque label, e.g. the candidate id")
+    base_url: str | None = Field(default=None, description="overrides the endpoint's base URL")
+
+
+class CallModelInput(BaseModel):
+    """One logical model call. ``call_key`` stays the same across Temporal retries."""
+
+    run_id: str
+    phase: str
+    index: int
+    attempt: int = 0
+    request: ModelRequest
+
+    @property
+    def call_id(self) -> str:
+        return f"{self.run_id}/{self.phase}/{self.index}/{self.attempt}"
+
+    @property
+    def call_key(self) -> str:
+        """The call id without the run id: what simulated draws depend on."""
+        return f"{self.phase}/{self.index}/{self.attempt}"
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_hit_tokens: int = 0
+    cache_miss_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_hit_tokens=self.cache_hit_tokens + other.cache_hit_tokens,
+            cache_miss_tokens=self.cache_miss_tokens + other.cache_miss_tokens,
+        )
+
+
+class ModelResponse(BaseModel):
+    """The one normalized result of every provider."""
+
+    text: str
+    model: str = Field(description="the model that answered, as the provider names it")
+    provider: str
+    usage: Usage = Usage()
+    usd: float | None = None
+    latency_ms: float = 0.0
+    transport_retries: int = 0
+    simulated: bool = False
+
+
+class Price(StrictModel):
+    """USD per million tokens for one provider+model."""
+
+    input: float
+    output: float
+    cache_hit: float | None = None
+    cache_miss: float | None = None
+    long_context_threshold: int | None = Field(
+        default=None, description="input tokens above which the long_context rates apply"
+    )
+    long_context_input: float | None = None
+    long_context_output: float | None = None
