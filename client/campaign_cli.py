@@ -6,19 +6,41 @@ error printed, one per line: ``path: [code] message``), 75 paused awaiting budge
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import sys
 from pathlib import Path
 
 import click
+from temporalio.client import WorkflowFailureError, WorkflowHandle
+from temporalio.service import RPCError
 
+from activities.campaign.report import ReportDesign, render_report
+from activities.config import Settings, load_settings
+from activities.errors import ConfigError
+from client.runs import (
+    RunFailed,
+    check_run_id,
+    ctrl_c_detaches,
+    detach,
+    failure_message,
+    new_run_id,
+    run_result,
+    start_run,
+)
+from client.session import Session, open_session, spawn_background_worker
 from workflows.campaign.configs import cell_calls, config_errors
 from workflows.campaign.document import Validation, validate_text
 from workflows.campaign.errors import CampaignError
+from workflows.campaign.records import RunRecord
+from workflows.campaign.types import CampaignProgress, CampaignResult
+from workflows.names import CAMPAIGN, QUERY_PROGRESS
 
 __all__ = ["campaign", "load"]
 
 EXIT_INVALID = 2
+EXIT_PAUSED = 75
 
 
 @click.group()
@@ -96,3 +118,139 @@ def validate(file: str, fmt: str) -> None:
         click.echo(f"{file}: {summary(result)}")
     else:
         fail_invalid(file, result)
+
+
+def _settings(ctx: click.Context) -> Settings:
+    root = ctx.find_root().obj or {}
+    return load_settings(root.get("config"))
+
+
+def progress_line(p: CampaignProgress) -> str:
+    leader = (
+        f", leader {p.leader} ({p.leader_mean:.3f})"
+        if p.leader and p.leader_mean is not None
+        else ""
+    )
+    usd = f", {p.spent.usd:.4f} USD" if p.spent.usd else ""
+    return (
+        f"[{p.status}] cells {p.cells_done}/{p.cells_total} done, {p.cells_running} running, "
+        f"{p.cells_failed} failed; {p.spent.calls} calls{usd}{leader}"
+    )
+
+
+async def follow(session: Session, handle: WorkflowHandle) -> CampaignResult | CampaignProgress:
+    """Print progress whenever it changes until the campaign ends or pauses on its budget.
+
+    Ctrl-C detaches: the campaign goes on (with a background worker in embedded mode).
+    """
+    result = asyncio.ensure_future(run_result(handle))
+    shown = ""
+    with ctrl_c_detaches() as interrupted:
+        while not result.done():
+            if interrupted.is_set():
+                result.cancel()
+                detach(session, handle.id)
+            progress = None
+            with contextlib.suppress(RPCError):
+                progress = await handle.query(QUERY_PROGRESS, result_type=CampaignProgress)
+            if progress is not None:
+                line = progress_line(progress)
+                if line != shown:
+                    click.echo(line, err=True)
+                    shown = line
+                if progress.status == "awaiting_budget" and progress.cells_running == 0:
+                    result.cancel()
+                    return progress
+            await asyncio.wait({result}, timeout=0.5)
+    with contextlib.suppress(RPCError):  # the final state, once
+        final = progress_line(await handle.query(QUERY_PROGRESS, result_type=CampaignProgress))
+        if final != shown:
+            click.echo(final, err=True)
+    try:
+        return result.result()
+    except WorkflowFailureError as exc:
+        raise RunFailed(f"campaign {handle.id} ended: {failure_message(exc)}") from exc
+
+
+def print_outcome(run_id: str, outcome: CampaignResult | CampaignProgress) -> None:
+    if isinstance(outcome, CampaignProgress):
+        click.echo(
+            f"campaign {run_id} paused: {outcome.blocking_limit} reached; raise it with "
+            f"`ponder extend {run_id} --calls N` (or --usd X)",
+            err=True,
+        )
+        sys.exit(EXIT_PAUSED)
+    click.echo(f"recommendation: {outcome.recommendation}")
+    for variant, decision in outcome.decisions.items():
+        click.echo(f"  {variant}: {decision}")
+    click.echo(
+        f"-- campaign {run_id}: {outcome.cells} cells ({outcome.failed_cells} failed), "
+        f"{outcome.spent.calls} calls; report in {Path(outcome.run_dir) / 'report.html'}",
+        err=True,
+    )
+    return None
+
+
+@campaign.command()
+@click.argument("file")
+@click.option("--run-id", default=None, help="Workflow id (default: campaign-<random>).")
+@click.option("--detach", is_flag=True, help="Start the campaign, print its id and return.")
+@click.pass_context
+def run(ctx: click.Context, file: str, run_id: str | None, detach: bool) -> None:
+    """Run the campaign in FILE: live progress (cells, spend, leader), then the decision.
+
+    Exit 0 completed (or detached), 1 failed or cancelled, 2 invalid, 75 paused on its budget.
+    """
+    result = load(file)
+    if not result.ok or result.document is None:
+        fail_invalid(file, result)
+        return
+    settings = _settings(ctx)
+    run_id = check_run_id(run_id or new_run_id("campaign"))
+    payload = result.document.model_dump(mode="json", by_alias=True)
+
+    async def go() -> CampaignResult | CampaignProgress:
+        async with open_session(settings, worker=not detach) as session:
+            handle = await start_run(session, CAMPAIGN, payload, run_id, CampaignResult)
+            if detach:
+                if session.embedded:
+                    spawn_background_worker(settings)
+                click.echo(run_id)
+                sys.exit(0)
+            return await follow(session, handle)
+
+    print_outcome(run_id, asyncio.run(go()))
+
+
+@campaign.command()
+@click.argument("run_id")
+@click.option("--html", is_flag=True, help="Print the path of report.html instead of markdown.")
+@click.pass_context
+def report(ctx: click.Context, run_id: str, html: bool) -> None:
+    """Re-render a campaign's report from its records.jsonl and print it (markdown).
+
+    The same records give the same bytes, so the rewritten files equal the campaign's own.
+    """
+    settings = _settings(ctx)
+    run_dir = settings.runs_dir / check_run_id(run_id)
+    try:
+        summary = json.loads((run_dir / "summary.json").read_text())
+        document = json.loads((run_dir / "campaign.json").read_text())
+        lines = (run_dir / "records.jsonl").read_text().splitlines()
+    except (OSError, ValueError) as exc:
+        raise ConfigError(
+            f"no campaign report for {run_id!r} in {run_dir} ({exc}): check the run id; a "
+            "campaign writes its report when it ends"
+        ) from None
+    records = [RunRecord.model_validate_json(line) for line in lines if line.strip()]
+    design = ReportDesign.from_document(
+        run_id,
+        document,
+        fingerprint=summary["fingerprint"],
+        status=summary["status"],
+        planned_cells=summary["cells"]["planned"],
+    )
+    _, files = render_report(design, records)
+    for name in ("report.md", "report.html"):
+        (run_dir / name).write_text(files[name])
+    click.echo(str(run_dir / "report.html") if html else files["report.md"], nl=False)

@@ -61,21 +61,39 @@ class ReportDesign:
 
     @classmethod
     def of(cls, input: CampaignArtifactsInput) -> ReportDesign:
-        doc = input.document
+        return cls.from_document(
+            input.run_id,
+            input.document,
+            fingerprint=input.fingerprint,
+            status=input.status,
+            planned_cells=input.planned_cells,
+        )
+
+    @classmethod
+    def from_document(
+        cls,
+        run_id: str,
+        doc: dict[str, Any],
+        *,
+        fingerprint: str,
+        status: str,
+        planned_cells: int,
+    ) -> ReportDesign:
+        """From the campaign document as JSON (``campaign.json`` in the run directory)."""
         variants = [v["id"] for v in doc["variants"]]
         return cls(
             campaign_id=doc["campaign_id"],
-            run_id=input.run_id,
+            run_id=run_id,
             variants=variants,
             comparator=doc.get("comparator") or variants[0],
             rope=float(doc.get("rope", 0.02)),
             min_pairs=int(doc.get("min_pairs", 20)),
             split=doc.get("split", "holdout"),
-            fingerprint=input.fingerprint,
+            fingerprint=fingerprint,
             preregistration_hash=doc.get("preregistration_hash"),
             commit_sha=doc.get("commit_sha"),
-            status=input.status,
-            planned_cells=input.planned_cells,
+            status=status,
+            planned_cells=planned_cells,
         )
 
 
