@@ -20,7 +20,7 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.config import Settings, read_secret
+from activities.config import _BUILTIN_ENDPOINTS, Settings, read_secret
 from activities.errors import ConfigError
 from activities.providers.registry import resolve_model
 from activities.providers.sim import true_quality
@@ -95,16 +95,21 @@ def route_check(route: Route, models: list[RoutedModel], settings: Settings) -> 
         if route.provider is not None and kind != route.provider:
             issue("wrong_provider", f"provider kind {kind!r}, the route expects {route.provider!r}")
         url = (resolved.endpoint.base_url or "").rstrip("/")
-        if not url:
-            if route.require_explicit_base_url:
-                issue(
-                    "no_explicit_base_url",
-                    "no base_url is configured: set base_url on the provider (or the variant) "
-                    "so the campaign cannot fall back to a public default",
-                )
-        elif _matches(url, route.block):
+        # Explicit: the variant names the URL or the worker's ponder.toml declares the
+        # endpoint; a built-in default endpoint is the silent public fallback the check stops.
+        implicit = item.base_url is None and resolved.endpoint == _BUILTIN_ENDPOINTS.get(
+            resolved.provider_name
+        )
+        if (not url or implicit) and route.require_explicit_base_url:
+            issue(
+                "no_explicit_base_url",
+                f"{resolved.provider_name} uses its built-in default base URL {url or '-'}: "
+                "declare [providers.NAME] base_url in the worker's ponder.toml (or give the "
+                "variant a base_url) so the campaign cannot fall back to a public endpoint",
+            )
+        if url and _matches(url, route.block):
             issue("base_url_blocked", f"base URL {url} is on the route's block list")
-        elif route.allow and not _matches(url, route.allow):
+        elif url and route.allow and not _matches(url, route.allow):
             issue("base_url_not_allowed", f"base URL {url} is not on the route's allow list")
         env = resolved.endpoint.api_key_env
         if route.require_auth and (env is None or read_secret(env) is None):

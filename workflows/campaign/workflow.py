@@ -115,6 +115,7 @@ class CampaignWorkflow:
         self.error: str | None = None
         self.blocking: str | None = None
         self.genuine: GenuineError | None = None
+        self.cancelling = False
         self.http_variants: set[str] = set()
         self.version = 0  # bumped whenever a reservation might now succeed
         self.started_at = ""
@@ -135,9 +136,7 @@ class CampaignWorkflow:
         self._event("campaign.started", cells=len(self.cells), fingerprint=self.fingerprint)
         try:
             await self._run_cells(doc)
-        except (asyncio.CancelledError, ActivityError, ChildWorkflowError) as exc:
-            if not is_cancelled_exception(exc):
-                raise
+        except asyncio.CancelledError:
             self.status = "cancelled"
             self._event("campaign.cancelled")
             await self._write()
@@ -223,7 +222,7 @@ class CampaignWorkflow:
         pending = iter(self.cells)
 
         async def lane() -> None:
-            while self.genuine is None:
+            while self.genuine is None and not self.cancelling:
                 cell = next(pending, None)
                 if cell is None:
                     return
@@ -231,22 +230,32 @@ class CampaignWorkflow:
                     await self._run_cell(doc, cell)
                 except GenuineError as exc:
                     self._stop(exc)
-                except (asyncio.CancelledError, ActivityError, ChildWorkflowError) as exc:
-                    if self.genuine is None or not is_cancelled_exception(exc):
-                        raise
-                    # Cancelled by a sibling's genuine error: this cell is recorded already.
 
         lanes = [asyncio.create_task(lane()) for _ in range(min(doc.concurrency, len(self.cells)))]
-        await asyncio.gather(*lanes)
+        try:
+            # Not gather: an owner cancel must reach this await only, so the lanes keep going
+            # long enough to record the cells they cancel (their spend) before the run ends.
+            await workflow.wait(lanes)
+        except asyncio.CancelledError:
+            self.cancelling = True
+            self._event("campaign.cancelling")
+            self._cancel_children()
+            await workflow.wait(lanes)
+            raise
+        for finished in lanes:
+            finished.result()  # an unforeseen error in a lane is a bug: let it fail the task
+
+    def _cancel_children(self) -> None:
+        for task in self.child_tasks.values():
+            task.cancel()
+        self.version += 1
 
     def _stop(self, error: GenuineError) -> None:
         """A genuine error: no new cells; cancel the running ones (they drain and record)."""
         if self.genuine is None:
             self.genuine = error
             self._event("campaign.stopping", error=f"{error.code}: {error.message}")
-            for task in self.child_tasks.values():
-                task.cancel()
-        self.version += 1
+            self._cancel_children()
 
     async def _reserve(self, calls: int) -> bool:
         """Wait until the shared budget takes this cell's worst case; False once stopping."""
@@ -257,7 +266,7 @@ class CampaignWorkflow:
                 self._event("campaign.awaiting_budget", limit=limit, cell_calls=calls)
             seen = self.version
             await workflow.wait_condition(lambda seen=seen: self.version != seen)  # type: ignore[misc]
-            if self.genuine is not None:
+            if self.genuine is not None or self.cancelling:
                 return False
         if self.status == "awaiting_budget":
             self.status, self.blocking = "running", None
@@ -278,7 +287,8 @@ class CampaignWorkflow:
         try:
             await task
         except (asyncio.CancelledError, ChildWorkflowError) as exc:
-            if is_cancelled_exception(exc):
+            # A child we cancelled may still end FAILED (it reports its own interrupted call).
+            if is_cancelled_exception(exc) or self.cancelling or self.genuine is not None:
                 cancelled = True
             else:
                 cause = exc.cause if isinstance(exc, ChildWorkflowError) else None
@@ -333,8 +343,6 @@ class CampaignWorkflow:
                 f"cell {cell.run_id}: capture integrity failed "
                 f"({', '.join(outcome.integrity_issues)})",
             )
-        if cancelled and self.genuine is None:
-            raise asyncio.CancelledError()
 
     async def _child(self, doc: CampaignDocument, cell: Cell, reserved: int) -> None:
         variant, scenario = doc.variant(cell.variant), doc.scenario(cell.scenario)
