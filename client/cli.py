@@ -23,6 +23,7 @@ from client.campaign_cli import campaign as campaign_group
 from client.embedded import EmbeddedServer
 from client.logs import configure_logging
 from client.plan_cli import plan as plan_group
+from client.plan_run_cli import register_plan_run_commands
 from client.runs import RunFailed, check_run_id, new_run_id, start_run, wait_or_detach
 from client.session import open_session, spawn_background_worker, terminated
 from client.tournament_cli import register as register_tournament_commands
@@ -267,6 +268,7 @@ def server_address(ctx: click.Context, wait_s: float) -> None:
 cli.add_command(worker_command)
 register_tournament_commands(cli)
 cli.add_command(plan_group)
+register_plan_run_commands(cli, plan_group)
 cli.add_command(campaign_group)
 
 

@@ -17,6 +17,7 @@ from activities.call_model import ModelActivities
 from activities.campaign.cells import CampaignCellActivities
 from activities.campaign.report import CampaignArtifactActivities
 from activities.config import Settings, known_secrets
+from activities.plan.workspace import WorkspaceActivities
 from activities.run_store import RunFileActivities, RunStore
 from activities.tournament.artifacts import TournamentArtifactActivities
 from activities.tournament.fit import adaptive_batch, fit_leaderboard
@@ -24,11 +25,12 @@ from workflows.ask import AskWorkflow
 from workflows.call_options import provider_task_queue
 from workflows.campaign.workflow import CampaignWorkflow
 from workflows.names import TASK_QUEUE
+from workflows.plan_run.workflow import PlanRunWorkflow
 from workflows.tournament.workflow import TournamentWorkflow
 
 __all__ = ["WORKFLOWS", "WorkerOptions", "running_worker"]
 
-WORKFLOWS: list[type] = [AskWorkflow, TournamentWorkflow, CampaignWorkflow]
+WORKFLOWS: list[type] = [AskWorkflow, TournamentWorkflow, PlanRunWorkflow, CampaignWorkflow]
 
 
 @dataclass
@@ -57,6 +59,7 @@ async def running_worker(
         tournament_files = TournamentArtifactActivities(store)
         campaign_cells = CampaignCellActivities(settings)
         campaign_files = CampaignArtifactActivities(store)
+        workspace = WorkspaceActivities()
         activities: list[Callable[..., Any]] = [
             model.call_model,
             files.write_run_files,
@@ -66,6 +69,9 @@ async def running_worker(
             campaign_cells.check_campaign_route,
             campaign_cells.settle_campaign_cell,
             campaign_files.write_campaign_artifacts,
+            workspace.check_paths,
+            workspace.snapshot_writes,
+            workspace.check_landed,
         ]
         workers = [
             Worker(

@@ -28,6 +28,9 @@ class ModelRequest(BaseModel):
     seed: int = 0
     tag: str | None = Field(default=None, description="opaque label, e.g. the candidate id")
     base_url: str | None = Field(default=None, description="overrides the endpoint's base URL")
+    script: str | None = Field(
+        default=None, description="sim only: the exact output (a plan step's x-sim.outputs[i])"
+    )
 
 
 class CallModelInput(BaseModel):

@@ -13,3 +13,10 @@ QUERY_PROGRESS = "progress"
 QUERY_EVENTS = "events"
 UPDATE_EXTEND_BUDGET = "extend_budget"
 SIGNAL_EXTEND_BUDGET = "extend_budget_signal"
+
+# PlanRun control (plans.md "Control surface")
+QUERY_STATUS = "status"
+UPDATE_RESUME = "resume"
+SIGNAL_RESUME = "resume_signal"
+UPDATE_RESOLVE_GATE = "resolve_gate"
+SIGNAL_RESOLVE_GATE = "resolve_gate_signal"

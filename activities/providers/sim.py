@@ -175,6 +175,8 @@ class SimProvider:
         if delay:
             await asyncio.sleep(delay / 1000)
         text = simulate(request, request.seed, ctx.call_key, options)
+        if request.script is not None:  # a plan step's x-sim.outputs (plans.md)
+            text = request.script
         return self.parse_response({"text": text}, request, ctx)
 
     def parse_response(self, body: Any, request: ModelRequest, ctx: CallContext) -> ModelResponse:

@@ -1,0 +1,341 @@
+"""Running plans: ``ponder plan run | extend``, ``ponder resume``, ``ponder gate``.
+
+``plan run`` validates the file (exit 2 with every error), starts a ``PlanRun`` and follows it
+with a live status table until it completes (0), fails (1) or pauses (75, printing the exact
+command that continues it). ``resume``, ``gate`` and ``plan extend`` answer a paused run through
+the workflow's updates (a refusal is one line, exit 2) and then follow it the same way, unless
+``--detach``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+from temporalio.client import WorkflowFailureError, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.service import RPCError
+
+from activities.config import Settings, load_settings
+from activities.errors import ConfigError
+from client.runs import (
+    RunFailed,
+    check_run_id,
+    ctrl_c_detaches,
+    detach,
+    failure_message,
+    new_run_id,
+    run_result,
+    start_run,
+)
+from client.session import Session, open_session, spawn_background_worker
+from workflows.names import (
+    PLAN_RUN,
+    QUERY_STATUS,
+    UPDATE_EXTEND_BUDGET,
+    UPDATE_RESOLVE_GATE,
+    UPDATE_RESUME,
+)
+from workflows.plan.document import parse_text
+from workflows.plan.run_types import (
+    ExtendPlanBudgetInput,
+    PlanBudgetOverride,
+    PlanRunInput,
+    PlanRunResult,
+    PlanStatus,
+    ResolveGateInput,
+    ResumeInput,
+)
+from workflows.plan.validate import validate_text
+
+__all__ = ["extend_plan", "gate", "register_plan_run_commands", "resume", "run"]
+
+EXIT_PAUSED = 75
+EXIT_INVALID = 2
+POLL_S = 0.25
+console = Console(stderr=True)
+
+
+def _settings(ctx: click.Context) -> Settings:
+    return load_settings((ctx.obj or {}).get("config"))
+
+
+def _pairs(values: tuple[str, ...], flag: str) -> dict[str, str]:
+    out = {}
+    for value in values:
+        key, sep, rest = value.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"{flag} {value!r} must be KEY=VALUE")
+        out[key.strip()] = rest
+    return out
+
+
+def _budget(text: str | None) -> PlanBudgetOverride | None:
+    if text is None:
+        return None
+    fields: dict[str, Any] = {}
+    for key, value in _pairs(tuple(p for p in text.split(",") if p), "--budget").items():
+        if key not in ("calls", "wall_ms", "tokens", "usd"):
+            raise ConfigError(f"--budget {key}= is not one of calls, wall_ms, tokens, usd")
+        try:
+            fields[key] = float(value) if key == "usd" else int(value)
+        except ValueError:
+            raise ConfigError(f"--budget {key}={value!r} needs a number") from None
+    return PlanBudgetOverride(**fields)
+
+
+# -- following a run -----------------------------------------------------------------------
+
+
+def _table(s: PlanStatus) -> Table:
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_row("run", s.run_id + (" (simulated)" if s.simulated else ""))
+    table.add_row("plan", s.plan)
+    table.add_row("state", s.state + (f" ({s.reason})" if s.reason else ""))
+    if s.step:
+        table.add_row("step", s.step)
+    done = sum(1 for v in s.steps.values() if v == "settled")
+    table.add_row("steps", f"{done} / {len(s.steps)} settled")
+    if s.budget:
+        b = s.budget
+        table.add_row("calls", f"{b.calls_spent} / {b.calls_limit} (cap {b.calls_cap})")
+        table.add_row("tokens", f"{b.input_tokens} in, {b.output_tokens} out")
+    for waiver in s.waivers:
+        table.add_row("waiver", waiver)
+    for refusal in s.refused[-3:]:
+        table.add_row("refused", refusal)
+    return table
+
+
+def continue_command(s: PlanStatus) -> str:
+    """The exact command that continues a paused run."""
+    if s.state == "awaiting_input" and s.pending_pause:
+        value = "JSON" if s.pending_pause.json_schema else "VALUE"
+        return f"ponder resume {s.run_id} --arg {s.pending_pause.resume_arg}={value}"
+    if s.state == "awaiting_gate" and s.pending_gates:
+        return f"ponder gate approve|revise|kill {s.run_id} {s.pending_gates[0].step}"
+    if s.budget and s.state == "awaiting_wall_clock":
+        return f"ponder plan extend {s.run_id} --wall-ms {max(s.budget.wall_cap_ms, 1)}"
+    if s.budget:
+        return f"ponder plan extend {s.run_id} --calls {s.budget.calls_cap}"
+    return f"ponder status {s.run_id}"
+
+
+def _signature(s: PlanStatus) -> tuple[str, str | None, tuple[str, ...]]:
+    return s.state, s.step, tuple(g.token for g in s.pending_gates)
+
+
+async def _status(handle: WorkflowHandle) -> PlanStatus | None:
+    try:
+        status: PlanStatus = await handle.query(QUERY_STATUS, result_type=PlanStatus)
+    except RPCError:
+        return None  # not started by a worker yet, or the server restarts
+    return status
+
+
+async def follow(
+    session: Session, handle: WorkflowHandle, *, answered: PlanStatus | None = None
+) -> PlanRunResult | PlanStatus:
+    """Follow until the run ends (its result) or pauses (its status). ``answered`` is the pause
+    just answered: seeing it again is the moment before the run moves on, not a new pause."""
+    result = asyncio.ensure_future(run_result(handle))
+    stale = _signature(answered) if answered else None
+    paused: PlanStatus | None = None
+    with ctrl_c_detaches() as interrupted, Live(console=console, transient=False) as live:
+        while not result.done():
+            if interrupted.is_set():
+                result.cancel()
+                detach(session, handle.id)
+            current = await _status(handle)
+            if current is not None:
+                live.update(_table(current))
+                if current.state.startswith("awaiting_") and _signature(current) != stale:
+                    paused = current
+                    break
+            await asyncio.wait({result}, timeout=POLL_S)
+    if paused is not None:
+        result.cancel()
+        return paused
+    try:
+        outcome: PlanRunResult = result.result()
+    except WorkflowFailureError as exc:
+        raise RunFailed(f"run {handle.id} failed: {failure_message(exc)}") from exc
+    return outcome
+
+
+def finish(outcome: PlanRunResult | PlanStatus) -> NoReturn:
+    if isinstance(outcome, PlanStatus):
+        what = outcome.pending_pause.resume_arg if outcome.pending_pause else outcome.step
+        click.echo(
+            f"\nrun {outcome.run_id} is paused ({outcome.state}, {outcome.reason}: {what})",
+            err=True,
+        )
+        if outcome.budget and outcome.budget.need:
+            click.echo(f"needs: {outcome.budget.need}", err=True)
+        click.echo(f"continue with: {continue_command(outcome)}", err=True)
+        sys.exit(EXIT_PAUSED)
+    last = list(outcome.outputs.values())[-1] if outcome.outputs else ""
+    click.echo(last if isinstance(last, str) else json.dumps(last, indent=2))
+    label = " (simulated)" if outcome.simulated else ""
+    route = f" via route {outcome.route}" if outcome.route else ""
+    click.echo(f"-- run {outcome.run_id} completed{route}: {outcome.calls} calls{label}", err=True)
+    sys.exit(0)
+
+
+# -- commands ------------------------------------------------------------------------------
+
+
+@click.command("run")
+@click.argument("file")
+@click.option("--arg", "args", multiple=True, help="A run argument KEY=VALUE (${input.KEY}).")
+@click.option("--budget", default=None, help="Run limits: calls=N,wall_ms=M[,tokens=T,usd=X].")
+@click.option("--workspace", default=None, help="Workspace root (default: the plan's, or cwd).")
+@click.option("--executor", "executors", multiple=True, help="FAMILY=PROVIDER_SPEC (repeatable).")
+@click.option("--default-family", default=None, help="The family of steps without a model.")
+@click.option("--coder-family", default=None, help="A role: qe step in this family is refused.")
+@click.option("--allow-same-family-qe", is_flag=True, help="Waive it (recorded loudly).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of simulated calls.")
+@click.option("--run-id", default=None, help="Workflow id (default: plan-<random>).")
+@click.option("--detach", is_flag=True, help="Start the run, print its id and return.")
+@click.pass_context
+def run(ctx: click.Context, file: str, **options: Any) -> None:
+    """Run a plan (ponder-plan/1 or loop-plan/1, JSON or YAML) and follow it."""
+    settings = _settings(ctx)
+    try:
+        text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read {file}: {exc}; fix: check the path") from None
+    checked = validate_text(text, filename=None if file == "-" else file)
+    if not checked.ok:
+        for error in checked.errors:
+            click.echo(f"{file}: {error.line()}", err=True)
+        click.echo(f"{file}: invalid, {len(checked.errors)} error(s)", err=True)
+        sys.exit(EXIT_INVALID)
+    document, _ = parse_text(text, filename=None if file == "-" else file)
+    run_id = check_run_id(options["run_id"] or new_run_id("plan"))
+    payload = PlanRunInput(
+        plan=document,
+        run_id=run_id,
+        args=dict(_pairs(options["args"], "--arg")),
+        workspace=os.path.abspath(options["workspace"] or os.getcwd()),
+        budget=_budget(options["budget"]),
+        executors=_pairs(options["executors"], "--executor"),
+        default_family=options["default_family"],
+        coder_family=options["coder_family"],
+        allow_same_family_qe=options["allow_same_family_qe"],
+        seed=options["seed"],
+    )
+
+    async def go() -> PlanRunResult | PlanStatus:
+        async with open_session(settings, worker=not options["detach"]) as session:
+            handle = await start_run(session, PLAN_RUN, payload, run_id, PlanRunResult)
+            if options["detach"]:
+                if session.embedded:
+                    spawn_background_worker(settings)
+                click.echo(run_id)
+                sys.exit(0)
+            return await follow(session, handle)
+
+    finish(asyncio.run(go()))
+
+
+async def _answer(
+    settings: Settings, run_id: str, update: str, make: Any, *, detach_after: bool
+) -> PlanRunResult | PlanStatus:
+    """Send ``make(status)`` as ``update`` to a paused run, then follow it (or return)."""
+    async with open_session(settings, worker=not detach_after) as session:
+        handle = session.client.get_workflow_handle(check_run_id(run_id), result_type=PlanRunResult)
+        if (await handle.describe()).workflow_type != PLAN_RUN:
+            raise ConfigError(f"run {run_id} is not a plan run")
+        before = await handle.query(QUERY_STATUS, result_type=PlanStatus)
+        try:
+            await handle.execute_update(update, make(before))
+        except WorkflowUpdateFailedError as exc:
+            raise ConfigError(f"refused: {exc.cause}") from None
+        if detach_after:
+            if session.embedded:
+                spawn_background_worker(settings)
+            click.echo(f"{update} accepted; the run goes on: ponder watch {run_id}", err=True)
+            sys.exit(0)
+        return await follow(session, handle, answered=before)
+
+
+@click.command()
+@click.argument("run_id")
+@click.option("--arg", "args", multiple=True, required=True, help="KEY=VALUE (repeatable).")
+@click.option("--detach", is_flag=True, help="Resume and return without following the run.")
+@click.pass_context
+def resume(ctx: click.Context, run_id: str, args: tuple[str, ...], detach: bool) -> None:
+    """Give a paused plan run the argument it waits for (first value wins)."""
+    values = _pairs(args, "--arg")
+    finish(
+        asyncio.run(
+            _answer(
+                _settings(ctx),
+                run_id,
+                UPDATE_RESUME,
+                lambda _: ResumeInput(args=dict(values)),
+                detach_after=detach,
+            )
+        )
+    )
+
+
+@click.command()
+@click.argument("decision", type=click.Choice(["approve", "revise", "kill"]))
+@click.argument("run_id")
+@click.argument("step")
+@click.option("--detach", is_flag=True, help="Decide and return without following the run.")
+@click.pass_context
+def gate(ctx: click.Context, decision: str, run_id: str, step: str, detach: bool) -> None:
+    """Decide a plan run's pending human gate (the token is read from status)."""
+
+    def make(status: PlanStatus) -> ResolveGateInput:
+        tokens = {g.step: g.token for g in status.pending_gates}
+        if step not in tokens:
+            waiting = ", ".join(tokens) or "none"
+            raise ConfigError(f"unknown-step: {step!r} is not a pending gate (pending: {waiting})")
+        return ResolveGateInput(step=step, decision=decision, token=tokens[step])
+
+    finish(
+        asyncio.run(_answer(_settings(ctx), run_id, UPDATE_RESOLVE_GATE, make, detach_after=detach))
+    )
+
+
+@click.command("extend")
+@click.argument("run_id")
+@click.option("--calls", type=int, default=None, help="New absolute call limit.")
+@click.option("--wall-ms", type=int, default=None, help="New absolute wall-clock limit (ms).")
+@click.option("--detach", is_flag=True, help="Extend and return without following the run.")
+@click.pass_context
+def extend_plan(
+    ctx: click.Context, run_id: str, calls: int | None, wall_ms: int | None, detach: bool
+) -> None:
+    """Raise a plan run's budget (within its cap) so a budget pause continues."""
+    if calls is None and wall_ms is None:
+        raise ConfigError("give --calls N and/or --wall-ms M")
+    finish(
+        asyncio.run(
+            _answer(
+                _settings(ctx),
+                run_id,
+                UPDATE_EXTEND_BUDGET,
+                lambda _: ExtendPlanBudgetInput(calls=calls, wall_ms=wall_ms),
+                detach_after=detach,
+            )
+        )
+    )
+
+
+def register_plan_run_commands(cli: click.Group, plan: click.Group) -> None:
+    plan.add_command(run)
+    plan.add_command(extend_plan)
+    cli.add_command(resume)
+    cli.add_command(gate)

@@ -1,0 +1,69 @@
+"""``ponder plan run``, ``ponder resume`` and ``ponder gate`` as a user runs them (subprocesses).
+
+The CLI is a plain client of the session's dev server (TEMPORAL_ADDRESS); this test's worker
+serves the task queue the CLI names (PONDER_TASK_QUEUE).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests.cli import cli_env, ponder
+
+ROOT = Path(__file__).resolve().parents[2]
+RELEASE = ROOT / "examples" / "plans" / "release.yaml"
+
+
+def env_for(tmp_path: Path, server_address: str, worker_queue: str) -> dict[str, str]:
+    return cli_env(tmp_path, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE=worker_queue)
+
+
+async def test_run_pause_resume_gate_through_the_cli(
+    tmp_path: Path, server_address: str, worker_queue: str
+) -> None:
+    env = env_for(tmp_path, server_address, worker_queue)
+    paused = await ponder(
+        "plan", "run", str(RELEASE), "--arg", "version=1.2", "--run-id", "cli-release", env=env
+    )
+    assert paused.code == 75, paused.err
+    assert "continue with: ponder resume cli-release --arg approved_by=VALUE" in paused.err
+
+    gate = await ponder("resume", "cli-release", "--arg", "approved_by=ada", env=env)
+    assert gate.code == 75, gate.err
+    assert "continue with: ponder gate approve|revise|kill cli-release ship" in gate.err
+
+    conflict = await ponder("resume", "cli-release", "--arg", "approved_by=bob", env=env)
+    assert conflict.code == 2 and "stale-input-refused" in conflict.err
+
+    unknown = await ponder("gate", "approve", "cli-release", "nope", env=env)
+    assert unknown.code == 2 and "unknown-step" in unknown.err
+
+    done = await ponder("gate", "approve", "cli-release", "ship", env=env)
+    assert done.code == 0, done.err
+    assert done.out.startswith("Simulated answer to: Announce the release.")
+    assert re.search(r"run cli-release completed: 2 calls \(simulated\)", done.err)
+
+
+async def test_exit_codes_for_invalid_and_failed_plans(
+    tmp_path: Path, server_address: str, worker_queue: str
+) -> None:
+    env = env_for(tmp_path, server_address, worker_queue)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("schema: ponder-plan/1\nname: bad\nsteps:\n  - {id: a, kind: agent}\n")
+    invalid = await ponder("plan", "run", str(bad), env=env)
+    assert invalid.code == 2 and "steps[0].prompt: [field.missing]" in invalid.err
+
+    paused = await ponder(
+        "plan", "run", str(RELEASE), "--arg", "version=2", "--arg", "approved_by=eve",
+        "--run-id", "cli-kill", env=env,
+    )  # fmt: skip
+    assert paused.code == 75 and "ponder gate approve|revise|kill cli-kill ship" in paused.err
+    killed = await ponder("gate", "kill", "cli-kill", "ship", env=env)
+    assert killed.code == 1 and "gate-killed" in killed.err
+
+    detached = await ponder(
+        "plan", "run", str(RELEASE), "--arg", "version=3", "--run-id", "cli-detached", "--detach",
+        env=env,
+    )  # fmt: skip
+    assert detached.code == 0 and detached.out.strip() == "cli-detached"

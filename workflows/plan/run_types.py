@@ -1,0 +1,204 @@
+"""Input, result, control and query models of the ``PlanRun`` workflow and its activities.
+
+Pure (pydantic only): the workflow, the workspace activities, the CLI and the tests import these.
+Control input models are plain JSON so ``temporal workflow update execute --input '{...}'`` works:
+
+- ``resume``:       ``{"args": {"approved_by": "ada"}}``
+- ``resolve_gate``: ``{"step": "ship", "decision": "approve", "token": "<from status>"}``
+- ``extend_budget``: ``{"calls": 12, "wall_ms": 600000}`` (absolute new limits)
+
+Fields are added only with defaults, so saved histories keep replaying.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, JsonValue
+
+from workflows.call_options import CallOptions
+from workflows.inputs import StrictModel
+
+__all__ = [
+    "ExtendPlanBudgetInput",
+    "ExtendPlanBudgetResult",
+    "GateDecisionResult",
+    "LandedInput",
+    "PathsInput",
+    "PendingGate",
+    "PendingPause",
+    "PlanBudgetOverride",
+    "PlanBudgetStatus",
+    "PlanEvent",
+    "PlanRunInput",
+    "PlanRunResult",
+    "PlanStatus",
+    "ResolveGateInput",
+    "ResumeInput",
+    "ResumeResult",
+    "RunState",
+    "WriteSnapshot",
+]
+
+RunState = Literal[
+    "starting",
+    "running",
+    "awaiting_budget",
+    "awaiting_wall_clock",
+    "awaiting_input",
+    "awaiting_gate",
+    "completed",
+    "failed",
+    "cancelled",
+]
+
+
+class PlanBudgetOverride(StrictModel):
+    """Run limits that replace the plan's own (``--budget calls=N,wall_ms=M``)."""
+
+    calls: int | None = Field(default=None, ge=1, le=10_000_000)
+    wall_ms: int | None = Field(default=None, ge=1)
+    tokens: int | None = Field(default=None, ge=1)
+    usd: float | None = Field(default=None, gt=0)
+
+
+class PlanRunInput(StrictModel):
+    """One plan run. ``plan`` is the document as parsed JSON (YAML is parsed by the client);
+    the workflow validates it again, so ``temporal workflow start`` input is held to the same
+    rules as ``ponder plan validate``."""
+
+    plan: dict[str, JsonValue]
+    run_id: str | None = Field(default=None, description="default: the workflow id")
+    args: dict[str, JsonValue] = Field(
+        default_factory=dict, description="run arguments: ${input.<key>} (--arg k=v)"
+    )
+    workspace: str | None = Field(
+        default=None, description="the workspace root on the worker (the plan's own wins)"
+    )
+    budget: PlanBudgetOverride | None = None
+    executors: dict[str, str] = Field(
+        default_factory=dict, description="family -> provider:model (--executor FAMILY=SPEC)"
+    )
+    default_family: str | None = Field(default=None, description="for steps without a model")
+    coder_family: str | None = Field(
+        default=None,
+        description="the family that writes the code: a role: qe step in it is refused",
+    )
+    allow_same_family_qe: bool = False
+    seed: int = Field(default=0, ge=0, le=2**63 - 1)
+    calls: CallOptions = CallOptions()
+
+
+class PlanEvent(BaseModel):
+    seq: int
+    ts: str
+    type: str
+    data: dict[str, Any] = {}
+    caused_by: list[int] = []
+
+
+class PendingGate(BaseModel):
+    step: str
+    token: str
+    decisions: list[str] = ["approve", "revise", "kill"]
+    round: int = 0
+
+
+class PendingPause(BaseModel):
+    step: str
+    state: str
+    resume_arg: str
+    json_schema: dict[str, Any] | None = None
+
+
+class PlanBudgetStatus(BaseModel):
+    calls_limit: int
+    calls_spent: int
+    calls_left: int
+    calls_cap: int
+    wall_limit_ms: int
+    wall_spent_ms: int
+    wall_cap_ms: int
+    input_tokens: int = 0
+    output_tokens: int = 0
+    usd: float = 0.0
+    need: str | None = None
+    """Why the run waits for an extension (awaiting_budget / awaiting_wall_clock)."""
+
+
+class PlanStatus(BaseModel):
+    run_id: str
+    plan: str
+    state: RunState
+    reason: str | None = None
+    step: str | None = None
+    steps: dict[str, str] = {}
+    """Step id -> pending | running | settled | failed | skipped | waiting."""
+    pending_gates: list[PendingGate] = []
+    pending_pause: PendingPause | None = None
+    budget: PlanBudgetStatus | None = None
+    waivers: list[str] = []
+    refused: list[str] = []
+    error: str | None = None
+    route: str | None = None
+    simulated: bool = False
+
+
+class PlanRunResult(BaseModel):
+    run_id: str
+    status: Literal["completed"] = "completed"
+    route: str | None = Field(default=None, description="the terminal route that ended the run")
+    outputs: dict[str, JsonValue] = {}
+    calls: int = 0
+    usd: float = 0.0
+    simulated: bool = False
+
+
+class ResumeInput(StrictModel):
+    args: dict[str, JsonValue]
+
+
+class ResumeResult(BaseModel):
+    accepted: list[str]
+    args: dict[str, JsonValue]
+
+
+class ResolveGateInput(StrictModel):
+    step: str
+    decision: str
+    token: str
+
+
+class GateDecisionResult(BaseModel):
+    step: str
+    decision: str
+
+
+class ExtendPlanBudgetInput(StrictModel):
+    calls: int | None = Field(default=None, ge=0)
+    wall_ms: int | None = Field(default=None, ge=0)
+
+
+class ExtendPlanBudgetResult(BaseModel):
+    calls_limit: int
+    wall_limit_ms: int
+    summary: str
+
+
+# -- workspace activities ------------------------------------------------------------------
+
+
+class PathsInput(BaseModel):
+    workspace: str
+    paths: list[str]
+
+
+class WriteSnapshot(BaseModel):
+    """sha256 of each declared write before the executor ran (None: it did not exist)."""
+
+    hashes: dict[str, str | None]
+
+
+class LandedInput(BaseModel):
+    workspace: str
+    before: WriteSnapshot

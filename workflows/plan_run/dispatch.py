@@ -1,0 +1,287 @@
+"""Dispatch of one plan invocation (an agent step or a model gate), from workflow code.
+
+    re-check containment -> spend one invocation -> record ``dispatched`` -> snapshot writes
+    (own activity) -> call the executor -> landed barrier -> output contract -> ``settled``
+
+retried at once only for the failure classes in ``retry.on``; a contract failure is retried
+with the failure shown to the model, never when the output repeats the previous attempt's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
+
+with workflow.unsafe.imports_passed_through():
+    from activities.plan.workspace import CHECK_LANDED, CHECK_PATHS, SNAPSHOT_WRITES
+    from workflows.call_options import CallOptions
+    from workflows.model_calls import OnWait, call_model
+    from workflows.model_types import CallModelInput, ModelRequest, ModelResponse
+    from workflows.plan.boundaries import stage_timeout_ms
+    from workflows.plan.contracts import check_output
+    from workflows.plan.ledger import BudgetInvariantViolated, PlanLedger
+    from workflows.plan.model import AgentStep, GateStep, Plan
+    from workflows.plan.prompts import assemble_prompt, invocation_id, retry_feedback
+    from workflows.plan.reasons import Reason
+    from workflows.plan.refs import RefError, render
+    from workflows.plan.run_record import CallRow, PlanFailure, PlanRecord
+    from workflows.plan.run_types import LandedInput, PathsInput, WriteSnapshot
+
+__all__ = ["PROMPT_CEILING_CHARS", "Dispatcher"]
+
+PROMPT_CEILING_CHARS = 1_000_000
+"""A dispatch prompt past this (upstream values spliced in) fails ``prompt-over-ceiling``."""
+WORKSPACE_RETRY = RetryPolicy(maximum_attempts=5, non_retryable_error_types=["ValueError"])
+_CLASS_OF = {
+    "provider.timeout": "timeout",
+    "provider.malformed_output": "malformed-output",
+    "provider.policy_refusal": "policy-refusal",
+}
+_REASON_OF = {
+    "timeout": Reason.DISPATCH_TIMEOUT,
+    "malformed-output": Reason.MALFORMED_OUTPUT,
+    "policy-refusal": Reason.POLICY_REFUSAL,
+    "transport": Reason.DISPATCH_DEAD,
+}
+
+
+def failure_class(exc: ActivityError) -> tuple[str, str]:
+    """(failure class, message) of a failed executor call."""
+    cause = exc.cause
+    if isinstance(cause, TimeoutError):
+        return "timeout", f"no answer before the stage timeout ({cause.type})"
+    if isinstance(cause, ApplicationError):
+        return _CLASS_OF.get(cause.type or "", "transport"), f"{cause.type}: {cause.message}"
+    return "transport", str(cause or exc)
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        seed: int,
+        plan: Plan,
+        models: Mapping[str, str],
+        ledger: PlanLedger,
+        record: PlanRecord,
+        workspace: str | None,
+        options: CallOptions,
+        on_wait: OnWait | None = None,
+    ) -> None:
+        self.run_id = run_id
+        self.seed = seed
+        self.plan = plan
+        self.models = models
+        """Step id -> the provider:model spec it runs on (resolved once, at preflight)."""
+        self.ledger = ledger
+        self.record = record
+        self.workspace = workspace
+        self.options = options
+        self.on_wait = on_wait
+        self.counts: dict[str, int] = {}
+        """``step[:item]`` -> dispatches so far (numbers invocation ids and call attempts)."""
+        self.sim_index: dict[str, int] = {}
+        """Step id -> dispatches of the step in the run (x-sim.outputs picks by it)."""
+
+    async def invoke(
+        self,
+        step: AgentStep | GateStep,
+        *,
+        inputs: Mapping[str, Any],
+        outputs: Mapping[str, Any],
+        item: Any = None,
+        item_index: int | None = None,
+    ) -> str:
+        """The step's output text, or ``PlanFailure`` once its attempts are spent."""
+        contract = (
+            self.plan.contracts.get(step.out) if isinstance(step, AgentStep) and step.out else None
+        )
+        try:
+            rendered = render(step.prompt or "", inputs=inputs, outputs=outputs)
+        except RefError as exc:
+            raise PlanFailure(Reason.MALFORMED_OUTPUT, str(exc), step=step.id) from None
+        upstream = outputs.get(step.deps[0]) if len(step.deps) == 1 else None
+        prompt = assemble_prompt(
+            step,
+            rendered,
+            contract=contract,
+            item=item,
+            has_item=item_index is not None,
+            upstream=upstream,
+        )
+        attempts = step.attempts()
+        previous: str | None = None
+        for n in range(1, attempts + 1):
+            last = n == attempts
+            if len(prompt) > PROMPT_CEILING_CHARS:
+                raise PlanFailure(
+                    Reason.PROMPT_OVER_CEILING,
+                    f"{step.id}: the prompt is {len(prompt)} characters, over the "
+                    f"{PROMPT_CEILING_CHARS} ceiling; fix: pass less upstream text",
+                    step=step.id,
+                )
+            text, klass, message = await self._dispatch(step, prompt, item_index)
+            if klass is not None:
+                if klass in step.retry.on and not last:
+                    continue
+                raise PlanFailure(_REASON_OF[klass], f"{step.id}: {message}", step=step.id)
+            assert text is not None
+            if contract is not None and isinstance(step, AgentStep) and step.out is not None:
+                _, problem = check_output(text, step.out, self.plan.contracts)
+                if problem is not None:
+                    retry = retry_feedback(prompt, failure=problem, output=text, previous=previous)
+                    self.record.event(
+                        "contract.failed", step=step.id, problem=problem, repeated=retry is None
+                    )
+                    if retry is None or last or "malformed-output" not in step.retry.on:
+                        raise PlanFailure(
+                            Reason.MALFORMED_OUTPUT, f"{step.id}: {problem}", step=step.id
+                        )
+                    previous, prompt = text, retry
+                    continue
+            return text
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    async def _dispatch(
+        self, step: AgentStep | GateStep, prompt: str, item_index: int | None
+    ) -> tuple[str | None, str | None, str]:
+        """One invocation: (text, None, "") or (None, failure class, message)."""
+        writes = list(step.artifacts.writes)
+        declared = list(step.artifacts.reads) + writes
+        if declared and self.workspace is not None:
+            problems = await self._workspace(
+                CHECK_PATHS, PathsInput(workspace=self.workspace, paths=declared)
+            )
+            if problems:
+                raise PlanFailure(
+                    Reason.ARTIFACT_PATH_ESCAPES_ROOT,
+                    f"{step.id}: at dispatch: " + "; ".join(problems),
+                    step=step.id,
+                )
+        key = step.id if item_index is None else f"{step.id}:{item_index}"
+        n = self.counts[key] = self.counts.get(key, 0) + 1
+        sim_i = self.sim_index[step.id] = self.sim_index.get(step.id, -1) + 1
+        try:
+            self.ledger.spend(step.id)
+        except BudgetInvariantViolated as exc:
+            raise PlanFailure(Reason.BUDGET_INVARIANT_VIOLATED, str(exc), step=step.id) from None
+        model = self.models[step.id]
+        invocation = invocation_id(step.id, n, item_index)
+        seq = self.record.event(
+            "dispatched",
+            caused_by=self.record.causes(step.deps),
+            step=step.id,
+            invocation=invocation,
+            attempt=n,
+            model=model,
+        )
+        self.record.steps[step.id] = "running"
+        file_deliverable = isinstance(step, AgentStep) and step.deliverable == "file"
+        before: WriteSnapshot | None = None
+        if file_deliverable and self.workspace is not None:
+            before = await workflow.execute_activity(
+                SNAPSHOT_WRITES,
+                PathsInput(workspace=self.workspace, paths=writes),
+                result_type=WriteSnapshot,
+                start_to_close_timeout=timedelta(seconds=60),
+                retry_policy=WORKSPACE_RETRY,
+            )
+        request = ModelRequest(
+            model=model,
+            prompt=prompt,
+            role="plan",
+            seed=self.seed,
+            tag=invocation,
+            script=_sim_output(step, sim_i),
+        )
+        timeout = timedelta(milliseconds=stage_timeout_ms(step))
+        call = CallModelInput(
+            run_id=self.run_id,
+            phase=step.id,
+            index=item_index or 0,
+            attempt=n - 1,
+            request=request,
+        )
+        try:
+            response = await call_model(
+                call,
+                self.options,
+                on_wait=self.on_wait,
+                start_to_close_timeout=timeout,
+                schedule_to_close_timeout=timeout,
+            )
+        except ActivityError as exc:
+            klass, message = failure_class(exc)
+            self.record.calls.append(CallRow(invocation, step.id, model, outcome=klass))
+            self._settled(step.id, seq, invocation, ok=False, failure=klass, message=message)
+            return None, klass, message
+        self._bill(invocation, step.id, model, response)
+        if before is not None and self.workspace is not None:
+            problems = await self._workspace(
+                CHECK_LANDED, LandedInput(workspace=self.workspace, before=before)
+            )
+            if problems:
+                self._settled(step.id, seq, invocation, ok=False, failure="not-landed")
+                raise PlanFailure(
+                    Reason.DELIVERABLE_NOT_LANDED,
+                    f"{step.id}: " + "; ".join(problems) + " (never retried)",
+                    step=step.id,
+                )
+        self._settled(step.id, seq, invocation, ok=True, chars=len(response.text))
+        return response.text, None, ""
+
+    def _settled(self, step_id: str, seq: int, invocation: str, **data: Any) -> None:
+        settled = self.record.event(
+            "settled", caused_by=[seq], step=step_id, invocation=invocation, **data
+        )
+        self.record.last_settled[step_id] = settled
+
+    def _bill(self, invocation: str, step_id: str, model: str, response: ModelResponse) -> None:
+        usd = response.usd or 0.0
+        self.ledger.budget.settle(
+            input_tokens=response.usage.input_tokens,
+            output_tokens=response.usage.output_tokens,
+            usd=usd,
+            transport_retries=response.transport_retries,
+            failed=False,
+        )
+        self.record.calls.append(
+            CallRow(
+                invocation,
+                step_id,
+                model,
+                input_tokens=response.usage.input_tokens,
+                output_tokens=response.usage.output_tokens,
+                usd=usd,
+                latency_ms=response.latency_ms,
+                simulated=response.simulated,
+            )
+        )
+
+    async def _workspace(self, name: str, arg: PathsInput | LandedInput) -> list[str]:
+        result: list[str] = await workflow.execute_activity(
+            name,
+            arg,
+            result_type=list[str],
+            start_to_close_timeout=timedelta(seconds=60),
+            retry_policy=WORKSPACE_RETRY,
+        )
+        return result
+
+
+def _sim_output(step: AgentStep | GateStep, index: int) -> str | None:
+    """``x-sim: {outputs: [...]}``: the i-th dispatch of the step returns ``outputs[i]`` (the last
+    repeats). Only the sim executor reads ``script``; other providers build their requests
+    without it."""
+    spec = step.vendor("x-sim")
+    outputs = spec.get("outputs") if isinstance(spec, dict) else None
+    if not isinstance(outputs, list) or not outputs:
+        return None
+    chosen = outputs[min(index, len(outputs) - 1)]
+    return chosen if isinstance(chosen, str) else None
