@@ -31,11 +31,12 @@ from client.runs import (
 )
 from client.session import Session, open_session, spawn_background_worker
 from workflows.campaign.configs import cell_calls, config_errors
-from workflows.campaign.document import Validation, validate_text
+from workflows.campaign.document import Validation, validate_value
 from workflows.campaign.errors import CampaignError
 from workflows.campaign.records import RunRecord
 from workflows.campaign.types import CampaignProgress, CampaignResult
 from workflows.names import CAMPAIGN, QUERY_PROGRESS
+from workflows.plan.document import parse_text
 
 __all__ = ["campaign", "load"]
 
@@ -49,19 +50,53 @@ def campaign() -> None:
 
 
 def load(file: str) -> Validation:
-    """The document in FILE (``-`` reads stdin), validated as the workflow will."""
+    """The document in FILE (``-`` reads stdin), plan paths inlined, validated as the workflow
+    will validate it."""
     try:
         text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        return Validation(
-            None,
-            [CampaignError("document.unreadable", "", f"cannot read {file}: {reason}")],
-        )
-    result = validate_text(text, filename=None if file == "-" else file)
+        return Validation(None, [_unreadable("", file, exc)])
+    value, problems = parse_text(text, filename=None if file == "-" else file)
+    if problems:
+        return Validation(None, [CampaignError(p.code, p.path, p.message) for p in problems])
+    base = Path.cwd() if file == "-" else Path(file).resolve().parent
+    errors = _inline_plans(value, base)
+    if errors:
+        return Validation(None, errors)
+    result = validate_value(value)
     if result.document is not None and not result.errors:
         result.errors += config_errors(result.document)
     return result
+
+
+def _unreadable(path: str, file: str | Path, exc: Exception) -> CampaignError:
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return CampaignError("document.unreadable", path, f"cannot read {file}: {reason}")
+
+
+def _inline_plans(value: object, base: Path) -> list[CampaignError]:
+    """Replace each plan variant's ``plan: PATH`` by the parsed document (client side: the
+    worker never reads a file a campaign names)."""
+    variants = value.get("variants") if isinstance(value, dict) else None
+    errors: list[CampaignError] = []
+    for i, variant in enumerate(variants if isinstance(variants, list) else []):
+        config = variant.get("config") if isinstance(variant, dict) else None
+        if variant.get("kind") != "plan" or not isinstance(config, dict):
+            continue
+        source = config.get("plan")
+        if not isinstance(source, str):
+            continue
+        path = base / source
+        where = f"variants[{i}].config.plan"
+        try:
+            plan_text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            errors.append(_unreadable(where, path, exc))
+            continue
+        plan, problems = parse_text(plan_text, filename=str(path))
+        errors += [CampaignError(p.code, f"{where}.{p.path}", p.message) for p in problems]
+        config["plan"] = plan
+    return errors
 
 
 def summary(result: Validation) -> str:

@@ -135,15 +135,20 @@ class CampaignCellActivities:
 
     def settle(self, input: SettleCellInput) -> CellOutcome:
         run_dir = self.settings.runs_dir / check_run_id(input.run_id)
-        summary_path = run_dir / "summary.json"
+        # A plan run keeps cost.json (its answer comes back in the run's result); the others
+        # keep summary.json and their answer under artifacts/.
+        summary_path = run_dir / ("cost.json" if input.kind == "plan" else "summary.json")
         if not summary_path.is_file():
             return CellOutcome(exists=False, completed=False, integrity_issues=["no_run"])
         summary: dict[str, Any] = json.loads(summary_path.read_text())
         outcome = _spend(input.kind, summary)
-        answer_file = run_dir / (
-            "artifacts/final.txt" if input.kind == "tournament" else "artifacts/answer.txt"
-        )
-        answer = answer_file.read_text() if answer_file.is_file() else None
+        if input.kind == "plan":
+            answer = input.answer
+        else:
+            answer_file = run_dir / (
+                "artifacts/final.txt" if input.kind == "tournament" else "artifacts/answer.txt"
+            )
+            answer = answer_file.read_text() if answer_file.is_file() else None
         issues = []
         if (outcome.completed and answer is None) or (
             not input.child_failed and not outcome.completed
@@ -222,6 +227,17 @@ class ScorerFailed(Exception):
 
 
 def _spend(kind: str, summary: dict[str, Any]) -> CellOutcome:
+    if kind == "plan":  # cost.json
+        return CellOutcome(
+            exists=True,
+            completed=summary.get("outcome") == "completed",
+            calls=int(summary.get("invocations", 0)),
+            input_tokens=int(summary.get("input_tokens", 0)),
+            output_tokens=int(summary.get("output_tokens", 0)),
+            usd=float(summary.get("usd") or 0.0),
+            model="plan:" + str(summary.get("plan", "")),
+            simulated=bool(summary.get("simulated", False)),
+        )
     completed = summary.get("status") == "completed"
     usage = summary.get("usage") or {}
     if kind == "tournament":

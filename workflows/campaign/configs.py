@@ -18,19 +18,30 @@ from workflows.call_options import CallOptions
 from workflows.campaign.document import (
     CampaignDocument,
     JudgeScorer,
+    PlanConfig,
     Scenario,
     SingleConfig,
     Variant,
     shape_errors,
 )
 from workflows.campaign.errors import CampaignError
+from workflows.plan.boundaries import plan_totals
 from workflows.plan.errors import join_path
+from workflows.plan.run_types import PlanRunInput
+from workflows.plan.validate import load_plan
 from workflows.tournament.errors import TournamentError
 from workflows.tournament.preflight import preflight
 from workflows.tournament.prompts import DEFAULT_RUBRIC, render
 from workflows.tournament.types import TournamentInput
 
-__all__ = ["ask_input", "cell_calls", "config_errors", "tournament_input"]
+__all__ = [
+    "ask_input",
+    "cell_calls",
+    "config_errors",
+    "final_step",
+    "plan_input",
+    "tournament_input",
+]
 
 
 def tournament_input(
@@ -79,7 +90,33 @@ def ask_input(
     )
 
 
+def plan_input(
+    variant: Variant, *, task: str, seed: int, run_id: str, calls: CallOptions | None = None
+) -> PlanRunInput:
+    """The child ``PlanRun`` of a cell: the scenario's task is the run argument ``task``."""
+    config = PlanConfig.model_validate(variant.config)
+    assert isinstance(config.plan, dict)  # a path was inlined by the CLI or refused
+    return PlanRunInput(
+        plan=config.plan,
+        args={"task": task, **config.args},
+        seed=seed,
+        run_id=run_id,
+        calls=calls or CallOptions(),
+    )
+
+
+def final_step(variant: Variant) -> str:
+    """The id of the plan's last top-level step: its output is the cell's answer."""
+    config = PlanConfig.model_validate(variant.config)
+    assert isinstance(config.plan, dict)
+    return load_plan(config.plan).steps[-1].id
+
+
 def _variant_calls(variant: Variant) -> int:
+    if variant.kind == "plan":
+        config = PlanConfig.model_validate(variant.config)
+        assert isinstance(config.plan, dict)
+        return plan_totals(load_plan(config.plan)).reserved_calls
     if variant.kind == "tournament":
         probe = tournament_input(variant, task="probe", seed=0, run_id="probe")
         return preflight(probe).tournament.worst_case_calls

@@ -25,6 +25,7 @@ from workflows.campaign.errors import CampaignError
 from workflows.inputs import StrictModel
 from workflows.plan.document import parse_text
 from workflows.plan.errors import join_path
+from workflows.plan.validate import validate_document as validate_plan
 from workflows.tournament.prompts import Style
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "ExactScorer",
     "JudgeScorer",
     "NumericScorer",
+    "PlanConfig",
     "RegexScorer",
     "Route",
     "Scenario",
@@ -121,6 +123,17 @@ class SingleConfig(StrictModel):
     temperature: float | None = Field(default=None, ge=0)
     max_output_tokens: int | None = Field(default=None, ge=1)
     base_url: str | None = None
+
+
+class PlanConfig(StrictModel):
+    """A plan run per cell; its last step's output is the answer. The scenario's task is the
+    run argument ``task`` (``${input.task}``) unless ``args`` sets it."""
+
+    plan: dict[str, Any] | str = Field(
+        description="the ponder-plan/1 document inline; a path is read by the CLI (relative to "
+        "the campaign file) and inlined before the campaign starts"
+    )
+    args: dict[str, Any] = Field(default_factory=dict)
 
 
 class Variant(StrictModel):
@@ -286,14 +299,7 @@ def _duplicates(errors: list[CampaignError], base: str, ids: list[str], code: st
 def _variant_errors(variant: Variant, path: str) -> list[CampaignError]:
     config_path = join_path(path, "config")
     if variant.kind == "plan":
-        return [
-            CampaignError(
-                "feature.not_available",
-                join_path(path, "kind"),
-                "plan variants need the PlanRun workflow, which this version does not have yet; "
-                "fix: use a tournament or single variant",
-            )
-        ]
+        return _plan_errors(variant, config_path)
     if variant.kind == "single":
         try:
             SingleConfig.model_validate(variant.config)
@@ -309,6 +315,29 @@ def _variant_errors(variant: Variant, path: str) -> list[CampaignError]:
         )
         for key in TOURNAMENT_OWNED
         if key in variant.config
+    ]
+
+
+def _plan_errors(variant: Variant, config_path: str) -> list[CampaignError]:
+    try:
+        config = PlanConfig.model_validate(variant.config)
+    except ValidationError as exc:
+        return shape_errors(exc, config_path)
+    plan_path = join_path(config_path, "plan")
+    if isinstance(config.plan, str):
+        return [
+            CampaignError(
+                "variant.config",
+                plan_path,
+                f"plan {config.plan!r} is a path: the worker never reads files named by a "
+                "campaign; fix: run it with `ponder campaign run` (which inlines the file) or "
+                "give the plan document inline",
+            )
+        ]
+    result = validate_plan(config.plan)
+    return [
+        CampaignError("variant.config", f"{plan_path}.{e.path}" if e.path else plan_path, e.line())
+        for e in result.errors
     ]
 
 

@@ -63,11 +63,14 @@ class SettleCellInput(BaseModel):
     """After a cell's child workflow ended: check its capture, read its spend, score it."""
 
     run_id: str
-    kind: Literal["single", "tournament"]
+    kind: Literal["single", "tournament", "plan"]
     scorer: Scorer
     child_failed: bool = False
     http: bool = Field(default=False, description="the cell's models speak HTTP: check raw events")
     return_answer: bool = Field(default=False, description="judge scorers: the workflow judges")
+    answer: str | None = Field(
+        default=None, description="plan cells: the last step's output (a plan run keeps no file)"
+    )
 
 
 class CellOutcome(BaseModel):

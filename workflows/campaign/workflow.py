@@ -34,7 +34,14 @@ with workflow.unsafe.imports_passed_through():
     from activities.campaign.report import WRITE_CAMPAIGN_ARTIFACTS
     from workflows.ask_types import AskResult
     from workflows.campaign.cells_budget import CellBudget
-    from workflows.campaign.configs import ask_input, cell_calls, config_errors, tournament_input
+    from workflows.campaign.configs import (
+        ask_input,
+        cell_calls,
+        config_errors,
+        final_step,
+        plan_input,
+        tournament_input,
+    )
     from workflows.campaign.document import CampaignDocument, JudgeScorer, semantic_errors
     from workflows.campaign.matrix import MAX_CAMPAIGN_RUN_ID, Cell, cells, fingerprint
     from workflows.campaign.records import RunRecord, TokenUsage
@@ -58,12 +65,14 @@ with workflow.unsafe.imports_passed_through():
     from workflows.names import (
         ASK,
         CAMPAIGN,
+        PLAN_RUN,
         QUERY_EVENTS,
         QUERY_PROGRESS,
         SIGNAL_EXTEND_BUDGET,
         TOURNAMENT,
         UPDATE_EXTEND_BUDGET,
     )
+    from workflows.plan.run_types import PlanRunResult
     from workflows.raw_input import NO_INPUT, decode_raw, input_failure
     from workflows.run_ids import RUN_ID_INVALID, run_id_problem
     from workflows.tournament.types import ExtendBudgetInput, ExtendBudgetResult, TournamentResult
@@ -117,6 +126,8 @@ class CampaignWorkflow:
         self.genuine: GenuineError | None = None
         self.cancelling = False
         self.http_variants: set[str] = set()
+        self.answers: dict[int, str] = {}
+        """Plan cells' answers (the last step's output) until their cell is settled."""
         self.version = 0  # bumped whenever a reservation might now succeed
         self.started_at = ""
 
@@ -211,6 +222,13 @@ class CampaignWorkflow:
                 roles = t.models.model_dump().values()
                 for model in dict.fromkeys([t.model, *[m for m in roles if m]]):
                     out.append(RoutedModel(variant=variant.id, model=model))
+            elif variant.kind == "plan":
+                plan = plan_input(variant, task="probe", seed=0, run_id="probe").plan
+                steps = plan.get("steps")
+                for step in steps if isinstance(steps, list) else []:
+                    model = step.get("model") if isinstance(step, dict) else None
+                    if isinstance(model, str):
+                        out.append(RoutedModel(variant=variant.id, model=model))
         for scenario in doc.scenarios:
             if isinstance(scenario.scorer, JudgeScorer):
                 out.append(
@@ -304,11 +322,12 @@ class CampaignWorkflow:
             SETTLE_CAMPAIGN_CELL,
             SettleCellInput(
                 run_id=cell.run_id,
-                kind=variant.kind,  # type: ignore[arg-type]  # plan variants never get here
+                kind=variant.kind,
                 scorer=scenario.scorer,
                 child_failed=cancelled or child_error is not None,
                 http=variant.id in self.http_variants,
                 return_answer=judge,
+                answer=self.answers.pop(cell.index, None),
             ),
             result_type=CellOutcome,
             start_to_close_timeout=timedelta(minutes=15),
@@ -346,7 +365,22 @@ class CampaignWorkflow:
 
     async def _child(self, doc: CampaignDocument, cell: Cell, reserved: int) -> None:
         variant, scenario = doc.variant(cell.variant), doc.scenario(cell.scenario)
-        if variant.kind == "single":
+        if variant.kind == "plan":
+            result = await workflow.execute_child_workflow(
+                PLAN_RUN,
+                plan_input(
+                    variant,
+                    task=scenario.task,
+                    seed=cell.child_seed,
+                    run_id=cell.run_id,
+                    calls=doc.calls,
+                ),
+                id=cell.run_id,
+                result_type=PlanRunResult,
+            )
+            output = result.outputs.get(final_step(variant))
+            self.answers[cell.index] = output if isinstance(output, str) else json.dumps(output)
+        elif variant.kind == "single":
             payload = ask_input(
                 variant,
                 task=scenario.task,
