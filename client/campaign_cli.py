@@ -19,6 +19,9 @@ from temporalio.service import RPCError
 from activities.campaign.report import ReportDesign, render_report
 from activities.config import Settings, load_settings
 from activities.errors import ConfigError
+from activities.model_types import Usage
+from activities.pricing import PRICES_AS_OF, cost_usd
+from activities.providers import price_table
 from client.runs import (
     RunFailed,
     check_run_id,
@@ -30,10 +33,17 @@ from client.runs import (
     start_run,
 )
 from client.session import Session, open_session, spawn_background_worker
-from workflows.campaign.configs import cell_calls, config_errors
-from workflows.campaign.document import Validation, validate_value
+from workflows.campaign.configs import cell_calls, config_errors, variant_models
+from workflows.campaign.document import CampaignDocument, Validation, validate_value
 from workflows.campaign.errors import CampaignError
 from workflows.campaign.records import RunRecord
+from workflows.campaign.stats import (
+    ALPHA,
+    DEFAULT_DIFF_SD,
+    MIN_PAIRS_FLOOR,
+    paired_power,
+    pilot_diff_sd,
+)
 from workflows.campaign.types import CampaignProgress, CampaignResult
 from workflows.names import CAMPAIGN, QUERY_PROGRESS
 from workflows.plan.document import parse_text
@@ -42,6 +52,9 @@ __all__ = ["campaign", "load"]
 
 EXIT_INVALID = 2
 EXIT_PAUSED = 75
+# A forecast cannot know token counts: this per-call shape gives a rough worst-case USD figure.
+ROUGH_INPUT_TOKENS = 2_000
+ROUGH_OUTPUT_TOKENS = 1_000
 
 
 @click.group()
@@ -230,8 +243,25 @@ def print_outcome(run_id: str, outcome: CampaignResult | CampaignProgress) -> No
 @click.argument("file")
 @click.option("--run-id", default=None, help="Workflow id (default: campaign-<random>).")
 @click.option("--detach", is_flag=True, help="Start the campaign, print its id and return.")
+@click.option(
+    "--dry-run", is_flag=True, help="Forecast (cells, worst-case calls and USD, power); no run."
+)
+@click.option(
+    "--effect", type=float, default=0.05, show_default=True, help="Effect size for the power."
+)
+@click.option(
+    "--pilot", default=None, help="A pilot campaign's run id or records.jsonl: its SD of pairs."
+)
 @click.pass_context
-def run(ctx: click.Context, file: str, run_id: str | None, detach: bool) -> None:
+def run(
+    ctx: click.Context,
+    file: str,
+    run_id: str | None,
+    detach: bool,
+    dry_run: bool,
+    effect: float,
+    pilot: str | None,
+) -> None:
     """Run the campaign in FILE: live progress (cells, spend, leader), then the decision.
 
     Exit 0 completed (or detached), 1 failed or cancelled, 2 invalid, 75 paused on its budget.
@@ -241,6 +271,9 @@ def run(ctx: click.Context, file: str, run_id: str | None, detach: bool) -> None
         fail_invalid(file, result)
         return
     settings = _settings(ctx)
+    if dry_run:
+        forecast(result.document, settings, effect=effect, pilot=pilot)
+        return
     run_id = check_run_id(run_id or new_run_id("campaign"))
     payload = result.document.model_dump(mode="json", by_alias=True)
 
@@ -255,6 +288,65 @@ def run(ctx: click.Context, file: str, run_id: str | None, detach: bool) -> None
             return await follow(session, handle)
 
     print_outcome(run_id, asyncio.run(go()))
+
+
+def _pilot_records(pilot: str, settings: Settings) -> list[RunRecord]:
+    path = Path(pilot)
+    if not path.is_file():
+        path = settings.runs_dir / check_run_id(pilot) / "records.jsonl"
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        raise ConfigError(f"cannot read the pilot's records {path}: {exc.strerror}") from None
+    return [RunRecord.model_validate_json(line) for line in lines if line.strip()]
+
+
+def forecast(
+    doc: CampaignDocument, settings: Settings, *, effect: float, pilot: str | None
+) -> None:
+    """Print the cells, the worst case in calls and USD, and the power at the planned pairs."""
+    usage = Usage(input_tokens=ROUGH_INPUT_TOKENS, output_tokens=ROUGH_OUTPUT_TOKENS)
+    models = variant_models(doc)
+    prices = price_table([m for _, m, _ in models], settings, require_key=False)
+    click.echo(
+        f"campaign {doc.campaign_id!r}: {len(doc.variants)} variants x {len(doc.scenarios)} "
+        f"scenarios x {len(doc.seeds)} seeds = "
+        f"{len(doc.variants) * len(doc.scenarios) * len(doc.seeds)} cells, "
+        f"at most {doc.concurrency} at once"
+    )
+    total_calls, total_usd, unpriced = 0, 0.0, set()
+    for variant in doc.variants:
+        calls = sum(cell_calls(variant, s) for s in doc.scenarios) * len(doc.seeds)
+        specs = [m for v, m, _ in models if v == variant.id]
+        missing = {m for m in specs if m not in prices}
+        per_call = max((cost_usd(prices[m], usage) for m in specs if m in prices), default=0.0)
+        unpriced |= missing
+        total_calls += calls
+        total_usd += calls * per_call
+        usd = "unknown" if missing else f"{calls * per_call:.4f}"
+        click.echo(f"  {variant.id:<20} {variant.kind:<10} worst case {calls:>6} calls, USD {usd}")
+    usd_total = f"{total_usd:.4f}" + (
+        f" + unpriced {', '.join(sorted(unpriced))}" if unpriced else ""
+    )
+    click.echo(
+        f"worst case: {total_calls} calls, USD {usd_total} (at ~{ROUGH_INPUT_TOKENS} in / "
+        f"{ROUGH_OUTPUT_TOKENS} out tokens a call; prices as of {PRICES_AS_OF}, ponder.toml wins)"
+    )
+    pairs = len(doc.scenarios) * len(doc.seeds)
+    sd, source = DEFAULT_DIFF_SD, f"the stated default {DEFAULT_DIFF_SD}"
+    if pilot is not None:
+        measured = pilot_diff_sd(_pilot_records(pilot, settings), doc.comparator_id)
+        if measured is not None:
+            sd, source = measured, f"pilot {pilot}"
+    power = paired_power(effect, sd, pairs)
+    needed = next((n for n in range(2, 100_000) if paired_power(effect, sd, n) >= 0.8), None)
+    floor = max(MIN_PAIRS_FLOOR, doc.min_pairs)
+    click.echo(
+        f"power: {pairs} pairs per variant against {doc.comparator_id}, SD of paired "
+        f"differences {sd:.4g} ({source}): {power:.0%} to detect an effect of {effect:g} "
+        f"(alpha {ALPHA}); 80% needs {needed or 'over 100000'} pairs; a decision needs "
+        f">= {floor} pairs"
+    )
 
 
 @campaign.command()

@@ -41,6 +41,7 @@ __all__ = [
     "final_step",
     "plan_input",
     "tournament_input",
+    "variant_models",
 ]
 
 
@@ -145,3 +146,28 @@ def config_errors(doc: CampaignDocument) -> list[CampaignError]:
         except TournamentError as exc:
             errors.append(CampaignError("variant.config", path, f"{exc.code}: {exc.message}"))
     return errors
+
+
+def variant_models(doc: CampaignDocument) -> list[tuple[str, str, str | None]]:
+    """``(variant or scorer:<scenario>, model spec, base URL)`` of every model a campaign uses:
+    what the route assertion checks and the forecast prices."""
+    out: list[tuple[str, str, str | None]] = []
+    for variant in doc.variants:
+        if variant.kind == "single":
+            config = ask_input(variant, task="probe", seed=0, run_id="probe")
+            out.append((variant.id, config.model, config.base_url))
+        elif variant.kind == "tournament":
+            t = tournament_input(variant, task="probe", seed=0, run_id="probe")
+            roles = [m for m in t.models.model_dump().values() if m]
+            out += [(variant.id, model, None) for model in dict.fromkeys([t.model, *roles])]
+        else:
+            plan = plan_input(variant, task="probe", seed=0, run_id="probe").plan
+            steps = plan.get("steps")
+            for step in steps if isinstance(steps, list) else []:
+                model = step.get("model") if isinstance(step, dict) else None
+                if isinstance(model, str):
+                    out.append((variant.id, model, None))
+    for scenario in doc.scenarios:
+        if isinstance(scenario.scorer, JudgeScorer):
+            out.append((f"scorer:{scenario.id}", scenario.scorer.model, None))
+    return out

@@ -41,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
         final_step,
         plan_input,
         tournament_input,
+        variant_models,
     )
     from workflows.campaign.document import CampaignDocument, JudgeScorer, semantic_errors
     from workflows.campaign.matrix import MAX_CAMPAIGN_RUN_ID, Cell, cells, fingerprint
@@ -187,7 +188,13 @@ class CampaignWorkflow:
         if not errors:
             check: RouteCheck = await workflow.execute_activity(
                 CHECK_CAMPAIGN_ROUTE,
-                CheckRouteInput(route=doc.route, models=self._routed_models(doc)),
+                CheckRouteInput(
+                    route=doc.route,
+                    models=[
+                        RoutedModel(variant=v, model=m, base_url=u)
+                        for v, m, u in variant_models(doc)
+                    ],
+                ),
                 result_type=RouteCheck,
                 start_to_close_timeout=timedelta(seconds=30),
                 retry_policy=ACTIVITY_RETRY,
@@ -207,34 +214,6 @@ class CampaignWorkflow:
     def _fail_now(self, code: str, message: str) -> None:
         self.status, self.error = "failed", f"{code}: {message}"
         raise ApplicationError(message, type=code, non_retryable=True)
-
-    @staticmethod
-    def _routed_models(doc: CampaignDocument) -> list[RoutedModel]:
-        out: list[RoutedModel] = []
-        for variant in doc.variants:
-            if variant.kind == "single":
-                config = ask_input(variant, task="probe", seed=0, run_id="probe")
-                out.append(
-                    RoutedModel(variant=variant.id, model=config.model, base_url=config.base_url)
-                )
-            elif variant.kind == "tournament":
-                t = tournament_input(variant, task="probe", seed=0, run_id="probe")
-                roles = t.models.model_dump().values()
-                for model in dict.fromkeys([t.model, *[m for m in roles if m]]):
-                    out.append(RoutedModel(variant=variant.id, model=model))
-            elif variant.kind == "plan":
-                plan = plan_input(variant, task="probe", seed=0, run_id="probe").plan
-                steps = plan.get("steps")
-                for step in steps if isinstance(steps, list) else []:
-                    model = step.get("model") if isinstance(step, dict) else None
-                    if isinstance(model, str):
-                        out.append(RoutedModel(variant=variant.id, model=model))
-        for scenario in doc.scenarios:
-            if isinstance(scenario.scorer, JudgeScorer):
-                out.append(
-                    RoutedModel(variant=f"scorer:{scenario.id}", model=scenario.scorer.model)
-                )
-        return out
 
     async def _run_cells(self, doc: CampaignDocument) -> None:
         pending = iter(self.cells)
