@@ -21,10 +21,14 @@ from activities.errors import PonderError, ServerError
 from activities.providers import DEFAULT_MODEL, MODEL_EXAMPLES, resolve_model
 from client.campaign_cli import campaign as campaign_group
 from client.embedded import EmbeddedServer
+from client.export import export
 from client.logs import configure_logging
+from client.mcp.cli import mcp as mcp_command
 from client.plan_cli import plan as plan_group
 from client.plan_run_cli import register_plan_run_commands
+from client.profile_cli import profile as profile_group
 from client.runs import RunFailed, check_run_id, new_run_id, start_run, wait_or_detach
+from client.runs_cli import runs as runs_command
 from client.session import open_session, spawn_background_worker, terminated
 from client.tournament_cli import register as register_tournament_commands
 from client.worker_cli import worker_command
@@ -90,7 +94,7 @@ def _run(command: click.Command, **kwargs: Any) -> None:
     except asyncio.CancelledError:
         if not terminated():
             raise
-        _fail("terminated (SIGTERM); runs go on with a background worker", EXIT_TERMINATED)
+        _fail("terminated (SIGTERM); open runs go on in a background worker", EXIT_TERMINATED)
     except RunFailed as exc:
         if debug:
             traceback.print_exc()
@@ -268,6 +272,10 @@ def server_address(ctx: click.Context, wait_s: float) -> None:
 cli.add_command(worker_command)
 register_tournament_commands(cli)
 cli.add_command(plan_group)
+cli.add_command(profile_group)
+cli.add_command(runs_command)
+cli.add_command(export)
+cli.add_command(mcp_command)
 register_plan_run_commands(cli, plan_group)
 cli.add_command(campaign_group)
 

@@ -11,11 +11,13 @@ import sys
 from typing import Any, get_args
 
 import click
+from click.core import ParameterSource
 
 from activities.config import Settings, load_settings
 from activities.model_types import Usage
 from activities.pricing import PRICES_AS_OF, cost_usd
 from activities.providers import default_model_for, price_table, resolve_model
+from client.profiles import apply_profile
 from client.runs import check_run_id, new_run_id, start_run
 from client.session import open_session, spawn_background_worker
 from client.tournament_control import cancel, extend, report, status, watch
@@ -160,10 +162,10 @@ def build_input(settings: Settings, **o: Any) -> TournamentInput:
 @click.argument("task")
 @click.option(
     "--profile",
-    type=click.Choice(list(BUILTIN_PROFILES)),
     default="quick",
     show_default=True,
-    help="Built-in (n, k, t, m): quick 4/2/1/2, balanced 8/3/2/4, paper 20/4/3/10.",
+    help="Built-in (n, k, t, m): quick 4/2/1/2, balanced 8/3/2/4, paper 20/4/3/10; "
+    "or a saved profile (ponder profile list).",
 )
 @click.option("--n", type=int, default=None, help="Population size (overrides the profile's).")
 @click.option("--k", type=int, default=None, help="Judge degree per generation (overrides).")
@@ -269,6 +271,8 @@ def build_input(settings: Settings, **o: Any) -> TournamentInput:
 def think(ctx: click.Context, **options: Any) -> None:
     """Run a tournament on TASK (or @file): generate, judge, rank, mutate, rank again."""
     settings = load_settings(ctx.obj["config"])
+    given = {k for k in options if ctx.get_parameter_source(k) != ParameterSource.DEFAULT}
+    options, _ = apply_profile(options, given, settings.home)  # a saved --profile NAME
     run_id = check_run_id(options["run_id"] or new_run_id("think"))
     options["run_id"] = run_id
     payload = build_input(settings, **options)

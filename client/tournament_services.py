@@ -15,6 +15,7 @@ from client.runs import check_run_id, new_run_id, start_run
 from client.session import open_session
 from client.tournament_follow import follow, print_outcome
 from client.tournament_options import read_file, read_task, refuse
+from workflows.ask_types import AskInput
 from workflows.budget import BudgetLimits
 from workflows.names import TOURNAMENT
 from workflows.tournament.errors import TournamentError
@@ -23,7 +24,7 @@ from workflows.tournament.profiles import ALL_PAIRS_FREE_LIMIT, RankMode, rank_b
 from workflows.tournament.prompts import Style
 from workflows.tournament.types import GivenCandidate, Progress, TournamentInput, TournamentResult
 
-__all__ = ["build_rank_input", "mutate", "rank"]
+__all__ = ["build_mutate_input", "build_rank_input", "mutate", "rank"]
 
 
 def _settings(ctx: click.Context) -> Settings:
@@ -44,14 +45,17 @@ def build_rank_input(
     max_calls: int | None,
     seed: int | None,
     run_id: str,
+    given: list[GivenCandidate] | None = None,
 ) -> TournamentInput:
-    """The workflow input that ranks ``files``; refuses what preflight refuses."""
-    if len(files) < 2:
-        raise ConfigError(
-            f"rank needs at least two candidate files to compare (got {len(files)}): "
-            "give two or more files"
-        )
-    given = [GivenCandidate(id=Path(name).stem, text=read_file(name)) for name in files]
+    """The workflow input that ranks ``files`` (or the ``given`` texts, for the MCP server);
+    refuses what preflight refuses."""
+    if given is None:
+        if len(files) < 2:
+            raise ConfigError(
+                f"rank needs at least two candidate files to compare (got {len(files)}): "
+                "give two or more files"
+            )
+        given = [GivenCandidate(id=Path(name).stem, text=read_file(name)) for name in files]
     judge = model or TournamentInput.model_fields["model"].default
     keys_here = not settings.temporal_address
     resolve_model(judge, settings, require_key=keys_here)
@@ -180,32 +184,20 @@ def mutate(
 ) -> None:
     """Improve one candidate answer (FILE) from a critique (one mutate call)."""
     from client.runs import wait_or_detach
-    from workflows.ask_types import AskInput, AskResult
+    from workflows.ask_types import AskResult
     from workflows.names import ASK
-    from workflows.tournament.prompts import DEFAULT_RUBRIC, render
 
     settings = _settings(ctx)
-    candidate = read_file(file)
-    mutator = model or TournamentInput.model_fields["model"].default
-    resolve_model(mutator, settings, require_key=not settings.temporal_address)
-    prompt = render(
-        "mutate",
-        {
-            "task": read_task(task),
-            "rubric": rubric or DEFAULT_RUBRIC,
-            "candidate": candidate,
-            "critique": read_task(critique, what="critique"),
-        },
-        style=prompt_style,  # type: ignore[arg-type]
-    )
     run_id = new_run_id("mutate")
-    payload = AskInput(
-        question=prompt.user,
-        system=prompt.system,
-        model=mutator,
-        role="mutate",
+    payload = build_mutate_input(
+        settings,
+        read_file(file),
+        task=read_task(task),
+        critique=read_task(critique, what="critique"),
+        rubric=rubric,
+        model=model,
+        prompt_style=prompt_style,
         seed=seed,
-        max_output_tokens=prompt.max_output_tokens,
         run_id=run_id,
     )
 
@@ -215,3 +207,41 @@ def mutate(
             return await wait_or_detach(session, handle)
 
     click.echo(asyncio.run(go()).response.text)
+
+
+def build_mutate_input(
+    settings: Settings,
+    candidate: str,
+    *,
+    task: str,
+    critique: str,
+    rubric: str | None,
+    model: str | None,
+    prompt_style: str,
+    seed: int,
+    run_id: str,
+) -> AskInput:
+    """The Ask input of one mutate call (the CLI's and the MCP server's)."""
+    from workflows.tournament.prompts import DEFAULT_RUBRIC, render
+
+    mutator = model or TournamentInput.model_fields["model"].default
+    resolve_model(mutator, settings, require_key=not settings.temporal_address)
+    prompt = render(
+        "mutate",
+        {
+            "task": task,
+            "rubric": rubric or DEFAULT_RUBRIC,
+            "candidate": candidate,
+            "critique": critique,
+        },
+        style=prompt_style,  # type: ignore[arg-type]
+    )
+    return AskInput(
+        question=prompt.user,
+        system=prompt.system,
+        model=mutator,
+        role="mutate",
+        seed=seed,
+        max_output_tokens=prompt.max_output_tokens,
+        run_id=run_id,
+    )

@@ -1,0 +1,167 @@
+"""The MCP tools' arguments: each model's JSON Schema is its tool's input schema.
+
+They are built from the workflow input models the CLI fills (``BudgetLimits``, ``Concurrency``,
+``GivenCandidate``, ``ExtendBudgetInput``, the ``Style``/``Schedule`` literals), so a tool and
+its CLI command refuse the same values with the same words.
+"""
+
+from __future__ import annotations
+
+from pydantic import ConfigDict, Field
+
+from client.runs_cli import KINDS, STATUSES
+from workflows.ask_types import AskInput
+from workflows.budget import BudgetLimits
+from workflows.inputs import StrictModel
+from workflows.tournament.profiles import BUILTIN_PROFILES, RankMode
+from workflows.tournament.prompts import Style
+from workflows.tournament.types import (
+    Concurrency,
+    ExtendBudgetInput,
+    GivenCandidate,
+    OnBudgetExhausted,
+    Schedule,
+)
+
+__all__ = [
+    "AskArgs",
+    "ExtendArgs",
+    "ListRunsArgs",
+    "MutateArgs",
+    "NoArgs",
+    "PlanValidateArgs",
+    "ProfileArgs",
+    "RankArgs",
+    "ResultArgs",
+    "RunArgs",
+    "ThinkArgs",
+    "WaitArgs",
+]
+
+DEFAULT_WAIT_S = 600.0
+
+
+class WaitArgs(StrictModel):
+    wait: bool = Field(
+        default=False,
+        description="false: return the run id at once (the run goes on); true: wait for the "
+        "outcome, with progress notifications, up to timeout_s",
+    )
+    timeout_s: float = Field(
+        default=DEFAULT_WAIT_S, gt=0, le=3600, description="longest wait when wait is true"
+    )
+
+
+class ThinkArgs(WaitArgs):
+    """``ponder think``: a tournament on a task."""
+
+    model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
+
+    task: str = Field(min_length=1, description="the task text")
+    profile: str = Field(
+        default="quick",
+        description=f"built-in ({', '.join(BUILTIN_PROFILES)}) or a saved profile name",
+    )
+    n: int | None = None
+    k: int | None = None
+    t: int | None = None
+    m: int | None = None
+    lambda_: float | None = Field(default=None, alias="lambda")
+    temperatures: dict[str, float] = Field(
+        default={}, description="by role: generate, judge, mutate, finalize"
+    )
+    provider: str | None = Field(default=None, description="provider for every role, e.g. sim")
+    model: str | None = Field(default=None, description="provider:model for every role")
+    judge_model: str | None = None
+    mutator_model: str | None = None
+    finalizer_model: str | None = None
+    rubric: str | None = None
+    prompt_style: Style | None = None
+    schedule: Schedule | None = None
+    seed: int | None = None
+    budget: BudgetLimits = BudgetLimits()
+    concurrency: Concurrency | None = None
+    on_budget_exhausted: OnBudgetExhausted | None = None
+    invalid_json_retries: int | None = Field(default=None, ge=0)
+    run_id: str | None = None
+
+
+class RankArgs(WaitArgs):
+    """``ponder rank``: rank given candidate texts by pairwise judging."""
+
+    task: str = Field(min_length=1)
+    candidates: list[GivenCandidate] = Field(min_length=2, description="id and text of each")
+    rubric: str | None = None
+    model: str | None = Field(default=None, description="judge model, provider:model")
+    rank_mode: RankMode = "auto"
+    rank_k: int | None = None
+    rank_seed: int | None = None
+    rank_max_calls: int | None = Field(default=None, ge=1)
+    max_calls: int | None = Field(default=None, ge=0)
+    seed: int | None = None
+    run_id: str | None = None
+
+
+class MutateArgs(WaitArgs):
+    """``ponder mutate``: improve one candidate from a critique."""
+
+    task: str = Field(min_length=1)
+    candidate: str
+    critique: str
+    rubric: str | None = None
+    model: str | None = Field(default=None, description="mutator model, provider:model")
+    prompt_style: Style = "general"
+    seed: int = 0
+    run_id: str | None = None
+
+
+class AskArgs(WaitArgs):
+    """``ponder ask``: one model call through Temporal."""
+
+    question: str = Field(min_length=1)
+    model: str = AskInput.model_fields["model"].default
+    system: str | None = None
+    temperature: float | None = None
+    max_output_tokens: int | None = Field(default=None, ge=1)
+    seed: int = 0
+    run_id: str | None = None
+
+
+class RunArgs(StrictModel):
+    run_id: str = Field(description="the run id a tool or the CLI printed")
+
+
+class ResultArgs(RunArgs, WaitArgs):
+    pass
+
+
+class ExtendArgs(ExtendBudgetInput, WaitArgs):
+    """New absolute limits (fields left out keep theirs); a paused run continues."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    run_id: str
+
+
+class ListRunsArgs(StrictModel):
+    kind: str | None = Field(default=None, description=" | ".join(KINDS))
+    status: str | None = Field(default=None, description=" | ".join(STATUSES))
+    since: str | None = Field(default=None, description="30m, 2h, 7d, 1w or an ISO date")
+    limit: int = Field(default=50, ge=1, le=500)
+
+
+class NoArgs(StrictModel):
+    pass
+
+
+class ProfileArgs(StrictModel):
+    name: str
+
+
+class PlanValidateArgs(StrictModel):
+    """``ponder plan validate``: check a plan document (YAML or JSON text)."""
+
+    document: str = Field(min_length=1, description="the plan document's text")
+    filename: str | None = Field(
+        default=None, description="a name for messages; .json parses as JSON, else YAML"
+    )

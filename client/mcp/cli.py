@@ -1,0 +1,89 @@
+"""``ponder mcp``: serve ponder to MCP clients over stdio (default) or streamable HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import click
+
+from activities.config import load_settings
+from activities.errors import ConfigError
+from client.mcp.backend import Backend
+from client.mcp.http import PATH, TOKEN_ENV, Guard, allowed_hosts, is_loopback, parse_listen
+from client.mcp.server import build_server
+from client.session import open_session
+
+__all__ = ["mcp"]
+
+
+@click.command()
+@click.option(
+    "--http",
+    "listen",
+    default=None,
+    metavar="HOST:PORT",
+    help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (host default 127.0.0.1).",
+)
+@click.option(
+    "--allow-remote",
+    is_flag=True,
+    help=f"Allow a bind off loopback (needs a bearer token in ${TOKEN_ENV}).",
+)
+@click.option(
+    "--allow-host",
+    multiple=True,
+    metavar="NAME",
+    help="Another Host header name clients use to reach this server (e.g. a DNS name).",
+)
+@click.pass_context
+def mcp(
+    ctx: click.Context, listen: str | None, allow_remote: bool, allow_host: tuple[str, ...]
+) -> None:
+    """Serve ponder's tools and run resources to MCP clients (agents, chat clients).
+
+    Runs started here belong to Temporal: they go on after this server exits (a background
+    worker runs them in embedded mode) and can be followed with ponder watch.
+    """
+    settings = load_settings(ctx.obj["config"])
+    token = os.environ.get(TOKEN_ENV) or None
+    where = parse_listen(listen) if listen is not None else None
+    if where is not None and not is_loopback(where.host):
+        if not allow_remote:
+            raise ConfigError(
+                f"--http {listen}: {where.host} is not a loopback address: pass --allow-remote "
+                f"(with a bearer token in ${TOKEN_ENV}) or bind 127.0.0.1"
+            )
+        if token is None or len(token) < 16:
+            raise ConfigError(
+                f"--allow-remote needs a bearer token of at least 16 characters in ${TOKEN_ENV}: "
+                "set it (e.g. to the output of `openssl rand -hex 24`) and give it to clients"
+            )
+
+    async def go() -> None:
+        async with open_session(settings, worker=False) as session:
+            backend = Backend(session)
+            server = build_server(backend)
+            if where is None:
+                from mcp.server.stdio import stdio_server
+
+                async with stdio_server() as (read, write):
+                    await server.run(read, write, server.create_initialization_options())
+                return
+            import uvicorn
+            from mcp.server.transport_security import TransportSecuritySettings
+
+            app = server.streamable_http_app(
+                streamable_http_path=PATH,
+                host=where.host,
+                # The Guard checks Host, Origin, content type and token first, on every route.
+                transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+            )
+            guarded = Guard(app, hosts=allowed_hosts(where, allow_host), token=token)
+            click.echo(f"ponder MCP server at {where.url}", err=True)
+            config = uvicorn.Config(
+                guarded, host=where.host, port=where.port, log_level="warning", lifespan="on"
+            )
+            await uvicorn.Server(config).serve()
+
+    asyncio.run(go())

@@ -1,0 +1,231 @@
+"""The tools on a run that exists: ``status``, ``result``, ``extend``, ``cancel``, ``list_runs``.
+
+Built on the typed client (``client.api``): a run is attached by its workflow type, so a later
+kind (plans, campaigns) answers ``status`` and ``result`` with no change here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from temporalio.client import (
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowUpdateFailedError,
+)
+
+from client.api import AskRun, Run, RunFailed, TournamentRun
+from client.mcp.args import ExtendArgs, ListRunsArgs, ResultArgs, RunArgs
+from client.mcp.backend import Backend
+from client.mcp.errors import CodedError
+from client.runs import failure_message
+from client.runs_cli import list_runs
+from workflows.tournament.types import Progress
+
+__all__ = ["ProgressFn", "cancel", "extend", "outcome", "result", "runs", "status"]
+
+ProgressFn = Callable[[float, float | None, str], Awaitable[None]]
+POLL_S = 0.5
+RESOURCES = ("summary", "leaderboard", "comparisons", "trace", "report")
+
+
+def follow_hint(run_id: str) -> str:
+    return f"call result with run_id {run_id!r} (wait: true to block), or: ponder watch {run_id}"
+
+
+def _state(status: WorkflowExecutionStatus | None) -> str:
+    if status is None:
+        return "unknown"
+    if status == WorkflowExecutionStatus.CANCELED:
+        return "cancelled"
+    return status.name.lower()
+
+
+async def _kind(run: Run[Any]) -> str:
+    if run.workflow_type:
+        return run.workflow_type.lower()
+    return (await run.handle.describe()).workflow_type.lower()
+
+
+async def _progress(run: Run[Any]) -> Progress | None:
+    if not isinstance(run, TournamentRun):
+        return None
+    try:
+        return await run.progress()
+    except Exception:  # no answer yet (a worker picking the run up): progress is best effort
+        return None
+
+
+def _progress_view(p: Progress) -> dict[str, Any]:
+    return {
+        "phase": p.phase,
+        "generation": p.generation,
+        "calls": p.spent.calls,
+        "calls_planned": p.calls_planned,
+        "usd": p.spent.usd if p.usd_known else None,
+        "budget": p.budget.model_dump(exclude_none=True),
+        "blocking_limit": p.blocking_limit,
+        "leaderboard": [r.model_dump() for r in p.leaderboard],
+        "error": p.error,
+    }
+
+
+async def outcome(
+    backend: Backend, run_id: str, *, wait_s: float, progress: ProgressFn | None
+) -> dict[str, Any]:
+    """The run's result if it ended (waiting up to ``wait_s``), else its state and progress."""
+    run = await backend.ponder.attach(run_id)
+    state = await run.status()
+    if state == WorkflowExecutionStatus.RUNNING:
+        await backend.ensure_worker()
+    deadline = time.monotonic() + wait_s
+    while state == WorkflowExecutionStatus.RUNNING:
+        live = await _progress(run)
+        if live is not None:
+            if progress is not None:
+                await progress(
+                    float(live.spent.calls),
+                    float(live.calls_planned) or None,
+                    f"{live.phase}: {live.spent.calls}/{live.calls_planned} calls ({live.status})",
+                )
+            if live.status == "awaiting_budget" and live.in_flight == 0:
+                return {
+                    "run_id": run_id,
+                    "kind": await _kind(run),
+                    "status": "awaiting_budget",
+                    "progress": _progress_view(live),
+                    "next": f"call extend with run_id {run_id!r} and a higher "
+                    f"{live.blocking_limit}; the run continues where it stopped",
+                }
+        if time.monotonic() >= deadline:
+            view: dict[str, Any] = {"run_id": run_id, "kind": await _kind(run), "status": "running"}
+            if live is not None:
+                view["progress"] = _progress_view(live)
+            return {**view, "next": follow_hint(run_id)}
+        await asyncio.sleep(POLL_S)
+        state = await run.status()
+    return await _ended(run, state)
+
+
+async def _ended(run: Run[Any], state: WorkflowExecutionStatus | None) -> dict[str, Any]:
+    view: dict[str, Any] = {"run_id": run.id, "kind": await _kind(run), "status": _state(state)}
+    try:
+        done = await run.result()
+    except RunFailed as exc:
+        cause = exc.__cause__
+        failed = isinstance(cause, WorkflowFailureError)
+        view["error"] = failure_message(cause) if failed else str(exc)  # type: ignore[arg-type]
+        return view
+    if isinstance(run, TournamentRun):
+        return {
+            **view,
+            "winner_id": done.winner_id,
+            "final_answer": done.final_answer,
+            "leaderboard": [r.model_dump() for r in done.leaderboard],
+            "calls": done.spent.calls,
+            "usd": done.spent.usd,
+            "simulated": done.simulated,
+            "resources": {name: f"ponder://runs/{run.id}/{name}" for name in RESOURCES},
+        }
+    if isinstance(run, AskRun):
+        r = done.response
+        return {
+            **view,
+            "answer": r.text,
+            "model": f"{r.provider}:{r.model}",
+            "simulated": r.simulated,
+            "usage": r.usage.model_dump(),
+            "usd": r.usd,
+        }
+    # Plans and campaigns: their result model as JSON, whatever it holds.
+    return {**view, "result": done.model_dump(mode="json") if hasattr(done, "model_dump") else done}
+
+
+async def status(backend: Backend, args: RunArgs, progress: ProgressFn) -> dict[str, Any]:
+    run = await backend.ponder.attach(args.run_id)
+    description = await run.handle.describe()
+    view: dict[str, Any] = {
+        "run_id": run.id,
+        "kind": await _kind(run),
+        "status": _state(description.status),
+        "started": description.start_time.isoformat() if description.start_time else None,
+        "closed": description.close_time.isoformat() if description.close_time else None,
+    }
+    if isinstance(run, TournamentRun):
+        await backend.ensure_worker()  # a query is answered by a worker
+        live = await _progress(run)
+        if live is not None:
+            view["status"] = live.status
+            view["progress"] = _progress_view(live)
+    if description.status == WorkflowExecutionStatus.FAILED:
+        try:
+            await run.result()
+        except RunFailed as exc:
+            view["error"] = str(exc)
+    return view
+
+
+async def result(backend: Backend, args: ResultArgs, progress: ProgressFn) -> dict[str, Any]:
+    wait_s = args.timeout_s if args.wait else 0
+    return await outcome(backend, args.run_id, wait_s=wait_s, progress=progress)
+
+
+async def extend(backend: Backend, args: ExtendArgs, progress: ProgressFn) -> dict[str, Any]:
+    limits = args.model_dump(
+        include={"max_calls", "max_usd", "max_input_tokens", "max_output_tokens"}
+    )
+    if all(v is None for v in limits.values()):
+        raise CodedError(
+            "input.invalid",
+            "extend needs at least one new limit",
+            "give max_calls, max_usd, max_input_tokens or max_output_tokens (absolute values)",
+        )
+    run = await backend.ponder.attach(args.run_id)
+    if not isinstance(run, TournamentRun):
+        raise CodedError(
+            "run.kind_invalid", f"run {run.id} is not a tournament", "extend a tournament's run id"
+        )
+    await backend.ensure_worker()
+    try:
+        done = await run.extend(**limits)
+    except WorkflowUpdateFailedError as exc:
+        cause = exc.cause
+        raise CodedError(
+            "budget.extend_refused",
+            str(getattr(cause, "message", cause)),
+            "give limits above what the run has already spent (see the status tool)",
+        ) from None
+    view = {
+        "run_id": run.id,
+        "budget": done.budget.model_dump(exclude_none=True),
+        "spent": done.spent.model_dump(),
+    }
+    if not args.wait:
+        return {**view, "status": "running", "next": follow_hint(run.id)}
+    return {**view, **await outcome(backend, run.id, wait_s=args.timeout_s, progress=progress)}
+
+
+async def cancel(backend: Backend, args: RunArgs, progress: ProgressFn) -> dict[str, Any]:
+    run = await backend.ponder.attach(args.run_id)
+    await backend.ensure_worker()  # the cancellation drains calls and writes artifacts
+    await run.cancel(wait=False)
+    return {
+        "run_id": run.id,
+        "status": "cancelling",
+        "next": "in-flight calls finish and are recorded; the status tool shows cancelled",
+    }
+
+
+async def runs(backend: Backend, args: ListRunsArgs, progress: ProgressFn) -> dict[str, Any]:
+    rows = await list_runs(
+        backend.settings,
+        backend.client,
+        kind=args.kind,
+        status=args.status,
+        since=args.since,
+        limit=args.limit,
+    )
+    return {"runs": [r.model_dump(mode="json") for r in rows]}

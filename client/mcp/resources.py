@@ -1,0 +1,156 @@
+"""The MCP resources: ``ponder://runs/{run_id}/{summary|leaderboard|comparisons|trace|report}``.
+
+Read from the run store (what the worker wrote). Record lists page with ``?cursor=N``
+(``PAGE_RECORDS`` records, at most ``PAGE_BYTES``), the report with ``?offset=N`` (bytes); each
+page says where the next one is. A run id that is not a plain id (a path, ``..``) is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import mcp_types as types
+
+from activities.config import Settings
+from client.mcp.errors import CodedError
+from client.runs_cli import checked_run_dir, store_rows
+
+__all__ = ["NAMES", "PAGE_BYTES", "PAGE_RECORDS", "list_resources", "read", "templates"]
+
+PAGE_RECORDS = 100
+PAGE_BYTES = 256 * 1024
+LISTED_RUNS = 50
+NAMES = {
+    "summary": "the run's summary.json: status, winner, calls, usage",
+    "leaderboard": "the final ranking (Bradley-Terry scores, W/L/T)",
+    "comparisons": "every judge verdict with both critiques (paged: ?cursor=N)",
+    "trace": "the run's events (paged: ?cursor=N)",
+    "report": "report.html (paged by bytes: ?offset=N)",
+}
+
+
+def templates() -> list[types.ResourceTemplate]:
+    return [
+        types.ResourceTemplate(
+            name=f"run-{name}",
+            uri_template=f"ponder://runs/{{run_id}}/{name}",
+            description=description,
+            mime_type="text/html" if name == "report" else "application/json",
+        )
+        for name, description in NAMES.items()
+    ]
+
+
+def list_resources(settings: Settings) -> list[types.Resource]:
+    rows = sorted(store_rows(settings.runs_dir), key=lambda r: r.created or "", reverse=True)
+    return [
+        types.Resource(
+            name=f"{row.run_id} summary",
+            uri=f"ponder://runs/{row.run_id}/summary",
+            description=f"{row.kind}, {row.status}" + (f", {row.outcome}" if row.outcome else ""),
+            mime_type="application/json",
+        )
+        for row in rows[:LISTED_RUNS]
+    ]
+
+
+def _parse(uri: str) -> tuple[str, str, dict[str, list[str]]]:
+    parts = urlsplit(uri)
+    segments = parts.path.split("/")
+    if parts.scheme != "ponder" or parts.netloc != "runs" or len(segments) != 3 or segments[0]:
+        raise CodedError(
+            "resource.invalid",
+            f"{uri!r} is not a ponder resource",
+            "use ponder://runs/{run_id}/" + "|".join(NAMES),
+        )
+    run_id, name = unquote(segments[1]), segments[2]
+    if name not in NAMES:
+        raise CodedError(
+            "resource.invalid", f"no resource {name!r} for a run", f"use one of {', '.join(NAMES)}"
+        )
+    return run_id, name, parse_qs(parts.query)
+
+
+def _int(query: dict[str, list[str]], key: str) -> int:
+    raw = query.get(key, ["0"])[0]
+    if not raw.isdigit():
+        raise CodedError(
+            "resource.invalid", f"{key}={raw!r} is not a number", f"give {key}=N (N >= 0)"
+        )
+    return int(raw)
+
+
+def _file(run_dir: Path, name: str) -> Path:
+    path = run_dir / name
+    if path.is_symlink() or not path.is_file():
+        raise CodedError(
+            "run.not_found",
+            f"run {run_dir.name!r} has no {name} here",
+            "check the run id with list_runs; a remote worker keeps artifacts on its machine",
+        )
+    return path
+
+
+def _records(uri: str, path: Path, cursor: int, keep: Any = None) -> str:
+    items: list[Any] = []
+    size = total = 0
+    next_cursor: int | None = None
+    with path.open() as f:
+        index = -1
+        for line in f:
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            if keep is not None and not keep(record):
+                continue
+            index += 1
+            total = index + 1
+            if index < cursor or next_cursor is not None:
+                continue
+            if len(items) >= PAGE_RECORDS or size + len(line) > PAGE_BYTES:
+                next_cursor = index
+                continue
+            items.append(record)
+            size += len(line)
+    base = uri.split("?", 1)[0]
+    return json.dumps(
+        {
+            "items": items,
+            "cursor": cursor,
+            "total": total,
+            "next": None if next_cursor is None else f"{base}?cursor={next_cursor}",
+        }
+    )
+
+
+def _final_phase(record: dict[str, Any]) -> bool:
+    return record.get("phase") == "final_judging"
+
+
+def read(settings: Settings, uri: str) -> types.TextResourceContents:
+    run_id, name, query = _parse(uri)
+    run_dir = checked_run_dir(settings.runs_dir, run_id)  # run.id_invalid for a path-shaped id
+    if name == "summary":
+        text = _file(run_dir, "summary.json").read_text()[:PAGE_BYTES]
+    elif name == "leaderboard":
+        text = _records(uri, _file(run_dir, "scores.jsonl"), _int(query, "cursor"), _final_phase)
+    elif name == "comparisons":
+        text = _records(uri, _file(run_dir, "comparisons.jsonl"), _int(query, "cursor"))
+    elif name == "trace":
+        text = _records(uri, _file(run_dir, "events.jsonl"), _int(query, "cursor"))
+    else:
+        offset = _int(query, "offset")
+        with _file(run_dir, "report.html").open("rb") as f:
+            f.seek(offset)
+            chunk = f.read(PAGE_BYTES)
+            more = bool(f.read(1))
+        text = chunk.decode("utf-8", errors="ignore")
+        if more:
+            base = uri.split("?", 1)[0]
+            next_page = f"{base}?offset={offset + len(chunk)}"
+            text += f"\n<!-- ponder: truncated at {PAGE_BYTES} bytes; next page {next_page} -->"
+    mime = "text/html" if name == "report" else "application/json"
+    return types.TextResourceContents(uri=uri, text=text, mime_type=mime)

@@ -1,0 +1,281 @@
+"""The MCP tools: the table of name, description, argument model and handler, and the tools
+that start runs (``think``, ``rank``, ``mutate``, ``ask``).
+
+Each start tool builds the same workflow input the CLI builds, through the CLI's own builders
+(``build_input``, ``build_rank_input``, ``build_mutate_input``, ``AskInput``), and starts it
+with the typed client. The server is a Temporal client: a run it starts belongs to Temporal and
+a worker, never to this process, and outlives it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from client.mcp import follow
+from client.mcp.args import (
+    AskArgs,
+    ExtendArgs,
+    ListRunsArgs,
+    MutateArgs,
+    NoArgs,
+    PlanValidateArgs,
+    ProfileArgs,
+    RankArgs,
+    ResultArgs,
+    RunArgs,
+    ThinkArgs,
+    WaitArgs,
+)
+from client.mcp.backend import Backend
+from client.mcp.errors import CodedError
+from client.mcp.follow import ProgressFn, follow_hint
+from client.profiles import ProfileStore, apply_profile
+from client.runs import check_run_id, new_run_id
+from workflows.ask_types import AskInput
+from workflows.tournament.profiles import BUILTIN_PROFILES
+from workflows.tournament.types import TournamentInput
+
+__all__ = ["TOOLS", "Tool"]
+
+
+def _no_file(value: str, field: str) -> str:
+    # The CLI reads "@file" on the caller's own machine; over MCP the caller is elsewhere and
+    # must not read the server's files through a task.
+    if value.startswith("@"):
+        raise CodedError(
+            "input.invalid",
+            f"{field} starts with @, which the CLI reads as a file name",
+            "give the text itself (a leading space keeps a literal @)",
+        )
+    return value
+
+
+async def think(backend: Backend, args: ThinkArgs, progress: ProgressFn) -> dict[str, Any]:
+    from client.tournament_cli import build_input
+
+    run_id = check_run_id(args.run_id or new_run_id("think"))
+    b = args.budget
+    options: dict[str, Any] = {
+        "task": _no_file(args.task, "task"),
+        "rubric": args.rubric,
+        "profile": args.profile,
+        "n": args.n,
+        "k": args.k,
+        "t": args.t,
+        "m": args.m,
+        "lambda_": args.lambda_,
+        "temperature": tuple(f"{r}={v}" for r, v in args.temperatures.items()),
+        "provider": args.provider,
+        "model": args.model,
+        "judge_model": args.judge_model,
+        "mutator_model": args.mutator_model,
+        "finalizer_model": args.finalizer_model,
+        "prompt_style": args.prompt_style or "general",
+        "prompts": None,
+        "include_prompts": False,
+        "schedule": args.schedule or "k-regular",
+        "concurrency": ()
+        if args.concurrency is None
+        else tuple(f"{p}={v}" for p, v in args.concurrency),
+        "seed": args.seed,
+        "max_calls": b.max_calls,
+        "max_usd": b.max_usd,
+        "max_input_tokens": b.max_input_tokens,
+        "max_output_tokens": () if b.max_output_tokens is None else (str(b.max_output_tokens),),
+        "max_critique_chars": TournamentInput.model_fields["critique_chars"].default,
+        "on_budget_exhausted": args.on_budget_exhausted or "pause",
+        "invalid_json_retries": 1
+        if args.invalid_json_retries is None
+        else args.invalid_json_retries,
+        "include_raw_outputs": False,
+        "run_id": run_id,
+        "dry_run": False,
+    }
+    # What the caller gave beats a saved profile; what it left out, the profile may fill.
+    given = {_OPTION.get(f, f) for f in args.model_fields_set} | {"run_id", "task"}
+    given |= {limit for limit, value in b if value is not None}
+    options, saved = apply_profile(options, given, backend.settings.home)
+    payload = build_input(backend.settings, **options)
+    await backend.ensure_worker()
+    await backend.ponder.tournament(payload)
+    started = {"run_id": run_id, "kind": "tournament", "profile": saved or args.profile}
+    return await _maybe_wait(backend, run_id, args, progress, started)
+
+
+_OPTION = {"temperatures": "temperature"}
+
+
+async def rank(backend: Backend, args: RankArgs, progress: ProgressFn) -> dict[str, Any]:
+    from client.tournament_services import build_rank_input
+
+    run_id = check_run_id(args.run_id or new_run_id("rank"))
+    payload = build_rank_input(
+        backend.settings,
+        (),
+        task=_no_file(args.task, "task"),
+        rubric=args.rubric,
+        model=args.model,
+        mode=args.rank_mode,
+        rank_k=args.rank_k,
+        rank_seed=args.rank_seed,
+        rank_max_calls=args.rank_max_calls,
+        max_calls=args.max_calls,
+        seed=args.seed,
+        run_id=run_id,
+        given=args.candidates,
+    )
+    await backend.ensure_worker()
+    await backend.ponder.tournament(payload)
+    return await _maybe_wait(backend, run_id, args, progress, {"run_id": run_id, "kind": "rank"})
+
+
+async def mutate(backend: Backend, args: MutateArgs, progress: ProgressFn) -> dict[str, Any]:
+    from client.tournament_services import build_mutate_input
+
+    run_id = check_run_id(args.run_id or new_run_id("mutate"))
+    payload = build_mutate_input(
+        backend.settings,
+        args.candidate,
+        task=_no_file(args.task, "task"),
+        critique=args.critique,
+        rubric=args.rubric,
+        model=args.model,
+        prompt_style=args.prompt_style,
+        seed=args.seed,
+        run_id=run_id,
+    )
+    await backend.ensure_worker()
+    await backend.ponder.ask(payload)
+    return await _maybe_wait(backend, run_id, args, progress, {"run_id": run_id, "kind": "mutate"})
+
+
+async def ask(backend: Backend, args: AskArgs, progress: ProgressFn) -> dict[str, Any]:
+    from activities.providers import resolve_model
+
+    run_id = check_run_id(args.run_id or new_run_id("ask"))
+    resolve_model(args.model, backend.settings, require_key=backend.embedded)
+    payload = AskInput(
+        question=args.question,
+        model=args.model,
+        system=args.system,
+        temperature=args.temperature,
+        max_output_tokens=args.max_output_tokens,
+        seed=args.seed,
+        run_id=run_id,
+    )
+    await backend.ensure_worker()
+    await backend.ponder.ask(payload)
+    return await _maybe_wait(backend, run_id, args, progress, {"run_id": run_id, "kind": "ask"})
+
+
+async def _maybe_wait(
+    backend: Backend,
+    run_id: str,
+    args: WaitArgs,
+    progress: ProgressFn,
+    started: dict[str, Any],
+) -> dict[str, Any]:
+    if not args.wait:
+        return {**started, "status": "running", "next": follow_hint(run_id)}
+    return await follow.outcome(backend, run_id, wait_s=args.timeout_s, progress=progress)
+
+
+async def profile_list(backend: Backend, args: NoArgs, progress: ProgressFn) -> dict[str, Any]:
+    store = ProfileStore(backend.settings.home)
+    return {"built_in": list(BUILTIN_PROFILES), "saved": store.names()}
+
+
+async def profile_show(backend: Backend, args: ProfileArgs, progress: ProgressFn) -> dict[str, Any]:
+    if args.name in BUILTIN_PROFILES:
+        profile = BUILTIN_PROFILES[args.name].model_dump(mode="json", by_alias=True)
+        return {"name": args.name, "kind": "built-in", "profile": profile}
+    saved = ProfileStore(backend.settings.home).load(args.name)
+    return {
+        "name": args.name,
+        "kind": "saved",
+        "profile": saved.model_dump(mode="json", by_alias=True, exclude_defaults=True),
+    }
+
+
+async def plan_validate(
+    backend: Backend, args: PlanValidateArgs, progress: ProgressFn
+) -> dict[str, Any]:
+    from workflows.plan.boundaries import boundaries, plan_totals
+    from workflows.plan.validate import validate_text
+
+    checked = validate_text(args.document, filename=args.filename)
+    if not checked.ok or checked.plan is None:
+        lines = [e.line() for e in checked.errors] or ["the document is not a plan"]
+        code = checked.errors[0].code if checked.errors else "plan.invalid"
+        raise CodedError(
+            code, f"invalid plan, {len(lines)} error(s): " + "; ".join(lines), "fix each path"
+        )
+    totals = plan_totals(checked.plan, boundaries(checked.plan))
+    return {
+        "valid": True,
+        "form": checked.form,
+        "name": checked.plan.name,
+        "steps": len(checked.plan.steps),
+        "reserved_calls": totals.reserved_calls,
+        "calls_cap": totals.calls_cap,
+        "notes": checked.notes,
+    }
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    args: type[BaseModel]
+    run: Callable[[Backend, Any, ProgressFn], Awaitable[dict[str, Any]]]
+
+    def input_schema(self) -> dict[str, Any]:
+        schema = self.args.model_json_schema(by_alias=True)
+        schema.setdefault("properties", {})
+        return schema
+
+
+TOOLS: dict[str, Tool] = {
+    t.name: t
+    for t in (
+        Tool(
+            "think",
+            "Start a tournament on a task (generate, judge, rank, mutate). Returns the run id at "
+            "once; with wait: true, waits for the winner and final answer, sending progress.",
+            ThinkArgs,
+            think,
+        ),
+        Tool("rank", "Rank given candidate texts by pairwise judging.", RankArgs, rank),
+        Tool("mutate", "Improve one candidate from a critique (one call).", MutateArgs, mutate),
+        Tool("ask", "One model call through Temporal.", AskArgs, ask),
+        Tool("status", "A run's state, phase, calls, budget, top 5.", RunArgs, follow.status),
+        Tool(
+            "result",
+            "A run's outcome: winner, final answer and leaderboard, or the answer, or the error;"
+            " with wait: true, waits for it.",
+            ResultArgs,
+            follow.result,
+        ),
+        Tool(
+            "extend",
+            "Raise a tournament's budget limits (absolute); a paused run continues.",
+            ExtendArgs,
+            follow.extend,
+        ),
+        Tool("cancel", "Cancel a run; calls in flight are recorded.", RunArgs, follow.cancel),
+        Tool("list_runs", "Past and live runs, newest first.", ListRunsArgs, follow.runs),
+        Tool("profile_list", "Built-in and saved profile names.", NoArgs, profile_list),
+        Tool("profile_show", "One profile's settings.", ProfileArgs, profile_show),
+        Tool(
+            "plan_validate",
+            "Validate a plan document (ponder-plan/1 or loop-plan/1, YAML or JSON) without "
+            "running it: every error with its path, or the plan's worst-case calls.",
+            PlanValidateArgs,
+            plan_validate,
+        ),
+    )
+}

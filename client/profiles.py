@@ -1,0 +1,289 @@
+"""Saved profiles: a named set of ``ponder think`` settings under ``$PONDER_HOME/profiles/``.
+
+A saved profile is YAML (``NAME.yaml``) holding what a person would otherwise retype: the
+built-in base and its ``n, k, t, m, lambda`` and temperatures, a model per role, the prompt
+style, the schedule, budget limits and concurrency. ``--profile NAME`` takes a built-in name or
+a saved one; flags given on the command line beat the saved values.
+
+Secrets never live in a profile: a secret-shaped key (``api_key``, ``token``, ``password``,
+``authorization``...) at any depth is refused when saving and again when loading, so a
+hand-edited file cannot smuggle one into a run's input, history or artifacts.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ConfigDict, Field, ValidationError
+
+from activities.errors import ConfigError
+from activities.raw_events import SECRET_KEY
+from workflows.budget import BudgetLimits
+from workflows.inputs import StrictModel
+from workflows.tournament.profiles import BUILTIN_PROFILES
+from workflows.tournament.prompts import Style
+from workflows.tournament.types import Concurrency, OnBudgetExhausted, RoleModels, Schedule
+
+__all__ = [
+    "PROFILE_INVALID",
+    "PROFILE_NAME",
+    "PROFILE_NOT_FOUND",
+    "PROFILE_SECRET",
+    "ProfileStore",
+    "SavedProfile",
+    "apply_profile",
+    "secret_keys",
+]
+
+PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+PROFILE_SECRET = "profile.secret"
+PROFILE_INVALID = "profile.invalid"
+PROFILE_NOT_FOUND = "profile.not_found"
+
+# Besides the run store's redaction pattern: names a credential goes by in other tools' configs.
+_MORE_SECRET_KEYS = re.compile(
+    r"(bearer|private[_-]?key|access[_-]?key|(^|_)auth$|(^|_)pat$|session[_-]?key)", re.IGNORECASE
+)
+
+TEMPERATURE_ROLES = ("generate", "judge", "mutate", "finalize")
+
+
+class SavedProfile(StrictModel):
+    """What a saved profile may hold; every field is optional (unset: the think default)."""
+
+    model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
+
+    description: str | None = Field(default=None, max_length=500)
+    base: str = Field(default="quick", description="the built-in profile it starts from")
+    n: int | None = None
+    k: int | None = None
+    t: int | None = None
+    m: int | None = None
+    lambda_: float | None = Field(default=None, alias="lambda")
+    temperatures: dict[str, float] = Field(
+        default={}, description="sampling temperature by role: generate, judge, mutate, finalize"
+    )
+    provider: str | None = Field(default=None, description="provider for every role, e.g. sim")
+    model: str | None = Field(default=None, description="provider:model for every role")
+    models: RoleModels = RoleModels()
+    rubric: str | None = None
+    prompt_style: Style | None = None
+    schedule: Schedule | None = None
+    limits: BudgetLimits = BudgetLimits()
+    concurrency: Concurrency | None = None
+    on_budget_exhausted: OnBudgetExhausted | None = None
+    invalid_json_retries: int | None = Field(default=None, ge=0)
+
+    def check(self) -> SavedProfile:
+        if self.base not in BUILTIN_PROFILES:
+            raise ConfigError(
+                f"{PROFILE_INVALID}: base {self.base!r} is not a built-in profile: use one of "
+                f"{', '.join(BUILTIN_PROFILES)}"
+            )
+        unknown = sorted(set(self.temperatures) - set(TEMPERATURE_ROLES))
+        if unknown:
+            raise ConfigError(
+                f"{PROFILE_INVALID}: temperatures has unknown role(s) {', '.join(unknown)}: "
+                f"use {', '.join(TEMPERATURE_ROLES)}"
+            )
+        return self
+
+    def to_yaml(self) -> str:
+        data = self.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+        return yaml.safe_dump(data, sort_keys=False)
+
+
+def secret_keys(value: Any, path: str = "") -> Iterator[str]:
+    """The dotted path of every secret-shaped key in ``value``, at any depth."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            here = f"{path}.{key}" if path else str(key)
+            if SECRET_KEY.search(str(key)) or _MORE_SECRET_KEYS.search(str(key)):
+                yield here
+            yield from secret_keys(item, here)
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            yield from secret_keys(item, f"{path}[{i}]")
+
+
+def _refuse_secrets(data: Any, where: str) -> None:
+    found = list(secret_keys(data))
+    if found:
+        # The values are never echoed: only where they are.
+        raise ConfigError(
+            f"{PROFILE_SECRET}: {where} has secret-shaped key(s) {', '.join(found)}: profiles "
+            "never hold secrets; keep keys in the environment (ponder.toml api_key_env) "
+            "and remove them from the profile"
+        )
+
+
+def parse_profile(data: Any, where: str) -> SavedProfile:
+    """A SavedProfile from parsed YAML/JSON; secrets refused before anything else is read."""
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{PROFILE_INVALID}: {where} must be a mapping of settings")
+    _refuse_secrets(data, where)
+    try:
+        return SavedProfile.model_validate(dict(data)).check()
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'profile'}: {e['msg']}" for e in exc.errors()
+        )
+        raise ConfigError(
+            f"{PROFILE_INVALID}: {where}: {problems} (see ponder profile save --help)"
+        ) from None
+
+
+class ProfileStore:
+    """``<home>/profiles/<name>.yaml``; names are plain words, never paths."""
+
+    def __init__(self, home: Path) -> None:
+        self.root = Path(home) / "profiles"
+
+    @staticmethod
+    def check_name(name: str) -> str:
+        if not PROFILE_NAME.match(name):
+            raise ConfigError(
+                f"{PROFILE_INVALID}: profile name {name!r} must match [A-Za-z0-9][A-Za-z0-9._-]* "
+                "(at most 64 characters, no slashes): choose another"
+            )
+        if name in BUILTIN_PROFILES:
+            raise ConfigError(
+                f"{PROFILE_INVALID}: {name!r} is a built-in profile: save under another name"
+            )
+        return name
+
+    def path(self, name: str) -> Path:
+        return self.root / f"{self.check_name(name)}.yaml"
+
+    def names(self) -> list[str]:
+        if not self.root.is_dir():
+            return []
+        return sorted(
+            p.stem for p in self.root.glob("*.yaml") if PROFILE_NAME.match(p.stem) and p.is_file()
+        )
+
+    def exists(self, name: str) -> bool:
+        return PROFILE_NAME.match(name) is not None and (self.root / f"{name}.yaml").is_file()
+
+    def load(self, name: str) -> SavedProfile:
+        path = self.path(name)
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            raise ConfigError(
+                f"{PROFILE_NOT_FOUND}: no saved profile {name!r}: see ponder profile list "
+                f"(built-in: {', '.join(BUILTIN_PROFILES)})"
+            ) from None
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{PROFILE_INVALID}: {path} is not valid YAML ({exc})") from None
+        return parse_profile(data, str(path))
+
+    def save(self, name: str, profile: SavedProfile) -> Path:
+        path = self.path(name)
+        text = profile.to_yaml()
+        # The same check as on load, on exactly what is written.
+        _refuse_secrets(yaml.safe_load(text), f"profile {name!r}")
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.root, prefix=f".{name}.")
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return path
+
+    def delete(self, name: str) -> None:
+        path = self.path(name)
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            raise ConfigError(
+                f"{PROFILE_NOT_FOUND}: no saved profile {name!r}: see ponder profile list"
+            ) from None
+
+
+# -- onto ``ponder think`` options ----------------------------------------------------------
+
+# think option name -> how a saved profile fills it (None: not from the profile).
+_FLAT = {
+    "n": "n",
+    "k": "k",
+    "t": "t",
+    "m": "m",
+    "lambda_": "lambda_",
+    "provider": "provider",
+    "model": "model",
+    "rubric": "rubric",
+    "prompt_style": "prompt_style",
+    "schedule": "schedule",
+    "on_budget_exhausted": "on_budget_exhausted",
+    "invalid_json_retries": "invalid_json_retries",
+}
+
+
+def profile_options(saved: SavedProfile) -> dict[str, Any]:
+    """The saved profile in ``ponder think``'s option vocabulary (only what it sets)."""
+    o: dict[str, Any] = {"profile": saved.base}
+    for option, field in _FLAT.items():
+        value = getattr(saved, field)
+        if value is not None:
+            o[option] = value
+    roles = saved.models
+    for option, value in (
+        ("judge_model", roles.judge),
+        ("mutator_model", roles.mutate),
+        ("finalizer_model", roles.finalize),
+    ):
+        if value is not None:
+            o[option] = value
+    if roles.generate is not None and "model" not in o:
+        o["model"] = roles.generate
+    if saved.temperatures:
+        o["temperature"] = tuple(f"{r}={v}" for r, v in saved.temperatures.items())
+    limits = saved.limits
+    for option in ("max_calls", "max_usd", "max_input_tokens"):
+        if getattr(limits, option) is not None:
+            o[option] = getattr(limits, option)
+    if limits.max_output_tokens is not None:
+        o["max_output_tokens"] = (str(limits.max_output_tokens),)
+    if saved.concurrency is not None:
+        c = saved.concurrency
+        o["concurrency"] = (f"generate={c.generate}", f"judge={c.judge}", f"mutate={c.mutate}")
+    return o
+
+
+def apply_profile(
+    options: dict[str, Any], given: set[str], home: Path
+) -> tuple[dict[str, Any], str | None]:
+    """``options`` with a saved ``--profile`` filled in beneath the options in ``given``.
+
+    Returns the options (``profile`` then names the saved profile's built-in base) and the
+    saved profile's name, or None when ``--profile`` named a built-in profile.
+    """
+    name = options.get("profile") or "quick"
+    if name in BUILTIN_PROFILES:
+        return options, None
+    store = ProfileStore(home)
+    if not store.exists(name):
+        raise ConfigError(
+            f"{PROFILE_NOT_FOUND}: --profile {name!r} is neither built-in "
+            f"({', '.join(BUILTIN_PROFILES)}) nor saved: see ponder profile list"
+        )
+    saved = store.load(name)
+    merged = dict(options)
+    for option, value in profile_options(saved).items():
+        if option == "profile" or option not in given:
+            merged[option] = value
+    return merged, name

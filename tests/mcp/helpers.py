@@ -1,0 +1,72 @@
+"""Driving ``ponder mcp`` with the SDK's own client, over stdio or HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import sys
+from typing import Any
+
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+
+
+def stdio_client(env: dict[str, str], **options: Any) -> Client:
+    """A client that starts ``ponder mcp`` as its subprocess and talks over its stdio."""
+    params = StdioServerParameters(command=sys.executable, args=["-m", "client", "mcp"], env=env)
+    return Client(params, read_timeout_seconds=120, **options)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def wait_for_port(
+    port: int, process: asyncio.subprocess.Process, timeout: float = 60
+) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        if process.returncode is not None:
+            raise AssertionError(f"ponder mcp exited with {process.returncode}")
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            await asyncio.sleep(0.2)
+            continue
+        writer.close()
+        return
+    raise AssertionError(f"nothing listens on {port} after {timeout}s")
+
+
+def structured(result: types.CallToolResult) -> dict[str, Any]:
+    """The tool's JSON answer; a tool error fails the test with its text."""
+    assert not result.is_error, result.content
+    data = result.structured_content
+    assert isinstance(data, dict)
+    text = result.content[0]
+    assert isinstance(text, types.TextContent) and json.loads(text.text) == json.loads(
+        json.dumps(data, default=str)
+    )
+    return data
+
+
+def tool_failure(result: types.CallToolResult) -> dict[str, str]:
+    assert result.is_error, result.structured_content
+    data = result.structured_content
+    assert isinstance(data, dict)
+    error: dict[str, str] = data["error"]
+    return error
+
+
+async def raw_request(port: int, head: str) -> str:
+    """Send only a request's head (no body, whatever Content-Length says); the status line."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(head.encode())
+    await writer.drain()
+    line = await asyncio.wait_for(reader.readline(), 10)
+    writer.close()
+    return line.decode().strip()

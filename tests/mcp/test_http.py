@@ -1,0 +1,122 @@
+"""``ponder mcp --http``: a round trip with the SDK's client, and the refusals of the guard."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import uuid
+from collections.abc import AsyncIterator
+
+import httpx2
+import pytest
+from mcp import Client, MCPError
+from mcp.client.streamable_http import streamable_http_client
+
+from activities.config import Settings
+from client.mcp.http import Listen, parse_listen
+from tests.cli import cli_env, finish, ponder, start_ponder
+from tests.mcp.helpers import free_port, raw_request, structured, tool_failure, wait_for_port
+
+TOKEN = "t0ken-for-tests-0123456789abcdef"
+
+
+@contextlib.asynccontextmanager
+async def serving(env: dict[str, str], *args: str) -> AsyncIterator[int]:
+    port = free_port()
+    listen = args[0] if args else f"127.0.0.1:{port}"
+    process = await start_ponder("mcp", "--http", listen.format(port=port), *args[1:], env=env)
+    try:
+        await wait_for_port(port, process)
+        yield port
+    finally:
+        if process.returncode is None:
+            process.terminate()
+        await finish(process, timeout=30)
+
+
+def _head(port: int, *, host: str | None = None, **headers: str) -> str:
+    lines = [
+        "POST /mcp HTTP/1.1",
+        f"Host: {host or f'127.0.0.1:{port}'}",
+        # A body is announced and never sent: a refusal must not wait for it.
+        "Content-Length: 100000",
+    ]
+    lines += [f"{k.replace('_', '-')}: {v}" for k, v in headers.items()]
+    return "\r\n".join(lines) + "\r\n\r\n"
+
+
+async def test_round_trip_and_refusals_over_http(
+    settings: Settings, server_address: str, worker_queue: str
+) -> None:
+    env = cli_env(settings.home, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE=worker_queue)
+    run_id = f"mcp-http-{uuid.uuid4().hex[:8]}"
+    async with serving(env) as port:
+        # The handshake era most clients speak today.
+        async with Client(f"http://127.0.0.1:{port}/mcp", mode="legacy") as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert {"think", "result", "status", "list_runs"} <= names
+            done = structured(
+                await client.call_tool(
+                    "think",
+                    {"task": "Sort", "provider": "sim", "run_id": run_id, "wait": True},
+                )
+            )
+            assert done["status"] == "completed" and "[sim q=" in done["final_answer"]
+            again = structured(await client.call_tool("result", {"run_id": run_id}))
+            assert again["winner_id"] == done["winner_id"]
+            summary = await client.read_resource(f"ponder://runs/{run_id}/summary")
+            assert json.loads(summary.contents[0].text)["run_id"] == run_id  # type: ignore[union-attr]
+            refused = tool_failure(await client.call_tool("result", {"run_id": "a/../../b"}))
+            assert refused["code"] == "run.id_invalid"
+            with pytest.raises(MCPError, match=r"run\.id_invalid"):
+                await client.read_resource("ponder://runs/..%2Fsecrets/summary")
+
+        json_type = {"Content_Type": "application/json"}
+        foreign = await raw_request(port, _head(port, Origin="http://evil.example", **json_type))
+        assert " 403 " in foreign
+        rebinding = await raw_request(port, _head(port, host=f"evil.example:{port}", **json_type))
+        assert " 421 " in rebinding
+        text = await raw_request(port, _head(port, Content_Type="text/plain"))
+        assert " 415 " in text
+        # The guard is the only difference: the same head from this origin reaches the app.
+        async with httpx2.AsyncClient() as http:
+            own = await http.post(
+                f"http://127.0.0.1:{port}/mcp",
+                headers={"Origin": f"http://127.0.0.1:{port}", "Accept": "application/json"},
+                json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            )
+        assert own.status_code not in (401, 403, 415, 421), own.text
+
+
+async def test_a_remote_bind_needs_allow_remote_and_a_token(
+    settings: Settings, server_address: str, worker_queue: str
+) -> None:
+    env = cli_env(settings.home, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE=worker_queue)
+    no_flag = await ponder("mcp", "--http", "0.0.0.0:8765", env=env)
+    assert no_flag.code == 2 and "--allow-remote" in no_flag.err
+    no_token = await ponder("mcp", "--http", "0.0.0.0:8765", "--allow-remote", env=env)
+    assert no_token.code == 2 and "PONDER_MCP_TOKEN" in no_token.err
+    env["PONDER_MCP_TOKEN"] = TOKEN
+    async with serving(
+        env, "0.0.0.0:{port}", "--allow-remote", "--allow-host", "127.0.0.1"
+    ) as port:
+        missing = await raw_request(port, _head(port, Content_Type="application/json"))
+        assert " 401 " in missing
+        wrong = await raw_request(
+            port, _head(port, Content_Type="application/json", Authorization="Bearer nope")
+        )
+        assert " 401 " in wrong
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+            transport = streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=http)
+            async with Client(transport) as client:
+                listed = structured(await client.call_tool("profile_list", {}))
+                assert "quick" in listed["built_in"]
+
+
+def test_listen_addresses() -> None:
+    assert parse_listen("8765") == Listen("127.0.0.1", 8765)
+    assert parse_listen(":8765") == Listen("127.0.0.1", 8765)
+    assert parse_listen("[::1]:9") == Listen("::1", 9)
+    assert parse_listen("[::1]:9").url == "http://[::1]:9/mcp"
+    with pytest.raises(Exception, match="port 1-65535"):
+        parse_listen("localhost:http")
