@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import click
-from temporalio.client import WorkflowFailureError, WorkflowHandle
+from temporalio.client import WorkflowFailureError, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.service import RPCError
 
 from activities.campaign.report import ReportDesign, render_report
@@ -45,8 +45,9 @@ from workflows.campaign.stats import (
     pilot_diff_sd,
 )
 from workflows.campaign.types import CampaignProgress, CampaignResult
-from workflows.names import CAMPAIGN, QUERY_PROGRESS
+from workflows.names import CAMPAIGN, QUERY_PROGRESS, UPDATE_EXTEND_BUDGET
 from workflows.plan.document import parse_text
+from workflows.tournament.types import ExtendBudgetInput, ExtendBudgetResult
 
 __all__ = ["campaign", "load"]
 
@@ -381,3 +382,85 @@ def report(ctx: click.Context, run_id: str, html: bool) -> None:
     for name in ("report.md", "report.html"):
         (run_dir / name).write_text(files[name])
     click.echo(str(run_dir / "report.html") if html else files["report.md"], nl=False)
+
+
+def _limit(value: str | None, current: float | None, cast: type) -> float | int | None:
+    """An absolute limit, or ``+N`` added to the current one."""
+    if value is None:
+        return None
+    try:
+        if value.startswith("+"):
+            return cast(current or 0) + cast(value[1:])  # type: ignore[no-any-return]
+        return cast(value)  # type: ignore[no-any-return]
+    except ValueError:
+        raise ConfigError(f"extend: {value!r} is not a number: give e.g. 300 or +50") from None
+
+
+@campaign.command()
+@click.argument("run_id")
+@click.option("--json", "as_json", is_flag=True, help="The progress as JSON.")
+@click.pass_context
+def status(ctx: click.Context, run_id: str, as_json: bool) -> None:
+    """A campaign's progress: cells done/running/failed, spend, leader, budget."""
+    settings = _settings(ctx)
+
+    async def go() -> CampaignProgress:
+        async with open_session(settings) as session:
+            handle = session.client.get_workflow_handle(check_run_id(run_id))
+            progress: CampaignProgress = await handle.query(
+                QUERY_PROGRESS, result_type=CampaignProgress
+            )
+            return progress
+
+    progress = asyncio.run(go())
+    if as_json:
+        click.echo(progress.model_dump_json(indent=2))
+    else:
+        click.echo(progress_line(progress))
+        limits = progress.budget.model_dump(exclude_none=True)
+        click.echo(f"budget {limits or 'unlimited'}; fingerprint {progress.fingerprint}")
+        if progress.error:
+            click.echo(f"error: {progress.error}")
+
+
+@campaign.command()
+@click.argument("run_id")
+@click.option("--calls", default=None, help="New max_calls (absolute, or +N).")
+@click.option("--usd", default=None, help="New max_usd (absolute, or +X).")
+@click.option("--detach", is_flag=True, help="Extend and return without following.")
+@click.pass_context
+def extend(
+    ctx: click.Context, run_id: str, calls: str | None, usd: str | None, detach: bool
+) -> None:
+    """Raise a campaign's shared budget; a campaign awaiting budget starts its next cells."""
+    if calls is None and usd is None:
+        raise ConfigError("extend needs --calls or --usd (absolute, or +N to add)")
+    settings = _settings(ctx)
+
+    async def go() -> CampaignResult | CampaignProgress | None:
+        async with open_session(settings) as session:
+            handle = session.client.get_workflow_handle(
+                check_run_id(run_id), result_type=CampaignResult
+            )
+            progress = await handle.query(QUERY_PROGRESS, result_type=CampaignProgress)
+            new = ExtendBudgetInput(
+                max_calls=_limit(calls, progress.budget.max_calls, int),  # type: ignore[arg-type]
+                max_usd=_limit(usd, progress.budget.max_usd, float),
+            )
+            try:
+                done = await handle.execute_update(
+                    UPDATE_EXTEND_BUDGET, new, result_type=ExtendBudgetResult
+                )
+            except WorkflowUpdateFailedError as exc:
+                cause = exc.cause
+                raise ConfigError(f"extend refused: {getattr(cause, 'message', cause)}") from None
+            click.echo(f"budget now {done.budget.model_dump(exclude_none=True)}", err=True)
+            if detach:
+                if session.embedded:
+                    spawn_background_worker(settings)
+                return None
+            return await follow(session, handle)
+
+    outcome = asyncio.run(go())
+    if outcome is not None:
+        print_outcome(run_id, outcome)
