@@ -287,7 +287,7 @@ def _raw_event_issues(run_dir: Path, outcome: CellOutcome, http: bool) -> list[s
         if "request" not in event or ("response" in event) == ("error" in event):
             issues.add("missing_raw_events")
         call_id = str(event.get("call_id", ""))
-        spans.add(call_id.rsplit("/", 1)[0])  # the logical call: without the attempt
+        spans.add(call_id)  # stable across Temporal retries of one logical call
     if len(spans) < outcome.calls:
         issues.add("orphan_llm_span")
     return sorted(issues)
