@@ -139,7 +139,14 @@ def render(data: dict[str, Any], fmt: Format) -> str:
 
 @click.command()
 @click.argument("run_id")
-@click.option("--format", "fmt", type=click.Choice(get_args(Format)), default="json")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(get_args(Format)),
+    default="json",
+    show_default=True,
+    help="json: one document; jsonl: one record a line; markdown: for people.",
+)
 @click.option(
     "--output", "-o", type=click.Path(dir_okay=False), default=None, help="File (default stdout)."
 )

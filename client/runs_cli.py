@@ -275,7 +275,9 @@ def _cell(value: Any) -> str:
 @click.option("--kind", type=click.Choice(KINDS), default=None, help="Only runs of this kind.")
 @click.option("--status", type=click.Choice(STATUSES), default=None, help="Only in this state.")
 @click.option("--since", default=None, help="Only runs created since: 30m, 2h, 7d or a date.")
-@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=50, show_default=True, help="At most N rows."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON rows.")
 @click.pass_context
 def runs(

@@ -35,7 +35,7 @@ from client.tournament_follow import (
     run_times,
 )
 from workflows.ask_types import AskResult
-from workflows.names import ASK, QUERY_PROGRESS, UPDATE_EXTEND_BUDGET
+from workflows.names import ASK, PLAN_RUN, QUERY_PROGRESS, UPDATE_EXTEND_BUDGET
 from workflows.tournament.types import (
     ExtendBudgetInput,
     ExtendBudgetResult,
@@ -164,15 +164,26 @@ def watch(ctx: click.Context, run_id: str) -> None:
 
     settings = _settings(ctx)
 
-    async def go() -> TournamentResult | AskResult | Progress:
+    async def go() -> Any:
         async with open_session(settings) as session:
             handle = await _handle(session, run_id)
-            if (await handle.describe()).workflow_type == ASK:
+            kind = (await handle.describe()).workflow_type
+            if kind == ASK:
                 ask = session.client.get_workflow_handle(run_id, result_type=AskResult)
                 return await wait_or_detach(session, ask)
+            if kind == PLAN_RUN:  # a plan run: its own status table and pause hand-off
+                from client.plan_run_cli import follow as follow_plan
+                from workflows.plan.run_types import PlanRunResult
+
+                plan = session.client.get_workflow_handle(run_id, result_type=PlanRunResult)
+                return await follow_plan(session, plan)
             return await follow(session, handle)
 
     result = asyncio.run(go())
+    if not isinstance(result, TournamentResult | AskResult | Progress):
+        from client.plan_run_cli import finish
+
+        finish(result)
     if isinstance(result, AskResult):
         click.echo(result.response.text)
         return

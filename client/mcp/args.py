@@ -7,12 +7,15 @@ its CLI command refuse the same values with the same words.
 
 from __future__ import annotations
 
-from pydantic import ConfigDict, Field
+from typing import Literal
+
+from pydantic import ConfigDict, Field, JsonValue
 
 from client.runs_cli import KINDS, STATUSES
 from workflows.ask_types import AskInput
 from workflows.budget import BudgetLimits
 from workflows.inputs import StrictModel
+from workflows.plan.run_types import PlanBudgetOverride
 from workflows.tournament.profiles import BUILTIN_PROFILES, RankMode
 from workflows.tournament.prompts import Style
 from workflows.tournament.types import (
@@ -29,10 +32,13 @@ __all__ = [
     "ListRunsArgs",
     "MutateArgs",
     "NoArgs",
+    "PlanRunArgs",
     "PlanValidateArgs",
     "ProfileArgs",
     "RankArgs",
+    "ResolveGateArgs",
     "ResultArgs",
+    "ResumeArgs",
     "RunArgs",
     "ThinkArgs",
     "WaitArgs",
@@ -136,11 +142,13 @@ class ResultArgs(RunArgs, WaitArgs):
 
 
 class ExtendArgs(ExtendBudgetInput, WaitArgs):
-    """New absolute limits (fields left out keep theirs); a paused run continues."""
+    """New absolute limits (fields left out keep theirs); a paused run continues. A plan run
+    takes max_calls and wall_ms (within its cap)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     run_id: str
+    wall_ms: int | None = Field(default=None, ge=0, description="plan runs: wall-clock limit")
 
 
 class ListRunsArgs(StrictModel):
@@ -165,3 +173,36 @@ class PlanValidateArgs(StrictModel):
     filename: str | None = Field(
         default=None, description="a name for messages; .json parses as JSON, else YAML"
     )
+
+
+class PlanRunArgs(WaitArgs):
+    """``ponder plan run``: run a plan document (the PlanRun workflow's own input fields)."""
+
+    document: str = Field(min_length=1, description="the plan document's text (YAML or JSON)")
+    filename: str | None = Field(default=None, description=".json parses as JSON, else YAML")
+    args: dict[str, JsonValue] = Field(default={}, description="run arguments: ${input.KEY}")
+    budget: PlanBudgetOverride | None = None
+    workspace: str | None = Field(
+        default=None, description="workspace root on the worker (default: the plan's, or cwd)"
+    )
+    executors: dict[str, str] = Field(default={}, description="family -> provider:model")
+    default_family: str | None = None
+    coder_family: str | None = None
+    allow_same_family_qe: bool = False
+    seed: int = Field(default=0, ge=0)
+    run_id: str | None = None
+
+
+class ResumeArgs(WaitArgs):
+    """``ponder resume``: give a paused plan run the argument(s) it waits for."""
+
+    run_id: str
+    args: dict[str, JsonValue] = Field(min_length=1)
+
+
+class ResolveGateArgs(WaitArgs):
+    """``ponder gate``: decide a plan run's pending human gate (the token is read for you)."""
+
+    run_id: str
+    step: str
+    decision: Literal["approve", "revise", "kill"]

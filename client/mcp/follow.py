@@ -18,11 +18,13 @@ from temporalio.client import (
 )
 
 from client.api import AskRun, Run, RunFailed, TournamentRun
+from client.mcp import plans
 from client.mcp.args import ExtendArgs, ListRunsArgs, ResultArgs, RunArgs
 from client.mcp.backend import Backend
 from client.mcp.errors import CodedError
 from client.runs import failure_message
 from client.runs_cli import list_runs
+from workflows.names import PLAN_RUN
 from workflows.tournament.types import Progress
 
 __all__ = ["ProgressFn", "cancel", "extend", "outcome", "result", "runs", "status"]
@@ -78,6 +80,8 @@ async def outcome(
 ) -> dict[str, Any]:
     """The run's result if it ended (waiting up to ``wait_s``), else its state and progress."""
     run = await backend.ponder.attach(run_id)
+    if await _kind(run) == "planrun":
+        return await plans.outcome(backend, run_id, wait_s=wait_s, progress=progress)
     state = await run.status()
     if state == WorkflowExecutionStatus.RUNNING:
         await backend.ensure_worker()
@@ -154,6 +158,10 @@ async def status(backend: Backend, args: RunArgs, progress: ProgressFn) -> dict[
         "started": description.start_time.isoformat() if description.start_time else None,
         "closed": description.close_time.isoformat() if description.close_time else None,
     }
+    if description.workflow_type == PLAN_RUN:
+        await backend.ensure_worker()
+        plan = await plans.outcome(backend, run.id, wait_s=0, progress=None)
+        return {**view, **plan}
     if isinstance(run, TournamentRun):
         await backend.ensure_worker()  # a query is answered by a worker
         live = await _progress(run)
@@ -177,13 +185,18 @@ async def extend(backend: Backend, args: ExtendArgs, progress: ProgressFn) -> di
     limits = args.model_dump(
         include={"max_calls", "max_usd", "max_input_tokens", "max_output_tokens"}
     )
-    if all(v is None for v in limits.values()):
+    if all(v is None for v in limits.values()) and args.wall_ms is None:
         raise CodedError(
             "input.invalid",
             "extend needs at least one new limit",
-            "give max_calls, max_usd, max_input_tokens or max_output_tokens (absolute values)",
+            "give max_calls, max_usd, max_input_tokens, max_output_tokens or (plans) wall_ms",
         )
     run = await backend.ponder.attach(args.run_id)
+    if await _kind(run) == "planrun":
+        return await plans.extend(
+            backend, run.id, args.max_calls, args.wall_ms, wait=args.wait,
+            wait_s=args.timeout_s, progress=progress,
+        )  # fmt: skip
     if not isinstance(run, TournamentRun):
         raise CodedError(
             "run.kind_invalid", f"run {run.id} is not a tournament", "extend a tournament's run id"
