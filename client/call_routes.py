@@ -18,6 +18,7 @@ from temporalio.client import Client
 
 from workflows.ask_types import AskInput
 from workflows.call_options import provider_of, provider_task_queue
+from workflows.plan.run_types import PlanRunInput
 from workflows.tournament.types import TournamentInput
 
 __all__ = ["POLLER_FRESH_S", "model_specs", "polled_provider_queues", "route_calls"]
@@ -29,6 +30,16 @@ POLLER_FRESH_S = 90.0
 minute, and the server lists a gone one for minutes (routing there would leave calls waiting)."""
 
 
+def _step_models(value: Any) -> list[str]:
+    """``model`` values that are ``provider:model`` specs, anywhere in a plan document."""
+    if isinstance(value, dict):
+        found = [v for k, v in value.items() if k == "model" and isinstance(v, str) and ":" in v]
+        return found + [m for v in value.values() for m in _step_models(v)]
+    if isinstance(value, list):
+        return [m for v in value for m in _step_models(v)]
+    return []
+
+
 def model_specs(input: Any) -> list[str]:
     """Every model spec a run's input may call."""
     if isinstance(input, AskInput):
@@ -36,6 +47,8 @@ def model_specs(input: Any) -> list[str]:
     if isinstance(input, TournamentInput):
         roles = input.models.model_dump().values()
         return [input.model, *(spec for spec in roles if spec)]
+    if isinstance(input, PlanRunInput):
+        return [*input.executors.values(), *_step_models(input.plan)]
     return []
 
 

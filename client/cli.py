@@ -94,7 +94,7 @@ def _run(command: click.Command, **kwargs: Any) -> None:
     except asyncio.CancelledError:
         if not terminated():
             raise
-        _fail("terminated (SIGTERM); runs go on with a background worker", EXIT_TERMINATED)
+        _fail("terminated (SIGTERM); open runs go on in a background worker", EXIT_TERMINATED)
     except RunFailed as exc:
         if debug:
             traceback.print_exc()

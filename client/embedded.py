@@ -76,15 +76,18 @@ _SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 def child_environment(settings: Settings | None, *, worker: bool) -> dict[str, str]:
     """The environment of a process ponder starts: the dev server needs no secret at all, so it
     gets a minimal base; a background worker keeps ours but only the secrets its configuration
-    names (its endpoints' ``api_key_env``, the cluster's API key)."""
+    names (its endpoints' ``api_key_env`` and command ``env`` lists, the cluster's API key)."""
     if not worker or settings is None:
         return {k: os.environ[k] for k in _BASE_ENVIRONMENT if k in os.environ}
     needed = {e.api_key_env for e in settings.providers.values() if e.api_key_env}
+    needed |= {name for e in settings.providers.values() for name in e.env}  # command agents'
     needed.add(settings.temporal_api_key_env)
     env = {
         k: v
         for k, v in os.environ.items()
-        if k in needed or not any(marker in k.upper() for marker in _SECRET_MARKERS)
+        if k in needed
+        or k.startswith("PONDER_")  # settings and paths (PONDER_SECRETS_FILE is a path)
+        or not any(marker in k.upper() for marker in _SECRET_MARKERS)
     }
     env["PONDER_HOME"] = str(settings.home.absolute())
     return env

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import signal
 import sys
 import time
@@ -28,6 +29,7 @@ from client.call_routes import route_calls
 from client.session import Session, on_sigterm, spawn_background_worker
 
 _T = TypeVar("_T")
+log = logging.getLogger(__name__)
 
 __all__ = [
     "RunFailed",
@@ -109,7 +111,7 @@ def ctrl_c_detaches() -> Iterator[asyncio.Event]:
         loop.remove_signal_handler(signal.SIGINT)
 
 
-UNAVAILABLE = (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNKNOWN)
+UNAVAILABLE = (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED)
 SERVER_RESTART_WAIT_S = 120.0
 """How long a waiting command retries through a server that does not answer: an embedded
 server is restarted by the lease holders' watchdog within seconds."""
@@ -122,8 +124,11 @@ async def through_restarts(call: Callable[[], Awaitable[_T]]) -> _T:
         try:
             return await call()
         except RPCError as exc:
-            if exc.status not in UNAVAILABLE or time.monotonic() > deadline:
+            # A dropped connection surfaces as UNKNOWN "transport error" (tonic's mapping).
+            transport = exc.status == RPCStatusCode.UNKNOWN and "transport" in exc.message
+            if not (exc.status in UNAVAILABLE or transport) or time.monotonic() > deadline:
                 raise
+            log.info("the server does not answer (%s: %s); retrying", exc.status, exc.message)
         await asyncio.sleep(0.5)
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, timedelta
 from pathlib import Path
 
+from google.protobuf.timestamp_pb2 import Timestamp
 from temporalio.api.enums.v1 import TaskQueueType, WorkerStatus
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest, ListWorkersRequest
@@ -41,6 +42,7 @@ __all__ = [
 
 NO_WORKER_WAIT_S = 5.0
 HEARTBEAT_SLACK_S = 2.0
+POLL_FRESH_S = 5.0
 IN_PROCESS_SHUTDOWN = timedelta(seconds=3)
 """A command's own worker lets calls in flight finish this long at exit, then hands them back to
 Temporal (retried elsewhere): a command must exit within seconds, not wait out a long call."""
@@ -109,35 +111,45 @@ async def has_worker(client: Client, task_queue: str) -> bool:
     """Whether a live worker serves ``task_queue``.
 
     Pollers alone cannot tell: the server lists one for minutes after its worker is gone, and a
-    live idle worker's last poll can be a minute old. Workers' own heartbeats can (ponder's
-    workers send one every ``WORKER_HEARTBEAT``): a worker is gone once its heartbeat is two
-    intervals late, or it said it is shutting down. Without heartbeats (an older server or SDK),
-    any listed poller counts.
+    live idle worker's last poll can be a minute old. A poll started in the last few seconds
+    does show a live worker (one just started, say). Otherwise workers' own heartbeats decide
+    (ponder's workers send one every ``WORKER_HEARTBEAT``): a worker is gone once its heartbeat
+    is two intervals late, or it said it is shutting down. Without heartbeats (an older server
+    or SDK), any listed poller counts.
     """
-    try:
-        listed = await client.workflow_service.list_workers(
-            ListWorkersRequest(namespace=client.namespace, query=f"TaskQueue = '{task_queue}'")
-        )
-    except RPCError:
-        listed = None
-    if listed is not None and listed.workers_info:
-        now = time.time()
-        for info in listed.workers_info:
-            beat = info.worker_heartbeat
-            interval = beat.elapsed_since_last_heartbeat.ToTimedelta().total_seconds()
-            allowed = 2 * (interval or WORKER_HEARTBEAT.total_seconds()) + HEARTBEAT_SLACK_S
-            age = now - beat.heartbeat_time.ToDatetime(tzinfo=UTC).timestamp()
-            if beat.status == WorkerStatus.WORKER_STATUS_RUNNING and age <= allowed:
-                return True
-        return False
-    response = await client.workflow_service.describe_task_queue(
+    described = await client.workflow_service.describe_task_queue(
         DescribeTaskQueueRequest(
             namespace=client.namespace,
             task_queue=TaskQueue(name=task_queue),
             task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
         )
     )
-    return bool(response.pollers)
+    now = time.time()
+    for poller in described.pollers:
+        if now - _seconds(poller.last_access_time) <= POLL_FRESH_S:
+            return True
+    try:
+        listed = await client.workflow_service.list_workers(
+            ListWorkersRequest(namespace=client.namespace, query=f"TaskQueue = '{task_queue}'")
+        )
+    except RPCError:
+        return bool(described.pollers)
+    if not listed.workers_info:
+        return bool(described.pollers)
+    for info in listed.workers_info:
+        beat = info.worker_heartbeat
+        interval = beat.elapsed_since_last_heartbeat.ToTimedelta().total_seconds()
+        allowed = 2 * (interval or WORKER_HEARTBEAT.total_seconds()) + HEARTBEAT_SLACK_S
+        if (
+            beat.status == WorkerStatus.WORKER_STATUS_RUNNING
+            and now - _seconds(beat.heartbeat_time) <= allowed
+        ):
+            return True
+    return False
+
+
+def _seconds(timestamp: Timestamp) -> float:
+    return timestamp.ToDatetime(tzinfo=UTC).timestamp()
 
 
 async def wait_for_worker(client: Client, task_queue: str, timeout: float) -> None:

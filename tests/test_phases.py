@@ -10,7 +10,7 @@ from workflows.tournament.profiles import Profile, plan
 
 ROOT = Path(__file__).resolve().parent.parent
 SPELLED = re.compile(
-    r"[\"'](starting|initial_generation|generation_judging|generation_mutation|"
+    r"[\"'](initial_generation|generation_judging|generation_mutation|"
     r"final_judging|finalizing)\b"
 )
 

@@ -4,6 +4,8 @@ server per database, one background worker per home, clean exits."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -14,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from client.embedded import _free_port, find_temporal_binary, server_answers
+from client.embedded import EmbeddedServer, _free_port, find_temporal_binary, server_answers
 from tests.cli import cli_env, finish, ponder, start_ponder
 from tests.test_embedded import server_pids, wait_until
 from tests.test_worker_cli import cmdline, processes_using
@@ -99,7 +101,14 @@ async def test_foreground_think_survives_a_server_kill(tmp_path: Path) -> None:
     await wait_until(lambda: bool(run_dirs(home)), 60)
     await asyncio.sleep(1.0)
     old = json.loads((home / "server.json").read_text())
-    os.kill(old["pid"], signal.SIGKILL)
+    # Keep it down for a while: holding server.lock stalls the lease holder's restart, so the
+    # command's waits see an unavailable server for longer than the SDK's own retries last.
+    with (home / "server.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        os.kill(old["pid"], signal.SIGKILL)
+        await asyncio.sleep(20)
+        assert run.returncode is None, (await finish(run)).err[-3000:]
+        fcntl.flock(lock, fcntl.LOCK_UN)
     done = await finish(run, timeout=120)
     assert done.code == 0, done.err[-3000:]
     assert "winner" in done.err
@@ -229,3 +238,16 @@ async def test_sigterm_on_cancel_hands_the_cancellation_over(tmp_path: Path) -> 
         lambda: summary.exists() and json.loads(summary.read_text())["status"] == "cancelled", 90
     )
     await stop_background_workers(home)
+
+
+async def test_an_interrupted_start_leaves_no_server_behind(tmp_path: Path) -> None:
+    """A start cut short (a signal, a cancelled watchdog) once left an unrecorded server on
+    the database, and the next start added a second one on other ports."""
+    server = EmbeddedServer(tmp_path / "home")
+    starting = asyncio.ensure_future(server.ensure())
+    await wait_until(lambda: bool(server_pids(server.db)), 30)  # spawned, not yet answering
+    starting.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await starting
+    assert server_pids(server.db) == []
+    assert server.read_state() is None

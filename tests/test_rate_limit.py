@@ -14,11 +14,13 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from activities.config import Settings
-from client.call_routes import route_calls
+from client.call_routes import model_specs, route_calls
 from worker.worker import WorkerOptions, running_worker
 from workflows.ask_types import AskInput, AskResult
 from workflows.call_options import provider_task_queue
 from workflows.names import ASK
+from workflows.plan.run_types import PlanRunInput
+from workflows.tournament.types import RoleModels, TournamentInput
 
 
 async def test_rate_limited_provider_has_its_own_queue(client: Client, settings: Settings) -> None:
@@ -57,3 +59,14 @@ async def test_no_rate_limited_worker_no_route(client: Client, settings: Setting
     async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
         routed = await route_calls(client, queue, AskInput(question="q"))
     assert routed.calls.provider_queues == {}
+
+
+def test_every_run_kind_names_the_models_it_may_call() -> None:
+    assert model_specs(AskInput(question="q", model="a:x")) == ["a:x"]
+    tournament = TournamentInput(task="t", model="a:x", models=RoleModels(judge="b:y"))
+    assert model_specs(tournament) == ["a:x", "b:y"]
+    plan = PlanRunInput(
+        plan={"steps": [{"id": "s1", "model": "c:z"}, {"id": "s2", "model": "sonnet"}]},
+        executors={"claude": "d:w"},
+    )
+    assert model_specs(plan) == ["d:w", "c:z"]  # a bare family name is routed by executors

@@ -174,7 +174,13 @@ async def test_ask_detach_prints_the_id_and_a_background_worker_finishes(tmp_pat
                 os.kill(pid, signal.SIGKILL)
 
 
-async def test_a_gone_worker_is_noticed_within_seconds(tmp_path: Path, server_address: str) -> None:
+async def test_a_gone_worker_is_noticed_within_seconds(
+    tmp_path: Path, server_address: str, client: Client
+) -> None:
+    from temporalio.api.workflowservice.v1 import ListWorkersRequest
+
+    from tests.cli import start_ponder
+
     queue = f"test-{uuid.uuid4()}"
     env = cli_env(tmp_path, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE=queue)
     worker = await start_worker("--task-queue", queue, env=env)
@@ -187,7 +193,19 @@ async def test_a_gone_worker_is_noticed_within_seconds(tmp_path: Path, server_ad
         await worker.wait()
     gone = time.monotonic()
     await asyncio.sleep(12)  # two heartbeat intervals and slack; the server lists its pollers 5 min
-    refused = await ponder("ask", "and now?", env=env, timeout=90)
+    asking = await start_ponder("ask", "and now?", env=env)
+    try:
+        refused = await finish(asking, timeout=40)
+    except TimeoutError:
+        listed = await client.workflow_service.list_workers(
+            ListWorkersRequest(namespace=client.namespace, query=f"TaskQueue = '{queue}'")
+        )
+        raise AssertionError(
+            f"still taken as live after {time.monotonic() - gone:.0f}s: {listed}"
+        ) from None
+    finally:
+        if asking.returncode is None:
+            asking.kill()
     assert refused.code == 2, refused.err
     assert "no worker polls task queue" in one_line(refused)
     assert time.monotonic() - gone < 40
