@@ -23,13 +23,14 @@ __all__ = ["BUNDLE_FORMAT", "Format", "bundle", "export", "render"]
 
 Format = Literal["json", "jsonl", "markdown"]
 BUNDLE_FORMAT = "ponder-run-bundle/1"
-_JSON_FILES = ("summary.json", "config.json")
+_JSON_FILES = ("summary.json", "config.json", "cost.json")
 _JSONL_FILES = {
     "candidates.jsonl": "candidate",
     "comparisons.jsonl": "comparison",
     "scores.jsonl": "score",
     "usage.jsonl": "usage",
     "events.jsonl": "event",
+    "trace.jsonl": "trace",
 }
 _TEXTS = ("artifacts/final.txt", "artifacts/winner.txt", "artifacts/answer.txt")
 MAX_FILE_BYTES = 64 * 1024 * 1024

@@ -92,12 +92,13 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def _created(run_dir: Path) -> str | None:
-    try:
-        with (run_dir / "events.jsonl").open() as f:
-            first = json.loads(f.readline())
-        return str(first["ts"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+    for events in ("events.jsonl", "trace.jsonl"):  # a tournament's, a plan run's
+        try:
+            with (run_dir / events).open() as f:
+                first = json.loads(f.readline())
+            return str(first["ts"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
     times = [p.stat().st_mtime for p in run_dir.iterdir() if p.is_file()]
     if not times:
         return None
@@ -109,6 +110,9 @@ def store_row(runs_dir: Path, run_id: str) -> RunRow | None:
     run_dir = checked_run_dir(runs_dir, run_id)
     summary = _read_json(run_dir / "summary.json")
     config = _read_json(run_dir / "config.json")
+    cost = _read_json(run_dir / "cost.json")  # a plan run's (its trace is trace.jsonl)
+    if cost and not summary:
+        return _plan_row(run_dir, run_id, cost)
     if not summary and not config:
         return None
     if "winner_id" in summary or config.get("task") is not None:
@@ -136,6 +140,29 @@ def store_row(runs_dir: Path, run_id: str) -> RunRow | None:
         usd=usd,
         outcome=outcome,
         simulated=bool(summary.get("simulated")),
+        in_store=True,
+    )
+
+
+def _plan_row(run_dir: Path, run_id: str, cost: dict[str, Any]) -> RunRow:
+    closed: dict[str, Any] = {}
+    try:
+        last = (run_dir / "trace.jsonl").read_text().splitlines()[-1]
+        event = json.loads(last)
+        if event.get("type") == "run.closed":
+            closed = event.get("data") or {}
+    except (OSError, ValueError, IndexError):
+        pass
+    outcome = closed.get("error") or (f"route {closed['route']}" if closed.get("route") else None)
+    return RunRow(
+        run_id=run_id,
+        kind="plan",
+        status=str(cost.get("outcome") or "running"),
+        created=_created(run_dir),
+        calls=cost.get("invocations"),
+        usd=cost.get("usd"),
+        outcome=outcome or (f"plan {cost['plan']}" if cost.get("plan") else None),
+        simulated=bool(cost.get("simulated")),
         in_store=True,
     )
 

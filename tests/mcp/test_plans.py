@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from pathlib import Path
 
 from activities.config import Settings
+from client.export import bundle, render
 from tests.cli import cli_env, ponder
 from tests.mcp.helpers import stdio_client, structured, tool_failure
 
@@ -68,6 +70,16 @@ async def test_plan_pauses_resumes_and_is_followed_with_watch(
     assert watched.out.startswith("Simulated answer to: Announce the release.")
     async with stdio_client(env) as client:
         done = structured(await client.call_tool("result", {"run_id": run_id}))
+        rows = structured(await client.call_tool("list_runs", {"kind": "plan"}))["runs"]
+        row = next(r for r in rows if r["run_id"] == run_id)
+        assert (row["status"], row["calls"], row["in_store"]) == ("completed", 2, True)
+        trace = await client.read_resource(f"ponder://runs/{run_id}/trace")
+        events = json.loads(trace.contents[0].text)["items"]  # type: ignore[union-attr]
+        assert events[0]["type"] == "run.opened" and events[-1]["type"] == "run.closed"
+        summary = await client.read_resource(f"ponder://runs/{run_id}/summary")
+        assert json.loads(summary.contents[0].text)["outcome"] == "completed"  # type: ignore[union-attr]
+    exported = json.loads(render(bundle(settings, run_id), "json"))
+    assert exported["run"]["kind"] == "plan" and exported["trace"][-1]["type"] == "run.closed"
     assert done["status"] == "completed", done
     assert done.get("calls") == 2 and done["simulated"] is True, done
     assert set(done["outputs"]) >= {"notes", "announce"}
