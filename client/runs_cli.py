@@ -16,11 +16,12 @@ from typing import Any, Literal, get_args
 
 import click
 from pydantic import BaseModel
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client
 
 from activities.config import Settings, load_settings
 from activities.errors import ConfigError, PonderError
 from client.session import open_session
+from client.tournament_control import state_name
 from workflows.names import ASK, CAMPAIGN, PLAN_RUN, TOURNAMENT
 from workflows.run_ids import RUN_ID, RUN_ID_INVALID, run_id_problem
 
@@ -28,6 +29,7 @@ __all__ = [
     "Kind",
     "RunRow",
     "checked_run_dir",
+    "kind_of",
     "list_runs",
     "parse_since",
     "runs",
@@ -181,12 +183,9 @@ def store_rows(runs_dir: Path) -> list[RunRow]:
     return rows
 
 
-def _state(status: WorkflowExecutionStatus | None) -> str:
-    if status is None:
-        return "unknown"
-    if status == WorkflowExecutionStatus.CANCELED:
-        return "cancelled"
-    return status.name.lower()
+def kind_of(workflow_type: str) -> str:
+    """A workflow type in ponder's words: ask, tournament, plan, campaign."""
+    return _KIND_OF_TYPE.get(workflow_type, workflow_type.lower())
 
 
 async def server_rows(client: Client) -> list[RunRow]:
@@ -194,14 +193,14 @@ async def server_rows(client: Client) -> list[RunRow]:
     types = ", ".join(f'"{t}"' for t in _KIND_OF_TYPE)
     rows = []
     async for w in client.list_workflows(f"WorkflowType IN ({types})", limit=SERVER_LIST_LIMIT):
-        kind = _KIND_OF_TYPE.get(w.workflow_type, w.workflow_type.lower())
+        kind = kind_of(w.workflow_type)
         if kind == "ask" and w.id.startswith("mutate-"):
             kind = "mutate"
         rows.append(
             RunRow(
                 run_id=w.id,
                 kind=kind,
-                status=_state(w.status),
+                status=state_name(w.status),
                 created=w.start_time.isoformat() if w.start_time else None,
                 on_server=True,
             )

@@ -23,7 +23,8 @@ from client.mcp.args import ExtendArgs, ListRunsArgs, ResultArgs, RunArgs
 from client.mcp.backend import Backend
 from client.mcp.errors import CodedError
 from client.runs import failure_message
-from client.runs_cli import list_runs
+from client.runs_cli import kind_of, list_runs
+from client.tournament_control import state_name
 from workflows.names import PLAN_RUN
 from workflows.tournament.types import Progress
 
@@ -38,18 +39,9 @@ def follow_hint(run_id: str) -> str:
     return f"call result with run_id {run_id!r} (wait: true to block), or: ponder watch {run_id}"
 
 
-def _state(status: WorkflowExecutionStatus | None) -> str:
-    if status is None:
-        return "unknown"
-    if status == WorkflowExecutionStatus.CANCELED:
-        return "cancelled"
-    return status.name.lower()
-
-
 async def _kind(run: Run[Any]) -> str:
-    if run.workflow_type:
-        return run.workflow_type.lower()
-    return (await run.handle.describe()).workflow_type.lower()
+    workflow_type = run.workflow_type or (await run.handle.describe()).workflow_type
+    return kind_of(workflow_type)
 
 
 async def _progress(run: Run[Any]) -> Progress | None:
@@ -80,7 +72,7 @@ async def outcome(
 ) -> dict[str, Any]:
     """The run's result if it ended (waiting up to ``wait_s``), else its state and progress."""
     run = await backend.ponder.attach(run_id)
-    if await _kind(run) == "planrun":
+    if await _kind(run) == "plan":
         return await plans.outcome(backend, run_id, wait_s=wait_s, progress=progress)
     state = await run.status()
     if state == WorkflowExecutionStatus.RUNNING:
@@ -115,7 +107,7 @@ async def outcome(
 
 
 async def _ended(run: Run[Any], state: WorkflowExecutionStatus | None) -> dict[str, Any]:
-    view: dict[str, Any] = {"run_id": run.id, "kind": await _kind(run), "status": _state(state)}
+    view: dict[str, Any] = {"run_id": run.id, "kind": await _kind(run), "status": state_name(state)}
     try:
         done = await run.result()
     except RunFailed as exc:
@@ -154,7 +146,7 @@ async def status(backend: Backend, args: RunArgs, progress: ProgressFn) -> dict[
     view: dict[str, Any] = {
         "run_id": run.id,
         "kind": await _kind(run),
-        "status": _state(description.status),
+        "status": state_name(description.status),
         "started": description.start_time.isoformat() if description.start_time else None,
         "closed": description.close_time.isoformat() if description.close_time else None,
     }
@@ -192,7 +184,7 @@ async def extend(backend: Backend, args: ExtendArgs, progress: ProgressFn) -> di
             "give max_calls, max_usd, max_input_tokens, max_output_tokens or (plans) wall_ms",
         )
     run = await backend.ponder.attach(args.run_id)
-    if await _kind(run) == "planrun":
+    if await _kind(run) == "plan":
         return await plans.extend(
             backend, run.id, args.max_calls, args.wall_ms, wait=args.wait,
             wait_s=args.timeout_s, progress=progress,
