@@ -150,6 +150,14 @@ class ModelActivities:
             raw_events=raw_events,
             role=request.role,
             tag=request.tag,
+            extra_env={  # a plan step's workspace (the agent's cwd) and fan-out item
+                key: value
+                for key, value in (
+                    ("PONDER_WORKSPACE", request.workspace),
+                    ("PONDER_ITEM", request.item),
+                )
+                if value is not None
+            },
         )
         started = time.monotonic()
         try:

@@ -18,6 +18,7 @@ from activities.config import Settings, known_secrets, load_settings
 from activities.errors import ConfigError
 from activities.raw_events import redact
 from client.runs_cli import checked_run_dir, store_row
+from workflows import phases
 
 __all__ = ["BUNDLE_FORMAT", "Format", "bundle", "export", "render"]
 
@@ -108,7 +109,7 @@ def _markdown(data: dict[str, Any]) -> str:
     if config.get("task"):
         out.append("\n## Task\n")
         out.append(_fence(str(config["task"])))
-    scores = [s for s in data.get("scores", []) if s.get("phase") == "final_judging"]
+    scores = [s for s in data.get("scores", []) if s.get("phase") == phases.FINAL_JUDGING]
     if scores:
         out.append("## Leaderboard\n")
         out.append("| rank | candidate | score | W/L/T |\n| --- | --- | --- | --- |")

@@ -334,6 +334,34 @@ def extend_plan(
     )
 
 
+async def plan_status(handle: WorkflowHandle) -> PlanStatus:
+    """``ponder status`` of a plan run: its status query."""
+    shown: PlanStatus = await handle.query(QUERY_STATUS, result_type=PlanStatus)
+    return shown
+
+
+def print_plan_status(shown: PlanStatus, *, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(shown.model_dump(mode="json"), indent=2))
+        return
+    out = Console()
+    out.print(_table(shown))
+    for step, state in shown.steps.items():
+        out.print(f"  {step:<24} {state}")
+    for pending in shown.pending_gates:
+        out.print(f"gate     {pending.step} token {pending.token} (round {pending.round})")
+    if shown.error:
+        out.print(f"error    {shown.error}")
+    if shown.state.startswith("awaiting_"):
+        out.print(f"continue with: {continue_command(shown)}")
+
+
+async def watch_plan(session: Session, run_id: str) -> PlanRunResult | PlanStatus:
+    """``ponder watch`` of a plan run: follow it until it ends or pauses."""
+    handle = session.client.get_workflow_handle(run_id, result_type=PlanRunResult)
+    return await follow(session, handle)
+
+
 def register_plan_run_commands(cli: click.Group, plan: click.Group) -> None:
     plan.add_command(run)
     plan.add_command(extend_plan)

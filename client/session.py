@@ -43,6 +43,7 @@ __all__ = [
 NO_WORKER_WAIT_S = 5.0
 HEARTBEAT_SLACK_S = 2.0
 POLL_FRESH_S = 5.0
+POLL_STALE_S = 90.0
 IN_PROCESS_SHUTDOWN = timedelta(seconds=3)
 """A command's own worker lets calls in flight finish this long at exit, then hands them back to
 Temporal (retried elsewhere): a command must exit within seconds, not wait out a long call."""
@@ -115,7 +116,7 @@ async def has_worker(client: Client, task_queue: str) -> bool:
     does show a live worker (one just started, say). Otherwise workers' own heartbeats decide
     (ponder's workers send one every ``WORKER_HEARTBEAT``): a worker is gone once its heartbeat
     is two intervals late, or it said it is shutting down. Without heartbeats (an older server
-    or SDK), any listed poller counts.
+    or SDK), a poller seen in the last ``POLL_STALE_S`` counts.
     """
     described = await client.workflow_service.describe_task_queue(
         DescribeTaskQueueRequest(
@@ -133,9 +134,11 @@ async def has_worker(client: Client, task_queue: str) -> bool:
             ListWorkersRequest(namespace=client.namespace, query=f"TaskQueue = '{task_queue}'")
         )
     except RPCError:
-        return bool(described.pollers)
-    if not listed.workers_info:
-        return bool(described.pollers)
+        listed = None
+    if listed is None or not listed.workers_info:
+        # No heartbeats (an older server or SDK, or a worker gone before its first one): a live
+        # worker re-polls at least every long-poll interval (a minute), so older pollers are gone.
+        return any(now - _seconds(p.last_access_time) <= POLL_STALE_S for p in described.pollers)
     for info in listed.workers_info:
         beat = info.worker_heartbeat
         interval = beat.elapsed_since_last_heartbeat.ToTimedelta().total_seconds()

@@ -24,6 +24,7 @@ from temporalio.client import (
 
 from activities.config import Settings, load_settings
 from activities.errors import ConfigError
+from client.plan_run_cli import finish, plan_status, print_plan_status, watch_plan
 from client.runs import check_run_id, failure_message
 from client.session import Session, open_session, spawn_background_worker
 from client.tournament_follow import (
@@ -36,6 +37,7 @@ from client.tournament_follow import (
 )
 from workflows.ask_types import AskResult
 from workflows.names import ASK, PLAN_RUN, QUERY_PROGRESS, UPDATE_EXTEND_BUDGET
+from workflows.plan.run_types import PlanRunResult, PlanStatus
 from workflows.tournament.types import (
     ExtendBudgetInput,
     ExtendBudgetResult,
@@ -115,16 +117,22 @@ def status(ctx: click.Context, run_id: str, as_json: bool) -> None:
     """Show a run's progress: status, phase, budget, leaderboard top 5 (or an Ask's answer)."""
     settings = _settings(ctx)
 
-    async def go() -> tuple[Progress | dict[str, Any], Any]:
+    async def go() -> tuple[Progress | dict[str, Any] | PlanStatus, Any]:
         # A query is answered by a worker, so embedded mode runs one here too.
         async with open_session(settings) as session:
             handle = await _handle(session, run_id)
-            if (await handle.describe()).workflow_type == ASK:
+            kind = (await handle.describe()).workflow_type
+            if kind == PLAN_RUN:
+                return await plan_status(handle), None
+            if kind == ASK:
                 return await _ask_view(session, handle), None
             progress = await handle.query(QUERY_PROGRESS, result_type=Progress)
             return progress, await run_times(handle)
 
     shown, times = asyncio.run(go())
+    if isinstance(shown, PlanStatus):
+        print_plan_status(shown, as_json=as_json)
+        return
     if isinstance(shown, dict):
         if as_json:
             click.echo(json.dumps(shown, indent=2))
@@ -164,25 +172,19 @@ def watch(ctx: click.Context, run_id: str) -> None:
 
     settings = _settings(ctx)
 
-    async def go() -> Any:
+    async def go() -> TournamentResult | AskResult | Progress | PlanRunResult | PlanStatus:
         async with open_session(settings) as session:
             handle = await _handle(session, run_id)
             kind = (await handle.describe()).workflow_type
+            if kind == PLAN_RUN:
+                return await watch_plan(session, run_id)
             if kind == ASK:
                 ask = session.client.get_workflow_handle(run_id, result_type=AskResult)
                 return await wait_or_detach(session, ask)
-            if kind == PLAN_RUN:  # a plan run: its own status table and pause hand-off
-                from client.plan_run_cli import follow as follow_plan
-                from workflows.plan.run_types import PlanRunResult
-
-                plan = session.client.get_workflow_handle(run_id, result_type=PlanRunResult)
-                return await follow_plan(session, plan)
             return await follow(session, handle)
 
     result = asyncio.run(go())
-    if not isinstance(result, TournamentResult | AskResult | Progress):
-        from client.plan_run_cli import finish
-
+    if isinstance(result, PlanRunResult | PlanStatus):
         finish(result)
     if isinstance(result, AskResult):
         click.echo(result.response.text)

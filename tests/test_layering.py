@@ -33,6 +33,9 @@ PROVIDER_NAME_ALLOWED: dict[str, set[str]] = {
     "client/api.py": {"sim"},
     # loop-plan/1 model *family* names (claude, openai), routed through the run's executors.
     "workflows/plan/routing.py": {"openai"},
+    # The USD column's label for a simulated run, and the MCP help pointing at the free sim.
+    "client/runs_cli.py": {"sim"},
+    "client/mcp/server.py": {"sim"},
 }
 """Files allowed to spell these provider names, and why; nothing else outside activities/."""
 FORBIDDEN_ROOTS = ("temporalio", "httpx", "activities")

@@ -20,7 +20,8 @@ HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 
 
 def test_there_are_histories_to_replay() -> None:
-    assert {p.stem for p in HISTORIES} >= {"ask", "tournament-quick", "tournament-paused-adaptive"}
+    expected = {"ask", "tournament-quick", "tournament-paused-adaptive", "plan-paused"}
+    assert {p.stem for p in HISTORIES} >= expected
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda p: p.stem)

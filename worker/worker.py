@@ -14,6 +14,8 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.call_model import ModelActivities
+from activities.campaign.cells import CampaignCellActivities
+from activities.campaign.report import CampaignArtifactActivities
 from activities.config import Settings, known_secrets
 from activities.plan.workspace import WorkspaceActivities
 from activities.run_store import RunFileActivities, RunStore
@@ -21,13 +23,14 @@ from activities.tournament.artifacts import TournamentArtifactActivities
 from activities.tournament.fit import adaptive_batch, fit_leaderboard
 from workflows.ask import AskWorkflow
 from workflows.call_options import provider_task_queue
+from workflows.campaign.workflow import CampaignWorkflow
 from workflows.names import TASK_QUEUE
 from workflows.plan_run.workflow import PlanRunWorkflow
 from workflows.tournament.workflow import TournamentWorkflow
 
 __all__ = ["WORKFLOWS", "WorkerOptions", "running_worker"]
 
-WORKFLOWS: list[type] = [AskWorkflow, TournamentWorkflow, PlanRunWorkflow]
+WORKFLOWS: list[type] = [AskWorkflow, TournamentWorkflow, PlanRunWorkflow, CampaignWorkflow]
 
 
 @dataclass
@@ -54,6 +57,8 @@ async def running_worker(
         store = RunStore(settings.runs_dir, secrets=known_secrets(settings))
         files = RunFileActivities(store)
         tournament_files = TournamentArtifactActivities(store)
+        campaign_cells = CampaignCellActivities(settings)
+        campaign_files = CampaignArtifactActivities(store)
         workspace = WorkspaceActivities()
         activities: list[Callable[..., Any]] = [
             model.call_model,
@@ -61,6 +66,9 @@ async def running_worker(
             tournament_files.write_tournament_artifacts,
             fit_leaderboard,
             adaptive_batch,
+            campaign_cells.check_campaign_route,
+            campaign_cells.settle_campaign_cell,
+            campaign_files.write_campaign_artifacts,
             workspace.check_paths,
             workspace.snapshot_writes,
             workspace.check_landed,

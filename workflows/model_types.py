@@ -31,6 +31,10 @@ class ModelRequest(BaseModel):
     script: str | None = Field(
         default=None, description="sim only: the exact output (a plan step's x-sim.outputs[i])"
     )
+    workspace: str | None = Field(
+        default=None, description="command agents: the working directory (a plan's workspace)"
+    )
+    item: str | None = Field(default=None, description="command agents: PONDER_ITEM (fan-out)")
 
 
 class CallModelInput(BaseModel):

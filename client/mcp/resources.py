@@ -17,6 +17,7 @@ import mcp_types as types
 from activities.config import Settings
 from client.mcp.errors import CodedError
 from client.runs_cli import checked_run_dir, store_rows
+from workflows import phases
 
 __all__ = ["NAMES", "PAGE_BYTES", "PAGE_RECORDS", "list_resources", "read", "templates"]
 
@@ -127,7 +128,7 @@ def _records(uri: str, path: Path, cursor: int, keep: Any = None) -> str:
 
 
 def _final_phase(record: dict[str, Any]) -> bool:
-    return record.get("phase") == "final_judging"
+    return record.get("phase") == phases.FINAL_JUDGING
 
 
 def read(settings: Settings, uri: str) -> types.TextResourceContents:

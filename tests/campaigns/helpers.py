@@ -15,7 +15,8 @@ def document(**overrides: Any) -> dict[str, Any]:
             {
                 "id": "deep",
                 "kind": "tournament",
-                "config": {"profile": "quick", "model": "sim:default"},
+                # An accurate simulated judge: the tournament reliably keeps its best answer.
+                "config": {"profile": "quick", "model": "sim:default,accuracy=0.95"},
             },
         ],
         "scenarios": [

@@ -64,3 +64,36 @@ def test_tournament_configs_are_checked_against_the_tournament(tmp_path: Path) -
 def test_unreadable_file(tmp_path: Path) -> None:
     result = CliRunner().invoke(campaign, ["validate", str(tmp_path / "missing.yaml")])
     assert result.exit_code == 2 and "[document.unreadable]" in result.output
+
+
+def test_dry_run_forecasts_cells_calls_usd_and_power(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    doc = document(seeds=list(range(10)))
+    doc["variants"].append(
+        {"id": "priced", "kind": "single", "config": {"model": "openai:gpt-4o-mini"}}
+    )
+    path.write_text(yaml.safe_dump(doc))
+    result = CliRunner().invoke(campaign, ["run", str(path), "--dry-run", "--effect", "0.1"])
+    assert result.exit_code == 0, result.output
+    assert "3 variants x 3 scenarios x 10 seeds = 90 cells" in result.output
+    assert "deep                 tournament worst case    690 calls" in result.output
+    assert "priced               single     worst case     30 calls, USD 0.0" in result.output
+    # 30 pairs, SD 0.25 (the stated default), effect 0.1 (d = 0.4): a paired t-test has 56%
+    # power (normal approximation: Phi(0.4 * sqrt(30) - 1.96) = 59%, less for t).
+    assert "30 pairs per variant against single" in result.output
+    assert "(the stated default 0.25): 56% to detect an effect of 0.1" in result.output
+
+
+def test_dry_run_uses_a_pilots_spread(tmp_path: Path) -> None:
+    from tests.campaigns.test_stats import record
+
+    pilot = tmp_path / "records.jsonl"
+    rows = [record("single", "s0", seed, 0.5) for seed in range(10)]
+    rows += [record("deep", "s0", seed, 0.5 + 0.1 * (seed % 2)) for seed in range(10)]
+    pilot.write_text("".join(r.model_dump_json() + "\n" for r in rows))
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(document()))
+    result = CliRunner().invoke(campaign, ["run", str(path), "--dry-run", "--pilot", str(pilot)])
+    assert result.exit_code == 0, result.output
+    # The differences alternate 0 and 0.1: SD 0.05270.
+    assert f"SD of paired differences 0.0527 (pilot {pilot})" in result.output

@@ -85,7 +85,11 @@ def test_schema_syntax_and_plan_variants() -> None:
     assert [e.code for e in validate_text('{"a": 1, "a": 2}').errors] == ["document.duplicate_key"]
     doc = document()
     doc["variants"][1] = {"id": "p", "kind": "plan", "config": {"plan": "x.yaml"}}
-    assert codes(doc) == [("feature.not_available", "variants[1].kind")]
+    assert codes(doc) == [("variant.config", "variants[1].config.plan")]  # a path: CLI only
+    doc["variants"][1]["config"]["plan"] = {"schema": "ponder-plan/1", "name": "p", "steps": []}
+    found = codes(doc)
+    assert found and all(c == "variant.config" for c, _ in found)
+    assert found[0][1].startswith("variants[1].config.plan")
 
 
 def test_cells_are_variant_major_with_stable_run_ids() -> None:

@@ -111,3 +111,18 @@ def test_pareto_front() -> None:
         "cheap",
         "deep",
     }
+
+
+def test_paired_power_matches_the_textbook_values() -> None:
+    from workflows.campaign.stats import paired_power, pilot_diff_sd
+
+    # One-sample/paired t-test, d = 0.5, n = 20, alpha 0.05 two-sided: power 0.5645.
+    assert abs(paired_power(0.5, 1.0, 20) - 0.5645) < 5e-4
+    assert abs(paired_power(0.05, 0.1, 34) - 0.8) < 0.02  # n = 34 gives ~80% for d = 0.5
+    assert paired_power(0.05, 0.25, 400) > paired_power(0.05, 0.25, 100)
+    records = matrix({("s0", seed): 0.1 * (seed % 2) for seed in range(10)})
+    sd = pilot_diff_sd(records, "a")
+    assert (
+        sd is not None
+        and abs(sd - float(np.std([0.1 * (i % 2) for i in range(10)], ddof=1))) < 1e-12
+    )

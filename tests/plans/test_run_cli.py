@@ -36,6 +36,13 @@ async def test_run_pause_resume_gate_through_the_cli(
     conflict = await ponder("resume", "cli-release", "--arg", "approved_by=bob", env=env)
     assert conflict.code == 2 and "stale-input-refused" in conflict.err
 
+    shown = await ponder("status", "cli-release", env=env)
+    assert shown.code == 0, shown.err
+    assert "awaiting_gate (gate-pending)" in shown.out and "gate     ship token" in shown.out
+    assert "continue with: ponder gate approve|revise|kill cli-release ship" in shown.out
+    watched = await ponder("watch", "cli-release", env=env)
+    assert watched.code == 75 and "ponder gate approve|revise|kill cli-release ship" in watched.err
+
     unknown = await ponder("gate", "approve", "cli-release", "nope", env=env)
     assert unknown.code == 2 and "unknown-step" in unknown.err
 
@@ -67,3 +74,7 @@ async def test_exit_codes_for_invalid_and_failed_plans(
         env=env,
     )  # fmt: skip
     assert detached.code == 0 and detached.out.strip() == "cli-detached"
+    cancelled = await ponder("cancel", "cli-detached", env=env)
+    assert cancelled.code == 1 and "run cli-detached: cancelled" in cancelled.err
+    as_json = await ponder("status", "cli-detached", "--json", env=env)
+    assert as_json.code == 0 and '"state": "cancelled"' in as_json.out

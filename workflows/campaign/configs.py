@@ -14,36 +14,59 @@ from pydantic import ValidationError
 
 from workflows.ask_types import AskInput
 from workflows.budget import BudgetLimits
+from workflows.call_options import CallOptions
 from workflows.campaign.document import (
     CampaignDocument,
     JudgeScorer,
+    PlanConfig,
     Scenario,
     SingleConfig,
     Variant,
     shape_errors,
 )
 from workflows.campaign.errors import CampaignError
+from workflows.plan.boundaries import plan_totals
 from workflows.plan.errors import join_path
+from workflows.plan.run_types import PlanRunInput
+from workflows.plan.validate import load_plan
 from workflows.tournament.errors import TournamentError
 from workflows.tournament.preflight import preflight
 from workflows.tournament.prompts import DEFAULT_RUBRIC, render
 from workflows.tournament.types import TournamentInput
 
-__all__ = ["ask_input", "cell_calls", "config_errors", "tournament_input"]
+__all__ = [
+    "ask_input",
+    "cell_calls",
+    "config_errors",
+    "final_step",
+    "plan_input",
+    "tournament_input",
+    "variant_models",
+]
 
 
 def tournament_input(
-    variant: Variant, *, task: str, seed: int, run_id: str, max_calls: int | None = None
+    variant: Variant,
+    *,
+    task: str,
+    seed: int,
+    run_id: str,
+    max_calls: int | None = None,
+    calls: CallOptions | None = None,
 ) -> TournamentInput:
     """The child tournament of a cell: the variant's config, the cell's task, seed and id."""
     fields: dict[str, Any] = {**variant.config, "task": task, "seed": seed, "run_id": run_id}
+    if calls is not None:
+        fields["calls"] = calls
     fields["on_budget_exhausted"] = "fail"  # the cell reserved its worst case; never pause
     if max_calls is not None:
         fields["budget"] = BudgetLimits(max_calls=max_calls)
     return TournamentInput.model_validate(fields)
 
 
-def ask_input(variant: Variant, *, task: str, seed: int, run_id: str) -> AskInput:
+def ask_input(
+    variant: Variant, *, task: str, seed: int, run_id: str, calls: CallOptions | None = None
+) -> AskInput:
     """The child ``Ask`` of a single-shot cell (the prompt style's generate prompt, if any)."""
     config = SingleConfig.model_validate(variant.config)
     question, system = task, config.system
@@ -64,10 +87,37 @@ def ask_input(variant: Variant, *, task: str, seed: int, run_id: str) -> AskInpu
         role="generate",
         seed=seed,
         run_id=run_id,
+        calls=calls or CallOptions(),
     )
 
 
+def plan_input(
+    variant: Variant, *, task: str, seed: int, run_id: str, calls: CallOptions | None = None
+) -> PlanRunInput:
+    """The child ``PlanRun`` of a cell: the scenario's task is the run argument ``task``."""
+    config = PlanConfig.model_validate(variant.config)
+    assert isinstance(config.plan, dict)  # a path was inlined by the CLI or refused
+    return PlanRunInput(
+        plan=config.plan,
+        args={"task": task, **config.args},
+        seed=seed,
+        run_id=run_id,
+        calls=calls or CallOptions(),
+    )
+
+
+def final_step(variant: Variant) -> str:
+    """The id of the plan's last top-level step: its output is the cell's answer."""
+    config = PlanConfig.model_validate(variant.config)
+    assert isinstance(config.plan, dict)
+    return load_plan(config.plan).steps[-1].id
+
+
 def _variant_calls(variant: Variant) -> int:
+    if variant.kind == "plan":
+        config = PlanConfig.model_validate(variant.config)
+        assert isinstance(config.plan, dict)
+        return plan_totals(load_plan(config.plan)).reserved_calls
     if variant.kind == "tournament":
         probe = tournament_input(variant, task="probe", seed=0, run_id="probe")
         return preflight(probe).tournament.worst_case_calls
@@ -96,3 +146,28 @@ def config_errors(doc: CampaignDocument) -> list[CampaignError]:
         except TournamentError as exc:
             errors.append(CampaignError("variant.config", path, f"{exc.code}: {exc.message}"))
     return errors
+
+
+def variant_models(doc: CampaignDocument) -> list[tuple[str, str, str | None]]:
+    """``(variant or scorer:<scenario>, model spec, base URL)`` of every model a campaign uses:
+    what the route assertion checks and the forecast prices."""
+    out: list[tuple[str, str, str | None]] = []
+    for variant in doc.variants:
+        if variant.kind == "single":
+            config = ask_input(variant, task="probe", seed=0, run_id="probe")
+            out.append((variant.id, config.model, config.base_url))
+        elif variant.kind == "tournament":
+            t = tournament_input(variant, task="probe", seed=0, run_id="probe")
+            roles = [m for m in t.models.model_dump().values() if m]
+            out += [(variant.id, model, None) for model in dict.fromkeys([t.model, *roles])]
+        else:
+            plan = plan_input(variant, task="probe", seed=0, run_id="probe").plan
+            steps = plan.get("steps")
+            for step in steps if isinstance(steps, list) else []:
+                model = step.get("model") if isinstance(step, dict) else None
+                if isinstance(model, str):
+                    out.append((variant.id, model, None))
+    for scenario in doc.scenarios:
+        if isinstance(scenario.scorer, JudgeScorer):
+            out.append((f"scorer:{scenario.id}", scenario.scorer.model, None))
+    return out

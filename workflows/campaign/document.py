@@ -15,15 +15,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from workflows.budget import BudgetLimits
+from workflows.call_options import CallOptions
 from workflows.campaign.errors import CampaignError
 from workflows.inputs import StrictModel
 from workflows.plan.document import parse_text
 from workflows.plan.errors import join_path
+from workflows.plan.validate import validate_document as validate_plan
 from workflows.tournament.prompts import Style
 
 __all__ = [
@@ -36,6 +38,7 @@ __all__ = [
     "ExactScorer",
     "JudgeScorer",
     "NumericScorer",
+    "PlanConfig",
     "RegexScorer",
     "Route",
     "Scenario",
@@ -58,7 +61,9 @@ DEFAULT_ROPE = 0.02
 MAX_CELLS = 1_000
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 # What the campaign sets on each tournament cell itself; a config that sets them is refused.
-TOURNAMENT_OWNED = ("task", "seed", "run_id", "budget", "candidates", "on_budget_exhausted")
+TOURNAMENT_OWNED = (
+    "task", "seed", "run_id", "budget", "candidates", "on_budget_exhausted", "calls",
+)  # fmt: skip
 
 
 class ExactScorer(StrictModel):
@@ -80,13 +85,13 @@ class RegexScorer(StrictModel):
 
 
 class CommandScorer(StrictModel):
-    """A command the *worker* declares (``[providers.NAME] kind = "command"``), named here.
+    """A command the *worker* declares (``[providers.NAME]`` of the command kind), named here.
 
     The answer goes to stdin in a fresh temp dir with an explicit environment; exit 0 passes
     (1.0) unless the last line of stdout is a number, which is then the score.
     """
 
-    kind: Literal["command"]
+    kind: Literal["command"]  # a scorer kind
     name: str = Field(pattern=ID_PATTERN)
     argv: list[str] | None = Field(default=None, description="refused: see the trust boundary")
 
@@ -118,6 +123,17 @@ class SingleConfig(StrictModel):
     temperature: float | None = Field(default=None, ge=0)
     max_output_tokens: int | None = Field(default=None, ge=1)
     base_url: str | None = None
+
+
+class PlanConfig(StrictModel):
+    """A plan run per cell; its last step's output is the answer. The scenario's task is the
+    run argument ``task`` (``${input.task}``) unless ``args`` sets it."""
+
+    plan: dict[str, Any] | str = Field(
+        description="the ponder-plan/1 document inline; a path is read by the CLI (relative to "
+        "the campaign file) and inlined before the campaign starts"
+    )
+    args: dict[str, Any] = Field(default_factory=dict)
 
 
 class Variant(StrictModel):
@@ -161,6 +177,9 @@ class CampaignDocument(StrictModel):
     min_pairs: int = Field(default=DEFAULT_MIN_PAIRS, ge=1)
     rope: float = Field(default=DEFAULT_ROPE, ge=0)
     budget: BudgetLimits = BudgetLimits()
+    calls: CallOptions = Field(
+        default_factory=CallOptions, description="scheduling of every model call of every cell"
+    )
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
 
@@ -280,14 +299,7 @@ def _duplicates(errors: list[CampaignError], base: str, ids: list[str], code: st
 def _variant_errors(variant: Variant, path: str) -> list[CampaignError]:
     config_path = join_path(path, "config")
     if variant.kind == "plan":
-        return [
-            CampaignError(
-                "feature.not_available",
-                join_path(path, "kind"),
-                "plan variants need the PlanRun workflow, which this version does not have yet; "
-                "fix: use a tournament or single variant",
-            )
-        ]
+        return _plan_errors(variant, config_path)
     if variant.kind == "single":
         try:
             SingleConfig.model_validate(variant.config)
@@ -306,6 +318,29 @@ def _variant_errors(variant: Variant, path: str) -> list[CampaignError]:
     ]
 
 
+def _plan_errors(variant: Variant, config_path: str) -> list[CampaignError]:
+    try:
+        config = PlanConfig.model_validate(variant.config)
+    except ValidationError as exc:
+        return shape_errors(exc, config_path)
+    plan_path = join_path(config_path, "plan")
+    if isinstance(config.plan, str):
+        return [
+            CampaignError(
+                "variant.config",
+                plan_path,
+                f"plan {config.plan!r} is a path: the worker never reads files named by a "
+                "campaign; fix: run it with `ponder campaign run` (which inlines the file) or "
+                "give the plan document inline",
+            )
+        ]
+    result = validate_plan(config.plan)
+    return [
+        CampaignError("variant.config", f"{plan_path}.{e.path}" if e.path else plan_path, e.line())
+        for e in result.errors
+    ]
+
+
 def _scorer_errors(scenario: Scenario, path: str) -> list[CampaignError]:
     scorer = scenario.scorer
     if isinstance(scorer, CommandScorer) and scorer.argv is not None:
@@ -314,7 +349,7 @@ def _scorer_errors(scenario: Scenario, path: str) -> list[CampaignError]:
                 "scorer.argv_not_allowed",
                 join_path(path, "argv"),
                 "a campaign cannot give a command line (whoever starts a campaign must not get a "
-                'shell on the worker); fix: declare [providers.NAME] kind = "command" with its '
+                "shell on the worker); fix: declare [providers.NAME] of the command kind with its "
                 "argv in the worker's ponder.toml and give name: NAME",
             )
         ]
@@ -364,4 +399,9 @@ def shape_errors(exc: ValidationError, base: str = "") -> list[CampaignError]:
     return out
 
 
-_SCORER_TAGS = {"exact", "numeric", "regex", "command", "judge", "sim_truth"}
+_SCORER_TAGS = {
+    get_args(model.model_fields["kind"].annotation)[0]
+    for model in (
+        ExactScorer, NumericScorer, RegexScorer, CommandScorer, JudgeScorer, SimTruthScorer
+    )
+}  # fmt: skip

@@ -29,7 +29,6 @@ CODES: dict[str, str] = {
     "field.choice": "a value is not one of the allowed values",
     "field.invalid": "a value is invalid",
     "field.not_allowed": "a field the campaign sets itself (task, seed, run_id, budget)",
-    "feature.not_available": "a kind this version refuses (plan variants need PlanRun)",
     "variant.duplicate": "two variants share an id",
     "scenario.duplicate": "two scenarios share an id",
     "seed.duplicate": "a seed is listed twice",

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from workflows.campaign.document import CampaignDocument
 
-__all__ = ["MAX_CAMPAIGN_RUN_ID", "Cell", "cell_run_id", "cells", "fingerprint"]
+__all__ = ["MAX_CAMPAIGN_RUN_ID", "Cell", "cell_run_id", "cells", "child_seed", "fingerprint"]
 
 # A cell's run id is the campaign's plus ``.`` and 12 hex digits; run ids stop at 128.
 MAX_CAMPAIGN_RUN_ID = 128 - 13
@@ -24,6 +24,20 @@ class Cell(BaseModel):
     scenario: str
     seed: int
     run_id: str
+    child_seed: int
+    """The seed the cell's child runs with (see :func:`child_seed`)."""
+
+
+def child_seed(seed: int, scenario: str) -> int:
+    """The seed of every variant's cell on ``(scenario, seed)``.
+
+    The same for all variants of a pair (common random numbers, so pairs differ by the variant
+    only), different across scenarios: draws that depend on the seed alone (the simulated
+    provider's, a sampling seed) would otherwise repeat in every scenario and make its cells
+    copies of each other rather than independent pairs.
+    """
+    digest = hashlib.sha256(json.dumps([scenario, seed]).encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
 def cell_run_id(campaign_run_id: str, variant: str, scenario: str, seed: int) -> str:
@@ -45,6 +59,7 @@ def cells(doc: CampaignDocument, campaign_run_id: str) -> list[Cell]:
                         scenario=scenario.id,
                         seed=seed,
                         run_id=cell_run_id(campaign_run_id, variant.id, scenario.id, seed),
+                        child_seed=child_seed(seed, scenario.id),
                     )
                 )
     return out

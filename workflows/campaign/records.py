@@ -11,8 +11,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-__all__ = ["FailureClass", "RunRecord", "TokenUsage"]
+__all__ = ["Decision", "FailureClass", "RunRecord", "TokenUsage"]
 
+Decision = Literal["promote", "hold", "equivalent", "reject", "needs_more_data"]
 FailureClass = Literal["runner_threw", "integrity_failed", "scorer_failed", "cancelled"]
 
 
@@ -29,6 +30,7 @@ class RunRecord(BaseModel):
     variant: str = Field(min_length=1)
     scenario: str = Field(min_length=1)
     seed: int = Field(ge=0)
+    cell_seed: int = Field(default=0, ge=0, description="the seed the cell's child ran with")
     split: Literal["search", "dev", "holdout"]
     model: str = Field(description="provider:model (with a dated snapshot when known)")
     prompt_hash: str

@@ -24,16 +24,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel
 from scipy import stats
 
-from workflows.campaign.records import RunRecord
+from workflows.campaign.records import Decision, RunRecord
 
 __all__ = [
     "ALPHA",
+    "DEFAULT_DIFF_SD",
     "MIN_PAIRS_FLOOR",
     "Analysis",
     "Comparison",
@@ -44,10 +44,11 @@ __all__ = [
     "compare",
     "decide",
     "pair",
+    "paired_power",
     "pareto_front",
+    "pilot_diff_sd",
 ]
 
-Decision = Literal["promote", "hold", "equivalent", "reject", "needs_more_data"]
 ALPHA = 0.05
 MIN_PAIRS_FLOOR = 6
 RESAMPLES = 4000
@@ -154,6 +155,8 @@ def compare(
     else:
         out.p_value = float(stats.wilcoxon(d).pvalue)
     sd = float(d.std(ddof=1)) if n > 1 else 0.0
+    if sd < 1e-12 * max(1.0, abs(out.mean_delta)):
+        sd = 0.0  # rounding noise of identical differences, not spread
     out.cohens_d = out.mean_delta / sd if sd > 0 else (0.0 if out.mean_delta == 0 else None)
     low, high, means = bootstrap_mean_ci(d, np.random.default_rng([BOOTSTRAP_SEED, seed]))
     out.ci_low, out.ci_high = low, high
@@ -178,6 +181,32 @@ def decide(c: Comparison, *, rope: float, min_pairs: int) -> tuple[Decision, str
     if c.ci_low >= -rope and c.ci_high <= rope:
         return "equivalent", f"the whole CI lies inside the ROPE +-{rope:g} ({interval})"
     return "hold", f"no decisive difference yet ({interval})"
+
+
+DEFAULT_DIFF_SD = 0.25
+"""The stated default SD of paired score differences when no pilot is given (a score in [0, 1]
+that moves by a quarter between variants on the same task and seed)."""
+
+
+def paired_power(effect: float, sd: float, pairs: int, alpha: float = ALPHA) -> float:
+    """Power of a two-sided paired t-test to detect a mean difference ``effect`` with ``pairs``
+    pairs whose differences have standard deviation ``sd`` (noncentral t, exact)."""
+    if pairs < 2 or sd <= 0:
+        return float("nan") if pairs < 2 else 1.0
+    df = pairs - 1
+    noncentrality = effect * math.sqrt(pairs) / sd
+    critical = stats.t.ppf(1 - alpha / 2, df)
+    return float(
+        1 - stats.nct.cdf(critical, df, noncentrality) + stats.nct.cdf(-critical, df, noncentrality)
+    )
+
+
+def pilot_diff_sd(records: Sequence[RunRecord], comparator: str) -> float | None:
+    """The pooled SD of paired differences against ``comparator`` in a pilot's records."""
+    diffs: list[float] = []
+    for variant in sorted({r.variant for r in records} - {comparator}):
+        diffs += [v - c for _, _, v, c in pair(records, variant, comparator)]
+    return float(np.std(diffs, ddof=1)) if len(diffs) > 1 else None
 
 
 def pareto_front(points: dict[str, tuple[float, float]]) -> set[str]:

@@ -9,6 +9,7 @@ never from the worker that happens to run the task.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -69,14 +70,17 @@ _TYPES: dict[str, Any] = {
 
 
 def check_value(value: Any, schema: Mapping[str, Any], where: str = "value") -> str | None:
-    """The first way ``value`` breaks a pause's JSON Schema (the keywords validation accepts:
-    type, properties, required, items, enum), or None."""
+    """The first way ``value`` breaks a pause's JSON Schema (type, properties, required, items,
+    enum, pattern), or None."""
     kind = schema.get("type")
     kinds = kind if isinstance(kind, list) else [kind] if kind is not None else []
     if kinds and not any(_TYPES[k](value) for k in kinds if k in _TYPES):
         return f"{where} must be {' or '.join(kinds)}"
     if "enum" in schema and value not in schema["enum"]:
         return f"{where} must be one of {schema['enum']}"
+    pattern = schema.get("pattern")
+    if isinstance(pattern, str) and isinstance(value, str) and re.search(pattern, value) is None:
+        return f"{where} must match {pattern}"
     if isinstance(value, dict):
         for name in schema.get("required", []):
             if name not in value:

@@ -199,6 +199,8 @@ class Dispatcher:
             seed=self.seed,
             tag=invocation,
             script=_sim_output(step, sim_i),
+            workspace=self.workspace,
+            item=None if item_index is None else str(item_index),
         )
         timeout = timedelta(milliseconds=stage_timeout_ms(step))
         call = CallModelInput(

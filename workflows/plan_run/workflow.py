@@ -25,17 +25,9 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 with workflow.unsafe.imports_passed_through():
     from activities.plan.workspace import CHECK_PATHS
     from activities.run_store import WRITE_RUN_FILES, WriteRunFilesInput
-    from workflows.inputs import INPUT_INVALID, InputInvalid
+    from workflows.inputs import INPUT_INVALID
     from workflows.names import (
         PLAN_RUN,
-        QUERY_EVENTS,
-        QUERY_STATUS,
-        SIGNAL_EXTEND_BUDGET,
-        SIGNAL_RESOLVE_GATE,
-        SIGNAL_RESUME,
-        UPDATE_EXTEND_BUDGET,
-        UPDATE_RESOLVE_GATE,
-        UPDATE_RESUME,
     )
     from workflows.plan.boundaries import (
         Boundary,
@@ -43,86 +35,52 @@ with workflow.unsafe.imports_passed_through():
         activated_items,
         boundaries,
         downstream_of,
-        plan_totals,
         region_reservation,
-        unsatisfiable,
-    )
-    from workflows.plan.control import (
-        Refusal,
-        check_gate_decision,
-        merge_resume_args,
-        parse_resume_value,
     )
     from workflows.plan.gates import gate_verdict
     from workflows.plan.joins import Branch, join, parse_join
-    from workflows.plan.ledger import PlanLedger
-    from workflows.plan.model import AgentStep, FanoutStep, GateStep, PauseStep, Plan
+    from workflows.plan.model import (
+        AgentStep,
+        FanoutStep,
+        GateStep,
+        PauseStep,
+        Plan,
+        TournamentStep,
+    )
+    from workflows.plan.preflight import (
+        check_trace,
+        declared_paths,
+        open_ledger,
+        qe_waivers,
+        route_models,
+    )
     from workflows.plan.reasons import Reason
     from workflows.plan.refs import RefError, extract_json, resolve, whole_reference
-    from workflows.plan.routing import check_value, route, step_family
-    from workflows.plan.run_record import PlanFailure, PlanRecord, TerminalRoute
+    from workflows.plan.run_record import PlanFailure, TerminalRoute
     from workflows.plan.run_types import (
-        ExtendPlanBudgetInput,
-        ExtendPlanBudgetResult,
-        GateDecisionResult,
         PathsInput,
         PendingGate,
         PendingPause,
-        PlanBudgetStatus,
-        PlanEvent,
-        PlanRunInput,
         PlanRunResult,
-        PlanStatus,
-        ResolveGateInput,
-        ResumeInput,
-        ResumeResult,
         RunState,
     )
     from workflows.plan.validate import validate_document
+    from workflows.plan_run.child import run_tournament
     from workflows.plan_run.dispatch import Dispatcher
-    from workflows.raw_input import NO_INPUT, decode_raw, input_failure
+    from workflows.plan_run.state import PlanRunState
+    from workflows.raw_input import NO_INPUT, input_failure
     from workflows.run_ids import RUN_ID_INVALID, run_id_problem
 
 __all__ = ["PLAN_INVALID", "PlanRunWorkflow"]
 
 PLAN_INVALID = "plan-invalid"
-EVENTS_PAGE = 500
 WRITE_RETRY = RetryPolicy(maximum_attempts=10, non_retryable_error_types=["ValueError"])
 # Failures no branch of a region may absorb: they are about the run, not the item.
 _RUN_FATAL = {str(Reason.BUDGET_INVARIANT_VIOLATED), str(Reason.ARTIFACT_PATH_ESCAPES_ROOT)}
-_STAND_IN = PlanRunInput.model_construct(plan={}, args={})
 
 
 @workflow.defn(name=PLAN_RUN)
-class PlanRunWorkflow:
-    @workflow.init
-    def __init__(self, raw: RawValue = NO_INPUT) -> None:
-        decoded = decode_raw(PlanRunInput, raw)
-        self.input_error = decoded if isinstance(decoded, InputInvalid) else None
-        self.input = decoded if isinstance(decoded, PlanRunInput) else _STAND_IN
-        self.run_id = self.input.run_id or workflow.info().workflow_id
-        self.record = PlanRecord(now=lambda: workflow.now().isoformat())
-        self.state: RunState = "starting"
-        self.reason: str | None = None
-        self.error: str | None = None
-        self.route_label: str | None = None
-        self.current: str | None = None
-        self.plan: Plan | None = None
-        self.ledger: PlanLedger | None = None
-        self.dispatcher: Dispatcher | None = None
-        self.args: dict[str, Any] = dict(self.input.args or {})
-        self.outputs: dict[str, Any] = {}
-        self.typed_args: dict[str, dict[str, Any] | None] = {}
-        """A pause's resume_arg -> its JSON Schema (None: the value is a string)."""
-        self.gates: dict[str, PendingGate] = {}
-        self.decisions: dict[str, str] = {}
-        self.rounds: dict[str, int] = {}
-        self.epoch = 0
-        self.pending_pause: PendingPause | None = None
-        self.need: str | None = None
-        self.on_fail_armed: set[str] = set()
-        self.wall_started: Any = None
-
+class PlanRunWorkflow(PlanRunState):
     # -- the run ---------------------------------------------------------------------------
 
     @workflow.run
@@ -179,46 +137,10 @@ class PlanRunWorkflow:
 
     async def _preflight(self, plan: Plan) -> None:
         """The refusals of plans.md "Run" 1, in its order, before anything runs."""
-        walk = boundaries(plan)
-        if plan.loop_plan is not None and not plan.loop_plan.trace_emit:
-            raise PlanFailure(
-                Reason.TRACE_EMIT_REQUIRED,
-                "this loop-plan/1 plan does not set trace.emit: true; fix: add trace: {emit: true}",
-            )
-        models: dict[str, str] = {}
-        unroutable = []
-        for step in plan.steps:
-            if isinstance(step, AgentStep) or (isinstance(step, GateStep) and not step.is_human()):
-                spec = route(
-                    step.model,
-                    step.family,
-                    executors=self.input.executors,
-                    default_family=self.input.default_family,
-                )
-                if spec is None:
-                    unroutable.append(f"{step.id} (model {step.model or '(none)'})")
-                else:
-                    models[step.id] = spec
-            elif not isinstance(step, FanoutStep | PauseStep | GateStep):
-                raise PlanFailure(
-                    "feature.not_available",
-                    f"step {step.id!r}: the {step.kind} step kind does not run yet in PlanRun",
-                )
-        if unroutable:
-            raise PlanFailure(
-                Reason.PLAN_MODEL_UNROUTABLE,
-                "no executor for: " + ", ".join(unroutable) + "; fix: give the step a "
-                "provider:model, or --executor FAMILY=SPEC / --default-family",
-            )
+        check_trace(plan)
+        models = route_models(plan, self.input)
         workspace = plan.workspace or self.input.workspace
-        declared = sorted(
-            {
-                p
-                for s in plan.steps
-                if isinstance(s, AgentStep | GateStep)
-                for p in (*s.artifacts.reads, *s.artifacts.writes)
-            }
-        )
+        declared = declared_paths(plan)
         if declared:
             if workspace is None:
                 raise PlanFailure(
@@ -234,47 +156,10 @@ class PlanRunWorkflow:
             )
             if problems:
                 raise PlanFailure(Reason.ARTIFACT_PATH_ESCAPES_ROOT, "; ".join(problems))
-        coder = self.input.coder_family
-        for step in plan.steps:
-            if isinstance(step, AgentStep | GateStep) and step.role == "qe" and coder:
-                family = step_family(step.model, models[step.id], step.family)
-                if family != coder:
-                    continue
-                message = (
-                    f"QE step {step.id!r} runs in the coder's family {coder!r}: its review is "
-                    "not independent"
-                )
-                if not self.input.allow_same_family_qe:
-                    raise PlanFailure(
-                        Reason.SAME_FAMILY_QE_REFUSED,
-                        message + "; fix: give it another family, or --allow-same-family-qe",
-                    )
-                waiver = f"WAIVER (--allow-same-family-qe): {message}"
-                self.record.waivers.append(waiver)
-                self.record.event("waiver", step=step.id, message=waiver)
-        override = self.input.budget
-        declared_budget = plan.budget
-        calls = override.calls if override and override.calls else None
-        wall = override.wall_ms if override and override.wall_ms else None
-        bad = unsatisfiable(
-            walk,
-            calls=calls
-            if calls is not None
-            else (declared_budget.calls if declared_budget else None),
-            wall_ms=wall
-            if wall is not None
-            else (declared_budget.wall_ms if declared_budget else None),
-        )
-        if bad is not None:
-            raise PlanFailure(Reason.RESERVATION_UNSATISFIABLE, bad[1])
-        totals = plan_totals(plan, walk)
-        self.ledger = PlanLedger.start(
-            totals,
-            calls=calls,
-            wall_ms=wall,
-            tokens=override.tokens if override else None,
-            usd=override.usd if override else (declared_budget.usd if declared_budget else None),
-        )
+        for step_id, waiver in qe_waivers(plan, models, self.input):
+            self.record.waivers.append(waiver)
+            self.record.event("waiver", step=step_id, message=waiver)
+        self.ledger = open_ledger(plan, self.input)
         self.dispatcher = Dispatcher(
             run_id=self.run_id,
             seed=self.input.seed,
@@ -329,6 +214,16 @@ class PlanRunWorkflow:
                 await self._model_gate(plan, step)
             elif isinstance(step, FanoutStep):
                 await self._region(plan, step, items)
+            elif isinstance(step, TournamentStep):
+                assert self.dispatcher is not None
+                output = await run_tournament(
+                    self.dispatcher,
+                    step,
+                    max_calls=reservation.invocations,
+                    inputs=self.args,
+                    outputs=self.outputs,
+                )
+                self._settle(step.id, output)
             return None
         finally:
             elapsed = workflow.now() - started
@@ -545,23 +440,6 @@ class PlanRunWorkflow:
         if until is not None:
             self.record.event("waiting_provider", until=until.isoformat())
 
-    # -- bookkeeping ---------------------------------------------------------------------
-
-    def _settle(self, step_id: str, output: Any) -> None:
-        self.outputs[step_id] = output
-        self.record.steps[step_id] = "settled"
-
-    def _wait_state(self, state: RunState, reason: Reason) -> None:
-        self.state = state
-        self.reason = str(reason)
-
-    def _running(self) -> None:
-        self.state = "running"
-        self.reason = None
-
-    def _simulated(self) -> bool:
-        return bool(self.record.calls) and all(c.simulated for c in self.record.calls)
-
     def _fail_now(self, code: str, message: str) -> None:
         """A run refused before it opened: queries still answer, nothing is written."""
         self.state = "failed"
@@ -602,175 +480,3 @@ class PlanRunWorkflow:
             start_to_close_timeout=timedelta(minutes=2),
             retry_policy=WRITE_RETRY,
         )
-
-    # -- control -----------------------------------------------------------------------------
-
-    def _parse_args(self, supplied: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
-        """Supplied args with typed pause values parsed (JSON, checked against the schema)."""
-        parsed = {}
-        for key, raw in supplied.items():
-            if key not in self.typed_args:
-                parsed[key] = raw
-                continue
-            schema = self.typed_args[key]
-            value, problem = parse_resume_value(raw, typed=schema is not None)
-            if problem is None and schema is not None:
-                problem = check_value(value, schema, key)
-            if problem is not None:
-                return {}, f"{key}: {problem}"
-            parsed[key] = value
-        return parsed, None
-
-    def _resume_refusal(
-        self, supplied: dict[str, Any]
-    ) -> tuple[dict[str, Any], Refusal | str | None]:
-        if self.state in ("completed", "failed", "cancelled"):
-            return {}, f"the run is {self.state}"
-        parsed, problem = self._parse_args(supplied)
-        if problem is not None:
-            return {}, f"{INPUT_INVALID}: {problem}"
-        merged, refusal = merge_resume_args(self.args, parsed)
-        return merged, refusal
-
-    @workflow.update(name=UPDATE_RESUME)
-    def resume(self, input: ResumeInput) -> ResumeResult:
-        merged, refusal = self._resume_refusal(input.args)
-        if refusal is not None:  # the validator refused it: only a changed state gets here
-            raise ApplicationError(_refusal_text(refusal), type="control.refused")
-        self.args = merged
-        self.record.event("resume.accepted", keys=sorted(input.args))
-        return ResumeResult(accepted=sorted(input.args), args=self.args)
-
-    @resume.validator
-    def _check_resume(self, input: ResumeInput) -> None:
-        _, refusal = self._resume_refusal(input.args)
-        if refusal is not None:
-            raise ValueError(_refusal_text(refusal))
-
-    @workflow.signal(name=SIGNAL_RESUME)
-    def resume_signal(self, input: ResumeInput) -> None:
-        merged, refusal = self._resume_refusal(input.args)
-        if refusal is not None:
-            self._refuse("resume", refusal)
-            return
-        self.args = merged
-        self.record.event("resume.accepted", keys=sorted(input.args), via="signal")
-
-    def _gate_refusal(self, input: ResolveGateInput) -> Refusal | None:
-        pending = {step: gate.token for step, gate in self.gates.items()}
-        return check_gate_decision(
-            pending, step=input.step, decision=input.decision, token=input.token
-        )
-
-    @workflow.update(name=UPDATE_RESOLVE_GATE)
-    def resolve_gate(self, input: ResolveGateInput) -> GateDecisionResult:
-        refusal = self._gate_refusal(input)
-        if refusal is not None:
-            raise ApplicationError(_refusal_text(refusal), type=str(refusal.reason))
-        self.decisions[input.step] = input.decision
-        return GateDecisionResult(step=input.step, decision=input.decision)
-
-    @resolve_gate.validator
-    def _check_gate(self, input: ResolveGateInput) -> None:
-        refusal = self._gate_refusal(input)
-        if refusal is not None:
-            raise ValueError(_refusal_text(refusal))
-
-    @workflow.signal(name=SIGNAL_RESOLVE_GATE)
-    def resolve_gate_signal(self, input: ResolveGateInput) -> None:
-        refusal = self._gate_refusal(input)
-        if refusal is not None:
-            self._refuse("resolve_gate", refusal)
-            return
-        self.decisions[input.step] = input.decision
-
-    def _extension_refusal(self, input: ExtendPlanBudgetInput) -> str | None:
-        if self.ledger is None:
-            return "the run has not opened its budget yet"
-        reason, why = self.ledger.model_copy(deep=True).extend(
-            calls=input.calls, wall_ms=input.wall_ms
-        )
-        return None if reason is None else f"{reason}: {why}"
-
-    @workflow.update(name=UPDATE_EXTEND_BUDGET)
-    def extend_budget(self, input: ExtendPlanBudgetInput) -> ExtendPlanBudgetResult:
-        refusal = self._extension_refusal(input)
-        if refusal is not None or self.ledger is None:
-            raise ApplicationError(refusal or "no budget", type="control.refused")
-        _, summary = self.ledger.extend(calls=input.calls, wall_ms=input.wall_ms)
-        self.record.event("budget.extended", calls=input.calls, wall_ms=input.wall_ms)
-        return ExtendPlanBudgetResult(
-            calls_limit=self.ledger.calls_limit,
-            wall_limit_ms=self.ledger.wall_limit_ms,
-            summary=summary,
-        )
-
-    @extend_budget.validator
-    def _check_extension(self, input: ExtendPlanBudgetInput) -> None:
-        refusal = self._extension_refusal(input)
-        if refusal is not None:
-            raise ValueError(refusal)
-
-    @workflow.signal(name=SIGNAL_EXTEND_BUDGET)
-    def extend_budget_signal(self, input: ExtendPlanBudgetInput) -> None:
-        refusal = self._extension_refusal(input)
-        if refusal is not None or self.ledger is None:
-            self.record.refused.append(f"extend_budget: {refusal}")
-            self.record.event("control.refused", control="extend_budget", message=refusal)
-            return
-        self.ledger.extend(calls=input.calls, wall_ms=input.wall_ms)
-        self.record.event("budget.extended", calls=input.calls, wall_ms=input.wall_ms, via="signal")
-
-    def _refuse(self, control: str, refusal: Refusal | str) -> None:
-        if isinstance(refusal, Refusal):
-            self.record.refuse(control, refusal.reason, refusal.message)
-        else:
-            self.record.refused.append(f"{control}: {refusal}")
-            self.record.event("control.refused", control=control, message=refusal)
-
-    # -- queries -----------------------------------------------------------------------------
-
-    def _budget_status(self) -> PlanBudgetStatus:
-        ledger = self.ledger
-        assert ledger is not None
-        spent = ledger.budget.spent
-        return PlanBudgetStatus(
-            calls_limit=ledger.calls_limit,
-            calls_spent=spent.calls,
-            calls_left=ledger.calls_left(),
-            calls_cap=ledger.calls_cap,
-            wall_limit_ms=ledger.wall_limit_ms,
-            wall_spent_ms=ledger.wall_spent_ms,
-            wall_cap_ms=ledger.wall_cap_ms,
-            input_tokens=spent.input_tokens,
-            output_tokens=spent.output_tokens,
-            usd=spent.usd,
-            need=self.need,
-        )
-
-    @workflow.query(name=QUERY_STATUS)
-    def status(self) -> PlanStatus:
-        return PlanStatus(
-            run_id=self.run_id,
-            plan=self.plan.name if self.plan else "",
-            state=self.state,
-            reason=self.reason,
-            step=self.current,
-            steps=dict(self.record.steps),
-            pending_gates=list(self.gates.values()),
-            pending_pause=self.pending_pause,
-            budget=self._budget_status() if self.ledger is not None else None,
-            waivers=list(self.record.waivers),
-            refused=list(self.record.refused),
-            error=self.error,
-            route=self.route_label,
-            simulated=self._simulated(),
-        )
-
-    @workflow.query(name=QUERY_EVENTS)
-    def events(self, cursor: int) -> list[PlanEvent]:
-        return [e for e in self.record.events if e.seq > cursor][:EVENTS_PAGE]
-
-
-def _refusal_text(refusal: Refusal | str) -> str:
-    return refusal if isinstance(refusal, str) else f"{refusal.reason}: {refusal.message}"

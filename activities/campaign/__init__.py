@@ -1,0 +1,1 @@
+"""Campaign effects: route assertion, settling cells (capture, spend, score), the report."""

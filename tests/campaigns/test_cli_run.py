@@ -1,0 +1,63 @@
+"""``ponder campaign run`` and ``ponder campaign report`` against the session's dev server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from activities.config import Settings
+from tests.campaigns.helpers import document
+from tests.cli import cli_env, ponder
+
+
+async def test_run_shows_progress_and_the_decision_and_report_rerenders_the_same_bytes(
+    tmp_path: Path, settings: Settings, server_address: str, worker_queue: str
+) -> None:
+    path = tmp_path / "campaign.json"
+    path.write_text(json.dumps(document(seeds=[0, 1])))
+    env = cli_env(settings.home, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE=worker_queue)
+    done = await ponder("campaign", "run", str(path), "--run-id", "camp-cli-1", env=env)
+    assert done.code == 0, done.err
+    assert done.out.startswith("recommendation: ")
+    assert "  deep: " in done.out
+    assert "[completed] cells 12/12 done, 0 running, 0 failed" in done.err
+    assert "leader deep" in done.err
+    run_dir = settings.runs_dir / "camp-cli-1"
+    before = {n: (run_dir / n).read_bytes() for n in ("report.md", "report.html")}
+    report = await ponder("campaign", "report", "camp-cli-1", env=env)
+    assert report.code == 0, report.err
+    assert report.out.encode() == before["report.md"]
+    assert {n: (run_dir / n).read_bytes() for n in before} == before
+
+
+async def test_run_refuses_an_invalid_file_with_exit_2(tmp_path: Path) -> None:
+    path = tmp_path / "campaign.json"
+    path.write_text(json.dumps(document(comparator="ghost")))
+    done = await ponder("campaign", "run", str(path), env=cli_env(tmp_path))
+    assert done.code == 2 and "[comparator.unknown]" in done.err
+
+
+async def test_report_of_an_unknown_run_is_one_line(tmp_path: Path) -> None:
+    done = await ponder("campaign", "report", "nothing-here", env=cli_env(tmp_path))
+    assert done.code == 2 and "no campaign report for 'nothing-here'" in done.err
+
+
+async def test_a_paused_campaign_exits_75_and_extend_finishes_it(
+    tmp_path: Path, settings: Settings, server_address: str, worker_queue: str
+) -> None:
+    path = tmp_path / "campaign.json"
+    doc = document(seeds=[0], budget={"max_calls": 2})
+    doc["variants"][1] = {"id": "other", "kind": "single", "config": {"model": "sim:default"}}
+    path.write_text(json.dumps(doc))
+    env = cli_env(settings.home, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE=worker_queue)
+    done = await ponder("campaign", "run", str(path), "--run-id", "camp-cli-2", env=env)
+    assert done.code == 75, done.err
+    assert "campaign camp-cli-2 paused: max_calls reached" in done.err
+    status = await ponder("campaign", "status", "camp-cli-2", env=env)
+    assert status.code == 0 and "[awaiting_budget] cells 2/6 done, 0 running" in status.out
+    refused = await ponder("campaign", "extend", "camp-cli-2", "--calls", "1", env=env)
+    assert refused.code == 2 and "extend refused: max_calls=1 is below" in refused.err
+    extended = await ponder("campaign", "extend", "camp-cli-2", "--calls", "+4", env=env)
+    assert extended.code == 0, extended.err
+    assert "budget now {'max_calls': 6}" in extended.err
+    assert extended.out.startswith("recommendation: ")

@@ -1,0 +1,172 @@
+"""Campaign control on the real dev server: shared budget, failures, cancel, route, scorers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError, CancelledError
+
+from activities.config import Endpoint, Settings
+from tests.campaigns.helpers import document
+from tests.campaigns.test_workflow import failure, records, start
+from tests.conftest import with_endpoint
+from worker.worker import WorkerOptions, running_worker
+from workflows.campaign.types import CampaignEvent, CampaignProgress
+from workflows.names import (
+    QUERY_EVENTS,
+    QUERY_PROGRESS,
+    SIGNAL_EXTEND_BUDGET,
+    UPDATE_EXTEND_BUDGET,
+)
+from workflows.tournament.types import ExtendBudgetInput, ExtendBudgetResult
+
+
+async def progress_until(handle, check, timeout: float = 30.0) -> CampaignProgress:  # type: ignore[no-untyped-def]
+    async with asyncio.timeout(timeout):
+        while True:
+            p = await handle.query(QUERY_PROGRESS, result_type=CampaignProgress)
+            if check(p):
+                return p
+            await asyncio.sleep(0.1)
+
+
+def singles(**overrides: object) -> dict:  # type: ignore[type-arg]
+    doc = document(**overrides)
+    doc["variants"] = [
+        {"id": "single", "kind": "single", "config": {"model": "sim:default"}},
+        {"id": "other", "kind": "single", "config": {"model": "sim:default", "temperature": 0.5}},
+    ]
+    doc["comparator"] = "single"
+    return doc
+
+
+async def test_shared_budget_pauses_and_extend_resumes(client: Client, worker_queue: str) -> None:
+    handle = await start(client, worker_queue, singles(budget={"max_calls": 5}, concurrency=3))
+    paused = await progress_until(
+        handle, lambda p: p.status == "awaiting_budget" and p.cells_running == 0
+    )
+    # Each cell reserved its call before it started: never more than the limit.
+    assert (paused.cells_done, paused.spent.calls, paused.blocking_limit) == (5, 5, "max_calls")
+    with pytest.raises(WorkflowUpdateFailedError):
+        await handle.execute_update(
+            UPDATE_EXTEND_BUDGET, ExtendBudgetInput(max_calls=3), result_type=ExtendBudgetResult
+        )
+    await handle.signal(SIGNAL_EXTEND_BUDGET, ExtendBudgetInput(max_calls=2))
+    refused = await progress_until(handle, lambda p: bool(p.refused))
+    assert "below what is already spent" in refused.refused[-1]
+    extended = await handle.execute_update(
+        UPDATE_EXTEND_BUDGET, ExtendBudgetInput(max_calls=100), result_type=ExtendBudgetResult
+    )
+    assert extended.budget.max_calls == 100
+    result = await handle.result()
+    assert result.cells == 18 and result.spent.calls == 18
+    events = await handle.query(QUERY_EVENTS, 0, result_type=list[CampaignEvent])
+    types = [e.type for e in events]
+    assert "campaign.awaiting_budget" in types and "control.refused" in types
+    assert types.index("campaign.resumed") > types.index("budget.extended")
+
+
+async def test_a_failing_cell_is_recorded_and_the_campaign_goes_on(
+    client: Client, worker_queue: str
+) -> None:
+    doc = document(seeds=[0])
+    # Every judge answer is invalid JSON and no retry is allowed: each tournament fails.
+    doc["variants"][1]["config"] = {
+        "profile": "quick",
+        "model": "sim:default,invalid_json_rate=0.99",
+        "invalid_json_retries": 0,
+    }
+    result = await (await start(client, worker_queue, doc)).result()
+    assert result.cells == 6 and result.failed_cells == 3
+    failed = [r for r in records(Path(result.run_dir)) if r["failure_class"]]
+    assert {r["failure_class"] for r in failed} == {"runner_threw"}
+    assert all(r["holdout_score"] is None and r["calls"] > 0 for r in failed)
+    assert all(r["error"].startswith("judge.persistent_invalid_json") for r in failed), failed[0][
+        "error"
+    ]
+    assert result.decisions == {"deep": "needs_more_data"}
+
+
+async def test_cancel_while_cells_run_records_them_and_writes_the_partial_report(
+    client: Client, worker_queue: str, settings: Settings
+) -> None:
+    doc = singles(concurrency=2)
+    doc["variants"][1]["config"]["model"] = "sim:default,latency=fixed:5000"
+    handle = await start(client, worker_queue, doc)
+    await progress_until(handle, lambda p: p.cells_done >= 9 and p.cells_running == 2)
+    await handle.cancel()
+    with pytest.raises(WorkflowFailureError) as info:
+        await handle.result()
+    assert isinstance(info.value.cause, CancelledError)
+    run_dir = settings.runs_dir / handle.id
+    rows = records(run_dir)
+    cancelled = [r for r in rows if r["failure_class"] == "cancelled"]
+    assert len(rows) == 11 and len(cancelled) == 2
+    assert all(r["calls"] == 1 for r in cancelled)  # the call in flight counts
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "cancelled" and summary["cells"]["recorded"] == 11
+    assert "(cancelled, 11 of 18 cells)" in (run_dir / "report.md").read_text()
+
+
+async def test_route_assertion_reasons(client: Client, settings: Settings) -> None:
+    corp = Endpoint(kind="openai", base_url="http://127.0.0.1:9/v1", api_key_env=None)
+    configured = with_endpoint(settings, "corp", corp)
+    queue = f"test-{uuid.uuid4()}"
+    async with running_worker(client, configured, WorkerOptions(task_queue=queue)):
+
+        def one(model: str, **route: object) -> dict:  # type: ignore[type-arg]
+            doc = document(route={"require_auth": False, **route})
+            doc["variants"][1] = {"id": "http", "kind": "single", "config": {"model": model}}
+            return doc
+
+        cases = [
+            (one("openai:gpt-4o-mini"), "route.no_explicit_base_url"),
+            (one("corp:m", block=["http://127.0.0.1"]), "route.base_url_blocked"),
+            (one("corp:m", allow=["re:^https://llm\\.corp/"]), "route.base_url_not_allowed"),
+            (one("corp:m", provider="anthropic"), "route.wrong_provider"),
+            (one("corp:m", require_auth=True), "route.no_auth"),
+        ]
+        for doc, code in cases:
+            error = await failure(client, queue, doc)
+            assert error.type == code, (code, error.message)
+        # Sim variants pass the same strict route.
+        result = await (await start(client, queue, document(seeds=[0]))).result()
+        assert result.status == "completed"
+
+
+async def test_command_scorer_runs_a_worker_declared_command(
+    client: Client, settings: Settings, tmp_path: Path
+) -> None:
+    script = tmp_path / "score.py"
+    script.write_text(
+        "import os, sys\n"
+        "text = sys.stdin.read()\n"
+        "print('cwd', os.getcwd(), 'env', sorted(os.environ))\n"
+        "print(0.25 if 'sim q=' in text else 0)\n"
+    )
+    scorer = Endpoint(kind="command", argv=[sys.executable, str(script)])
+    queue = f"test-{uuid.uuid4()}"
+    async with running_worker(
+        client, with_endpoint(settings, "grader", scorer), WorkerOptions(task_queue=queue)
+    ):
+        doc = singles(seeds=[0])
+        for scenario in doc["scenarios"]:
+            scenario["scorer"] = {"kind": "command", "name": "grader"}
+        result = await (await start(client, queue, doc)).result()
+        rows = records(Path(result.run_dir))
+        assert {r["holdout_score"] for r in rows} == {0.25}
+        doc["scenarios"][0]["scorer"] = {"kind": "command", "name": "undeclared"}
+        result = await (await start(client, queue, doc)).result()
+        failed = [r for r in records(Path(result.run_dir)) if r["failure_class"]]
+        assert len(failed) == 2 and "declares no such command" in failed[0]["error"]
+    # The document can never carry the command line itself.
+    doc["scenarios"][0]["scorer"] = {"kind": "command", "name": "x", "argv": ["sh"]}
+    async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
+        error = await failure(client, queue, doc)
+    assert isinstance(error, ApplicationError) and error.type == "scorer.argv_not_allowed"

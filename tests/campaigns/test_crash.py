@@ -1,0 +1,102 @@
+"""SIGKILL the worker in the middle of a campaign: settled cells never run again."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import time
+import uuid
+from collections import Counter
+from datetime import timedelta
+from pathlib import Path
+
+from temporalio.client import Client
+
+from activities.config import Endpoint, Settings
+from tests.campaigns.helpers import document
+from tests.conftest import with_endpoint
+from tests.fakes import FakeProvider, Seen
+from tests.worker_process import start_worker
+from worker.worker import WorkerOptions, running_worker
+from workflows.campaign.types import CampaignResult
+from workflows.names import CAMPAIGN
+
+
+def crash_document() -> dict:  # type: ignore[type-arg]
+    doc = document(seeds=[0, 1, 2], concurrency=2, route={"require_auth": False})
+    doc["calls"] = {"heartbeat_timeout_s": 2}
+    doc["variants"] = [
+        {"id": "sim", "kind": "single", "config": {"model": "sim:default"}},
+        {"id": "http", "kind": "single", "config": {"model": "local:default"}},
+    ]
+    doc["comparator"] = "sim"
+    return doc
+
+
+async def test_a_killed_worker_does_not_rerun_settled_cells(
+    client: Client, settings: Settings, server_address: str, fake: FakeProvider
+) -> None:
+    settings.home.mkdir(parents=True, exist_ok=True)
+    (settings.home / "ponder.toml").write_text(
+        f'[providers.local]\nkind = "openai"\nbase_url = "{fake.url}"\nponder_headers = true\n'
+    )
+    local = with_endpoint(
+        settings, "local", Endpoint(kind="openai", base_url=fake.url, ponder_headers=True)
+    )
+    reference_queue = f"test-{uuid.uuid4()}"
+    async with running_worker(client, local, WorkerOptions(task_queue=reference_queue)):
+        reference = await (
+            await client.start_workflow(
+                CAMPAIGN,
+                crash_document(),
+                id=f"ref-{uuid.uuid4().hex[:6]}",
+                task_queue=reference_queue,
+                result_type=CampaignResult,
+            )
+        ).result()
+    fake.seen.clear()
+
+    # Hold the 5th HTTP call (a cell in the middle of the campaign) and kill the worker there.
+    arrivals: list[Seen] = []
+
+    def fifth(seen: Seen) -> bool:
+        arrivals.append(seen)
+        return len(arrivals) == 5
+
+    fake.hold_when = fifth
+    queue = f"test-{uuid.uuid4()}"
+    worker = await start_worker(settings, server_address, queue)
+    try:
+        handle = await client.start_workflow(
+            CAMPAIGN,
+            crash_document(),
+            id=f"crash-{uuid.uuid4().hex[:6]}",
+            task_queue=queue,
+            result_type=CampaignResult,
+            task_timeout=timedelta(seconds=2),
+        )
+        deadline = time.monotonic() + 60
+        while len(arrivals) < 5:
+            assert time.monotonic() < deadline, "the 5th call never arrived"
+            await asyncio.sleep(0.05)
+        worker.send_signal(signal.SIGKILL)
+        await worker.wait()
+        held = arrivals[4].call_id
+        worker = await start_worker(settings, server_address, queue)
+        fake.resume()
+        result = await asyncio.wait_for(handle.result(), 120)
+    finally:
+        fake.resume()
+        if worker.returncode is None:
+            worker.send_signal(signal.SIGTERM)
+            await worker.wait()
+
+    counts = Counter(s.call_id for s in fake.seen)
+    repeated = {call for call, n in counts.items() if n > 1}
+    assert repeated <= {held}  # only the call in flight at the kill may run twice
+    assert len(counts) == 9  # one logical call per HTTP cell, none lost, none added
+    assert result.cells == reference.cells == 18 and result.failed_cells == 0
+    mine = json.loads((Path(result.run_dir) / "summary.json").read_text())
+    theirs = json.loads((Path(reference.run_dir) / "summary.json").read_text())
+    assert mine["analysis"] == theirs["analysis"] and mine["decisions"] == theirs["decisions"]

@@ -1,0 +1,96 @@
+"""The capture check after each cell, on run directories as the children leave them.
+
+The sim and HTTP paths of real runs are covered in test_capture.py and test_workflow.py (no
+issue); here each of the six issues comes from a run directory missing what a real run writes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from activities.campaign.cells import CampaignCellActivities
+from activities.config import Settings
+from workflows.campaign.types import SettleCellInput
+
+SCORER = {"kind": "regex", "pattern": "ok"}
+
+
+def cell(settings: Settings, run_id: str, **files: str) -> Path:
+    run_dir = settings.runs_dir / run_id
+    for name, text in files.items():
+        path = run_dir / name.replace("__", "/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return run_dir
+
+
+def settle(
+    settings: Settings, run_id: str, *, http: bool = False, failed: bool = False
+) -> list[str]:
+    input = SettleCellInput.model_validate(
+        {"run_id": run_id, "kind": "single", "scorer": SCORER, "http": http, "child_failed": failed}
+    )
+    return CampaignCellActivities(settings).settle(input).integrity_issues
+
+
+def summary(status: str = "completed") -> str:
+    return json.dumps({"status": status, "provider": "p", "model": "m", "usage": {}})
+
+
+def raw(*events: dict) -> str:  # type: ignore[type-arg]
+    return "".join(json.dumps(e) + "\n" for e in events)
+
+
+def test_each_capture_issue(settings: Settings) -> None:
+    assert settle(settings, "gone") == ["no_run"]
+    cell(settings, "fine", **{"summary.json": summary(), "artifacts__answer.txt": "ok"})
+    assert settle(settings, "fine") == []
+    cell(settings, "unanswered", **{"summary.json": summary()})
+    assert settle(settings, "unanswered") == ["missing_outcome"]
+    cell(settings, "limbo", **{"summary.json": summary("running"), "artifacts__answer.txt": "ok"})
+    assert settle(settings, "limbo") == ["missing_outcome"]
+    # An HTTP cell: its raw events must be there and whole.
+    cell(settings, "nosink", **{"summary.json": summary(), "artifacts__answer.txt": "ok"})
+    assert settle(settings, "nosink", http=True) == ["no_raw_sink"]
+    request = {"call_id": "half/ask/0/0", "request": {"body": {}}}
+    cell(
+        settings,
+        "half",
+        **{
+            "summary.json": summary(),
+            "artifacts__answer.txt": "ok",
+            "raw-events.jsonl": raw(request),
+        },
+    )
+    assert settle(settings, "half", http=True) == ["missing_raw_events"]
+    whole = {**request, "call_id": "whole/ask/0/0", "response": {"status": 200}}
+    cell(
+        settings,
+        "whole",
+        **{
+            "summary.json": summary(),
+            "artifacts__answer.txt": "ok",
+            "raw-events.jsonl": raw(whole),
+        },
+    )
+    assert settle(settings, "whole", http=True) == []
+    # A tournament that billed calls no request event covers.
+    tournament = json.dumps({"status": "completed", "usage": {"calls": 3}, "models": {}})
+    cell(
+        settings,
+        "orphans",
+        **{
+            "summary.json": tournament,
+            "artifacts__final.txt": "ok",
+            "raw-events.jsonl": raw(whole),
+        },
+    )
+    input = SettleCellInput.model_validate(
+        {"run_id": "orphans", "kind": "tournament", "scorer": SCORER, "http": True}
+    )
+    assert CampaignCellActivities(settings).settle(input).integrity_issues == ["orphan_llm_span"]
+    zero = json.dumps({"status": "completed", "usage": {"calls": 0}, "models": {}})
+    cell(settings, "nocalls", **{"summary.json": zero, "artifacts__final.txt": "ok"})
+    input = input.model_copy(update={"run_id": "nocalls", "http": False})
+    assert CampaignCellActivities(settings).settle(input).integrity_issues == ["missing_llm_spans"]

@@ -1,0 +1,152 @@
+"""Every plan in examples/plans/ (and the spec's loop-plan/1 example) runs to completion.
+
+Agents are a small command agent the test worker declares (``[providers.writer]``, the way a
+user declares ``claude -p``): run in the workspace, it writes the files a step declares, answers a
+model gate with a verdict and a contract with a matching JSON object. Plans that write no
+files run on the simulated provider.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import Client, WorkflowUpdateFailedError
+
+from activities.config import Endpoint, Settings
+from tests.conftest import with_endpoint
+from tests.plans.helpers import LOOP_EXAMPLE_PATH
+from tests.plans.run_helpers import failure, start, wait_state
+from worker.worker import WorkerOptions, running_worker
+from workflows.names import UPDATE_RESOLVE_GATE, UPDATE_RESUME
+from workflows.plan.document import parse_text
+from workflows.plan.run_types import PlanRunResult, ResolveGateInput, ResumeInput
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "plans"
+WRITER = """
+import json, os, sys
+prompt = sys.stdin.read()
+root = os.getcwd()  # the plan's workspace: ponder runs the agent there
+for line in prompt.splitlines():
+    if line.startswith("Files to write (workspace-relative): "):
+        for rel in line.split(": ", 1)[1].split(", "):
+            path = os.path.join(root, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as f:
+                f.write("written for " + os.environ["PONDER_STEP_ID"] + "\\n")
+if "GATE: PASS or GATE: FAIL" in prompt:
+    print("Checked.\\nGATE: PASS")
+elif '"questions"' in prompt:
+    print(json.dumps({"questions": ["What?", "Why?", "How?"]}))
+elif '"answer"' in prompt:
+    print(json.dumps({"question": "q", "answer": "a", "sources": []}))
+else:
+    print("done: " + prompt.splitlines()[0])
+"""
+WRITER_EXECUTORS = {"claude": "writer:agent", "openai": "writer:agent"}
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    (root / "docs").mkdir(parents=True)
+    return root
+
+
+@pytest.fixture
+async def queue(client: Client, settings: Settings, tmp_path: Path) -> AsyncIterator[str]:
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER)
+    writer = Endpoint(kind="command", argv=[sys.executable, str(script)])
+    name = f"test-{uuid.uuid4()}"
+    async with running_worker(
+        client, with_endpoint(settings, "writer", writer), WorkerOptions(task_queue=name)
+    ):
+        yield name
+
+
+def example(name: str) -> dict[str, Any]:
+    path = EXAMPLES / name if name != "loop-plan-1" else LOOP_EXAMPLE_PATH
+    doc, errors = parse_text(path.read_text(), filename=str(path))
+    assert not errors
+    assert isinstance(doc, dict)
+    return doc
+
+
+async def test_code_change_with_a_cross_family_qe_gate(
+    client: Client, queue: str, workspace: Path
+) -> None:
+    plan = example("code-change-qe.yaml")
+    run = {"executors": WRITER_EXECUTORS, "workspace": str(workspace)}
+    refused = await failure(client, queue, plan, coder_family="claude", **run)
+    assert refused.type == "same-family-qe-refused"  # review (opus) is the coder's family
+    handle = await start(client, queue, plan, coder_family="openai", **run)
+    result: PlanRunResult = await handle.result()
+    assert result.outputs["review"].rstrip().endswith("GATE: PASS")
+    assert (workspace / "docs" / "plan.md").read_text() == "written for plan\n"
+
+
+async def test_research_fanout_with_a_quorum(client: Client, queue: str, workspace: Path) -> None:
+    plan = example("research-fanout.yaml")
+    handle = await start(
+        client, queue, plan, executors=WRITER_EXECUTORS, default_family="claude",
+        workspace=str(workspace), args={"topic": "durable execution"},
+    )  # fmt: skip
+    result: PlanRunResult = await handle.result()
+    answers = result.outputs["research"]
+    assert len(answers) == 3 and all(json.loads(a)["answer"] == "a" for a in answers)
+    assert result.outputs["summary"].startswith("done: Summarise these answers")
+
+
+async def test_a_plan_with_a_tournament_step(client: Client, queue: str) -> None:
+    plan = example("tournament-step.yaml")
+    handle = await start(
+        client, queue, plan, executors={"claude": "sim:default"}, default_family="claude",
+        args={"problem": "a rate limiter"},
+    )  # fmt: skip
+    result: PlanRunResult = await handle.result()
+    assert "[sim q=" in result.outputs["designs"] and result.simulated
+
+
+async def test_release_with_approval_gate_and_a_typed_pause(
+    client: Client, queue: str, workspace: Path
+) -> None:
+    plan = example("release-approval.yaml")
+    handle = await start(
+        client, queue, plan, executors=WRITER_EXECUTORS, default_family="claude",
+        workspace=str(workspace), args={"approved_by": "ada"},
+    )  # fmt: skip
+    gate = await wait_state(handle, "awaiting_gate")
+    assert (workspace / "RELEASE.md").exists()
+    token = gate.pending_gates[0].token
+    await handle.execute_update(
+        UPDATE_RESOLVE_GATE, ResolveGateInput(step="approve", decision="approve", token=token)
+    )
+    paused = await wait_state(handle, "awaiting_input")
+    assert paused.pending_pause and paused.pending_pause.resume_arg == "tag"
+    with pytest.raises(WorkflowUpdateFailedError) as bad:
+        await handle.execute_update(UPDATE_RESUME, ResumeInput(args={"tag": '"1.2"'}))
+    assert "tag must match" in str(bad.value.cause)
+    await handle.execute_update(UPDATE_RESUME, ResumeInput(args={"tag": '"v1.2.3"'}))
+    result: PlanRunResult = await handle.result()
+    assert result.outputs["tag"] == "v1.2.3"
+    assert "release v1.2.3, approved by ada" in result.outputs["announce"]
+
+
+@pytest.mark.parametrize("name", ["loop-plan-review.json", "loop-plan-1"])
+async def test_loop_plan_examples(client: Client, queue: str, workspace: Path, name: str) -> None:
+    plan = example(name)
+    handle = await start(
+        client, queue, plan, executors=WRITER_EXECUTORS, workspace=str(workspace),
+        args={"approved_by": "ada"},
+    )  # fmt: skip
+    result: PlanRunResult = await handle.result()
+    gate = "check" if name.startswith("loop-plan-review") else "review"
+    assert result.outputs[gate].rstrip().endswith("GATE: PASS")
+    fanout = "summaries" if gate == "check" else "notes"
+    assert all(v and v.startswith("done: ") for v in result.outputs[fanout])

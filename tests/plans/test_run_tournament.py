@@ -1,0 +1,56 @@
+"""A plan's tournament step runs a child Tournament; its calls count against the plan's budget."""
+
+from __future__ import annotations
+
+import pytest
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.exceptions import ApplicationError
+
+from tests.plans.run_helpers import agent, events, plan_doc, start, status
+from workflows.plan.boundaries import tournament_calls
+from workflows.plan.model import TournamentStep
+from workflows.plan.run_types import PlanRunResult
+
+TOURNAMENT_STEP = {
+    "id": "best",
+    "kind": "tournament",
+    "deps": ["topic"],
+    "prompt": "Write a haiku about ${steps.topic.output}.",
+    "model": "sim:default",
+    "tournament": {"profile": "quick", "seed": 3},
+}
+
+
+async def test_a_tournament_step_is_a_child_workflow_billed_to_the_plan(
+    client: Client, worker_queue: str
+) -> None:
+    plan = plan_doc(
+        agent("topic", "Pick a topic.", "rivers"),
+        TOURNAMENT_STEP,
+        agent("polish", "Polish: ${steps.best.output}", deps=["best"]),
+    )
+    handle = await start(client, worker_queue, plan)
+    result: PlanRunResult = await handle.result()
+    assert "[sim q=" in result.outputs["best"]  # the winner of the child tournament
+    assert result.outputs["polish"].startswith("Simulated answer to: Polish: Simulated")
+    final = await status(handle)
+    assert final.budget is not None
+    reserved = tournament_calls(TournamentStep.model_validate(TOURNAMENT_STEP))
+    child_calls = final.budget.calls_spent - 2  # topic and polish
+    assert 15 <= child_calls <= reserved  # quick: 15 nominal calls, within the reservation
+    settled = [e for e in await events(handle) if e.type == "settled" and e.data["step"] == "best"]
+    assert settled[0].data["calls"] == child_calls
+    child = client.get_workflow_handle(settled[0].data["child_run"])
+    assert (await child.describe()).workflow_type == "Tournament"
+
+
+async def test_a_failing_tournament_fails_its_step(client: Client, worker_queue: str) -> None:
+    step = dict(
+        TOURNAMENT_STEP, deps=[], prompt="x", tournament={"profile": "quick", "max_calls": 5}
+    )
+    handle = await start(client, worker_queue, plan_doc(step))
+    with pytest.raises(WorkflowFailureError) as failed:
+        await handle.result()
+    cause = failed.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "dispatch-dead"
+    assert "budget.planned_calls_exceeded" in cause.message

@@ -1,0 +1,128 @@
+"""The preflight refusals of a plan run (plans.md "Run" 1), in the spec's order.
+
+Pure: the workflow calls these in order and runs the one effect between them (the workspace
+containment probe, an activity) itself. Each refusal is a ``PlanFailure`` with its reason.
+
+1. ``trace-emit-required``: a ``loop-plan/1`` plan whose ``trace.emit`` is not true;
+2. ``plan-model-unroutable``: a dispatching step no executor runs;
+3. ``artifact-path-escapes-root``: (the probe) a declared path leaves the workspace;
+4. ``same-family-qe-refused``: a ``role: qe`` step in the coder's family, unless waived loudly;
+5. ``reservation-unsatisfiable``: an explicit budget below the worst single boundary.
+"""
+
+from __future__ import annotations
+
+from workflows.plan.boundaries import boundaries, plan_totals, unsatisfiable
+from workflows.plan.ledger import PlanLedger
+from workflows.plan.model import AgentStep, GateStep, Plan, TournamentStep
+from workflows.plan.reasons import Reason
+from workflows.plan.routing import route, step_family
+from workflows.plan.run_record import PlanFailure
+from workflows.plan.run_types import PlanRunInput
+
+__all__ = ["check_trace", "declared_paths", "open_ledger", "qe_waivers", "route_models"]
+
+
+def check_trace(plan: Plan) -> None:
+    if plan.loop_plan is not None and not plan.loop_plan.trace_emit:
+        raise PlanFailure(
+            Reason.TRACE_EMIT_REQUIRED,
+            "this loop-plan/1 plan does not set trace.emit: true; fix: add trace: {emit: true}",
+        )
+
+
+def route_models(plan: Plan, input: PlanRunInput) -> dict[str, str]:
+    """Step id -> the provider:model spec it runs on, resolved once for the whole run (a
+    tournament step's judge under ``<id>/judge``)."""
+    models: dict[str, str] = {}
+    unroutable = []
+    for step in plan.steps:
+        if isinstance(step, AgentStep) or (isinstance(step, GateStep) and not step.is_human()):
+            spec = route(
+                step.model,
+                step.family,
+                executors=input.executors,
+                default_family=input.default_family,
+            )
+            if spec is None:
+                unroutable.append(f"{step.id} (model {step.model or '(none)'})")
+            else:
+                models[step.id] = spec
+        elif isinstance(step, TournamentStep):
+            spec = route(
+                step.model, None, executors=input.executors, default_family=input.default_family
+            )
+            judge = step.tournament.judge_model
+            judge_spec = None
+            if judge is not None:
+                judge_spec = route(
+                    judge, None, executors=input.executors, default_family=input.default_family
+                )
+            if spec is None or (judge is not None and judge_spec is None):
+                unroutable.append(f"{step.id} (model {step.model or '(none)'}, judge {judge})")
+            else:
+                models[step.id] = spec
+                if judge_spec is not None:
+                    models[f"{step.id}/judge"] = judge_spec
+    if unroutable:
+        raise PlanFailure(
+            Reason.PLAN_MODEL_UNROUTABLE,
+            "no executor for: " + ", ".join(unroutable) + "; fix: give the step a "
+            "provider:model, or --executor FAMILY=SPEC / --default-family",
+        )
+    return models
+
+
+def declared_paths(plan: Plan) -> list[str]:
+    return sorted(
+        {
+            p
+            for s in plan.steps
+            if isinstance(s, AgentStep | GateStep)
+            for p in (*s.artifacts.reads, *s.artifacts.writes)
+        }
+    )
+
+
+def qe_waivers(plan: Plan, models: dict[str, str], input: PlanRunInput) -> list[tuple[str, str]]:
+    """(step, waiver) for each QE step in the coder's family that the run waives."""
+    coder = input.coder_family
+    waivers = []
+    for step in plan.steps:
+        if not (isinstance(step, AgentStep | GateStep) and step.role == "qe" and coder):
+            continue
+        if step_family(step.model, models[step.id], step.family) != coder:
+            continue
+        message = (
+            f"QE step {step.id!r} runs in the coder's family {coder!r}: its review is not "
+            "independent"
+        )
+        if not input.allow_same_family_qe:
+            raise PlanFailure(
+                Reason.SAME_FAMILY_QE_REFUSED,
+                message + "; fix: give it another family, or --allow-same-family-qe",
+            )
+        waivers.append((step.id, f"WAIVER (--allow-same-family-qe): {message}"))
+    return waivers
+
+
+def open_ledger(plan: Plan, input: PlanRunInput) -> PlanLedger:
+    """The run's ledger; refused when an explicit budget cannot fit the worst boundary."""
+    walk = boundaries(plan)
+    override, declared = input.budget, plan.budget
+    calls = override.calls if override else None
+    wall = override.wall_ms if override else None
+    bad = unsatisfiable(
+        walk,
+        calls=calls if calls is not None else (declared.calls if declared else None),
+        wall_ms=wall if wall is not None else (declared.wall_ms if declared else None),
+    )
+    if bad is not None:
+        raise PlanFailure(Reason.RESERVATION_UNSATISFIABLE, bad[1])
+    return PlanLedger.start(
+        plan_totals(plan, walk),
+        calls=calls,
+        wall_ms=wall,
+        tokens=override.tokens if override else None,
+        usd=override.usd if override and override.usd else (declared.usd if declared else None),
+    )
