@@ -28,6 +28,7 @@ from workflows.tournament.types import (
 
 __all__ = [
     "AskArgs",
+    "CampaignRunArgs",
     "ExtendArgs",
     "ListRunsArgs",
     "MutateArgs",
@@ -206,3 +207,11 @@ class ResolveGateArgs(WaitArgs):
     run_id: str
     step: str
     decision: Literal["approve", "revise", "kill"]
+
+
+class CampaignRunArgs(WaitArgs):
+    """``ponder campaign run``: variants x scenarios x seeds, ending in a decision."""
+
+    document: str = Field(min_length=1, description="the ponder-campaign/1 document's text")
+    filename: str | None = Field(default=None, description=".json parses as JSON, else YAML")
+    run_id: str | None = None

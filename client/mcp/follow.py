@@ -18,14 +18,14 @@ from temporalio.client import (
 )
 
 from client.api import AskRun, Run, RunFailed, TournamentRun
-from client.mcp import plans
+from client.mcp import campaigns, plans
 from client.mcp.args import ExtendArgs, ListRunsArgs, ResultArgs, RunArgs
 from client.mcp.backend import Backend
 from client.mcp.errors import CodedError
 from client.runs import failure_message
 from client.runs_cli import kind_of, list_runs
 from client.tournament_control import state_name
-from workflows.names import PLAN_RUN
+from workflows.names import CAMPAIGN, PLAN_RUN
 from workflows.tournament.types import Progress
 
 __all__ = ["ProgressFn", "cancel", "extend", "outcome", "result", "runs", "status"]
@@ -72,8 +72,11 @@ async def outcome(
 ) -> dict[str, Any]:
     """The run's result if it ended (waiting up to ``wait_s``), else its state and progress."""
     run = await backend.ponder.attach(run_id)
-    if await _kind(run) == "plan":
+    kind = await _kind(run)
+    if kind == "plan":
         return await plans.outcome(backend, run_id, wait_s=wait_s, progress=progress)
+    if kind == "campaign":
+        return await campaigns.outcome(backend, run_id, wait_s=wait_s, progress=progress)
     state = await run.status()
     if state == WorkflowExecutionStatus.RUNNING:
         await backend.ensure_worker()
@@ -154,6 +157,9 @@ async def status(backend: Backend, args: RunArgs, progress: ProgressFn) -> dict[
         await backend.ensure_worker()
         plan = await plans.outcome(backend, run.id, wait_s=0, progress=None)
         return {**view, **plan}
+    if description.workflow_type == CAMPAIGN:
+        await backend.ensure_worker()
+        return {**view, **await campaigns.outcome(backend, run.id, wait_s=0, progress=None)}
     if isinstance(run, TournamentRun):
         await backend.ensure_worker()  # a query is answered by a worker
         live = await _progress(run)
@@ -184,6 +190,10 @@ async def extend(backend: Backend, args: ExtendArgs, progress: ProgressFn) -> di
             "give max_calls, max_usd, max_input_tokens, max_output_tokens or (plans) wall_ms",
         )
     run = await backend.ponder.attach(args.run_id)
+    if await _kind(run) == "campaign":
+        return await campaigns.extend(
+            backend, run.id, limits, wait=args.wait, wait_s=args.timeout_s, progress=progress
+        )
     if await _kind(run) == "plan":
         return await plans.extend(
             backend, run.id, args.max_calls, args.wall_ms, wait=args.wait,

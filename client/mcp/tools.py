@@ -15,9 +15,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from client.mcp import follow, plans
+from client.mcp import campaigns, follow, plans
 from client.mcp.args import (
     AskArgs,
+    CampaignRunArgs,
     ExtendArgs,
     ListRunsArgs,
     MutateArgs,
@@ -265,8 +266,8 @@ TOOLS: dict[str, Tool] = {
         ),
         Tool(
             "extend",
-            "Raise a run's budget limits (absolute): a tournament's calls, USD or tokens, a "
-            "plan's calls or wall_ms; a paused run continues.",
+            "Raise a run's budget limits (absolute): a tournament's or campaign's calls, USD or "
+            "tokens, a plan's calls or wall_ms; a paused run continues.",
             ExtendArgs,
             follow.extend,
         ),
@@ -293,6 +294,13 @@ TOOLS: dict[str, Tool] = {
             "Give a paused plan run the argument(s) it waits for; it goes on.",
             ResumeArgs,
             plans.resume,
+        ),
+        Tool(
+            "campaign_run",
+            "Run a campaign document (variants x scenarios x seeds; YAML or JSON text). Returns "
+            "the run id at once; with wait: true, waits for the decision, with progress.",
+            CampaignRunArgs,
+            campaigns.campaign_run,
         ),
         Tool(
             "resolve_gate",
