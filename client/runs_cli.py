@@ -66,6 +66,8 @@ class RunRow(BaseModel):
     simulated: bool = False
     on_server: bool = False
     in_store: bool = False
+    parent: str | None = None
+    """The campaign a cell run belongs to (cell ids are ``<campaign id>.<cell hash>``)."""
 
 
 def checked_run_dir(runs_dir: Path, run_id: str) -> Path:
@@ -115,6 +117,8 @@ def store_row(runs_dir: Path, run_id: str) -> RunRow | None:
     cost = _read_json(run_dir / "cost.json")  # a plan run's (its trace is trace.jsonl)
     if cost and not summary:
         return _plan_row(run_dir, run_id, cost)
+    if "campaign_id" in summary:
+        return _campaign_row(run_dir, run_id, summary)
     if not summary and not config:
         return None
     if "winner_id" in summary or config.get("task") is not None:
@@ -165,6 +169,20 @@ def _plan_row(run_dir: Path, run_id: str, cost: dict[str, Any]) -> RunRow:
         usd=cost.get("usd"),
         outcome=outcome or (f"plan {cost['plan']}" if cost.get("plan") else None),
         simulated=bool(cost.get("simulated")),
+        in_store=True,
+    )
+
+
+def _campaign_row(run_dir: Path, run_id: str, summary: dict[str, Any]) -> RunRow:
+    spent: dict[str, Any] = s if isinstance(s := summary.get("spent"), dict) else {}
+    return RunRow(
+        run_id=run_id,
+        kind="campaign",
+        status=str(summary.get("status") or "running"),
+        created=summary.get("started_at") or _created(run_dir),
+        calls=spent.get("calls"),
+        usd=spent.get("usd"),
+        outcome=summary.get("error") or summary.get("recommendation"),
         in_store=True,
     )
 
@@ -229,6 +247,11 @@ def merge(store: list[RunRow], server: list[RunRow]) -> list[RunRow]:
                 "on_server": True,
             }
         )
+    campaigns = {r.run_id for r in by_id.values() if r.kind == "campaign"}
+    for row in by_id.values():
+        head = row.run_id.rpartition(".")[0]
+        if head in campaigns:
+            row.parent = head
     return sorted(by_id.values(), key=lambda r: r.created or "", reverse=True)
 
 
@@ -276,8 +299,10 @@ async def list_runs(
     status: str | None = None,
     since: str | None = None,
     limit: int | None = None,
+    cells: bool = False,
 ) -> list[RunRow]:
-    """The runs of this home, newest first, filtered; ``client`` None: the run store only."""
+    """The runs of this home, newest first, filtered; ``client`` None: the run store only.
+    A campaign's cell runs are left out unless ``cells``."""
     if kind is not None and kind not in KINDS:
         raise ConfigError(f"kind {kind!r} is not a run kind: use one of {', '.join(KINDS)}")
     if status is not None and status not in STATUSES:
@@ -285,7 +310,11 @@ async def list_runs(
     after = parse_since(since) if since else None
     store = await asyncio.to_thread(store_rows, settings.runs_dir)
     server = await server_rows(client) if client is not None else []
-    rows = [r for r in merge(store, server) if _matches(r, kind, status, after)]
+    rows = [
+        r
+        for r in merge(store, server)
+        if _matches(r, kind, status, after) and (cells or r.parent is None)
+    ]
     return rows[:limit] if limit is not None else rows
 
 
@@ -304,6 +333,7 @@ def _cell(value: Any) -> str:
 @click.option(
     "--limit", type=click.IntRange(min=1), default=50, show_default=True, help="At most N rows."
 )
+@click.option("--cells", is_flag=True, help="Also list each campaign's cell runs.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON rows.")
 @click.pass_context
 def runs(
@@ -312,6 +342,7 @@ def runs(
     status: str | None,
     since: str | None,
     limit: int,
+    cells: bool,
     as_json: bool,
 ) -> None:
     """List runs (kind, status, created, calls, USD, winner or outcome), newest first."""
@@ -323,12 +354,18 @@ def runs(
         try:
             async with open_session(settings, worker=False) as session:
                 return await list_runs(
-                    settings, session.client, kind=kind, status=status, since=since, limit=limit
+                    settings,
+                    session.client,
+                    kind=kind,
+                    status=status,
+                    since=since,
+                    limit=limit,
+                    cells=cells,
                 )
         except PonderError as exc:  # no server: what the run store knows is still worth showing
             click.echo(f"ponder: the server did not answer ({exc}); run store only", err=True)
             return await list_runs(
-                settings, None, kind=kind, status=status, since=since, limit=limit
+                settings, None, kind=kind, status=status, since=since, limit=limit, cells=cells
             )
 
     rows = asyncio.run(go())

@@ -157,6 +157,7 @@ class ListRunsArgs(StrictModel):
     status: str | None = Field(default=None, description=" | ".join(STATUSES))
     since: str | None = Field(default=None, description="30m, 2h, 7d, 1w or an ISO date")
     limit: int = Field(default=50, ge=1, le=500)
+    cells: bool = Field(default=False, description="also list each campaign's cell runs")
 
 
 class NoArgs(StrictModel):

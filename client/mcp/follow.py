@@ -242,5 +242,6 @@ async def runs(backend: Backend, args: ListRunsArgs, progress: ProgressFn) -> di
         status=args.status,
         since=args.since,
         limit=args.limit,
+        cells=args.cells,
     )
     return {"runs": [r.model_dump(mode="json") for r in rows]}

@@ -41,6 +41,14 @@ async def test_campaign_runs_pauses_and_extends(
         assert again["recommendation"] == done["recommendation"]
         shown = structured(await client.call_tool("status", {"run_id": run_id}))
         assert shown["kind"] == "campaign" and shown["status"] == "completed"
+        rows = structured(await client.call_tool("list_runs", {"since": "10m"}))["runs"]
+        (row,) = [r for r in rows if r["run_id"] == run_id]
+        assert (row["kind"], row["calls"]) == ("campaign", done["spent"]["calls"])
+        assert row["outcome"] == done["recommendation"]
+        assert not any(r["run_id"].startswith(f"{run_id}.") for r in rows)  # its cells: hidden
+        every = structured(await client.call_tool("list_runs", {"since": "10m", "cells": True}))
+        cells = [r for r in every["runs"] if r["parent"] == run_id]
+        assert len(cells) == 6 and {r["kind"] for r in cells} == {"ask", "tournament"}
 
         tight = document(seeds=[0], budget={"max_calls": 2})
         tight["variants"][1] = {"id": "other", "kind": "single", "config": {"model": "sim:default"}}
