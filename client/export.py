@@ -24,7 +24,7 @@ __all__ = ["BUNDLE_FORMAT", "Format", "bundle", "export", "render"]
 
 Format = Literal["json", "jsonl", "markdown"]
 BUNDLE_FORMAT = "ponder-run-bundle/1"
-_JSON_FILES = ("summary.json", "config.json", "cost.json")
+_JSON_FILES = ("summary.json", "config.json", "cost.json", "campaign.json")
 _JSONL_FILES = {
     "candidates.jsonl": "candidate",
     "comparisons.jsonl": "comparison",
@@ -32,6 +32,7 @@ _JSONL_FILES = {
     "usage.jsonl": "usage",
     "events.jsonl": "event",
     "trace.jsonl": "trace",
+    "records.jsonl": "record",
 }
 _TEXTS = ("artifacts/final.txt", "artifacts/winner.txt", "artifacts/answer.txt")
 MAX_FILE_BYTES = 64 * 1024 * 1024

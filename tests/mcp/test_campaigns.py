@@ -6,6 +6,7 @@ import json
 import uuid
 
 from activities.config import Settings
+from client.export import bundle, render
 from tests.campaigns.helpers import document
 from tests.cli import cli_env
 from tests.mcp.helpers import stdio_client, structured, tool_failure
@@ -49,6 +50,8 @@ async def test_campaign_runs_pauses_and_extends(
         every = structured(await client.call_tool("list_runs", {"since": "10m", "cells": True}))
         cells = [r for r in every["runs"] if r["parent"] == run_id]
         assert len(cells) == 6 and {r["kind"] for r in cells} == {"ask", "tournament"}
+        exported = json.loads(render(bundle(settings, run_id), "json"))
+        assert exported["run"]["kind"] == "campaign" and len(exported["records"]) == 6
 
         tight = document(seeds=[0], budget={"max_calls": 2})
         tight["variants"][1] = {"id": "other", "kind": "single", "config": {"model": "sim:default"}}
