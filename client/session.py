@@ -27,7 +27,6 @@ from activities.config import Settings
 from activities.errors import NoWorkerError
 from client.connect import connect
 from client.embedded import EmbeddedServer, child_environment
-from client.logs import WORKER_HEARTBEAT
 from worker.worker import WorkerOptions, running_worker
 
 __all__ = [
@@ -44,6 +43,9 @@ NO_WORKER_WAIT_S = 5.0
 HEARTBEAT_SLACK_S = 2.0
 POLL_FRESH_S = 5.0
 POLL_STALE_S = 90.0
+SDK_MAX_HEARTBEAT_S = 60.0
+"""The longest worker-heartbeat interval the SDK allows (also its default, which a worker not
+started by ponder uses): the bound to assume until a second heartbeat shows the real one."""
 IN_PROCESS_SHUTDOWN = timedelta(seconds=3)
 """A command's own worker lets calls in flight finish this long at exit, then hands them back to
 Temporal (retried elsewhere): a command must exit within seconds, not wait out a long call."""
@@ -142,7 +144,9 @@ async def has_worker(client: Client, task_queue: str) -> bool:
     for info in listed.workers_info:
         beat = info.worker_heartbeat
         interval = beat.elapsed_since_last_heartbeat.ToTimedelta().total_seconds()
-        allowed = 2 * (interval or WORKER_HEARTBEAT.total_seconds()) + HEARTBEAT_SLACK_S
+        # A first heartbeat reports no interval; assuming ponder's 5 s would call a worker with
+        # the SDK's default 60 s heartbeat gone after 12 s.
+        allowed = 2 * (interval or SDK_MAX_HEARTBEAT_S) + HEARTBEAT_SLACK_S
         if (
             beat.status == WorkerStatus.WORKER_STATUS_RUNNING
             and now - _seconds(beat.heartbeat_time) <= allowed

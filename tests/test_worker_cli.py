@@ -189,7 +189,9 @@ async def test_a_gone_worker_is_noticed_within_seconds(
         up = time.monotonic()
         served = await ponder("ask", "anyone there?", env=env, timeout=60)
         assert served.code == 0, served.err
-        await asyncio.sleep(max(0.0, 7 - (time.monotonic() - up)))  # a heartbeat was sent
+        # Two heartbeats sent: a first one reports no interval, and a worker whose interval is
+        # unknown is given the SDK's longest (60 s) before it counts as gone.
+        await asyncio.sleep(max(0.0, 12 - (time.monotonic() - up)))
     finally:
         worker.kill()
         await worker.wait()
