@@ -24,13 +24,15 @@ __all__ = ["BUNDLE_FORMAT", "Format", "bundle", "export", "render"]
 
 Format = Literal["json", "jsonl", "markdown"]
 BUNDLE_FORMAT = "ponder-run-bundle/1"
-_JSON_FILES = ("summary.json", "config.json")
+_JSON_FILES = ("summary.json", "config.json", "cost.json", "campaign.json")
 _JSONL_FILES = {
     "candidates.jsonl": "candidate",
     "comparisons.jsonl": "comparison",
     "scores.jsonl": "score",
     "usage.jsonl": "usage",
     "events.jsonl": "event",
+    "trace.jsonl": "trace",
+    "records.jsonl": "record",
 }
 _TEXTS = ("artifacts/final.txt", "artifacts/winner.txt", "artifacts/answer.txt")
 MAX_FILE_BYTES = 64 * 1024 * 1024
@@ -140,7 +142,14 @@ def render(data: dict[str, Any], fmt: Format) -> str:
 
 @click.command()
 @click.argument("run_id")
-@click.option("--format", "fmt", type=click.Choice(get_args(Format)), default="json")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(get_args(Format)),
+    default="json",
+    show_default=True,
+    help="json: one document; jsonl: one record a line; markdown: for people.",
+)
 @click.option(
     "--output", "-o", type=click.Path(dir_okay=False), default=None, help="File (default stdout)."
 )

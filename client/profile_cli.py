@@ -101,15 +101,31 @@ def _pairs(option: str, items: tuple[str, ...], cast: type) -> dict[str, Any]:
 @click.option("--mutator-model", default=None, help="provider:model of the mutator.")
 @click.option("--finalizer-model", default=None, help="provider:model of the finalizer.")
 @click.option("--rubric", default=None, help="What makes an answer better.")
-@click.option("--prompt-style", type=click.Choice(get_args(Style)), default=None)
-@click.option("--schedule", type=click.Choice(get_args(Schedule)), default=None)
+@click.option("--prompt-style", type=click.Choice(get_args(Style)), default=None, help="Prompts.")
+@click.option(
+    "--schedule", type=click.Choice(get_args(Schedule)), default=None, help="Pair schedule."
+)
 @click.option("--max-calls", type=click.IntRange(min=0), default=None, help="Budget: calls.")
 @click.option("--max-usd", type=click.FloatRange(min=0), default=None, help="Budget: USD.")
-@click.option("--max-input-tokens", type=click.IntRange(min=0), default=None)
-@click.option("--max-output-tokens", type=click.IntRange(min=0), default=None)
+@click.option(
+    "--max-input-tokens", type=click.IntRange(min=0), default=None, help="Budget: input tokens."
+)
+@click.option(
+    "--max-output-tokens", type=click.IntRange(min=0), default=None, help="Budget: output tokens."
+)
 @click.option("--concurrency", multiple=True, metavar="PHASE=N", help="generate|judge|mutate=N.")
-@click.option("--on-budget-exhausted", type=click.Choice(get_args(OnBudgetExhausted)), default=None)
-@click.option("--invalid-json-retries", type=click.IntRange(min=0), default=None)
+@click.option(
+    "--on-budget-exhausted",
+    type=click.Choice(get_args(OnBudgetExhausted)),
+    default=None,
+    help="pause (wait for ponder extend) or fail.",
+)
+@click.option(
+    "--invalid-json-retries",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Extra judge calls on an invalid verdict.",
+)
 @click.option("--force", is_flag=True, help="Replace a saved profile of the same name.")
 @click.pass_context
 def save(ctx: click.Context, name: str, from_file: str | None, force: bool, **o: Any) -> None:

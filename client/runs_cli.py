@@ -16,11 +16,12 @@ from typing import Any, Literal, get_args
 
 import click
 from pydantic import BaseModel
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client
 
 from activities.config import Settings, load_settings
 from activities.errors import ConfigError, PonderError
 from client.session import open_session
+from client.tournament_control import state_name
 from workflows.names import ASK, CAMPAIGN, PLAN_RUN, TOURNAMENT
 from workflows.run_ids import RUN_ID, RUN_ID_INVALID, run_id_problem
 
@@ -28,6 +29,7 @@ __all__ = [
     "Kind",
     "RunRow",
     "checked_run_dir",
+    "kind_of",
     "list_runs",
     "parse_since",
     "runs",
@@ -64,6 +66,8 @@ class RunRow(BaseModel):
     simulated: bool = False
     on_server: bool = False
     in_store: bool = False
+    parent: str | None = None
+    """The campaign a cell run belongs to (cell ids are ``<campaign id>.<cell hash>``)."""
 
 
 def checked_run_dir(runs_dir: Path, run_id: str) -> Path:
@@ -92,12 +96,13 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def _created(run_dir: Path) -> str | None:
-    try:
-        with (run_dir / "events.jsonl").open() as f:
-            first = json.loads(f.readline())
-        return str(first["ts"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+    for events in ("events.jsonl", "trace.jsonl"):  # a tournament's, a plan run's
+        try:
+            with (run_dir / events).open() as f:
+                first = json.loads(f.readline())
+            return str(first["ts"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
     times = [p.stat().st_mtime for p in run_dir.iterdir() if p.is_file()]
     if not times:
         return None
@@ -109,6 +114,11 @@ def store_row(runs_dir: Path, run_id: str) -> RunRow | None:
     run_dir = checked_run_dir(runs_dir, run_id)
     summary = _read_json(run_dir / "summary.json")
     config = _read_json(run_dir / "config.json")
+    cost = _read_json(run_dir / "cost.json")  # a plan run's (its trace is trace.jsonl)
+    if cost and not summary:
+        return _plan_row(run_dir, run_id, cost)
+    if "campaign_id" in summary:
+        return _campaign_row(run_dir, run_id, summary)
     if not summary and not config:
         return None
     if "winner_id" in summary or config.get("task") is not None:
@@ -140,6 +150,43 @@ def store_row(runs_dir: Path, run_id: str) -> RunRow | None:
     )
 
 
+def _plan_row(run_dir: Path, run_id: str, cost: dict[str, Any]) -> RunRow:
+    closed: dict[str, Any] = {}
+    try:
+        last = (run_dir / "trace.jsonl").read_text().splitlines()[-1]
+        event = json.loads(last)
+        if event.get("type") == "run.closed":
+            closed = event.get("data") or {}
+    except (OSError, ValueError, IndexError):
+        pass
+    outcome = closed.get("error") or (f"route {closed['route']}" if closed.get("route") else None)
+    return RunRow(
+        run_id=run_id,
+        kind="plan",
+        status=str(cost.get("outcome") or "running"),
+        created=_created(run_dir),
+        calls=cost.get("invocations"),
+        usd=cost.get("usd"),
+        outcome=outcome or (f"plan {cost['plan']}" if cost.get("plan") else None),
+        simulated=bool(cost.get("simulated")),
+        in_store=True,
+    )
+
+
+def _campaign_row(run_dir: Path, run_id: str, summary: dict[str, Any]) -> RunRow:
+    spent: dict[str, Any] = s if isinstance(s := summary.get("spent"), dict) else {}
+    return RunRow(
+        run_id=run_id,
+        kind="campaign",
+        status=str(summary.get("status") or "running"),
+        created=summary.get("started_at") or _created(run_dir),
+        calls=spent.get("calls"),
+        usd=spent.get("usd"),
+        outcome=summary.get("error") or summary.get("recommendation"),
+        in_store=True,
+    )
+
+
 def store_rows(runs_dir: Path) -> list[RunRow]:
     root = Path(runs_dir)
     if not root.is_dir():
@@ -154,12 +201,9 @@ def store_rows(runs_dir: Path) -> list[RunRow]:
     return rows
 
 
-def _state(status: WorkflowExecutionStatus | None) -> str:
-    if status is None:
-        return "unknown"
-    if status == WorkflowExecutionStatus.CANCELED:
-        return "cancelled"
-    return status.name.lower()
+def kind_of(workflow_type: str) -> str:
+    """A workflow type in ponder's words: ask, tournament, plan, campaign."""
+    return _KIND_OF_TYPE.get(workflow_type, workflow_type.lower())
 
 
 async def server_rows(client: Client) -> list[RunRow]:
@@ -167,14 +211,14 @@ async def server_rows(client: Client) -> list[RunRow]:
     types = ", ".join(f'"{t}"' for t in _KIND_OF_TYPE)
     rows = []
     async for w in client.list_workflows(f"WorkflowType IN ({types})", limit=SERVER_LIST_LIMIT):
-        kind = _KIND_OF_TYPE.get(w.workflow_type, w.workflow_type.lower())
+        kind = kind_of(w.workflow_type)
         if kind == "ask" and w.id.startswith("mutate-"):
             kind = "mutate"
         rows.append(
             RunRow(
                 run_id=w.id,
                 kind=kind,
-                status=_state(w.status),
+                status=state_name(w.status),
                 created=w.start_time.isoformat() if w.start_time else None,
                 on_server=True,
             )
@@ -203,6 +247,11 @@ def merge(store: list[RunRow], server: list[RunRow]) -> list[RunRow]:
                 "on_server": True,
             }
         )
+    campaigns = {r.run_id for r in by_id.values() if r.kind == "campaign"}
+    for row in by_id.values():
+        head = row.run_id.rpartition(".")[0]
+        if head in campaigns:
+            row.parent = head
     return sorted(by_id.values(), key=lambda r: r.created or "", reverse=True)
 
 
@@ -250,8 +299,10 @@ async def list_runs(
     status: str | None = None,
     since: str | None = None,
     limit: int | None = None,
+    cells: bool = False,
 ) -> list[RunRow]:
-    """The runs of this home, newest first, filtered; ``client`` None: the run store only."""
+    """The runs of this home, newest first, filtered; ``client`` None: the run store only.
+    A campaign's cell runs are left out unless ``cells``."""
     if kind is not None and kind not in KINDS:
         raise ConfigError(f"kind {kind!r} is not a run kind: use one of {', '.join(KINDS)}")
     if status is not None and status not in STATUSES:
@@ -259,7 +310,11 @@ async def list_runs(
     after = parse_since(since) if since else None
     store = await asyncio.to_thread(store_rows, settings.runs_dir)
     server = await server_rows(client) if client is not None else []
-    rows = [r for r in merge(store, server) if _matches(r, kind, status, after)]
+    rows = [
+        r
+        for r in merge(store, server)
+        if _matches(r, kind, status, after) and (cells or r.parent is None)
+    ]
     return rows[:limit] if limit is not None else rows
 
 
@@ -275,7 +330,10 @@ def _cell(value: Any) -> str:
 @click.option("--kind", type=click.Choice(KINDS), default=None, help="Only runs of this kind.")
 @click.option("--status", type=click.Choice(STATUSES), default=None, help="Only in this state.")
 @click.option("--since", default=None, help="Only runs created since: 30m, 2h, 7d or a date.")
-@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=50, show_default=True, help="At most N rows."
+)
+@click.option("--cells", is_flag=True, help="Also list each campaign's cell runs.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON rows.")
 @click.pass_context
 def runs(
@@ -284,6 +342,7 @@ def runs(
     status: str | None,
     since: str | None,
     limit: int,
+    cells: bool,
     as_json: bool,
 ) -> None:
     """List runs (kind, status, created, calls, USD, winner or outcome), newest first."""
@@ -295,12 +354,18 @@ def runs(
         try:
             async with open_session(settings, worker=False) as session:
                 return await list_runs(
-                    settings, session.client, kind=kind, status=status, since=since, limit=limit
+                    settings,
+                    session.client,
+                    kind=kind,
+                    status=status,
+                    since=since,
+                    limit=limit,
+                    cells=cells,
                 )
         except PonderError as exc:  # no server: what the run store knows is still worth showing
             click.echo(f"ponder: the server did not answer ({exc}); run store only", err=True)
             return await list_runs(
-                settings, None, kind=kind, status=status, since=since, limit=limit
+                settings, None, kind=kind, status=status, since=since, limit=limit, cells=cells
             )
 
     rows = asyncio.run(go())

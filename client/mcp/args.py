@@ -7,12 +7,15 @@ its CLI command refuse the same values with the same words.
 
 from __future__ import annotations
 
-from pydantic import ConfigDict, Field
+from typing import Literal
+
+from pydantic import ConfigDict, Field, JsonValue
 
 from client.runs_cli import KINDS, STATUSES
 from workflows.ask_types import AskInput
 from workflows.budget import BudgetLimits
 from workflows.inputs import StrictModel
+from workflows.plan.run_types import PlanBudgetOverride
 from workflows.tournament.profiles import BUILTIN_PROFILES, RankMode
 from workflows.tournament.prompts import Style
 from workflows.tournament.types import (
@@ -25,14 +28,18 @@ from workflows.tournament.types import (
 
 __all__ = [
     "AskArgs",
+    "CampaignRunArgs",
     "ExtendArgs",
     "ListRunsArgs",
     "MutateArgs",
     "NoArgs",
+    "PlanRunArgs",
     "PlanValidateArgs",
     "ProfileArgs",
     "RankArgs",
+    "ResolveGateArgs",
     "ResultArgs",
+    "ResumeArgs",
     "RunArgs",
     "ThinkArgs",
     "WaitArgs",
@@ -136,11 +143,13 @@ class ResultArgs(RunArgs, WaitArgs):
 
 
 class ExtendArgs(ExtendBudgetInput, WaitArgs):
-    """New absolute limits (fields left out keep theirs); a paused run continues."""
+    """New absolute limits (fields left out keep theirs); a paused run continues. A plan run
+    takes max_calls and wall_ms (within its cap)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     run_id: str
+    wall_ms: int | None = Field(default=None, ge=0, description="plan runs: wall-clock limit")
 
 
 class ListRunsArgs(StrictModel):
@@ -148,6 +157,7 @@ class ListRunsArgs(StrictModel):
     status: str | None = Field(default=None, description=" | ".join(STATUSES))
     since: str | None = Field(default=None, description="30m, 2h, 7d, 1w or an ISO date")
     limit: int = Field(default=50, ge=1, le=500)
+    cells: bool = Field(default=False, description="also list each campaign's cell runs")
 
 
 class NoArgs(StrictModel):
@@ -165,3 +175,44 @@ class PlanValidateArgs(StrictModel):
     filename: str | None = Field(
         default=None, description="a name for messages; .json parses as JSON, else YAML"
     )
+
+
+class PlanRunArgs(WaitArgs):
+    """``ponder plan run``: run a plan document (the PlanRun workflow's own input fields)."""
+
+    document: str = Field(min_length=1, description="the plan document's text (YAML or JSON)")
+    filename: str | None = Field(default=None, description=".json parses as JSON, else YAML")
+    args: dict[str, JsonValue] = Field(default={}, description="run arguments: ${input.KEY}")
+    budget: PlanBudgetOverride | None = None
+    workspace: str | None = Field(
+        default=None, description="workspace root on the worker (default: the plan's, or cwd)"
+    )
+    executors: dict[str, str] = Field(default={}, description="family -> provider:model")
+    default_family: str | None = None
+    coder_family: str | None = None
+    allow_same_family_qe: bool = False
+    seed: int = Field(default=0, ge=0)
+    run_id: str | None = None
+
+
+class ResumeArgs(WaitArgs):
+    """``ponder resume``: give a paused plan run the argument(s) it waits for."""
+
+    run_id: str
+    args: dict[str, JsonValue] = Field(min_length=1)
+
+
+class ResolveGateArgs(WaitArgs):
+    """``ponder gate``: decide a plan run's pending human gate (the token is read for you)."""
+
+    run_id: str
+    step: str
+    decision: Literal["approve", "revise", "kill"]
+
+
+class CampaignRunArgs(WaitArgs):
+    """``ponder campaign run``: variants x scenarios x seeds, ending in a decision."""
+
+    document: str = Field(min_length=1, description="the ponder-campaign/1 document's text")
+    filename: str | None = Field(default=None, description=".json parses as JSON, else YAML")
+    run_id: str | None = None

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import os
 
 import click
 
-from activities.config import load_settings
+from activities.config import load_settings, read_secret
 from activities.errors import ConfigError
 from client.mcp.backend import Backend
 from client.mcp.http import PATH, TOKEN_ENV, Guard, allowed_hosts, is_loopback, parse_listen
@@ -46,7 +45,7 @@ def mcp(
     worker runs them in embedded mode) and can be followed with ponder watch.
     """
     settings = load_settings(ctx.obj["config"])
-    token = os.environ.get(TOKEN_ENV) or None
+    token = read_secret(TOKEN_ENV)  # the environment, else $PONDER_SECRETS_FILE
     where = parse_listen(listen) if listen is not None else None
     if where is not None and not is_loopback(where.host):
         if not allow_remote:

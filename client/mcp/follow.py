@@ -18,11 +18,14 @@ from temporalio.client import (
 )
 
 from client.api import AskRun, Run, RunFailed, TournamentRun
+from client.mcp import campaigns, plans
 from client.mcp.args import ExtendArgs, ListRunsArgs, ResultArgs, RunArgs
 from client.mcp.backend import Backend
 from client.mcp.errors import CodedError
 from client.runs import failure_message
-from client.runs_cli import list_runs
+from client.runs_cli import kind_of, list_runs
+from client.tournament_control import state_name
+from workflows.names import CAMPAIGN, PLAN_RUN
 from workflows.tournament.types import Progress
 
 __all__ = ["ProgressFn", "cancel", "extend", "outcome", "result", "runs", "status"]
@@ -36,18 +39,9 @@ def follow_hint(run_id: str) -> str:
     return f"call result with run_id {run_id!r} (wait: true to block), or: ponder watch {run_id}"
 
 
-def _state(status: WorkflowExecutionStatus | None) -> str:
-    if status is None:
-        return "unknown"
-    if status == WorkflowExecutionStatus.CANCELED:
-        return "cancelled"
-    return status.name.lower()
-
-
 async def _kind(run: Run[Any]) -> str:
-    if run.workflow_type:
-        return run.workflow_type.lower()
-    return (await run.handle.describe()).workflow_type.lower()
+    workflow_type = run.workflow_type or (await run.handle.describe()).workflow_type
+    return kind_of(workflow_type)
 
 
 async def _progress(run: Run[Any]) -> Progress | None:
@@ -78,6 +72,11 @@ async def outcome(
 ) -> dict[str, Any]:
     """The run's result if it ended (waiting up to ``wait_s``), else its state and progress."""
     run = await backend.ponder.attach(run_id)
+    kind = await _kind(run)
+    if kind == "plan":
+        return await plans.outcome(backend, run_id, wait_s=wait_s, progress=progress)
+    if kind == "campaign":
+        return await campaigns.outcome(backend, run_id, wait_s=wait_s, progress=progress)
     state = await run.status()
     if state == WorkflowExecutionStatus.RUNNING:
         await backend.ensure_worker()
@@ -111,7 +110,7 @@ async def outcome(
 
 
 async def _ended(run: Run[Any], state: WorkflowExecutionStatus | None) -> dict[str, Any]:
-    view: dict[str, Any] = {"run_id": run.id, "kind": await _kind(run), "status": _state(state)}
+    view: dict[str, Any] = {"run_id": run.id, "kind": await _kind(run), "status": state_name(state)}
     try:
         done = await run.result()
     except RunFailed as exc:
@@ -150,10 +149,17 @@ async def status(backend: Backend, args: RunArgs, progress: ProgressFn) -> dict[
     view: dict[str, Any] = {
         "run_id": run.id,
         "kind": await _kind(run),
-        "status": _state(description.status),
+        "status": state_name(description.status),
         "started": description.start_time.isoformat() if description.start_time else None,
         "closed": description.close_time.isoformat() if description.close_time else None,
     }
+    if description.workflow_type == PLAN_RUN:
+        await backend.ensure_worker()
+        plan = await plans.outcome(backend, run.id, wait_s=0, progress=None)
+        return {**view, **plan}
+    if description.workflow_type == CAMPAIGN:
+        await backend.ensure_worker()
+        return {**view, **await campaigns.outcome(backend, run.id, wait_s=0, progress=None)}
     if isinstance(run, TournamentRun):
         await backend.ensure_worker()  # a query is answered by a worker
         live = await _progress(run)
@@ -177,13 +183,22 @@ async def extend(backend: Backend, args: ExtendArgs, progress: ProgressFn) -> di
     limits = args.model_dump(
         include={"max_calls", "max_usd", "max_input_tokens", "max_output_tokens"}
     )
-    if all(v is None for v in limits.values()):
+    if all(v is None for v in limits.values()) and args.wall_ms is None:
         raise CodedError(
             "input.invalid",
             "extend needs at least one new limit",
-            "give max_calls, max_usd, max_input_tokens or max_output_tokens (absolute values)",
+            "give max_calls, max_usd, max_input_tokens, max_output_tokens or (plans) wall_ms",
         )
     run = await backend.ponder.attach(args.run_id)
+    if await _kind(run) == "campaign":
+        return await campaigns.extend(
+            backend, run.id, limits, wait=args.wait, wait_s=args.timeout_s, progress=progress
+        )
+    if await _kind(run) == "plan":
+        return await plans.extend(
+            backend, run.id, args.max_calls, args.wall_ms, wait=args.wait,
+            wait_s=args.timeout_s, progress=progress,
+        )  # fmt: skip
     if not isinstance(run, TournamentRun):
         raise CodedError(
             "run.kind_invalid", f"run {run.id} is not a tournament", "extend a tournament's run id"
@@ -227,5 +242,6 @@ async def runs(backend: Backend, args: ListRunsArgs, progress: ProgressFn) -> di
         status=args.status,
         since=args.since,
         limit=args.limit,
+        cells=args.cells,
     )
     return {"runs": [r.model_dump(mode="json") for r in rows]}

@@ -134,14 +134,16 @@ def _final_phase(record: dict[str, Any]) -> bool:
 def read(settings: Settings, uri: str) -> types.TextResourceContents:
     run_id, name, query = _parse(uri)
     run_dir = checked_run_dir(settings.runs_dir, run_id)  # run.id_invalid for a path-shaped id
+    plan = (run_dir / "cost.json").is_file() and not (run_dir / "summary.json").exists()
     if name == "summary":
-        text = _file(run_dir, "summary.json").read_text()[:PAGE_BYTES]
+        text = _file(run_dir, "cost.json" if plan else "summary.json").read_text()[:PAGE_BYTES]
     elif name == "leaderboard":
         text = _records(uri, _file(run_dir, "scores.jsonl"), _int(query, "cursor"), _final_phase)
     elif name == "comparisons":
         text = _records(uri, _file(run_dir, "comparisons.jsonl"), _int(query, "cursor"))
     elif name == "trace":
-        text = _records(uri, _file(run_dir, "events.jsonl"), _int(query, "cursor"))
+        events = "trace.jsonl" if plan else "events.jsonl"
+        text = _records(uri, _file(run_dir, events), _int(query, "cursor"))
     else:
         offset = _int(query, "offset")
         with _file(run_dir, "report.html").open("rb") as f:

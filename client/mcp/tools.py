@@ -15,17 +15,21 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from client.mcp import follow
+from client.mcp import campaigns, follow, plans
 from client.mcp.args import (
     AskArgs,
+    CampaignRunArgs,
     ExtendArgs,
     ListRunsArgs,
     MutateArgs,
     NoArgs,
+    PlanRunArgs,
     PlanValidateArgs,
     ProfileArgs,
     RankArgs,
+    ResolveGateArgs,
     ResultArgs,
+    ResumeArgs,
     RunArgs,
     ThinkArgs,
     WaitArgs,
@@ -262,7 +266,8 @@ TOOLS: dict[str, Tool] = {
         ),
         Tool(
             "extend",
-            "Raise a tournament's budget limits (absolute); a paused run continues.",
+            "Raise a run's budget limits (absolute): a tournament's or campaign's calls, USD or "
+            "tokens, a plan's calls or wall_ms; a paused run continues.",
             ExtendArgs,
             follow.extend,
         ),
@@ -276,6 +281,32 @@ TOOLS: dict[str, Tool] = {
             "running it: every error with its path, or the plan's worst-case calls.",
             PlanValidateArgs,
             plan_validate,
+        ),
+        Tool(
+            "plan_run",
+            "Run a plan document (YAML or JSON text). Returns the run id at once; with "
+            "wait: true, waits until it completes or pauses (input, gate, budget), with progress.",
+            PlanRunArgs,
+            plans.plan_run,
+        ),
+        Tool(
+            "resume",
+            "Give a paused plan run the argument(s) it waits for; it goes on.",
+            ResumeArgs,
+            plans.resume,
+        ),
+        Tool(
+            "campaign_run",
+            "Run a campaign document (variants x scenarios x seeds; YAML or JSON text). Returns "
+            "the run id at once; with wait: true, waits for the decision, with progress.",
+            CampaignRunArgs,
+            campaigns.campaign_run,
+        ),
+        Tool(
+            "resolve_gate",
+            "Decide a plan run's pending human gate: approve, revise or kill.",
+            ResolveGateArgs,
+            plans.resolve_gate,
         ),
     )
 }

@@ -55,13 +55,25 @@ async def test_round_trip_and_refusals_over_http(
         async with Client(f"http://127.0.0.1:{port}/mcp", mode="legacy") as client:
             names = {t.name for t in (await client.list_tools()).tools}
             assert {"think", "result", "status", "list_runs"} <= names
+            seen: list[float] = []
+
+            async def on_progress(done: float, total: float | None, message: str | None) -> None:
+                seen.append(done)
+
             done = structured(
                 await client.call_tool(
                     "think",
-                    {"task": "Sort", "provider": "sim", "run_id": run_id, "wait": True},
+                    {
+                        "task": "Sort",
+                        "model": "sim:default,latency=fixed:150",
+                        "run_id": run_id,
+                        "wait": True,
+                    },
+                    progress_callback=on_progress,
                 )
             )
             assert done["status"] == "completed" and "[sim q=" in done["final_answer"]
+            assert seen, "progress notifications arrive over the HTTP stream too"
             again = structured(await client.call_tool("result", {"run_id": run_id}))
             assert again["winner_id"] == done["winner_id"]
             summary = await client.read_resource(f"ponder://runs/{run_id}/summary")

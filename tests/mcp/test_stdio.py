@@ -60,7 +60,12 @@ async def test_round_trip_over_stdio(
         done = structured(
             await client.call_tool(
                 "think",
-                {"task": "Sort a list", "provider": "sim", "seed": 3, "run_id": run_id}
+                {
+                    "task": "Sort a list",
+                    "model": "sim:default,latency=fixed:150",
+                    "seed": 3,
+                    "run_id": run_id,
+                }
                 | {"wait": True},
                 progress_callback=on_progress,
             )

@@ -1,0 +1,246 @@
+"""The plan tools: ``plan_run``, ``resume``, ``resolve_gate``, and a plan run's status/outcome.
+
+A plan is given as its text (YAML or JSON) and validated as ``ponder plan validate`` does;
+the run is a ``PlanRun`` workflow. A paused run (input, gate, budget) answers with what it
+waits for and the tool call that continues it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from typing import Any
+
+from temporalio.client import (
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
+from temporalio.service import RPCError
+
+from client.mcp.args import PlanRunArgs, ResolveGateArgs, ResumeArgs
+from client.mcp.backend import Backend
+from client.mcp.errors import CodedError
+from client.runs import check_run_id, failure_message, new_run_id, start_run
+from workflows.names import PLAN_RUN, QUERY_STATUS, UPDATE_RESOLVE_GATE, UPDATE_RESUME
+from workflows.plan.document import parse_text
+from workflows.plan.run_types import (
+    ExtendPlanBudgetInput,
+    PlanRunInput,
+    PlanRunResult,
+    PlanStatus,
+    ResolveGateInput,
+    ResumeInput,
+)
+from workflows.plan.validate import validate_text
+
+__all__ = ["extend", "outcome", "plan_run", "resolve_gate", "resume", "status_view"]
+
+POLL_S = 0.25
+Signature = tuple[str, str | None, tuple[str, ...]]
+
+
+def _handle(backend: Backend, run_id: str) -> WorkflowHandle:
+    return backend.client.get_workflow_handle(check_run_id(run_id), result_type=PlanRunResult)
+
+
+async def _status(handle: WorkflowHandle) -> PlanStatus | None:
+    try:
+        status: PlanStatus = await handle.query(QUERY_STATUS, result_type=PlanStatus)
+    except RPCError:
+        return None  # not picked up by a worker yet
+    return status
+
+
+def _signature(s: PlanStatus) -> Signature:
+    return s.state, s.step, tuple(g.token for g in s.pending_gates)
+
+
+def _next(s: PlanStatus) -> str:
+    """The tool call that continues a paused run."""
+    if s.state == "awaiting_input" and s.pending_pause:
+        return (
+            f"call resume with run_id {s.run_id!r} and args {{{s.pending_pause.resume_arg!r}: ...}}"
+        )
+    if s.state == "awaiting_gate" and s.pending_gates:
+        gate = s.pending_gates[0]
+        return (
+            f"call resolve_gate with run_id {s.run_id!r}, step {gate.step!r} and decision "
+            f"one of {', '.join(gate.decisions)}"
+        )
+    if s.state in ("awaiting_budget", "awaiting_wall_clock") and s.budget:
+        return f"call extend with run_id {s.run_id!r} and max_calls or wall_ms within the cap"
+    return f"call status with run_id {s.run_id!r}"
+
+
+def status_view(s: PlanStatus) -> dict[str, Any]:
+    view: dict[str, Any] = {
+        "run_id": s.run_id,
+        "kind": "plan",
+        "plan": s.plan,
+        "status": s.state,
+        "reason": s.reason,
+        "step": s.step,
+        "steps": s.steps,
+        "simulated": s.simulated,
+    }
+    if s.pending_pause:
+        view["pending_pause"] = s.pending_pause.model_dump()
+    if s.pending_gates:
+        view["pending_gates"] = [
+            {"step": g.step, "decisions": g.decisions, "round": g.round} for g in s.pending_gates
+        ]
+    if s.budget:
+        view["budget"] = s.budget.model_dump()
+    if s.error:
+        view["error"] = s.error
+    if s.state.startswith("awaiting_"):
+        view["next"] = _next(s)
+    return view
+
+
+async def outcome(
+    backend: Backend,
+    run_id: str,
+    *,
+    wait_s: float,
+    progress: Any,
+    answered: Signature | None = None,
+) -> dict[str, Any]:
+    """The plan run's result if it ended (waiting up to ``wait_s``), else its status; a pause
+    other than ``answered`` (the one just answered) ends the wait."""
+    handle = _handle(backend, run_id)
+    result = asyncio.ensure_future(handle.result())
+    deadline = time.monotonic() + wait_s
+    last: PlanStatus | None = None
+    closed = (await handle.describe()).status != WorkflowExecutionStatus.RUNNING
+    ended = False
+    try:
+        while not closed and not result.done():
+            current = await _status(handle)
+            if current is not None:
+                last = current
+                if progress is not None:
+                    settled = sum(1 for v in current.steps.values() if v == "settled")
+                    total = float(len(current.steps)) or None
+                    await progress(
+                        float(settled), total, f"{current.state}: step {current.step or '-'}"
+                    )
+                if current.state.startswith("awaiting_") and _signature(current) != answered:
+                    return status_view(current)
+            if time.monotonic() >= deadline:
+                view = status_view(last) if last else {"run_id": run_id, "kind": "plan"}
+                return {**view, "next": view.get("next") or _follow(run_id)}
+            await asyncio.wait({result}, timeout=POLL_S)
+        ended = True
+    finally:
+        if not ended:  # paused, timed out or interrupted: nobody waits for the result now
+            result.cancel()
+    try:
+        done: PlanRunResult = await result
+    except WorkflowFailureError as exc:
+        state = "cancelled" if failure_message(exc) == "cancelled" else "failed"
+        return {"run_id": run_id, "kind": "plan", "status": state, "error": failure_message(exc)}
+    return {"kind": "plan", **done.model_dump(mode="json")}
+
+
+def _follow(run_id: str) -> str:
+    return f"call result with run_id {run_id!r} (wait: true to block), or: ponder watch {run_id}"
+
+
+async def plan_run(backend: Backend, args: PlanRunArgs, progress: Any) -> dict[str, Any]:
+    checked = validate_text(args.document, filename=args.filename)
+    if not checked.ok:
+        lines = [e.line() for e in checked.errors] or ["the document is not a plan"]
+        code = checked.errors[0].code if checked.errors else "plan.invalid"
+        raise CodedError(code, "invalid plan: " + "; ".join(lines), "fix each path listed")
+    document, _ = parse_text(args.document, filename=args.filename)
+    run_id = check_run_id(args.run_id or new_run_id("plan"))
+    payload = PlanRunInput(
+        plan=document,
+        run_id=run_id,
+        args=args.args,
+        # As the CLI: the plan's own workspace wins, else where this server was started.
+        workspace=os.path.abspath(args.workspace or os.getcwd()),
+        budget=args.budget,
+        executors=args.executors,
+        default_family=args.default_family,
+        coder_family=args.coder_family,
+        allow_same_family_qe=args.allow_same_family_qe,
+        seed=args.seed,
+    )
+    await backend.ensure_worker()
+    await start_run(backend.session, PLAN_RUN, payload, run_id, PlanRunResult)
+    if not args.wait:
+        return {"run_id": run_id, "kind": "plan", "status": "running", "next": _follow(run_id)}
+    return await outcome(backend, run_id, wait_s=args.timeout_s, progress=progress)
+
+
+async def _answer(
+    backend: Backend, run_id: str, update: str, payload: Any, *, wait: bool, wait_s: float,
+    progress: Any, before: PlanStatus,
+) -> dict[str, Any]:  # fmt: skip
+    handle = _handle(backend, run_id)
+    try:
+        await handle.execute_update(update, payload)
+    except WorkflowUpdateFailedError as exc:
+        cause = exc.cause
+        message = str(getattr(cause, "message", cause))
+        code = getattr(cause, "type", None) or "control.refused"
+        raise CodedError(code, message, "see the status tool for what the run waits for") from None
+    if not wait:
+        return {"run_id": run_id, "kind": "plan", "status": "accepted", "next": _follow(run_id)}
+    return await outcome(
+        backend, run_id, wait_s=wait_s, progress=progress, answered=_signature(before)
+    )
+
+
+async def _paused(backend: Backend, run_id: str) -> PlanStatus:
+    handle = _handle(backend, run_id)
+    if (await handle.describe()).workflow_type != PLAN_RUN:
+        raise CodedError("run.kind_invalid", f"run {run_id} is not a plan run", "give a plan run")
+    await backend.ensure_worker()
+    status = await _status(handle)
+    if status is None:
+        raise CodedError("run.not_ready", f"run {run_id} does not answer yet", "try again")
+    return status
+
+
+async def resume(backend: Backend, args: ResumeArgs, progress: Any) -> dict[str, Any]:
+    before = await _paused(backend, args.run_id)
+    return await _answer(
+        backend, args.run_id, UPDATE_RESUME, ResumeInput(args=args.args), wait=args.wait,
+        wait_s=args.timeout_s, progress=progress, before=before,
+    )  # fmt: skip
+
+
+async def resolve_gate(backend: Backend, args: ResolveGateArgs, progress: Any) -> dict[str, Any]:
+    before = await _paused(backend, args.run_id)
+    tokens = {g.step: g.token for g in before.pending_gates}
+    if args.step not in tokens:
+        raise CodedError(
+            "unknown-step",
+            f"{args.step!r} is not a pending gate (pending: {', '.join(tokens) or 'none'})",
+            "give the step of a pending gate (see the status tool)",
+        )
+    decision = ResolveGateInput(step=args.step, decision=args.decision, token=tokens[args.step])
+    return await _answer(
+        backend, args.run_id, UPDATE_RESOLVE_GATE, decision, wait=args.wait,
+        wait_s=args.timeout_s, progress=progress, before=before,
+    )  # fmt: skip
+
+
+async def extend(
+    backend: Backend, run_id: str, calls: int | None, wall_ms: int | None, *, wait: bool,
+    wait_s: float, progress: Any,
+) -> dict[str, Any]:  # fmt: skip
+    from workflows.names import UPDATE_EXTEND_BUDGET
+
+    before = await _paused(backend, run_id)
+    limits = ExtendPlanBudgetInput(calls=calls, wall_ms=wall_ms)
+    return await _answer(
+        backend, run_id, UPDATE_EXTEND_BUDGET, limits, wait=wait, wait_s=wait_s,
+        progress=progress, before=before,
+    )  # fmt: skip
