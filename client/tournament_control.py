@@ -305,6 +305,11 @@ def report(ctx: click.Context, run_id: str) -> None:
     settings = _settings(ctx)
     store = RunStore(settings.runs_dir)
     run_dir = store.run_dir(run_id)
+    if (run_dir / "trace.jsonl").exists() and not (run_dir / "summary.json").exists():
+        from activities.plan.report import render_plan_report  # a plan run
+
+        click.echo(str(store.write(run_id, "report.html", render_plan_report(Path(run_dir)))))
+        return
     try:
         summary = json.loads((run_dir / "summary.json").read_text())
     except (OSError, ValueError):

@@ -70,6 +70,13 @@ async def test_run_pause_resume_gate_through_the_cli(env: dict[str, str], tmp_pa
     assert done.code == 0, done.err
     assert done.out.startswith("Simulated answer to: Announce the release.")
     assert re.search(r"run cli-release completed: 2 calls \(simulated\)", done.err)
+    report = await ponder("report", "cli-release", env=env)
+    assert report.code == 0, report.err
+    html = Path(report.out.strip()).read_text()
+    rows = dict(re.findall(r'<tr class="step-row" data-step="([^"]+)"[^>]*>(.*?)</tr>', html))
+    assert rows["ship"].count("approve") == 1 and "<td>settled</td>" in rows["ship"]
+    assert "AWAITING_OWNER" in rows["owner"]  # the pause's wait
+    assert "<td>1</td>" in rows["notes"] and "owner" in rows["notes"]  # one attempt, after owner
 
 
 async def test_exit_codes_for_invalid_and_failed_plans(env: dict[str, str], tmp_path: Path) -> None:
