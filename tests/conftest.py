@@ -68,12 +68,46 @@ async def worker_queue(client: Client, settings: Settings) -> AsyncIterator[str]
         yield queue
 
 
-@pytest.fixture
-def no_leftover_processes(tmp_path: Path) -> Iterator[None]:
-    """Whatever a test leaves running under its home (a failed assertion included) is killed."""
-    from tests.test_worker_cli import processes_using
+def processes_under(root: Path) -> list[int]:
+    """Live processes started for ``root``: a ``PONDER_HOME`` inside it, or it on the command line.
 
-    yield
-    for pid in processes_using(tmp_path) + processes_using(tmp_path / "home"):
+    The embedded dev server gets a minimal environment (no ``PONDER_HOME``), so it is found by
+    its ``--db-filename`` argument instead.
+    """
+    home_prefix = f"PONDER_HOME={root}".encode()
+    root_text = str(root).encode()
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            environ = (proc / "environ").read_bytes().split(b"\0")
+            argv = (proc / "cmdline").read_bytes()
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state == "Z":
+            continue
+        if root_text in argv or any(item.startswith(home_prefix) for item in environ):
+            pids.append(int(proc.name))
+    return pids
+
+
+def kill_processes_under(root: Path) -> None:
+    for pid in processes_under(root):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_processes(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Whatever a test leaves running under its tmp_path (a failed assertion included) is killed.
+
+    Detached workers and embedded servers outlive the command that started them by design; a
+    test must not leave them running for the rest of the suite.
+    """
+    # Asked for before the test runs, so tmp_path is torn down after this fixture, not before.
+    root = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
+    yield
+    if root is not None:
+        kill_processes_under(root)
