@@ -197,7 +197,12 @@ def finish(outcome: PlanRunResult | PlanStatus) -> NoReturn:
 @click.option("--arg", "args", multiple=True, help="A run argument KEY=VALUE (${input.KEY}).")
 @click.option("--budget", default=None, help="Run limits: calls=N,wall_ms=M[,tokens=T,usd=X].")
 @click.option("--workspace", default=None, help="Workspace root (default: the plan's, or cwd).")
-@click.option("--executor", "executors", multiple=True, help="FAMILY=PROVIDER_SPEC (repeatable).")
+@click.option(
+    "--executor",
+    "executors",
+    multiple=True,
+    help="FAMILY=PROVIDER_SPEC (repeatable; also [executors] in ponder.toml).",
+)
 @click.option("--default-family", default=None, help="The family of steps without a model.")
 @click.option("--coder-family", default=None, help="A role: qe step in this family is refused.")
 @click.option("--allow-same-family-qe", is_flag=True, help="Waive it (recorded loudly).")
@@ -226,7 +231,8 @@ def run(ctx: click.Context, file: str, **options: Any) -> None:
         args=dict(_pairs(options["args"], "--arg")),
         workspace=os.path.abspath(options["workspace"] or os.getcwd()),
         budget=_budget(options["budget"]),
-        executors=_pairs(options["executors"], "--executor"),
+        # ponder.toml's [executors], then the flags (flags win)
+        executors=settings.executors | _pairs(options["executors"], "--executor"),
         default_family=options["default_family"],
         coder_family=options["coder_family"],
         allow_same_family_qe=options["allow_same_family_qe"],

@@ -122,3 +122,20 @@ async def test_a_budget_pause_continues_with_ponder_extend(
     done = await ponder("extend", "cli-fan", "--calls", "+2", env=env)
     assert done.code == 0, done.err
     assert "run cli-fan completed: 3 calls (simulated)" in done.err
+
+
+async def test_executors_come_from_ponder_toml_and_flags(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / "ponder.toml").write_text('[executors]\nclaude = "sim:default"\n')
+    plan = tmp_path / "family.yaml"
+    plan.write_text(
+        "schema: ponder-plan/1\nname: family\nsteps:\n"
+        "  - {id: a, kind: agent, prompt: Say hi., model: sonnet}\n"
+    )
+    env = env | {"PONDER_CONFIG": str(tmp_path / "ponder.toml")}
+    done = await ponder("plan", "run", str(plan), env=env)
+    assert done.code == 0, done.err
+    assert done.out.startswith("Simulated answer to: Say hi.")
+    unroutable = await ponder("plan", "run", str(plan), "--executor", "claude=", env=env)
+    assert unroutable.code == 1 and "plan-model-unroutable" in unroutable.err
