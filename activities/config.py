@@ -157,6 +157,9 @@ class Settings(BaseSettings):
     )
     providers: dict[str, Endpoint] = {}
     prices: dict[str, Price] = Field(default={}, description='keyed "provider:model"')
+    executors: dict[str, str] = Field(
+        default={}, description="plan step family -> provider:model ([executors] in ponder.toml)"
+    )
     config_file: Path | None = None
 
     @classmethod
@@ -224,11 +227,15 @@ def load_settings(config: str | Path | None = None, **flags: Any) -> Settings:
         providers[name] = _validated(Endpoint, table, where, f"providers.{name}")
     for key, price in data.get("prices", {}).items():
         prices[key] = _validated(Price, price, where, f"prices.{key}")
+    executors = data.get("executors", {})
+    if not isinstance(executors, dict) or not all(isinstance(v, str) for v in executors.values()):
+        raise ConfigError(f'config {where}: executors: give FAMILY = "provider:model" entries')
     given = {k: v for k, v in flags.items() if v is not None and k != "home"}
     fixed: dict[str, Any] = {
         "home": home,
         "providers": providers,
         "prices": prices,
+        "executors": executors,
         "config_file": path,
     }
     defaults = {"runs_dir": home / "runs", "payload_dir": home / "payloads"}

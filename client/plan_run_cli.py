@@ -124,7 +124,7 @@ def continue_command(s: PlanStatus) -> str:
     if s.budget and s.state == "awaiting_wall_clock":
         return f"ponder plan extend {s.run_id} --wall-ms {max(s.budget.wall_cap_ms, 1)}"
     if s.budget:
-        return f"ponder plan extend {s.run_id} --calls {s.budget.calls_cap}"
+        return f"ponder extend {s.run_id} --calls {s.budget.calls_cap}"
     return f"ponder status {s.run_id}"
 
 
@@ -197,7 +197,12 @@ def finish(outcome: PlanRunResult | PlanStatus) -> NoReturn:
 @click.option("--arg", "args", multiple=True, help="A run argument KEY=VALUE (${input.KEY}).")
 @click.option("--budget", default=None, help="Run limits: calls=N,wall_ms=M[,tokens=T,usd=X].")
 @click.option("--workspace", default=None, help="Workspace root (default: the plan's, or cwd).")
-@click.option("--executor", "executors", multiple=True, help="FAMILY=PROVIDER_SPEC (repeatable).")
+@click.option(
+    "--executor",
+    "executors",
+    multiple=True,
+    help="FAMILY=PROVIDER_SPEC (repeatable; also [executors] in ponder.toml).",
+)
 @click.option("--default-family", default=None, help="The family of steps without a model.")
 @click.option("--coder-family", default=None, help="A role: qe step in this family is refused.")
 @click.option("--allow-same-family-qe", is_flag=True, help="Waive it (recorded loudly).")
@@ -226,7 +231,8 @@ def run(ctx: click.Context, file: str, **options: Any) -> None:
         args=dict(_pairs(options["args"], "--arg")),
         workspace=os.path.abspath(options["workspace"] or os.getcwd()),
         budget=_budget(options["budget"]),
-        executors=_pairs(options["executors"], "--executor"),
+        # ponder.toml's [executors], then the flags (flags win)
+        executors=settings.executors | _pairs(options["executors"], "--executor"),
         default_family=options["default_family"],
         coder_family=options["coder_family"],
         allow_same_family_qe=options["allow_same_family_qe"],
@@ -255,16 +261,47 @@ async def _answer(
         if (await handle.describe()).workflow_type != PLAN_RUN:
             raise ConfigError(f"run {run_id} is not a plan run")
         before = await handle.query(QUERY_STATUS, result_type=PlanStatus)
-        try:
-            await handle.execute_update(update, make(before))
-        except WorkflowUpdateFailedError as exc:
-            raise ConfigError(f"refused: {exc.cause}") from None
-        if detach_after:
-            if session.embedded:
-                spawn_background_worker(settings)
-            click.echo(f"{update} accepted; the run goes on: ponder watch {run_id}", err=True)
-            sys.exit(0)
-        return await follow(session, handle, answered=before)
+        return await _send(session, handle, update, make(before), before, detach_after)
+
+
+async def _send(
+    session: Session,
+    handle: WorkflowHandle,
+    update: str,
+    arg: Any,
+    before: PlanStatus,
+    detach_after: bool,
+) -> PlanRunResult | PlanStatus:
+    try:
+        await handle.execute_update(update, arg)
+    except WorkflowUpdateFailedError as exc:
+        raise ConfigError(f"refused: {exc.cause}") from None
+    if detach_after:
+        if session.embedded:
+            spawn_background_worker(session.settings)
+        click.echo(f"{update} accepted; the run goes on: ponder watch {handle.id}", err=True)
+        sys.exit(0)
+    return await follow(session, handle, answered=before)
+
+
+async def extend_plan_run(
+    session: Session, handle: WorkflowHandle, calls: str | None, detach_after: bool
+) -> PlanRunResult | PlanStatus:
+    """``ponder extend ID --calls N|+N`` on a plan run (``plan extend`` also takes --wall-ms)."""
+    if calls is None:
+        raise ConfigError(
+            "a plan run's budget is extended with --calls N (or +N); for wall clock use "
+            "ponder plan extend ID --wall-ms M"
+        )
+    handle = session.client.get_workflow_handle(handle.id, result_type=PlanRunResult)
+    before = await handle.query(QUERY_STATUS, result_type=PlanStatus)
+    current = before.budget.calls_limit if before.budget else 0
+    try:
+        value = current + int(calls[1:]) if calls.startswith("+") else int(calls)
+    except ValueError:
+        raise ConfigError(f"extend: --calls {calls!r}: give a number such as 12 or +4") from None
+    arg = ExtendPlanBudgetInput(calls=value)
+    return await _send(session, handle, UPDATE_EXTEND_BUDGET, arg, before, detach_after)
 
 
 @click.command()

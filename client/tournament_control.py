@@ -24,7 +24,13 @@ from temporalio.client import (
 
 from activities.config import Settings, load_settings
 from activities.errors import ConfigError
-from client.plan_run_cli import finish, plan_status, print_plan_status, watch_plan
+from client.plan_run_cli import (
+    extend_plan_run,
+    finish,
+    plan_status,
+    print_plan_status,
+    watch_plan,
+)
 from client.runs import check_run_id, failure_message
 from client.session import Session, open_session, spawn_background_worker
 from client.tournament_follow import (
@@ -225,10 +231,12 @@ def extend(
         )
     settings = _settings(ctx)
 
-    async def go() -> TournamentResult | Progress:
+    async def go() -> TournamentResult | Progress | PlanRunResult | PlanStatus:
         # A worker here answers the query; with --detach a background one continues the run.
         async with open_session(settings) as session:
             handle = await _handle(session, run_id)
+            if (await handle.describe()).workflow_type == PLAN_RUN:
+                return await extend_plan_run(session, handle, calls, detach)
             progress = await handle.query(QUERY_PROGRESS, result_type=Progress)
             limits = progress.budget
             try:
@@ -254,7 +262,10 @@ def extend(
                 sys.exit(0)
             return await follow(session, handle)
 
-    print_outcome(run_id, asyncio.run(go()))
+    outcome = asyncio.run(go())
+    if isinstance(outcome, PlanRunResult | PlanStatus):
+        finish(outcome)
+    print_outcome(run_id, outcome)
 
 
 @click.command()
@@ -294,6 +305,11 @@ def report(ctx: click.Context, run_id: str) -> None:
     settings = _settings(ctx)
     store = RunStore(settings.runs_dir)
     run_dir = store.run_dir(run_id)
+    if (run_dir / "trace.jsonl").exists() and not (run_dir / "summary.json").exists():
+        from activities.plan.report import render_plan_report  # a plan run
+
+        click.echo(str(store.write(run_id, "report.html", render_plan_report(Path(run_dir)))))
+        return
     try:
         summary = json.loads((run_dir / "summary.json").read_text())
     except (OSError, ValueError):

@@ -1,30 +1,50 @@
 """``ponder plan run``, ``ponder resume`` and ``ponder gate`` as a user runs them (subprocesses).
 
-The CLI is a plain client of the session's dev server (TEMPORAL_ADDRESS); this test's worker
-serves the task queue the CLI names (PONDER_TASK_QUEUE).
+The CLI is a plain client of the session's dev server (TEMPORAL_ADDRESS); a ``ponder worker``
+process serves the task queue the CLI names (PONDER_TASK_QUEUE).
 """
 
 from __future__ import annotations
 
 import re
+import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 
-from tests.cli import cli_env, ponder
+import pytest
+from temporalio.client import Client
+
+from client.session import wait_for_worker
+from tests.cli import cli_env, ponder, start_ponder
 
 ROOT = Path(__file__).resolve().parents[2]
 RELEASE = ROOT / "examples" / "plans" / "release.yaml"
 
 
-def env_for(tmp_path: Path, server_address: str, worker_queue: str) -> dict[str, str]:
-    return cli_env(tmp_path, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE=worker_queue)
+@pytest.fixture
+async def env(client: Client, tmp_path: Path, server_address: str) -> AsyncIterator[dict[str, str]]:
+    """A ``ponder worker`` process on its own queue (as a user runs one); the CLI is a client."""
+    queue = f"cli-{uuid.uuid4().hex[:8]}"
+    environment = cli_env(tmp_path, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE=queue)
+    worker = await start_ponder("worker", env=environment)
+    try:
+        await wait_for_worker(client, queue, 60)
+        yield environment
+    finally:
+        worker.terminate()
+        await worker.wait()
 
 
-async def test_run_pause_resume_gate_through_the_cli(
-    tmp_path: Path, server_address: str, worker_queue: str
-) -> None:
-    env = env_for(tmp_path, server_address, worker_queue)
+async def test_run_pause_resume_gate_through_the_cli(env: dict[str, str], tmp_path: Path) -> None:
     paused = await ponder(
-        "plan", "run", str(RELEASE), "--arg", "version=1.2", "--run-id", "cli-release", env=env
+        "plan",
+        "run",
+        str(RELEASE),
+        "--arg",
+        "version=1.2",
+        "--run-id",
+        "cli-release",
+        env=env,
     )
     assert paused.code == 75, paused.err
     assert "continue with: ponder resume cli-release --arg approved_by=VALUE" in paused.err
@@ -50,12 +70,16 @@ async def test_run_pause_resume_gate_through_the_cli(
     assert done.code == 0, done.err
     assert done.out.startswith("Simulated answer to: Announce the release.")
     assert re.search(r"run cli-release completed: 2 calls \(simulated\)", done.err)
+    report = await ponder("report", "cli-release", env=env)
+    assert report.code == 0, report.err
+    html = Path(report.out.strip()).read_text()
+    rows = dict(re.findall(r'<tr class="step-row" data-step="([^"]+)"[^>]*>(.*?)</tr>', html))
+    assert rows["ship"].count("approve") == 1 and "<td>settled</td>" in rows["ship"]
+    assert "AWAITING_OWNER" in rows["owner"]  # the pause's wait
+    assert "<td>1</td>" in rows["notes"] and "owner" in rows["notes"]  # one attempt, after owner
 
 
-async def test_exit_codes_for_invalid_and_failed_plans(
-    tmp_path: Path, server_address: str, worker_queue: str
-) -> None:
-    env = env_for(tmp_path, server_address, worker_queue)
+async def test_exit_codes_for_invalid_and_failed_plans(env: dict[str, str], tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("schema: ponder-plan/1\nname: bad\nsteps:\n  - {id: a, kind: agent}\n")
     invalid = await ponder("plan", "run", str(bad), env=env)
@@ -78,3 +102,40 @@ async def test_exit_codes_for_invalid_and_failed_plans(
     assert cancelled.code == 1 and "run cli-detached: cancelled" in cancelled.err
     as_json = await ponder("status", "cli-detached", "--json", env=env)
     assert as_json.code == 0 and '"state": "cancelled"' in as_json.out
+
+
+async def test_a_budget_pause_continues_with_ponder_extend(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    plan = tmp_path / "fan.yaml"
+    plan.write_text(
+        "schema: ponder-plan/1\nname: fan\nsteps:\n"
+        "  - {id: fan, kind: fanout, fanout: {over: [a, b, c], chain: [fan.one]}}\n"
+        "  - {id: fan.one, kind: agent, prompt: one, model: 'sim:default'}\n"
+    )
+    paused = await ponder("plan", "run", str(plan), "--run-id", "cli-fan", env=env)
+    assert paused.code == 75, paused.err
+    assert "needs: step 'fan' reserves 3 invocation(s)" in paused.err
+    assert "continue with: ponder extend cli-fan --calls 3" in paused.err
+    refused = await ponder("extend", "cli-fan", "--calls", "+9", env=env)
+    assert refused.code == 2 and "budget-extension-exhausted" in refused.err
+    done = await ponder("extend", "cli-fan", "--calls", "+2", env=env)
+    assert done.code == 0, done.err
+    assert "run cli-fan completed: 3 calls (simulated)" in done.err
+
+
+async def test_executors_come_from_ponder_toml_and_flags(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / "ponder.toml").write_text('[executors]\nclaude = "sim:default"\n')
+    plan = tmp_path / "family.yaml"
+    plan.write_text(
+        "schema: ponder-plan/1\nname: family\nsteps:\n"
+        "  - {id: a, kind: agent, prompt: Say hi., model: sonnet}\n"
+    )
+    env = env | {"PONDER_CONFIG": str(tmp_path / "ponder.toml")}
+    done = await ponder("plan", "run", str(plan), env=env)
+    assert done.code == 0, done.err
+    assert done.out.startswith("Simulated answer to: Say hi.")
+    unroutable = await ponder("plan", "run", str(plan), "--executor", "claude=", env=env)
+    assert unroutable.code == 1 and "plan-model-unroutable" in unroutable.err

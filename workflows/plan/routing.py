@@ -43,7 +43,8 @@ def route(
         chosen = default_family
     if chosen is None:
         return None
-    return executors.get(chosen) or executors.get(canonical_family(chosen) or "")
+    # An empty spec (``--executor claude=``) unsets one from ponder.toml: unroutable.
+    return executors.get(chosen) or executors.get(canonical_family(chosen) or "") or None
 
 
 def step_family(model: str | None, spec: str, family: str | None) -> str:

@@ -96,6 +96,14 @@ class PlanRunState:
         self.outputs[step_id] = output
         self.record.steps[step_id] = "settled"
 
+    def _settled_without_dispatch(self, step_id: str, deps: list[str], **data: Any) -> None:
+        """A pause or human gate settles by a message, not a dispatch: its trace edge all the
+        same, so the steps after it are caused by it."""
+        seq = self.record.event(
+            "settled", caused_by=self.record.causes(deps), step=step_id, ok=True, **data
+        )
+        self.record.last_settled[step_id] = seq
+
     def _wait_state(self, state: RunState, reason: Reason) -> None:
         self.state = state
         self.reason = str(reason)

@@ -365,6 +365,7 @@ class PlanRunWorkflow(PlanRunState):
         self._running()
         self.record.event("gate.decided", step=step.id, decision=decision, round=rounds)
         self._settle(step.id, decision)
+        self._settled_without_dispatch(step.id, step.deps, decision=decision)
         if decision == "approve":
             return gate.on_approve
         if decision == "kill":
@@ -407,6 +408,7 @@ class PlanRunWorkflow(PlanRunState):
             self._running()
             self.record.event("resumed", step=step.id, resume_arg=key)
         self._settle(step.id, self.args[key])
+        self._settled_without_dispatch(step.id, step.deps, resume_arg=key)
 
     async def _reserve(self, step_id: str, res: Reservation) -> None:
         ledger = self.ledger
