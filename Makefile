@@ -32,3 +32,4 @@ bench: install
 	$(BIN)/python -m benchmarks.bt_fit
 	$(BIN)/python -m benchmarks.ranking_accuracy
 	$(BIN)/python -m benchmarks.plan_validation
+	$(BIN)/python -m benchmarks.plan_run

@@ -39,11 +39,13 @@ from client.session import Session, open_session, spawn_background_worker
 from workflows.ask_types import AskInput, AskResult
 from workflows.names import (
     ASK,
+    PLAN_RUN,
     QUERY_EVENTS,
     QUERY_PROGRESS,
     TOURNAMENT,
     UPDATE_EXTEND_BUDGET,
 )
+from workflows.plan.run_types import PlanRunResult
 from workflows.tournament.types import (
     Event,
     ExtendBudgetInput,
@@ -53,7 +55,7 @@ from workflows.tournament.types import (
     TournamentResult,
 )
 
-__all__ = ["AskRun", "Ponder", "Run", "RunFailed", "TournamentRun"]
+__all__ = ["AskRun", "PlanRun", "Ponder", "Run", "RunFailed", "TournamentRun"]
 
 ResultT = TypeVar("ResultT", bound=BaseModel)
 EVENT_POLL_S = 0.5
@@ -143,7 +145,19 @@ class TournamentRun(Run[TournamentResult]):
 
 
 RunT = TypeVar("RunT", bound=Run[Any])
-KINDS: dict[str, type[Run[Any]]] = {kind.workflow_type: kind for kind in (AskRun, TournamentRun)}
+
+
+class PlanRun(Run[PlanRunResult]):
+    """A plan run (started with ``ponder plan run``); attach, wait and cancel here."""
+
+    workflow_type = PLAN_RUN
+    result_type = PlanRunResult
+    id_prefix = "plan"
+
+
+KINDS: dict[str, type[Run[Any]]] = {
+    kind.workflow_type: kind for kind in (AskRun, TournamentRun, PlanRun)
+}
 
 
 class Ponder:

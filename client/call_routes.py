@@ -30,14 +30,20 @@ POLLER_FRESH_S = 90.0
 minute, and the server lists a gone one for minutes (routing there would leave calls waiting)."""
 
 
-def _step_models(value: Any) -> list[str]:
-    """``model`` values that are ``provider:model`` specs, anywhere in a plan document."""
+def _specs_in(value: Any) -> list[str]:
+    """``provider:model`` specs anywhere in a JSON document: ``model`` values and the values of
+    ``models`` and ``executors`` maps (plan steps, campaign variants)."""
+    found: list[str] = []
     if isinstance(value, dict):
-        found = [v for k, v in value.items() if k == "model" and isinstance(v, str) and ":" in v]
-        return found + [m for v in value.values() for m in _step_models(v)]
-    if isinstance(value, list):
-        return [m for v in value for m in _step_models(v)]
-    return []
+        for key, item in value.items():
+            if key == "model" and isinstance(item, str):
+                found.append(item)
+            elif key in ("models", "executors") and isinstance(item, dict):
+                found += [v for v in item.values() if isinstance(v, str)]
+            found += _specs_in(item)
+    elif isinstance(value, list):
+        found = [spec for item in value for spec in _specs_in(item)]
+    return [spec for spec in found if ":" in spec]
 
 
 def model_specs(input: Any) -> list[str]:
@@ -48,7 +54,9 @@ def model_specs(input: Any) -> list[str]:
         roles = input.models.model_dump().values()
         return [input.model, *(spec for spec in roles if spec)]
     if isinstance(input, PlanRunInput):
-        return [*input.executors.values(), *_step_models(input.plan)]
+        return [*input.executors.values(), *_specs_in(input.plan)]
+    if isinstance(input, dict):  # a document sent as JSON (a campaign)
+        return list(dict.fromkeys(_specs_in(input)))
     return []
 
 
@@ -82,12 +90,18 @@ async def polled_provider_queues(
 
 async def route_calls(client: Client, task_queue: str, input: T) -> T:
     """``input`` with ``calls.provider_queues`` filled in; routes the input names win."""
-    calls = getattr(input, "calls", None)
     specs = model_specs(input)
-    if calls is None or not specs:
+    if not specs:
         return input
     found = await polled_provider_queues(client, task_queue, specs)
     if not found:
+        return input
+    if isinstance(input, dict):
+        raw = dict(input.get("calls") or {})
+        raw["provider_queues"] = found | dict(raw.get("provider_queues") or {})
+        return {**input, "calls": raw}  # type: ignore[return-value]
+    calls = getattr(input, "calls", None)
+    if calls is None:
         return input
     routed = calls.model_copy(update={"provider_queues": found | calls.provider_queues})
     return input.model_copy(update={"calls": routed})  # type: ignore[attr-defined,no-any-return]

@@ -33,6 +33,10 @@ async def test_rate_limited_provider_has_its_own_queue(client: Client, settings:
                 break
             await asyncio.sleep(0.2)
         inputs = [await route_calls(client, queue, AskInput(question=f"q{i}")) for i in range(6)]
+        # A document sent as JSON (a campaign) is routed the same way.
+        document = await route_calls(
+            client, queue, {"variants": [{"config": {"model": "sim:default"}}], "calls": {}}
+        )
         started = time.monotonic()
         handles = [
             await client.start_workflow(
@@ -43,6 +47,7 @@ async def test_rate_limited_provider_has_its_own_queue(client: Client, settings:
         await asyncio.gather(*(h.result() for h in handles))
         elapsed = time.monotonic() - started
     assert inputs[0].calls.provider_queues == {"sim": provider_task_queue(queue, "sim")}
+    assert document["calls"]["provider_queues"] == inputs[0].calls.provider_queues
     assert elapsed >= 2.0  # 6 calls at 2 per second cannot all finish in under ~2.5 s
     history = await handles[0].fetch_history()
     scheduled = [
@@ -70,3 +75,11 @@ def test_every_run_kind_names_the_models_it_may_call() -> None:
         executors={"claude": "d:w"},
     )
     assert model_specs(plan) == ["d:w", "c:z"]  # a bare family name is routed by executors
+    campaign = {
+        "variants": [
+            {"kind": "single", "config": {"model": "e:v"}},
+            {"kind": "tournament", "config": {"model": "e:v", "models": {"judge": "f:u"}}},
+        ],
+        "scenarios": [{"scorer": {"kind": "judge", "model": "g:t"}}],
+    }
+    assert model_specs(campaign) == ["e:v", "f:u", "g:t"]

@@ -170,3 +170,16 @@ async def test_command_scorer_runs_a_worker_declared_command(
     async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
         error = await failure(client, queue, doc)
     assert isinstance(error, ApplicationError) and error.type == "scorer.argv_not_allowed"
+
+
+async def test_cancel_while_awaiting_budget(
+    client: Client, worker_queue: str, settings: Settings
+) -> None:
+    handle = await start(client, worker_queue, singles(budget={"max_calls": 1}))
+    await progress_until(handle, lambda p: p.status == "awaiting_budget")
+    await handle.cancel()
+    with pytest.raises(WorkflowFailureError) as info:
+        await handle.result()
+    assert isinstance(info.value.cause, CancelledError)
+    summary = json.loads((settings.runs_dir / handle.id / "summary.json").read_text())
+    assert summary["status"] == "cancelled" and summary["cells"]["recorded"] == 1

@@ -94,3 +94,35 @@ def test_each_capture_issue(settings: Settings) -> None:
     cell(settings, "nocalls", **{"summary.json": zero, "artifacts__final.txt": "ok"})
     input = input.model_copy(update={"run_id": "nocalls", "http": False})
     assert CampaignCellActivities(settings).settle(input).integrity_issues == ["missing_llm_spans"]
+
+
+def test_policies_decide_what_an_issue_does_to_the_record() -> None:
+    from tests.campaigns.helpers import document
+    from workflows.campaign.cell_records import build_record
+    from workflows.campaign.document import validate_value
+    from workflows.campaign.matrix import cells
+    from workflows.campaign.types import CellOutcome
+
+    outcome = CellOutcome(
+        exists=True, completed=True, calls=1, score=0.7, integrity_issues=["no_raw_sink"]
+    )
+
+    def record(policy: str):  # type: ignore[no-untyped-def]
+        doc = validate_value(document(integrity=policy)).document
+        assert doc is not None
+        cell = cells(doc, "c")[0]
+        return build_record(
+            doc, cell, outcome, calls=1, wall_ms=1.0, child_error=None, cancelled=False
+        )
+
+    marked = record("mark_failed")
+    assert (marked.failure_class, marked.holdout_score) == ("integrity_failed", None)
+    logged = record("log")
+    assert (logged.failure_class, logged.holdout_score, logged.integrity_issues) == (
+        None,
+        0.7,
+        ["no_raw_sink"],
+    )
+    # Under throw the record is failed too; the workflow then stops the campaign (a genuine
+    # error, see the workflow's integrity check).
+    assert record("throw").failure_class == "integrity_failed"

@@ -13,6 +13,7 @@ PURE = [
     "workflows.campaign.records",
     "workflows.campaign.stats",
     "workflows.campaign.cells_budget",
+    "workflows.campaign.cell_records",
     "workflows.campaign.configs",
     "workflows.campaign.types",
 ]

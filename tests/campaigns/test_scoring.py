@@ -27,3 +27,12 @@ def test_regex() -> None:
     scorer = RegexScorer(kind="regex", pattern=r"O\(n log n\)")
     assert score_regex(scorer, "runs in O(n log n) time") == 1.0
     assert score_regex(scorer, "runs in O(n^2)") == 0.0
+
+
+def test_judge_score_reads_the_last_line() -> None:
+    from workflows.campaign.cell_records import judge_score
+
+    assert judge_score("Solid work.\n0.8") == 0.8
+    assert judge_score("Good.\n8") == 0.8  # a 0-10 grade, scaled
+    assert judge_score("Good.\nno number here") is None
+    assert judge_score("") is None

@@ -14,12 +14,10 @@ owner cancel does the same and ends CANCELED with the partial report written.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 from datetime import timedelta
 from typing import Any
 
-from pydantic import ValidationError
 from temporalio import workflow
 from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import (
@@ -33,6 +31,13 @@ with workflow.unsafe.imports_passed_through():
     from activities.campaign.cells import CHECK_CAMPAIGN_ROUTE, SETTLE_CAMPAIGN_CELL
     from activities.campaign.report import WRITE_CAMPAIGN_ARTIFACTS
     from workflows.ask_types import AskResult
+    from workflows.campaign.cell_records import (
+        RecordInvalid,
+        build_record,
+        judge_prompt,
+        judge_score,
+        leader,
+    )
     from workflows.campaign.cells_budget import CellBudget
     from workflows.campaign.configs import (
         ask_input,
@@ -45,8 +50,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.campaign.document import CampaignDocument, JudgeScorer, semantic_errors
     from workflows.campaign.matrix import MAX_CAMPAIGN_RUN_ID, Cell, cells, fingerprint
-    from workflows.campaign.records import RunRecord, TokenUsage
-    from workflows.campaign.scoring import last_number
+    from workflows.campaign.records import RunRecord
     from workflows.campaign.types import (
         CampaignArtifactsInput,
         CampaignArtifactsResult,
@@ -82,13 +86,7 @@ __all__ = ["CampaignWorkflow"]
 
 EVENTS_PAGE = 500
 INTEGRITY_FAILED = "integrity.failed"
-RECORD_INVALID = "record.invalid"
 ACTIVITY_RETRY = RetryPolicy(maximum_attempts=5, non_retryable_error_types=["ValueError"])
-JUDGE_PROMPT = (
-    "Grade the answer below against the rubric. Reply with one line of reasoning, then the "
-    "score from 0 to 1 alone on the last line.\n\nTask:\n{task}\n\nRubric:\n{rubric}\n\n"
-    "Answer:\n{answer}\n"
-)
 
 
 class GenuineError(Exception):
@@ -98,10 +96,6 @@ class GenuineError(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
-
-
-def _sha(value: object) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
 
 
 @workflow.defn(name=CAMPAIGN)
@@ -326,7 +320,18 @@ class CampaignWorkflow:
         )
         self.running.discard(cell.index)
         self.version += 1
-        record = self._record(doc, cell, outcome, calls, wall_ms, child_error, cancelled)
+        try:
+            record = build_record(
+                doc,
+                cell,
+                outcome,
+                calls=calls,
+                wall_ms=wall_ms,
+                child_error=child_error,
+                cancelled=cancelled,
+            )
+        except RecordInvalid as exc:
+            raise GenuineError(exc.code, str(exc)) from None
         self.records[cell.index] = record
         self._event(
             "cell.finished",
@@ -388,9 +393,7 @@ class CampaignWorkflow:
         self, doc: CampaignDocument, cell: Cell, scenario: Any, outcome: CellOutcome
     ) -> CellOutcome:
         scorer: JudgeScorer = scenario.scorer
-        prompt = JUDGE_PROMPT.format(
-            task=scenario.task, rubric=scorer.rubric, answer=outcome.answer
-        )
+        prompt = judge_prompt(scenario.task, scorer.rubric, outcome.answer or "")
         update: dict[str, Any] = {"answer": None}
         try:
             response = await call_model(
@@ -409,11 +412,11 @@ class CampaignWorkflow:
             update["score_error"] = f"judge call failed: {getattr(cause, 'message', cause)}"
             update["calls"] = outcome.calls + 1
             return outcome.model_copy(update=update)
-        value = last_number(response.text.strip().splitlines()[-1] if response.text.strip() else "")
+        value = judge_score(response.text)
         if value is None:
             update["score_error"] = "the judge's last line is not a number"
         else:
-            update["score"] = value / 10 if 1 < value <= 10 else value
+            update["score"] = value
         update |= {
             "calls": outcome.calls + 1,
             "input_tokens": outcome.input_tokens + response.usage.input_tokens,
@@ -421,61 +424,6 @@ class CampaignWorkflow:
             "usd": outcome.usd + (response.usd or 0.0),
         }
         return outcome.model_copy(update=update)
-
-    def _record(
-        self,
-        doc: CampaignDocument,
-        cell: Cell,
-        outcome: CellOutcome,
-        calls: int,
-        wall_ms: float,
-        child_error: str | None,
-        cancelled: bool,
-    ) -> RunRecord:
-        variant, scenario = doc.variant(cell.variant), doc.scenario(cell.scenario)
-        failure, error, score = None, None, outcome.score
-        if cancelled:
-            failure, error = "cancelled", "cancelled before it finished"
-        elif child_error is not None:
-            failure, error = "runner_threw", child_error
-        elif outcome.integrity_issues and doc.integrity != "log":
-            failure, error = "integrity_failed", ", ".join(outcome.integrity_issues)
-        elif outcome.score_error is not None or score is None:
-            failure, error = "scorer_failed", outcome.score_error or "no score"
-        if failure is not None:
-            score = None
-        on_search = doc.split in ("search", "dev")
-        fields = {
-            "run_id": cell.run_id,
-            "campaign": doc.campaign_id,
-            "variant": cell.variant,
-            "scenario": cell.scenario,
-            "seed": cell.seed,
-            "cell_seed": cell.child_seed,
-            "split": doc.split,
-            "model": outcome.model or str(variant.config.get("model", "")),
-            "prompt_hash": _sha(scenario.task),
-            "config_hash": _sha({"kind": variant.kind, "config": variant.config}),
-            "commit_sha": doc.commit_sha,
-            "wall_ms": round(wall_ms, 3),
-            "cost_usd": outcome.usd,
-            "calls": calls,
-            "usage": TokenUsage(
-                input_tokens=outcome.input_tokens, output_tokens=outcome.output_tokens
-            ),
-            "search_score": score if on_search else None,
-            "holdout_score": None if on_search else score,
-            "failure_class": failure,
-            "error": error,
-            "integrity_issues": outcome.integrity_issues,
-            "simulated": outcome.simulated,
-        }
-        try:
-            return RunRecord.model_validate(fields)
-        except ValidationError as exc:
-            raise GenuineError(
-                RECORD_INVALID, f"cell {cell.run_id}: {exc.errors()[0]['msg']}"
-            ) from None
 
     async def _write(self) -> CampaignArtifactsResult:
         assert self.doc is not None
@@ -510,11 +458,7 @@ class CampaignWorkflow:
 
     @workflow.query(name=QUERY_PROGRESS)
     def progress(self) -> CampaignProgress:
-        means: dict[str, list[float]] = {}
-        for r in self.records.values():
-            if r.score is not None:
-                means.setdefault(r.variant, []).append(r.score)
-        leader = max(means, key=lambda v: sum(means[v]) / len(means[v]), default=None)
+        best, best_mean = leader(list(self.records.values()))
         return CampaignProgress(
             run_id=self.run_id,
             status=self.status,
@@ -526,8 +470,8 @@ class CampaignWorkflow:
             spent=self.budget.budget.spent,
             reserved_calls=self.budget.reserved_calls,
             blocking_limit=self.blocking,
-            leader=leader,
-            leader_mean=sum(means[leader]) / len(means[leader]) if leader else None,
+            leader=best,
+            leader_mean=best_mean,
             fingerprint=self.fingerprint,
             error=self.error,
             refused=self.refused[-5:],

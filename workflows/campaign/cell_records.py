@@ -1,0 +1,123 @@
+"""From a settled cell to its run record, and the judge scorer's prompt and parse.
+
+Pure (pydantic, hashlib; no Temporal import): the ``Campaign`` workflow calls these between its
+activities. A record that does not validate raises :class:`RecordInvalid`, which the workflow
+treats as a genuine error (stop, drain, fail).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from pydantic import ValidationError
+
+from workflows.campaign.document import CampaignDocument
+from workflows.campaign.matrix import Cell
+from workflows.campaign.records import RunRecord, TokenUsage
+from workflows.campaign.scoring import last_number
+from workflows.campaign.types import CellOutcome
+
+__all__ = [
+    "JUDGE_PROMPT",
+    "RECORD_INVALID",
+    "RecordInvalid",
+    "build_record",
+    "judge_prompt",
+    "judge_score",
+    "leader",
+]
+
+RECORD_INVALID = "record.invalid"
+JUDGE_PROMPT = (
+    "Grade the answer below against the rubric. Reply with one line of reasoning, then the "
+    "score from 0 to 1 alone on the last line.\n\nTask:\n{task}\n\nRubric:\n{rubric}\n\n"
+    "Answer:\n{answer}\n"
+)
+
+
+class RecordInvalid(ValueError):
+    code = RECORD_INVALID
+
+
+def _sha(value: object) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
+
+
+def judge_prompt(task: str, rubric: str, answer: str) -> str:
+    return JUDGE_PROMPT.format(task=task, rubric=rubric, answer=answer)
+
+
+def judge_score(text: str) -> float | None:
+    """The number on the judge's last line (a 0-10 grade scaled to 0-1), or None."""
+    lines = text.strip().splitlines()
+    value = last_number(lines[-1]) if lines else None
+    if value is None:
+        return None
+    return value / 10 if 1 < value <= 10 else value
+
+
+def build_record(
+    doc: CampaignDocument,
+    cell: Cell,
+    outcome: CellOutcome,
+    *,
+    calls: int,
+    wall_ms: float,
+    child_error: str | None,
+    cancelled: bool,
+) -> RunRecord:
+    """The cell's validated record; its failure class in the order a cell can fail."""
+    variant, scenario = doc.variant(cell.variant), doc.scenario(cell.scenario)
+    failure, error, score = None, None, outcome.score
+    if cancelled:
+        failure, error = "cancelled", "cancelled before it finished"
+    elif child_error is not None:
+        failure, error = "runner_threw", child_error
+    elif outcome.integrity_issues and doc.integrity != "log":
+        failure, error = "integrity_failed", ", ".join(outcome.integrity_issues)
+    elif outcome.score_error is not None or score is None:
+        failure, error = "scorer_failed", outcome.score_error or "no score"
+    if failure is not None:
+        score = None
+    on_search = doc.split in ("search", "dev")
+    fields: dict[str, Any] = {
+        "run_id": cell.run_id,
+        "campaign": doc.campaign_id,
+        "variant": cell.variant,
+        "scenario": cell.scenario,
+        "seed": cell.seed,
+        "cell_seed": cell.child_seed,
+        "split": doc.split,
+        "model": outcome.model or str(variant.config.get("model", "")),
+        "prompt_hash": _sha(scenario.task),
+        "config_hash": _sha({"kind": variant.kind, "config": variant.config}),
+        "commit_sha": doc.commit_sha,
+        "wall_ms": round(wall_ms, 3),
+        "cost_usd": outcome.usd,
+        "calls": calls,
+        "usage": TokenUsage(input_tokens=outcome.input_tokens, output_tokens=outcome.output_tokens),
+        "search_score": score if on_search else None,
+        "holdout_score": None if on_search else score,
+        "failure_class": failure,
+        "error": error,
+        "integrity_issues": outcome.integrity_issues,
+        "simulated": outcome.simulated,
+    }
+    try:
+        return RunRecord.model_validate(fields)
+    except ValidationError as exc:
+        raise RecordInvalid(f"cell {cell.run_id}: {exc.errors()[0]['msg']}") from None
+
+
+def leader(records: list[RunRecord]) -> tuple[str | None, float | None]:
+    """The variant with the best mean score so far, and that mean."""
+    scores: dict[str, list[float]] = {}
+    for r in records:
+        if r.score is not None:
+            scores.setdefault(r.variant, []).append(r.score)
+    if not scores:
+        return None, None
+    best = max(scores, key=lambda v: sum(scores[v]) / len(scores[v]))
+    return best, sum(scores[best]) / len(scores[best])
