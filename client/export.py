@@ -106,6 +106,12 @@ def _markdown(data: dict[str, Any]) -> str:
     for key in ("kind", "status", "created", "calls", "usd", "outcome", "simulated"):
         value = run.get(key)
         out.append(f"| {key} | {'-' if value is None else value} |")
+    summary = data.get("summary") or {}
+    if summary.get("recommendation"):  # a campaign
+        out.append(f"\n## Decision\n\n{summary['recommendation']}\n")
+        out.append("| variant | decision |\n| --- | --- |")
+        for variant, decision in (summary.get("decisions") or {}).items():
+            out.append(f"| {variant} | {decision} |")
     config = data.get("config") or {}
     if config.get("task"):
         out.append("\n## Task\n")

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 
 import pytest
 import yaml
 
+from activities.config import Settings
 from activities.errors import ConfigError
 from client.profiles import ProfileStore, SavedProfile, apply_profile
 from tests.cli import cli_env, ponder
@@ -15,8 +17,13 @@ from tests.cli import cli_env, ponder
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
 
-async def test_save_show_use_and_delete(tmp_path: Path) -> None:
-    env = cli_env(tmp_path)
+async def test_save_show_use_and_delete(
+    settings: Settings, server_address: str, worker_queue: str
+) -> None:
+    # The CLI as a plain client of the session's server; this test's worker runs the tournament.
+    tmp_path = settings.home
+    env = cli_env(tmp_path, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE=worker_queue)
+    run_id = f"p1-{uuid.uuid4().hex[:8]}"
     saved = await ponder(
         "profile",
         "save",
@@ -58,15 +65,15 @@ async def test_save_show_use_and_delete(tmp_path: Path) -> None:
 
     # Used: the tournament runs with the saved n, k, t, m; a flag still beats the profile.
     run = await ponder(
-        "think", "Sort a list", "--profile", "small-sim", "--seed", "2", "--run-id", "p1", env=env
+        "think", "Sort a list", "--profile", "small-sim", "--seed", "2", "--run-id", run_id, env=env
     )
     assert run.code == 0, run.err
-    summary = json.loads((tmp_path / "runs/p1/summary.json").read_text())
+    summary = json.loads((tmp_path / f"runs/{run_id}/summary.json").read_text())
     assert (summary["profile"]["n"], summary["profile"]["k"]) == (6, 2)
     assert summary["profile"]["judge_temperature"] == 0.1
     # 6 generated + 6 judged + 4 mutants + 6 final = 22 calls, on the simulator.
     assert summary["calls"]["used"] == 22 and summary["simulated"] is True
-    config = json.loads((tmp_path / "runs/p1/config.json").read_text())
+    config = json.loads((tmp_path / f"runs/{run_id}/config.json").read_text())
     assert config["prompt_style"] == "paper-programming"
     assert config["budget"]["max_calls"] == 40
     assert config["concurrency"]["judge"] == 3

@@ -1,8 +1,10 @@
 """The MCP resources: ``ponder://runs/{run_id}/{summary|leaderboard|comparisons|trace|report}``.
 
 Read from the run store (what the worker wrote). Record lists page with ``?cursor=N``
-(``PAGE_RECORDS`` records, at most ``PAGE_BYTES``), the report with ``?offset=N`` (bytes); each
-page says where the next one is. A run id that is not a plain id (a path, ``..``) is refused.
+(``PAGE_RECORDS`` records, at most ``PAGE_BYTES``), the summary and the report with
+``?offset=N`` (bytes, ``PAGE_BYTES`` a page); each page says where the next one is (``next`` in
+a record page, ``_meta["ponder/next"]`` otherwise). A run id that is not a plain id (a path,
+``..``) is refused.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ PAGE_RECORDS = 100
 PAGE_BYTES = 256 * 1024
 LISTED_RUNS = 50
 NAMES = {
-    "summary": "the run's summary.json: status, winner, calls, usage",
+    "summary": "the run's summary: status, winner or outcome, calls, usage (?offset=N)",
     "leaderboard": "the final ranking (Bradley-Terry scores, W/L/T)",
     "comparisons": "every judge verdict with both critiques (paged: ?cursor=N)",
     "trace": "the run's events (paged: ?cursor=N)",
@@ -131,12 +133,27 @@ def _final_phase(record: dict[str, Any]) -> bool:
     return record.get("phase") == phases.FINAL_JUDGING
 
 
+def _bytes(uri: str, path: Path, offset: int) -> tuple[str, str | None]:
+    """One page of a file by bytes from ``offset``, and the next page's URI (None: the end)."""
+    with path.open("rb") as f:
+        f.seek(offset)
+        chunk = f.read(PAGE_BYTES)
+        more = bool(f.read(1))
+    # A page may end inside a multi-byte character: the next page starts after this one's
+    # bytes, so nothing is lost, only that character's halves are dropped from the two pages.
+    text = chunk.decode("utf-8", errors="ignore")
+    next_page = f"{uri.split('?', 1)[0]}?offset={offset + len(chunk)}" if more else None
+    return text, next_page
+
+
 def read(settings: Settings, uri: str) -> types.TextResourceContents:
     run_id, name, query = _parse(uri)
     run_dir = checked_run_dir(settings.runs_dir, run_id)  # run.id_invalid for a path-shaped id
     plan = (run_dir / "cost.json").is_file() and not (run_dir / "summary.json").exists()
+    next_page: str | None = None
     if name == "summary":
-        text = _file(run_dir, "cost.json" if plan else "summary.json").read_text()[:PAGE_BYTES]
+        summary = _file(run_dir, "cost.json" if plan else "summary.json")
+        text, next_page = _bytes(uri, summary, _int(query, "offset"))
     elif name == "leaderboard":
         text = _records(uri, _file(run_dir, "scores.jsonl"), _int(query, "cursor"), _final_phase)
     elif name == "comparisons":
@@ -145,15 +162,9 @@ def read(settings: Settings, uri: str) -> types.TextResourceContents:
         events = "trace.jsonl" if plan else "events.jsonl"
         text = _records(uri, _file(run_dir, events), _int(query, "cursor"))
     else:
-        offset = _int(query, "offset")
-        with _file(run_dir, "report.html").open("rb") as f:
-            f.seek(offset)
-            chunk = f.read(PAGE_BYTES)
-            more = bool(f.read(1))
-        text = chunk.decode("utf-8", errors="ignore")
-        if more:
-            base = uri.split("?", 1)[0]
-            next_page = f"{base}?offset={offset + len(chunk)}"
+        text, next_page = _bytes(uri, _file(run_dir, "report.html"), _int(query, "offset"))
+        if next_page:
             text += f"\n<!-- ponder: truncated at {PAGE_BYTES} bytes; next page {next_page} -->"
     mime = "text/html" if name == "report" else "application/json"
-    return types.TextResourceContents(uri=uri, text=text, mime_type=mime)
+    meta = {"ponder/next": next_page} if next_page else None
+    return types.TextResourceContents(uri=uri, text=text, mime_type=mime, _meta=meta)

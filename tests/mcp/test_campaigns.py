@@ -52,6 +52,8 @@ async def test_campaign_runs_pauses_and_extends(
         assert len(cells) == 6 and {r["kind"] for r in cells} == {"ask", "tournament"}
         exported = json.loads(render(bundle(settings, run_id), "json"))
         assert exported["run"]["kind"] == "campaign" and len(exported["records"]) == 6
+        markdown = render(bundle(settings, run_id), "markdown")
+        assert "## Decision" in markdown and "| deep | " in markdown
 
         tight = document(seeds=[0], budget={"max_calls": 2})
         tight["variants"][1] = {"id": "other", "kind": "single", "config": {"model": "sim:default"}}

@@ -205,3 +205,12 @@ def test_record_pages_are_capped(settings: Settings, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(resources, "PAGE_BYTES", 60)
     page = json.loads(resources.read(settings, "ponder://runs/paged/trace").text)
     assert len(page["items"]) == 2 and page["next"].endswith("?cursor=2")
+
+    html = "<html>" + "".join(f"<p>{i}</p>" for i in range(20)) + "</html>"
+    (run_dir / "report.html").write_text(html)
+    uri, parts = "ponder://runs/paged/report", []
+    while uri:
+        contents = resources.read(settings, uri)
+        parts.append(contents.text.split("\n<!-- ponder: truncated")[0])
+        uri = (contents.meta or {}).get("ponder/next")
+    assert len(parts) == -(-len(html) // 60) and "".join(parts) == html
