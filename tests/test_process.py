@@ -84,7 +84,9 @@ async def test_sigterm_on_watch_and_ask_detaches(tmp_path: Path) -> None:
     started = await ponder("think", "x", "--model", SLOW_SIM, "--run-id", "w1", "--detach", env=env)
     assert started.code == 0, started.err
     watcher = await start_ponder("watch", "w1", env=env)
-    await asyncio.sleep(4.0)
+    # Its lease shows it is past start-up (a SIGTERM before the handler exists just kills it).
+    await wait_until((home / "leases" / str(watcher.pid)).exists, 60)
+    await asyncio.sleep(2.0)
     watcher.send_signal(signal.SIGTERM)
     done = await finish(watcher, timeout=15)
     assert done.code == 0 and "detached" in done.err, done.err
