@@ -274,6 +274,17 @@ async def test_failed_calls_record_their_transport_retries(
     summary = orjson.loads((run_dir / "summary.json").read_bytes())
     assert summary["usage"]["transport_retries"] == 5 * len(failed)
 
+    # A failed Ask records them in its summary too.
+    ask_id = f"ask-{uuid.uuid4().hex[:8]}"
+    async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
+        with pytest.raises(WorkflowFailureError):
+            await client.execute_workflow(
+                ASK, AskInput(question="hi", model="local:m"), id=ask_id, task_queue=queue
+            )
+    ask_summary = orjson.loads((settings.runs_dir / ask_id / "summary.json").read_bytes())
+    assert ask_summary["status"] == "failed"
+    assert ask_summary["transport_retries"] == 5
+
 
 async def test_a_malformed_base_url_is_refused_before_anything_runs(
     client: Client, worker_queue: str, tmp_path: Path

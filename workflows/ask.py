@@ -13,7 +13,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.run_store import WRITE_RUN_FILES, WriteRunFilesInput
     from workflows import phases
     from workflows.ask_types import AskInput, AskResult
-    from workflows.model_calls import call_failure, call_model
+    from workflows.model_calls import call_failure, call_model, failed_transport_retries
     from workflows.model_types import CallModelInput, ModelRequest
     from workflows.names import ASK
     from workflows.raw_input import NO_INPUT, decode_raw, input_failure
@@ -64,6 +64,7 @@ class AskWorkflow:
                 "status": "failed",
                 "model": input.model,
                 "error": f"{code}: {message}",
+                "transport_retries": failed_transport_retries(exc),
                 "completed_at": workflow.now().isoformat(),
             }
             if not code.startswith("run."):  # a refused run directory takes no summary

@@ -41,6 +41,7 @@ __all__ = [
     "START_TO_CLOSE",
     "call_failure",
     "call_model",
+    "failed_transport_retries",
     "retry_later_delay",
 ]
 
@@ -88,6 +89,15 @@ def call_failure(exc: ActivityError) -> tuple[str, str]:
     if isinstance(cause, TimeoutError):
         return PROVIDER_TIMEOUT, f"no answer before the activity timed out ({cause.type})"
     return PROVIDER_TRANSPORT, str(cause or exc)
+
+
+def failed_transport_retries(exc: ActivityError) -> int:
+    """The transport retries a failed call took, from the activity's failure details."""
+    cause = exc.cause
+    details = cause.details if isinstance(cause, ApplicationError) else ()
+    if details and isinstance(details[0], dict):
+        return int(details[0].get("transport_retries", 0))
+    return 0
 
 
 async def call_model(

@@ -19,7 +19,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 with workflow.unsafe.imports_passed_through():
     from activities.pricing import cost_usd
     from workflows.budget import Budget, BudgetLimits
-    from workflows.model_calls import call_failure, call_model
+    from workflows.model_calls import call_failure, call_model, failed_transport_retries
     from workflows.model_types import CallModelInput, ModelRequest, ModelResponse, Usage
     from workflows.tournament.errors import (
         BUDGET_EXHAUSTED,
@@ -209,7 +209,7 @@ class TournamentCalls:
                 self._bill(call, None, "cancelled")
                 raise asyncio.CancelledError() from None
             code, message = call_failure(exc)
-            self._bill(call, None, code, failed_retries=_failed_retries(exc))
+            self._bill(call, None, code, failed_retries=failed_transport_retries(exc))
             raise ApplicationError(
                 f"{role} call {call.call_key} failed: {message}", type=code, non_retryable=True
             ) from None
@@ -362,11 +362,3 @@ class TournamentCalls:
             )
         )
 
-
-def _failed_retries(exc: ActivityError) -> int:
-    """The transport retries a failed call took, from the activity's failure details."""
-    cause = exc.cause
-    details = cause.details if isinstance(cause, ApplicationError) else ()
-    if details and isinstance(details[0], dict):
-        return int(details[0].get("transport_retries", 0))
-    return 0
