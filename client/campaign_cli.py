@@ -21,7 +21,8 @@ from activities.config import Settings, load_settings
 from activities.errors import ConfigError
 from activities.model_types import Usage
 from activities.pricing import PRICES_AS_OF, cost_usd
-from activities.providers import price_table
+from activities.providers import default_model_for, price_table
+from client.profiles import expand_saved_profiles
 from client.runs import (
     RunFailed,
     check_run_id,
@@ -63,9 +64,9 @@ def campaign() -> None:
     """Campaigns: variants x scenarios x seeds, ending in a report that says what to promote."""
 
 
-def load(file: str) -> Validation:
-    """The document in FILE (``-`` reads stdin), plan paths inlined, validated as the workflow
-    will validate it."""
+def load(file: str, settings: Settings | None = None) -> Validation:
+    """The document in FILE (``-`` reads stdin), plan paths inlined, saved profiles expanded,
+    validated as the workflow will validate it."""
     try:
         text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -75,6 +76,13 @@ def load(file: str) -> Validation:
         return Validation(None, [CampaignError(p.code, p.path, p.message) for p in problems])
     base = Path.cwd() if file == "-" else Path(file).resolve().parent
     errors = _inline_plans(value, base)
+    settings = settings or load_settings()
+    errors += [
+        CampaignError("variant.config", path, str(exc))
+        for path, exc in expand_saved_profiles(
+            value, settings.home, lambda p: default_model_for(p, settings)
+        )
+    ]
     if errors:
         return Validation(None, errors)
     result = validate_value(value)
@@ -143,12 +151,13 @@ def fail_invalid(file: str, result: Validation) -> None:
     show_default=True,
     help="json: one object with validity and every error.",
 )
-def validate(file: str, fmt: str) -> None:
+@click.pass_context
+def validate(ctx: click.Context, file: str, fmt: str) -> None:
     """Validate FILE (JSON or YAML; - reads stdin) without running anything.
 
     Prints every error as `path: [code] message`; exit 2 when invalid, 0 when valid.
     """
-    result = load(file)
+    result = load(file, _settings(ctx))
     if fmt == "json":
         click.echo(
             json.dumps(
@@ -267,11 +276,11 @@ def run(
 
     Exit 0 completed (or detached), 1 failed or cancelled, 2 invalid, 75 paused on its budget.
     """
-    result = load(file)
+    settings = _settings(ctx)
+    result = load(file, settings)
     if not result.ok or result.document is None:
         fail_invalid(file, result)
         return
-    settings = _settings(ctx)
     if dry_run:
         forecast(result.document, settings, effect=effect, pilot=pilot)
         return

@@ -9,15 +9,20 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
+from activities.config import Settings, load_settings
+from activities.providers import default_model_for
+from client.profiles import expand_saved_profiles
 from workflows.plan.boundaries import boundaries, plan_totals
+from workflows.plan.document import parse_text
 from workflows.plan.errors import PlanError
 from workflows.plan.schema import shipped_schema
-from workflows.plan.validate import Validation, validate_text
+from workflows.plan.validate import Validation, validate_document, validate_text
 
-__all__ = ["plan"]
+__all__ = ["check_text", "plan"]
 
 EXIT_INVALID = 2
 
@@ -37,6 +42,19 @@ def _read(file: str) -> tuple[str | None, PlanError | None]:
         return None, PlanError(
             "document.unreadable", "", f"cannot read {file}: {reason}; fix: check the path"
         )
+
+
+def check_text(text: str, filename: str | None, settings: Settings) -> tuple[Validation, Any]:
+    """The plan in ``text`` validated, with each tournament step's saved ``profile`` expanded
+    into explicit fields first (client side: workers need no profile files); and the document."""
+    raw, problems = parse_text(text, filename=filename)
+    if problems:
+        return validate_text(text, filename=filename), raw
+    refused = expand_saved_profiles(raw, settings.home, lambda p: default_model_for(p, settings))
+    if refused:
+        errors = [PlanError("tournament.profile", path, str(exc)) for path, exc in refused]
+        return Validation(None, None, errors), raw
+    return validate_document(raw), raw
 
 
 def _totals(result: Validation) -> dict[str, int | str]:
@@ -74,7 +92,8 @@ def _summary(result: Validation) -> str:
     show_default=True,
     help="json: one object with the form, validity and every error.",
 )
-def validate(file: str, fmt: str) -> None:
+@click.pass_context
+def validate(ctx: click.Context, file: str, fmt: str) -> None:
     """Validate FILE (JSON or YAML; - reads stdin) without running anything.
 
     Prints every error, one per line as `path: [code] message`; exit 2 when invalid, 0 when valid.
@@ -83,7 +102,9 @@ def validate(file: str, fmt: str) -> None:
     if text is None:
         result = Validation(None, None, [unreadable] if unreadable else [])
     else:
-        result = validate_text(text, filename=None if file == "-" else file)
+        root = ctx.find_root().obj or {}
+        settings = load_settings(root.get("config"))
+        result, _ = check_text(text, None if file == "-" else file, settings)
     if fmt == "json":
         click.echo(
             json.dumps(

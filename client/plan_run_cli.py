@@ -25,6 +25,7 @@ from temporalio.service import RPCError
 
 from activities.config import Settings, load_settings
 from activities.errors import ConfigError
+from client.plan_cli import check_text
 from client.runs import (
     RunFailed,
     check_run_id,
@@ -43,7 +44,6 @@ from workflows.names import (
     UPDATE_RESOLVE_GATE,
     UPDATE_RESUME,
 )
-from workflows.plan.document import parse_text
 from workflows.plan.run_types import (
     ExtendPlanBudgetInput,
     PlanBudgetOverride,
@@ -53,7 +53,6 @@ from workflows.plan.run_types import (
     ResolveGateInput,
     ResumeInput,
 )
-from workflows.plan.validate import validate_text
 
 __all__ = ["extend_plan", "gate", "register_plan_run_commands", "resume", "run"]
 
@@ -217,13 +216,12 @@ def run(ctx: click.Context, file: str, **options: Any) -> None:
         text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read {file}: {exc}; fix: check the path") from None
-    checked = validate_text(text, filename=None if file == "-" else file)
+    checked, document = check_text(text, None if file == "-" else file, settings)
     if not checked.ok:
         for error in checked.errors:
             click.echo(f"{file}: {error.line()}", err=True)
         click.echo(f"{file}: invalid, {len(checked.errors)} error(s)", err=True)
         sys.exit(EXIT_INVALID)
-    document, _ = parse_text(text, filename=None if file == "-" else file)
     run_id = check_run_id(options["run_id"] or new_run_id("plan"))
     payload = PlanRunInput(
         plan=document,

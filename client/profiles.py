@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ __all__ = [
     "ProfileStore",
     "SavedProfile",
     "apply_profile",
+    "expand_saved_profiles",
     "secret_keys",
 ]
 
@@ -287,3 +288,100 @@ def apply_profile(
         if option == "profile" or option not in given:
             merged[option] = value
     return merged, name
+
+
+# -- into campaign and plan documents ------------------------------------------------------
+
+
+def tournament_fields(saved: SavedProfile, model_for: Callable[[str], str]) -> dict[str, Any]:
+    """The saved profile as explicit ``TournamentInput`` fields (only what it sets)."""
+    out: dict[str, Any] = {"profile": saved.base}
+    updates: dict[str, Any] = {f: getattr(saved, f) for f in ("n", "k", "t", "m")}
+    updates["lambda"] = saved.lambda_
+    for role, value in saved.temperatures.items():
+        updates[f"{role}_temperature"] = value
+    updates = {key: value for key, value in updates.items() if value is not None}
+    if updates:
+        base = BUILTIN_PROFILES[saved.base].model_dump(mode="json", by_alias=True)
+        out["custom"] = base | updates
+    model = saved.model or saved.models.generate
+    if model is None and saved.provider is not None:
+        model = model_for(saved.provider)
+    if model is not None:
+        out["model"] = model
+    models = saved.models.model_dump(mode="json", exclude_none=True)
+    if models:
+        out["models"] = models
+    for field in ("rubric", "prompt_style", "schedule", "invalid_json_retries"):
+        if getattr(saved, field) is not None:
+            out[field] = getattr(saved, field)
+    budget = saved.limits.model_dump(mode="json", exclude_none=True)
+    if budget:
+        out["budget"] = budget
+    if saved.concurrency is not None:
+        out["concurrency"] = saved.concurrency.model_dump(mode="json")
+    return out
+
+
+def _under(explicit: dict[str, Any], fields: Mapping[str, Any]) -> None:
+    """Fill ``explicit`` from ``fields`` in place; explicit keys win (mappings key by key)."""
+    for key, value in fields.items():
+        if key == "profile" or key not in explicit:
+            explicit[key] = value
+        elif isinstance(value, dict) and isinstance(explicit[key], dict) and key != "custom":
+            explicit[key] = value | explicit[key]
+
+
+def _saved(name: Any, store: ProfileStore) -> SavedProfile | None:
+    if not isinstance(name, str) or name in BUILTIN_PROFILES or not store.exists(name):
+        return None  # built-in, or unknown: the document's own validation refuses it
+    return store.load(name)  # refuses a secret (profile.secret) or a broken file
+
+
+def expand_saved_profiles(
+    value: Any, home: Path, model_for: Callable[[str], str], path: str = ""
+) -> list[tuple[str, ConfigError]]:
+    """Expand, in place, every saved ``profile`` a campaign or plan document names.
+
+    A campaign's tournament variant (``config.profile``) gets the profile's explicit
+    ``TournamentInput`` fields; a plan's tournament step (``tournament.profile``) the fields its
+    spec accepts (custom sizes and temperatures, rubric, judge model, max calls; and the step's
+    ``model``). Fields the document sets win. Built-in and unknown
+    names are left for the document's validation; returns ``(path, error)`` for each saved
+    profile that cannot be used (a secret, a broken file).
+    """
+    store = ProfileStore(home)
+    errors: list[tuple[str, ConfigError]] = []
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            errors += expand_saved_profiles(item, home, model_for, f"{path}[{i}]")
+        return errors
+    if not isinstance(value, dict):
+        return errors
+    config, spec = value.get("config"), value.get("tournament")
+    try:
+        if value.get("kind") == "tournament" and isinstance(config, dict):
+            saved = _saved(config.get("profile"), store)
+            if saved is not None:
+                _under(config, tournament_fields(saved, model_for))
+        elif value.get("kind") == "tournament" and isinstance(spec, dict):
+            saved = _saved(spec.get("profile"), store)
+            if saved is not None:
+                fields = tournament_fields(saved, model_for)
+                mapped = {
+                    "profile": fields["profile"],
+                    "custom": fields.get("custom"),
+                    "rubric": fields.get("rubric"),
+                    "judge_model": fields.get("models", {}).get("judge"),
+                    "max_calls": fields.get("budget", {}).get("max_calls"),
+                }
+                _under(spec, {k: v for k, v in mapped.items() if v is not None})
+                if "model" in fields and value.get("model") is None:
+                    value["model"] = fields["model"]
+    except ConfigError as exc:
+        where = "config" if isinstance(config, dict) else "tournament"
+        errors.append((f"{path}.{where}.profile" if path else f"{where}.profile", exc))
+    for key, item in value.items():
+        if isinstance(item, dict | list):
+            errors += expand_saved_profiles(item, home, model_for, f"{path}.{key}" if path else key)
+    return errors

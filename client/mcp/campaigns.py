@@ -20,9 +20,11 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError
 
+from activities.providers import default_model_for
 from client.mcp.args import CampaignRunArgs
 from client.mcp.backend import Backend
 from client.mcp.errors import CodedError
+from client.profiles import expand_saved_profiles
 from client.runs import check_run_id, failure_message, new_run_id, start_run
 from workflows.campaign.configs import config_errors
 from workflows.campaign.document import validate_value
@@ -130,6 +132,12 @@ async def campaign_run(backend: Backend, args: CampaignRunArgs, progress: Any) -
                 f"variants[{i}].config.plan names a file, which this server does not read",
                 "put the plan document itself (an object) under config.plan",
             )
+    settings = backend.settings
+    for path, exc in expand_saved_profiles(
+        value, settings.home, lambda p: default_model_for(p, settings)
+    ):
+        code = str(exc).split(":", 1)[0]
+        raise CodedError(code, f"{path}: {exc}", "fix the saved profile it names")
     checked = validate_value(value)
     if checked.document is not None and not checked.errors:
         checked.errors += config_errors(checked.document)

@@ -23,9 +23,9 @@ from temporalio.service import RPCError
 from client.mcp.args import PlanRunArgs, ResolveGateArgs, ResumeArgs
 from client.mcp.backend import Backend
 from client.mcp.errors import CodedError
+from client.plan_cli import check_text
 from client.runs import check_run_id, failure_message, new_run_id, start_run
 from workflows.names import PLAN_RUN, QUERY_STATUS, UPDATE_RESOLVE_GATE, UPDATE_RESUME
-from workflows.plan.document import parse_text
 from workflows.plan.run_types import (
     ExtendPlanBudgetInput,
     PlanRunInput,
@@ -34,7 +34,6 @@ from workflows.plan.run_types import (
     ResolveGateInput,
     ResumeInput,
 )
-from workflows.plan.validate import validate_text
 
 __all__ = ["extend", "outcome", "plan_run", "resolve_gate", "resume", "status_view"]
 
@@ -151,12 +150,12 @@ def _follow(run_id: str) -> str:
 
 
 async def plan_run(backend: Backend, args: PlanRunArgs, progress: Any) -> dict[str, Any]:
-    checked = validate_text(args.document, filename=args.filename)
+    # Saved profiles in tournament steps expanded, as ponder plan run does.
+    checked, document = check_text(args.document, args.filename, backend.settings)
     if not checked.ok:
         lines = [e.line() for e in checked.errors] or ["the document is not a plan"]
         code = checked.errors[0].code if checked.errors else "plan.invalid"
         raise CodedError(code, "invalid plan: " + "; ".join(lines), "fix each path listed")
-    document, _ = parse_text(args.document, filename=args.filename)
     run_id = check_run_id(args.run_id or new_run_id("plan"))
     payload = PlanRunInput(
         plan=document,

@@ -134,7 +134,8 @@ def stage_timeout_ms(step: AnyStep) -> int:
 
 def tournament_calls(step: TournamentStep) -> int:
     """The child tournament's worst-case calls (judge retries included), capped by max_calls."""
-    worst = tournament_plan(get_profile(step.tournament.profile)).worst_case_calls
+    spec = step.tournament
+    worst = tournament_plan(spec.custom or get_profile(spec.profile)).worst_case_calls
     cap = step.tournament.max_calls
     return worst if cap is None else min(worst, cap)
 

@@ -24,6 +24,7 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 
 from workflows.plan.refs import ARG_KEY_PATTERN
+from workflows.tournament.profiles import Profile
 
 __all__ = [
     "FAILURE_CLASSES",
@@ -260,6 +261,9 @@ class PauseStep(_Vendor):
 
 class TournamentSpec(_Strict):
     profile: str = Field(default="quick", max_length=64)
+    custom: Profile | None = Field(
+        default=None, description="n, k, t, m, lambda, temperatures; beats profile"
+    )
     rubric: str | None = Field(default=None, max_length=20_000)
     judge_model: ModelSpec | None = None
     seed: int | None = Field(default=None, ge=0, le=2**63 - 1)

@@ -39,6 +39,7 @@ from workflows.plan.model import (
 )
 from workflows.plan.paths import lexical_problem
 from workflows.plan.refs import whole_reference
+from workflows.tournament.errors import TournamentError
 from workflows.tournament.profiles import BUILTIN_PROFILES
 
 __all__ = ["budget_errors", "check_plan", "check_steps", "schema_problem"]
@@ -439,6 +440,18 @@ class _Checker(StepGraph):
                         message=f"profile {step.tournament.profile!r} is not one of {names}; "
                         "fix: pick one of them",
                     )
+                custom = step.tournament.custom
+                if custom is not None:
+                    try:
+                        custom.check()
+                    except TournamentError as exc:
+                        self.error(
+                            "tournament.profile",
+                            i,
+                            "tournament",
+                            "custom",
+                            message=f"{exc.message}; fix: adjust n, k, t, m",
+                        )
         return self.errors
 
 

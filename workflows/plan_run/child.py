@@ -51,6 +51,7 @@ async def run_tournament(
         task=task,
         rubric=spec.rubric,
         profile=spec.profile,
+        custom=spec.custom,
         model=model,
         models=RoleModels(judge=dispatcher.models.get(f"{step.id}/judge")),
         seed=spec.seed if spec.seed is not None else dispatcher.seed,
