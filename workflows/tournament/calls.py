@@ -361,4 +361,3 @@ class TournamentCalls:
                 priced=priced,
             )
         )
-
