@@ -24,7 +24,10 @@ from workflows.names import CAMPAIGN
 
 
 def crash_document() -> dict:  # type: ignore[type-arg]
-    doc = document(seeds=[0, 1, 2], concurrency=2, route={"require_auth": False})
+    # One cell at a time: then the held call is the only one in flight at the kill. With two,
+    # a sibling's answer can reach the fake before its completion reaches history, and that
+    # call may rightly run again.
+    doc = document(seeds=[0, 1, 2], concurrency=1, route={"require_auth": False})
     doc["calls"] = {"heartbeat_timeout_s": 2}
     doc["variants"] = [
         {"id": "sim", "kind": "single", "config": {"model": "sim:default"}},
