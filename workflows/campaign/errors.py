@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from workflows.coded_errors import CodedError
+
 __all__ = ["CODES", "CampaignError", "CampaignInvalid"]
 
 CODES: dict[str, str] = {
@@ -42,20 +44,9 @@ CODES: dict[str, str] = {
 
 
 @dataclass(frozen=True)
-class CampaignError:
-    code: str
-    path: str
-    message: str
-
-    def __post_init__(self) -> None:
-        if self.code not in CODES:  # a typo in a validator must fail its tests, not ship
-            raise ValueError(f"unknown campaign error code {self.code!r}")
-
-    def line(self) -> str:
-        return f"{self.path or '(document)'}: [{self.code}] {self.message}"
-
-    def as_dict(self) -> dict[str, str]:
-        return {"code": self.code, "path": self.path, "message": self.message}
+class CampaignError(CodedError):
+    codes = CODES
+    kind = "campaign"
 
 
 class CampaignInvalid(ValueError):

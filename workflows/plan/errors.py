@@ -11,6 +11,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from workflows.coded_errors import CodedError
+
 __all__ = ["CODES", "PlanError", "PlanInvalid", "format_path", "join_path"]
 
 # Every code a validator may produce, with the rule it stands for (the README and the tests use
@@ -76,20 +78,9 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
 
 @dataclass(frozen=True)
-class PlanError:
-    code: str
-    path: str
-    message: str
-
-    def __post_init__(self) -> None:
-        if self.code not in CODES:  # a typo in a validator must fail its tests, not ship
-            raise ValueError(f"unknown plan error code {self.code!r}")
-
-    def line(self) -> str:
-        return f"{self.path or '(document)'}: [{self.code}] {self.message}"
-
-    def as_dict(self) -> dict[str, str]:
-        return {"code": self.code, "path": self.path, "message": self.message}
+class PlanError(CodedError):
+    codes = CODES
+    kind = "plan"
 
 
 class PlanInvalid(ValueError):
