@@ -19,7 +19,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RawValue, RetryPolicy
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
@@ -101,9 +101,9 @@ class GenuineError(Exception):
 @workflow.defn(name=CAMPAIGN)
 class CampaignWorkflow:
     @workflow.init
-    def __init__(self, raw: RawValue = NO_INPUT) -> None:
+    def __init__(self, raw: object = NO_INPUT, *extra: object) -> None:
         # Decoded here (never raising), refused in run; queries answer either way.
-        decoded = decode_raw(CampaignDocument, raw)
+        decoded = decode_raw(CampaignDocument, raw, extra)
         self.input_error = decoded if isinstance(decoded, InputInvalid) else None
         self.doc = decoded if isinstance(decoded, CampaignDocument) else None
         self.run_id = workflow.info().workflow_id
@@ -129,7 +129,7 @@ class CampaignWorkflow:
     # -- the run -------------------------------------------------------------------------
 
     @workflow.run
-    async def run(self, raw: RawValue = NO_INPUT) -> CampaignResult:
+    async def run(self, raw: object = NO_INPUT, *extra: object) -> CampaignResult:
         self.started_at = workflow.now().isoformat()
         if self.input_error is not None or self.doc is None:
             assert self.input_error is not None

@@ -19,7 +19,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RawValue, RetryPolicy
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
@@ -84,7 +84,7 @@ class PlanRunWorkflow(PlanRunState):
     # -- the run ---------------------------------------------------------------------------
 
     @workflow.run
-    async def run(self, raw: RawValue = NO_INPUT) -> PlanRunResult:
+    async def run(self, raw: object = NO_INPUT, *extra: object) -> PlanRunResult:
         if self.input_error is not None:
             self._fail_now(self.input_error.code, self.input_error.message)
             raise input_failure(self.input_error)
