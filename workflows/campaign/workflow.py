@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 
 from temporalio import workflow
-from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -66,9 +65,9 @@ class GenuineError(Exception):
 @workflow.defn(name=CAMPAIGN)
 class CampaignWorkflow:
     @workflow.init
-    def __init__(self, raw: RawValue = NO_INPUT) -> None:
+    def __init__(self, raw: object = NO_INPUT, *extra: object) -> None:
         # Decoded here (never raising), refused in run; queries answer either way.
-        decoded = decode_raw(CampaignDocument, raw)
+        decoded = decode_raw(CampaignDocument, raw, extra)
         self.input_error = decoded if isinstance(decoded, InputInvalid) else None
         self.doc = decoded if isinstance(decoded, CampaignDocument) else None
         self.state = CampaignState(
@@ -85,7 +84,7 @@ class CampaignWorkflow:
     # -- the run -------------------------------------------------------------------------
 
     @workflow.run
-    async def run(self, raw: RawValue = NO_INPUT) -> CampaignResult:
+    async def run(self, raw: object = NO_INPUT, *extra: object) -> CampaignResult:
         state = self.state
         self.started_at = workflow.now().isoformat()
         if self.input_error is not None or self.doc is None:
