@@ -135,6 +135,12 @@ async def test_route_assertion_reasons(client: Client, settings: Settings) -> No
         for doc, code in cases:
             error = await failure(client, queue, doc)
             assert error.type == code, (code, error.message)
+        # The route is asserted before any cell, whatever the capture policy: even `log` runs
+        # nothing on a wrong route.
+        for policy in ("log", "mark_failed"):
+            doc = {**one("openai:gpt-4o-mini"), "integrity": policy}
+            error = await failure(client, queue, doc)
+            assert error.type == "route.no_explicit_base_url", (policy, error.message)
         # Sim variants pass the same strict route.
         result = await (await start(client, queue, document(seeds=[0]))).result()
         assert result.status == "completed"

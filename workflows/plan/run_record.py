@@ -48,6 +48,8 @@ class CallRow:
     latency_ms: float = 0.0
     outcome: str = "ok"
     simulated: bool = False
+    model_calls: int = 1
+    """Model calls behind the invocation: a tournament step is one invocation of many calls."""
 
 
 @dataclass
@@ -86,6 +88,7 @@ class PlanRecord:
             "outcome": outcome,
             "steps": sum(1 for s in self.steps.values() if s == "settled"),
             "invocations": len(self.calls),
+            "calls": sum(c.model_calls for c in self.calls),
             "input_tokens": sum(c.input_tokens for c in self.calls),
             "output_tokens": sum(c.output_tokens for c in self.calls),
             "usd": round(sum(c.usd for c in self.calls), 6),
