@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -62,8 +61,8 @@ _STAND_IN = PlanRunInput.model_construct(plan={}, args={})
 
 class PlanRunState:
     @workflow.init
-    def __init__(self, raw: RawValue = NO_INPUT) -> None:
-        decoded = decode_raw(PlanRunInput, raw)
+    def __init__(self, raw: object = NO_INPUT, *extra: object) -> None:
+        decoded = decode_raw(PlanRunInput, raw, extra)
         self.input_error = decoded if isinstance(decoded, InputInvalid) else None
         self.input = decoded if isinstance(decoded, PlanRunInput) else _STAND_IN
         self.run_id = self.input.run_id or workflow.info().workflow_id

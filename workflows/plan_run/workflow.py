@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 
 from temporalio import workflow
-from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
@@ -40,7 +39,7 @@ PLAN_INVALID = "plan-invalid"
 @workflow.defn(name=PLAN_RUN)
 class PlanRunWorkflow(PlanRunState):
     @workflow.run
-    async def run(self, raw: RawValue = NO_INPUT) -> PlanRunResult:
+    async def run(self, raw: object = NO_INPUT, *extra: object) -> PlanRunResult:
         if self.input_error is not None:
             fail_now(self, self.input_error.code, self.input_error.message)
             raise input_failure(self.input_error)
