@@ -74,6 +74,7 @@ with workflow.unsafe.imports_passed_through():
 __all__ = ["PLAN_INVALID", "PlanRunWorkflow"]
 
 PLAN_INVALID = "plan-invalid"
+WORKSPACE_ROOTS_PATCH = "plan-workspace-roots"
 WRITE_RETRY = RetryPolicy(maximum_attempts=10, non_retryable_error_types=["ValueError"])
 # Failures no branch of a region may absorb: they are about the run, not the item.
 _RUN_FATAL = {str(Reason.BUDGET_INVARIANT_VIOLATED), str(Reason.ARTIFACT_PATH_ESCAPES_ROOT)}
@@ -141,15 +142,18 @@ class PlanRunWorkflow(PlanRunState):
         models = route_models(plan, self.input)
         workspace = plan.workspace or self.input.workspace
         declared = declared_paths(plan)
-        if declared:
+        # Any workspace the input names is held to the worker's declared roots (the patch keeps
+        # histories from before that check replaying).
+        if declared or (workspace is not None and workflow.patched(WORKSPACE_ROOTS_PATCH)):
             if workspace is None:
                 raise PlanFailure(
                     Reason.ARTIFACT_PATH_ESCAPES_ROOT,
                     "steps declare artifacts but the run has no workspace; fix: --workspace DIR",
                 )
+            field = "plan.workspace" if plan.workspace else "workspace"
             problems: list[str] = await workflow.execute_activity(
                 CHECK_PATHS,
-                PathsInput(workspace=workspace, paths=declared),
+                PathsInput(workspace=workspace, paths=declared, field=field),
                 result_type=list[str],
                 start_to_close_timeout=timedelta(seconds=60),
                 retry_policy=WRITE_RETRY,
