@@ -17,6 +17,7 @@ from activities.call_model import ModelActivities
 from activities.campaign.cells import CampaignCellActivities
 from activities.campaign.report import CampaignArtifactActivities
 from activities.config import Settings, known_secrets
+from activities.plan.files import PlanFileActivities
 from activities.plan.roots import worker_roots
 from activities.plan.workspace import WorkspaceActivities
 from activities.run_store import RunFileActivities, RunStore
@@ -78,6 +79,7 @@ async def running_worker(
             workspace.check_paths,
             workspace.snapshot_writes,
             workspace.check_landed,
+            PlanFileActivities(store).write_plan_files,
         ]
         workers = [
             Worker(
