@@ -25,6 +25,7 @@ from client.mcp.backend import Backend
 from client.mcp.errors import CodedError
 from client.plan_cli import check_text
 from client.plan_input import routing, run_workspace
+from client.plan_run_cli import report_path
 from client.runs import check_run_id, failure_message, new_run_id, start_run
 from workflows.names import PLAN_RUN, QUERY_STATUS, UPDATE_RESOLVE_GATE, UPDATE_RESUME
 from workflows.plan.run_types import (
@@ -129,7 +130,7 @@ async def outcome(
                         float(settled), total, f"{current.state}: step {current.step or '-'}"
                     )
                 if current.state.startswith("awaiting_") and _signature(current) != answered:
-                    return status_view(current)
+                    return await _with_report(backend, status_view(current))
             if time.monotonic() >= deadline:
                 view = status_view(last) if last else {"run_id": run_id, "kind": "plan"}
                 return {**view, "next": view.get("next") or _follow(run_id)}
@@ -142,8 +143,15 @@ async def outcome(
         done: PlanRunResult = await result
     except WorkflowFailureError as exc:
         state = "cancelled" if failure_message(exc) == "cancelled" else "failed"
-        return {"run_id": run_id, "kind": "plan", "status": state, "error": failure_message(exc)}
-    return {"kind": "plan", **done.model_dump(mode="json")}
+        failed = {"run_id": run_id, "kind": "plan", "status": state, "error": failure_message(exc)}
+        return await _with_report(backend, failed)
+    return await _with_report(backend, {"kind": "plan", **done.model_dump(mode="json")})
+
+
+async def _with_report(backend: Backend, view: dict[str, Any]) -> dict[str, Any]:
+    """``report``: the path of the run's report.html, when this server sees the run store."""
+    path = await report_path(backend.settings, str(view["run_id"]))
+    return {**view, "report": str(path)} if path is not None else view
 
 
 def _follow(run_id: str) -> str:

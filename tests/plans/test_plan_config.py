@@ -66,6 +66,7 @@ async def test_routing_comes_from_the_client_config_and_flags(
     done = await ponder("plan", "run", str(plan), "--run-id", run_id, env=configured)
     assert done.code == 0, done.err
     assert done.out.startswith("Simulated answer to: Say hello.")
+    assert f"report: {tmp_path}/runs/{run_id}/report.html" in done.err  # where to look
     sent = await _input(client, run_id)
     assert sent["default_family"] == "writer" and sent["executors"] == {"writer": "sim:default"}
 
@@ -83,6 +84,7 @@ async def test_routing_comes_from_the_client_config_and_flags(
     # The worker's ponder.toml names a default family and its executor: it does not route.
     worker_side = await ponder("plan", "run", str(plan), env=bare)
     assert worker_side.code == 1 and "plan-model-unroutable" in worker_side.err, worker_side.err
+    assert "/report.html" in worker_side.err  # a failed run's report too
 
     bad = await ponder("plan", "run", str(plan), "--executor", "writer=gpt", env=configured)
     assert bad.code == 2, bad.err
