@@ -30,6 +30,7 @@ from temporalio.exceptions import (
 with workflow.unsafe.imports_passed_through():
     from activities.campaign.cells import CHECK_CAMPAIGN_ROUTE, SETTLE_CAMPAIGN_CELL
     from activities.campaign.report import WRITE_CAMPAIGN_ARTIFACTS
+    from activities.errors import ReplayMissError
     from workflows.ask_types import AskResult
     from workflows.campaign.cell_records import (
         RecordInvalid,
@@ -86,6 +87,7 @@ __all__ = ["CampaignWorkflow"]
 
 EVENTS_PAGE = 500
 INTEGRITY_FAILED = "integrity.failed"
+REPLAY_MISS = ReplayMissError("").error_type
 ACTIVITY_RETRY = RetryPolicy(maximum_attempts=5, non_retryable_error_types=["ValueError"])
 
 
@@ -340,6 +342,9 @@ class CampaignWorkflow:
             score=record.score,
             failure_class=record.failure_class,
         )
+        if child_error is not None and child_error.startswith(f"{REPLAY_MISS}:"):
+            # calls.replay on_miss throw: a replay that cannot be faithful stops the campaign.
+            raise GenuineError(REPLAY_MISS, f"cell {cell.run_id}: {child_error}")
         if outcome.integrity_issues and doc.integrity == "throw" and not cancelled:
             raise GenuineError(
                 INTEGRITY_FAILED,

@@ -1,0 +1,275 @@
+"""Wire replay of campaigns: record against a real (fake) HTTP provider and the sim, replay with
+no provider reachable, get the same records and report; a real miss under each policy."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.common import WorkflowIDReusePolicy
+from temporalio.exceptions import ApplicationError
+
+from activities.config import Endpoint, Settings
+from tests.campaigns.helpers import document
+from tests.conftest import with_endpoint
+from tests.fakes import FakeProvider
+from worker.worker import WorkerOptions, running_worker
+from workflows.campaign.matrix import cell_run_id, child_seed
+from workflows.campaign.types import CampaignResult
+from workflows.names import CAMPAIGN
+from workflows.wire_replay import WireReplay, canonical_request, wire_key
+
+IDENTITY = ("run_id", "wall_ms")
+"""The record fields a replay does not reproduce: its own cell's run id and its own clock."""
+
+
+@pytest.fixture
+async def http_queue(
+    client: Client, settings: Settings, fake: FakeProvider
+) -> AsyncIterator[tuple[str, Settings]]:
+    # ponder_headers: the fake reads the call's role from them and judges like the sim.
+    endpoint = Endpoint(kind="openai", base_url=fake.url, ponder_headers=True)
+    configured = with_endpoint(settings, "corp", endpoint)
+    queue = f"test-{uuid.uuid4()}"
+    async with running_worker(client, configured, WorkerOptions(task_queue=queue)):
+        yield queue, configured
+
+
+def mixed_document(**overrides: Any) -> dict[str, Any]:
+    """Two HTTP variants on the fake (a single shot and a tournament) and a sim single shot."""
+    base: dict[str, Any] = {"route": {"require_auth": False}, "seeds": [0, 1], "min_pairs": 2}
+    doc = document(**base | overrides)
+    doc["variants"] = [
+        {"id": "single", "kind": "single", "config": {"model": "sim:default"}},
+        {"id": "http", "kind": "single", "config": {"model": "corp:m", "temperature": 0.7}},
+        {
+            "id": "deep-http",
+            "kind": "tournament",
+            "config": {"profile": "quick", "model": "corp:m"},
+        },
+    ]
+    doc["scenarios"] = doc["scenarios"][:2]
+    return doc
+
+
+async def run(
+    client: Client, queue: str, doc: dict[str, Any], *, replay: dict[str, str] | None = None
+) -> tuple[str, Any]:
+    """Start a campaign (replaying ``replay`` when given); its id and result or failure."""
+    if replay is not None:
+        doc = {**doc, "calls": {"replay": replay}}
+    run_id = f"camp-{uuid.uuid4().hex[:8]}"
+    handle = await client.start_workflow(
+        CAMPAIGN,
+        doc,
+        id=run_id,
+        task_queue=queue,
+        result_type=CampaignResult,
+        id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+    )
+    try:
+        return run_id, await handle.result()
+    except WorkflowFailureError as exc:
+        assert isinstance(exc.cause, ApplicationError), exc.cause
+        return run_id, exc.cause
+
+
+def records(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in (run_dir / "records.jsonl").read_text().splitlines()]
+
+
+def events(settings: Settings, run_id: str) -> list[dict[str, Any]]:
+    path = settings.runs_dir / run_id / "raw-events.jsonl"
+    return [json.loads(x) for x in path.read_text().splitlines()]
+
+
+def identity_map(doc: dict[str, Any], original: str, replay: str) -> dict[str, str]:
+    """Every run id of the original campaign -> the replay's (the campaign's and each cell's)."""
+    mapping = {original: replay}
+    for v in doc["variants"]:
+        for s in doc["scenarios"]:
+            for seed in doc["seeds"]:
+                old = cell_run_id(original, v["id"], s["id"], seed)
+                mapping[old] = cell_run_id(replay, v["id"], s["id"], seed)
+    return mapping
+
+
+def mapped(text: str, mapping: dict[str, str]) -> str:
+    """``text`` with the original's run ids swapped for the replay's in one pass."""
+    pattern = re.compile("|".join(re.escape(k) for k in sorted(mapping, key=len, reverse=True)))
+    return pattern.sub(lambda m: mapping[m.group(0)], text)
+
+
+# -- the key ---------------------------------------------------------------------------------
+
+
+def test_the_wire_key_separates_seeds_and_folds_provider_shapes() -> None:
+    chat = {
+        "model": "m",
+        "messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "Q"}],
+        "temperature": 0.7,
+        "seed": 5,  # the body's own seed is not what the key reads
+    }
+    messages_api = {"model": "m", "system": "S", "messages": [{"role": "user", "content": "Q"}]}
+    assert canonical_request(messages_api)["messages"] == chat["messages"]
+    assert wire_key(chat, 1) != wire_key(chat, 2)  # same prompt, another seed: another sample
+    assert wire_key(chat, 1) == wire_key(dict(reversed(chat.items())), 1)
+    assert wire_key(chat, 1) == wire_key({**chat, "seed": 9}, 1)
+    for field, value in [("model", "n"), ("temperature", 0.1), ("max_tokens", 9)]:
+        assert wire_key({**chat, field: value}, 1) != wire_key(chat, 1), field
+    json_mode = {**chat, "response_format": {"type": "json_object"}}
+    assert wire_key(json_mode, 1) != wire_key(chat, 1)
+    assert re.fullmatch(r"[0-9a-f]{64}", wire_key(chat, 1))
+
+
+def test_the_replay_source_is_a_run_id_never_a_path() -> None:
+    assert WireReplay(run_id="camp-1").on_miss == "throw"
+    for source in ["/etc/passwd", "../camp-1", "runs/camp-1", ""]:
+        with pytest.raises(ValidationError, match="run id"):
+            WireReplay(run_id=source)
+    with pytest.raises(ValidationError):
+        WireReplay(run_id="camp-1", on_miss="guess")  # type: ignore[arg-type]
+
+
+# -- record, then replay offline ------------------------------------------------------------------
+
+
+async def test_a_recorded_campaign_replays_offline_to_the_same_records_and_report(
+    client: Client, http_queue: tuple[str, Settings], fake: FakeProvider
+) -> None:
+    queue, settings = http_queue
+    doc = mixed_document()
+    original, recorded = await run(client, queue, doc)
+    assert isinstance(recorded, CampaignResult) and recorded.failed_cells == 0
+    calls = len(fake.seen)
+    assert calls > 12  # 4 single shots and 4 tournaments on the fake
+    # The sim cells recorded synthetic exchanges, marked so nobody takes them for HTTP.
+    sim_cell = cell_run_id(original, "single", "s0", 0)
+    (sim_event,) = events(settings, sim_cell)
+    assert sim_event["synthetic"] is True and sim_event["url"].startswith("sim:")
+    assert sim_event["provider_kind"] == "sim" and sim_event["response"]["status"] == 200
+    fake.close()  # from here on no provider is reachable
+
+    replay, replayed = await run(client, queue, doc, replay={"run_id": original})
+    assert isinstance(replayed, CampaignResult), replayed
+    assert len(fake.seen) == calls  # not one request left the worker
+    assert replayed.failed_cells == 0
+    assert replayed.decisions == recorded.decisions
+    assert replayed.recommendation == recorded.recommendation
+    assert replayed.fingerprint == recorded.fingerprint
+    assert replayed.spent == recorded.spent
+
+    # Records: equal field for field but the replay's own identity and clock.
+    before = records(settings.runs_dir / original)
+    after = records(settings.runs_dir / replay)
+    assert len(after) == len(before) == 12
+    for old, new in zip(before, after, strict=True):
+        assert {k: v for k, v in new.items() if k not in IDENTITY} == {
+            k: v for k, v in old.items() if k not in IDENTITY
+        }
+        assert new["run_id"] == cell_run_id(replay, new["variant"], new["scenario"], new["seed"])
+    # Each replayed cell recorded its exchanges too (so it passes the capture check), each one
+    # pointing at the original call it came from.
+    for row in after:
+        for event in events(settings, row["run_id"]):
+            original_cell = cell_run_id(original, row["variant"], row["scenario"], row["seed"])
+            assert event["replayed_from"].startswith(f"{original_cell}/")
+            assert {"request", "response"} <= set(event) and "error" not in event
+
+    # The report: byte for byte once run ids are mapped; summary.json also keeps its own times.
+    ids = identity_map(doc, original, replay)
+    for name in ("report.md", "report.html"):
+        old_text = (settings.runs_dir / original / name).read_text()
+        new_text = (settings.runs_dir / replay / name).read_text()
+        assert new_text == mapped(old_text, ids), name
+        assert original in old_text and replay in new_text  # the mapping was exercised
+    old_summary = json.loads(
+        mapped((settings.runs_dir / original / "summary.json").read_text(), ids)
+    )
+    new_summary = json.loads((settings.runs_dir / replay / "summary.json").read_text())
+    # Its own clock: the replay started after the original was written.
+    assert new_summary.pop("started_at") > old_summary.pop("written_at")
+    new_summary.pop("written_at"), old_summary.pop("started_at")
+    assert new_summary == old_summary
+
+
+# -- a real miss under each policy -----------------------------------------------------------
+
+
+async def recorded_seed_0(client: Client, queue: str) -> tuple[dict[str, Any], str]:
+    """A campaign recorded on seed 0 only, and its run id; replaying seeds [0, 1] misses on 1."""
+    doc = mixed_document(seeds=[0])
+    doc["variants"] = doc["variants"][:2]
+    doc["scenarios"] = doc["scenarios"][:1]
+    original, result = await run(client, queue, doc)
+    assert isinstance(result, CampaignResult) and result.failed_cells == 0
+    return {**doc, "seeds": [0, 1], "concurrency": 1}, original
+
+
+async def test_a_miss_under_throw_fails_the_campaign_naming_the_key(
+    client: Client, http_queue: tuple[str, Settings], fake: FakeProvider
+) -> None:
+    queue, settings = http_queue
+    doc, original = await recorded_seed_0(client, queue)
+    fake.close()
+    replay, error = await run(client, queue, doc, replay={"run_id": original, "on_miss": "throw"})
+    assert isinstance(error, ApplicationError) and error.type == "provider.replay_miss"
+    # Cells run in order: the sim single shot on seed 0 is replayed, then seed 1 misses. The
+    # prompt is the one recorded on seed 0; only the seed differs, and so does the key.
+    (recorded,) = events(settings, cell_run_id(original, "single", "s0", 0))
+    seed_1 = child_seed(1, "s0")
+    missing = wire_key(recorded["request"]["body"], seed_1)
+    assert missing in error.message and f"seed {seed_1}" in error.message
+    assert "ask/0/0" in error.message
+    rows = records(settings.runs_dir / replay)
+    assert [(r["seed"], r["failure_class"]) for r in rows] == [(0, None), (1, "runner_threw")]
+    (miss,) = events(settings, cell_run_id(replay, "single", "s0", 1))
+    assert miss["replay_miss"] == missing and miss["error"].startswith("replay miss")
+
+
+async def test_a_miss_under_fail_closed_is_a_599_the_cell_records(
+    client: Client, http_queue: tuple[str, Settings], fake: FakeProvider
+) -> None:
+    queue, settings = http_queue
+    doc, original = await recorded_seed_0(client, queue)
+    fake.close()
+    replay, result = await run(
+        client, queue, doc, replay={"run_id": original, "on_miss": "fail-closed"}
+    )
+    assert isinstance(result, CampaignResult), result
+    rows = {(r["variant"], r["seed"]): r for r in records(settings.runs_dir / replay)}
+    for variant in ("single", "http"):
+        assert rows[(variant, 0)]["failure_class"] is None
+        failed = rows[(variant, 1)]
+        assert failed["failure_class"] == "runner_threw"
+        assert failed["error"].startswith("provider.replay_closed: HTTP 599")
+        (event,) = events(settings, failed["run_id"])
+        assert event["response"]["status"] == 599 and event["synthetic"] is True
+    assert result.failed_cells == 2
+
+
+async def test_a_miss_under_network_asks_the_provider(
+    client: Client, http_queue: tuple[str, Settings], fake: FakeProvider
+) -> None:
+    queue, settings = http_queue
+    doc, original = await recorded_seed_0(client, queue)
+    calls = len(fake.seen)
+    replay, result = await run(
+        client, queue, doc, replay={"run_id": original, "on_miss": "network"}
+    )
+    assert isinstance(result, CampaignResult) and result.failed_cells == 0, result
+    # Seed 0 came from the recording; seed 1's HTTP cell went out (one request), its sim cell
+    # was simulated.
+    assert len(fake.seen) == calls + 1
+    assert fake.seen[-1].call_id.startswith(cell_run_id(replay, "http", "s0", 1) + "/")
+    for variant in ("single", "http"):
+        (hit,) = events(settings, cell_run_id(replay, variant, "s0", 0))
+        (live,) = events(settings, cell_run_id(replay, variant, "s0", 1))
+        assert "replayed_from" in hit and "replayed_from" not in live
