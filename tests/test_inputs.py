@@ -29,6 +29,8 @@ from workflows.budget import Budget, BudgetLimits
 from workflows.inputs import InputInvalid, StrictModel, decode_input, decode_json
 from workflows.names import (
     ASK,
+    CAMPAIGN,
+    PLAN_RUN,
     QUERY_EVENTS,
     QUERY_PROGRESS,
     SIGNAL_EXTEND_BUDGET,
@@ -177,6 +179,39 @@ async def test_tournament_without_a_usable_input_fails_at_once(
     await temporal_start(server_address, worker_queue, TOURNAMENT, workflow_id, *inputs)
     error = await refusal(client, workflow_id)
     assert error.type == "input.invalid"
+    assert needle in error.message
+
+
+INPUT_MODELS = {
+    ASK: "AskInput",
+    TOURNAMENT: "TournamentInput",
+    PLAN_RUN: "PlanRunInput",
+    CAMPAIGN: "CampaignDocument",
+}
+COUNT_CASES = [
+    ((), "no input given"),
+    ((json.dumps(QUICK), json.dumps(QUICK)), "2 inputs given"),
+    (('{"question": "hi"}', "[1]", '"x"'), "3 inputs given"),
+]
+
+
+@pytest.mark.parametrize("workflow_type", list(INPUT_MODELS))
+@pytest.mark.parametrize(("inputs", "needle"), COUNT_CASES, ids=["none", "two", "three"])
+async def test_every_workflow_refuses_other_than_one_input_at_once(
+    client: Client,
+    server_address: str,
+    worker_queue: str,
+    workflow_type: str,
+    inputs: tuple[str, ...],
+    needle: str,
+) -> None:
+    # Each extra --input is one more workflow argument; with more arguments than the run
+    # declares the SDK used to fail the workflow task (retried forever) instead of the run.
+    workflow_id = f"count-{uuid.uuid4().hex[:8]}"
+    await temporal_start(server_address, worker_queue, workflow_type, workflow_id, *inputs)
+    error = await refusal(client, workflow_id)
+    assert error.type == "input.invalid"
+    assert error.message.startswith(f"{INPUT_MODELS[workflow_type]}: ")
     assert needle in error.message
 
 

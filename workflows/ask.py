@@ -6,7 +6,7 @@ import json
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RawValue, RetryPolicy
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -28,12 +28,12 @@ WRITE_RETRY_POLICY = RetryPolicy(maximum_attempts=10, non_retryable_error_types=
 @workflow.defn(name=ASK)
 class AskWorkflow:
     @workflow.init
-    def __init__(self, input: RawValue = NO_INPUT) -> None:
+    def __init__(self, input: object = NO_INPUT, *extra: object) -> None:
         # Decoded here, raised from run: an exception in init would fail the task forever.
-        self.input = decode_raw(AskInput, input)
+        self.input = decode_raw(AskInput, input, extra)
 
     @workflow.run
-    async def run(self, raw: RawValue = NO_INPUT) -> AskResult:
+    async def run(self, raw: object = NO_INPUT, *extra: object) -> AskResult:
         if not isinstance(self.input, AskInput):
             raise input_failure(self.input)
         input = self.input

@@ -1,15 +1,22 @@
-"""The Temporal side of input decoding: a workflow takes its input as a ``RawValue``.
+"""The Temporal side of input decoding: a workflow takes its arguments undecoded and refuses them.
 
-Every workflow declares ``@workflow.init`` and ``@workflow.run`` as ``(self, input: RawValue =
-NO_INPUT)``, decodes in ``__init__`` with :func:`decode_raw` (which never raises: an exception
-there would fail the workflow task, retried forever) and starts ``run`` with
-``raise input_failure(error)`` when decoding failed. The payload bytes are the same as when the
-parameter was typed with the model, so old histories replay and Python callers that pass the
-model keep working.
+Every workflow declares ``@workflow.init`` and ``@workflow.run`` as ``(self, raw: object =
+NO_INPUT, *extra: object)``, decodes in ``__init__`` with :func:`decode_raw` (which never
+raises: an exception there fails the workflow task, retried forever) and starts ``run`` with
+``raise input_failure(error)`` when decoding failed.
+
+Why ``*extra``: each ``--input`` of ``temporal workflow start`` is one more argument, and the
+SDK calls ``__init__(*arguments)`` outside the run, so a signature that cannot take them all
+raises ``TypeError`` there and the workflow task fails and retries forever. A variadic
+signature also makes the SDK decode every argument without type hints (it only applies hints
+whose count matches), so ``raw`` arrives as plain JSON values; :func:`decode_raw` turns them
+back into JSON text and decodes that strictly, the same bytes-to-model path as before, so old
+histories replay unchanged and Python callers that pass the model keep working.
 """
 
 from __future__ import annotations
 
+import json
 from typing import TypeVar
 
 from pydantic import BaseModel
@@ -24,19 +31,39 @@ __all__ = ["NO_INPUT", "decode_raw", "input_failure"]
 M = TypeVar("M", bound=BaseModel)
 
 NO_INPUT = RawValue(Payload())
-"""The default when a workflow is started with no input at all (refused as missing)."""
+"""The default when a workflow (or signal, update) gets no argument at all (refused as missing)."""
 
 
-def decode_raw(model: type[M], raw: RawValue) -> M | InputInvalid:
+def decode_raw(model: type[M], raw: object, extra: tuple[object, ...] = ()) -> M | InputInvalid:
     """The decoded input, or the refusal to raise from ``run``. Never raises."""
-    encoding = raw.payload.metadata.get("encoding", b"")
+    name = model.__name__
+    if extra:
+        return InputInvalid(f"{name}: {1 + len(extra)} inputs given: pass exactly one JSON object")
+    if raw is None:  # a null argument (binary/null)
+        return InputInvalid(f"{name}: no input given: pass one JSON object")
+    if isinstance(raw, RawValue):  # the default, or a signal's or update's one argument
+        return _decode_payload(model, raw.payload)
+    if isinstance(raw, bytes | bytearray):  # binary/plain
+        return InputInvalid(f"{name}: input is binary, not JSON: pass one JSON object")
+    try:
+        text = json.dumps(raw, allow_nan=True)
+    except (TypeError, ValueError):  # e.g. a protobuf message: not JSON at all
+        return InputInvalid(f"{name}: input is a {type(raw).__name__}: pass one JSON object")
+    try:
+        return decode_json(model, text)
+    except InputInvalid as exc:
+        return exc
+
+
+def _decode_payload(model: type[M], payload: Payload) -> M | InputInvalid:
+    encoding = payload.metadata.get("encoding", b"")
     if encoding in (b"", b"binary/null"):
         return InputInvalid(f"{model.__name__}: no input given: pass one JSON object")
     if encoding != b"json/plain":
         shown = encoding.decode(errors="replace")
         return InputInvalid(f"{model.__name__}: input encoded as {shown!r}: pass one JSON object")
     try:
-        return decode_json(model, raw.payload.data)
+        return decode_json(model, payload.data)
     except InputInvalid as exc:
         return exc
 

@@ -66,10 +66,10 @@ _STAND_IN = TournamentInput.model_construct(task="")
 @workflow.defn(name=TOURNAMENT)
 class TournamentWorkflow:
     @workflow.init
-    def __init__(self, raw: RawValue = NO_INPUT) -> None:
+    def __init__(self, raw: object = NO_INPUT, *extra: object) -> None:
         # Decoded here (never raising: that would fail the task forever), refused in run;
         # a stand-in input keeps the queries answering for a refused run.
-        decoded = decode_raw(TournamentInput, raw)
+        decoded = decode_raw(TournamentInput, raw, extra)
         self.input_error = decoded if isinstance(decoded, InputInvalid) else None
         input = decoded if isinstance(decoded, TournamentInput) else _STAND_IN
         self.input = input
@@ -84,7 +84,7 @@ class TournamentWorkflow:
     # -- the loop ------------------------------------------------------------------------
 
     @workflow.run
-    async def run(self, raw: RawValue = NO_INPUT) -> TournamentResult:
+    async def run(self, raw: object = NO_INPUT, *extra: object) -> TournamentResult:
         if self.input_error is not None:
             self.calls.status = "failed"
             self.record.error = f"{self.input_error.code}: {self.input_error.message}"
