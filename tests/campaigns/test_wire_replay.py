@@ -18,6 +18,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.config import Endpoint, Settings
 from tests.campaigns.helpers import document
+from tests.cli import cli_env, ponder
 from tests.conftest import with_endpoint
 from tests.fakes import FakeProvider
 from worker.worker import WorkerOptions, running_worker
@@ -26,16 +27,19 @@ from workflows.campaign.types import CampaignResult
 from workflows.names import CAMPAIGN
 from workflows.wire_replay import WireReplay, canonical_request, wire_key
 
+KEY_ENV = "PONDER_TEST_CORP_KEY"
 IDENTITY = ("run_id", "wall_ms")
 """The record fields a replay does not reproduce: its own cell's run id and its own clock."""
 
 
 @pytest.fixture
 async def http_queue(
-    client: Client, settings: Settings, fake: FakeProvider
+    client: Client, settings: Settings, fake: FakeProvider, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[tuple[str, Settings]]:
-    # ponder_headers: the fake reads the call's role from them and judges like the sim.
-    endpoint = Endpoint(kind="openai", base_url=fake.url, ponder_headers=True)
+    # ponder_headers: the fake reads the call's role from them and judges like the sim. The key
+    # is there while recording; a test that replays offline takes it away.
+    monkeypatch.setenv(KEY_ENV, "sk-corp-test")
+    endpoint = Endpoint(kind="openai", base_url=fake.url, ponder_headers=True, api_key_env=KEY_ENV)
     configured = with_endpoint(settings, "corp", endpoint)
     queue = f"test-{uuid.uuid4()}"
     async with running_worker(client, configured, WorkerOptions(task_queue=queue)):
@@ -44,7 +48,7 @@ async def http_queue(
 
 def mixed_document(**overrides: Any) -> dict[str, Any]:
     """Two HTTP variants on the fake (a single shot and a tournament) and a sim single shot."""
-    base: dict[str, Any] = {"route": {"require_auth": False}, "seeds": [0, 1], "min_pairs": 2}
+    base: dict[str, Any] = {"seeds": [0, 1], "min_pairs": 2}
     doc = document(**base | overrides)
     doc["variants"] = [
         {"id": "single", "kind": "single", "config": {"model": "sim:default"}},
@@ -142,7 +146,10 @@ def test_the_replay_source_is_a_run_id_never_a_path() -> None:
 
 
 async def test_a_recorded_campaign_replays_offline_to_the_same_records_and_report(
-    client: Client, http_queue: tuple[str, Settings], fake: FakeProvider
+    client: Client,
+    http_queue: tuple[str, Settings],
+    fake: FakeProvider,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     queue, settings = http_queue
     doc = mixed_document()
@@ -155,7 +162,13 @@ async def test_a_recorded_campaign_replays_offline_to_the_same_records_and_repor
     (sim_event,) = events(settings, sim_cell)
     assert sim_event["synthetic"] is True and sim_event["url"].startswith("sim:")
     assert sim_event["provider_kind"] == "sim" and sim_event["response"]["status"] == 200
-    fake.close()  # from here on no provider is reachable
+    assert all(seen.headers["authorization"] == "Bearer sk-corp-test" for seen in fake.seen)
+    fake.close()  # from here on no provider is reachable, and no key is needed
+    monkeypatch.delenv(KEY_ENV)
+
+    # A replay that may go to the network still needs the key the route asks for.
+    _, refused = await run(client, queue, doc, replay={"run_id": original, "on_miss": "network"})
+    assert isinstance(refused, ApplicationError) and refused.type == "route.no_auth"
 
     replay, replayed = await run(client, queue, doc, replay={"run_id": original})
     assert isinstance(replayed, CampaignResult), replayed
@@ -273,3 +286,38 @@ async def test_a_miss_under_network_asks_the_provider(
         (hit,) = events(settings, cell_run_id(replay, variant, "s0", 0))
         (live,) = events(settings, cell_run_id(replay, variant, "s0", 1))
         assert "replayed_from" in hit and "replayed_from" not in live
+
+
+# -- the CLI ---------------------------------------------------------------------------------
+
+
+async def test_the_cli_records_and_replays_a_sim_campaign(
+    tmp_path: Path, settings: Settings, server_address: str, worker_queue: str
+) -> None:
+    path = tmp_path / "campaign.json"
+    doc = document(seeds=[0, 1])
+    path.write_text(json.dumps(doc))
+    env = cli_env(settings.home, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE=worker_queue)
+    recorded = await ponder("campaign", "run", str(path), "--run-id", "camp-rec", env=env)
+    assert recorded.code == 0, recorded.err
+    same = await ponder(
+        "campaign", "run", str(path), "--run-id", "camp-rec", "--replay", "camp-rec", env=env
+    )
+    assert same.code == 2 and "--replay names the recorded campaign" in same.err
+    bad = await ponder("campaign", "run", str(path), "--replay", "../camp-rec", env=env)
+    assert bad.code == 2 and "run id '../camp-rec' must match" in bad.err
+    replayed = await ponder(
+        "campaign", "run", str(path), "--run-id", "camp-rep", "--replay", "camp-rec",
+        "--on-miss", "fail-closed", env=env,
+    )  # fmt: skip
+    assert replayed.code == 0, replayed.err
+    assert replayed.out == recorded.out  # the same recommendation and decisions
+    saved = json.loads((settings.runs_dir / "camp-rep" / "campaign.json").read_text())
+    assert saved["calls"]["replay"] == {"run_id": "camp-rec", "on_miss": "fail-closed"}
+    ids = identity_map(doc, "camp-rec", "camp-rep")
+    old = (settings.runs_dir / "camp-rec" / "report.md").read_text()
+    assert (settings.runs_dir / "camp-rep" / "report.md").read_text() == mapped(old, ids)
+    # Every call of the replay came from the recording, none was simulated again.
+    for row in records(settings.runs_dir / "camp-rep"):
+        lines = events(settings, row["run_id"])
+        assert lines and all("replayed_from" in e for e in lines)
