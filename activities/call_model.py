@@ -220,17 +220,16 @@ class ModelActivities:
         if found is not None:
             index, recorded = found
             ctx.fallbacks += index  # the JSON-mode fallback the original call took, if any
-            event = recorded.event
             await ctx.raw_events.record(
                 {
-                    "url": event.get("url"),
-                    "synthetic": event.get("synthetic", False),
+                    "url": recorded.url,
+                    "synthetic": recorded.synthetic,
                     "replayed_from": recorded.call_id,
                     "request": {"body": bodies[index]},
-                    "response": event["response"],
+                    "response": recorded.response,
                 }
             )
-            return implementation.parse_response(event["response"]["body"], request, ctx)
+            return implementation.parse_response(recorded.response["body"], request, ctx)
         if replay.on_miss == "network":
             return await implementation.request(request, ctx)
         where = "no recorded raw events" if not cache.files else "no recorded exchange"

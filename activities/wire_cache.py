@@ -35,10 +35,14 @@ RAW_EVENTS = "raw-events.jsonl"
 
 @dataclass(frozen=True)
 class Recorded:
+    """One answered exchange, without its request (the key stands for it: half the memory)."""
+
     call_id: str
     call_key: str
     provider_kind: str
-    event: dict[str, Any]
+    url: str | None
+    synthetic: bool
+    response: dict[str, Any]
 
 
 @dataclass
@@ -97,7 +101,9 @@ def _load(files: list[Path]) -> WireCache:
                     call_id=str(event.get("call_id", "")),
                     call_key=str(event.get("call_key", "")),
                     provider_kind=str(event.get("provider_kind", "")),
-                    event=event,
+                    url=event.get("url"),
+                    synthetic=bool(event.get("synthetic", False)),
+                    response=event["response"],
                 )
             )
     return cache

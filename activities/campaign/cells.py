@@ -276,7 +276,9 @@ def _raw_event_issues(run_dir: Path, outcome: CellOutcome, http: bool) -> list[s
     """Raw HTTP events of a cell whose models speak HTTP: present, each request answered by
     exactly one response or error, and every logical call (span) covered by a request.
 
-    A simulated or command cell makes no HTTP request, so it has nothing to check here.
+    A simulated or command cell makes no HTTP request, so it has nothing to check here. A sim
+    call's synthetic exchange (``synthetic: true``) counts like an HTTP one: it covers its own
+    call's span only, so a variant mixing HTTP and sim roles is checked call by call.
     """
     if not http:
         return []

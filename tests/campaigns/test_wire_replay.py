@@ -89,6 +89,10 @@ def records(run_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in (run_dir / "records.jsonl").read_text().splitlines()]
 
 
+def without_identity(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: v for k, v in r.items() if k not in IDENTITY} for r in rows]
+
+
 def events(settings: Settings, run_id: str) -> list[dict[str, Any]]:
     path = settings.runs_dir / run_id / "raw-events.jsonl"
     return [json.loads(x) for x in path.read_text().splitlines()]
@@ -321,3 +325,32 @@ async def test_the_cli_records_and_replays_a_sim_campaign(
     for row in records(settings.runs_dir / "camp-rep"):
         lines = events(settings, row["run_id"])
         assert lines and all("replayed_from" in e for e in lines)
+
+
+# -- sim raw events and the capture check ---------------------------------------------------
+
+
+async def test_sim_calls_of_an_http_variant_count_as_captured_and_replay(
+    client: Client, http_queue: tuple[str, Settings], fake: FakeProvider
+) -> None:
+    queue, settings = http_queue
+    doc = document(seeds=[0], integrity="throw", min_pairs=2)
+    doc["scenarios"] = doc["scenarios"][:1]
+    # Candidates over HTTP, a simulated judge: the capture check covers every call (span) of
+    # the cell, the judge's by its synthetic exchange (before sim events it was an orphan span).
+    mixed = {"profile": "quick", "model": "corp:m", "models": {"judge": "sim:default"}}
+    doc["variants"][1] = {"id": "deep", "kind": "tournament", "config": mixed}
+    original, result = await run(client, queue, doc)
+    assert isinstance(result, CampaignResult) and result.failed_cells == 0, result
+    (row,) = [r for r in records(settings.runs_dir / original) if r["variant"] == "deep"]
+    assert row["integrity_issues"] == [] and row["failure_class"] is None
+    lines = events(settings, row["run_id"])
+    synthetic = [e for e in lines if e.get("synthetic")]
+    assert synthetic and all(e["provider_kind"] == "sim" for e in synthetic)
+    assert len({e["call_id"] for e in lines}) == row["calls"] > len(synthetic)
+    fake.close()
+    replay, replayed = await run(client, queue, doc, replay={"run_id": original})
+    assert isinstance(replayed, CampaignResult) and replayed.failed_cells == 0, replayed
+    assert without_identity(records(settings.runs_dir / replay)) == without_identity(
+        records(settings.runs_dir / original)
+    )
