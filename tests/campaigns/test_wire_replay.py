@@ -21,7 +21,10 @@ from tests.campaigns.helpers import document
 from tests.cli import cli_env, ponder
 from tests.conftest import with_endpoint
 from tests.fakes import FakeProvider
+from tests.test_command_replay import ask, failure_of
 from worker.worker import WorkerOptions, running_worker
+from workflows.ask_types import AskInput
+from workflows.call_options import CallOptions
 from workflows.campaign.matrix import cell_run_id, child_seed
 from workflows.campaign.types import CampaignResult
 from workflows.names import CAMPAIGN
@@ -354,3 +357,30 @@ async def test_sim_calls_of_an_http_variant_count_as_captured_and_replay(
     assert without_identity(records(settings.runs_dir / replay)) == without_identity(
         records(settings.runs_dir / original)
     )
+
+
+# -- outside campaigns -----------------------------------------------------------------------
+
+
+async def test_an_ask_replays_from_its_recording_by_wire_key(
+    client: Client, settings: Settings, worker_queue: str
+) -> None:
+    question = "Explain retries."
+    recorded = await ask(
+        client, worker_queue, AskInput(question=question, model="sim:default", seed=4)
+    )
+    source = recorded.run_id
+    replay = CallOptions(replay=WireReplay(run_id=source))
+    again = await ask(
+        client,
+        worker_queue,
+        AskInput(question=question, model="sim:default", seed=4, calls=replay),
+    )
+    assert again.response.text == recorded.response.text
+    (event,) = events(settings, again.run_id)
+    assert event["replayed_from"] == f"{source}/ask/0/0" and event["synthetic"] is True
+    # Another question is another wire request: a miss, coded, naming the call.
+    error = await failure_of(
+        client, worker_queue, AskInput(question="Other.", model="sim:default", seed=4, calls=replay)
+    )
+    assert error.type == "provider.replay_miss" and "call ask/0/0" in error.message
