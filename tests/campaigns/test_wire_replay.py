@@ -17,10 +17,12 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError
 
 from activities.config import Endpoint, Settings
+from client.campaign_cli import load
 from tests.campaigns.helpers import document
 from tests.cli import cli_env, ponder
 from tests.conftest import with_endpoint
 from tests.fakes import FakeProvider
+from tests.plans.test_run_control import temporal
 from tests.test_command_replay import ask, failure_of
 from worker.worker import WorkerOptions, running_worker
 from workflows.ask_types import AskInput
@@ -31,6 +33,7 @@ from workflows.names import CAMPAIGN
 from workflows.wire_replay import WireReplay, canonical_request, wire_key
 
 KEY_ENV = "PONDER_TEST_CORP_KEY"
+PLAN_EXAMPLE = Path(__file__).resolve().parents[2] / "examples/campaigns/plan-vs-single.yaml"
 IDENTITY = ("run_id", "wall_ms")
 """The record fields a replay does not reproduce: its own cell's run id and its own clock."""
 
@@ -298,36 +301,51 @@ async def test_a_miss_under_network_asks_the_provider(
 # -- the CLI ---------------------------------------------------------------------------------
 
 
-async def test_the_cli_records_and_replays_a_sim_campaign(
-    tmp_path: Path, settings: Settings, server_address: str, worker_queue: str
+async def test_the_cli_and_the_temporal_cli_replay_a_plan_campaign(
+    client: Client, settings: Settings, server_address: str, worker_queue: str
 ) -> None:
-    path = tmp_path / "campaign.json"
-    doc = document(seeds=[0, 1])
-    path.write_text(json.dumps(doc))
+    # A plan variant (PlanRun cells) against a sim single shot, recorded by ``ponder``.
+    loaded = load(str(PLAN_EXAMPLE))
+    assert loaded.document is not None
+    doc = loaded.document.model_dump(mode="json", by_alias=True)
+    path = str(PLAN_EXAMPLE)
     env = cli_env(settings.home, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE=worker_queue)
-    recorded = await ponder("campaign", "run", str(path), "--run-id", "camp-rec", env=env)
+    recorded = await ponder("campaign", "run", path, "--run-id", "camp-rec", env=env)
     assert recorded.code == 0, recorded.err
     same = await ponder(
-        "campaign", "run", str(path), "--run-id", "camp-rec", "--replay", "camp-rec", env=env
+        "campaign", "run", path, "--run-id", "camp-rec", "--replay", "camp-rec", env=env
     )
     assert same.code == 2 and "--replay names the recorded campaign" in same.err
-    bad = await ponder("campaign", "run", str(path), "--replay", "../camp-rec", env=env)
+    bad = await ponder("campaign", "run", path, "--replay", "../camp-rec", env=env)
     assert bad.code == 2 and "run id '../camp-rec' must match" in bad.err
     replayed = await ponder(
-        "campaign", "run", str(path), "--run-id", "camp-rep", "--replay", "camp-rec",
+        "campaign", "run", path, "--run-id", "camp-rep", "--replay", "camp-rec",
         "--on-miss", "fail-closed", env=env,
     )  # fmt: skip
     assert replayed.code == 0, replayed.err
     assert replayed.out == recorded.out  # the same recommendation and decisions
     saved = json.loads((settings.runs_dir / "camp-rep" / "campaign.json").read_text())
     assert saved["calls"]["replay"] == {"run_id": "camp-rec", "on_miss": "fail-closed"}
-    ids = identity_map(doc, "camp-rec", "camp-rep")
+    # The same through the plain temporal CLI: the input field does it.
+    code, out = await temporal(
+        server_address, "workflow", "start", "--type", CAMPAIGN, "--task-queue", worker_queue,
+        "--workflow-id", "camp-tmp", "--input",
+        json.dumps(doc | {"calls": {"replay": {"run_id": "camp-rec"}}}),
+    )  # fmt: skip
+    assert code == 0, out
+    await client.get_workflow_handle("camp-tmp", result_type=CampaignResult).result()
     old = (settings.runs_dir / "camp-rec" / "report.md").read_text()
-    assert (settings.runs_dir / "camp-rep" / "report.md").read_text() == mapped(old, ids)
-    # Every call of the replay came from the recording, none was simulated again.
-    for row in records(settings.runs_dir / "camp-rep"):
-        lines = events(settings, row["run_id"])
-        assert lines and all("replayed_from" in e for e in lines)
+    before = without_identity(records(settings.runs_dir / "camp-rec"))
+    for replay in ("camp-rep", "camp-tmp"):
+        ids = identity_map(doc, "camp-rec", replay)
+        assert (settings.runs_dir / replay / "report.md").read_text() == mapped(old, ids)
+        rows = records(settings.runs_dir / replay)
+        assert without_identity(rows) == before
+        # Every call came from the recording (plan steps included), none was simulated again.
+        for row in rows:
+            lines = events(settings, row["run_id"])
+            assert lines and all("replayed_from" in e for e in lines)
+        assert sum(r["variant"] == "revise" for r in rows) == 4
 
 
 # -- sim raw events and the capture check ---------------------------------------------------
