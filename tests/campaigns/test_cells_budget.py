@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from workflows.budget import BudgetLimits
 from workflows.campaign.cells_budget import CellBudget
+from workflows.campaign.state import CampaignState
 
 
 def test_reservations_never_overshoot_max_calls() -> None:
@@ -24,3 +25,26 @@ def test_usd_stops_new_cells_and_extend_resumes() -> None:
     budget.extend(BudgetLimits(max_usd=2.0))
     assert budget.blocking_limit(1) is None
     assert budget.budget.limits.max_usd == 2.0
+
+
+def test_an_idle_campaign_awaits_its_budget_and_an_extension_resumes_it() -> None:
+    state = CampaignState(
+        run_id="c", now=lambda: "t", budget=CellBudget.of(BudgetLimits(max_calls=2))
+    )
+    assert state.try_reserve(2)
+    state.running.add(0)
+    assert not state.try_reserve(2)
+    assert state.status == "running"  # a cell in flight may free the budget: not paused yet
+    state.running.clear()
+    state.budget.settle(2, calls=2, input_tokens=0, output_tokens=0, usd=0.0)
+    assert not state.try_reserve(2)
+    assert (state.status, state.blocking) == ("awaiting_budget", "max_calls")
+    version = state.version
+    state.extend(BudgetLimits(max_calls=4))
+    assert state.version > version  # wakes the waiting lanes
+    assert state.try_reserve(2) and state.status == "running" and state.blocking is None
+    assert [e.type for e in state.events] == [
+        "campaign.awaiting_budget",
+        "budget.extended",
+        "campaign.resumed",
+    ]

@@ -16,6 +16,7 @@ PURE = [
     "workflows.campaign.cell_records",
     "workflows.campaign.configs",
     "workflows.campaign.types",
+    "workflows.campaign.state",
 ]
 
 CHECK = """

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["GROUPS", "Reason"]
+__all__ = ["GROUPS", "RUN_FATAL", "Reason"]
 
 
 class Reason(StrEnum):
@@ -78,3 +78,9 @@ GROUPS: dict[str, tuple[Reason, ...]] = {
         R.EXTENSION_BELOW_SPENT,
     ),
 }
+
+RUN_FATAL: frozenset[str] = frozenset(
+    {str(R.BUDGET_INVARIANT_VIOLATED), str(R.ARTIFACT_PATH_ESCAPES_ROOT)}
+)
+"""Failures about the run, not one step or item: no ``on_fail`` route or region branch absorbs
+them."""

@@ -51,7 +51,6 @@ with workflow.unsafe.imports_passed_through():
         ResumeResult,
         RunState,
     )
-    from workflows.plan_run.dispatch import Dispatcher
     from workflows.raw_input import NO_INPUT, decode_raw
 
 __all__ = ["EVENTS_PAGE", "PlanRunState"]
@@ -75,7 +74,6 @@ class PlanRunState:
         self.current: str | None = None
         self.plan: Plan | None = None
         self.ledger: PlanLedger | None = None
-        self.dispatcher: Dispatcher | None = None
         self.args: dict[str, Any] = dict(self.input.args or {})
         self.outputs: dict[str, Any] = {}
         self.typed_args: dict[str, dict[str, Any] | None] = {}
@@ -91,11 +89,11 @@ class PlanRunState:
 
     # -- bookkeeping ---------------------------------------------------------------------
 
-    def _settle(self, step_id: str, output: Any) -> None:
+    def settle(self, step_id: str, output: Any) -> None:
         self.outputs[step_id] = output
         self.record.steps[step_id] = "settled"
 
-    def _settled_without_dispatch(self, step_id: str, deps: list[str], **data: Any) -> None:
+    def settle_by_message(self, step_id: str, deps: list[str], **data: Any) -> None:
         """A pause or human gate settles by a message, not a dispatch: its trace edge all the
         same, so the steps after it are caused by it."""
         seq = self.record.event(
@@ -103,20 +101,20 @@ class PlanRunState:
         )
         self.record.last_settled[step_id] = seq
 
-    def _wait_state(self, state: RunState, reason: Reason) -> None:
+    def wait_state(self, state: RunState, reason: Reason) -> None:
         self.state = state
         self.reason = str(reason)
 
-    def _running(self) -> None:
+    def running(self) -> None:
         self.state = "running"
         self.reason = None
 
-    def _simulated(self) -> bool:
+    def simulated(self) -> bool:
         return bool(self.record.calls) and all(c.simulated for c in self.record.calls)
 
     # -- control -----------------------------------------------------------------------------
 
-    def _parse_args(self, supplied: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    def parse_args(self, supplied: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
         """Supplied args with typed pause values parsed (JSON, checked against the schema)."""
         parsed = {}
         for key, raw in supplied.items():
@@ -137,7 +135,7 @@ class PlanRunState:
     ) -> tuple[dict[str, Any], Refusal | str | None]:
         if self.state in ("completed", "failed", "cancelled"):
             return {}, f"the run is {self.state}"
-        parsed, problem = self._parse_args(supplied)
+        parsed, problem = self.parse_args(supplied)
         if problem is not None:
             return {}, f"{INPUT_INVALID}: {problem}"
         merged, refusal = merge_resume_args(self.args, parsed)
@@ -241,7 +239,7 @@ class PlanRunState:
 
     # -- queries -----------------------------------------------------------------------------
 
-    def _budget_status(self) -> PlanBudgetStatus:
+    def budget_status(self) -> PlanBudgetStatus:
         ledger = self.ledger
         assert ledger is not None
         spent = ledger.budget.spent
@@ -270,12 +268,12 @@ class PlanRunState:
             steps=dict(self.record.steps),
             pending_gates=list(self.gates.values()),
             pending_pause=self.pending_pause,
-            budget=self._budget_status() if self.ledger is not None else None,
+            budget=self.budget_status() if self.ledger is not None else None,
             waivers=list(self.record.waivers),
             refused=list(self.record.refused),
             error=self.error,
             route=self.route_label,
-            simulated=self._simulated(),
+            simulated=self.simulated(),
         )
 
     @workflow.query(name=QUERY_EVENTS)

@@ -1,0 +1,65 @@
+"""How a run ends and what it leaves on disk: ``run.closed``, ``trace.jsonl`` and ``cost.json``.
+
+The trace is also written at every human wait (a pause, a gate, a budget wait), so a person
+looking at the run directory while it waits sees why.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from activities.run_store import WRITE_RUN_FILES, WriteRunFilesInput
+    from workflows.plan.run_types import RunState
+    from workflows.plan_run.preflight import WRITE_RETRY
+    from workflows.plan_run.state import PlanRunState
+
+__all__ = ["end_run", "fail_now", "write_trace"]
+
+
+def fail_now(run: PlanRunState, code: str, message: str) -> None:
+    """A run refused before it opened: queries still answer, nothing is written."""
+    run.state = "failed"
+    run.reason = code
+    run.error = f"{code}: {message}"
+    run.record.event("run.closed", outcome="failed", reason=code, error=message)
+
+
+async def end_run(
+    run: PlanRunState, state: RunState, reason: str | None, detail: str | None
+) -> None:
+    run.state = state
+    run.reason = reason
+    run.current = None
+    run.error = f"{reason}: {detail}" if reason else None
+    run.gates.clear()
+    run.pending_pause = None
+    run.record.event(
+        "run.closed", outcome=state, reason=reason, error=detail, route=run.route_label
+    )
+    await write_trace(run, final=True)
+    await workflow.wait_condition(workflow.all_handlers_finished)
+
+
+async def write_trace(run: PlanRunState, *, final: bool = False) -> None:
+    wall_ms = 0
+    if run.wall_started is not None:
+        wall_ms = int((workflow.now() - run.wall_started).total_seconds() * 1000)
+    files = {
+        "trace.jsonl": run.record.trace_jsonl(),
+        "cost.json": run.record.cost_json(
+            run_id=run.run_id,
+            plan=run.plan.name if run.plan else "",
+            outcome=run.state,
+            wall_ms=wall_ms,
+        ),
+    }
+    await workflow.execute_activity(
+        WRITE_RUN_FILES,
+        WriteRunFilesInput(run_id=run.run_id, files=files),
+        result_type=list[str],
+        start_to_close_timeout=timedelta(minutes=2),
+        retry_policy=WRITE_RETRY,
+    )

@@ -1,0 +1,103 @@
+"""Gates (plans.md "Run" 4 and 5).
+
+A **model gate** is an invocation whose own output carries the verdict: PASS continues; FAIL or
+unparseable re-runs the route step and then the gate while redos are left; a ``terminal:`` route
+ends the run completed with that route.
+
+A **human gate** waits ``awaiting_gate`` for ``resolve_gate(step, decision, token)``: approve
+routes to ``on_approve``, kill to ``on_kill`` (or fails ``gate-killed``), revise resets the target
+and everything downstream within ``max_rounds`` (the epoch bumps, so tokens rotate).
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from workflows.plan.boundaries import downstream_of
+    from workflows.plan.gates import gate_verdict
+    from workflows.plan.model import AgentStep, GateStep, Plan
+    from workflows.plan.reasons import Reason
+    from workflows.plan.run_record import PlanFailure, TerminalRoute
+    from workflows.plan.run_types import PendingGate
+    from workflows.plan_run.dispatch import Dispatcher
+    from workflows.plan_run.finish import write_trace
+    from workflows.plan_run.state import PlanRunState
+
+__all__ = ["human_gate", "model_gate"]
+
+
+async def model_gate(run: PlanRunState, dispatcher: Dispatcher, plan: Plan, gate: GateStep) -> None:
+    redos = 0
+    route_to = gate.fail_route
+    terminal = route_to is not None and route_to.startswith("terminal:")
+    while True:
+        text = await dispatcher.invoke(gate, inputs=run.args, outputs=run.outputs)
+        verdict = gate_verdict(text)
+        run.record.event("gate.verdict", step=gate.id, verdict=verdict, redo=redos)
+        run.outputs[gate.id] = text
+        if verdict == "pass":
+            run.settle(gate.id, text)
+            return
+        if verdict == "fail" and route_to and terminal:
+            run.settle(gate.id, text)
+            raise TerminalRoute(route_to.removeprefix("terminal:"))
+        if redos < gate.max_redos and route_to and not terminal:
+            redos += 1
+            run.record.event("gate.redo", step=gate.id, route=route_to, redo=redos)
+            target = plan.step(route_to)
+            assert isinstance(target, AgentStep)
+            output = await dispatcher.invoke(target, inputs=run.args, outputs=run.outputs)
+            run.settle(target.id, output)
+            continue
+        run.record.steps[gate.id] = "failed"
+        if verdict == "fail":
+            raise PlanFailure(Reason.GATE_FAILED, f"gate {gate.id!r} failed after {redos} redo(s)")
+        raise PlanFailure(
+            Reason.GATE_VERDICT_UNPARSEABLE,
+            f"gate {gate.id!r}: the output does not end with exactly one line "
+            f"'GATE: PASS' or 'GATE: FAIL' (after {redos} redo(s))",
+        )
+
+
+async def human_gate(run: PlanRunState, plan: Plan, step: GateStep) -> str | None:
+    """Wait for the decision; returns the step id the walk jumps to, or None to go on."""
+    gate = step.gate
+    assert gate is not None
+    rounds = run.rounds.get(step.id, 0)
+    token = f"{run.epoch}-{workflow.uuid4().hex[:12]}"
+    run.gates[step.id] = PendingGate(step=step.id, token=token, round=rounds)
+    run.record.steps[step.id] = "waiting"
+    run.wait_state("awaiting_gate", Reason.GATE_PENDING)
+    run.record.event("gate.opened", step=step.id, token=token, round=rounds)
+    await write_trace(run)
+    await workflow.wait_condition(lambda: step.id in run.decisions)
+    decision = run.decisions.pop(step.id)
+    run.gates.pop(step.id, None)
+    run.running()
+    run.record.event("gate.decided", step=step.id, decision=decision, round=rounds)
+    run.settle(step.id, decision)
+    run.settle_by_message(step.id, step.deps, decision=decision)
+    if decision == "approve":
+        return gate.on_approve
+    if decision == "kill":
+        if gate.on_kill is not None:
+            return gate.on_kill
+        run.record.steps[step.id] = "failed"
+        raise PlanFailure(Reason.GATE_KILLED, f"gate {step.id!r} was killed", step=step.id)
+    max_rounds = gate.max_rounds or plan.max_rounds or 0
+    target = gate.on_revise
+    if rounds >= max_rounds or target is None:
+        run.record.steps[step.id] = "failed"
+        raise PlanFailure(
+            Reason.GATE_ROUNDS_EXHAUSTED,
+            f"gate {step.id!r}: revise asked after {rounds} of {max_rounds} round(s)",
+            step=step.id,
+        )
+    run.rounds[step.id] = rounds + 1
+    run.epoch += 1
+    for reset in downstream_of(plan, target):
+        run.outputs.pop(reset, None)
+        run.record.steps[reset] = "pending"
+    run.record.event("gate.revise", step=step.id, target=target, epoch=run.epoch)
+    return target

@@ -1,0 +1,38 @@
+"""Pause steps (plans.md "Run" 6): the run waits ``awaiting_input`` until the step's
+``resume_arg`` has a value (the ``resume`` update or signal, checked in ``state``); the step's
+output is that value. A value given at start satisfies the pause without waiting.
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from workflows.plan.model import PauseStep
+    from workflows.plan.reasons import Reason
+    from workflows.plan.run_types import PendingPause
+    from workflows.plan_run.finish import write_trace
+    from workflows.plan_run.state import PlanRunState
+
+__all__ = ["pause"]
+
+
+async def pause(run: PlanRunState, step: PauseStep) -> None:
+    key = step.pause.resume_arg
+    if key not in run.args:
+        run.pending_pause = PendingPause(
+            step=step.id,
+            state=step.pause.state,
+            resume_arg=key,
+            json_schema=step.pause.json_schema,
+        )
+        run.record.steps[step.id] = "waiting"
+        run.wait_state("awaiting_input", Reason.PLAN_PAUSE)
+        run.record.event("paused", step=step.id, state=step.pause.state, resume_arg=key)
+        await write_trace(run)
+        await workflow.wait_condition(lambda: key in run.args)
+        run.pending_pause = None
+        run.running()
+        run.record.event("resumed", step=step.id, resume_arg=key)
+    run.settle(step.id, run.args[key])
+    run.settle_by_message(step.id, step.deps, resume_arg=key)

@@ -1,0 +1,89 @@
+"""Preflight (plans.md "Run" 1): the start arguments, then the refusals in the spec's order,
+before anything runs; what survives opens the ledger and the dispatcher.
+
+    trace-emit-required -> plan-model-unroutable -> artifact-path-escapes-root (an activity
+    looks at the workspace) -> same-family-qe-refused (or a loud waiver) ->
+    reservation-unsatisfiable (opening the ledger)
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+with workflow.unsafe.imports_passed_through():
+    from activities.plan.workspace import CHECK_PATHS
+    from workflows.inputs import INPUT_INVALID
+    from workflows.plan.model import PauseStep, Plan
+    from workflows.plan.preflight import (
+        check_trace,
+        declared_paths,
+        open_ledger,
+        qe_waivers,
+        route_models,
+    )
+    from workflows.plan.reasons import Reason
+    from workflows.plan.run_record import PlanFailure
+    from workflows.plan.run_types import PathsInput
+    from workflows.plan_run.dispatch import Dispatcher
+    from workflows.plan_run.state import PlanRunState
+
+__all__ = ["WRITE_RETRY", "check_start_args", "preflight"]
+
+WRITE_RETRY = RetryPolicy(maximum_attempts=10, non_retryable_error_types=["ValueError"])
+
+
+def check_start_args(run: PlanRunState, plan: Plan) -> None:
+    """Typed pause arguments given at start are parsed and checked like a resume's."""
+    for step in plan.steps:
+        if isinstance(step, PauseStep):
+            run.typed_args[step.pause.resume_arg] = step.pause.json_schema
+    parsed, problem = run.parse_args(run.args)
+    if problem is not None:
+        raise PlanFailure(INPUT_INVALID, f"args: {problem}")
+    run.args = parsed
+
+
+async def preflight(run: PlanRunState, plan: Plan) -> Dispatcher:
+    check_trace(plan)
+    models = route_models(plan, run.input)
+    workspace = plan.workspace or run.input.workspace
+    declared = declared_paths(plan)
+    if declared:
+        if workspace is None:
+            raise PlanFailure(
+                Reason.ARTIFACT_PATH_ESCAPES_ROOT,
+                "steps declare artifacts but the run has no workspace; fix: --workspace DIR",
+            )
+        problems: list[str] = await workflow.execute_activity(
+            CHECK_PATHS,
+            PathsInput(workspace=workspace, paths=declared),
+            result_type=list[str],
+            start_to_close_timeout=timedelta(seconds=60),
+            retry_policy=WRITE_RETRY,
+        )
+        if problems:
+            raise PlanFailure(Reason.ARTIFACT_PATH_ESCAPES_ROOT, "; ".join(problems))
+    for step_id, waiver in qe_waivers(plan, models, run.input):
+        run.record.waivers.append(waiver)
+        run.record.event("waiver", step=step_id, message=waiver)
+    run.ledger = open_ledger(plan, run.input)
+
+    def provider_wait(until: datetime | None) -> None:
+        """A provider asked to wait longer than a call may: the run sleeps on a timer."""
+        if until is not None:
+            run.record.event("waiting_provider", until=until.isoformat())
+
+    return Dispatcher(
+        run_id=run.run_id,
+        seed=run.input.seed,
+        plan=plan,
+        models=models,
+        ledger=run.ledger,
+        record=run.record,
+        workspace=workspace,
+        options=run.input.calls,
+        on_wait=provider_wait,
+    )

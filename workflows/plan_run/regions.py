@@ -1,0 +1,93 @@
+"""Fan-out regions (plans.md "Run" 7): the first ``max_fanout`` items (after dedup) run their
+chain, ``concurrency`` at a time; a failed branch is null; the join (``all`` | ``any`` |
+``quorum:N``) decides, and an unsatisfied one carries the first failing branch's reason by item
+index, not by completion time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from workflows.plan.boundaries import activated_items
+    from workflows.plan.joins import Branch, join, parse_join
+    from workflows.plan.model import AgentStep, FanoutStep, Plan
+    from workflows.plan.reasons import RUN_FATAL, Reason
+    from workflows.plan.refs import RefError, extract_json, resolve, whole_reference
+    from workflows.plan.run_record import PlanFailure
+    from workflows.plan_run.dispatch import Dispatcher
+    from workflows.plan_run.state import PlanRunState
+
+__all__ = ["region", "region_items"]
+
+
+def region_items(run: PlanRunState, step: FanoutStep) -> list[Any]:
+    """The activated items: ``over`` (a list, or a reference to an array output), deduplicated
+    and capped at ``max_fanout``."""
+    over = step.fanout.over
+    if isinstance(over, str):
+        ref = whole_reference(over)
+        try:
+            if ref is None:
+                raise RefError(f"{over!r} is not one reference")
+            value = resolve(ref, inputs=run.args, outputs=run.outputs)
+            if isinstance(value, str):
+                value = extract_json(value)
+        except (RefError, ValueError) as exc:
+            raise PlanFailure(
+                Reason.MALFORMED_OUTPUT, f"{step.id}.fanout.over: {exc}", step=step.id
+            ) from None
+        if not isinstance(value, list):
+            raise PlanFailure(
+                Reason.MALFORMED_OUTPUT,
+                f"{step.id}.fanout.over: {over} is a {type(value).__name__}, not a list",
+                step=step.id,
+            )
+        over = value
+    return activated_items(over, dedup=step.fanout.dedup, max_fanout=step.fanout.max_fanout)
+
+
+async def region(
+    run: PlanRunState, dispatcher: Dispatcher, plan: Plan, step: FanoutStep, items: list[Any]
+) -> None:
+    chain = [plan.step(m) for m in step.fanout.chain]
+    lanes = asyncio.Semaphore(step.fanout.concurrency or step.fanout.max_fanout or len(items) or 1)
+    run.record.event("region.opened", step=step.id, items=len(items))
+
+    async def branch(index: int, item: Any) -> Branch:
+        async with lanes:
+            local = dict(run.outputs)
+            value: Any = None
+            try:
+                for member in chain:
+                    assert isinstance(member, AgentStep)
+                    value = await dispatcher.invoke(
+                        member, inputs=run.args, outputs=local, item=item, item_index=index
+                    )
+                    local[member.id] = value
+            except PlanFailure as exc:
+                return Branch(False, None, exc.reason, exc.detail)
+            return Branch(True, value)
+
+    tasks = [asyncio.create_task(branch(i, item)) for i, item in enumerate(items)]
+    branches = list(await asyncio.gather(*tasks))
+    for b in branches:
+        if not b.ok and b.reason in RUN_FATAL:
+            raise PlanFailure(b.reason or "", b.detail, step=step.id)
+    outcome = join(parse_join(step.fanout.join), branches)
+    run.record.event(
+        "region.joined",
+        step=step.id,
+        ok=outcome.ok,
+        settled=outcome.settled,
+        first_failure=outcome.first_failure,
+    )
+    for member in step.fanout.chain:
+        run.record.steps[member] = "settled" if outcome.settled else "failed"
+    if not outcome.ok:
+        run.record.steps[step.id] = "failed"
+        raise PlanFailure(Reason.JOIN_UNSATISFIED, f"{step.id}: {outcome.detail}", step=step.id)
+    run.settle(step.id, outcome.values)

@@ -1,0 +1,143 @@
+"""The boundary walk (plans.md "Run" 2): boundaries in plan order, each reserving its worst case
+before it runs.
+
+    for each boundary (an ``on_fail`` target runs only when a failure routed to it):
+        pause -> ``pauses`` | human gate -> ``gates`` (neither reserves: nothing is dispatched)
+        else: reserve (wait ``awaiting_budget`` / ``awaiting_wall_clock`` for ``extend_budget``
+        when it does not fit), open the reservation, run it -- agent step | model gate |
+        region | tournament -- spend its wall time, close it
+        a route (``on_fail``, a redo, a gate decision) jumps the walk to that step
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from workflows.plan.boundaries import Boundary, Reservation, boundaries, region_reservation
+    from workflows.plan.model import (
+        AgentStep,
+        FanoutStep,
+        GateStep,
+        PauseStep,
+        Plan,
+        TournamentStep,
+    )
+    from workflows.plan.reasons import RUN_FATAL, Reason
+    from workflows.plan.run_record import PlanFailure
+    from workflows.plan_run.child import run_tournament
+    from workflows.plan_run.dispatch import Dispatcher
+    from workflows.plan_run.finish import write_trace
+    from workflows.plan_run.gates import human_gate, model_gate
+    from workflows.plan_run.pauses import pause
+    from workflows.plan_run.regions import region, region_items
+    from workflows.plan_run.state import PlanRunState
+
+__all__ = ["walk"]
+
+
+async def walk(run: PlanRunState, dispatcher: Dispatcher, plan: Plan) -> None:
+    steps = boundaries(plan)
+    index = {b.step_id: b.index for b in steps}
+    i = 0
+    while i < len(steps):
+        boundary = steps[i]
+        if boundary.on_fail_target and boundary.step_id not in run.on_fail_armed:
+            run.record.steps[boundary.step_id] = "skipped"
+            i += 1
+            continue
+        jump = await _boundary(run, dispatcher, plan, boundary)
+        if jump is not None:
+            run.record.event("route", frm=boundary.step_id, to=jump)
+        i = index[jump] if jump is not None else i + 1
+
+
+async def _boundary(
+    run: PlanRunState, dispatcher: Dispatcher, plan: Plan, boundary: Boundary
+) -> str | None:
+    """Run one boundary; returns the step id the walk jumps to, or None to go on."""
+    run.current = boundary.step_id
+    step = plan.step(boundary.step_id)
+    if isinstance(step, PauseStep):
+        await pause(run, step)
+        return None
+    if isinstance(step, GateStep) and step.is_human():
+        return await human_gate(run, plan, step)
+    reservation = boundary.reservation
+    items: list[Any] = []
+    if isinstance(step, FanoutStep):
+        items = region_items(run, step)
+        chain = [plan.step(m) for m in step.fanout.chain]
+        reservation = region_reservation(step, chain, len(items))  # type: ignore[arg-type]
+    await _reserve(run, step.id, reservation)
+    ledger = dispatcher.ledger
+    ledger.open(step.id, reservation)
+    started = workflow.now()
+    try:
+        if isinstance(step, AgentStep):
+            return await _agent(run, dispatcher, step)
+        if isinstance(step, GateStep):
+            await model_gate(run, dispatcher, plan, step)
+        elif isinstance(step, FanoutStep):
+            await region(run, dispatcher, plan, step, items)
+        elif isinstance(step, TournamentStep):
+            output = await run_tournament(
+                dispatcher,
+                step,
+                max_calls=reservation.invocations,
+                inputs=run.args,
+                outputs=run.outputs,
+            )
+            run.settle(step.id, output)
+        return None
+    finally:
+        elapsed = workflow.now() - started
+        ledger.spend_wall(int(elapsed.total_seconds() * 1000))
+        ledger.close()
+
+
+async def _agent(run: PlanRunState, dispatcher: Dispatcher, step: AgentStep) -> str | None:
+    """An agent step; a failure with an ``on_fail`` route arms that step and jumps to it."""
+    try:
+        output = await dispatcher.invoke(step, inputs=run.args, outputs=run.outputs)
+    except PlanFailure as exc:
+        run.record.steps[step.id] = "failed"
+        if step.on_fail is None or exc.reason in RUN_FATAL:
+            raise
+        run.record.event("step.failed", step=step.id, reason=exc.reason, on_fail=step.on_fail)
+        run.on_fail_armed.add(step.on_fail)
+        return step.on_fail
+    run.settle(step.id, output)
+    return None
+
+
+async def _reserve(run: PlanRunState, step_id: str, res: Reservation) -> None:
+    """Wait until the boundary's worst case fits the budget; past the extension cap it never
+    can, so the run fails instead of waiting forever."""
+    ledger = run.ledger
+    assert ledger is not None
+    need = ledger.need(step_id, res)
+    if need is None:
+        return
+    if ledger.budget.spent.calls + res.invocations > ledger.calls_cap:
+        raise PlanFailure(
+            Reason.BUDGET_EXTENSION_EXHAUSTED,
+            f"step {step_id!r} needs {res.invocations} more invocation(s); no extension "
+            f"may pass the cap of {ledger.calls_cap}",
+        )
+    if ledger.wall_spent_ms + res.wall_ms > ledger.wall_cap_ms:
+        raise PlanFailure(
+            Reason.WALL_EXTENSION_EXHAUSTED,
+            f"step {step_id!r} needs {res.wall_ms} ms more; no extension may pass the cap "
+            f"of {ledger.wall_cap_ms} ms",
+        )
+    run.need = need.detail
+    run.wait_state(need.state, need.reason)
+    run.record.event("paused", step=step_id, state=need.state, need=need.detail)
+    await write_trace(run)
+    await workflow.wait_condition(lambda: ledger.need(step_id, res) is None)
+    run.need = None
+    run.running()
+    run.record.event("resumed", step=step_id, limits=run.budget_status().model_dump())
