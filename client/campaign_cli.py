@@ -42,6 +42,7 @@ from workflows.campaign.stats import (
 from workflows.campaign.types import CampaignProgress, CampaignResult
 from workflows.names import CAMPAIGN
 from workflows.plan.document import parse_text
+from workflows.wire_replay import WireReplay
 
 __all__ = ["campaign", "load"]
 
@@ -188,6 +189,20 @@ def _settings(ctx: click.Context) -> Settings:
 @click.option(
     "--pilot", default=None, help="A pilot campaign's run id or records.jsonl: its SD of pairs."
 )
+@click.option(
+    "--replay",
+    "replay_of",
+    default=None,
+    metavar="CAMPAIGN_RUN_ID",
+    help="Answer every model call from that recorded campaign's raw events (wire replay).",
+)
+@click.option(
+    "--on-miss",
+    type=click.Choice(["throw", "fail-closed", "network"]),
+    default="throw",
+    show_default=True,
+    help="With --replay: a call the recording lacks fails, gets a synthetic 599, or goes out.",
+)
 @click.pass_context
 def run(
     ctx: click.Context,
@@ -197,6 +212,8 @@ def run(
     dry_run: bool,
     effect: float,
     pilot: str | None,
+    replay_of: str | None,
+    on_miss: str,
 ) -> None:
     """Run the campaign in FILE: live progress (cells, spend, leader), then the decision.
 
@@ -211,6 +228,12 @@ def run(
         forecast(result.document, settings, effect=effect, pilot=pilot)
         return
     run_id = check_run_id(run_id or new_run_id("campaign"))
+    if replay_of is not None:  # the input's calls.replay: every worker routes the same way
+        if replay_of == run_id:
+            raise click.UsageError("--replay names the recorded campaign: give another --run-id")
+        result.document.calls.replay = WireReplay.model_validate(
+            {"run_id": check_run_id(replay_of), "on_miss": on_miss}
+        )
     payload = result.document.model_dump(mode="json", by_alias=True)
 
     async def go() -> CampaignResult | CampaignProgress:

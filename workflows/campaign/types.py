@@ -42,6 +42,9 @@ class RoutedModel(BaseModel):
 class CheckRouteInput(BaseModel):
     route: Route
     models: list[RoutedModel]
+    offline: bool = Field(
+        default=False, description="a wire replay that never reaches the network: no key needed"
+    )
 
 
 class RouteIssue(BaseModel):
