@@ -20,12 +20,7 @@ from activities.pricing import PRICES_AS_OF, cost_usd
 from activities.providers import default_model_for, price_table
 from client.campaign_control import follow, print_outcome, rerender_report
 from client.profiles import expand_saved_profiles
-from client.runs import (
-    check_run_id,
-    new_run_id,
-    start_run,
-)
-from client.session import open_session, spawn_background_worker
+from client.runs import check_run_id, new_run_id, start_and_follow
 from client.tournament_control import extend as shared_extend
 from client.tournament_control import status as shared_status
 from workflows.campaign.configs import cell_calls, config_errors, variant_models
@@ -39,7 +34,7 @@ from workflows.campaign.stats import (
     paired_power,
     pilot_diff_sd,
 )
-from workflows.campaign.types import CampaignProgress, CampaignResult
+from workflows.campaign.types import CampaignResult
 from workflows.names import CAMPAIGN
 from workflows.plan.document import parse_text
 from workflows.wire_replay import WireReplay
@@ -236,17 +231,10 @@ def run(
         )
     payload = result.document.model_dump(mode="json", by_alias=True)
 
-    async def go() -> CampaignResult | CampaignProgress:
-        async with open_session(settings, worker=not detach) as session:
-            handle = await start_run(session, CAMPAIGN, payload, run_id, CampaignResult)
-            if detach:
-                if session.embedded:
-                    spawn_background_worker(settings)
-                click.echo(run_id)
-                sys.exit(0)
-            return await follow(session, handle)
-
-    print_outcome(run_id, asyncio.run(go()))
+    started = start_and_follow(
+        settings, CAMPAIGN, payload, run_id, CampaignResult, follow, detach=detach
+    )
+    print_outcome(run_id, asyncio.run(started))
 
 
 def _pilot_records(pilot: str, settings: Settings) -> list[RunRecord]:
