@@ -99,6 +99,7 @@ async def test_ponder_cancel_stops_a_detached_campaign_with_its_partial_report(
     cancelled = await ponder("cancel", "camp-cli-3", env=env)
     assert cancelled.code == 1 and "run camp-cli-3: cancelled" in cancelled.err
     run_dir = settings.runs_dir / "camp-cli-3"
+    assert f"partial report: {run_dir / 'report.html'}" in cancelled.err
     rows = [json.loads(line) for line in (run_dir / "records.jsonl").read_text().splitlines()]
     assert [r["failure_class"] for r in rows] == [None, None, None, "cancelled"]
     assert rows[-1]["calls"] == 1  # the slow call in flight was paid and is recorded
