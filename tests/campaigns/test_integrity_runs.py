@@ -121,3 +121,45 @@ async def test_a_cell_whose_run_directory_is_a_symlink_leaves_no_run(
     else:
         assert isinstance(outcome, CampaignResult) and outcome.failed_cells == 1
         assert len(rows) == 4
+
+
+# A review gate that rejects the draft on a terminal route: the run completes (the route is
+# the plan's own decision) but its last step, the cell's answer, never runs.
+ABANDONING_PLAN = {
+    "schema": "ponder-plan/1",
+    "name": "draft-review-ship",
+    "steps": [
+        {"id": "draft", "kind": "agent", "prompt": "Draft ${input.task}", "model": "sim:default"},
+        {
+            "id": "review",
+            "kind": "gate",
+            "deps": ["draft"],
+            "prompt": "Review ${steps.draft.output}. End with GATE: PASS or GATE: FAIL.",
+            "model": "sim:default",
+            "fail_route": "terminal:abandon",
+            "x-sim": {"outputs": ["not worth it\nGATE: FAIL"]},
+        },
+        {"id": "ship", "kind": "agent", "deps": ["review"], "prompt": "Polish it.",
+         "model": "sim:default"},
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("policy", ["throw", "mark_failed", "log"])
+async def test_a_plan_that_ends_before_its_answer_is_missing_outcome(
+    client: Client, worker_queue: str, settings: Settings, policy: str
+) -> None:
+    run_id = f"camp-outcome-{policy}-{uuid.uuid4().hex[:6]}"
+    doc = plan_document(policy)
+    doc["variants"][1] = {"id": "review", "kind": "plan", "config": {"plan": ABANDONING_PLAN}}
+    outcome = await run(client, worker_queue, doc, run_id)
+    row = next(r for r in records(settings.runs_dir / run_id) if r["variant"] == "review")
+    assert row["integrity_issues"] == ["missing_outcome"] and row["calls"] == 2
+    assert row["holdout_score"] is None
+    if policy == "throw":
+        assert isinstance(outcome, ApplicationError) and outcome.type == "integrity.failed"
+        assert row["failure_class"] == "integrity_failed"
+    elif policy == "mark_failed":
+        assert isinstance(outcome, CampaignResult) and row["failure_class"] == "integrity_failed"
+    else:  # logged, and with no answer nothing to score
+        assert isinstance(outcome, CampaignResult) and row["failure_class"] == "scorer_failed"
