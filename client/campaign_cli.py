@@ -7,6 +7,7 @@ error printed, one per line: ``path: [code] message``), 75 paused awaiting budge
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import sys
 from pathlib import Path
@@ -63,7 +64,16 @@ def load(file: str, settings: Settings | None = None) -> Validation:
     if problems:
         return Validation(None, [CampaignError(p.code, p.path, p.message) for p in problems])
     base = Path.cwd() if file == "-" else Path(file).resolve().parent
-    errors = _inline_plans(value, base)
+    return validate_document(value, settings, base=base)
+
+
+def validate_document(
+    value: object, settings: Settings | None = None, *, base: Path | None = None
+) -> Validation:
+    """A parsed document: plan paths inlined (relative to ``base``, default the working
+    directory), saved profiles expanded, validated as the workflow will validate it."""
+    value = copy.deepcopy(value)  # the caller's document is left as it was
+    errors = _inline_plans(value, base or Path.cwd())
     settings = settings or load_settings()
     errors += [
         CampaignError("variant.config", path, str(exc))
