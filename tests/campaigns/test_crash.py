@@ -91,10 +91,17 @@ async def test_a_killed_worker_does_not_rerun_settled_cells(
     mine = json.loads((Path(result.run_dir) / "summary.json").read_text())
     theirs = json.loads((Path(reference.run_dir) / "summary.json").read_text())
     assert mine["analysis"] == theirs["analysis"] and mine["decisions"] == theirs["decisions"]
-    # Cell by cell the same records, but for the run ids and wall times.
-    assert [same(r) for r in records(Path(result.run_dir))] == [
-        same(r) for r in records(Path(reference.run_dir))
-    ]
+    # Cell by cell the same records, but for the run ids and wall times; the same report once
+    # each run id is the reference's.
+    mine_rows, their_rows = records(Path(result.run_dir)), records(Path(reference.run_dir))
+    assert [same(r) for r in mine_rows] == [same(r) for r in their_rows]
+    report = (Path(result.run_dir) / "report.md").read_text()
+    for m, t in [
+        *zip(mine_rows, their_rows, strict=True),
+        ({"run_id": handle.id}, {"run_id": reference.run_id}),
+    ]:
+        report = report.replace(m["run_id"], t["run_id"])
+    assert report == (Path(reference.run_dir) / "report.md").read_text()
 
 
 def same(record: dict) -> dict:  # type: ignore[type-arg]
