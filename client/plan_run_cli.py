@@ -108,10 +108,9 @@ def _table(s: PlanStatus) -> Table:
             "calls",
             f"{b.calls_spent} spent, {b.calls_left} left of {b.calls_limit} (cap {b.calls_cap})",
         )
-        wall_left = b.wall_limit_ms - b.wall_spent_ms
         table.add_row(
             "wall",
-            f"{b.wall_spent_ms} ms spent, {wall_left} ms left of {b.wall_limit_ms} ms "
+            f"{b.wall_spent_ms} ms spent, {b.wall_left_ms} ms left of {b.wall_limit_ms} ms "
             f"(cap {b.wall_cap_ms} ms)",
         )
         since = f", waiting since {s.waiting_since}" if s.waiting_since else ""

@@ -69,6 +69,7 @@ async def test_human_waits_are_not_charged_to_the_wall_budget(
     assert budget is not None and done.waiting_since is None
     assert budget.waited_ms >= 2 * WAIT_S * 1000 > SLACK_MS
     assert budget.wall_spent_ms < SLACK_MS
+    assert budget.wall_left_ms == STAGE_MS + SLACK_MS - budget.wall_spent_ms
     ends = {e.type: e.data for e in await events(handle) if e.type in ("gate.decided", "resumed")}
     assert ends["gate.decided"]["waited_ms"] >= WAIT_S * 1000
     assert ends["resumed"]["waited_ms"] >= WAIT_S * 1000

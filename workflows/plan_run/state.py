@@ -255,6 +255,7 @@ class PlanRunState:
             calls_cap=ledger.calls_cap,
             wall_limit_ms=ledger.wall_limit_ms,
             wall_spent_ms=ledger.wall_spent_ms,
+            wall_left_ms=ledger.wall_left_ms(),
             wall_cap_ms=ledger.wall_cap_ms,
             input_tokens=spent.input_tokens,
             output_tokens=spent.output_tokens,
