@@ -198,6 +198,7 @@ class ExtendPlanBudgetResult(BaseModel):
 class PathsInput(BaseModel):
     workspace: str
     paths: list[str]
+    field: str = Field(default="workspace", description="where the workspace came from (errors)")
 
 
 class WriteSnapshot(BaseModel):
