@@ -1,7 +1,8 @@
 """The state of a ``PlanRun`` and its message handlers: control updates, signals, queries.
 
-The walk (``workflow``) drives the run; this base class holds what the handlers read and change,
-so every rule a message is checked by lives beside the state it guards. An update's validator
+The walk (``walk`` and the step modules beside it) drives the run; this base class holds what
+the handlers read and change, so every rule a message is checked by lives beside the state it
+guards. An update's validator
 and its signal form apply the same rule: a refused update never enters history, a refused signal
 is recorded as ``control.refused``.
 """
