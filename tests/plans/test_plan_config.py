@@ -15,6 +15,9 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
+from activities.config import load_settings
+from activities.errors import ConfigError
+from client.plan_input import routing
 from client.session import wait_for_worker
 from tests.cli import cli_env, ponder, start_ponder
 
@@ -89,3 +92,22 @@ async def test_routing_comes_from_the_client_config_and_flags(
     bad = await ponder("plan", "run", str(plan), "--executor", "writer=gpt", env=configured)
     assert bad.code == 2, bad.err
     assert "--executor writer=gpt: 'gpt' is not PROVIDER:MODEL" in bad.err
+
+
+def test_routing_merges_the_config_under_the_given_values(tmp_path: Path) -> None:
+    config = tmp_path / "ponder.toml"
+    config.write_text(CLIENT_TOML)
+    settings = load_settings(config, home=str(tmp_path / "home"))
+    assert routing(settings, {}, None) == ({"writer": "sim:default"}, "writer")
+    merged = routing(settings, {"writer": "", "x": "openai:gpt-4.1"}, "x")
+    assert merged == ({"writer": "", "x": "openai:gpt-4.1"}, "x")
+    with pytest.raises(ConfigError, match=r"'gpt-4\.1' is not PROVIDER:MODEL"):
+        routing(settings, {"x": "gpt-4.1"}, None)
+    with pytest.raises(ConfigError, match="--default-family is empty"):
+        routing(settings, {}, " ")
+    config.write_text('[executors]\nwriter = "sim"\n')
+    with pytest.raises(ConfigError, match=r"\[executors\] writer=sim: 'sim' is not PROVIDER:MODEL"):
+        routing(load_settings(config, home=str(tmp_path / "home")), {}, None)
+    config.write_text('[plans]\ndefault_family = ""\n')
+    with pytest.raises(ConfigError, match=r"plans\.default_family"):
+        load_settings(config, home=str(tmp_path / "home"))
