@@ -104,8 +104,21 @@ def _table(s: PlanStatus) -> Table:
     table.add_row("steps", f"{done} / {len(s.steps)} settled")
     if s.budget:
         b = s.budget
-        table.add_row("calls", f"{b.calls_spent} / {b.calls_limit} (cap {b.calls_cap})")
-        table.add_row("tokens", f"{b.input_tokens} in, {b.output_tokens} out")
+        table.add_row(
+            "calls",
+            f"{b.calls_spent} spent, {b.calls_left} left of {b.calls_limit} (cap {b.calls_cap})",
+        )
+        wall_left = b.wall_limit_ms - b.wall_spent_ms
+        table.add_row(
+            "wall",
+            f"{b.wall_spent_ms} ms spent, {wall_left} ms left of {b.wall_limit_ms} ms "
+            f"(cap {b.wall_cap_ms} ms)",
+        )
+        since = f", waiting since {s.waiting_since}" if s.waiting_since else ""
+        table.add_row("waited", f"{b.waited_ms} ms for a person (not charged to wall){since}")
+        table.add_row("tokens", f"{b.input_tokens} in, {b.output_tokens} out, {b.usd:.4f} USD")
+        if b.need:
+            table.add_row("needs", b.need)
     for waiver in s.waivers:
         table.add_row("waiver", waiver)
     for refusal in s.refused[-3:]:
@@ -413,6 +426,14 @@ def print_plan_status(shown: PlanStatus, *, as_json: bool) -> None:
         out.print(f"  {step:<24} {state}")
     for pending in shown.pending_gates:
         out.print(f"gate     {pending.step} token {pending.token} (round {pending.round})")
+    if (pause := shown.pending_pause) is not None:
+        schema = json.dumps(pause.json_schema) if pause.json_schema else "none (a string)"
+        out.print(
+            f"pause    {pause.step} ({pause.state}) resume_arg {pause.resume_arg} schema {schema}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,  # one line, so the schema can be copied whole
+        )
     if shown.error:
         out.print(f"error    {shown.error}")
     if shown.state.startswith("awaiting_"):

@@ -40,6 +40,9 @@ async def end_run(
     run.error = f"{reason}: {detail}" if reason else None
     run.gates.clear()
     run.pending_pause = None
+    if run.waiting_since is not None:  # cancelled or failed while a person was awaited
+        run.waited_ms += int((workflow.now() - run.waiting_since).total_seconds() * 1000)
+        run.waiting_since = None
     run.record.event(
         "run.closed", outcome=state, reason=reason, error=detail, route=run.route_label
     )
@@ -58,6 +61,7 @@ async def write_trace(run: PlanRunState, *, final: bool = False) -> None:
             plan=run.plan.name if run.plan else "",
             outcome=run.state,
             wall_ms=wall_ms,
+            waited_ms=run.waited_ms,
         ),
         "graph.json": graph_json(run.plan, run.record.steps),
         "calls.jsonl": calls_jsonl(run.record.calls),
