@@ -69,31 +69,32 @@ async def test_the_cli_workspace_is_held_to_the_worker_roots(
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps(PLAN))
 
-    outside = await ponder("plan", "run", str(plan), "--workspace", str(dirs["outside"]), env=env)
+    reads_plan = tmp_path / "reads.json"
+    reads = {**PLAN, "steps": [{**PLAN["steps"][0], "artifacts": {"reads": ["README.md"]}}]}
+    reads_plan.write_text(json.dumps(reads))
+    run = ("plan", "run", str(plan))
+    # Independent runs, started together to keep the test short.
+    outside, linked, inside, bare, cwd = await asyncio.gather(
+        ponder(*run, "--workspace", str(dirs["outside"]), env=env),
+        ponder(*run, "--workspace", str(dirs["allowed"] / "escape"), env=env),
+        ponder(*run, "--workspace", str(dirs["allowed"] / "ws"), env=env),
+        # No --workspace: a plan that declares no files sends none (nothing to confine) ...
+        ponder(*run, env=env),
+        # ... one that does sends the cwd, held to the roots like any other.
+        ponder("plan", "run", str(reads_plan), env=env),
+    )
     assert outside.code == 1, outside.err
     assert ESCAPES in outside.err
     assert f"workspace '{dirs['outside']}' is outside every workspace root" in outside.err
     assert "ponder worker --workspace-root DIR" in outside.err  # the fix
     assert "[plans] workspace_roots" in outside.err
 
-    link = dirs["allowed"] / "escape"
-    linked = await ponder("plan", "run", str(plan), "--workspace", str(link), env=env)
     assert linked.code == 1, linked.err
     assert ESCAPES in linked.err and f"(really '{dirs['outside']}')" in linked.err
 
-    inside = await ponder(
-        "plan", "run", str(plan), "--workspace", str(dirs["allowed"] / "ws"), env=env
-    )
     assert inside.code == 0, inside.err
     assert "Simulated answer to: Say hello." in inside.out
-
-    # No --workspace: a plan that declares no files sends none (nothing to confine) ...
-    bare = await ponder("plan", "run", str(plan), env=env)
     assert bare.code == 0, bare.err
-    # ... one that does sends the cwd, held to the roots like any other.
-    reads = {**PLAN, "steps": [{**PLAN["steps"][0], "artifacts": {"reads": ["README.md"]}}]}
-    plan.write_text(json.dumps(reads))
-    cwd = await ponder("plan", "run", str(plan), env=env)
     assert cwd.code == 1 and ESCAPES in cwd.err, cwd.err
     assert f"workspace '{os.getcwd()}' is outside every workspace root" in cwd.err
 
