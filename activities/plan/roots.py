@@ -19,7 +19,16 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["WORKSPACE_ROOTS_FIX", "default_roots", "outside_roots", "worker_roots"]
+__all__ = [
+    "WORKSPACE_REFUSED",
+    "WORKSPACE_ROOTS_FIX",
+    "default_roots",
+    "outside_roots",
+    "worker_roots",
+]
+
+WORKSPACE_REFUSED = "artifact-path-escapes-root"
+"""The failure type of an activity refusing a workspace (the plan reason of the same name)."""
 
 WORKSPACE_ROOTS_FIX = (
     "give a workspace inside one of them (ponder plan run --workspace DIR, or the plan's "

@@ -19,16 +19,16 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
-from activities.config import load_settings
+from activities.config import Settings, load_settings
 from activities.errors import ConfigError
 from activities.plan.roots import default_roots, worker_roots
 from activities.plan.workspace import WorkspaceActivities
 from client.session import wait_for_worker
 from tests.cli import cli_env, ponder, start_ponder
-from tests.plans.run_helpers import agent, plan_doc, run
+from tests.plans.run_helpers import agent, plan_doc, run, start, trace, wait_state
 from tests.test_inputs import temporal_start
-from workflows.names import PLAN_RUN
-from workflows.plan.run_types import PathsInput
+from workflows.names import PLAN_RUN, UPDATE_RESUME
+from workflows.plan.run_types import PathsInput, ResumeInput
 
 PLAN = plan_doc(agent("hello", "Say hello."), name="roots")
 ESCAPES = "artifact-path-escapes-root"
@@ -191,3 +191,32 @@ def test_the_readme_configuration_loads(tmp_path: Path) -> None:
     assert settings.default_family == "claude"
     assert settings.executors["openai"] == "openai:gpt-4.1"
     assert Path("~/src").expanduser() in settings.workspace_roots
+
+
+async def test_a_workspace_swapped_after_preflight_is_refused_at_the_call(
+    client: Client, worker_queue: str, tmp_path: Path, settings: Settings
+) -> None:
+    """Preflight passed; while the run waits, the workspace becomes a link out of the roots.
+    The model call (a command agent's cwd) checks again, on whichever worker runs it."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    plan = plan_doc(
+        {"id": "wait", "kind": "pause", "pause": {"state": "WAIT", "resume_arg": "go"}},
+        agent("hello", "Say hello.", deps=["wait"]),
+    )
+    handle = await start(client, worker_queue, plan, workspace=str(workspace))
+    await wait_state(handle, "awaiting_input")
+    workspace.rmdir()
+    workspace.symlink_to("/etc")
+    await handle.execute_update(UPDATE_RESUME, ResumeInput(args={"go": "yes"}))
+    with pytest.raises(WorkflowFailureError) as info:
+        await asyncio.wait_for(handle.result(), 20)
+    cause = info.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == ESCAPES, cause
+    assert f"workspace '{workspace}' (really '/etc') is outside every" in cause.message
+    settled = [
+        e["data"]
+        for e in trace(settings.runs_dir, handle.id)
+        if e["type"] == "settled" and e["data"]["step"] == "hello"
+    ]
+    assert [d.get("failure") for d in settled] == ["escapes-root"]  # refused once, not retried
