@@ -69,7 +69,8 @@ def outside_roots(workspace: str, roots: Sequence[str], *, field: str = "workspa
     for root in roots:
         if real == root or Path(real).is_relative_to(root):
             return None
-    where = f"{workspace!r}" + (f" (really {real!r})" if real != workspace.rstrip("/") else "")
+    linked = real != os.path.normpath(workspace)
+    where = f"{workspace!r}" + (f" (really {real!r})" if linked else "")
     declared = ", ".join(roots) or "none"
     return (
         f"{field} {where} is outside every workspace root this worker declares ({declared}): "
