@@ -19,6 +19,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from workflows.plan.reasons import Reason
+
 __all__ = [
     "WORKSPACE_REFUSED",
     "WORKSPACE_ROOTS_FIX",
@@ -27,8 +29,8 @@ __all__ = [
     "worker_roots",
 ]
 
-WORKSPACE_REFUSED = "artifact-path-escapes-root"
-"""The failure type of an activity refusing a workspace (the plan reason of the same name)."""
+WORKSPACE_REFUSED = str(Reason.ARTIFACT_PATH_ESCAPES_ROOT)
+"""The failure type of an activity refusing a workspace: the plan reason."""
 
 WORKSPACE_ROOTS_FIX = (
     "give a workspace inside one of them (ponder plan run --workspace DIR, or the plan's "
