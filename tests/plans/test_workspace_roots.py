@@ -150,6 +150,8 @@ def test_ponder_toml_declares_roots_and_refuses_relative_ones(tmp_path: Path) ->
     config.write_text('[plans]\nworkspace_roots = ["/srv/work", "~/projects"]\n')
     settings = load_settings(config, home=str(tmp_path / "home"))
     assert settings.workspace_roots == [Path("/srv/work"), Path("~/projects").expanduser()]
+    flagged = load_settings(config, home=str(tmp_path / "home"), workspace_roots=[Path("/x")])
+    assert flagged.workspace_roots == [Path("/x")]  # ponder worker --workspace-root replaces it
 
     config.write_text('[plans]\nworkspace_roots = ["projects"]\n')
     with pytest.raises(ConfigError, match=r"plans\.workspace_roots.*'projects' is not an absolute"):
