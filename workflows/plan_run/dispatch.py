@@ -265,6 +265,7 @@ class Dispatcher:
                 usd=usd,
                 latency_ms=response.latency_ms,
                 simulated=response.simulated,
+                priced=response.usd is not None,
             )
         )
 
