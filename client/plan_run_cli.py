@@ -415,7 +415,9 @@ async def plan_status(handle: WorkflowHandle) -> PlanStatus:
     return shown
 
 
-def print_plan_status(shown: PlanStatus, *, as_json: bool) -> None:
+def print_plan_status(
+    shown: PlanStatus, *, as_json: bool, settings: Settings | None = None
+) -> None:
     if as_json:
         click.echo(json.dumps(shown.model_dump(mode="json"), indent=2))
         return
@@ -435,6 +437,9 @@ def print_plan_status(shown: PlanStatus, *, as_json: bool) -> None:
         )
     if shown.error:
         out.print(f"error    {shown.error}")
+    report = settings.runs_dir / shown.run_id / "report.html" if settings else None
+    if report is not None and report.exists():
+        out.print(f"report   {report}", markup=False, highlight=False, soft_wrap=True)
     if shown.state.startswith("awaiting_"):
         out.print(f"continue with: {continue_command(shown)}")
 
