@@ -217,6 +217,9 @@ class ModelActivities:
         keys = [wire_key(body, request.seed) for body in bodies]
         cache = await asyncio.to_thread(self.replays.get, replay.run_id)
         found = cache.find(keys, call_key=input.call_key, provider_kind=resolved.endpoint.kind)
+        if found is None:  # the recording may have grown since the cache was built
+            cache = await asyncio.to_thread(self.replays.get, replay.run_id, fresh=True)
+            found = cache.find(keys, call_key=input.call_key, provider_kind=resolved.endpoint.kind)
         if found is not None:
             index, recorded = found
             ctx.fallbacks += index  # the JSON-mode fallback the original call took, if any

@@ -2,8 +2,8 @@
 
 A run whose ``calls.replay`` names ``RUN_ID`` reads ``RUN_ID/raw-events.jsonl`` and, for a
 campaign, every cell's ``RUN_ID.<12 hex>/raw-events.jsonl``, from the worker's run store and the
-directories it declares in ``replay_dirs``: input names a run id, never a path, and a link that
-leads out of its root is not followed. Only answered exchanges (status 200) are kept, sim ones
+directories it declares in ``replay_dirs``: input names a run id, never a path, and links are
+not followed. Only answered exchanges (status 200) are kept, sim ones
 included (their events are marked ``synthetic``).
 
 One key can hold several exchanges: calls with the same request in the same seed, such as the
@@ -63,19 +63,26 @@ class WireCache:
 
 
 def recording_files(run_id: str, settings: Settings) -> list[Path]:
-    """The raw-event files of run ``run_id`` and of its campaign cells, in run-id order."""
+    """The raw-event files of run ``run_id`` and of its campaign cells, in run-id order.
+
+    Links are not followed (a cell directory or events file that is a symlink is skipped), so
+    nothing outside a root is read, without resolving every path."""
     check_run_id(run_id)
     own = re.compile(rf"^{re.escape(run_id)}(\.[0-9a-f]{{12}})?$")
     files: list[Path] = []
     for root in [settings.runs_dir, *settings.replay_dirs]:
         root = Path(root).resolve()
         try:
-            names = sorted(e.name for e in os.scandir(root) if own.match(e.name))
+            names = sorted(
+                e.name
+                for e in os.scandir(root)
+                if own.match(e.name) and e.is_dir(follow_symlinks=False)
+            )
         except OSError:
             continue
         for name in names:
-            path = (root / name / RAW_EVENTS).resolve()  # links judged by where they lead
-            if path.is_relative_to(root) and path.is_file():
+            path = root / name / RAW_EVENTS
+            if path.is_file() and not path.is_symlink():
                 files.append(path)
     return files
 
@@ -110,21 +117,29 @@ def _load(files: list[Path]) -> WireCache:
 
 
 class WireCaches:
-    """One cache per recorded run on a worker, rebuilt when its files change."""
+    """The caches of the last few recorded runs a worker replayed from.
+
+    Built on first use and rebuilt on a miss (a recording still being written, or a cell
+    directory copied in since), never rescanned on a hit: a lookup then costs a dict access,
+    not a walk of the run store.
+    """
+
+    KEEP = 4
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._lock = threading.Lock()
-        self._caches: dict[str, tuple[tuple[tuple[str, int, int], ...], WireCache]] = {}
+        self._caches: dict[str, WireCache] = {}
 
-    def get(self, run_id: str) -> WireCache:
-        files = recording_files(run_id, self.settings)
-        signature = tuple((str(p), (s := p.stat()).st_size, s.st_mtime_ns) for p in files)
+    def get(self, run_id: str, *, fresh: bool = False) -> WireCache:
         with self._lock:
-            cached = self._caches.get(run_id)
-            if cached is not None and cached[0] == signature:
-                return cached[1]
-        cache = _load(files)
+            cached = None if fresh else self._caches.get(run_id)
+        if cached is not None:
+            return cached
+        cache = _load(recording_files(run_id, self.settings))
         with self._lock:
-            self._caches[run_id] = (signature, cache)
+            self._caches.pop(run_id, None)
+            self._caches[run_id] = cache
+            while len(self._caches) > self.KEEP:  # the oldest built goes first
+                self._caches.pop(next(iter(self._caches)))
         return cache

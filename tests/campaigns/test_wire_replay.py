@@ -17,6 +17,7 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError
 
 from activities.config import Endpoint, Settings
+from activities.wire_cache import recording_files
 from client.campaign_cli import load
 from tests.campaigns.helpers import document
 from tests.cli import cli_env, ponder
@@ -150,6 +151,36 @@ def test_the_replay_source_is_a_run_id_never_a_path() -> None:
             WireReplay(run_id=source)
     with pytest.raises(ValidationError):
         WireReplay(run_id="camp-1", on_miss="guess")  # type: ignore[arg-type]
+
+
+def test_recordings_are_read_from_the_store_and_replay_dirs_never_through_links(
+    settings: Settings, tmp_path: Path
+) -> None:
+    declared, outside = tmp_path / "declared", tmp_path / "outside"
+    settings = settings.model_copy(update={"replay_dirs": [declared]})
+    cell = "camp-1.0123456789ab"
+    for root, name in [
+        (settings.runs_dir, "camp-1"),
+        (settings.runs_dir, cell),
+        (declared, "camp-1.ba9876543210"),
+        (settings.runs_dir, "camp-1.x"),  # another campaign's id, not a cell of camp-1
+        (settings.runs_dir, "camp-12"),
+        (outside, "elsewhere"),
+    ]:
+        (root / name).mkdir(parents=True)
+        (root / name / "raw-events.jsonl").write_text("{}\n")
+    # A cell directory that is a link, and an events file that is one, lead outside: skipped.
+    (settings.runs_dir / "camp-1.aaaaaaaaaaaa").symlink_to(outside / "elsewhere")
+    (settings.runs_dir / "camp-1.bbbbbbbbbbbb").mkdir()
+    (settings.runs_dir / "camp-1.bbbbbbbbbbbb" / "raw-events.jsonl").symlink_to(
+        outside / "elsewhere" / "raw-events.jsonl"
+    )
+    found = recording_files("camp-1", settings)
+    assert found == [
+        settings.runs_dir.resolve() / "camp-1" / "raw-events.jsonl",
+        settings.runs_dir.resolve() / cell / "raw-events.jsonl",
+        declared.resolve() / "camp-1.ba9876543210" / "raw-events.jsonl",
+    ]
 
 
 # -- record, then replay offline ------------------------------------------------------------------
