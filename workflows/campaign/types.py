@@ -132,6 +132,9 @@ class CampaignProgress(BaseModel):
     spent: BudgetSpent
     reserved_calls: int = 0
     blocking_limit: str | None = None
+    awaiting_cell_calls: int | None = Field(
+        default=None, description="awaiting budget: the worst-case calls of the next cell"
+    )
     leader: str | None = Field(default=None, description="variant with the best mean so far")
     leader_mean: float | None = None
     fingerprint: str | None = None
