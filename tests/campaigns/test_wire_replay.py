@@ -22,7 +22,7 @@ from client.campaign_cli import load
 from tests.campaigns.helpers import document
 from tests.cli import cli_env, ponder
 from tests.conftest import with_endpoint
-from tests.fakes import FakeProvider
+from tests.fakes import FakeProvider, Reply, openai_completion
 from tests.plans.test_run_control import temporal
 from tests.test_command_replay import ask, failure_of
 from worker.worker import WorkerOptions, running_worker
@@ -286,6 +286,30 @@ async def test_a_miss_under_throw_fails_the_campaign_naming_the_key(
     assert [(r["seed"], r["failure_class"]) for r in rows] == [(0, None), (1, "runner_threw")]
     (miss,) = events(settings, cell_run_id(replay, "single", "s0", 1))
     assert miss["replay_miss"] == missing and miss["error"].startswith("replay miss")
+
+
+async def test_a_judge_scorer_miss_under_throw_stops_the_campaign_too(
+    client: Client, http_queue: tuple[str, Settings], fake: FakeProvider
+) -> None:
+    queue, settings = http_queue
+    fake.responder = lambda seen: Reply(body=openai_completion("Fair.\n0.8"))
+    doc = document(seeds=[0], min_pairs=2, concurrency=1)
+    doc["variants"][1] = {"id": "other", "kind": "single", "config": {"model": "sim:default"}}
+    judge = {"kind": "judge", "model": "corp:m", "rubric": "Correct and short."}
+    doc["scenarios"] = [{"id": "s0", "task": "Sort.", "scorer": judge}]
+    original, result = await run(client, queue, doc)
+    assert isinstance(result, CampaignResult) and result.failed_cells == 0, result
+    fake.close()
+    _, same = await run(client, queue, doc, replay={"run_id": original})
+    assert isinstance(same, CampaignResult) and same.failed_cells == 0, same  # judged from tape
+    # Another rubric is another judge prompt: the recording has no answer for it.
+    doc["scenarios"][0]["scorer"]["rubric"] = "Correct, short and documented."
+    replay, error = await run(client, queue, doc, replay={"run_id": original})
+    assert isinstance(error, ApplicationError) and error.type == "provider.replay_miss"
+    assert "call campaign_judge/0/0" in error.message
+    (row,) = records(settings.runs_dir / replay)
+    assert row["failure_class"] == "scorer_failed"
+    assert row["error"].startswith("judge call failed: provider.replay_miss:")
 
 
 async def test_a_miss_under_fail_closed_is_a_599_the_cell_records(
