@@ -313,6 +313,31 @@ async def test_malformed_control_input_is_refused_not_dropped(
     assert (await asyncio.wait_for(handle.result(), 60)).status == "completed"
 
 
+async def test_a_signal_with_two_inputs_is_dropped_and_the_run_goes_on(
+    client: Client, server_address: str, worker_queue: str
+) -> None:
+    # Two --input flags are two handler arguments: the handler's TypeError used to fail the
+    # workflow task forever, and every later signal with it.
+    handle = await start(client, worker_queue, budget=BudgetLimits(max_output_tokens=1))
+    deadline = asyncio.get_running_loop().time() + 30
+    while (await handle.query(QUERY_PROGRESS, result_type=Progress)).status != "awaiting_budget":
+        assert asyncio.get_running_loop().time() < deadline, "the run did not pause"
+        await asyncio.sleep(0.1)
+    target = ["--address", server_address, "--workflow-id", handle.id]
+    big = json.dumps({"max_output_tokens": 10**9})
+    code, output = await temporal(
+        "workflow", "signal", *target, "--name", SIGNAL_EXTEND_BUDGET, "--input", big,
+        "--input", big,
+    )  # fmt: skip
+    assert code == 0, output
+    await handle.signal(SIGNAL_EXTEND_BUDGET, ExtendBudgetInput(max_output_tokens=10**9))
+    assert (await asyncio.wait_for(handle.result(), 60)).status == "completed"
+    history = await handle.fetch_history()
+    types = [event.event_type for event in history.events]
+    assert types.count(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED) == 2
+    assert EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED not in types
+
+
 # -- the pure decoder --------------------------------------------------------------------------
 
 
