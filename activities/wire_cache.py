@@ -97,7 +97,10 @@ def _load(files: list[Path]) -> WireCache:
         for line in lines:
             if not line.strip():
                 continue
-            event = orjson.loads(line)
+            try:
+                event = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue  # a line cut short by a killed worker holds no exchange: a miss
             body = (event.get("request") or {}).get("body")
             if (event.get("response") or {}).get("status") != 200 or not isinstance(body, dict):
                 continue

@@ -17,7 +17,7 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError
 
 from activities.config import Endpoint, Settings
-from activities.wire_cache import recording_files
+from activities.wire_cache import WireCaches, recording_files
 from client.campaign_cli import load
 from tests.campaigns.helpers import document
 from tests.cli import cli_env, ponder
@@ -175,6 +175,18 @@ def test_recordings_are_read_from_the_store_and_replay_dirs_never_through_links(
     (settings.runs_dir / "camp-1.bbbbbbbbbbbb" / "raw-events.jsonl").symlink_to(
         outside / "elsewhere" / "raw-events.jsonl"
     )
+    # A line cut short (a worker killed mid-write) is skipped, the rest is read.
+    body = {"model": "m", "messages": [{"role": "user", "content": "Q"}]}
+    whole = {"call_key": "ask/0/0", "provider_kind": "sim", "seed": 3, "request": {"body": body}}
+    whole["response"] = {"status": 200, "body": {"text": "A"}}
+    (settings.runs_dir / cell / "raw-events.jsonl").write_text(
+        json.dumps(whole) + "\n" + json.dumps(whole)[:40] + "\n"
+    )
+    cache = WireCaches(settings).get("camp-1")
+    hit = cache.find([wire_key(body, 3)], call_key="other/0/0", provider_kind="sim")
+    assert hit is not None and hit[1].response["body"] == {"text": "A"}
+    assert cache.find([wire_key(body, 4)], call_key="ask/0/0", provider_kind="sim") is None
+    assert cache.find([wire_key(body, 3)], call_key="ask/0/0", provider_kind="openai") is None
     found = recording_files("camp-1", settings)
     assert found == [
         settings.runs_dir.resolve() / "camp-1" / "raw-events.jsonl",
