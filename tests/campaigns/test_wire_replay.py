@@ -153,6 +153,14 @@ def test_the_replay_source_is_a_run_id_never_a_path() -> None:
         WireReplay(run_id="camp-1", on_miss="guess")  # type: ignore[arg-type]
 
 
+async def test_a_campaign_naming_a_path_as_its_replay_source_fails_at_once(
+    client: Client, worker_queue: str
+) -> None:
+    _, error = await run(client, worker_queue, document(), replay={"run_id": "/etc/passwd"})
+    assert isinstance(error, ApplicationError) and error.type == "input.invalid"
+    assert "calls.replay.run_id" in error.message and "must match" in error.message
+
+
 def test_recordings_are_read_from_the_store_and_replay_dirs_never_through_links(
     settings: Settings, tmp_path: Path
 ) -> None:
