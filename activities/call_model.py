@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -25,6 +26,7 @@ from activities.errors import (
 )
 from activities.pricing import cost_usd
 from activities.providers import CallContext, ResolvedModel, resolve_model
+from activities.providers.http import error_for_status
 from activities.raw_events import RawEventLog, redact
 from activities.run_store import RunDirRefused, RunIdInvalid, RunStore, refusal
 from activities.wire_cache import WireCaches
@@ -232,6 +234,12 @@ class ModelActivities:
                     "response": recorded.response,
                 }
             )
+            status = recorded.response["status"]
+            if status != 200:  # the original's final error, raised as it was then
+                text = recorded.response.get("text")
+                if text is None:
+                    text = orjson.dumps(recorded.response.get("body")).decode()
+                raise error_for_status(httpx.Response(status, text=text), ctx)
             return implementation.parse_response(recorded.response["body"], request, ctx)
         if replay.on_miss == "network":
             return await implementation.request(request, ctx)

@@ -3,8 +3,8 @@
 A run whose ``calls.replay`` names ``RUN_ID`` reads ``RUN_ID/raw-events.jsonl`` and, for a
 campaign, every cell's ``RUN_ID.<12 hex>/raw-events.jsonl``, from the worker's run store and the
 directories it declares in ``replay_dirs``: input names a run id, never a path, and links are
-not followed. Only answered exchanges (status 200) are kept, sim ones
-included (their events are marked ``synthetic``).
+not followed. Kept: answered exchanges (status 200, sim ones included, marked ``synthetic``)
+and final errors (a 4xx no retry changes); an error that was retried is not an outcome.
 
 One key can hold several exchanges: calls with the same request in the same seed, such as the
 candidates a tournament generates from one prompt. The exchange recorded at the same call key
@@ -25,6 +25,7 @@ import orjson
 
 from activities.config import Settings
 from activities.errors import ConfigError
+from activities.providers.http import is_final_status
 from workflows.run_ids import check_run_id
 from workflows.wire_replay import wire_key
 
@@ -49,16 +50,23 @@ class Recorded:
 class WireCache:
     files: list[Path]
     entries: dict[str, list[Recorded]] = field(default_factory=dict)
+    """Answered exchanges (status 200) by key."""
+    failures: dict[str, list[Recorded]] = field(default_factory=dict)
+    """Final error answers (a 4xx no retry changes, see ``is_final_status``) by key: a call
+    that failed so in the original fails the same way in the replay."""
 
     def find(
         self, keys: list[str], *, call_key: str, provider_kind: str
     ) -> tuple[int, Recorded] | None:
-        """The exchange answering the first of ``keys`` that has one, and that key's index."""
-        for i, key in enumerate(keys):
-            found = [r for r in self.entries.get(key, ()) if r.provider_kind == provider_kind]
-            if found:
-                same_place = [r for r in found if r.call_key == call_key]
-                return i, (same_place or found)[0]
+        """The exchange answering the first of ``keys`` that has one, and that key's index;
+        an answer wins over a final error under any key (a JSON-mode request the endpoint
+        refused, then its fallback that was answered, replays as the answer)."""
+        for table in (self.entries, self.failures):
+            for i, key in enumerate(keys):
+                found = [r for r in table.get(key, ()) if r.provider_kind == provider_kind]
+                if found:
+                    same_place = [r for r in found if r.call_key == call_key]
+                    return i, (same_place or found)[0]
         return None
 
 
@@ -102,11 +110,18 @@ def _load(files: list[Path]) -> WireCache:
             except orjson.JSONDecodeError:
                 continue  # a line cut short by a killed worker holds no exchange: a miss
             body = (event.get("request") or {}).get("body")
-            if (event.get("response") or {}).get("status") != 200 or not isinstance(body, dict):
+            status = (event.get("response") or {}).get("status")
+            if not isinstance(body, dict) or not isinstance(status, int):
                 continue
+            if status == 200:
+                table = cache.entries
+            elif is_final_status(status) and not event.get("replay_miss"):
+                table = cache.failures
+            else:
+                continue  # retried in the original: its later attempt holds the outcome
             seed = event.get("seed", body.get("seed", 0))
             key = wire_key(body, int(seed) if isinstance(seed, int) else 0)
-            cache.entries.setdefault(key, []).append(
+            table.setdefault(key, []).append(
                 Recorded(
                     call_id=str(event.get("call_id", "")),
                     call_key=str(event.get("call_key", "")),

@@ -22,7 +22,7 @@ from client.campaign_cli import load
 from tests.campaigns.helpers import document
 from tests.cli import cli_env, ponder
 from tests.conftest import with_endpoint
-from tests.fakes import FakeProvider, Reply, openai_completion
+from tests.fakes import FakeProvider, Reply, Seen, openai_completion, sim_responder
 from tests.plans.test_run_control import temporal
 from tests.test_command_replay import ask, failure_of
 from worker.worker import WorkerOptions, running_worker
@@ -51,6 +51,17 @@ async def http_queue(
     queue = f"test-{uuid.uuid4()}"
     async with running_worker(client, configured, WorkerOptions(task_queue=queue)):
         yield queue, configured
+
+
+REFUSAL = "no such model: bad"
+
+
+def refuse_bad(seen: Seen) -> Reply:
+    """The sim behind HTTP, but a 400 for the model ``bad`` (indented JSON, as servers send)."""
+    if seen.body.get("model") != "bad":
+        return sim_responder(seen)
+    error = {"error": {"message": REFUSAL, "type": "invalid_request_error"}}
+    return Reply(status=400, raw=json.dumps(error, indent=2).encode())
 
 
 def mixed_document(**overrides: Any) -> dict[str, Any]:
@@ -213,11 +224,15 @@ async def test_a_recorded_campaign_replays_offline_to_the_same_records_and_repor
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     queue, settings = http_queue
+    # A fourth variant names a model the server refuses (HTTP 400): its cells fail, and the
+    # replay must fail them the same way (same code, same message quoting the server).
+    fake.responder = refuse_bad
     doc = mixed_document()
+    doc["variants"].append({"id": "refused", "kind": "single", "config": {"model": "corp:bad"}})
     original, recorded = await run(client, queue, doc)
-    assert isinstance(recorded, CampaignResult) and recorded.failed_cells == 0
+    assert isinstance(recorded, CampaignResult) and recorded.failed_cells == 4, recorded
     calls = len(fake.seen)
-    assert calls > 12  # 4 single shots and 4 tournaments on the fake
+    assert calls > 16  # 8 single shots and 4 tournaments on the fake
     # The sim cells recorded synthetic exchanges, marked so nobody takes them for HTTP.
     sim_cell = cell_run_id(original, "single", "s0", 0)
     (sim_event,) = events(settings, sim_cell)
@@ -234,7 +249,7 @@ async def test_a_recorded_campaign_replays_offline_to_the_same_records_and_repor
     replay, replayed = await run(client, queue, doc, replay={"run_id": original})
     assert isinstance(replayed, CampaignResult), replayed
     assert len(fake.seen) == calls  # not one request left the worker
-    assert replayed.failed_cells == 0
+    assert replayed.failed_cells == 4
     assert replayed.decisions == recorded.decisions
     assert replayed.recommendation == recorded.recommendation
     assert replayed.fingerprint == recorded.fingerprint
@@ -243,7 +258,13 @@ async def test_a_recorded_campaign_replays_offline_to_the_same_records_and_repor
     # Records: equal field for field but the replay's own identity and clock.
     before = records(settings.runs_dir / original)
     after = records(settings.runs_dir / replay)
-    assert len(after) == len(before) == 12
+    assert len(after) == len(before) == 16
+    refused = [r for r in after if r["variant"] == "refused"]
+    assert all(r["failure_class"] == "runner_threw" for r in refused)
+    assert all(
+        r["error"].startswith("provider.bad_request: corp answered HTTP 400") for r in refused
+    )
+    assert all(REFUSAL in r["error"] for r in refused)
     for old, new in zip(before, after, strict=True):
         assert {k: v for k, v in new.items() if k not in IDENTITY} == {
             k: v for k, v in old.items() if k not in IDENTITY
