@@ -22,7 +22,14 @@ from client.campaign_cli import load
 from tests.campaigns.helpers import document
 from tests.cli import cli_env, ponder
 from tests.conftest import with_endpoint
-from tests.fakes import FakeProvider, Reply, Seen, openai_completion, sim_responder
+from tests.fakes import (
+    FakeProvider,
+    Reply,
+    Seen,
+    anthropic_message,
+    openai_completion,
+    sim_responder,
+)
 from tests.plans.test_run_control import temporal
 from tests.test_command_replay import ask, failure_of
 from worker.worker import WorkerOptions, running_worker
@@ -498,3 +505,36 @@ async def test_an_ask_replays_from_its_recording_by_wire_key(
         client, worker_queue, AskInput(question="Other.", model="sim:default", seed=4, calls=replay)
     )
     assert error.type == "provider.replay_miss" and "call ask/0/0" in error.message
+
+
+async def test_provider_shapes_replay_offline_json_mode_fallback_and_messages_api(
+    client: Client, settings: Settings
+) -> None:
+    """An endpoint that refuses JSON mode (the fallback answered) and the Messages API (its
+    separate system field) replay from their recordings with the server gone."""
+    chat, messages = FakeProvider(), FakeProvider()
+    chat.replies = [Reply(400, {"error": {"message": "response_format is not supported"}})]
+    messages.responder = lambda seen: Reply(body=anthropic_message("From the Messages API."))
+    settings = with_endpoint(settings, "chat", Endpoint(kind="openai", base_url=chat.url))
+    settings = with_endpoint(settings, "msgs", Endpoint(kind="anthropic", base_url=messages.url))
+    queue = f"test-{uuid.uuid4()}"
+    asks = [
+        AskInput(question="Give JSON.", model="chat:m", json_mode=True, seed=2),
+        AskInput(question="Say hi.", model="msgs:claude", system="Be brief.", seed=2),
+    ]
+    async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
+        recorded = [await ask(client, queue, a) for a in asks]
+        chat.close()
+        messages.close()
+        for original, input in zip(recorded, asks, strict=True):
+            calls = CallOptions(replay=WireReplay(run_id=original.run_id))
+            again = await ask(client, queue, input.model_copy(update={"calls": calls}))
+            assert again.response.text == original.response.text
+            assert again.response.usage == original.response.usage
+            assert again.response.model == original.response.model
+            # The refused JSON-mode request counts as the fallback it was, not as the answer.
+            assert again.response.transport_retries == original.response.transport_retries
+            (event,) = events(settings, again.run_id)
+            assert event["replayed_from"].startswith(f"{original.run_id}/")
+    assert recorded[0].response.transport_retries == 1
+    assert recorded[1].response.text == "From the Messages API."
