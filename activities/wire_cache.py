@@ -1,4 +1,4 @@
-"""The wire-replay cache: a recorded run's exchanges, found by wire key (``workflows.wire_replay``).
+"""Wire replay on the worker: a recorded run's exchanges by wire key, and a call answered from them.
 
 A run whose ``calls.replay`` names ``RUN_ID`` reads ``RUN_ID/raw-events.jsonl`` and, for a
 campaign, every cell's ``RUN_ID.<12 hex>/raw-events.jsonl``, from the worker's run store and the
@@ -14,6 +14,7 @@ first one recorded (cells in run-id order, then file order), so a lookup never d
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import threading
@@ -21,15 +22,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import orjson
 
 from activities.config import Settings
-from activities.errors import ConfigError
-from activities.providers.http import is_final_status
+from activities.errors import ConfigError, ReplayClosedError, ReplayMissError
+from activities.providers.base import CallContext
+from activities.providers.http import error_for_status, is_final_status
+from activities.providers.registry import ResolvedModel
+from workflows.model_types import CallModelInput, ModelResponse
 from workflows.run_ids import check_run_id
-from workflows.wire_replay import wire_key
+from workflows.wire_replay import REPLAY_CLOSED_STATUS, wire_key
 
-__all__ = ["Recorded", "WireCache", "WireCaches", "recording_files"]
+__all__ = ["Recorded", "WireCache", "WireCaches", "recording_files", "replayed"]
 
 RAW_EVENTS = "raw-events.jsonl"
 
@@ -161,3 +166,70 @@ class WireCaches:
             while len(self._caches) > self.KEEP:  # the oldest built goes first
                 self._caches.pop(next(iter(self._caches)))
         return cache
+
+
+async def replayed(
+    caches: WireCaches, input: CallModelInput, resolved: ResolvedModel, ctx: CallContext
+) -> ModelResponse:
+    """Answer from the recording ``input.replay`` names (wire replay), or apply its miss
+    policy. The exchange is recorded in this run's raw events as well (marked
+    ``replayed_from``), so the replayed run passes the same capture check as the original."""
+    assert input.replay is not None
+    replay, request = input.replay, input.request
+    implementation = resolved.implementation
+    wire_bodies = getattr(implementation, "wire_bodies", None)
+    bodies: list[dict[str, Any]] = wire_bodies(request, ctx) if wire_bodies else []
+    keys = [wire_key(body, request.seed) for body in bodies]
+    cache = await asyncio.to_thread(caches.get, replay.run_id)
+    found = cache.find(keys, call_key=input.call_key, provider_kind=resolved.endpoint.kind)
+    if found is None:  # the recording may have grown since the cache was built
+        cache = await asyncio.to_thread(caches.get, replay.run_id, fresh=True)
+        found = cache.find(keys, call_key=input.call_key, provider_kind=resolved.endpoint.kind)
+    if found is not None:
+        index, recorded = found
+        ctx.fallbacks += index  # the JSON-mode fallback the original call took, if any
+        await ctx.raw_events.record(
+            {
+                "url": recorded.url,
+                "synthetic": recorded.synthetic,
+                "replayed_from": recorded.call_id,
+                "request": {"body": bodies[index]},
+                "response": recorded.response,
+            }
+        )
+        status = recorded.response["status"]
+        if status != 200:  # the original's final error, raised as it was then
+            text = recorded.response.get("text")
+            if text is None:
+                text = orjson.dumps(recorded.response.get("body")).decode()
+            raise error_for_status(httpx.Response(status, text=text), ctx)
+        return implementation.parse_response(recorded.response["body"], request, ctx)
+    if replay.on_miss == "network":
+        return await implementation.request(request, ctx)
+    where = "no recorded raw events" if not cache.files else "no recorded exchange"
+    message = (
+        f"wire replay of run {replay.run_id!r}: {where} for call {input.call_key} "
+        f"({request.model}, seed {request.seed}) with key "
+        f"{keys[0] if keys else '(provider not replayable)'}: the request differs from the "
+        "recording (prompt, model, parameters or seed), or set on_miss to network"
+    )
+    model = f"{resolved.provider_name}:{resolved.model_name}"
+    miss: dict[str, Any] = {
+        "url": f"replay:{replay.run_id}",
+        "synthetic": True,
+        "replay_miss": keys[0] if keys else None,
+        "request": {"body": bodies[0] if bodies else {}},
+    }
+    if replay.on_miss == "throw":
+        await ctx.raw_events.record({**miss, "error": f"replay miss: {message}"})
+        raise ReplayMissError(message, model=model)
+    body = {"error": {"type": "replay_closed", "message": message}}
+    await ctx.raw_events.record(
+        {**miss, "response": {"status": REPLAY_CLOSED_STATUS, "headers": {}, "body": body}}
+    )
+    raise ReplayClosedError(
+        f"HTTP {REPLAY_CLOSED_STATUS} (fail-closed): {message}",
+        model=model,
+        status=REPLAY_CLOSED_STATUS,
+        body=message,
+    )
