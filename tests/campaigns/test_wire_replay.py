@@ -250,8 +250,8 @@ async def test_a_recorded_campaign_replays_offline_to_the_same_records_and_repor
     monkeypatch.delenv(KEY_ENV)
 
     # A replay that may go to the network still needs the key the route asks for.
-    _, refused = await run(client, queue, doc, replay={"run_id": original, "on_miss": "network"})
-    assert isinstance(refused, ApplicationError) and refused.type == "route.no_auth"
+    _, no_key = await run(client, queue, doc, replay={"run_id": original, "on_miss": "network"})
+    assert isinstance(no_key, ApplicationError) and no_key.type == "route.no_auth"
 
     replay, replayed = await run(client, queue, doc, replay={"run_id": original})
     assert isinstance(replayed, CampaignResult), replayed
