@@ -112,13 +112,35 @@ class Endpoint(BaseModel):
         return self
 
 
+class PlansTable(BaseModel):
+    """``[plans]`` in ponder.toml."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    default_family: str | None = Field(default=None, min_length=1)
+    workspace_roots: list[str] = []
+
+    @field_validator("workspace_roots")
+    @classmethod
+    def _absolute(cls, roots: list[str]) -> list[str]:
+        for i, root in enumerate(roots):
+            if not os.path.isabs(os.path.expanduser(root)):
+                raise ValueError(
+                    f"[{i}] {root!r} is not an absolute path: give one such as "
+                    '"/srv/ponder/work" or "~/projects"'
+                )
+        return roots
+
+
 _LOWER_LAYERS: ContextVar[tuple[dict[str, Any], ...]] = ContextVar(
     "ponder_settings_lower_layers", default=()
 )
 """The layers below the environment (``[ponder]`` of the file, then home-based defaults),
 set by ``load_settings`` for the one Settings it builds."""
 
-_NOT_FROM_ENV = frozenset({"home", "providers", "prices", "config_file"})
+_NOT_FROM_ENV = frozenset(
+    {"home", "providers", "prices", "config_file", "default_family", "workspace_roots"}
+)
 """Fields that only ``load_settings`` fills (``PONDER_HOME`` is read there, before the file)."""
 
 
@@ -159,6 +181,16 @@ class Settings(BaseSettings):
     prices: dict[str, Price] = Field(default={}, description='keyed "provider:model"')
     executors: dict[str, str] = Field(
         default={}, description="plan step family -> provider:model ([executors] in ponder.toml)"
+    )
+    default_family: str | None = Field(
+        default=None,
+        description="[plans] default_family: the family of plan steps without a model (client "
+        "side: resolved into each run's input, never read by a worker)",
+    )
+    workspace_roots: list[Path] = Field(
+        default=[],
+        description="[plans] workspace_roots: where a plan run's workspace may be on this worker "
+        "(absolute; none declared: see activities/plan/roots.py)",
     )
     config_file: Path | None = None
 
@@ -230,14 +262,18 @@ def load_settings(config: str | Path | None = None, **flags: Any) -> Settings:
     executors = data.get("executors", {})
     if not isinstance(executors, dict) or not all(isinstance(v, str) for v in executors.values()):
         raise ConfigError(f'config {where}: executors: give FAMILY = "provider:model" entries')
+    plans = _validated(PlansTable, data.get("plans", {}), where, "plans")
     given = {k: v for k, v in flags.items() if v is not None and k != "home"}
     fixed: dict[str, Any] = {
         "home": home,
         "providers": providers,
         "prices": prices,
         "executors": executors,
+        "default_family": plans.default_family,
+        "workspace_roots": [Path(r).expanduser() for r in plans.workspace_roots],
         "config_file": path,
     }
+    fixed.update({k: given.pop(k) for k in ("default_family", "workspace_roots") if k in given})
     defaults = {"runs_dir": home / "runs", "payload_dir": home / "payloads"}
     layers = _LOWER_LAYERS.set((dict(data.get("ponder", {})), defaults))
     try:

@@ -13,7 +13,9 @@ PonderError                      base of everything ponder raises on purpose
     ├── PolicyRefusalError       the provider refused on content policy
     ├── DispatchError            a command provider exited non-zero (stderr is the detail)
     ├── AuthError                401/403: key missing or wrong
-    └── BadRequestError          any other 4xx: the request itself is wrong
+    ├── BadRequestError          any other 4xx: the request itself is wrong
+    ├── ReplayMissError          wire replay: no recorded exchange (on_miss throw)
+    └── ReplayClosedError        wire replay: no recorded exchange, a synthetic 599 (fail-closed)
 ```
 
 Third-party exceptions (httpx, subprocess, JSON) are translated into this tree in
@@ -44,6 +46,8 @@ __all__ = [
     "PonderError",
     "ProviderError",
     "RateLimitedError",
+    "ReplayClosedError",
+    "ReplayMissError",
     "ServerError",
     "TransportError",
 ]
@@ -129,6 +133,18 @@ class BadRequestError(ProviderError):
     failure_class = "bad_request"
 
 
+class ReplayMissError(ProviderError):
+    """A replayed run asked for an exchange its recording does not hold."""
+
+    failure_class = "replay_miss"
+
+
+class ReplayClosedError(ProviderError):
+    """The same miss under ``on_miss: fail-closed``: answered as a synthetic HTTP 599."""
+
+    failure_class = "replay_closed"
+
+
 RETRY_LATER_TYPE = "provider.retry_later"
 """A provider asked for a wait longer than the activity may take; see the module docstring."""
 
@@ -145,6 +161,8 @@ NON_RETRYABLE_TYPES: list[str] = [
             DispatchError,
             AuthError,
             BadRequestError,
+            ReplayMissError,
+            ReplayClosedError,
         )
     ),
 ]

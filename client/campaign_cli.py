@@ -7,33 +7,27 @@ error printed, one per line: ``path: [code] message``), 75 paused awaiting budge
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import sys
 from pathlib import Path
 
 import click
-from temporalio.client import WorkflowFailureError, WorkflowHandle, WorkflowUpdateFailedError
-from temporalio.service import RPCError
 
-from activities.campaign.report import ReportDesign, render_report
 from activities.config import Settings, load_settings
 from activities.errors import ConfigError
 from activities.model_types import Usage
 from activities.pricing import PRICES_AS_OF, cost_usd
 from activities.providers import default_model_for, price_table
+from client.campaign_control import follow, print_outcome, rerender_report
 from client.profiles import expand_saved_profiles
 from client.runs import (
-    RunFailed,
     check_run_id,
-    ctrl_c_detaches,
-    detach,
-    failure_message,
     new_run_id,
-    run_result,
     start_run,
 )
-from client.session import Session, open_session, spawn_background_worker
+from client.session import open_session, spawn_background_worker
+from client.tournament_control import extend as shared_extend
+from client.tournament_control import status as shared_status
 from workflows.campaign.configs import cell_calls, config_errors, variant_models
 from workflows.campaign.document import CampaignDocument, Validation, validate_value
 from workflows.campaign.errors import CampaignError
@@ -46,14 +40,13 @@ from workflows.campaign.stats import (
     pilot_diff_sd,
 )
 from workflows.campaign.types import CampaignProgress, CampaignResult
-from workflows.names import CAMPAIGN, QUERY_PROGRESS, UPDATE_EXTEND_BUDGET
+from workflows.names import CAMPAIGN
 from workflows.plan.document import parse_text
-from workflows.tournament.types import ExtendBudgetInput, ExtendBudgetResult
+from workflows.wire_replay import WireReplay
 
 __all__ = ["campaign", "load"]
 
 EXIT_INVALID = 2
-EXIT_PAUSED = 75
 # A forecast cannot know token counts: this per-call shape gives a rough worst-case USD figure.
 ROUGH_INPUT_TOKENS = 2_000
 ROUGH_OUTPUT_TOKENS = 1_000
@@ -183,72 +176,6 @@ def _settings(ctx: click.Context) -> Settings:
     return load_settings(root.get("config"))
 
 
-def progress_line(p: CampaignProgress) -> str:
-    leader = (
-        f", leader {p.leader} ({p.leader_mean:.3f})"
-        if p.leader and p.leader_mean is not None
-        else ""
-    )
-    usd = f", {p.spent.usd:.4f} USD" if p.spent.usd else ""
-    return (
-        f"[{p.status}] cells {p.cells_done}/{p.cells_total} done, {p.cells_running} running, "
-        f"{p.cells_failed} failed; {p.spent.calls} calls{usd}{leader}"
-    )
-
-
-async def follow(session: Session, handle: WorkflowHandle) -> CampaignResult | CampaignProgress:
-    """Print progress whenever it changes until the campaign ends or pauses on its budget.
-
-    Ctrl-C detaches: the campaign goes on (with a background worker in embedded mode).
-    """
-    result = asyncio.ensure_future(run_result(handle))
-    shown = ""
-    with ctrl_c_detaches() as interrupted:
-        while not result.done():
-            if interrupted.is_set():
-                result.cancel()
-                detach(session, handle.id)
-            progress = None
-            with contextlib.suppress(RPCError):
-                progress = await handle.query(QUERY_PROGRESS, result_type=CampaignProgress)
-            if progress is not None:
-                line = progress_line(progress)
-                if line != shown:
-                    click.echo(line, err=True)
-                    shown = line
-                if progress.status == "awaiting_budget" and progress.cells_running == 0:
-                    result.cancel()
-                    return progress
-            await asyncio.wait({result}, timeout=0.5)
-    with contextlib.suppress(RPCError):  # the final state, once
-        final = progress_line(await handle.query(QUERY_PROGRESS, result_type=CampaignProgress))
-        if final != shown:
-            click.echo(final, err=True)
-    try:
-        return result.result()
-    except WorkflowFailureError as exc:
-        raise RunFailed(f"campaign {handle.id} ended: {failure_message(exc)}") from exc
-
-
-def print_outcome(run_id: str, outcome: CampaignResult | CampaignProgress) -> None:
-    if isinstance(outcome, CampaignProgress):
-        click.echo(
-            f"campaign {run_id} paused: {outcome.blocking_limit} reached; raise it with "
-            f"`ponder extend {run_id} --calls N` (or --usd X)",
-            err=True,
-        )
-        sys.exit(EXIT_PAUSED)
-    click.echo(f"recommendation: {outcome.recommendation}")
-    for variant, decision in outcome.decisions.items():
-        click.echo(f"  {variant}: {decision}")
-    click.echo(
-        f"-- campaign {run_id}: {outcome.cells} cells ({outcome.failed_cells} failed), "
-        f"{outcome.spent.calls} calls; report in {Path(outcome.run_dir) / 'report.html'}",
-        err=True,
-    )
-    return None
-
-
 @campaign.command()
 @click.argument("file")
 @click.option("--run-id", default=None, help="Workflow id (default: campaign-<random>).")
@@ -262,6 +189,20 @@ def print_outcome(run_id: str, outcome: CampaignResult | CampaignProgress) -> No
 @click.option(
     "--pilot", default=None, help="A pilot campaign's run id or records.jsonl: its SD of pairs."
 )
+@click.option(
+    "--replay",
+    "replay_of",
+    default=None,
+    metavar="CAMPAIGN_RUN_ID",
+    help="Answer every model call from that recorded campaign's raw events (wire replay).",
+)
+@click.option(
+    "--on-miss",
+    type=click.Choice(["throw", "fail-closed", "network"]),
+    default="throw",
+    show_default=True,
+    help="With --replay: a call the recording lacks fails, gets a synthetic 599, or goes out.",
+)
 @click.pass_context
 def run(
     ctx: click.Context,
@@ -271,6 +212,8 @@ def run(
     dry_run: bool,
     effect: float,
     pilot: str | None,
+    replay_of: str | None,
+    on_miss: str,
 ) -> None:
     """Run the campaign in FILE: live progress (cells, spend, leader), then the decision.
 
@@ -285,6 +228,12 @@ def run(
         forecast(result.document, settings, effect=effect, pilot=pilot)
         return
     run_id = check_run_id(run_id or new_run_id("campaign"))
+    if replay_of is not None:  # the input's calls.replay: every worker routes the same way
+        if replay_of == run_id:
+            raise click.UsageError("--replay names the recorded campaign: give another --run-id")
+        result.document.calls.replay = WireReplay.model_validate(
+            {"run_id": check_run_id(replay_of), "on_miss": on_miss}
+        )
     payload = result.document.model_dump(mode="json", by_alias=True)
 
     async def go() -> CampaignResult | CampaignProgress:
@@ -368,108 +317,10 @@ def report(ctx: click.Context, run_id: str, html: bool) -> None:
 
     The same records give the same bytes, so the rewritten files equal the campaign's own.
     """
-    settings = _settings(ctx)
-    run_dir = settings.runs_dir / check_run_id(run_id)
-    try:
-        summary = json.loads((run_dir / "summary.json").read_text())
-        document = json.loads((run_dir / "campaign.json").read_text())
-        lines = (run_dir / "records.jsonl").read_text().splitlines()
-    except (OSError, ValueError) as exc:
-        raise ConfigError(
-            f"no campaign report for {run_id!r} in {run_dir} ({exc}): check the run id; a "
-            "campaign writes its report when it ends"
-        ) from None
-    records = [RunRecord.model_validate_json(line) for line in lines if line.strip()]
-    design = ReportDesign.from_document(
-        run_id,
-        document,
-        fingerprint=summary["fingerprint"],
-        status=summary["status"],
-        planned_cells=summary["cells"]["planned"],
-    )
-    _, files = render_report(design, records)
-    for name in ("report.md", "report.html"):
-        (run_dir / name).write_text(files[name])
+    run_dir, files = rerender_report(_settings(ctx), run_id)
     click.echo(str(run_dir / "report.html") if html else files["report.md"], nl=False)
 
 
-def _limit(value: str | None, current: float | None, cast: type) -> float | int | None:
-    """An absolute limit, or ``+N`` added to the current one."""
-    if value is None:
-        return None
-    try:
-        if value.startswith("+"):
-            return cast(current or 0) + cast(value[1:])  # type: ignore[no-any-return]
-        return cast(value)  # type: ignore[no-any-return]
-    except ValueError:
-        raise ConfigError(f"extend: {value!r} is not a number: give e.g. 300 or +50") from None
-
-
-@campaign.command()
-@click.argument("run_id")
-@click.option("--json", "as_json", is_flag=True, help="The progress as JSON.")
-@click.pass_context
-def status(ctx: click.Context, run_id: str, as_json: bool) -> None:
-    """A campaign's progress: cells done/running/failed, spend, leader, budget."""
-    settings = _settings(ctx)
-
-    async def go() -> CampaignProgress:
-        async with open_session(settings) as session:
-            handle = session.client.get_workflow_handle(check_run_id(run_id))
-            progress: CampaignProgress = await handle.query(
-                QUERY_PROGRESS, result_type=CampaignProgress
-            )
-            return progress
-
-    progress = asyncio.run(go())
-    if as_json:
-        click.echo(progress.model_dump_json(indent=2))
-    else:
-        click.echo(progress_line(progress))
-        limits = progress.budget.model_dump(exclude_none=True)
-        click.echo(f"budget {limits or 'unlimited'}; fingerprint {progress.fingerprint}")
-        if progress.error:
-            click.echo(f"error: {progress.error}")
-
-
-@campaign.command()
-@click.argument("run_id")
-@click.option("--calls", default=None, help="New max_calls (absolute, or +N).")
-@click.option("--usd", default=None, help="New max_usd (absolute, or +X).")
-@click.option("--detach", is_flag=True, help="Extend and return without following.")
-@click.pass_context
-def extend(
-    ctx: click.Context, run_id: str, calls: str | None, usd: str | None, detach: bool
-) -> None:
-    """Raise a campaign's shared budget; a campaign awaiting budget starts its next cells."""
-    if calls is None and usd is None:
-        raise ConfigError("extend needs --calls or --usd (absolute, or +N to add)")
-    settings = _settings(ctx)
-
-    async def go() -> CampaignResult | CampaignProgress | None:
-        async with open_session(settings) as session:
-            handle = session.client.get_workflow_handle(
-                check_run_id(run_id), result_type=CampaignResult
-            )
-            progress = await handle.query(QUERY_PROGRESS, result_type=CampaignProgress)
-            new = ExtendBudgetInput(
-                max_calls=_limit(calls, progress.budget.max_calls, int),  # type: ignore[arg-type]
-                max_usd=_limit(usd, progress.budget.max_usd, float),
-            )
-            try:
-                done = await handle.execute_update(
-                    UPDATE_EXTEND_BUDGET, new, result_type=ExtendBudgetResult
-                )
-            except WorkflowUpdateFailedError as exc:
-                cause = exc.cause
-                raise ConfigError(f"extend refused: {getattr(cause, 'message', cause)}") from None
-            click.echo(f"budget now {done.budget.model_dump(exclude_none=True)}", err=True)
-            if detach:
-                if session.embedded:
-                    spawn_background_worker(settings)
-                return None
-            return await follow(session, handle)
-
-    outcome = asyncio.run(go())
-    if outcome is not None:
-        print_outcome(run_id, outcome)
+# The shared commands, also under ``ponder campaign`` where a campaign user looks for them.
+campaign.add_command(shared_status, name="status")
+campaign.add_command(shared_extend, name="extend")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -26,6 +25,7 @@ from temporalio.service import RPCError
 from activities.config import Settings, load_settings
 from activities.errors import ConfigError
 from client.plan_cli import check_text
+from client.plan_input import EXECUTOR_HELP, WORKSPACE_HELP, routing, run_workspace
 from client.runs import (
     RunFailed,
     check_run_id,
@@ -104,8 +104,21 @@ def _table(s: PlanStatus) -> Table:
     table.add_row("steps", f"{done} / {len(s.steps)} settled")
     if s.budget:
         b = s.budget
-        table.add_row("calls", f"{b.calls_spent} / {b.calls_limit} (cap {b.calls_cap})")
-        table.add_row("tokens", f"{b.input_tokens} in, {b.output_tokens} out")
+        table.add_row(
+            "calls",
+            f"{b.calls_spent} spent, {b.calls_left} left of {b.calls_limit} (cap {b.calls_cap})",
+        )
+        wall_left = b.wall_limit_ms - b.wall_spent_ms
+        table.add_row(
+            "wall",
+            f"{b.wall_spent_ms} ms spent, {wall_left} ms left of {b.wall_limit_ms} ms "
+            f"(cap {b.wall_cap_ms} ms)",
+        )
+        since = f", waiting since {s.waiting_since}" if s.waiting_since else ""
+        table.add_row("waited", f"{b.waited_ms} ms for a person (not charged to wall){since}")
+        table.add_row("tokens", f"{b.input_tokens} in, {b.output_tokens} out, {b.usd:.4f} USD")
+        if b.need:
+            table.add_row("needs", b.need)
     for waiver in s.waivers:
         table.add_row("waiver", waiver)
     for refusal in s.refused[-3:]:
@@ -161,12 +174,35 @@ async def follow(
             await asyncio.wait({result}, timeout=POLL_S)
     if paused is not None:
         result.cancel()
+        await _print_report(session, handle.id)
         return paused
     try:
         outcome: PlanRunResult = result.result()
     except WorkflowFailureError as exc:
-        raise RunFailed(f"run {handle.id} failed: {failure_message(exc)}") from exc
+        report = await report_path(session.settings, handle.id)
+        where = f"; report: {report}" if report else ""
+        raise RunFailed(f"run {handle.id} failed: {failure_message(exc)}{where}") from exc
+    await _print_report(session, handle.id)
     return outcome
+
+
+async def report_path(settings: Settings, run_id: str, wait_s: float = 2.0) -> Path | None:
+    """The run's report.html when this machine sees the worker's run store (the embedded case,
+    or a shared runs_dir); a pause is shown a moment before its report lands, so wait a little."""
+    if not settings.runs_dir.is_dir():
+        return None  # the run store is on the worker's machine
+    path = settings.runs_dir / run_id / "report.html"
+    for _ in range(int(wait_s / 0.1)):
+        if path.exists():
+            return path
+        await asyncio.sleep(0.1)
+    return path if path.exists() else None
+
+
+async def _print_report(session: Session, run_id: str) -> None:
+    report = await report_path(session.settings, run_id)
+    if report is not None:
+        click.echo(f"report: {report}", err=True)
 
 
 def finish(outcome: PlanRunResult | PlanStatus) -> NoReturn:
@@ -195,14 +231,13 @@ def finish(outcome: PlanRunResult | PlanStatus) -> NoReturn:
 @click.argument("file")
 @click.option("--arg", "args", multiple=True, help="A run argument KEY=VALUE (${input.KEY}).")
 @click.option("--budget", default=None, help="Run limits: calls=N,wall_ms=M[,tokens=T,usd=X].")
-@click.option("--workspace", default=None, help="Workspace root (default: the plan's, or cwd).")
+@click.option("--workspace", default=None, metavar="DIR", help=WORKSPACE_HELP)
+@click.option("--executor", "executors", multiple=True, metavar="FAMILY=SPEC", help=EXECUTOR_HELP)
 @click.option(
-    "--executor",
-    "executors",
-    multiple=True,
-    help="FAMILY=PROVIDER_SPEC (repeatable; also [executors] in ponder.toml).",
+    "--default-family",
+    default=None,
+    help="The family of steps without a model (over [plans] default_family in ponder.toml).",
 )
-@click.option("--default-family", default=None, help="The family of steps without a model.")
 @click.option("--coder-family", default=None, help="A role: qe step in this family is refused.")
 @click.option("--allow-same-family-qe", is_flag=True, help="Waive it (recorded loudly).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of simulated calls.")
@@ -210,7 +245,11 @@ def finish(outcome: PlanRunResult | PlanStatus) -> NoReturn:
 @click.option("--detach", is_flag=True, help="Start the run, print its id and return.")
 @click.pass_context
 def run(ctx: click.Context, file: str, **options: Any) -> None:
-    """Run a plan (ponder-plan/1 or loop-plan/1, JSON or YAML) and follow it."""
+    """Run a plan (ponder-plan/1 or loop-plan/1, JSON or YAML) and follow it.
+
+    Exit 0 completed, 1 failed, 2 invalid, 75 paused (the command that continues it is printed).
+    The workspace must lie inside a root the worker declares (see --workspace).
+    """
     settings = _settings(ctx)
     try:
         text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
@@ -223,15 +262,17 @@ def run(ctx: click.Context, file: str, **options: Any) -> None:
         click.echo(f"{file}: invalid, {len(checked.errors)} error(s)", err=True)
         sys.exit(EXIT_INVALID)
     run_id = check_run_id(options["run_id"] or new_run_id("plan"))
+    executors, default_family = routing(
+        settings, _pairs(options["executors"], "--executor"), options["default_family"]
+    )
     payload = PlanRunInput(
         plan=document,
         run_id=run_id,
         args=dict(_pairs(options["args"], "--arg")),
-        workspace=os.path.abspath(options["workspace"] or os.getcwd()),
+        workspace=run_workspace(options["workspace"], checked.plan),
         budget=_budget(options["budget"]),
-        # ponder.toml's [executors], then the flags (flags win)
-        executors=settings.executors | _pairs(options["executors"], "--executor"),
-        default_family=options["default_family"],
+        executors=executors,
+        default_family=default_family,
         coder_family=options["coder_family"],
         allow_same_family_qe=options["allow_same_family_qe"],
         seed=options["seed"],
@@ -385,6 +426,14 @@ def print_plan_status(shown: PlanStatus, *, as_json: bool) -> None:
         out.print(f"  {step:<24} {state}")
     for pending in shown.pending_gates:
         out.print(f"gate     {pending.step} token {pending.token} (round {pending.round})")
+    if (pause := shown.pending_pause) is not None:
+        schema = json.dumps(pause.json_schema) if pause.json_schema else "none (a string)"
+        out.print(
+            f"pause    {pause.step} ({pause.state}) resume_arg {pause.resume_arg} schema {schema}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,  # one line, so the schema can be copied whole
+        )
     if shown.error:
         out.print(f"error    {shown.error}")
     if shown.state.startswith("awaiting_"):

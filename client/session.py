@@ -183,7 +183,9 @@ async def open_session(
     settings: Settings, *, local_worker: bool = False, worker: bool = True
 ) -> AsyncIterator[Session]:
     """A connected client; in embedded mode (no TEMPORAL_ADDRESS) with an in-process worker."""
-    options = WorkerOptions(settings.task_queue, graceful_shutdown=IN_PROCESS_SHUTDOWN)
+    options = WorkerOptions(
+        settings.task_queue, graceful_shutdown=IN_PROCESS_SHUTDOWN, embedded=True
+    )
     with _sigterm_through_the_loop():
         if settings.temporal_address:
             client = await connect(settings)

@@ -1,6 +1,7 @@
 """Commands on a run that already exists: ``status``, ``watch``, ``extend``, ``cancel``, ``report``.
 
-Each works on a tournament; ``status``, ``watch`` and ``report`` also give an Ask run its own view.
+Each works on a tournament; ``status``, ``watch`` and ``report`` also give an Ask run its own view;
+a plan run and a campaign get all five (dispatch on the workflow type).
 """
 
 from __future__ import annotations
@@ -15,15 +16,12 @@ from typing import Any
 import click
 from rich.console import Console
 from rich.table import Table
-from temporalio.client import (
-    WorkflowExecutionStatus,
-    WorkflowFailureError,
-    WorkflowHandle,
-    WorkflowUpdateFailedError,
-)
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 
 from activities.config import Settings, load_settings
 from activities.errors import ConfigError
+from client import campaign_control
+from client.budget_extend import extend_budget, new_limits, require_a_limit
 from client.plan_run_cli import (
     extend_plan_run,
     finish,
@@ -35,27 +33,28 @@ from client.runs import check_run_id, failure_message
 from client.session import Session, open_session, spawn_background_worker
 from client.tournament_follow import (
     follow,
-    format_limits,
     print_outcome,
     progress_table,
     resume_command,
     run_times,
 )
 from workflows.ask_types import AskResult
-from workflows.names import ASK, PLAN_RUN, QUERY_PROGRESS, UPDATE_EXTEND_BUDGET
+from workflows.campaign.types import CampaignProgress, CampaignResult
+from workflows.names import ASK, CAMPAIGN, PLAN_RUN, QUERY_PROGRESS
 from workflows.plan.run_types import PlanRunResult, PlanStatus
-from workflows.tournament.types import (
-    ExtendBudgetInput,
-    ExtendBudgetResult,
-    Progress,
-    TournamentResult,
-)
+from workflows.tournament.types import Progress, TournamentResult
 
 __all__ = ["cancel", "extend", "report", "state_name", "status", "watch"]
 
+# How following a run ends, by kind: its result, or its progress when it paused on its budget.
+Followed = (
+    TournamentResult | Progress | PlanRunResult | PlanStatus | CampaignResult | CampaignProgress
+)
+
 
 def _settings(ctx: click.Context) -> Settings:
-    return load_settings(ctx.obj["config"])
+    # The root's obj: these commands also sit under ``ponder campaign``.
+    return load_settings((ctx.find_root().obj or {}).get("config"))
 
 
 def state_name(status: WorkflowExecutionStatus | None) -> str:
@@ -69,6 +68,10 @@ def state_name(status: WorkflowExecutionStatus | None) -> str:
 
 async def _handle(session: Session, run_id: str) -> WorkflowHandle:
     return session.client.get_workflow_handle(check_run_id(run_id), result_type=TournamentResult)
+
+
+def _as_campaign(session: Session, handle: WorkflowHandle) -> WorkflowHandle:
+    return session.client.get_workflow_handle(handle.id, result_type=CampaignResult)
 
 
 async def _ask_view(session: Session, handle: WorkflowHandle) -> dict[str, Any]:
@@ -123,19 +126,27 @@ def status(ctx: click.Context, run_id: str, as_json: bool) -> None:
     """Show a run's progress: status, phase, budget, leaderboard top 5 (or an Ask's answer)."""
     settings = _settings(ctx)
 
-    async def go() -> tuple[Progress | dict[str, Any] | PlanStatus, Any]:
+    async def go() -> tuple[Progress | dict[str, Any] | PlanStatus | CampaignProgress, Any]:
         # A query is answered by a worker, so embedded mode runs one here too.
         async with open_session(settings) as session:
             handle = await _handle(session, run_id)
             kind = (await handle.describe()).workflow_type
             if kind == PLAN_RUN:
                 return await plan_status(handle), None
+            if kind == CAMPAIGN:
+                return await campaign_control.query_progress(handle), None
             if kind == ASK:
                 return await _ask_view(session, handle), None
             progress = await handle.query(QUERY_PROGRESS, result_type=Progress)
             return progress, await run_times(handle)
 
     shown, times = asyncio.run(go())
+    if isinstance(shown, CampaignProgress):
+        if as_json:
+            click.echo(shown.model_dump_json(indent=2))
+        else:
+            campaign_control.print_status(shown)
+        return
     if isinstance(shown, PlanStatus):
         print_plan_status(shown, as_json=as_json)
         return
@@ -178,12 +189,14 @@ def watch(ctx: click.Context, run_id: str) -> None:
 
     settings = _settings(ctx)
 
-    async def go() -> TournamentResult | AskResult | Progress | PlanRunResult | PlanStatus:
+    async def go() -> AskResult | Followed:
         async with open_session(settings) as session:
             handle = await _handle(session, run_id)
             kind = (await handle.describe()).workflow_type
             if kind == PLAN_RUN:
                 return await watch_plan(session, run_id)
+            if kind == CAMPAIGN:
+                return await campaign_control.follow(session, _as_campaign(session, handle))
             if kind == ASK:
                 ask = session.client.get_workflow_handle(run_id, result_type=AskResult)
                 return await wait_or_detach(session, ask)
@@ -192,18 +205,13 @@ def watch(ctx: click.Context, run_id: str) -> None:
     result = asyncio.run(go())
     if isinstance(result, PlanRunResult | PlanStatus):
         finish(result)
+    if isinstance(result, CampaignResult | CampaignProgress):
+        campaign_control.print_outcome(run_id, result)
+        return
     if isinstance(result, AskResult):
         click.echo(result.response.text)
         return
     print_outcome(run_id, result)
-
-
-def _limit(value: str | None, current: float | None, cast: type) -> Any:
-    if value is None:
-        return None
-    if value.startswith("+"):
-        return cast(current or 0) + cast(value[1:])
-    return cast(value)
 
 
 @click.command()
@@ -224,47 +232,42 @@ def extend(
     detach: bool,
 ) -> None:
     """Raise a run's budget limits; a paused run continues where it stopped."""
-    if all(v is None for v in (calls, usd, input_tokens, output_tokens)):
-        raise ConfigError(
-            "extend needs at least one new limit: give --calls, --usd, --input-tokens or "
-            "--output-tokens (absolute, or +N to add)"
-        )
+    require_a_limit(calls, usd, input_tokens, output_tokens)
     settings = _settings(ctx)
+    given = {
+        "calls": calls,
+        "usd": usd,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+    }
 
-    async def go() -> TournamentResult | Progress | PlanRunResult | PlanStatus:
+    async def go() -> Followed:
         # A worker here answers the query; with --detach a background one continues the run.
         async with open_session(settings) as session:
             handle = await _handle(session, run_id)
-            if (await handle.describe()).workflow_type == PLAN_RUN:
+            kind = (await handle.describe()).workflow_type
+            if kind == PLAN_RUN:
                 return await extend_plan_run(session, handle, calls, detach)
-            progress = await handle.query(QUERY_PROGRESS, result_type=Progress)
-            limits = progress.budget
-            try:
-                new = ExtendBudgetInput(
-                    max_calls=_limit(calls, limits.max_calls, int),
-                    max_usd=_limit(usd, limits.max_usd, float),
-                    max_input_tokens=_limit(input_tokens, limits.max_input_tokens, int),
-                    max_output_tokens=_limit(output_tokens, limits.max_output_tokens, int),
-                )
-            except ValueError as exc:
-                raise ConfigError(f"extend: {exc}: give numbers such as 300 or +50") from None
-            try:
-                done = await handle.execute_update(
-                    UPDATE_EXTEND_BUDGET, new, result_type=ExtendBudgetResult
-                )
-            except WorkflowUpdateFailedError as exc:
-                cause = exc.cause
-                raise ConfigError(f"extend refused: {getattr(cause, 'message', cause)}") from None
-            click.echo(f"budget now {format_limits(done.budget)}", err=True)
+            if kind == CAMPAIGN:
+                handle = _as_campaign(session, handle)
+                current = (await campaign_control.query_progress(handle)).budget
+            else:
+                current = (await handle.query(QUERY_PROGRESS, result_type=Progress)).budget
+            await extend_budget(handle, new_limits(current, **given))
             if detach:
                 if session.embedded:
                     spawn_background_worker(settings)
                 sys.exit(0)
+            if kind == CAMPAIGN:
+                return await campaign_control.follow(session, handle)
             return await follow(session, handle)
 
     outcome = asyncio.run(go())
     if isinstance(outcome, PlanRunResult | PlanStatus):
         finish(outcome)
+    if isinstance(outcome, CampaignResult | CampaignProgress):
+        campaign_control.print_outcome(run_id, outcome)
+        return
     print_outcome(run_id, outcome)
 
 
@@ -305,6 +308,9 @@ def report(ctx: click.Context, run_id: str) -> None:
     settings = _settings(ctx)
     store = RunStore(settings.runs_dir)
     run_dir = store.run_dir(run_id)
+    if campaign_control.is_campaign_dir(Path(run_dir)):
+        click.echo(str(campaign_control.rerender_report(settings, run_id)[0] / "report.html"))
+        return
     if (run_dir / "trace.jsonl").exists() and not (run_dir / "summary.json").exists():
         from activities.plan.report import render_plan_report  # a plan run
 

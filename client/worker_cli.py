@@ -7,6 +7,7 @@ import contextlib
 import signal
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import click
 from temporalio.client import Client
@@ -14,6 +15,7 @@ from temporalio.service import RPCError
 
 from activities.config import Settings, load_settings
 from activities.errors import ConfigError
+from activities.plan.roots import worker_roots
 from client.connect import connect
 from client.embedded import EmbeddedServer
 from client.session import reclaim_background_worker, release_background_worker
@@ -57,6 +59,8 @@ async def _serve(
         loop.add_signal_handler(sig, stop.set)
     async with running_worker(client, settings, options):
         click.echo(f"ponder worker polling {options.task_queue!r}", err=True)
+        roots = worker_roots(settings.workspace_roots, embedded=options.embedded)
+        click.echo(f"plan workspaces allowed under: {', '.join(roots) or 'nothing'}", err=True)
         idle_since = time.monotonic()
         while not stop.is_set():
             with contextlib.suppress(TimeoutError):
@@ -136,6 +140,15 @@ async def run_worker(
     metavar="NAME",
     help="Environment variable holding a hosted cluster's API key [default: TEMPORAL_API_KEY].",
 )
+@click.option(
+    "--workspace-root",
+    "workspace_roots",
+    multiple=True,
+    metavar="DIR",
+    help="A directory plan runs may use as their workspace (repeatable; replaces [plans] "
+    "workspace_roots). None declared: the directory the worker starts in, plus the home "
+    "directory for an embedded worker.",
+)
 @click.option("--config", type=click.Path(), default=None, help="Path to ponder.toml.")
 def worker_command(
     task_queue: str | None,
@@ -148,6 +161,7 @@ def worker_command(
     namespace: str | None,
     tls: bool | None,
     api_key_env: str | None,
+    workspace_roots: tuple[str, ...],
     config: str | None,
 ) -> None:
     """Run a worker: TEMPORAL_ADDRESS for a cluster (TEMPORAL_API_KEY, TEMPORAL_TLS=1 for a
@@ -164,11 +178,13 @@ def worker_command(
         namespace=namespace,
         temporal_tls=tls,
         temporal_api_key_env=api_key_env,
+        workspace_roots=[Path(r).expanduser().absolute() for r in workspace_roots] or None,
     )
     options = WorkerOptions(
         task_queue=settings.task_queue,
         max_concurrent_activities=max_concurrent_activities,
         sticky_timeout=timedelta(seconds=sticky_timeout),
         rate_limits=_parse_rate_limits(rate_limits),
+        embedded=embedded or not settings.temporal_address,
     )
     asyncio.run(run_worker(settings, options, embedded=embedded, exit_when_idle=exit_when_idle))

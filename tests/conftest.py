@@ -41,7 +41,8 @@ def server_address(dev_server: WorkflowEnvironment) -> str:
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     base = load_settings(home=str(tmp_path / "home"))
-    return base.model_copy(update={"config_file": None})
+    # The test's own directory is where its plan runs may keep their workspaces.
+    return base.model_copy(update={"config_file": None, "workspace_roots": [tmp_path]})
 
 
 @pytest.fixture

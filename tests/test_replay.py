@@ -20,7 +20,13 @@ HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 
 
 def test_there_are_histories_to_replay() -> None:
-    expected = {"ask", "tournament-quick", "tournament-paused-adaptive", "plan-paused"}
+    expected = {
+        "ask",
+        "tournament-quick",
+        "tournament-paused-adaptive",
+        "plan-paused",
+        "plan-report",
+    }
     assert {p.stem for p in HISTORIES} >= expected
 
 

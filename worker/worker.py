@@ -17,6 +17,8 @@ from activities.call_model import ModelActivities
 from activities.campaign.cells import CampaignCellActivities
 from activities.campaign.report import CampaignArtifactActivities
 from activities.config import Settings, known_secrets
+from activities.plan.files import PlanFileActivities
+from activities.plan.roots import worker_roots
 from activities.plan.workspace import WorkspaceActivities
 from activities.run_store import RunFileActivities, RunStore
 from activities.tournament.artifacts import TournamentArtifactActivities
@@ -46,6 +48,9 @@ class WorkerOptions:
 
     This only serves the queue: a run sends a provider's calls there when its input names the
     queue (``CallOptions.provider_queues``, filled by the client that starts it)."""
+    embedded: bool = False
+    """The single-user case (a command's own worker, the home's background worker): with no
+    declared workspace roots, the user's home is one (``activities.plan.roots``)."""
 
 
 @contextlib.asynccontextmanager
@@ -60,7 +65,9 @@ async def running_worker(
         tournament_files = TournamentArtifactActivities(store)
         campaign_cells = CampaignCellActivities(settings)
         campaign_files = CampaignArtifactActivities(store)
-        workspace = WorkspaceActivities()
+        workspace = WorkspaceActivities(
+            worker_roots(settings.workspace_roots, embedded=options.embedded)
+        )
         activities: list[Callable[..., Any]] = [
             model.call_model,
             files.write_run_files,
@@ -73,6 +80,7 @@ async def running_worker(
             workspace.check_paths,
             workspace.snapshot_writes,
             workspace.check_landed,
+            PlanFileActivities(store).write_plan_files,
         ]
         workers = [
             Worker(

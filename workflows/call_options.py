@@ -16,6 +16,7 @@ from datetime import timedelta
 from pydantic import Field
 
 from workflows.inputs import StrictModel
+from workflows.wire_replay import WireReplay
 
 __all__ = [
     "DEFAULT_HEARTBEAT_TIMEOUT_S",
@@ -61,6 +62,10 @@ class CallOptions(StrictModel):
         default={},
         description="provider name -> task queue of the worker that rate-limits its calls; "
         "the client fills it from the queues polled when the run starts",
+    )
+    replay: WireReplay | None = Field(
+        default=None,
+        description="answer every call from a recorded run's raw events (wire replay)",
     )
 
     def task_queue_for(self, model_spec: str) -> str | None:

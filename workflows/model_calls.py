@@ -108,6 +108,9 @@ async def call_model(
     **overrides: Any,
 ) -> ModelResponse:
     """Run one logical model call as an activity and return its normalized result."""
+    if options.replay is not None and input.replay is None:
+        input = input.model_copy()  # the run's own routing, carried to the activity
+        input.replay = options.replay
     schedule_to_close = options.schedule_to_close(input.request.role)
     activity_options: dict[str, Any] = {
         "start_to_close_timeout": min(START_TO_CLOSE, schedule_to_close),

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from workflows.inputs import StrictModel
+from workflows.wire_replay import WireReplay
 
 __all__ = ["DEFAULT_MODEL", "CallModelInput", "ModelRequest", "ModelResponse", "Price", "Usage"]
 
@@ -45,6 +46,9 @@ class CallModelInput(BaseModel):
     index: int
     attempt: int = 0
     request: ModelRequest
+    replay: WireReplay | None = Field(
+        default=None, description="the run's calls.replay, carried to the activity"
+    )
 
     @property
     def call_id(self) -> str:

@@ -69,7 +69,9 @@ def _matches(url: str, rules: list[str]) -> bool:
     return False
 
 
-def route_check(route: Route, models: list[RoutedModel], settings: Settings) -> RouteCheck:
+def route_check(
+    route: Route, models: list[RoutedModel], settings: Settings, *, offline: bool = False
+) -> RouteCheck:
     """Every way a variant's HTTP provider breaks the route (sim, replay and command pass),
     and which variants speak HTTP (their cells must leave raw events)."""
     issues: list[RouteIssue] = []
@@ -112,7 +114,8 @@ def route_check(route: Route, models: list[RoutedModel], settings: Settings) -> 
         elif url and route.allow and not _matches(url, route.allow):
             issue("base_url_not_allowed", f"base URL {url} is not on the route's allow list")
         env = resolved.endpoint.api_key_env
-        if route.require_auth and (env is None or read_secret(env) is None):
+        # An offline wire replay sends no request, so it needs no key (the other rules hold).
+        if route.require_auth and not offline and (env is None or read_secret(env) is None):
             issue(
                 "no_auth",
                 f"no API key for provider {resolved.provider_name!r}: set api_key_env and its "
@@ -127,7 +130,9 @@ class CampaignCellActivities:
 
     @activity.defn(name=CHECK_CAMPAIGN_ROUTE)
     async def check_campaign_route(self, input: CheckRouteInput) -> RouteCheck:
-        return await asyncio.to_thread(route_check, input.route, input.models, self.settings)
+        return await asyncio.to_thread(
+            route_check, input.route, input.models, self.settings, offline=input.offline
+        )
 
     @activity.defn(name=SETTLE_CAMPAIGN_CELL)
     async def settle_campaign_cell(self, input: SettleCellInput) -> CellOutcome:
@@ -271,7 +276,9 @@ def _raw_event_issues(run_dir: Path, outcome: CellOutcome, http: bool) -> list[s
     """Raw HTTP events of a cell whose models speak HTTP: present, each request answered by
     exactly one response or error, and every logical call (span) covered by a request.
 
-    A simulated or command cell makes no HTTP request, so it has nothing to check here.
+    A simulated or command cell makes no HTTP request, so it has nothing to check here. A sim
+    call's synthetic exchange (``synthetic: true``) counts like an HTTP one: it covers its own
+    call's span only, so a variant mixing HTTP and sim roles is checked call by call.
     """
     if not http:
         return []

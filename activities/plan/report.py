@@ -1,14 +1,19 @@
-"""``report.html`` for a plan run, from its run directory (``trace.jsonl`` and ``cost.json``).
+"""``report.html`` for a plan run, from its run directory.
 
-The step table: each step's state, what it ran after (its caused-by steps), its attempts, the
-gate verdicts or human decisions, the waits (pauses, with the reason) and its tokens; then the
-whole trace. Rendered through the shared Jinja2 layout (autoescape on: model text is untrusted).
+Read: ``trace.jsonl`` (every event), ``cost.json`` (the run's row), and when present
+``graph.json`` (the plan's steps, deps and current states) and ``calls.jsonl`` (one row per
+invocation). Shown: the step graph (steps in columns by depth, each with its state, attempts
+and cost), the step table (state, what it runs after, attempts, gate verdicts and human
+decisions, waits with how long they lasted, invocations, tokens, USD), then the whole trace.
+Written by the run itself at every wait and when it ends; ``ponder report ID`` re-renders it.
+Rendered through the shared Jinja2 layout (autoescape on: model text is untrusted).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,16 +25,55 @@ __all__ = ["StepRow", "plan_rows", "render_plan_report"]
 @dataclass
 class StepRow:
     step: str
+    kind: str = ""
+    title: str = ""
     state: str = "pending"
     after: list[str] = field(default_factory=list)
+    region: str | None = None
     attempts: int = 0
     verdicts: list[str] = field(default_factory=list)
     waits: list[str] = field(default_factory=list)
+    calls: int = 0
+    failed_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    usd: float = 0.0
+    models: list[str] = field(default_factory=list)
+    level: int = 0
 
 
-def plan_rows(events: list[dict[str, Any]]) -> list[StepRow]:
+def _seconds(start: str | None, end: str | None) -> str:
+    try:
+        if start is None or end is None:
+            return ""
+        delta = datetime.fromisoformat(end) - datetime.fromisoformat(start)
+    except ValueError:
+        return ""
+    return f" {delta.total_seconds():.1f} s"
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def plan_rows(
+    events: list[dict[str, Any]],
+    graph: list[dict[str, Any]] | None = None,
+    calls: list[dict[str, Any]] | None = None,
+) -> list[StepRow]:
+    """One row per step: the graph's steps in plan order (then any the trace names besides)."""
     rows: dict[str, StepRow] = {}
+    for node in graph or []:
+        r = rows.setdefault(node["id"], StepRow(node["id"]))
+        r.kind, r.title = str(node.get("kind", "")), str(node.get("title") or "")
+        r.after = [str(d) for d in node.get("deps", [])]
+        for member in node.get("chain", []):
+            rows.setdefault(member, StepRow(member)).region = r.step
+    known = {node["id"] for node in graph or []}
     step_of_seq: dict[int, str] = {}
+    opened: dict[str, str] = {}  # step -> ts of the wait it is in
 
     def row(step: str) -> StepRow:
         return rows.setdefault(step, StepRow(step))
@@ -46,32 +90,60 @@ def plan_rows(events: list[dict[str, Any]]) -> list[StepRow]:
             r.state = "running"
             for cause in e.get("caused_by", []):
                 before = step_of_seq.get(cause)
-                if before and before != step and before not in r.after:
-                    r.after.append(before)
+                if step not in known and before and before != step and before not in r.after:
+                    r.after.append(before)  # no graph: what it ran after, from the trace
         elif kind == "settled":
             r.state = "settled" if data.get("ok") else "failed"
         elif kind == "gate.verdict":
             r.verdicts.append(str(data.get("verdict")))
         elif kind == "gate.opened":
             r.state = "waiting"
+            opened[step] = e.get("ts", "")
         elif kind == "gate.decided":
             r.verdicts.append(str(data.get("decision")))
+            r.waits.append("gate" + _seconds(opened.pop(step, None), e.get("ts")))
             r.state = "settled"
         elif kind == "paused":
             r.waits.append(str(data.get("state")))
-        elif kind == "resumed" and r.state == "pending":
-            r.state = "settled"
+            opened[step] = e.get("ts", "")
+        elif kind == "resumed":
+            if r.waits:
+                r.waits[-1] += _seconds(opened.pop(step, None), e.get("ts"))
+            if r.state == "pending":
+                r.state = "settled"
         elif kind == "step.failed":
             r.state = "failed"
+    for node in graph or []:  # the run's own step states win over what the trace suggests
+        if node.get("state"):
+            rows[node["id"]].state = str(node["state"])
+    for call in calls or []:
+        r = row(str(call.get("step", "")))
+        r.calls += 1
+        r.failed_calls += call.get("outcome", "ok") != "ok"
+        r.input_tokens += int(call.get("input_tokens") or 0)
+        r.output_tokens += int(call.get("output_tokens") or 0)
+        r.usd += float(call.get("usd") or 0.0)
+        if call.get("model") and call["model"] not in r.models:
+            r.models.append(str(call["model"]))
+    for r in rows.values():  # depth: after every dep (deps point earlier); members in a region
+        parents = [rows[d].level for d in r.after if d in rows and d != r.step]
+        if r.region in rows:
+            parents.append(rows[r.region].level)
+        r.level = 1 + max(parents) if parents else 0
     return list(rows.values())
 
 
+def _cost(r: StepRow) -> str:
+    if not r.calls:
+        return ""
+    return f"{r.input_tokens} in, {r.output_tokens} out, ${r.usd:.4f}"
+
+
 def render_plan_report(run_dir: Path) -> str:
-    events = [
-        json.loads(line) for line in (run_dir / "trace.jsonl").read_text().splitlines() if line
-    ]
-    cost_path = run_dir / "cost.json"
+    events = _read_jsonl(run_dir / "trace.jsonl")
+    cost_path, graph_path = run_dir / "cost.json", run_dir / "graph.json"
     cost: dict[str, Any] = json.loads(cost_path.read_text()) if cost_path.exists() else {}
+    graph = json.loads(graph_path.read_text())["steps"] if graph_path.exists() else None
     closed: dict[str, Any] = next(
         (e["data"] for e in reversed(events) if e["type"] == "run.closed"), {}
     )
@@ -84,19 +156,34 @@ def render_plan_report(run_dir: Path) -> str:
         ("usd", f"{cost.get('usd', 0.0):.4f}"),
         ("wall", f"{cost.get('wall_ms', 0) / 1000:.1f} s"),
     ]
+    if closed.get("route"):
+        facts.append(("route", f"terminal:{closed['route']}"))
     waivers = [e["data"].get("message", "") for e in events if e["type"] == "waiver"]
     facts += [("waiver", w) for w in waivers]
+    rows = plan_rows(events, graph, _read_jsonl(run_dir / "calls.jsonl"))
     steps = [
         {
             "step": r.step,
+            "kind": r.kind,
+            "title": r.title,
             "state": r.state,
             "after": ", ".join(r.after),
+            "region": r.region or "",
             "attempts": r.attempts,
             "verdicts": ", ".join(r.verdicts),
             "waits": ", ".join(r.waits),
+            "calls": r.calls,
+            "failed_calls": r.failed_calls,
+            "tokens": f"{r.input_tokens} in, {r.output_tokens} out" if r.calls else "",
+            "usd": f"{r.usd:.4f}" if r.calls else "",
+            "cost": _cost(r),
+            "models": ", ".join(r.models),
+            "level": r.level,
         }
-        for r in plan_rows(events)
+        for r in rows
     ]
+    depth = max((r.level for r in rows), default=-1) + 1
+    levels = [[s for s, r in zip(steps, rows, strict=True) if r.level == d] for d in range(depth)]
     run_id = str(cost.get("run_id", run_dir.name))
     simulated = bool(cost.get("simulated"))
     return render_page(
@@ -107,6 +194,7 @@ def render_plan_report(run_dir: Path) -> str:
         fact_ids={"status": "status"},
         simulated=simulated,
         steps=steps,
+        levels=levels,
         events=[
             {
                 "seq": e["seq"],

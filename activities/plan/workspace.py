@@ -5,6 +5,9 @@ The containment rule is the pure one in ``workflows.plan.paths``, given the real
 it runs at preflight and again before every dispatch, so a symlink planted after preflight is
 caught. A snapshot is its own activity, taken before the executor runs, so a retried executor
 cannot snapshot its own first attempt's write.
+
+Every activity first holds the workspace to the roots this worker declares (``roots``): the
+input names the workspace, the worker decides where one may be (``activities.plan.roots``).
 """
 
 from __future__ import annotations
@@ -15,8 +18,11 @@ import os
 from pathlib import Path
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
+from activities.plan.roots import outside_roots
 from workflows.plan.paths import escape_problem
+from workflows.plan.reasons import Reason
 from workflows.plan.run_types import LandedInput, PathsInput, WriteSnapshot
 
 __all__ = [
@@ -49,6 +55,19 @@ def _digest(path: Path) -> str | None:
 
 
 class WorkspaceActivities:
+    def __init__(self, roots: list[str]) -> None:
+        self.roots = roots
+        """Real paths of the workspace roots this worker declares."""
+
+    def _confined(self, workspace: str) -> None:
+        """Snapshots and the landed barrier run after the preflight probe; a workspace that
+        left the roots since (or input that skipped the probe) is refused, never read."""
+        problem = outside_roots(workspace, self.roots)
+        if problem is not None:
+            raise ApplicationError(
+                problem, type=str(Reason.ARTIFACT_PATH_ESCAPES_ROOT), non_retryable=True
+            )
+
     @activity.defn(name=CHECK_PATHS)
     async def check_paths(self, input: PathsInput) -> list[str]:
         return await asyncio.to_thread(self._check_paths, input)
@@ -62,7 +81,11 @@ class WorkspaceActivities:
         return await asyncio.to_thread(self._check_landed, input)
 
     def _check_paths(self, input: PathsInput) -> list[str]:
-        """One line per refused path (``path: why``); a missing workspace is refused too."""
+        """One line per refused path (``path: why``); a workspace outside the worker's roots,
+        or missing, is refused alone (nothing outside the roots is probed)."""
+        outside = outside_roots(input.workspace, self.roots, field=input.field)
+        if outside is not None:
+            return [outside]
         if not os.path.isdir(input.workspace):
             return [f"workspace {input.workspace!r} is not a directory on the worker"]
         problems = []
@@ -75,11 +98,13 @@ class WorkspaceActivities:
         return problems
 
     def _snapshot_writes(self, input: PathsInput) -> WriteSnapshot:
+        self._confined(input.workspace)
         root = Path(input.workspace)
         return WriteSnapshot(hashes={rel: _digest(root / rel) for rel in input.paths})
 
     def _check_landed(self, input: LandedInput) -> list[str]:
         """Every declared write exists and differs from its snapshot, else why not."""
+        self._confined(input.workspace)
         root = Path(input.workspace)
         problems = []
         for rel, before in input.before.hashes.items():

@@ -41,7 +41,21 @@ class _Message(BaseModel):
 class AnthropicProvider:
     kind = "anthropic"
 
+    def wire_bodies(self, request: ModelRequest, ctx: CallContext) -> list[dict[str, Any]]:
+        """The one body this call sends."""
+        return [self._payload(request, ctx)]
+
     async def request(self, request: ModelRequest, ctx: CallContext) -> ModelResponse:
+        payload = self._payload(request, ctx)
+        headers = {"anthropic-version": API_VERSION}
+        if ctx.api_key:
+            headers["x-api-key"] = ctx.api_key
+        body = await post_json(
+            ctx, f"{ctx.base_url}/v1/messages", payload, headers, ctx.endpoint.timeout_s
+        )
+        return self.parse_response(body, request, ctx)
+
+    def _payload(self, request: ModelRequest, ctx: CallContext) -> dict[str, Any]:
         system = request.system or ""
         if request.json_mode:
             system = f"{system}\n\n{JSON_INSTRUCTION}".strip()
@@ -54,13 +68,7 @@ class AnthropicProvider:
             payload["system"] = system
         if request.temperature is not None:
             payload["temperature"] = request.temperature
-        headers = {"anthropic-version": API_VERSION}
-        if ctx.api_key:
-            headers["x-api-key"] = ctx.api_key
-        body = await post_json(
-            ctx, f"{ctx.base_url}/v1/messages", payload, headers, ctx.endpoint.timeout_s
-        )
-        return self.parse_response(body, request, ctx)
+        return payload
 
     def parse_response(self, body: Any, request: ModelRequest, ctx: CallContext) -> ModelResponse:
         try:

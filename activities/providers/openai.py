@@ -50,7 +50,7 @@ def _rejects_response_format(error: BadRequestError) -> bool:
 class OpenAIProvider:
     kind = "openai"
 
-    async def request(self, request: ModelRequest, ctx: CallContext) -> ModelResponse:
+    def _payload(self, request: ModelRequest, ctx: CallContext) -> dict[str, Any]:
         messages = [{"role": "user", "content": request.prompt}]
         if request.system:
             messages.insert(0, {"role": "system", "content": request.system})
@@ -63,6 +63,17 @@ class OpenAIProvider:
             payload["temperature"] = request.temperature
         if request.max_output_tokens is not None:
             payload["max_tokens"] = request.max_output_tokens
+        return payload
+
+    def wire_bodies(self, request: ModelRequest, ctx: CallContext) -> list[dict[str, Any]]:
+        """The bodies this call may send, in order (JSON mode first, then its fallback)."""
+        payload = self._payload(request, ctx)
+        if request.json_mode:
+            return [{**payload, "response_format": {"type": "json_object"}}, payload]
+        return [payload]
+
+    async def request(self, request: ModelRequest, ctx: CallContext) -> ModelResponse:
+        payload = self._payload(request, ctx)
         headers = {"Authorization": f"Bearer {ctx.api_key}"} if ctx.api_key else {}
         url = f"{ctx.base_url}/chat/completions"
         json_mode = request.json_mode and ctx.base_url not in _NO_JSON_MODE

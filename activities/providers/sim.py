@@ -167,7 +167,25 @@ def simulate(request: ModelRequest, seed: int, call_key: str, options: SimOption
 
 
 class SimProvider:
+    """Records a synthetic exchange per call (``synthetic: true``, a ``sim:`` URL, no headers) in
+    the run's raw events, so a simulated run can be replayed like a recorded HTTP one; the
+    capture check counts it as the call's exchange, never as proof that HTTP was made."""
+
     kind = "sim"
+
+    def wire_bodies(self, request: ModelRequest, ctx: CallContext) -> list[dict[str, Any]]:
+        """The request as a chat completion would carry it (what wire replay keys on)."""
+        messages = [{"role": "user", "content": request.prompt}]
+        if request.system:
+            messages.insert(0, {"role": "system", "content": request.system})
+        body: dict[str, Any] = {"model": ctx.model_name, "messages": messages, "seed": request.seed}
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.max_output_tokens is not None:
+            body["max_tokens"] = request.max_output_tokens
+        if request.json_mode:
+            body["response_format"] = {"type": "json_object"}
+        return [body]
 
     async def request(self, request: ModelRequest, ctx: CallContext) -> ModelResponse:
         options = SimOptions.parse(ctx.model_name)
@@ -177,6 +195,15 @@ class SimProvider:
         text = simulate(request, request.seed, ctx.call_key, options)
         if request.script is not None:  # a plan step's x-sim.outputs (plans.md)
             text = request.script
+        await ctx.raw_events.record(
+            {
+                "url": f"sim:{ctx.model_name}",
+                "synthetic": True,
+                "request": {"body": self.wire_bodies(request, ctx)[0]},
+                "response": {"status": 200, "body": {"text": text}},
+                "latency_ms": delay,
+            }
+        )
         return self.parse_response({"text": text}, request, ctx)
 
     def parse_response(self, body: Any, request: ModelRequest, ctx: CallContext) -> ModelResponse:

@@ -8,7 +8,6 @@ waits for and the tool call that continues it.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from typing import Any
 
@@ -20,10 +19,13 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError
 
+from activities.errors import ConfigError
 from client.mcp.args import PlanRunArgs, ResolveGateArgs, ResumeArgs
 from client.mcp.backend import Backend
 from client.mcp.errors import CodedError
 from client.plan_cli import check_text
+from client.plan_input import routing, run_workspace
+from client.plan_run_cli import report_path
 from client.runs import check_run_id, failure_message, new_run_id, start_run
 from workflows.names import PLAN_RUN, QUERY_STATUS, UPDATE_RESOLVE_GATE, UPDATE_RESUME
 from workflows.plan.run_types import (
@@ -128,7 +130,7 @@ async def outcome(
                         float(settled), total, f"{current.state}: step {current.step or '-'}"
                     )
                 if current.state.startswith("awaiting_") and _signature(current) != answered:
-                    return status_view(current)
+                    return await _with_report(backend, status_view(current))
             if time.monotonic() >= deadline:
                 view = status_view(last) if last else {"run_id": run_id, "kind": "plan"}
                 return {**view, "next": view.get("next") or _follow(run_id)}
@@ -141,8 +143,15 @@ async def outcome(
         done: PlanRunResult = await result
     except WorkflowFailureError as exc:
         state = "cancelled" if failure_message(exc) == "cancelled" else "failed"
-        return {"run_id": run_id, "kind": "plan", "status": state, "error": failure_message(exc)}
-    return {"kind": "plan", **done.model_dump(mode="json")}
+        failed = {"run_id": run_id, "kind": "plan", "status": state, "error": failure_message(exc)}
+        return await _with_report(backend, failed)
+    return await _with_report(backend, {"kind": "plan", **done.model_dump(mode="json")})
+
+
+async def _with_report(backend: Backend, view: dict[str, Any]) -> dict[str, Any]:
+    """``report``: the path of the run's report.html, when this server sees the run store."""
+    path = await report_path(backend.settings, str(view["run_id"]))
+    return {**view, "report": str(path)} if path is not None else view
 
 
 def _follow(run_id: str) -> str:
@@ -157,15 +166,20 @@ async def plan_run(backend: Backend, args: PlanRunArgs, progress: Any) -> dict[s
         code = checked.errors[0].code if checked.errors else "plan.invalid"
         raise CodedError(code, "invalid plan: " + "; ".join(lines), "fix each path listed")
     run_id = check_run_id(args.run_id or new_run_id("plan"))
+    try:
+        executors, default_family = routing(backend.settings, args.executors, args.default_family)
+    except ConfigError as exc:
+        raise CodedError("plan.executor_invalid", str(exc), "give FAMILY: PROVIDER:MODEL") from None
     payload = PlanRunInput(
         plan=document,
         run_id=run_id,
         args=args.args,
-        # As the CLI: the plan's own workspace wins, else where this server was started.
-        workspace=os.path.abspath(args.workspace or os.getcwd()),
+        # As the CLI: an explicit one, else the plan's own, else (when the plan declares files)
+        # where this server was started; the worker holds it to its declared roots.
+        workspace=run_workspace(args.workspace, checked.plan),
         budget=args.budget,
-        executors=args.executors,
-        default_family=args.default_family,
+        executors=executors,
+        default_family=default_family,
         coder_family=args.coder_family,
         allow_same_family_qe=args.allow_same_family_qe,
         seed=args.seed,

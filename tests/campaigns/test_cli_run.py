@@ -6,10 +6,12 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner
+from temporalio.client import Client
 
 from activities.config import Settings
 from client.campaign_cli import campaign
 from tests.campaigns.helpers import document
+from tests.campaigns.test_control import progress_until
 from tests.cli import cli_env, ponder
 
 
@@ -45,7 +47,7 @@ async def test_report_of_an_unknown_run_is_one_line(tmp_path: Path) -> None:
     assert done.code == 2 and "no campaign report for 'nothing-here'" in done.err
 
 
-async def test_a_paused_campaign_exits_75_and_extend_finishes_it(
+async def test_a_paused_campaign_exits_75_and_the_shared_commands_finish_it(
     tmp_path: Path, settings: Settings, server_address: str, worker_queue: str
 ) -> None:
     path = tmp_path / "campaign.json"
@@ -55,12 +57,49 @@ async def test_a_paused_campaign_exits_75_and_extend_finishes_it(
     env = cli_env(settings.home, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE=worker_queue)
     done = await ponder("campaign", "run", str(path), "--run-id", "camp-cli-2", env=env)
     assert done.code == 75, done.err
-    assert "campaign camp-cli-2 paused: max_calls reached" in done.err
-    status = await ponder("campaign", "status", "camp-cli-2", env=env)
-    assert status.code == 0 and "[awaiting_budget] cells 2/6 done, 0 running" in status.out
+    # 4 cells left at 1 call each: the suggested extension lets the campaign finish.
+    resume = "ponder extend camp-cli-2 --calls +4"
+    assert f"campaign camp-cli-2 paused: max_calls reached; continue with: {resume}" in done.err
+    status = await ponder("status", "camp-cli-2", env=env)
+    assert status.code == 0, status.err
+    assert "[awaiting_budget] cells 2/6 done, 0 running" in status.out
+    assert "budget max_calls=2;" in status.out and f"continue with: {resume}" in status.out
     refused = await ponder("campaign", "extend", "camp-cli-2", "--calls", "1", env=env)
     assert refused.code == 2 and "extend refused: max_calls=1 is below" in refused.err
-    extended = await ponder("campaign", "extend", "camp-cli-2", "--calls", "+4", env=env)
+    extended = await ponder("extend", "camp-cli-2", "--calls", "+4", env=env)
     assert extended.code == 0, extended.err
-    assert "budget now {'max_calls': 6}" in extended.err
+    assert "budget now max_calls=6" in extended.err  # format_limits, not a Python dict
     assert extended.out.startswith("recommendation: ")
+    watched = await ponder("watch", "camp-cli-2", env=env)  # an ended campaign: its outcome
+    assert watched.code == 0 and watched.out == extended.out
+    run_dir = settings.runs_dir / "camp-cli-2"
+    before = (run_dir / "report.html").read_bytes()
+    report = await ponder("report", "camp-cli-2", env=env)
+    assert report.code == 0 and report.out.strip() == str(run_dir / "report.html")
+    assert (run_dir / "report.html").read_bytes() == before
+
+
+async def test_ponder_cancel_stops_a_detached_campaign_with_its_partial_report(
+    tmp_path: Path, settings: Settings, server_address: str, worker_queue: str, client: Client
+) -> None:
+    path = tmp_path / "campaign.json"
+    doc = document(seeds=[0], concurrency=1)
+    doc["variants"][1] = {
+        "id": "slow",
+        "kind": "single",
+        "config": {"model": "sim:default,latency=fixed:15000"},
+    }
+    path.write_text(json.dumps(doc))
+    env = cli_env(settings.home, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE=worker_queue)
+    run = ("campaign", "run", str(path), "--run-id", "camp-cli-3", "--detach")
+    started = await ponder(*run, env=env)
+    assert started.code == 0 and started.out.strip() == "camp-cli-3", started.err
+    handle = client.get_workflow_handle("camp-cli-3")
+    await progress_until(handle, lambda p: p.cells_done == 3 and p.cells_running == 1)
+    cancelled = await ponder("cancel", "camp-cli-3", env=env)
+    assert cancelled.code == 1 and "run camp-cli-3: cancelled" in cancelled.err
+    run_dir = settings.runs_dir / "camp-cli-3"
+    rows = [json.loads(line) for line in (run_dir / "records.jsonl").read_text().splitlines()]
+    assert [r["failure_class"] for r in rows] == [None, None, None, "cancelled"]
+    assert rows[-1]["calls"] == 1  # the slow call in flight was paid and is recorded
+    assert "(cancelled, 4 of 6 cells)" in (run_dir / "report.md").read_text()

@@ -35,6 +35,7 @@ async def test_plan_pauses_resumes_and_is_followed_with_watch(
             )
         )
         assert paused["status"] == "awaiting_input", paused
+        assert paused["report"] == str(settings.runs_dir / run_id / "report.html")
         assert paused["pending_pause"]["resume_arg"] == "approved_by"
         assert "call resume" in paused["next"]
         shown = structured(await client.call_tool("status", {"run_id": run_id}))

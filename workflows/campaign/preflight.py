@@ -42,6 +42,7 @@ async def preflight(doc: CampaignDocument, run_id: str) -> set[str]:
         CheckRouteInput(
             route=doc.route,
             models=[RoutedModel(variant=v, model=m, base_url=u) for v, m, u in variant_models(doc)],
+            offline=doc.calls.replay is not None and doc.calls.replay.on_miss != "network",
         )
     )
     if check.issues:

@@ -37,6 +37,7 @@ class CampaignState:
     fingerprint: str | None = None
     error: str | None = None
     blocking: str | None = None
+    awaiting_cell_calls: int | None = None
     version: int = 0
     """Bumped whenever a waiting reservation might now succeed (a cell settled, an extension)."""
 
@@ -58,12 +59,13 @@ class CampaignState:
         """Reserve a cell's worst case, or say why not: an idle campaign awaits its budget."""
         if self.budget.reserve(calls):
             if self.status == "awaiting_budget":
-                self.status, self.blocking = "running", None
+                self.status, self.blocking, self.awaiting_cell_calls = "running", None, None
                 self.event("campaign.resumed")
             return True
         if not self.running:
             limit = self.budget.blocking_limit(calls)
             self.status, self.blocking = "awaiting_budget", limit
+            self.awaiting_cell_calls = calls
             self.event("campaign.awaiting_budget", limit=limit, cell_calls=calls)
         return False
 
@@ -85,6 +87,7 @@ class CampaignState:
             spent=self.budget.budget.spent,
             reserved_calls=self.budget.reserved_calls,
             blocking_limit=self.blocking,
+            awaiting_cell_calls=self.awaiting_cell_calls,
             leader=best,
             leader_mean=best_mean,
             fingerprint=self.fingerprint,

@@ -42,6 +42,9 @@ class RoutedModel(BaseModel):
 class CheckRouteInput(BaseModel):
     route: Route
     models: list[RoutedModel]
+    offline: bool = Field(
+        default=False, description="a wire replay that never reaches the network: no key needed"
+    )
 
 
 class RouteIssue(BaseModel):
@@ -129,6 +132,9 @@ class CampaignProgress(BaseModel):
     spent: BudgetSpent
     reserved_calls: int = 0
     blocking_limit: str | None = None
+    awaiting_cell_calls: int | None = Field(
+        default=None, description="awaiting budget: the worst-case calls of the next cell"
+    )
     leader: str | None = Field(default=None, description="variant with the best mean so far")
     leader_mean: float | None = None
     fingerprint: str | None = None

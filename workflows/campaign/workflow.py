@@ -19,6 +19,7 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from activities.errors import ReplayMissError
     from workflows.campaign.activity_calls import settle_cell, write_artifacts
     from workflows.campaign.cell_records import RecordInvalid, build_record
     from workflows.campaign.cells_budget import CellBudget
@@ -51,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
 __all__ = ["CampaignWorkflow"]
 
 INTEGRITY_FAILED = "integrity.failed"
+REPLAY_MISS = ReplayMissError("").error_type
 
 
 class GenuineError(Exception):
@@ -250,6 +252,9 @@ class CampaignWorkflow:
             score=record.score,
             failure_class=record.failure_class,
         )
+        if child_error is not None and child_error.startswith(f"{REPLAY_MISS}:"):
+            # calls.replay on_miss throw: a replay that cannot be faithful stops the campaign.
+            raise GenuineError(REPLAY_MISS, f"cell {cell.run_id}: {child_error}")
         if outcome.integrity_issues and doc.integrity == "throw" and not cancelled:
             raise GenuineError(
                 INTEGRITY_FAILED,

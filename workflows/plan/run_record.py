@@ -79,7 +79,11 @@ class PlanRecord:
     def trace_jsonl(self) -> str:
         return "".join(e.model_dump_json() + "\n" for e in self.events)
 
-    def cost_json(self, *, run_id: str, plan: str, outcome: str, wall_ms: int) -> str:
+    def cost_json(
+        self, *, run_id: str, plan: str, outcome: str, wall_ms: int, waited_ms: int = 0
+    ) -> str:
+        """``wall_ms`` is the run's elapsed time, its waits for a person included;
+        ``waited_ms`` is those waits alone."""
         row = {
             "run_id": run_id,
             "plan": plan,
@@ -90,6 +94,7 @@ class PlanRecord:
             "output_tokens": sum(c.output_tokens for c in self.calls),
             "usd": round(sum(c.usd for c in self.calls), 6),
             "wall_ms": wall_ms,
+            "waited_ms": waited_ms,
             "simulated": bool(self.calls) and all(c.simulated for c in self.calls),
         }
         return json.dumps(row, indent=2) + "\n"

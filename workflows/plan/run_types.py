@@ -124,6 +124,10 @@ class PlanBudgetStatus(BaseModel):
     usd: float = 0.0
     need: str | None = None
     """Why the run waits for an extension (awaiting_budget / awaiting_wall_clock)."""
+    waited_ms: int = 0
+    """Time the run waited for a person (pauses, human gates, budget extensions), the open
+    wait excluded (see ``PlanStatus.waiting_since``). Never counted in ``wall_spent_ms``: the
+    wall budget is agent time."""
 
 
 class PlanStatus(BaseModel):
@@ -142,6 +146,8 @@ class PlanStatus(BaseModel):
     error: str | None = None
     route: str | None = None
     simulated: bool = False
+    waiting_since: str | None = None
+    """When the open wait for a person began (ISO 8601, UTC); None while agents run."""
 
 
 class PlanRunResult(BaseModel):
@@ -191,6 +197,7 @@ class ExtendPlanBudgetResult(BaseModel):
 class PathsInput(BaseModel):
     workspace: str
     paths: list[str]
+    field: str = Field(default="workspace", description="where the workspace came from (errors)")
 
 
 class WriteSnapshot(BaseModel):

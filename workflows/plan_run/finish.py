@@ -11,12 +11,16 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from activities.plan.files import WRITE_PLAN_FILES
     from activities.run_store import WRITE_RUN_FILES, WriteRunFilesInput
+    from workflows.plan.run_files import calls_jsonl, graph_json
     from workflows.plan.run_types import RunState
     from workflows.plan_run.preflight import WRITE_RETRY
     from workflows.plan_run.state import PlanRunState
 
 __all__ = ["end_run", "fail_now", "write_trace"]
+
+PLAN_REPORT_PATCH = "plan-report-html"
 
 
 def fail_now(run: PlanRunState, code: str, message: str) -> None:
@@ -36,6 +40,9 @@ async def end_run(
     run.error = f"{reason}: {detail}" if reason else None
     run.gates.clear()
     run.pending_pause = None
+    if run.waiting_since is not None:  # cancelled or failed while a person was awaited
+        run.waited_ms += int((workflow.now() - run.waiting_since).total_seconds() * 1000)
+        run.waiting_since = None
     run.record.event(
         "run.closed", outcome=state, reason=reason, error=detail, route=run.route_label
     )
@@ -54,10 +61,15 @@ async def write_trace(run: PlanRunState, *, final: bool = False) -> None:
             plan=run.plan.name if run.plan else "",
             outcome=run.state,
             wall_ms=wall_ms,
+            waited_ms=run.waited_ms,
         ),
+        "graph.json": graph_json(run.plan, run.record.steps),
+        "calls.jsonl": calls_jsonl(run.record.calls),
     }
+    # report.html is rendered with them (the patch keeps earlier histories replaying).
+    report = workflow.patched(PLAN_REPORT_PATCH)
     await workflow.execute_activity(
-        WRITE_RUN_FILES,
+        WRITE_PLAN_FILES if report else WRITE_RUN_FILES,
         WriteRunFilesInput(run_id=run.run_id, files=files),
         result_type=list[str],
         start_to_close_timeout=timedelta(minutes=2),

@@ -21,8 +21,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.run_record import PlanFailure, TerminalRoute
     from workflows.plan.run_types import PendingGate
     from workflows.plan_run.dispatch import Dispatcher
-    from workflows.plan_run.finish import write_trace
     from workflows.plan_run.state import PlanRunState
+    from workflows.plan_run.waits import wait_for_person
 
 __all__ = ["human_gate", "model_gate"]
 
@@ -68,14 +68,15 @@ async def human_gate(run: PlanRunState, plan: Plan, step: GateStep) -> str | Non
     token = f"{run.epoch}-{workflow.uuid4().hex[:12]}"
     run.gates[step.id] = PendingGate(step=step.id, token=token, round=rounds)
     run.record.steps[step.id] = "waiting"
-    run.wait_state("awaiting_gate", Reason.GATE_PENDING)
     run.record.event("gate.opened", step=step.id, token=token, round=rounds)
-    await write_trace(run)
-    await workflow.wait_condition(lambda: step.id in run.decisions)
+    waited_ms = await wait_for_person(
+        run, "awaiting_gate", Reason.GATE_PENDING, lambda: step.id in run.decisions
+    )
     decision = run.decisions.pop(step.id)
     run.gates.pop(step.id, None)
-    run.running()
-    run.record.event("gate.decided", step=step.id, decision=decision, round=rounds)
+    run.record.event(
+        "gate.decided", step=step.id, decision=decision, round=rounds, waited_ms=waited_ms
+    )
     run.settle(step.id, decision)
     run.settle_by_message(step.id, step.deps, decision=decision)
     if decision == "approve":

@@ -11,8 +11,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.model import PauseStep
     from workflows.plan.reasons import Reason
     from workflows.plan.run_types import PendingPause
-    from workflows.plan_run.finish import write_trace
     from workflows.plan_run.state import PlanRunState
+    from workflows.plan_run.waits import wait_for_person
 
 __all__ = ["pause"]
 
@@ -27,12 +27,11 @@ async def pause(run: PlanRunState, step: PauseStep) -> None:
             json_schema=step.pause.json_schema,
         )
         run.record.steps[step.id] = "waiting"
-        run.wait_state("awaiting_input", Reason.PLAN_PAUSE)
         run.record.event("paused", step=step.id, state=step.pause.state, resume_arg=key)
-        await write_trace(run)
-        await workflow.wait_condition(lambda: key in run.args)
+        waited_ms = await wait_for_person(
+            run, "awaiting_input", Reason.PLAN_PAUSE, lambda: key in run.args
+        )
         run.pending_pause = None
-        run.running()
-        run.record.event("resumed", step=step.id, resume_arg=key)
+        run.record.event("resumed", step=step.id, resume_arg=key, waited_ms=waited_ms)
     run.settle(step.id, run.args[key])
     run.settle_by_message(step.id, step.deps, resume_arg=key)

@@ -33,6 +33,7 @@ with workflow.unsafe.imports_passed_through():
 __all__ = ["WRITE_RETRY", "check_start_args", "preflight"]
 
 WRITE_RETRY = RetryPolicy(maximum_attempts=10, non_retryable_error_types=["ValueError"])
+WORKSPACE_ROOTS_PATCH = "plan-workspace-roots"
 
 
 def check_start_args(run: PlanRunState, plan: Plan) -> None:
@@ -51,15 +52,18 @@ async def preflight(run: PlanRunState, plan: Plan) -> Dispatcher:
     models = route_models(plan, run.input)
     workspace = plan.workspace or run.input.workspace
     declared = declared_paths(plan)
-    if declared:
+    # Any workspace the input names is held to the worker's declared roots (the patch keeps
+    # histories from before that check replaying).
+    if declared or (workspace is not None and workflow.patched(WORKSPACE_ROOTS_PATCH)):
         if workspace is None:
             raise PlanFailure(
                 Reason.ARTIFACT_PATH_ESCAPES_ROOT,
                 "steps declare artifacts but the run has no workspace; fix: --workspace DIR",
             )
+        field = "plan.workspace" if plan.workspace else "workspace"
         problems: list[str] = await workflow.execute_activity(
             CHECK_PATHS,
-            PathsInput(workspace=workspace, paths=declared),
+            PathsInput(workspace=workspace, paths=declared, field=field),
             result_type=list[str],
             start_to_close_timeout=timedelta(seconds=60),
             retry_policy=WRITE_RETRY,

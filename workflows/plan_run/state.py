@@ -8,6 +8,7 @@ is recorded as ``control.refused``.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from temporalio import workflow
@@ -86,6 +87,10 @@ class PlanRunState:
         self.need: str | None = None
         self.on_fail_armed: set[str] = set()
         self.wall_started: Any = None
+        self.waited_ms = 0
+        """Time spent waiting for a person (pauses, human gates, budget extensions): never
+        charged to the wall budget (``waits``)."""
+        self.waiting_since: datetime | None = None
 
     # -- bookkeeping ---------------------------------------------------------------------
 
@@ -255,6 +260,7 @@ class PlanRunState:
             output_tokens=spent.output_tokens,
             usd=spent.usd,
             need=self.need,
+            waited_ms=self.waited_ms,
         )
 
     @workflow.query(name=QUERY_STATUS)
@@ -274,6 +280,7 @@ class PlanRunState:
             error=self.error,
             route=self.route_label,
             simulated=self.simulated(),
+            waiting_since=self.waiting_since.isoformat() if self.waiting_since else None,
         )
 
     @workflow.query(name=QUERY_EVENTS)

@@ -29,11 +29,11 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.run_record import PlanFailure
     from workflows.plan_run.child import run_tournament
     from workflows.plan_run.dispatch import Dispatcher
-    from workflows.plan_run.finish import write_trace
     from workflows.plan_run.gates import human_gate, model_gate
     from workflows.plan_run.pauses import pause
     from workflows.plan_run.regions import region, region_items
     from workflows.plan_run.state import PlanRunState
+    from workflows.plan_run.waits import wait_for_person
 
 __all__ = ["walk"]
 
@@ -134,10 +134,10 @@ async def _reserve(run: PlanRunState, step_id: str, res: Reservation) -> None:
             f"of {ledger.wall_cap_ms} ms",
         )
     run.need = need.detail
-    run.wait_state(need.state, need.reason)
     run.record.event("paused", step=step_id, state=need.state, need=need.detail)
-    await write_trace(run)
-    await workflow.wait_condition(lambda: ledger.need(step_id, res) is None)
+    waited_ms = await wait_for_person(
+        run, need.state, need.reason, lambda: ledger.need(step_id, res) is None
+    )
     run.need = None
-    run.running()
-    run.record.event("resumed", step=step_id, limits=run.budget_status().model_dump())
+    limits = run.budget_status().model_dump()
+    run.record.event("resumed", step=step_id, limits=limits, waited_ms=waited_ms)

@@ -1,0 +1,43 @@
+"""The activity that writes a plan run's directory: the trace and cost files, then report.html.
+
+The workflow sends the files at every human wait and when the run ends (completed, failed,
+cancelled); this writes them through the run store (redacted, atomic) and renders report.html
+from the directory it just wrote, so the report always matches the trace beside it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from temporalio import activity
+
+from activities.plan.report import render_plan_report
+from activities.run_store import (
+    RunDirRefused,
+    RunStore,
+    WriteRunFilesInput,
+    refusal,
+)
+from workflows.run_ids import RunIdInvalid
+
+__all__ = ["WRITE_PLAN_FILES", "PlanFileActivities"]
+
+WRITE_PLAN_FILES = "plan_write_run_files"
+
+
+class PlanFileActivities:
+    def __init__(self, store: RunStore) -> None:
+        self.store = store
+
+    @activity.defn(name=WRITE_PLAN_FILES)
+    async def write_plan_files(self, input: WriteRunFilesInput) -> list[str]:
+        try:
+            return await asyncio.to_thread(self._write, input)
+        except (RunIdInvalid, RunDirRefused) as exc:
+            raise refusal(exc) from None
+
+    def _write(self, input: WriteRunFilesInput) -> list[str]:
+        written = self.store.write_all(input.run_id, input.files)
+        run_dir = self.store.run_dir(input.run_id)
+        report = self.store.write(input.run_id, "report.html", render_plan_report(run_dir))
+        return [*written, str(report)]

@@ -1,0 +1,181 @@
+"""A campaign that already exists: follow its progress, show its status, re-render its report.
+
+Used by ``ponder campaign run|status|report`` and by the shared ``ponder status | watch | extend |
+report ID`` when the run is a ``Campaign`` (they dispatch on the workflow type).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+from pathlib import Path
+
+import click
+from temporalio.client import WorkflowFailureError, WorkflowHandle
+from temporalio.service import RPCError
+
+from activities.campaign.report import ReportDesign, render_report
+from activities.config import Settings
+from activities.errors import ConfigError
+from client.runs import (
+    RunFailed,
+    check_run_id,
+    ctrl_c_detaches,
+    detach,
+    failure_message,
+    run_result,
+)
+from client.session import Session
+from client.tournament_follow import format_limits
+from workflows.campaign.records import RunRecord
+from workflows.campaign.types import CampaignProgress, CampaignResult
+from workflows.names import QUERY_PROGRESS
+
+__all__ = [
+    "EXIT_PAUSED",
+    "follow",
+    "is_campaign_dir",
+    "print_outcome",
+    "print_status",
+    "progress_line",
+    "query_progress",
+    "rerender_report",
+    "resume_command",
+]
+
+EXIT_PAUSED = 75
+
+
+async def query_progress(handle: WorkflowHandle) -> CampaignProgress:
+    progress: CampaignProgress = await handle.query(QUERY_PROGRESS, result_type=CampaignProgress)
+    return progress
+
+
+def progress_line(p: CampaignProgress) -> str:
+    leader = (
+        f", leader {p.leader} ({p.leader_mean:.3f})"
+        if p.leader and p.leader_mean is not None
+        else ""
+    )
+    usd = f", {p.spent.usd:.4f} USD" if p.spent.usd else ""
+    return (
+        f"[{p.status}] cells {p.cells_done}/{p.cells_total} done, {p.cells_running} running, "
+        f"{p.cells_failed} failed; {p.spent.calls} calls{usd}{leader}"
+    )
+
+
+def resume_command(run_id: str, paused: CampaignProgress) -> str:
+    """The ``ponder extend`` that lets a campaign awaiting its budget start its next cells."""
+    if paused.blocking_limit == "max_usd":
+        return f"ponder extend {run_id} --usd +{max(paused.spent.usd, 0.01):.2f}"
+    if paused.blocking_limit in ("max_input_tokens", "max_output_tokens"):
+        flag = paused.blocking_limit.removeprefix("max_").replace("_", "-")
+        spent = getattr(paused.spent, paused.blocking_limit.removeprefix("max_"))
+        return f"ponder extend {run_id} --{flag} +{max(spent, 1)}"
+    # Enough for every cell left at the waiting cell's worst case (a limit, not a spend).
+    left = max(paused.cells_total - paused.cells_done, 1)
+    return f"ponder extend {run_id} --calls +{left * (paused.awaiting_cell_calls or 1)}"
+
+
+def print_status(progress: CampaignProgress) -> None:
+    click.echo(progress_line(progress))
+    click.echo(f"budget {format_limits(progress.budget)}; fingerprint {progress.fingerprint}")
+    if progress.error:
+        click.echo(f"error: {progress.error}")
+    for refusal in progress.refused:
+        click.echo(f"refused: extend_budget signal: {refusal}")
+    if progress.status == "awaiting_budget":
+        click.echo(
+            f"awaiting budget ({progress.blocking_limit}); continue with: "
+            f"{resume_command(progress.run_id, progress)}"
+        )
+
+
+async def follow(session: Session, handle: WorkflowHandle) -> CampaignResult | CampaignProgress:
+    """Print progress whenever it changes until the campaign ends or pauses on its budget.
+
+    Ctrl-C detaches: the campaign goes on (with a background worker in embedded mode).
+    """
+    result = asyncio.ensure_future(run_result(handle))
+    shown = ""
+    with ctrl_c_detaches() as interrupted:
+        while not result.done():
+            if interrupted.is_set():
+                result.cancel()
+                detach(session, handle.id)
+            progress = None
+            with contextlib.suppress(RPCError):
+                progress = await query_progress(handle)
+            if progress is not None:
+                line = progress_line(progress)
+                if line != shown:
+                    click.echo(line, err=True)
+                    shown = line
+                if progress.status == "awaiting_budget" and progress.cells_running == 0:
+                    result.cancel()
+                    return progress
+            await asyncio.wait({result}, timeout=0.5)
+    with contextlib.suppress(RPCError):  # the final state, once
+        final = progress_line(await query_progress(handle))
+        if final != shown:
+            click.echo(final, err=True)
+    try:
+        return result.result()
+    except WorkflowFailureError as exc:
+        raise RunFailed(f"campaign {handle.id} ended: {failure_message(exc)}") from exc
+
+
+def print_outcome(run_id: str, outcome: CampaignResult | CampaignProgress) -> None:
+    """The recommendation and decisions on stdout, the report path on stderr; 75 if paused."""
+    if isinstance(outcome, CampaignProgress):
+        click.echo(
+            f"campaign {run_id} paused: {outcome.blocking_limit} reached; continue with: "
+            f"{resume_command(run_id, outcome)}",
+            err=True,
+        )
+        sys.exit(EXIT_PAUSED)
+    click.echo(f"recommendation: {outcome.recommendation}")
+    for variant, decision in outcome.decisions.items():
+        click.echo(f"  {variant}: {decision}")
+    click.echo(
+        f"-- campaign {run_id}: {outcome.cells} cells ({outcome.failed_cells} failed), "
+        f"{outcome.spent.calls} calls; report in {Path(outcome.run_dir) / 'report.html'}",
+        err=True,
+    )
+
+
+def is_campaign_dir(run_dir: Path) -> bool:
+    """A campaign's run directory: its document beside its records."""
+    return (run_dir / "campaign.json").is_file() and (run_dir / "records.jsonl").is_file()
+
+
+def rerender_report(settings: Settings, run_id: str) -> tuple[Path, dict[str, str]]:
+    """Rewrite ``report.md`` and ``report.html`` from ``records.jsonl``: the run directory and
+    the two files' text.
+
+    The same records give the same bytes, so the rewritten files equal the campaign's own.
+    """
+    run_dir = settings.runs_dir / check_run_id(run_id)
+    try:
+        summary = json.loads((run_dir / "summary.json").read_text())
+        document = json.loads((run_dir / "campaign.json").read_text())
+        lines = (run_dir / "records.jsonl").read_text().splitlines()
+    except (OSError, ValueError) as exc:
+        raise ConfigError(
+            f"no campaign report for {run_id!r} in {run_dir} ({exc}): check the run id; a "
+            "campaign writes its report when it ends"
+        ) from None
+    records = [RunRecord.model_validate_json(line) for line in lines if line.strip()]
+    design = ReportDesign.from_document(
+        run_id,
+        document,
+        fingerprint=summary["fingerprint"],
+        status=summary["status"],
+        planned_cells=summary["cells"]["planned"],
+    )
+    _, files = render_report(design, records)
+    for name in ("report.md", "report.html"):
+        (run_dir / name).write_text(files[name])
+    return run_dir, {name: files[name] for name in ("report.md", "report.html")}

@@ -1,0 +1,70 @@
+"""What the client resolves into a plan run's input: its routing and its workspace.
+
+One home for ``ponder plan run`` and the MCP ``plan_run`` tool. Routing (``executors``,
+``default_family``) comes from ``ponder.toml`` (``[executors]``, ``[plans] default_family``)
+overridden by flags or tool arguments, and goes into the workflow input: a worker never routes
+by its own settings. The workspace is an explicit ``--workspace``, else the plan's own, else the
+cwd when the plan declares files; the worker holds it to its declared roots.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from activities.config import Settings
+from activities.errors import ConfigError
+from workflows.plan.model import Plan
+from workflows.plan.preflight import declared_paths
+
+__all__ = ["EXECUTOR_HELP", "WORKSPACE_HELP", "routing", "run_workspace"]
+
+EXECUTOR_HELP = (
+    "FAMILY=PROVIDER:MODEL: which provider runs a family's steps, e.g. claude=command:claude-cli "
+    "or openai=openai:gpt-4.1 (repeatable; over [executors] in ponder.toml; FAMILY= unsets one)."
+)
+WORKSPACE_HELP = (
+    "Directory on the worker the plan's files live in (default: the plan's workspace, else the "
+    "cwd when the plan declares files). It must lie inside a root the worker declares: "
+    "[plans] workspace_roots in ponder.toml or ponder worker --workspace-root DIR (none "
+    "declared: the directory the worker started in, plus your home for ponder's own worker); "
+    "symlinks are resolved first. Outside them the run fails at once: artifact-path-escapes-root."
+)
+
+
+def _check_executor(family: str, spec: str, where: str) -> None:
+    if not family.strip():
+        raise ConfigError(
+            f"{where} {family}={spec}: the family is empty; fix: FAMILY=PROVIDER:MODEL"
+        )
+    provider, sep, model = spec.partition(":")
+    if spec and not (sep and provider and model):
+        raise ConfigError(
+            f"{where} {family}={spec}: {spec!r} is not PROVIDER:MODEL; fix: give one such as "
+            f"{family}=openai:gpt-4.1 or {family}=command:NAME (empty unsets it)"
+        )
+
+
+def routing(
+    settings: Settings, executors: Mapping[str, str], default_family: str | None
+) -> tuple[dict[str, str], str | None]:
+    """(executors, default_family) for the run's input: ponder.toml's, then the given ones
+    (flags or tool arguments) over them."""
+    for family, spec in settings.executors.items():
+        _check_executor(family, spec, f"config {settings.config_file or ''} [executors]".strip())
+    for family, spec in executors.items():
+        _check_executor(family, spec, "--executor")
+    if default_family is not None and not default_family.strip():
+        raise ConfigError("--default-family is empty; fix: give a family such as claude")
+    return settings.executors | dict(executors), default_family or settings.default_family
+
+
+def run_workspace(explicit: str | None, plan: Plan | None) -> str | None:
+    """The workspace the input names: an explicit one (absolute), else the cwd when the plan
+    needs one (declares files and has no ``workspace`` of its own), else none (a command agent
+    then runs in the worker's directory)."""
+    if explicit:
+        return os.path.abspath(explicit)
+    if plan is None or plan.workspace or not declared_paths(plan):
+        return None
+    return os.getcwd()

@@ -1,0 +1,77 @@
+"""A person's wait is not charged to the wall budget, and ``status`` shows it apart.
+
+The plan's wall budget leaves 1.5 s of slack beyond the first agent step's reservation: the
+second agent step fits only if the human gate and the pause before it (about 1.6 s each) are
+not counted. Were they charged, the run would pause ``awaiting_wall_clock`` before ``b``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from temporalio.client import Client
+
+from activities.config import Settings
+from client.plan_run_cli import print_plan_status
+from tests.plans.run_helpers import agent, events, plan_doc, start, wait_state
+from workflows.names import UPDATE_RESOLVE_GATE, UPDATE_RESUME
+from workflows.plan.run_types import ResolveGateInput, ResumeInput
+
+STAGE_MS = 20_000
+SLACK_MS = 1_500
+WAIT_S = 1.6
+WHO_SCHEMA = {"type": "string", "minLength": 1}
+
+WAITS = plan_doc(
+    agent("a", "Draft.", "draft", timeout_ms=STAGE_MS),
+    {"id": "ok", "kind": "gate", "deps": ["a"], "gate": {}},
+    {
+        "id": "who",
+        "kind": "pause",
+        "deps": ["ok"],
+        "pause": {"state": "AWAITING_OWNER", "resume_arg": "who", "schema": WHO_SCHEMA},
+    },
+    agent("b", "Sign for ${input.who}.", "signed", deps=["who"], timeout_ms=STAGE_MS),
+    budget={"wall_ms": STAGE_MS + SLACK_MS},
+)
+
+
+async def test_human_waits_are_not_charged_to_the_wall_budget(
+    client: Client, worker_queue: str, settings: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    handle = await start(client, worker_queue, WAITS)
+    at_gate = await wait_state(handle, "awaiting_gate")
+    assert at_gate.budget is not None and at_gate.budget.waited_ms == 0
+    assert at_gate.waiting_since is not None
+    print_plan_status(at_gate, as_json=False)
+    shown = capsys.readouterr().out
+    assert f"ms left of {STAGE_MS + SLACK_MS} ms" in shown and "waiting since" in shown
+    assert f"gate     ok token {at_gate.pending_gates[0].token}" in shown
+
+    await asyncio.sleep(WAIT_S)
+    token = at_gate.pending_gates[0].token
+    await handle.execute_update(
+        UPDATE_RESOLVE_GATE, ResolveGateInput(step="ok", decision="approve", token=token)
+    )
+    at_pause = await wait_state(handle, "awaiting_input")
+    assert at_pause.budget is not None and at_pause.budget.waited_ms >= WAIT_S * 1000
+    assert at_pause.budget.wall_spent_ms < SLACK_MS
+    print_plan_status(at_pause, as_json=False)
+    shown = capsys.readouterr().out
+    assert f"pause    who (AWAITING_OWNER) resume_arg who schema {json.dumps(WHO_SCHEMA)}" in shown
+
+    await asyncio.sleep(WAIT_S)
+    await handle.execute_update(UPDATE_RESUME, ResumeInput(args={"who": '"ada"'}))
+    done = await wait_state(handle, "completed")  # "still awaiting_wall_clock" if charged
+    budget = done.budget
+    assert budget is not None and done.waiting_since is None
+    assert budget.waited_ms >= 2 * WAIT_S * 1000 > SLACK_MS
+    assert budget.wall_spent_ms < SLACK_MS
+    ends = {e.type: e.data for e in await events(handle) if e.type in ("gate.decided", "resumed")}
+    assert ends["gate.decided"]["waited_ms"] >= WAIT_S * 1000
+    assert ends["resumed"]["waited_ms"] >= WAIT_S * 1000
+    assert ends["gate.decided"]["waited_ms"] + ends["resumed"]["waited_ms"] == budget.waited_ms
+    cost = json.loads((settings.runs_dir / handle.id / "cost.json").read_text())
+    assert cost["waited_ms"] == budget.waited_ms and cost["wall_ms"] >= budget.waited_ms

@@ -1,0 +1,38 @@
+"""The run directory's data files beside ``trace.jsonl`` and ``cost.json``, for ``report.html``.
+
+Pure. ``graph.json`` is the plan's step graph (ids, kinds, titles, deps, a region's chain) with
+each step's current state; ``calls.jsonl`` is one row per invocation (step, model, tokens, USD,
+latency, outcome), so the report can show each step's cost. Both are small next to the trace.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from typing import Any
+
+from workflows.plan.model import FanoutStep, Plan
+from workflows.plan.run_record import CallRow
+
+__all__ = ["calls_jsonl", "graph_json"]
+
+
+def graph_json(plan: Plan | None, states: Mapping[str, str]) -> str:
+    steps: list[dict[str, Any]] = []
+    for step in plan.steps if plan else []:
+        node: dict[str, Any] = {
+            "id": step.id,
+            "kind": step.kind,
+            "title": step.title,
+            "deps": list(step.deps),
+            "state": states.get(step.id, "pending"),
+        }
+        if isinstance(step, FanoutStep):
+            node["chain"] = list(step.fanout.chain)
+        steps.append(node)
+    return json.dumps({"plan": plan.name if plan else "", "steps": steps}, indent=1) + "\n"
+
+
+def calls_jsonl(calls: Sequence[CallRow]) -> str:
+    return "".join(json.dumps(asdict(c), sort_keys=True) + "\n" for c in calls)

@@ -1,0 +1,40 @@
+"""Waiting for a person: a pause (``awaiting_input``), a human gate (``awaiting_gate``) or a
+budget extension (``awaiting_budget`` / ``awaiting_wall_clock``).
+
+The rule (README, "Plans: wall clock and human waits"): the wall budget is agent time, the
+elapsed time of the boundaries that dispatch. A person's wait is never charged to it, however
+long it lasts: a plan that waited a weekend for an approval must not then pause again for wall
+clock. The waits are counted apart (``status.budget.waited_ms``, ``waiting_since`` while one
+is open, ``waited_ms`` on the event that ends it, and ``cost.json``), so "how long did this run
+take" and "how long did its agents take" are both answered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from workflows.plan.reasons import Reason
+    from workflows.plan.run_types import RunState
+    from workflows.plan_run.finish import write_trace
+    from workflows.plan_run.state import PlanRunState
+
+__all__ = ["wait_for_person"]
+
+
+async def wait_for_person(
+    run: PlanRunState, state: RunState, reason: Reason, until: Callable[[], bool]
+) -> int:
+    """Show the wait (state, trace on disk), wait for ``until``; returns the ms waited."""
+    run.wait_state(state, reason)
+    run.waiting_since = workflow.now()
+    await write_trace(run)
+    await workflow.wait_condition(until)
+    waited = workflow.now() - run.waiting_since
+    waited_ms = max(0, int(waited.total_seconds() * 1000))
+    run.waited_ms += waited_ms
+    run.waiting_since = None
+    run.running()
+    return waited_ms
