@@ -16,6 +16,14 @@ from workflows.tournament.types import TournamentInput
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
 
+async def status_json(run_id: str, env: dict[str, str]) -> dict:
+    """``ponder status RUN_ID --json``, which must succeed (else its message is the failure)."""
+    shown = await ponder("status", run_id, "--json", env=env)
+    assert shown.code == 0, shown.err
+    parsed: dict = json.loads(shown.out)
+    return parsed
+
+
 async def test_dry_run_prints_the_plan_without_a_server(tmp_path: Path) -> None:
     done = await ponder(
         "think", "Sort a list", "--profile", "paper", "--dry-run", env=cli_env(tmp_path)
@@ -73,8 +81,7 @@ async def test_think_on_the_sim_prints_winner_true_quality_and_report(tmp_path: 
     shown = await ponder("status", "cli-think", env=cli_env(tmp_path))
     assert shown.code == 0, shown.err
     assert "completed" in shown.out and summary["winner_id"] in shown.out
-    as_json = await ponder("status", "cli-think", "--json", env=cli_env(tmp_path))
-    progress = json.loads(as_json.out)
+    progress = await status_json("cli-think", cli_env(tmp_path))
     assert progress["spent"]["calls"] == 15
     assert progress["leaderboard"][0]["candidate_id"] == summary["winner_id"]
     report = await ponder("report", "cli-think", env=cli_env(tmp_path))
@@ -347,7 +354,7 @@ async def test_rank_plans_only_the_judge_calls_and_has_modes(tmp_path: Path) -> 
     assert done.code == 0, done.err  # 10 pairs, no generation calls: 10 is enough
     usage = (tmp_path / "runs/r5/usage.jsonl").read_text().splitlines()
     assert len(usage) == 10
-    progress = json.loads((await ponder("status", "r5", "--json", env=env)).out)
+    progress = await status_json("r5", env)
     assert progress["calls_planned"] == 10
     regular = await ponder(
         "rank", *files[:4], "--task", "x", "--rank-mode", "k-regular", "--rank-k", "1",
@@ -427,7 +434,7 @@ async def test_status_and_report_on_an_ask_run_give_an_ask_view(tmp_path: Path) 
     shown = await ponder("status", "a1", env=env)
     assert shown.code == 0, shown.err
     assert "ask" in shown.out and "completed" in shown.out and "sim:default" in shown.out
-    as_json = json.loads((await ponder("status", "a1", "--json", env=env)).out)
+    as_json = await status_json("a1", env)
     assert as_json["kind"] == "ask" and as_json["answer_path"].endswith("answer.txt")
     report = await ponder("report", "a1", env=env)
     assert report.code == 0, report.err
