@@ -148,7 +148,7 @@ def status(ctx: click.Context, run_id: str, as_json: bool) -> None:
             campaign_control.print_status(shown)
         return
     if isinstance(shown, PlanStatus):
-        print_plan_status(shown, as_json=as_json)
+        print_plan_status(shown, as_json=as_json, settings=settings)
         return
     if isinstance(shown, dict):
         if as_json:

@@ -236,9 +236,10 @@ class CampaignWorkflow:
         except RecordInvalid as exc:
             raise GenuineError(exc.code, str(exc)) from None
         state.record(cell, record)
-        if child_error is not None and child_error.startswith(f"{REPLAY_MISS}:"):
-            # calls.replay on_miss throw: a replay that cannot be faithful stops the campaign.
-            raise GenuineError(REPLAY_MISS, f"cell {cell.run_id}: {child_error}")
+        for failed in (child_error, outcome.score_error):  # the cell's calls, the judge's
+            if failed is not None and f"{REPLAY_MISS}:" in failed:
+                # calls.replay on_miss throw: a replay that cannot be faithful stops the campaign.
+                raise GenuineError(REPLAY_MISS, f"cell {cell.run_id}: {failed}")
         if outcome.integrity_issues and doc.integrity == "throw" and not cancelled:
             raise GenuineError(
                 INTEGRITY_FAILED,
