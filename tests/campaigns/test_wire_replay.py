@@ -336,6 +336,26 @@ async def test_a_miss_under_throw_fails_the_campaign_naming_the_key(
     assert miss["replay_miss"] == missing and miss["error"].startswith("replay miss")
 
 
+async def test_a_tournament_miss_under_throw_stops_the_campaign_with_its_code(
+    client: Client, http_queue: tuple[str, Settings], fake: FakeProvider
+) -> None:
+    queue, settings = http_queue
+    doc = mixed_document(seeds=[0], concurrency=1, comparator="single")
+    doc["variants"] = [doc["variants"][2], doc["variants"][0]]  # the tournament's cells first
+    doc["scenarios"] = doc["scenarios"][:1]
+    original, result = await run(client, queue, doc)
+    assert isinstance(result, CampaignResult) and result.failed_cells == 0, result
+    fake.close()
+    replay, error = await run(client, queue, {**doc, "seeds": [0, 1]}, replay={"run_id": original})
+    assert isinstance(error, ApplicationError) and error.type == "provider.replay_miss"
+    assert "call initial_generation/0/0" in error.message
+    rows = records(settings.runs_dir / replay)
+    assert [(r["variant"], r["seed"], r["failure_class"]) for r in rows] == [
+        ("deep-http", 0, None),
+        ("deep-http", 1, "runner_threw"),
+    ]
+
+
 async def test_a_judge_scorer_miss_under_throw_stops_the_campaign_too(
     client: Client, http_queue: tuple[str, Settings], fake: FakeProvider
 ) -> None:
