@@ -20,6 +20,7 @@ from activities.errors import (
     ConfigError,
     ProviderError,
 )
+from activities.plan.roots import WORKSPACE_REFUSED, outside_roots
 from activities.pricing import cost_usd
 from activities.providers import CallContext, ResolvedModel, resolve_model
 from activities.raw_events import RawEventLog, redact
@@ -101,15 +102,28 @@ def _application_error(
 class ModelActivities:
     """Holds the shared HTTP client and settings of one worker."""
 
-    def __init__(self, settings: Settings, http: httpx.AsyncClient) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        http: httpx.AsyncClient,
+        *,
+        workspace_roots: list[str] | None = None,
+    ) -> None:
         self.settings = settings
         self.http = http
+        self.workspace_roots = workspace_roots
+        """Real paths a plan step's workspace (a command agent's cwd) must lie in; None: none
+        checked. Checked at every call: the run's preflight may have run on another worker."""
         self.store = RunStore(settings.runs_dir)
         self.replays = WireCaches(settings)
 
     def _prepare(self, input: CallModelInput) -> tuple[ResolvedModel, list[str], Path]:
         """The endpoint, the values to redact and the run directory, or a coded refusal."""
         request = input.request
+        if request.workspace is not None and self.workspace_roots is not None:
+            problem = outside_roots(request.workspace, self.workspace_roots)
+            if problem is not None:
+                raise ApplicationError(problem, type=WORKSPACE_REFUSED, non_retryable=True)
         # A replay that may not reach the network needs no key (a CI box replays without one).
         offline = input.replay is not None and input.replay.on_miss != "network"
         try:
