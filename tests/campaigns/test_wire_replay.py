@@ -446,6 +446,7 @@ async def test_the_cli_and_the_temporal_cli_replay_a_plan_campaign(
         "--on-miss", "fail-closed", env=env,
     )  # fmt: skip
     assert replayed.code == 0, replayed.err
+    assert "campaign camp-rep replays camp-rec (on a miss: fail-closed)" in replayed.err
     assert replayed.out == recorded.out  # the same recommendation and decisions
     saved = json.loads((settings.runs_dir / "camp-rep" / "campaign.json").read_text())
     assert saved["calls"]["replay"] == {"run_id": "camp-rec", "on_miss": "fail-closed"}
