@@ -34,7 +34,7 @@ from client.runs import (
     failure_message,
     new_run_id,
     run_result,
-    start_run,
+    start_and_follow,
 )
 from client.session import Session, open_session, spawn_background_worker
 from workflows.names import (
@@ -108,10 +108,9 @@ def _table(s: PlanStatus) -> Table:
             "calls",
             f"{b.calls_spent} spent, {b.calls_left} left of {b.calls_limit} (cap {b.calls_cap})",
         )
-        wall_left = b.wall_limit_ms - b.wall_spent_ms
         table.add_row(
             "wall",
-            f"{b.wall_spent_ms} ms spent, {wall_left} ms left of {b.wall_limit_ms} ms "
+            f"{b.wall_spent_ms} ms spent, {b.wall_left_ms} ms left of {b.wall_limit_ms} ms "
             f"(cap {b.wall_cap_ms} ms)",
         )
         since = f", waiting since {s.waiting_since}" if s.waiting_since else ""
@@ -277,17 +276,13 @@ def run(ctx: click.Context, file: str, **options: Any) -> None:
         seed=options["seed"],
     )
 
-    async def go() -> PlanRunResult | PlanStatus:
-        async with open_session(settings, worker=not options["detach"]) as session:
-            handle = await start_run(session, PLAN_RUN, payload, run_id, PlanRunResult)
-            if options["detach"]:
-                if session.embedded:
-                    spawn_background_worker(settings)
-                click.echo(run_id)
-                sys.exit(0)
-            return await follow(session, handle)
-
-    finish(asyncio.run(go()))
+    finish(
+        asyncio.run(
+            start_and_follow(
+                settings, PLAN_RUN, payload, run_id, PlanRunResult, follow, detach=options["detach"]
+            )
+        )
+    )
 
 
 async def _answer(

@@ -287,6 +287,9 @@ def cancel(ctx: click.Context, run_id: str) -> None:
                 await handle.result()
             description = await handle.describe()
             click.echo(f"run {run_id}: {state_name(description.status)}", err=True)
+            partial = settings.runs_dir / run_id / "report.html"
+            if description.workflow_type == CAMPAIGN and partial.is_file():
+                click.echo(f"partial report: {partial}", err=True)
 
     asyncio.run(go())
     sys.exit(1)
