@@ -33,6 +33,12 @@ from activities.errors import ServerError
 __all__ = ["EmbeddedServer", "ServerInfo", "child_environment", "find_temporal_binary"]
 
 READY_TIMEOUT_S = 60.0
+START_ATTEMPTS = 3
+"""Starts of a server that exits at once because a port it was to use got taken meanwhile."""
+
+
+class _PortTaken(Exception):
+    """The server exited at start: a port was taken between choosing it and binding it."""
 
 
 @dataclass
@@ -255,8 +261,24 @@ class EmbeddedServer:
         return adopted
 
     async def _start(self, grpc_port: int | None) -> ServerInfo:
+        """Start a server; one that exits at start because a port was taken is started again.
+
+        ``start-dev`` picks free ports for its internal services itself, and so do we for the
+        others: on a busy machine another process can bind one first (``address already in
+        use``). That is a lost race, not a reason to fail the command.
+        """
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                return await self._start_once(grpc_port)
+            except _PortTaken as exc:
+                if attempt == START_ATTEMPTS:
+                    raise ServerError(str(exc)) from None
+        raise AssertionError("unreachable")
+
+    async def _start_once(self, grpc_port: int | None) -> ServerInfo:
         binary = find_temporal_binary()
         ports = self._choose_ports(self.read_state(), grpc_port)
+        log_start = self.log_file.stat().st_size if self.log_file.exists() else 0
         argv = [
             binary,
             "server",
@@ -294,8 +316,13 @@ class EmbeddedServer:
             deadline = time.monotonic() + READY_TIMEOUT_S
             while not await server_answers(info.address):
                 if process.poll() is not None:
-                    tail = self.log_file.read_text(errors="replace")[-800:]
-                    raise ServerError(f"the embedded Temporal server exited at start: {tail}")
+                    with self.log_file.open("rb") as log_text:
+                        log_text.seek(log_start)
+                        said = log_text.read().decode(errors="replace")
+                    message = f"the embedded Temporal server exited at start: {said[-800:]}"
+                    if "address already in use" in said:
+                        raise _PortTaken(message)
+                    raise ServerError(message)
                 if time.monotonic() > deadline:
                     raise ServerError(
                         "the embedded Temporal server did not answer within "

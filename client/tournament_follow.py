@@ -92,11 +92,12 @@ async def follow(session: Session, handle: WorkflowHandle) -> TournamentResult |
     Ctrl-C detaches: the run goes on (with a background worker in embedded mode).
     """
     started = None
-    with contextlib.suppress(RPCError):  # a restarting server: the clock is only shown
-        started, _ = await run_times(handle)
     result_task = asyncio.ensure_future(run_result(handle))
     paused: Progress | None = None
+    # Detaching from the first await on: a SIGTERM during the first RPC still hands over.
     with ctrl_c_detaches() as interrupted, Live(console=console, refresh_per_second=4) as live:
+        with contextlib.suppress(RPCError):  # a restarting server: the clock is only shown
+            started, _ = await run_times(handle)
         while not result_task.done():
             if interrupted.is_set():
                 result_task.cancel()

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from client.embedded import EmbeddedServer
 
 
 @dataclass
@@ -42,3 +46,11 @@ async def finish(process: asyncio.subprocess.Process, timeout: float = 120) -> D
 
 async def ponder(*args: str, env: dict[str, str], timeout: float = 120) -> Done:
     return await finish(await start_ponder(*args, env=env), timeout)
+
+
+@contextlib.asynccontextmanager
+async def one_server(home: Path) -> AsyncIterator[None]:
+    """Hold a lease on ``home``'s embedded server for the block: the commands a test runs in
+    turn share one server instead of each starting and stopping its own (seconds apiece)."""
+    async with EmbeddedServer(home).lease():
+        yield

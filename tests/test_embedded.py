@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from client.embedded import EmbeddedServer, find_temporal_binary
+from activities.errors import ServerError
+from client.embedded import EmbeddedServer, find_temporal_binary, server_answers
 from tests.cli import cli_env, finish, ponder, start_ponder
 from tests.fakes import FakeProvider
 
@@ -153,3 +154,49 @@ def test_binary_lookup_prefers_the_environment(tmp_path: Path, monkeypatch) -> N
     monkeypatch.delenv("PONDER_TEMPORAL_BIN")
     assert Path(find_temporal_binary()).parent == Path(sys.executable).parent
     assert EmbeddedServer(tmp_path).read_state() is None
+
+
+PORT_TAKEN = "address already in use"
+
+
+def port_race_binary(tmp_path: Path, lost_races: int, error: str = PORT_TAKEN) -> Path:
+    """A ``temporal`` that exits at start like a server that lost a port race ``lost_races``
+    times (each start noted in ``starts``), then is the real binary."""
+    starts = tmp_path / "starts"
+    script = tmp_path / "temporal"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1" = server ]; then echo start >> {starts}; fi\n'
+        f'if [ "$1" = server ] && [ "$(wc -l < {starts})" -le {lost_races} ]; then\n'
+        f'  echo \'level=ERROR msg="Failed to start gRPC listener" error="listen tcp '
+        f"127.0.0.1:1: bind: {error}\"' >&2\n"
+        "  exit 1\n"
+        "fi\n"
+        f'exec {find_temporal_binary()} "$@"\n'
+    )
+    script.chmod(0o755)
+    return script
+
+
+async def test_a_server_that_lost_a_port_race_is_started_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # start-dev picks its internal ports itself; on a busy machine another process can take
+    # one first, and a command (ponder status, say) then failed instead of starting again.
+    monkeypatch.setenv("PONDER_TEMPORAL_BIN", str(port_race_binary(tmp_path, lost_races=2)))
+    server = EmbeddedServer(tmp_path / "home")
+    async with server.lease() as info:
+        assert await server_answers(info.address)
+    assert (tmp_path / "starts").read_text().count("start") == 3
+    assert server_pids(server.db) == []
+
+
+@pytest.mark.parametrize(("error", "starts"), [(PORT_TAKEN, 3), ("disk I/O error", 1)])
+async def test_a_server_that_keeps_failing_at_start_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: str, starts: int
+) -> None:
+    binary = port_race_binary(tmp_path, lost_races=99, error=error)
+    monkeypatch.setenv("PONDER_TEMPORAL_BIN", str(binary))
+    with pytest.raises(ServerError, match=f"exited at start: .*{error}"):
+        await EmbeddedServer(tmp_path / "home").ensure()
+    assert (tmp_path / "starts").read_text().count("start") == starts

@@ -10,7 +10,6 @@ from activities.config import load_settings, read_secret
 from activities.errors import ConfigError
 from client.mcp.backend import Backend
 from client.mcp.http import PATH, TOKEN_ENV, Guard, allowed_hosts, is_loopback, parse_listen
-from client.mcp.server import build_server
 from client.session import open_session
 
 __all__ = ["mcp"]
@@ -58,6 +57,9 @@ def mcp(
                 f"--allow-remote needs a bearer token of at least 16 characters in ${TOKEN_ENV}: "
                 "set it (e.g. to the output of `openssl rand -hex 24`) and give it to clients"
             )
+
+    # Imported here: the MCP SDK costs every other ponder command about a second to import.
+    from client.mcp.server import build_server
 
     async def go() -> None:
         async with open_session(settings, worker=False) as session:

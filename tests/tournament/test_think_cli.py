@@ -9,11 +9,19 @@ from pathlib import Path
 import click
 import pytest
 
-from tests.cli import cli_env, ponder
+from tests.cli import cli_env, one_server, ponder
 from workflows.tournament.profiles import BUILTIN_PROFILES
 from workflows.tournament.types import TournamentInput
 
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
+
+
+async def status_json(run_id: str, env: dict[str, str]) -> dict:
+    """``ponder status RUN_ID --json``, which must succeed (else its message is the failure)."""
+    shown = await ponder("status", run_id, "--json", env=env)
+    assert shown.code == 0, shown.err
+    parsed: dict = json.loads(shown.out)
+    return parsed
 
 
 async def test_dry_run_prints_the_plan_without_a_server(tmp_path: Path) -> None:
@@ -51,77 +59,78 @@ async def test_dry_run_estimates_usd_from_the_price_table(tmp_path: Path) -> Non
 
 
 async def test_think_on_the_sim_prints_winner_true_quality_and_report(tmp_path: Path) -> None:
-    done = await ponder(
-        "think",
-        "Sort a list",
-        "--profile",
-        "quick",
-        "--provider",
-        "sim",
-        "--seed",
-        "3",
-        "--run-id",
-        "cli-think",
-        env=cli_env(tmp_path),
-    )
-    assert done.code == 0, done.err
-    summary = json.loads((tmp_path / "runs/cli-think/summary.json").read_text())
-    assert f"winner: {summary['winner_id']} after 15 calls" in done.err
-    assert "simulated: winner true quality" in done.err
-    assert "report.html" in done.err
-    assert "[sim q=" in done.out
-    shown = await ponder("status", "cli-think", env=cli_env(tmp_path))
-    assert shown.code == 0, shown.err
-    assert "completed" in shown.out and summary["winner_id"] in shown.out
-    as_json = await ponder("status", "cli-think", "--json", env=cli_env(tmp_path))
-    progress = json.loads(as_json.out)
-    assert progress["spent"]["calls"] == 15
-    assert progress["leaderboard"][0]["candidate_id"] == summary["winner_id"]
-    report = await ponder("report", "cli-think", env=cli_env(tmp_path))
-    assert report.code == 0 and report.out.strip().endswith("report.html")
+    async with one_server(tmp_path):
+        done = await ponder(
+            "think",
+            "Sort a list",
+            "--profile",
+            "quick",
+            "--provider",
+            "sim",
+            "--seed",
+            "3",
+            "--run-id",
+            "cli-think",
+            env=cli_env(tmp_path),
+        )
+        assert done.code == 0, done.err
+        summary = json.loads((tmp_path / "runs/cli-think/summary.json").read_text())
+        assert f"winner: {summary['winner_id']} after 15 calls" in done.err
+        assert "simulated: winner true quality" in done.err
+        assert "report.html" in done.err
+        assert "[sim q=" in done.out
+        shown = await ponder("status", "cli-think", env=cli_env(tmp_path))
+        assert shown.code == 0, shown.err
+        assert "completed" in shown.out and summary["winner_id"] in shown.out
+        progress = await status_json("cli-think", cli_env(tmp_path))
+        assert progress["spent"]["calls"] == 15
+        assert progress["leaderboard"][0]["candidate_id"] == summary["winner_id"]
+        report = await ponder("report", "cli-think", env=cli_env(tmp_path))
+        assert report.code == 0 and report.out.strip().endswith("report.html")
 
 
 async def test_pause_exits_75_and_extend_finishes_the_same_run(tmp_path: Path) -> None:
-    env = cli_env(tmp_path)
-    paused = await ponder(
-        "think",
-        "Sort a list",
-        "--profile",
-        "balanced",
-        "--seed",
-        "4",
-        "--model",
-        "sim:default,invalid_json_rate=0.25",
-        "--invalid-json-retries",
-        "3",
-        "--max-calls",
-        "60",
-        "--run-id",
-        "tight",
-        env=env,
-    )
-    assert paused.code == 75, paused.err
-    assert "ponder extend tight" in paused.err
-    # Without a terminal the pause message still starts a line of its own.
-    assert any(line.startswith("run tight is paused") for line in paused.err.splitlines())
-    below = await ponder("extend", "tight", "--calls", "10", env=env)
-    assert below.code == 2
-    assert "below what is already spent" in below.err
-    paused_status = await ponder("status", "tight", env=env)
-    assert "continue with: ponder extend tight --calls +" in paused_status.out
-    resumed = await ponder("extend", "tight", "--calls", "+100", "--detach", env=env)
-    assert resumed.code == 0, resumed.err
-    assert "budget now max_calls=160" in resumed.err  # not a Python dict
-    from tests.test_worker_cli import wait_until
+    async with one_server(tmp_path):
+        env = cli_env(tmp_path)
+        paused = await ponder(
+            "think",
+            "Sort a list",
+            "--profile",
+            "balanced",
+            "--seed",
+            "4",
+            "--model",
+            "sim:default,invalid_json_rate=0.25",
+            "--invalid-json-retries",
+            "3",
+            "--max-calls",
+            "60",
+            "--run-id",
+            "tight",
+            env=env,
+        )
+        assert paused.code == 75, paused.err
+        assert "ponder extend tight" in paused.err
+        # Without a terminal the pause message still starts a line of its own.
+        assert any(line.startswith("run tight is paused") for line in paused.err.splitlines())
+        below = await ponder("extend", "tight", "--calls", "10", env=env)
+        assert below.code == 2
+        assert "below what is already spent" in below.err
+        paused_status = await ponder("status", "tight", env=env)
+        assert "continue with: ponder extend tight --calls +" in paused_status.out
+        resumed = await ponder("extend", "tight", "--calls", "+100", "--detach", env=env)
+        assert resumed.code == 0, resumed.err
+        assert "budget now max_calls=160" in resumed.err  # not a Python dict
+        from tests.test_worker_cli import wait_until
 
-    summary_path = tmp_path / "runs/tight/summary.json"
+        summary_path = tmp_path / "runs/tight/summary.json"
 
-    def completed() -> bool:
-        return json.loads(summary_path.read_text()).get("status") == "completed"
+        def completed() -> bool:
+            return json.loads(summary_path.read_text()).get("status") == "completed"
 
-    await wait_until(completed, 90)  # a background worker finished it
-    summary = json.loads(summary_path.read_text())
-    assert summary["calls"]["used"] > 60
+        await wait_until(completed, 90)  # a background worker finished it
+        summary = json.loads(summary_path.read_text())
+        assert summary["calls"]["used"] > 60
 
 
 async def test_refusals_are_one_line_exit_2(tmp_path: Path) -> None:
@@ -136,27 +145,28 @@ async def test_refusals_are_one_line_exit_2(tmp_path: Path) -> None:
 
 
 async def test_rank_orders_given_candidates(tmp_path: Path) -> None:
-    files = []
-    for name, q in (("weak", -1.5), ("strong", 2.5), ("middling", 0.2)):
-        path = tmp_path / f"{name}.txt"
-        path.write_text(f"answer {name}\n[sim q={q} id={name}]")
-        files.append(str(path))
-    done = await ponder(
-        "rank",
-        *files,
-        "--task",
-        "Which is best?",
-        "--seed",
-        "1",
-        "--model",
-        "sim:default,accuracy=0.99",
-        env=cli_env(tmp_path),
-    )
-    assert done.code == 0, done.err
-    ranked = [line.split()[1] for line in done.out.splitlines() if line.strip()]
-    assert ranked[0] == "strong"
-    duplicate = await ponder("rank", files[0], files[0], "--task", "x", env=cli_env(tmp_path))
-    assert duplicate.code == 2 and "unique" in duplicate.err
+    async with one_server(tmp_path):
+        files = []
+        for name, q in (("weak", -1.5), ("strong", 2.5), ("middling", 0.2)):
+            path = tmp_path / f"{name}.txt"
+            path.write_text(f"answer {name}\n[sim q={q} id={name}]")
+            files.append(str(path))
+        done = await ponder(
+            "rank",
+            *files,
+            "--task",
+            "Which is best?",
+            "--seed",
+            "1",
+            "--model",
+            "sim:default,accuracy=0.99",
+            env=cli_env(tmp_path),
+        )
+        assert done.code == 0, done.err
+        ranked = [line.split()[1] for line in done.out.splitlines() if line.strip()]
+        assert ranked[0] == "strong"
+        duplicate = await ponder("rank", files[0], files[0], "--task", "x", env=cli_env(tmp_path))
+        assert duplicate.code == 2 and "unique" in duplicate.err
 
 
 async def test_ctrl_c_detaches_and_the_run_goes_on(tmp_path: Path) -> None:
@@ -201,10 +211,11 @@ async def test_ctrl_c_detaches_and_the_run_goes_on(tmp_path: Path) -> None:
 
 
 async def test_unknown_run_id_is_one_line_exit_2(tmp_path: Path) -> None:
-    for command in (["status"], ["watch"], ["extend", "--calls", "5"], ["cancel"]):
-        done = await ponder(*command, "no-such-run", env=cli_env(tmp_path))
-        assert done.code == 2, (command, done.err)
-        assert "not found" in done.err and "Traceback" not in done.err
+    async with one_server(tmp_path):
+        for command in (["status"], ["watch"], ["extend", "--calls", "5"], ["cancel"]):
+            done = await ponder(*command, "no-such-run", env=cli_env(tmp_path))
+            assert done.code == 2, (command, done.err)
+            assert "not found" in done.err and "Traceback" not in done.err
 
 
 def _built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> TournamentInput:
@@ -335,34 +346,35 @@ async def test_openai_models_are_priced_and_the_table_is_dated(tmp_path: Path) -
 
 
 async def test_rank_plans_only_the_judge_calls_and_has_modes(tmp_path: Path) -> None:
-    files = []
-    for i in range(5):
-        path = tmp_path / f"c{i}.txt"
-        path.write_text(f"answer {i}\n[sim q={i / 2} id=c{i}]")
-        files.append(str(path))
-    env = cli_env(tmp_path)
-    done = await ponder(
-        "rank", *files, "--task", "x", "--max-calls", "10", "--run-id", "r5", env=env
-    )
-    assert done.code == 0, done.err  # 10 pairs, no generation calls: 10 is enough
-    usage = (tmp_path / "runs/r5/usage.jsonl").read_text().splitlines()
-    assert len(usage) == 10
-    progress = json.loads((await ponder("status", "r5", "--json", env=env)).out)
-    assert progress["calls_planned"] == 10
-    regular = await ponder(
-        "rank", *files[:4], "--task", "x", "--rank-mode", "k-regular", "--rank-k", "1",
-        "--rank-seed", "3", "--run-id", "r4", env=env,
-    )  # fmt: skip
-    assert regular.code == 0, regular.err
-    assert len((tmp_path / "runs/r4/usage.jsonl").read_text().splitlines()) == 2
-    over = await ponder(
-        "rank", *files, "--task", "x", "--rank-mode", "all-pairs", "--rank-max-calls", "9",
-        env=env,
-    )  # fmt: skip
-    assert over.code == 2 and "rank.max_calls_exceeded" in over.err
-    one = await ponder("rank", files[0], "--task", "x", env=env)
-    assert one.code == 2 and "rank needs at least two candidate files" in one.err
-    assert "profile.k" not in one.err
+    async with one_server(tmp_path):
+        files = []
+        for i in range(5):
+            path = tmp_path / f"c{i}.txt"
+            path.write_text(f"answer {i}\n[sim q={i / 2} id=c{i}]")
+            files.append(str(path))
+        env = cli_env(tmp_path)
+        done = await ponder(
+            "rank", *files, "--task", "x", "--max-calls", "10", "--run-id", "r5", env=env
+        )
+        assert done.code == 0, done.err  # 10 pairs, no generation calls: 10 is enough
+        usage = (tmp_path / "runs/r5/usage.jsonl").read_text().splitlines()
+        assert len(usage) == 10
+        progress = await status_json("r5", env)
+        assert progress["calls_planned"] == 10
+        regular = await ponder(
+            "rank", *files[:4], "--task", "x", "--rank-mode", "k-regular", "--rank-k", "1",
+            "--rank-seed", "3", "--run-id", "r4", env=env,
+        )  # fmt: skip
+        assert regular.code == 0, regular.err
+        assert len((tmp_path / "runs/r4/usage.jsonl").read_text().splitlines()) == 2
+        over = await ponder(
+            "rank", *files, "--task", "x", "--rank-mode", "all-pairs", "--rank-max-calls", "9",
+            env=env,
+        )  # fmt: skip
+        assert over.code == 2 and "rank.max_calls_exceeded" in over.err
+        one = await ponder("rank", files[0], "--task", "x", env=env)
+        assert one.code == 2 and "rank needs at least two candidate files" in one.err
+        assert "profile.k" not in one.err
 
 
 async def test_small_refusals_name_what_is_wrong(tmp_path: Path) -> None:
@@ -421,15 +433,16 @@ def test_progress_table_counts_from_the_start_and_names_limits() -> None:
 
 
 async def test_status_and_report_on_an_ask_run_give_an_ask_view(tmp_path: Path) -> None:
-    env = cli_env(tmp_path)
-    asked = await ponder("ask", "hello", "--model", "sim:default", "--run-id", "a1", env=env)
-    assert asked.code == 0, asked.err
-    shown = await ponder("status", "a1", env=env)
-    assert shown.code == 0, shown.err
-    assert "ask" in shown.out and "completed" in shown.out and "sim:default" in shown.out
-    as_json = json.loads((await ponder("status", "a1", "--json", env=env)).out)
-    assert as_json["kind"] == "ask" and as_json["answer_path"].endswith("answer.txt")
-    report = await ponder("report", "a1", env=env)
-    assert report.code == 0, report.err
-    page = Path(report.out.strip()).read_text()
-    assert 'id="answer"' in page and "leaderboard" not in page
+    async with one_server(tmp_path):
+        env = cli_env(tmp_path)
+        asked = await ponder("ask", "hello", "--model", "sim:default", "--run-id", "a1", env=env)
+        assert asked.code == 0, asked.err
+        shown = await ponder("status", "a1", env=env)
+        assert shown.code == 0, shown.err
+        assert "ask" in shown.out and "completed" in shown.out and "sim:default" in shown.out
+        as_json = await status_json("a1", env)
+        assert as_json["kind"] == "ask" and as_json["answer_path"].endswith("answer.txt")
+        report = await ponder("report", "a1", env=env)
+        assert report.code == 0, report.err
+        page = Path(report.out.strip()).read_text()
+        assert 'id="answer"' in page and "leaderboard" not in page

@@ -27,7 +27,6 @@ from collections.abc import Sequence
 
 import numpy as np
 from pydantic import BaseModel
-from scipy import stats
 
 from workflows.campaign.records import Decision, RunRecord
 
@@ -141,6 +140,8 @@ def compare(
     seed: int,
 ) -> Comparison:
     """Everything but the q-value and decision for one variant's paired differences."""
+    from scipy import stats  # imported here: scipy.stats costs every ponder process ~1 s
+
     n = len(diffs)
     out = Comparison(variant=variant, comparator=comparator, pairs=n)
     if n == 0:
@@ -191,6 +192,8 @@ that moves by a quarter between variants on the same task and seed)."""
 def paired_power(effect: float, sd: float, pairs: int, alpha: float = ALPHA) -> float:
     """Power of a two-sided paired t-test to detect a mean difference ``effect`` with ``pairs``
     pairs whose differences have standard deviation ``sd`` (noncentral t, exact)."""
+    from scipy import stats  # imported here: scipy.stats costs every ponder process ~1 s
+
     if pairs < 2 or sd <= 0:
         return float("nan") if pairs < 2 else 1.0
     df = pairs - 1
@@ -232,6 +235,8 @@ def analyse(
     min_pairs: int,
 ) -> Analysis:
     """The whole analysis, deterministic for the same records (order does not matter)."""
+    from scipy import stats  # imported here: scipy.stats costs every ponder process ~1 s
+
     records = sorted(records, key=lambda r: (r.variant, r.scenario, r.seed, r.run_id))
     summaries = []
     for i, variant in enumerate(variants):
