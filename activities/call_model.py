@@ -8,7 +8,6 @@ import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import httpx
 from temporalio import activity
@@ -20,16 +19,14 @@ from activities.errors import (
     RETRY_LATER_TYPE,
     ConfigError,
     ProviderError,
-    ReplayClosedError,
-    ReplayMissError,
 )
+from activities.plan.roots import WORKSPACE_REFUSED, outside_roots
 from activities.pricing import cost_usd
 from activities.providers import CallContext, ResolvedModel, resolve_model
 from activities.raw_events import RawEventLog, redact
 from activities.run_store import RunDirRefused, RunIdInvalid, RunStore, refusal
-from activities.wire_cache import WireCaches
+from activities.wire_cache import WireCaches, replayed
 from workflows.model_types import CallModelInput, ModelResponse
-from workflows.wire_replay import REPLAY_CLOSED_STATUS, wire_key
 
 __all__ = ["CALL_MODEL", "ModelActivities"]
 
@@ -105,15 +102,28 @@ def _application_error(
 class ModelActivities:
     """Holds the shared HTTP client and settings of one worker."""
 
-    def __init__(self, settings: Settings, http: httpx.AsyncClient) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        http: httpx.AsyncClient,
+        *,
+        workspace_roots: list[str] | None = None,
+    ) -> None:
         self.settings = settings
         self.http = http
+        self.workspace_roots = workspace_roots
+        """Real paths a plan step's workspace (a command agent's cwd) must lie in; None: none
+        checked. Checked at every call: the run's preflight may have run on another worker."""
         self.store = RunStore(settings.runs_dir)
         self.replays = WireCaches(settings)
 
     def _prepare(self, input: CallModelInput) -> tuple[ResolvedModel, list[str], Path]:
         """The endpoint, the values to redact and the run directory, or a coded refusal."""
         request = input.request
+        if request.workspace is not None and self.workspace_roots is not None:
+            problem = outside_roots(request.workspace, self.workspace_roots)
+            if problem is not None:
+                raise ApplicationError(problem, type=WORKSPACE_REFUSED, non_retryable=True)
         # A replay that may not reach the network needs no key (a CI box replays without one).
         offline = input.replay is not None and input.replay.on_miss != "network"
         try:
@@ -179,7 +189,7 @@ class ModelActivities:
         try:
             async with _heartbeat_ticker():
                 if input.replay is not None:
-                    response = await self._replayed(input, resolved, ctx)
+                    response = await replayed(self.replays, input, resolved, ctx)
                 else:
                     response = await resolved.implementation.request(request, ctx)
         except ProviderError as exc:
@@ -201,61 +211,4 @@ class ModelActivities:
                 "transport_retries": info.attempt - 1 + ctx.fallbacks,
                 "usd": cost_usd(price, response.usage) if price else response.usd,
             }
-        )
-
-    async def _replayed(
-        self, input: CallModelInput, resolved: ResolvedModel, ctx: CallContext
-    ) -> ModelResponse:
-        """Answer from the recording ``input.replay`` names (wire replay), or apply its miss
-        policy. The exchange is recorded in this run's raw events as well (marked
-        ``replayed_from``), so the replayed run passes the same capture check as the original."""
-        assert input.replay is not None
-        replay, request = input.replay, input.request
-        implementation = resolved.implementation
-        wire_bodies = getattr(implementation, "wire_bodies", None)
-        bodies: list[dict[str, Any]] = wire_bodies(request, ctx) if wire_bodies else []
-        keys = [wire_key(body, request.seed) for body in bodies]
-        cache = await asyncio.to_thread(self.replays.get, replay.run_id)
-        found = cache.find(keys, call_key=input.call_key, provider_kind=resolved.endpoint.kind)
-        if found is not None:
-            index, recorded = found
-            ctx.fallbacks += index  # the JSON-mode fallback the original call took, if any
-            await ctx.raw_events.record(
-                {
-                    "url": recorded.url,
-                    "synthetic": recorded.synthetic,
-                    "replayed_from": recorded.call_id,
-                    "request": {"body": bodies[index]},
-                    "response": recorded.response,
-                }
-            )
-            return implementation.parse_response(recorded.response["body"], request, ctx)
-        if replay.on_miss == "network":
-            return await implementation.request(request, ctx)
-        where = "no recorded raw events" if not cache.files else "no recorded exchange"
-        message = (
-            f"wire replay of run {replay.run_id!r}: {where} for call {input.call_key} "
-            f"({request.model}, seed {request.seed}) with key "
-            f"{keys[0] if keys else '(provider not replayable)'}: the request differs from the "
-            "recording (prompt, model, parameters or seed), or set on_miss to network"
-        )
-        model = f"{resolved.provider_name}:{resolved.model_name}"
-        miss: dict[str, Any] = {
-            "url": f"replay:{replay.run_id}",
-            "synthetic": True,
-            "replay_miss": keys[0] if keys else None,
-            "request": {"body": bodies[0] if bodies else {}},
-        }
-        if replay.on_miss == "throw":
-            await ctx.raw_events.record({**miss, "error": f"replay miss: {message}"})
-            raise ReplayMissError(message, model=model)
-        body = {"error": {"type": "replay_closed", "message": message}}
-        await ctx.raw_events.record(
-            {**miss, "response": {"status": REPLAY_CLOSED_STATUS, "headers": {}, "body": body}}
-        )
-        raise ReplayClosedError(
-            f"HTTP {REPLAY_CLOSED_STATUS} (fail-closed): {message}",
-            model=model,
-            status=REPLAY_CLOSED_STATUS,
-            body=message,
         )

@@ -2,14 +2,15 @@
 
 On a fresh embedded server (its own SQLite file in a temporary ``$PONDER_HOME``) the real worker
 runs ``PlanRun``; the baseline (``bare_calls``) awaits the same number of bare ``call_model``
-activities one after another in the same workflow sandbox, so "overhead per step" is what the
-plan interpreter adds (reservations, trace, references, state) beyond the activity itself, not
-what the sandbox costs every workflow. ``--unsandboxed-baseline`` adds the baseline without the
-sandbox, which is how session 2 measured it.
+activities one after another (or 32 at a time, against the region) in the same workflow
+sandbox, so "overhead per step" is what the plan interpreter adds (reservations, trace,
+references, state) beyond the activity itself, not what the sandbox costs every workflow.
+``--unsandboxed-baseline`` adds the sequential baseline without the sandbox, which is how
+session 2 measured it.
 
 The machine this runs on is shared and noisy, so every figure is the median of ``--rounds``
-interleaved rounds (baseline, linear, region, baseline, ...), and the worker's CPU per step
-(``time.process_time`` of this process, which hosts the worker) is printed beside the wall
+interleaved rounds (baseline, linear, fan-out, region, baseline, ...), and the worker's CPU per
+step (``time.process_time`` of this process, which hosts the worker) is printed beside the wall
 time: it is far steadier than the wall clock. Measures, never asserts.
 
     python -m benchmarks.plan_run [--steps 200] [--items 500] [--rounds 3]
@@ -47,6 +48,10 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.run_types import PlanRunInput, PlanRunResult
 
 
+LANES = 32
+"""A region's concurrency, and the bare fan-out's."""
+
+
 def linear_plan(steps: int) -> dict[str, Any]:
     out: list[dict[str, Any]] = [{"id": "s0", "kind": "agent", "model": MODEL, "prompt": "Start."}]
     for i in range(1, steps):
@@ -71,7 +76,7 @@ def region_plan(items: int) -> dict[str, Any]:
             {
                 "id": "fan",
                 "kind": "fanout",
-                "fanout": {"over": list(range(items)), "chain": ["fan.one"], "concurrency": 32},
+                "fanout": {"over": list(range(items)), "chain": ["fan.one"], "concurrency": LANES},
             },
             {"id": "fan.one", "kind": "agent", "model": MODEL, "prompt": "One item."},
         ],
@@ -106,7 +111,7 @@ async def timed(client: Client, queue: str, name: str, arg: Any, result_type: ty
     if isinstance(arg, PlanRunInput):
         arg = arg.model_copy(update={"run_id": run_id})
     elif isinstance(arg, BareInput):
-        arg = BareInput(run_id, arg.calls)
+        arg = BareInput(run_id, arg.calls, arg.lanes)
     started, cpu = time.perf_counter(), time.process_time()
     handle = await client.start_workflow(
         name, arg, id=run_id, task_queue=queue, result_type=result_type
@@ -125,7 +130,8 @@ async def main(steps: int, items: int, rounds: int, unsandboxed: bool) -> None:
         "bare": Row(f"bare call_model x{steps}", steps),
         "bare-u": Row(f"bare call_model x{steps}, unsandboxed", steps),
         "linear": Row(f"PlanRun linear {steps} steps", steps),
-        "region": Row(f"PlanRun region {items} items (32 lanes)", items),
+        "bare-fan": Row(f"bare call_model x{items}, {LANES} lanes", items),
+        "region": Row(f"PlanRun region {items} items ({LANES} lanes)", items),
     }
     async with EmbeddedServer(home).lease() as info:
         client = await connect(settings, info.address)
@@ -152,6 +158,7 @@ async def main(steps: int, items: int, rounds: int, unsandboxed: bool) -> None:
                 "bare": (f"{queue}-bare", BARE_CALLS, BareInput("", steps), int),
                 "bare-u": (f"{queue}-bare-u", BARE_CALLS, BareInput("", steps), int),
                 "linear": (queue, PLAN_RUN, PlanRunInput(plan=linear_plan(steps)), PlanRunResult),
+                "bare-fan": (f"{queue}-bare", BARE_CALLS, BareInput("", items, LANES), int),
                 "region": (queue, PLAN_RUN, PlanRunInput(plan=region_plan(items)), PlanRunResult),
             }
             if not unsandboxed:
@@ -186,6 +193,15 @@ async def main(steps: int, items: int, rounds: int, unsandboxed: bool) -> None:
         "orchestration overhead per linear step beyond a bare activity (same sandbox): "
         f"wall {statistics.median(paired):.1f} ms (rounds: "
         f"{', '.join(f'{p:.1f}' for p in paired)}), worker CPU {cpu:.2f} ms"
+    )
+    fan, region = rows["bare-fan"], rows["region"]
+    pairs = zip(region.samples, fan.samples, strict=True)
+    paired = [(reg.wall_s - b.wall_s) * 1000 / items for reg, b in pairs]
+    cpu = (region.median("cpu_s") - fan.median("cpu_s")) * 1000 / items
+    print(
+        f"region overhead per item beyond a bare fan-out ({LANES} lanes): wall "
+        f"{statistics.median(paired):.1f} ms (rounds: {', '.join(f'{p:.1f}' for p in paired)}), "
+        f"worker CPU {cpu:.2f} ms"
     )
     if "bare-u" in rows:
         unsandboxed_gap = (linear.median("wall_s") - rows["bare-u"].median("wall_s")) * 1000

@@ -26,6 +26,8 @@ from pydantic import BaseModel
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 
 from activities.config import Settings, load_settings
+from activities.errors import ConfigError
+from client.campaign_cli import load, validate_document
 from client.runs import (
     RunFailed,
     check_run_id,
@@ -37,8 +39,10 @@ from client.runs import (
 )
 from client.session import Session, open_session, spawn_background_worker
 from workflows.ask_types import AskInput, AskResult
+from workflows.campaign.types import CampaignEvent, CampaignProgress, CampaignResult
 from workflows.names import (
     ASK,
+    CAMPAIGN,
     PLAN_RUN,
     QUERY_EVENTS,
     QUERY_PROGRESS,
@@ -55,7 +59,7 @@ from workflows.tournament.types import (
     TournamentResult,
 )
 
-__all__ = ["AskRun", "PlanRun", "Ponder", "Run", "RunFailed", "TournamentRun"]
+__all__ = ["AskRun", "CampaignRun", "PlanRun", "Ponder", "Run", "RunFailed", "TournamentRun"]
 
 ResultT = TypeVar("ResultT", bound=BaseModel)
 EVENT_POLL_S = 0.5
@@ -96,16 +100,8 @@ class AskRun(Run[AskResult]):
     id_prefix = "ask"
 
 
-class TournamentRun(Run[TournamentResult]):
-    workflow_type = TOURNAMENT
-    result_type = TournamentResult
-    id_prefix = "think"
-
-    async def progress(self) -> Progress:
-        """Status, phase, budget and spend, the leaderboard's top 5."""
-        return await through_restarts(
-            lambda: self.handle.query(QUERY_PROGRESS, result_type=Progress)
-        )
+class _Budgeted(Run[ResultT]):
+    """A run with ``BudgetLimits`` that its ``extend_budget`` update raises."""
 
     async def extend(
         self,
@@ -124,6 +120,18 @@ class TournamentRun(Run[TournamentResult]):
         )
         return await self.handle.execute_update(
             UPDATE_EXTEND_BUDGET, limits, result_type=ExtendBudgetResult
+        )
+
+
+class TournamentRun(_Budgeted[TournamentResult]):
+    workflow_type = TOURNAMENT
+    result_type = TournamentResult
+    id_prefix = "think"
+
+    async def progress(self) -> Progress:
+        """Status, phase, budget and spend, the leaderboard's top 5."""
+        return await through_restarts(
+            lambda: self.handle.query(QUERY_PROGRESS, result_type=Progress)
         )
 
     async def events(self, cursor: int = 0) -> AsyncIterator[Event]:
@@ -155,8 +163,38 @@ class PlanRun(Run[PlanRunResult]):
     id_prefix = "plan"
 
 
+class CampaignRun(_Budgeted[CampaignResult]):
+    """A campaign: its progress (cells, spend, leader), shared budget, events and decision."""
+
+    workflow_type = CAMPAIGN
+    result_type = CampaignResult
+    id_prefix = "campaign"
+
+    async def progress(self) -> CampaignProgress:
+        return await through_restarts(
+            lambda: self.handle.query(QUERY_PROGRESS, result_type=CampaignProgress)
+        )
+
+    async def events(self, cursor: int = 0) -> AsyncIterator[CampaignEvent]:
+        """Every event after ``cursor``, as they happen, until the campaign ends or pauses."""
+        while True:
+            page = await through_restarts(functools.partial(self._events_after, cursor))
+            for event in page:
+                cursor = max(cursor, event.seq)
+                yield event
+            if page:
+                continue
+            progress = await self.progress()
+            if progress.status != "running":
+                return
+            await asyncio.sleep(EVENT_POLL_S)
+
+    async def _events_after(self, cursor: int) -> list[CampaignEvent]:
+        return await self.handle.query(QUERY_EVENTS, cursor, result_type=list[CampaignEvent])
+
+
 KINDS: dict[str, type[Run[Any]]] = {
-    kind.workflow_type: kind for kind in (AskRun, TournamentRun, PlanRun)
+    kind.workflow_type: kind for kind in (AskRun, TournamentRun, PlanRun, CampaignRun)
 }
 
 
@@ -205,6 +243,24 @@ class Ponder:
             task if isinstance(task, TournamentInput) else TournamentInput(task=task, **fields)
         )
         return await self._start(TournamentRun, payload)
+
+    async def campaign(
+        self, document: str | Path | dict[str, Any], *, run_id: str | None = None
+    ) -> CampaignRun:
+        """Start a campaign from a ``ponder-campaign/1`` file (plan paths inlined, saved
+        profiles expanded) or its document as a dict, validated as ``ponder campaign validate``
+        does: an invalid one raises ``ConfigError`` listing every error."""
+        checked = (
+            validate_document(document, self.settings)
+            if isinstance(document, dict)
+            else load(str(document), self.settings)
+        )
+        if not checked.ok or checked.document is None:
+            raise ConfigError("invalid campaign: " + "; ".join(e.line() for e in checked.errors))
+        run_id = check_run_id(run_id or new_run_id(CampaignRun.id_prefix))
+        payload = checked.document.model_dump(mode="json", by_alias=True)
+        handle = await start_run(self._session, CAMPAIGN, payload, run_id, CampaignResult)
+        return CampaignRun(run_id, handle)
 
     async def attach(self, run_id: str) -> Run[Any]:
         """The run ``run_id``, typed by its workflow type (``AskRun``, ``TournamentRun``, ...)."""

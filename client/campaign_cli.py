@@ -7,6 +7,7 @@ error printed, one per line: ``path: [code] message``), 75 paused awaiting budge
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import sys
 from pathlib import Path
@@ -20,12 +21,7 @@ from activities.pricing import PRICES_AS_OF, cost_usd
 from activities.providers import default_model_for, price_table
 from client.campaign_control import follow, print_outcome, rerender_report
 from client.profiles import expand_saved_profiles
-from client.runs import (
-    check_run_id,
-    new_run_id,
-    start_run,
-)
-from client.session import open_session, spawn_background_worker
+from client.runs import check_run_id, new_run_id, start_and_follow
 from client.tournament_control import extend as shared_extend
 from client.tournament_control import status as shared_status
 from workflows.campaign.configs import cell_calls, config_errors, variant_models
@@ -39,7 +35,7 @@ from workflows.campaign.stats import (
     paired_power,
     pilot_diff_sd,
 )
-from workflows.campaign.types import CampaignProgress, CampaignResult
+from workflows.campaign.types import CampaignResult
 from workflows.names import CAMPAIGN
 from workflows.plan.document import parse_text
 from workflows.wire_replay import WireReplay
@@ -68,7 +64,16 @@ def load(file: str, settings: Settings | None = None) -> Validation:
     if problems:
         return Validation(None, [CampaignError(p.code, p.path, p.message) for p in problems])
     base = Path.cwd() if file == "-" else Path(file).resolve().parent
-    errors = _inline_plans(value, base)
+    return validate_document(value, settings, base=base)
+
+
+def validate_document(
+    value: object, settings: Settings | None = None, *, base: Path | None = None
+) -> Validation:
+    """A parsed document: plan paths inlined (relative to ``base``, default the working
+    directory), saved profiles expanded, validated as the workflow will validate it."""
+    value = copy.deepcopy(value)  # the caller's document is left as it was
+    errors = _inline_plans(value, base or Path.cwd())
     settings = settings or load_settings()
     errors += [
         CampaignError("variant.config", path, str(exc))
@@ -236,17 +241,10 @@ def run(
         )
     payload = result.document.model_dump(mode="json", by_alias=True)
 
-    async def go() -> CampaignResult | CampaignProgress:
-        async with open_session(settings, worker=not detach) as session:
-            handle = await start_run(session, CAMPAIGN, payload, run_id, CampaignResult)
-            if detach:
-                if session.embedded:
-                    spawn_background_worker(settings)
-                click.echo(run_id)
-                sys.exit(0)
-            return await follow(session, handle)
-
-    print_outcome(run_id, asyncio.run(go()))
+    started = start_and_follow(
+        settings, CAMPAIGN, payload, run_id, CampaignResult, follow, detach=detach
+    )
+    print_outcome(run_id, asyncio.run(started))
 
 
 def _pilot_records(pilot: str, settings: Settings) -> list[RunRecord]:

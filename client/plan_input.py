@@ -51,7 +51,8 @@ def routing(
     """(executors, default_family) for the run's input: ponder.toml's, then the given ones
     (flags or tool arguments) over them."""
     for family, spec in settings.executors.items():
-        _check_executor(family, spec, f"config {settings.config_file or ''} [executors]".strip())
+        where = f"config {settings.config_file}: [executors]" if settings.config_file else ""
+        _check_executor(family, spec, where or "[executors]")
     for family, spec in executors.items():
         _check_executor(family, spec, "--executor")
     if default_family is not None and not default_family.strip():

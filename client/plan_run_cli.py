@@ -34,7 +34,7 @@ from client.runs import (
     failure_message,
     new_run_id,
     run_result,
-    start_run,
+    start_and_follow,
 )
 from client.session import Session, open_session, spawn_background_worker
 from workflows.names import (
@@ -108,10 +108,9 @@ def _table(s: PlanStatus) -> Table:
             "calls",
             f"{b.calls_spent} spent, {b.calls_left} left of {b.calls_limit} (cap {b.calls_cap})",
         )
-        wall_left = b.wall_limit_ms - b.wall_spent_ms
         table.add_row(
             "wall",
-            f"{b.wall_spent_ms} ms spent, {wall_left} ms left of {b.wall_limit_ms} ms "
+            f"{b.wall_spent_ms} ms spent, {b.wall_left_ms} ms left of {b.wall_limit_ms} ms "
             f"(cap {b.wall_cap_ms} ms)",
         )
         since = f", waiting since {s.waiting_since}" if s.waiting_since else ""
@@ -174,33 +173,32 @@ async def follow(
             await asyncio.wait({result}, timeout=POLL_S)
     if paused is not None:
         result.cancel()
-        await _print_report(session, handle.id)
+        await _print_report(session, handle.id, paused=True)
         return paused
     try:
         outcome: PlanRunResult = result.result()
     except WorkflowFailureError as exc:
-        report = await report_path(session.settings, handle.id)
+        report = await report_path(session.settings, handle.id, paused=False)
         where = f"; report: {report}" if report else ""
         raise RunFailed(f"run {handle.id} failed: {failure_message(exc)}{where}") from exc
-    await _print_report(session, handle.id)
+    await _print_report(session, handle.id, paused=False)
     return outcome
 
 
-async def report_path(settings: Settings, run_id: str, wait_s: float = 2.0) -> Path | None:
+async def report_path(settings: Settings, run_id: str, *, paused: bool) -> Path | None:
     """The run's report.html when this machine sees the worker's run store (the embedded case,
-    or a shared runs_dir); a pause is shown a moment before its report lands, so wait a little."""
-    if not settings.runs_dir.is_dir():
-        return None  # the run store is on the worker's machine
+    or a shared runs_dir). An ended run wrote it before it ended; a pause is seen a moment
+    before its report lands, so that waits a little."""
     path = settings.runs_dir / run_id / "report.html"
-    for _ in range(int(wait_s / 0.1)):
+    for _ in range(30 if paused else 0):
         if path.exists():
-            return path
+            break
         await asyncio.sleep(0.1)
     return path if path.exists() else None
 
 
-async def _print_report(session: Session, run_id: str) -> None:
-    report = await report_path(session.settings, run_id)
+async def _print_report(session: Session, run_id: str, *, paused: bool) -> None:
+    report = await report_path(session.settings, run_id, paused=paused)
     if report is not None:
         click.echo(f"report: {report}", err=True)
 
@@ -278,17 +276,13 @@ def run(ctx: click.Context, file: str, **options: Any) -> None:
         seed=options["seed"],
     )
 
-    async def go() -> PlanRunResult | PlanStatus:
-        async with open_session(settings, worker=not options["detach"]) as session:
-            handle = await start_run(session, PLAN_RUN, payload, run_id, PlanRunResult)
-            if options["detach"]:
-                if session.embedded:
-                    spawn_background_worker(settings)
-                click.echo(run_id)
-                sys.exit(0)
-            return await follow(session, handle)
-
-    finish(asyncio.run(go()))
+    finish(
+        asyncio.run(
+            start_and_follow(
+                settings, PLAN_RUN, payload, run_id, PlanRunResult, follow, detach=options["detach"]
+            )
+        )
+    )
 
 
 async def _answer(
@@ -416,7 +410,9 @@ async def plan_status(handle: WorkflowHandle) -> PlanStatus:
     return shown
 
 
-def print_plan_status(shown: PlanStatus, *, as_json: bool) -> None:
+def print_plan_status(
+    shown: PlanStatus, *, as_json: bool, settings: Settings | None = None
+) -> None:
     if as_json:
         click.echo(json.dumps(shown.model_dump(mode="json"), indent=2))
         return
@@ -436,6 +432,9 @@ def print_plan_status(shown: PlanStatus, *, as_json: bool) -> None:
         )
     if shown.error:
         out.print(f"error    {shown.error}")
+    report = settings.runs_dir / shown.run_id / "report.html" if settings else None
+    if report is not None and report.exists():
+        out.print(f"report   {report}", markup=False, highlight=False, soft_wrap=True)
     if shown.state.startswith("awaiting_"):
         out.print(f"continue with: {continue_command(shown)}")
 

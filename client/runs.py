@@ -23,10 +23,11 @@ from temporalio.exceptions import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
+from activities.config import Settings
 from activities.errors import ConfigError, PonderError
 from activities.run_store import RUN_ID
 from client.call_routes import route_calls
-from client.session import Session, on_sigterm, spawn_background_worker
+from client.session import Session, on_sigterm, open_session, spawn_background_worker
 
 _T = TypeVar("_T")
 log = logging.getLogger(__name__)
@@ -39,6 +40,7 @@ __all__ = [
     "failure_message",
     "new_run_id",
     "run_result",
+    "start_and_follow",
     "start_run",
     "through_restarts",
     "wait_or_detach",
@@ -81,6 +83,28 @@ async def start_run(
         raise ConfigError(
             f"run.id_in_use: run id {run_id!r} is already used: pick another --run-id"
         ) from None
+
+
+async def start_and_follow(
+    settings: Settings,
+    workflow: str,
+    arg: Any,
+    run_id: str,
+    result_type: type,
+    follow: Callable[[Session, WorkflowHandle], Awaitable[_T]],
+    *,
+    detach: bool,
+) -> _T:
+    """``ponder <kind> run``: start the run, then ``follow`` it; with ``detach`` print its id
+    and exit 0 instead (in embedded mode a background worker carries it on)."""
+    async with open_session(settings, worker=not detach) as session:
+        handle = await start_run(session, workflow, arg, run_id, result_type)
+        if detach:
+            if session.embedded:
+                spawn_background_worker(settings)
+            click.echo(run_id)
+            sys.exit(0)
+        return await follow(session, handle)
 
 
 def failure_message(exc: WorkflowFailureError) -> str:

@@ -7,7 +7,6 @@ The commands on existing runs live in ``client.tournament_control``, ``rank`` an
 from __future__ import annotations
 
 import asyncio
-import sys
 from typing import Any, get_args
 
 import click
@@ -18,8 +17,7 @@ from activities.model_types import Usage
 from activities.pricing import PRICES_AS_OF, cost_usd
 from activities.providers import default_model_for, price_table, resolve_model
 from client.profiles import apply_profile
-from client.runs import check_run_id, new_run_id, start_run
-from client.session import open_session, spawn_background_worker
+from client.runs import check_run_id, new_run_id, start_and_follow
 from client.tournament_control import cancel, extend, report, status, watch
 from client.tournament_follow import follow, print_outcome
 from client.tournament_options import (
@@ -43,7 +41,6 @@ from workflows.tournament.prompts import Style
 from workflows.tournament.types import (
     Concurrency,
     OnBudgetExhausted,
-    Progress,
     RoleModels,
     Schedule,
     TournamentInput,
@@ -282,18 +279,10 @@ def think(ctx: click.Context, **options: Any) -> None:
         _print_plan(payload, in_use + ([models.finalize] if models.finalize else []))
         return
 
-    async def go() -> TournamentResult | Progress:
-        async with open_session(settings, worker=not options["detach"]) as session:
-            handle = await start_run(session, TOURNAMENT, payload, run_id, TournamentResult)
-            if options["detach"]:
-                if session.embedded:
-                    spawn_background_worker(settings)
-                click.echo(run_id)
-                sys.exit(0)
-            return await follow(session, handle)
-
-    result = asyncio.run(go())
-    print_outcome(run_id, result)
+    started = start_and_follow(
+        settings, TOURNAMENT, payload, run_id, TournamentResult, follow, detach=options["detach"]
+    )
+    print_outcome(run_id, asyncio.run(started))
 
 
 # A dry run cannot know token counts; this per-call shape gives a rough USD figure.

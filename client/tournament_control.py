@@ -156,7 +156,7 @@ def status(ctx: click.Context, run_id: str, as_json: bool) -> None:
             campaign_control.print_status(shown)
         return
     if isinstance(shown, PlanStatus):
-        print_plan_status(shown, as_json=as_json)
+        print_plan_status(shown, as_json=as_json, settings=settings)
         return
     if isinstance(shown, dict):
         if as_json:
@@ -295,6 +295,9 @@ def cancel(ctx: click.Context, run_id: str) -> None:
                 await handle.result()
             description = await handle.describe()
             click.echo(f"run {run_id}: {state_name(description.status)}", err=True)
+            partial = settings.runs_dir / run_id / "report.html"
+            if description.workflow_type == CAMPAIGN and partial.is_file():
+                click.echo(f"partial report: {partial}", err=True)
 
     asyncio.run(go())
     sys.exit(1)

@@ -4,12 +4,61 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
 from pathlib import Path
+from types import TracebackType
 
-from activities.config import Settings
+from activities.config import Endpoint, Settings
 
-__all__ = ["start_worker"]
+__all__ = ["KilledWorker", "declare_fake", "start_worker"]
+
+
+def declare_fake(settings: Settings, url: str, name: str = "local") -> Settings:
+    """The fake provider at ``url`` as provider ``name`` (openai kind, ponder headers on) for
+    both kinds of worker: in ``$PONDER_HOME/ponder.toml`` for a worker process, and in the
+    settings returned for an in-process one."""
+    settings.home.mkdir(parents=True, exist_ok=True)
+    (settings.home / "ponder.toml").write_text(
+        f'[providers.{name}]\nkind = "openai"\nbase_url = "{url}"\nponder_headers = true\n'
+    )
+    endpoint = Endpoint(kind="openai", base_url=url, ponder_headers=True)
+    return settings.model_copy(update={"providers": {**settings.providers, name: endpoint}})
+
+
+class KilledWorker:
+    """A worker process to SIGKILL mid-run (``kill``, then ``restart``, as often as needed);
+    leaving the block stops whichever worker is left (SIGTERM)."""
+
+    def __init__(self, settings: Settings, address: str, queue: str) -> None:
+        self.settings, self.address, self.queue = settings, address, queue
+        self.process: asyncio.subprocess.Process | None = None
+
+    async def __aenter__(self) -> KilledWorker:
+        self.process = await start_worker(self.settings, self.address, self.queue)
+        return self
+
+    async def kill(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        await self.process.wait()
+
+    async def restart(self) -> None:
+        self.process = await start_worker(self.settings, self.address, self.queue)
+
+    async def kill_and_restart(self) -> None:
+        await self.kill()
+        await self.restart()
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.process is not None and self.process.returncode is None:
+            self.process.send_signal(signal.SIGTERM)
+            await self.process.wait()
 
 
 async def start_worker(

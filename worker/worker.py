@@ -59,15 +59,14 @@ async def running_worker(
 ) -> AsyncIterator[list[Worker]]:
     """Run the workers for ``options`` until the block exits, then shut them down gracefully."""
     async with httpx.AsyncClient(timeout=None) as http:
-        model = ModelActivities(settings, http)
+        roots = worker_roots(settings.workspace_roots, embedded=options.embedded)
+        model = ModelActivities(settings, http, workspace_roots=roots)
         store = RunStore(settings.runs_dir, secrets=known_secrets(settings))
         files = RunFileActivities(store)
         tournament_files = TournamentArtifactActivities(store)
         campaign_cells = CampaignCellActivities(settings)
         campaign_files = CampaignArtifactActivities(store)
-        workspace = WorkspaceActivities(
-            worker_roots(settings.workspace_roots, embedded=options.embedded)
-        )
+        workspace = WorkspaceActivities(roots)
         activities: list[Callable[..., Any]] = [
             model.call_model,
             files.write_run_files,

@@ -10,6 +10,7 @@ environment and the answer on stdin). The judge scorer's model call is made by t
 from __future__ import annotations
 
 import asyncio
+import glob
 import json
 import os
 import re
@@ -236,7 +237,8 @@ def _spend(kind: str, summary: dict[str, Any]) -> CellOutcome:
         return CellOutcome(
             exists=True,
             completed=summary.get("outcome") == "completed",
-            calls=int(summary.get("invocations", 0)),
+            # Model calls (a tournament step is one invocation of many), else invocations.
+            calls=int(summary.get("calls", summary.get("invocations", 0))),
             input_tokens=int(summary.get("input_tokens", 0)),
             output_tokens=int(summary.get("output_tokens", 0)),
             usd=float(summary.get("usd") or 0.0),
@@ -282,12 +284,15 @@ def _raw_event_issues(run_dir: Path, outcome: CellOutcome, http: bool) -> list[s
     """
     if not http:
         return []
-    path = run_dir / "raw-events.jsonl"
-    if not path.is_file():
+    # A plan's tournament step runs as a child run ``<run id>.<step>.<n>`` that keeps its own
+    # raw events; its calls are the plan's, so they count here.
+    children = run_dir.parent.glob(f"{glob.escape(run_dir.name)}.*/raw-events.jsonl")
+    paths = [p for p in (run_dir / "raw-events.jsonl", *sorted(children)) if p.is_file()]
+    if not paths:
         return ["no_raw_sink"] if outcome.calls else []
     issues: set[str] = set()
     spans = set()
-    for line in path.read_text().splitlines():
+    for line in (line for path in paths for line in path.read_text().splitlines()):
         if not line.strip():
             continue
         event = json.loads(line)

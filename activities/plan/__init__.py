@@ -1,4 +1,5 @@
-"""Effects of plan runs: probing and snapshotting the workspace a plan's steps write into."""
+"""Effects of plan runs: the workspace a plan's steps use (held to the roots the worker
+declares, probed, snapshotted) and the run directory's files, report.html among them."""
 
 from activities.plan.workspace import WorkspaceActivities
 

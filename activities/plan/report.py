@@ -38,8 +38,18 @@ class StepRow:
     input_tokens: int = 0
     output_tokens: int = 0
     usd: float = 0.0
+    unpriced: int = 0
     models: list[str] = field(default_factory=list)
     level: int = 0
+
+
+def _waited(e: dict[str, Any], start: str | None) -> str:
+    """How long a wait lasted: the run's own ``waited_ms`` when recorded, else from the
+    timestamps of the events that opened and closed it."""
+    waited = e.get("data", {}).get("waited_ms")
+    if isinstance(waited, int | float):
+        return f" {waited / 1000:.1f} s"
+    return _seconds(start, e.get("ts"))
 
 
 def _seconds(start: str | None, end: str | None) -> str:
@@ -101,14 +111,14 @@ def plan_rows(
             opened[step] = e.get("ts", "")
         elif kind == "gate.decided":
             r.verdicts.append(str(data.get("decision")))
-            r.waits.append("gate" + _seconds(opened.pop(step, None), e.get("ts")))
+            r.waits.append("gate" + _waited(e, opened.pop(step, None)))
             r.state = "settled"
         elif kind == "paused":
             r.waits.append(str(data.get("state")))
             opened[step] = e.get("ts", "")
         elif kind == "resumed":
             if r.waits:
-                r.waits[-1] += _seconds(opened.pop(step, None), e.get("ts"))
+                r.waits[-1] += _waited(e, opened.pop(step, None))
             if r.state == "pending":
                 r.state = "settled"
         elif kind == "step.failed":
@@ -123,6 +133,7 @@ def plan_rows(
         r.input_tokens += int(call.get("input_tokens") or 0)
         r.output_tokens += int(call.get("output_tokens") or 0)
         r.usd += float(call.get("usd") or 0.0)
+        r.unpriced += not call.get("priced", True)
         if call.get("model") and call["model"] not in r.models:
             r.models.append(str(call["model"]))
     for r in rows.values():  # depth: after every dep (deps point earlier); members in a region
@@ -133,10 +144,17 @@ def plan_rows(
     return list(rows.values())
 
 
+def _usd(usd: float, unpriced: int) -> str:
+    """USD, or unknown when a call's model has no price (never shown as free)."""
+    if unpriced:
+        return f"unknown ({unpriced} unpriced call{'s' if unpriced != 1 else ''}; priced {usd:.4f})"
+    return f"{usd:.4f}"
+
+
 def _cost(r: StepRow) -> str:
     if not r.calls:
         return ""
-    return f"{r.input_tokens} in, {r.output_tokens} out, ${r.usd:.4f}"
+    return f"{r.input_tokens} in, {r.output_tokens} out, USD {_usd(r.usd, r.unpriced)}"
 
 
 def render_plan_report(run_dir: Path) -> str:
@@ -153,7 +171,7 @@ def render_plan_report(run_dir: Path) -> str:
         ("status", outcome + (f" ({closed['reason']})" if closed.get("reason") else "")),
         ("invocations", str(cost.get("invocations", 0))),
         ("tokens", f"{cost.get('input_tokens', 0)} in, {cost.get('output_tokens', 0)} out"),
-        ("usd", f"{cost.get('usd', 0.0):.4f}"),
+        ("usd", _usd(float(cost.get("usd", 0.0)), int(cost.get("unpriced_invocations", 0)))),
         ("wall", f"{cost.get('wall_ms', 0) / 1000:.1f} s"),
     ]
     if closed.get("route"):
@@ -175,7 +193,7 @@ def render_plan_report(run_dir: Path) -> str:
             "calls": r.calls,
             "failed_calls": r.failed_calls,
             "tokens": f"{r.input_tokens} in, {r.output_tokens} out" if r.calls else "",
-            "usd": f"{r.usd:.4f}" if r.calls else "",
+            "usd": _usd(r.usd, r.unpriced) if r.calls else "",
             "cost": _cost(r),
             "models": ", ".join(r.models),
             "level": r.level,
@@ -191,7 +209,7 @@ def render_plan_report(run_dir: Path) -> str:
         title=f"ponder plan {run_id}" + (" (simulated)" if simulated else ""),
         heading=f"Plan run {run_id}",
         facts=facts,
-        fact_ids={"status": "status"},
+        fact_ids={"status": "status", "usd": "usd"},
         simulated=simulated,
         steps=steps,
         levels=levels,

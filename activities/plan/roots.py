@@ -19,7 +19,18 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["WORKSPACE_ROOTS_FIX", "default_roots", "outside_roots", "worker_roots"]
+from workflows.plan.reasons import Reason
+
+__all__ = [
+    "WORKSPACE_REFUSED",
+    "WORKSPACE_ROOTS_FIX",
+    "default_roots",
+    "outside_roots",
+    "worker_roots",
+]
+
+WORKSPACE_REFUSED = str(Reason.ARTIFACT_PATH_ESCAPES_ROOT)
+"""The failure type of an activity refusing a workspace: the plan reason."""
 
 WORKSPACE_ROOTS_FIX = (
     "give a workspace inside one of them (ponder plan run --workspace DIR, or the plan's "
@@ -60,7 +71,8 @@ def outside_roots(workspace: str, roots: Sequence[str], *, field: str = "workspa
     for root in roots:
         if real == root or Path(real).is_relative_to(root):
             return None
-    where = f"{workspace!r}" + (f" (really {real!r})" if real != workspace.rstrip("/") else "")
+    linked = real != os.path.normpath(workspace)
+    where = f"{workspace!r}" + (f" (really {real!r})" if linked else "")
     declared = ", ".join(roots) or "none"
     return (
         f"{field} {where} is outside every workspace root this worker declares ({declared}): "

@@ -20,9 +20,8 @@ from pathlib import Path
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.plan.roots import outside_roots
+from activities.plan.roots import WORKSPACE_REFUSED, outside_roots
 from workflows.plan.paths import escape_problem
-from workflows.plan.reasons import Reason
 from workflows.plan.run_types import LandedInput, PathsInput, WriteSnapshot
 
 __all__ = [
@@ -64,9 +63,7 @@ class WorkspaceActivities:
         left the roots since (or input that skipped the probe) is refused, never read."""
         problem = outside_roots(workspace, self.roots)
         if problem is not None:
-            raise ApplicationError(
-                problem, type=str(Reason.ARTIFACT_PATH_ESCAPES_ROOT), non_retryable=True
-            )
+            raise ApplicationError(problem, type=WORKSPACE_REFUSED, non_retryable=True)
 
     @activity.defn(name=CHECK_PATHS)
     async def check_paths(self, input: PathsInput) -> list[str]:

@@ -20,7 +20,13 @@ from activities.errors import (
 )
 from activities.providers.base import CallContext
 
-__all__ = ["broken_envelope", "post_json", "retry_after_seconds"]
+__all__ = [
+    "broken_envelope",
+    "error_for_status",
+    "is_final_status",
+    "post_json",
+    "retry_after_seconds",
+]
 
 CALL_ID_HEADER = "X-Ponder-Call-Id"
 
@@ -40,7 +46,12 @@ def retry_after_seconds(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _error_for_status(response: httpx.Response, ctx: CallContext) -> ProviderError:
+def is_final_status(status: int) -> bool:
+    """An error status no retry changes (4xx but 408, 409, 429): the call's outcome."""
+    return 400 <= status < 500 and status not in (408, 409, 429)
+
+
+def error_for_status(response: httpx.Response, ctx: CallContext) -> ProviderError:
     status = response.status_code
     text = response.text
     kwargs: dict[str, Any] = {
@@ -97,9 +108,12 @@ async def post_json(
     except ValueError:
         body = None
     event["response"]["body"] = body if body is not None else response.text[:20000]
+    if response.status_code >= 400 and body is not None:
+        # The text as sent: the error message quotes it, and a replay must quote it the same.
+        event["response"]["text"] = response.text[:20000]
     await ctx.raw_events.record(event)
     if response.status_code >= 400:
-        raise _error_for_status(response, ctx)
+        raise error_for_status(response, ctx)
     if body is None:
         # An HTML error page or a truncated body is the transport failing, not the model.
         raise broken_envelope(ctx, "a body that is not JSON", response.text, response.status_code)

@@ -185,10 +185,17 @@ class PlanRunArgs(WaitArgs):
     args: dict[str, JsonValue] = Field(default={}, description="run arguments: ${input.KEY}")
     budget: PlanBudgetOverride | None = None
     workspace: str | None = Field(
-        default=None, description="workspace root on the worker (default: the plan's, or cwd)"
+        default=None,
+        description="directory on the worker the plan's files live in (default: the plan's, "
+        "else this server's cwd when the plan declares files); it must lie inside a root the "
+        "worker declares ([plans] workspace_roots), else the run fails artifact-path-escapes-root",
     )
-    executors: dict[str, str] = Field(default={}, description="family -> provider:model")
-    default_family: str | None = None
+    executors: dict[str, str] = Field(
+        default={}, description="family -> provider:model, over [executors] in ponder.toml"
+    )
+    default_family: str | None = Field(
+        default=None, description="family of steps without a model (over [plans] default_family)"
+    )
     coder_family: str | None = None
     allow_same_family_qe: bool = False
     seed: int = Field(default=0, ge=0)

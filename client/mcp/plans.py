@@ -130,7 +130,7 @@ async def outcome(
                         float(settled), total, f"{current.state}: step {current.step or '-'}"
                     )
                 if current.state.startswith("awaiting_") and _signature(current) != answered:
-                    return await _with_report(backend, status_view(current))
+                    return await _with_report(backend, status_view(current), paused=True)
             if time.monotonic() >= deadline:
                 view = status_view(last) if last else {"run_id": run_id, "kind": "plan"}
                 return {**view, "next": view.get("next") or _follow(run_id)}
@@ -144,13 +144,14 @@ async def outcome(
     except WorkflowFailureError as exc:
         state = "cancelled" if failure_message(exc) == "cancelled" else "failed"
         failed = {"run_id": run_id, "kind": "plan", "status": state, "error": failure_message(exc)}
-        return await _with_report(backend, failed)
-    return await _with_report(backend, {"kind": "plan", **done.model_dump(mode="json")})
+        return await _with_report(backend, failed, paused=False)
+    view = {"kind": "plan", **done.model_dump(mode="json")}
+    return await _with_report(backend, view, paused=False)
 
 
-async def _with_report(backend: Backend, view: dict[str, Any]) -> dict[str, Any]:
+async def _with_report(backend: Backend, view: dict[str, Any], *, paused: bool) -> dict[str, Any]:
     """``report``: the path of the run's report.html, when this server sees the run store."""
-    path = await report_path(backend.settings, str(view["run_id"]))
+    path = await report_path(backend.settings, str(view["run_id"]), paused=paused)
     return {**view, "report": str(path)} if path is not None else view
 
 

@@ -22,7 +22,9 @@ from worker.worker import WorkerOptions, running_worker
 async def http_queue(
     client: Client, settings: Settings, fake: FakeProvider
 ) -> AsyncIterator[tuple[str, Settings]]:
-    configured = with_endpoint(settings, "corp", Endpoint(kind="openai", base_url=fake.url))
+    # ponder_headers: the fake answers as the sim would, by role (a tournament judges).
+    corp = Endpoint(kind="openai", base_url=fake.url, ponder_headers=True)
+    configured = with_endpoint(settings, "corp", corp)
     queue = f"test-{uuid.uuid4()}"
     async with running_worker(client, configured, WorkerOptions(task_queue=queue)):
         yield queue, configured
@@ -78,3 +80,28 @@ async def test_an_invalid_record_is_a_genuine_error_that_drains_and_fails(
     assert [(r["seed"], r["failure_class"], r["calls"]) for r in slow] == [(0, "cancelled", 1)]
     assert len(rows) < 6
     assert 1 <= len(fake.seen) <= 3  # only fast cells reached their judge
+
+
+async def test_a_plans_tournament_step_over_http_is_captured_in_its_child_run(
+    client: Client, http_queue: tuple[str, Settings], fake: FakeProvider
+) -> None:
+    queue, settings = http_queue
+    plan = {
+        "schema": "ponder-plan/1",
+        "name": "tourney",
+        "steps": [{"id": "t", "kind": "tournament", "prompt": "${input.task}", "model": "corp:m"}],
+    }
+    doc = http_document(integrity="throw")
+    doc["seeds"] = [0]
+    doc["variants"][1] = {"id": "http", "kind": "plan", "config": {"plan": plan}}
+    doc["scenarios"] = doc["scenarios"][:1]
+    result = await (await start(client, queue, doc)).result()
+    row = next(r for r in records(Path(result.run_dir)) if r["variant"] == "http")
+    assert row["failure_class"] is None and row["integrity_issues"] == [], (row["error"], row)
+    # The tournament's calls left their raw events in the child run, the plan's in its own.
+    child_events = [
+        line
+        for path in settings.runs_dir.glob(f"{row['run_id']}.*/raw-events.jsonl")
+        for line in path.read_text().splitlines()
+    ]
+    assert row["calls"] == len(fake.seen) == len(child_events) > 1

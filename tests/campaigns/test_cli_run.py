@@ -5,14 +5,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from temporalio.client import Client
 
 from activities.config import Settings
+from activities.errors import ConfigError
+from client.budget_extend import new_limits, require_a_limit
 from client.campaign_cli import campaign
 from tests.campaigns.helpers import document
 from tests.campaigns.test_control import progress_until
 from tests.cli import cli_env, ponder
+from workflows.budget import BudgetLimits
 
 
 async def test_run_shows_progress_and_the_decision_and_report_rerenders_the_same_bytes(
@@ -99,7 +103,22 @@ async def test_ponder_cancel_stops_a_detached_campaign_with_its_partial_report(
     cancelled = await ponder("cancel", "camp-cli-3", env=env)
     assert cancelled.code == 1 and "run camp-cli-3: cancelled" in cancelled.err
     run_dir = settings.runs_dir / "camp-cli-3"
+    assert f"partial report: {run_dir / 'report.html'}" in cancelled.err
     rows = [json.loads(line) for line in (run_dir / "records.jsonl").read_text().splitlines()]
     assert [r["failure_class"] for r in rows] == [None, None, None, "cancelled"]
     assert rows[-1]["calls"] == 1  # the slow call in flight was paid and is recorded
     assert "(cancelled, 4 of 6 cells)" in (run_dir / "report.md").read_text()
+
+
+def test_extend_limits_are_absolute_or_added_and_refused_by_name() -> None:
+    current = BudgetLimits(max_calls=10, max_usd=1.5)
+    new = new_limits(current, calls="+4", usd="2", output_tokens="+100")
+    assert new.model_dump(exclude_none=True) == {
+        "max_calls": 14,
+        "max_usd": 2.0,
+        "max_output_tokens": 100,
+    }
+    with pytest.raises(ConfigError, match=r"--input-tokens '1\.5' is not a number"):
+        new_limits(current, input_tokens="1.5")
+    with pytest.raises(ConfigError, match="extend needs at least one new limit"):
+        require_a_limit(None, None, None, None)

@@ -125,16 +125,37 @@ async def test_route_assertion_reasons(client: Client, settings: Settings) -> No
             doc["variants"][1] = {"id": "http", "kind": "single", "config": {"model": model}}
             return doc
 
+        def judged_by(model: str, **route: object) -> dict:  # type: ignore[type-arg]
+            """A plan variant whose tournament step is judged by ``model``."""
+            doc = document(route={"require_auth": False, **route})
+            step = {
+                "id": "t",
+                "kind": "tournament",
+                "prompt": "${input.task}",
+                "model": "sim:default",
+                "tournament": {"judge_model": model},
+            }
+            plan = {"schema": "ponder-plan/1", "name": "judged", "steps": [step]}
+            doc["variants"][1] = {"id": "plan", "kind": "plan", "config": {"plan": plan}}
+            return doc
+
         cases = [
             (one("openai:gpt-4o-mini"), "route.no_explicit_base_url"),
             (one("corp:m", block=["http://127.0.0.1"]), "route.base_url_blocked"),
             (one("corp:m", allow=["re:^https://llm\\.corp/"]), "route.base_url_not_allowed"),
             (one("corp:m", provider="anthropic"), "route.wrong_provider"),
             (one("corp:m", require_auth=True), "route.no_auth"),
+            (judged_by("corp:m", block=["http://127.0.0.1"]), "route.base_url_blocked"),
         ]
         for doc, code in cases:
             error = await failure(client, queue, doc)
             assert error.type == code, (code, error.message)
+        # The route is asserted before any cell, whatever the capture policy: even `log` runs
+        # nothing on a wrong route.
+        for policy in ("log", "mark_failed"):
+            doc = {**one("openai:gpt-4o-mini"), "integrity": policy}
+            error = await failure(client, queue, doc)
+            assert error.type == "route.no_explicit_base_url", (policy, error.message)
         # Sim variants pass the same strict route.
         result = await (await start(client, queue, document(seeds=[0]))).result()
         assert result.status == "completed"

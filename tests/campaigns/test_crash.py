@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
 import time
 import uuid
 from collections import Counter
@@ -13,11 +12,11 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from activities.config import Endpoint, Settings
+from activities.config import Settings
 from tests.campaigns.helpers import document
-from tests.conftest import with_endpoint
+from tests.campaigns.test_workflow import records
 from tests.fakes import FakeProvider, Seen
-from tests.worker_process import start_worker
+from tests.worker_process import KilledWorker, declare_fake
 from worker.worker import WorkerOptions, running_worker
 from workflows.campaign.types import CampaignResult
 from workflows.names import CAMPAIGN
@@ -40,13 +39,7 @@ def crash_document() -> dict:  # type: ignore[type-arg]
 async def test_a_killed_worker_does_not_rerun_settled_cells(
     client: Client, settings: Settings, server_address: str, fake: FakeProvider
 ) -> None:
-    settings.home.mkdir(parents=True, exist_ok=True)
-    (settings.home / "ponder.toml").write_text(
-        f'[providers.local]\nkind = "openai"\nbase_url = "{fake.url}"\nponder_headers = true\n'
-    )
-    local = with_endpoint(
-        settings, "local", Endpoint(kind="openai", base_url=fake.url, ponder_headers=True)
-    )
+    local = declare_fake(settings, fake.url)
     reference_queue = f"test-{uuid.uuid4()}"
     async with running_worker(client, local, WorkerOptions(task_queue=reference_queue)):
         reference = await (
@@ -69,31 +62,26 @@ async def test_a_killed_worker_does_not_rerun_settled_cells(
 
     fake.hold_when = fifth
     queue = f"test-{uuid.uuid4()}"
-    worker = await start_worker(settings, server_address, queue)
-    try:
-        handle = await client.start_workflow(
-            CAMPAIGN,
-            crash_document(),
-            id=f"crash-{uuid.uuid4().hex[:6]}",
-            task_queue=queue,
-            result_type=CampaignResult,
-            task_timeout=timedelta(seconds=2),
-        )
-        deadline = time.monotonic() + 60
-        while len(arrivals) < 5:
-            assert time.monotonic() < deadline, "the 5th call never arrived"
-            await asyncio.sleep(0.05)
-        worker.send_signal(signal.SIGKILL)
-        await worker.wait()
-        held = arrivals[4].call_id
-        worker = await start_worker(settings, server_address, queue)
-        fake.resume()
-        result = await asyncio.wait_for(handle.result(), 120)
-    finally:
-        fake.resume()
-        if worker.returncode is None:
-            worker.send_signal(signal.SIGTERM)
-            await worker.wait()
+    async with KilledWorker(settings, server_address, queue) as worker:
+        try:
+            handle = await client.start_workflow(
+                CAMPAIGN,
+                crash_document(),
+                id=f"crash-{uuid.uuid4().hex[:6]}",
+                task_queue=queue,
+                result_type=CampaignResult,
+                task_timeout=timedelta(seconds=2),
+            )
+            deadline = time.monotonic() + 60
+            while len(arrivals) < 5:
+                assert time.monotonic() < deadline, "the 5th call never arrived"
+                await asyncio.sleep(0.05)
+            await worker.kill_and_restart()
+            held = arrivals[4].call_id
+            fake.resume()
+            result = await asyncio.wait_for(handle.result(), 120)
+        finally:
+            fake.resume()  # before the worker stops: a held call would keep it waiting
 
     counts = Counter(s.call_id for s in fake.seen)
     repeated = {call for call, n in counts.items() if n > 1}
@@ -103,3 +91,18 @@ async def test_a_killed_worker_does_not_rerun_settled_cells(
     mine = json.loads((Path(result.run_dir) / "summary.json").read_text())
     theirs = json.loads((Path(reference.run_dir) / "summary.json").read_text())
     assert mine["analysis"] == theirs["analysis"] and mine["decisions"] == theirs["decisions"]
+    # Cell by cell the same records, but for the run ids and wall times; the same report once
+    # each run id is the reference's.
+    mine_rows, their_rows = records(Path(result.run_dir)), records(Path(reference.run_dir))
+    assert [same(r) for r in mine_rows] == [same(r) for r in their_rows]
+    report = (Path(result.run_dir) / "report.md").read_text()
+    for m, t in [
+        *zip(mine_rows, their_rows, strict=True),
+        ({"run_id": handle.id}, {"run_id": reference.run_id}),
+    ]:
+        report = report.replace(m["run_id"], t["run_id"])
+    assert report == (Path(reference.run_dir) / "report.md").read_text()
+
+
+def same(record: dict) -> dict:  # type: ignore[type-arg]
+    return {k: v for k, v in record.items() if k not in ("run_id", "wall_ms")}

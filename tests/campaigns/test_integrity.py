@@ -1,7 +1,10 @@
 """The capture check after each cell, on run directories as the children leave them.
 
-The sim and HTTP paths of real runs are covered in test_capture.py and test_workflow.py (no
-issue); here each of the six issues comes from a run directory missing what a real run writes.
+Real runs: test_capture.py (HTTP cells, a plan's tournament step over HTTP: no issue) and
+test_integrity_runs.py (``no_run``, ``missing_llm_spans`` and ``missing_outcome`` from natural
+triggers under each policy). Here each of the six issues comes from a run directory missing what
+a real run writes, including the three (``no_raw_sink``, ``missing_raw_events``,
+``orphan_llm_span``) for which no natural trigger is known with today's raw-event writers.
 """
 
 from __future__ import annotations

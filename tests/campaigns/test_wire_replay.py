@@ -17,11 +17,19 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError
 
 from activities.config import Endpoint, Settings
+from activities.wire_cache import WireCaches, recording_files
 from client.campaign_cli import load
 from tests.campaigns.helpers import document
 from tests.cli import cli_env, ponder
 from tests.conftest import with_endpoint
-from tests.fakes import FakeProvider
+from tests.fakes import (
+    FakeProvider,
+    Reply,
+    Seen,
+    anthropic_message,
+    openai_completion,
+    sim_responder,
+)
 from tests.plans.test_run_control import temporal
 from tests.test_command_replay import ask, failure_of
 from worker.worker import WorkerOptions, running_worker
@@ -50,6 +58,17 @@ async def http_queue(
     queue = f"test-{uuid.uuid4()}"
     async with running_worker(client, configured, WorkerOptions(task_queue=queue)):
         yield queue, configured
+
+
+REFUSAL = "no such model: bad"
+
+
+def refuse_bad(seen: Seen) -> Reply:
+    """The sim behind HTTP, but a 400 for the model ``bad`` (indented JSON, as servers send)."""
+    if seen.body.get("model") != "bad":
+        return sim_responder(seen)
+    error = {"error": {"message": REFUSAL, "type": "invalid_request_error"}}
+    return Reply(status=400, raw=json.dumps(error, indent=2).encode())
 
 
 def mixed_document(**overrides: Any) -> dict[str, Any]:
@@ -152,6 +171,56 @@ def test_the_replay_source_is_a_run_id_never_a_path() -> None:
         WireReplay(run_id="camp-1", on_miss="guess")  # type: ignore[arg-type]
 
 
+async def test_a_campaign_naming_a_path_as_its_replay_source_fails_at_once(
+    client: Client, worker_queue: str
+) -> None:
+    _, error = await run(client, worker_queue, document(), replay={"run_id": "/etc/passwd"})
+    assert isinstance(error, ApplicationError) and error.type == "input.invalid"
+    assert "calls.replay.run_id" in error.message and "must match" in error.message
+
+
+def test_recordings_are_read_from_the_store_and_replay_dirs_never_through_links(
+    settings: Settings, tmp_path: Path
+) -> None:
+    declared, outside = tmp_path / "declared", tmp_path / "outside"
+    settings = settings.model_copy(update={"replay_dirs": [declared]})
+    cell = "camp-1.0123456789ab"
+    for root, name in [
+        (settings.runs_dir, "camp-1"),
+        (settings.runs_dir, cell),
+        (declared, "camp-1.ba9876543210"),
+        (settings.runs_dir, "camp-1.x"),  # another campaign's id, not a cell of camp-1
+        (settings.runs_dir, "camp-12"),
+        (outside, "elsewhere"),
+    ]:
+        (root / name).mkdir(parents=True)
+        (root / name / "raw-events.jsonl").write_text("{}\n")
+    # A cell directory that is a link, and an events file that is one, lead outside: skipped.
+    (settings.runs_dir / "camp-1.aaaaaaaaaaaa").symlink_to(outside / "elsewhere")
+    (settings.runs_dir / "camp-1.bbbbbbbbbbbb").mkdir()
+    (settings.runs_dir / "camp-1.bbbbbbbbbbbb" / "raw-events.jsonl").symlink_to(
+        outside / "elsewhere" / "raw-events.jsonl"
+    )
+    # A line cut short (a worker killed mid-write) is skipped, the rest is read.
+    body = {"model": "m", "messages": [{"role": "user", "content": "Q"}]}
+    whole = {"call_key": "ask/0/0", "provider_kind": "sim", "seed": 3, "request": {"body": body}}
+    whole["response"] = {"status": 200, "body": {"text": "A"}}
+    (settings.runs_dir / cell / "raw-events.jsonl").write_text(
+        json.dumps(whole) + "\n" + json.dumps(whole)[:40] + "\n"
+    )
+    cache = WireCaches(settings).get("camp-1")
+    hit = cache.find([wire_key(body, 3)], call_key="other/0/0", provider_kind="sim")
+    assert hit is not None and hit[1].response["body"] == {"text": "A"}
+    assert cache.find([wire_key(body, 4)], call_key="ask/0/0", provider_kind="sim") is None
+    assert cache.find([wire_key(body, 3)], call_key="ask/0/0", provider_kind="openai") is None
+    found = recording_files("camp-1", settings)
+    assert found == [
+        settings.runs_dir.resolve() / "camp-1" / "raw-events.jsonl",
+        settings.runs_dir.resolve() / cell / "raw-events.jsonl",
+        declared.resolve() / "camp-1.ba9876543210" / "raw-events.jsonl",
+    ]
+
+
 # -- record, then replay offline ------------------------------------------------------------------
 
 
@@ -162,11 +231,15 @@ async def test_a_recorded_campaign_replays_offline_to_the_same_records_and_repor
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     queue, settings = http_queue
+    # A fourth variant names a model the server refuses (HTTP 400): its cells fail, and the
+    # replay must fail them the same way (same code, same message quoting the server).
+    fake.responder = refuse_bad
     doc = mixed_document()
+    doc["variants"].append({"id": "refused", "kind": "single", "config": {"model": "corp:bad"}})
     original, recorded = await run(client, queue, doc)
-    assert isinstance(recorded, CampaignResult) and recorded.failed_cells == 0
+    assert isinstance(recorded, CampaignResult) and recorded.failed_cells == 4, recorded
     calls = len(fake.seen)
-    assert calls > 12  # 4 single shots and 4 tournaments on the fake
+    assert calls > 16  # 8 single shots and 4 tournaments on the fake
     # The sim cells recorded synthetic exchanges, marked so nobody takes them for HTTP.
     sim_cell = cell_run_id(original, "single", "s0", 0)
     (sim_event,) = events(settings, sim_cell)
@@ -177,13 +250,13 @@ async def test_a_recorded_campaign_replays_offline_to_the_same_records_and_repor
     monkeypatch.delenv(KEY_ENV)
 
     # A replay that may go to the network still needs the key the route asks for.
-    _, refused = await run(client, queue, doc, replay={"run_id": original, "on_miss": "network"})
-    assert isinstance(refused, ApplicationError) and refused.type == "route.no_auth"
+    _, no_key = await run(client, queue, doc, replay={"run_id": original, "on_miss": "network"})
+    assert isinstance(no_key, ApplicationError) and no_key.type == "route.no_auth"
 
     replay, replayed = await run(client, queue, doc, replay={"run_id": original})
     assert isinstance(replayed, CampaignResult), replayed
     assert len(fake.seen) == calls  # not one request left the worker
-    assert replayed.failed_cells == 0
+    assert replayed.failed_cells == 4
     assert replayed.decisions == recorded.decisions
     assert replayed.recommendation == recorded.recommendation
     assert replayed.fingerprint == recorded.fingerprint
@@ -192,7 +265,13 @@ async def test_a_recorded_campaign_replays_offline_to_the_same_records_and_repor
     # Records: equal field for field but the replay's own identity and clock.
     before = records(settings.runs_dir / original)
     after = records(settings.runs_dir / replay)
-    assert len(after) == len(before) == 12
+    assert len(after) == len(before) == 16
+    refused = [r for r in after if r["variant"] == "refused"]
+    assert all(r["failure_class"] == "runner_threw" for r in refused)
+    assert all(
+        r["error"].startswith("provider.bad_request: corp answered HTTP 400") for r in refused
+    )
+    assert all(REFUSAL in r["error"] for r in refused)
     for old, new in zip(before, after, strict=True):
         assert {k: v for k, v in new.items() if k not in IDENTITY} == {
             k: v for k, v in old.items() if k not in IDENTITY
@@ -255,6 +334,30 @@ async def test_a_miss_under_throw_fails_the_campaign_naming_the_key(
     assert [(r["seed"], r["failure_class"]) for r in rows] == [(0, None), (1, "runner_threw")]
     (miss,) = events(settings, cell_run_id(replay, "single", "s0", 1))
     assert miss["replay_miss"] == missing and miss["error"].startswith("replay miss")
+
+
+async def test_a_judge_scorer_miss_under_throw_stops_the_campaign_too(
+    client: Client, http_queue: tuple[str, Settings], fake: FakeProvider
+) -> None:
+    queue, settings = http_queue
+    fake.responder = lambda seen: Reply(body=openai_completion("Fair.\n0.8"))
+    doc = document(seeds=[0], min_pairs=2, concurrency=1)
+    doc["variants"][1] = {"id": "other", "kind": "single", "config": {"model": "sim:default"}}
+    judge = {"kind": "judge", "model": "corp:m", "rubric": "Correct and short."}
+    doc["scenarios"] = [{"id": "s0", "task": "Sort.", "scorer": judge}]
+    original, result = await run(client, queue, doc)
+    assert isinstance(result, CampaignResult) and result.failed_cells == 0, result
+    fake.close()
+    _, same = await run(client, queue, doc, replay={"run_id": original})
+    assert isinstance(same, CampaignResult) and same.failed_cells == 0, same  # judged from tape
+    # Another rubric is another judge prompt: the recording has no answer for it.
+    doc["scenarios"][0]["scorer"]["rubric"] = "Correct, short and documented."
+    replay, error = await run(client, queue, doc, replay={"run_id": original})
+    assert isinstance(error, ApplicationError) and error.type == "provider.replay_miss"
+    assert "call campaign_judge/0/0" in error.message
+    (row,) = records(settings.runs_dir / replay)
+    assert row["failure_class"] == "scorer_failed"
+    assert row["error"].startswith("judge call failed: provider.replay_miss:")
 
 
 async def test_a_miss_under_fail_closed_is_a_599_the_cell_records(
@@ -402,3 +505,36 @@ async def test_an_ask_replays_from_its_recording_by_wire_key(
         client, worker_queue, AskInput(question="Other.", model="sim:default", seed=4, calls=replay)
     )
     assert error.type == "provider.replay_miss" and "call ask/0/0" in error.message
+
+
+async def test_provider_shapes_replay_offline_json_mode_fallback_and_messages_api(
+    client: Client, settings: Settings
+) -> None:
+    """An endpoint that refuses JSON mode (the fallback answered) and the Messages API (its
+    separate system field) replay from their recordings with the server gone."""
+    chat, messages = FakeProvider(), FakeProvider()
+    chat.replies = [Reply(400, {"error": {"message": "response_format is not supported"}})]
+    messages.responder = lambda seen: Reply(body=anthropic_message("From the Messages API."))
+    settings = with_endpoint(settings, "chat", Endpoint(kind="openai", base_url=chat.url))
+    settings = with_endpoint(settings, "msgs", Endpoint(kind="anthropic", base_url=messages.url))
+    queue = f"test-{uuid.uuid4()}"
+    asks = [
+        AskInput(question="Give JSON.", model="chat:m", json_mode=True, seed=2),
+        AskInput(question="Say hi.", model="msgs:claude", system="Be brief.", seed=2),
+    ]
+    async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
+        recorded = [await ask(client, queue, a) for a in asks]
+        chat.close()
+        messages.close()
+        for original, input in zip(recorded, asks, strict=True):
+            calls = CallOptions(replay=WireReplay(run_id=original.run_id))
+            again = await ask(client, queue, input.model_copy(update={"calls": calls}))
+            assert again.response.text == original.response.text
+            assert again.response.usage == original.response.usage
+            assert again.response.model == original.response.model
+            # The refused JSON-mode request counts as the fallback it was, not as the answer.
+            assert again.response.transport_retries == original.response.transport_retries
+            (event,) = events(settings, again.run_id)
+            assert event["replayed_from"].startswith(f"{original.run_id}/")
+    assert recorded[0].response.transport_retries == 1
+    assert recorded[1].response.text == "From the Messages API."

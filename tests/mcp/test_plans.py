@@ -64,6 +64,17 @@ async def test_plan_pauses_resumes_and_is_followed_with_watch(
             )
         )
         assert accepted["status"] == "accepted"
+        # The worker (roots: the test's tmp dir) refuses a workspace outside its roots.
+        refused = structured(
+            await client.call_tool(
+                "plan_run",
+                {"document": RELEASE.read_text(), "filename": "release.yaml", "workspace": "/",
+                 "args": {"version": "1", "approved_by": "ada"}, "wait": True},
+            )
+        )  # fmt: skip
+        assert refused["status"] == "failed", refused
+        assert "workspace '/' is outside every" in refused["error"], refused
+        assert "artifact-path-escapes-root" in refused["error"], refused
 
     # Followed from the CLI, after the MCP server is gone.
     watched = await ponder("watch", run_id, env=env)
@@ -82,5 +93,6 @@ async def test_plan_pauses_resumes_and_is_followed_with_watch(
     exported = json.loads(render(bundle(settings, run_id), "json"))
     assert exported["run"]["kind"] == "plan" and exported["trace"][-1]["type"] == "run.closed"
     assert done["status"] == "completed", done
+    assert done["report"] == str(settings.runs_dir / run_id / "report.html")
     assert done.get("calls") == 2 and done["simulated"] is True, done
     assert set(done["outputs"]) >= {"notes", "announce"}

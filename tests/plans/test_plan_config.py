@@ -6,6 +6,7 @@ a step (its ponder.toml here names a default family the client's does not, and i
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -15,6 +16,9 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
+from activities.config import load_settings
+from activities.errors import ConfigError
+from client.plan_input import routing
 from client.session import wait_for_worker
 from tests.cli import cli_env, ponder, start_ponder
 
@@ -62,30 +66,50 @@ async def test_routing_comes_from_the_client_config_and_flags(
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps(PLAN))
 
-    run_id = f"cfg-{uuid.uuid4().hex[:6]}"
-    done = await ponder("plan", "run", str(plan), "--run-id", run_id, env=configured)
+    first, second = f"cfg-{uuid.uuid4().hex[:6]}", f"cfg-{uuid.uuid4().hex[:6]}"
+    flags = ["--default-family", "fam", "--executor", "fam=sim:default"]
+    run = ("plan", "run", str(plan))
+    # Independent runs, started together to keep the test short.
+    done, flagged, unset, worker_side, bad = await asyncio.gather(
+        ponder(*run, "--run-id", first, env=configured),
+        ponder(*run, "--run-id", second, *flags, env=configured),
+        ponder(*run, "--executor", "writer=", env=configured),
+        # The worker's ponder.toml names a default family and its executor: it does not route.
+        ponder(*run, env=bare),
+        ponder(*run, "--executor", "writer=gpt", env=configured),
+    )
     assert done.code == 0, done.err
     assert done.out.startswith("Simulated answer to: Say hello.")
-    assert f"report: {tmp_path}/runs/{run_id}/report.html" in done.err  # where to look
-    sent = await _input(client, run_id)
+    assert f"report: {tmp_path}/runs/{first}/report.html" in done.err  # where to look
+    sent = await _input(client, first)
     assert sent["default_family"] == "writer" and sent["executors"] == {"writer": "sim:default"}
 
-    run_id = f"cfg-{uuid.uuid4().hex[:6]}"
-    flags = ["--default-family", "fam", "--executor", "fam=sim:default"]
-    done = await ponder("plan", "run", str(plan), "--run-id", run_id, *flags, env=configured)
-    assert done.code == 0, done.err
-    sent = await _input(client, run_id)
+    assert flagged.code == 0, flagged.err
+    sent = await _input(client, second)
     assert sent["default_family"] == "fam"  # the flag over [plans] default_family
     assert sent["executors"] == {"writer": "sim:default", "fam": "sim:default"}
 
-    unset = await ponder("plan", "run", str(plan), "--executor", "writer=", env=configured)
     assert unset.code == 1 and "plan-model-unroutable" in unset.err, unset.err
-
-    # The worker's ponder.toml names a default family and its executor: it does not route.
-    worker_side = await ponder("plan", "run", str(plan), env=bare)
     assert worker_side.code == 1 and "plan-model-unroutable" in worker_side.err, worker_side.err
     assert "/report.html" in worker_side.err  # a failed run's report too
-
-    bad = await ponder("plan", "run", str(plan), "--executor", "writer=gpt", env=configured)
     assert bad.code == 2, bad.err
     assert "--executor writer=gpt: 'gpt' is not PROVIDER:MODEL" in bad.err
+
+
+def test_routing_merges_the_config_under_the_given_values(tmp_path: Path) -> None:
+    config = tmp_path / "ponder.toml"
+    config.write_text(CLIENT_TOML)
+    settings = load_settings(config, home=str(tmp_path / "home"))
+    assert routing(settings, {}, None) == ({"writer": "sim:default"}, "writer")
+    merged = routing(settings, {"writer": "", "x": "openai:gpt-4.1"}, "x")
+    assert merged == ({"writer": "", "x": "openai:gpt-4.1"}, "x")
+    with pytest.raises(ConfigError, match=r"'gpt-4\.1' is not PROVIDER:MODEL"):
+        routing(settings, {"x": "gpt-4.1"}, None)
+    with pytest.raises(ConfigError, match="--default-family is empty"):
+        routing(settings, {}, " ")
+    config.write_text('[executors]\nwriter = "sim"\n')
+    with pytest.raises(ConfigError, match=r"\[executors\] writer=sim: 'sim' is not PROVIDER:MODEL"):
+        routing(load_settings(config, home=str(tmp_path / "home")), {}, None)
+    config.write_text('[plans]\ndefault_family = ""\n')
+    with pytest.raises(ConfigError, match=r"plans\.default_family"):
+        load_settings(config, home=str(tmp_path / "home"))

@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from pathlib import Path
 
 import pytest
 from temporalio.client import Client, WorkflowFailureError
 
-from activities.config import Settings
+from activities.config import Endpoint, Settings
+from tests.conftest import with_endpoint
+from tests.fakes import FakeProvider
 from tests.plans.run_helpers import agent, plan_doc, start, wait_state
 from tests.tournament.test_report import Node, parse
+from worker.worker import WorkerOptions, running_worker
 from workflows.names import UPDATE_RESOLVE_GATE, UPDATE_RESUME
 from workflows.plan.run_types import ResolveGateInput, ResumeInput
 
@@ -142,3 +146,21 @@ async def test_failed_and_cancelled_runs_leave_a_report(
     root, _, nodes = _report(settings, cancelled.id)
     assert _fact(root, "status") == "cancelled"
     assert Path(settings.runs_dir / cancelled.id / "graph.json").exists()
+
+
+async def test_an_unpriced_model_costs_unknown_not_zero(
+    client: Client, settings: Settings, fake: FakeProvider
+) -> None:
+    """A model with no price is shown as unknown in the report (never as $0.0000)."""
+    local = with_endpoint(settings, "local", Endpoint(kind="openai", base_url=fake.url))
+    queue = f"unpriced-{uuid.uuid4().hex[:8]}"
+    plan = plan_doc(agent("ask", "Hi."), agent("free", "Hi.", deps=["ask"]))
+    plan["steps"][0]["model"] = "local:some-model"
+    async with running_worker(client, local, WorkerOptions(task_queue=queue)):
+        handle = await start(client, queue, plan)
+        await handle.result()
+    root, rows, nodes = _report(settings, handle.id)
+    assert _cells(rows["ask"])[8] == "unknown (1 unpriced call; priced 0.0000)"
+    assert "USD unknown" in nodes["ask"].text()
+    assert _cells(rows["free"])[8] == "0.0000"  # sim: free, and known to be
+    assert _fact(root, "usd").startswith("unknown (1 unpriced call")

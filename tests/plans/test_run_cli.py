@@ -60,6 +60,7 @@ async def test_run_pause_resume_gate_through_the_cli(env: dict[str, str], tmp_pa
     assert shown.code == 0, shown.err
     assert "awaiting_gate (gate-pending)" in shown.out and "gate     ship token" in shown.out
     assert "continue with: ponder gate approve|revise|kill cli-release ship" in shown.out
+    assert f"report   {tmp_path}/runs/cli-release/report.html" in shown.out
     watched = await ponder("watch", "cli-release", env=env)
     assert watched.code == 75 and "ponder gate approve|revise|kill cli-release ship" in watched.err
 

@@ -11,11 +11,11 @@ import asyncio
 import json
 
 import pytest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowFailureError
 
 from activities.config import Settings
 from client.plan_run_cli import print_plan_status
-from tests.plans.run_helpers import agent, events, plan_doc, start, wait_state
+from tests.plans.run_helpers import agent, events, plan_doc, start, status, wait_state
 from workflows.names import UPDATE_RESOLVE_GATE, UPDATE_RESUME
 from workflows.plan.run_types import ResolveGateInput, ResumeInput
 
@@ -64,14 +64,34 @@ async def test_human_waits_are_not_charged_to_the_wall_budget(
 
     await asyncio.sleep(WAIT_S)
     await handle.execute_update(UPDATE_RESUME, ResumeInput(args={"who": '"ada"'}))
-    done = await wait_state(handle, "completed")  # "still awaiting_wall_clock" if charged
+    await wait_state(handle, "completed")  # "still awaiting_wall_clock" if charged
+    await handle.result()  # its files are written once it has ended
+    done = await status(handle)
     budget = done.budget
     assert budget is not None and done.waiting_since is None
     assert budget.waited_ms >= 2 * WAIT_S * 1000 > SLACK_MS
     assert budget.wall_spent_ms < SLACK_MS
+    assert budget.wall_left_ms == STAGE_MS + SLACK_MS - budget.wall_spent_ms
     ends = {e.type: e.data for e in await events(handle) if e.type in ("gate.decided", "resumed")}
     assert ends["gate.decided"]["waited_ms"] >= WAIT_S * 1000
     assert ends["resumed"]["waited_ms"] >= WAIT_S * 1000
     assert ends["gate.decided"]["waited_ms"] + ends["resumed"]["waited_ms"] == budget.waited_ms
     cost = json.loads((settings.runs_dir / handle.id / "cost.json").read_text())
     assert cost["waited_ms"] == budget.waited_ms and cost["wall_ms"] >= budget.waited_ms
+
+
+async def test_a_wait_cut_short_by_cancellation_is_still_counted(
+    client: Client, worker_queue: str, settings: Settings
+) -> None:
+    handle = await start(client, worker_queue, WAITS)
+    await wait_state(handle, "awaiting_gate")
+    await asyncio.sleep(0.5)
+    await handle.cancel()
+    with pytest.raises(WorkflowFailureError):  # once it has ended, its files are written
+        await handle.result()
+    done = await status(handle)
+    assert done.state == "cancelled"
+    assert done.budget is not None and done.budget.waited_ms >= 500
+    assert done.waiting_since is None and done.pending_gates == []
+    cost = json.loads((settings.runs_dir / handle.id / "cost.json").read_text())
+    assert cost["outcome"] == "cancelled" and cost["waited_ms"] == done.budget.waited_ms

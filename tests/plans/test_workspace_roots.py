@@ -19,16 +19,16 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
-from activities.config import load_settings
+from activities.config import Settings, load_settings
 from activities.errors import ConfigError
 from activities.plan.roots import default_roots, worker_roots
 from activities.plan.workspace import WorkspaceActivities
 from client.session import wait_for_worker
 from tests.cli import cli_env, ponder, start_ponder
-from tests.plans.run_helpers import agent, plan_doc, run
+from tests.plans.run_helpers import agent, plan_doc, run, start, trace, wait_state
 from tests.test_inputs import temporal_start
-from workflows.names import PLAN_RUN
-from workflows.plan.run_types import PathsInput
+from workflows.names import PLAN_RUN, UPDATE_RESUME
+from workflows.plan.run_types import PathsInput, ResumeInput
 
 PLAN = plan_doc(agent("hello", "Say hello."), name="roots")
 ESCAPES = "artifact-path-escapes-root"
@@ -69,31 +69,32 @@ async def test_the_cli_workspace_is_held_to_the_worker_roots(
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps(PLAN))
 
-    outside = await ponder("plan", "run", str(plan), "--workspace", str(dirs["outside"]), env=env)
+    reads_plan = tmp_path / "reads.json"
+    reads = {**PLAN, "steps": [{**PLAN["steps"][0], "artifacts": {"reads": ["README.md"]}}]}
+    reads_plan.write_text(json.dumps(reads))
+    run = ("plan", "run", str(plan))
+    # Independent runs, started together to keep the test short.
+    outside, linked, inside, bare, cwd = await asyncio.gather(
+        ponder(*run, "--workspace", str(dirs["outside"]), env=env),
+        ponder(*run, "--workspace", str(dirs["allowed"] / "escape"), env=env),
+        ponder(*run, "--workspace", str(dirs["allowed"] / "ws"), env=env),
+        # No --workspace: a plan that declares no files sends none (nothing to confine) ...
+        ponder(*run, env=env),
+        # ... one that does sends the cwd, held to the roots like any other.
+        ponder("plan", "run", str(reads_plan), env=env),
+    )
     assert outside.code == 1, outside.err
     assert ESCAPES in outside.err
     assert f"workspace '{dirs['outside']}' is outside every workspace root" in outside.err
     assert "ponder worker --workspace-root DIR" in outside.err  # the fix
     assert "[plans] workspace_roots" in outside.err
 
-    link = dirs["allowed"] / "escape"
-    linked = await ponder("plan", "run", str(plan), "--workspace", str(link), env=env)
     assert linked.code == 1, linked.err
     assert ESCAPES in linked.err and f"(really '{dirs['outside']}')" in linked.err
 
-    inside = await ponder(
-        "plan", "run", str(plan), "--workspace", str(dirs["allowed"] / "ws"), env=env
-    )
     assert inside.code == 0, inside.err
     assert "Simulated answer to: Say hello." in inside.out
-
-    # No --workspace: a plan that declares no files sends none (nothing to confine) ...
-    bare = await ponder("plan", "run", str(plan), env=env)
     assert bare.code == 0, bare.err
-    # ... one that does sends the cwd, held to the roots like any other.
-    reads = {**PLAN, "steps": [{**PLAN["steps"][0], "artifacts": {"reads": ["README.md"]}}]}
-    plan.write_text(json.dumps(reads))
-    cwd = await ponder("plan", "run", str(plan), env=env)
     assert cwd.code == 1 and ESCAPES in cwd.err, cwd.err
     assert f"workspace '{os.getcwd()}' is outside every workspace root" in cwd.err
 
@@ -149,6 +150,8 @@ def test_ponder_toml_declares_roots_and_refuses_relative_ones(tmp_path: Path) ->
     config.write_text('[plans]\nworkspace_roots = ["/srv/work", "~/projects"]\n')
     settings = load_settings(config, home=str(tmp_path / "home"))
     assert settings.workspace_roots == [Path("/srv/work"), Path("~/projects").expanduser()]
+    flagged = load_settings(config, home=str(tmp_path / "home"), workspace_roots=[Path("/x")])
+    assert flagged.workspace_roots == [Path("/x")]  # ponder worker --workspace-root replaces it
 
     config.write_text('[plans]\nworkspace_roots = ["projects"]\n')
     with pytest.raises(ConfigError, match=r"plans\.workspace_roots.*'projects' is not an absolute"):
@@ -190,3 +193,32 @@ def test_the_readme_configuration_loads(tmp_path: Path) -> None:
     assert settings.default_family == "claude"
     assert settings.executors["openai"] == "openai:gpt-4.1"
     assert Path("~/src").expanduser() in settings.workspace_roots
+
+
+async def test_a_workspace_swapped_after_preflight_is_refused_at_the_call(
+    client: Client, worker_queue: str, tmp_path: Path, settings: Settings
+) -> None:
+    """Preflight passed; while the run waits, the workspace becomes a link out of the roots.
+    The model call (a command agent's cwd) checks again, on whichever worker runs it."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    plan = plan_doc(
+        {"id": "wait", "kind": "pause", "pause": {"state": "WAIT", "resume_arg": "go"}},
+        agent("hello", "Say hello.", deps=["wait"]),
+    )
+    handle = await start(client, worker_queue, plan, workspace=str(workspace))
+    await wait_state(handle, "awaiting_input")
+    workspace.rmdir()
+    workspace.symlink_to("/etc")
+    await handle.execute_update(UPDATE_RESUME, ResumeInput(args={"go": "yes"}))
+    with pytest.raises(WorkflowFailureError) as info:
+        await asyncio.wait_for(handle.result(), 20)
+    cause = info.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == ESCAPES, cause
+    assert f"workspace '{workspace}' (really '/etc') is outside every" in cause.message
+    settled = [
+        e["data"]
+        for e in trace(settings.runs_dir, handle.id)
+        if e["type"] == "settled" and e["data"]["step"] == "hello"
+    ]
+    assert [d.get("failure") for d in settled] == ["escapes-root"]  # refused once, not retried

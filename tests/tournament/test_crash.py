@@ -14,13 +14,12 @@ from pathlib import Path
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from activities.config import Endpoint, Settings
+from activities.config import Settings
 from client.connect import connect
 from client.embedded import EmbeddedServer
-from tests.conftest import with_endpoint
 from tests.fakes import FakeProvider
 from tests.tournament.helpers import fingerprint, run
-from tests.worker_process import start_worker
+from tests.worker_process import KilledWorker, declare_fake, start_worker
 from worker.worker import WorkerOptions, running_worker
 from workflows.call_options import CallOptions
 from workflows.names import TOURNAMENT
@@ -40,13 +39,7 @@ async def wait_for_phase(fake: FakeProvider, phase: str, timeout: float = 60) ->
 async def test_killed_worker_resumes_without_repeating_completed_calls(
     client: Client, settings: Settings, server_address: str, fake: FakeProvider
 ) -> None:
-    settings.home.mkdir(parents=True, exist_ok=True)
-    (settings.home / "ponder.toml").write_text(
-        f'[providers.local]\nkind = "openai"\nbase_url = "{fake.url}"\nponder_headers = true\n'
-    )
-    local = with_endpoint(
-        settings, "local", Endpoint(kind="openai", base_url=fake.url, ponder_headers=True)
-    )
+    local = declare_fake(settings, fake.url)
     reference_queue = f"test-{uuid.uuid4()}"
     async with running_worker(client, local, WorkerOptions(task_queue=reference_queue)):
         reference = await run(
@@ -55,40 +48,36 @@ async def test_killed_worker_resumes_without_repeating_completed_calls(
     fake.seen.clear()
 
     queue = f"test-{uuid.uuid4()}"
-    worker = await start_worker(settings, server_address, queue)
-    handle = await client.start_workflow(
-        TOURNAMENT,
-        TournamentInput(
-            task="Sort a list in place.",
-            profile="paper",
-            seed=21,
-            model="local:default",
-            calls=CallOptions(heartbeat_timeout_s=2),
-        ),
-        id=f"crash-{uuid.uuid4().hex[:8]}",
-        task_queue=queue,
-        result_type=TournamentResult,
-        task_timeout=timedelta(seconds=2),
-    )
     in_flight_at_kills: set[str] = set()
-    try:
-        for phase in KILL_PHASES:
-            fake.hold_when = lambda seen, phase=phase: seen.phase == phase
-            await wait_for_phase(fake, phase)
-            worker.send_signal(signal.SIGKILL)
-            await worker.wait()
-            # Everything of this phase that reached the fake is still held, so in flight.
-            held = {s.call_id for s in fake.seen if s.phase == phase}
-            in_flight_at_kills |= held
-            worker = await start_worker(settings, server_address, queue)
-            fake.resume()
-            assert held
-        result = await asyncio.wait_for(handle.result(), 240)
-    finally:
-        fake.resume()
-        if worker.returncode is None:
-            worker.send_signal(signal.SIGTERM)
-            await worker.wait()
+    async with KilledWorker(settings, server_address, queue) as worker:
+        handle = await client.start_workflow(
+            TOURNAMENT,
+            TournamentInput(
+                task="Sort a list in place.",
+                profile="paper",
+                seed=21,
+                model="local:default",
+                calls=CallOptions(heartbeat_timeout_s=2),
+            ),
+            id=f"crash-{uuid.uuid4().hex[:8]}",
+            task_queue=queue,
+            result_type=TournamentResult,
+            task_timeout=timedelta(seconds=2),
+        )
+        try:
+            for phase in KILL_PHASES:
+                fake.hold_when = lambda seen, phase=phase: seen.phase == phase
+                await wait_for_phase(fake, phase)
+                await worker.kill()
+                # Everything of this phase that reached the fake is still held, so in flight.
+                held = {s.call_id for s in fake.seen if s.phase == phase}
+                in_flight_at_kills |= held
+                await worker.restart()
+                fake.resume()
+                assert held
+            result = await asyncio.wait_for(handle.result(), 240)
+        finally:
+            fake.resume()  # before the worker stops: a held call would keep it waiting
 
     assert result.winner_id == reference.winner_id
     assert fingerprint(Path(result.run_dir)) == fingerprint(Path(reference.run_dir))

@@ -26,7 +26,8 @@ __all__ = ["CHILD_ENDED", "child_failure", "run_child"]
 
 
 async def run_child(doc: CampaignDocument, cell: Cell, reserved: int) -> str | None:
-    """Run the cell's child to its end; a plan cell's answer (its last step's output).
+    """Run the cell's child to its end; a plan cell's answer (its last step's output, None
+    when the run ended before that step: the settle step then finds no outcome).
 
     Single and tournament cells leave their answer in their run directory for the settle step;
     a plan run keeps no answer file, so its answer travels back through the workflow.
@@ -39,7 +40,10 @@ async def run_child(doc: CampaignDocument, cell: Cell, reserved: int) -> str | N
         result = await workflow.execute_child_workflow(
             PLAN_RUN, plan, id=cell.run_id, result_type=PlanRunResult
         )
-        output = result.outputs.get(final_step(variant))
+        last = final_step(variant)
+        if last not in result.outputs:
+            return None  # ended on a terminal route before its last step: no answer
+        output = result.outputs[last]
         return output if isinstance(output, str) else json.dumps(output)
     if variant.kind == "single":
         ask = ask_input(

@@ -164,9 +164,14 @@ def variant_models(doc: CampaignDocument) -> list[tuple[str, str, str | None]]:
             plan = plan_input(variant, task="probe", seed=0, run_id="probe").plan
             steps = plan.get("steps")
             for step in steps if isinstance(steps, list) else []:
-                model = step.get("model") if isinstance(step, dict) else None
-                if isinstance(model, str):
-                    out.append((variant.id, model, None))
+                if not isinstance(step, dict):
+                    continue
+                # A tournament step's judge is a model of the plan too.
+                spec = step.get("tournament")
+                judge = spec.get("judge_model") if isinstance(spec, dict) else None
+                for model in (step.get("model"), judge):
+                    if isinstance(model, str):
+                        out.append((variant.id, model, None))
     for scenario in doc.scenarios:
         if isinstance(scenario.scorer, JudgeScorer):
             out.append((f"scorer:{scenario.id}", scenario.scorer.model, None))

@@ -17,7 +17,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.campaign.document import JudgeScorer
     from workflows.campaign.matrix import Cell
     from workflows.campaign.types import CellOutcome
-    from workflows.model_calls import call_model
+    from workflows.model_calls import call_failure, call_model
     from workflows.model_types import CallModelInput, ModelRequest
 
 __all__ = ["judge"]
@@ -42,8 +42,8 @@ async def judge(
             calls,
         )
     except ActivityError as exc:
-        cause = exc.cause
-        update["score_error"] = f"judge call failed: {getattr(cause, 'message', cause)}"
+        code, message = call_failure(exc)  # the code lets the workflow tell a replay miss
+        update["score_error"] = f"judge call failed: {code}: {message}"
         return outcome.model_copy(update=update)
     value = judge_score(response.text)
     if value is None:

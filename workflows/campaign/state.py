@@ -15,7 +15,12 @@ from workflows.campaign.cell_records import leader
 from workflows.campaign.cells_budget import CellBudget
 from workflows.campaign.matrix import Cell
 from workflows.campaign.records import RunRecord
-from workflows.campaign.types import CampaignEvent, CampaignProgress, CampaignStatus
+from workflows.campaign.types import (
+    CampaignEvent,
+    CampaignProgress,
+    CampaignStatus,
+    CellOutcome,
+)
 
 __all__ = ["EVENTS_PAGE", "CampaignState"]
 
@@ -68,6 +73,31 @@ class CampaignState:
             self.awaiting_cell_calls = calls
             self.event("campaign.awaiting_budget", limit=limit, cell_calls=calls)
         return False
+
+    def settle(
+        self, cell: Cell, reserved: int, outcome: CellOutcome, *, calls: int, failed: bool
+    ) -> None:
+        """Replace a cell's reservation by what it spent; a waiting cell may now fit."""
+        self.budget.settle(
+            reserved,
+            calls=calls,
+            input_tokens=outcome.input_tokens,
+            output_tokens=outcome.output_tokens,
+            usd=outcome.usd,
+            failed=failed,
+        )
+        self.running.discard(cell.index)
+        self.version += 1
+
+    def record(self, cell: Cell, record: RunRecord) -> None:
+        self.records[cell.index] = record
+        self.event(
+            "cell.finished",
+            cell=cell.index,
+            run_id=cell.run_id,
+            score=record.score,
+            failure_class=record.failure_class,
+        )
 
     def extend(self, limits: BudgetLimits) -> None:
         self.budget.extend(limits)

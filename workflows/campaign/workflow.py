@@ -222,16 +222,7 @@ class CampaignWorkflow:
             )
         wall_ms = (workflow.now() - started).total_seconds() * 1000
         calls = outcome.calls if outcome.exists else (reserved if cancelled else 0)
-        state.budget.settle(
-            reserved,
-            calls=calls,
-            input_tokens=outcome.input_tokens,
-            output_tokens=outcome.output_tokens,
-            usd=outcome.usd,
-            failed=child_error is not None,
-        )
-        state.running.discard(cell.index)
-        state.version += 1
+        state.settle(cell, reserved, outcome, calls=calls, failed=child_error is not None)
         try:
             record = build_record(
                 doc,
@@ -244,17 +235,11 @@ class CampaignWorkflow:
             )
         except RecordInvalid as exc:
             raise GenuineError(exc.code, str(exc)) from None
-        state.records[cell.index] = record
-        state.event(
-            "cell.finished",
-            cell=cell.index,
-            run_id=cell.run_id,
-            score=record.score,
-            failure_class=record.failure_class,
-        )
-        if child_error is not None and child_error.startswith(f"{REPLAY_MISS}:"):
-            # calls.replay on_miss throw: a replay that cannot be faithful stops the campaign.
-            raise GenuineError(REPLAY_MISS, f"cell {cell.run_id}: {child_error}")
+        state.record(cell, record)
+        for failed in (child_error, outcome.score_error):  # the cell's calls, the judge's
+            if failed is not None and f"{REPLAY_MISS}:" in failed:
+                # calls.replay on_miss throw: a replay that cannot be faithful stops the campaign.
+                raise GenuineError(REPLAY_MISS, f"cell {cell.run_id}: {failed}")
         if outcome.integrity_issues and doc.integrity == "throw" and not cancelled:
             raise GenuineError(
                 INTEGRITY_FAILED,

@@ -48,6 +48,10 @@ class CallRow:
     latency_ms: float = 0.0
     outcome: str = "ok"
     simulated: bool = False
+    priced: bool = True
+    """False: the model has no price, so ``usd`` (0) is unknown, not free."""
+    model_calls: int = 1
+    """Model calls behind the invocation: a tournament step is one invocation of many calls."""
 
 
 @dataclass
@@ -90,9 +94,11 @@ class PlanRecord:
             "outcome": outcome,
             "steps": sum(1 for s in self.steps.values() if s == "settled"),
             "invocations": len(self.calls),
+            "calls": sum(c.model_calls for c in self.calls),
             "input_tokens": sum(c.input_tokens for c in self.calls),
             "output_tokens": sum(c.output_tokens for c in self.calls),
             "usd": round(sum(c.usd for c in self.calls), 6),
+            "unpriced_invocations": sum(1 for c in self.calls if not c.priced),
             "wall_ms": wall_ms,
             "waited_ms": waited_ms,
             "simulated": bool(self.calls) and all(c.simulated for c in self.calls),

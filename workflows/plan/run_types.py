@@ -119,6 +119,7 @@ class PlanBudgetStatus(BaseModel):
     wall_limit_ms: int
     wall_spent_ms: int
     wall_cap_ms: int
+    wall_left_ms: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     usd: float = 0.0

@@ -108,6 +108,7 @@ async def run_tournament(
             output_tokens=spent.output_tokens,
             usd=spent.usd,
             simulated=result.simulated,
+            model_calls=spent.calls,
         )
     )
     settled = record.event(

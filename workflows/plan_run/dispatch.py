@@ -41,8 +41,10 @@ _CLASS_OF = {
     "provider.timeout": "timeout",
     "provider.malformed_output": "malformed-output",
     "provider.policy_refusal": "policy-refusal",
+    str(Reason.ARTIFACT_PATH_ESCAPES_ROOT): "escapes-root",  # the worker refused the workspace
 }
 _REASON_OF = {
+    "escapes-root": Reason.ARTIFACT_PATH_ESCAPES_ROOT,
     "timeout": Reason.DISPATCH_TIMEOUT,
     "malformed-output": Reason.MALFORMED_OUTPUT,
     "policy-refusal": Reason.POLICY_REFUSAL,
@@ -263,6 +265,7 @@ class Dispatcher:
                 usd=usd,
                 latency_ms=response.latency_ms,
                 simulated=response.simulated,
+                priced=response.usd is not None,
             )
         )
 

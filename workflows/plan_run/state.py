@@ -1,7 +1,8 @@
 """The state of a ``PlanRun`` and its message handlers: control updates, signals, queries.
 
-The walk (``workflow``) drives the run; this base class holds what the handlers read and change,
-so every rule a message is checked by lives beside the state it guards. An update's validator
+The walk (``walk`` and the step modules beside it) drives the run; this base class holds what
+the handlers read and change, so every rule a message is checked by lives beside the state it
+guards. An update's validator
 and its signal form apply the same rule: a refused update never enters history, a refused signal
 is recorded as ``control.refused``.
 """
@@ -255,6 +256,7 @@ class PlanRunState:
             calls_cap=ledger.calls_cap,
             wall_limit_ms=ledger.wall_limit_ms,
             wall_spent_ms=ledger.wall_spent_ms,
+            wall_left_ms=ledger.wall_left_ms(),
             wall_cap_ms=ledger.wall_cap_ms,
             input_tokens=spent.input_tokens,
             output_tokens=spent.output_tokens,
