@@ -215,6 +215,24 @@ async def test_every_workflow_refuses_other_than_one_input_at_once(
     assert needle in error.message
 
 
+@pytest.mark.parametrize("workflow_type", [ASK, TOURNAMENT])
+async def test_an_input_in_an_unknown_encoding_fails_at_once(
+    client: Client, server_address: str, worker_queue: str, workflow_type: str
+) -> None:
+    # The SDK decodes a variadic run's arguments without type hints; an encoding no converter
+    # knows must still reach the workflow (as a raw value) to be refused, not fail the task.
+    workflow_id = f"enc-{uuid.uuid4().hex[:8]}"
+    code, output = await temporal(
+        "workflow", "start", "--address", server_address, "--namespace", "default",
+        "--task-queue", worker_queue, "--type", workflow_type, "--workflow-id", workflow_id,
+        "--input", json.dumps(QUICK), "--input-meta", "encoding=binary/made-up",
+    )  # fmt: skip
+    assert code == 0, output
+    error = await refusal(client, workflow_id)
+    assert error.type == "input.invalid"
+    assert "input encoded as 'binary/made-up'" in error.message
+
+
 async def test_a_good_input_from_the_temporal_cli_still_runs(
     client: Client, server_address: str, worker_queue: str
 ) -> None:
