@@ -76,12 +76,15 @@ class WireCache:
 
 
 def recording_files(run_id: str, settings: Settings) -> list[Path]:
-    """The raw-event files of run ``run_id`` and of its campaign cells, in run-id order.
+    """The raw-event files of run ``run_id``, its campaign cells and its plan steps' child
+    tournaments, in run-id order.
 
     Links are not followed (a cell directory or events file that is a symlink is skipped), so
     nothing outside a root is read, without resolving every path."""
     check_run_id(run_id)
-    own = re.compile(rf"^{re.escape(run_id)}(\.[0-9a-f]{{12}})?$")
+    # <run>, a campaign's cells <run>.<12 hex>, and the child tournaments of plan steps
+    # (<run or cell>.<step>.<n>): a plan's tournament calls live in its child's directory.
+    own = re.compile(rf"^{re.escape(run_id)}(\.[0-9a-f]{{12}})?(\.[a-z0-9_.-]{{1,64}}\.\d+)?$")
     files: list[Path] = []
     for root in [settings.runs_dir, *settings.replay_dirs]:
         root = Path(root).resolve()

@@ -239,6 +239,7 @@ def run(
         result.document.calls.replay = WireReplay.model_validate(
             {"run_id": check_run_id(replay_of), "on_miss": on_miss}
         )
+        click.echo(f"campaign {run_id} replays {replay_of} (on a miss: {on_miss})", err=True)
     payload = result.document.model_dump(mode="json", by_alias=True)
 
     started = start_and_follow(

@@ -81,7 +81,7 @@ def resume_command(run_id: str, paused: CampaignProgress) -> str:
 
 def print_status(progress: CampaignProgress) -> None:
     click.echo(progress_line(progress))
-    click.echo(f"budget {format_limits(progress.budget)}; fingerprint {progress.fingerprint}")
+    click.echo(f"limits {format_limits(progress.budget)}; fingerprint {progress.fingerprint}")
     if progress.error:
         click.echo(f"error: {progress.error}")
     for refusal in progress.refused:

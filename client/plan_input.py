@@ -20,8 +20,9 @@ from workflows.plan.preflight import declared_paths
 __all__ = ["EXECUTOR_HELP", "WORKSPACE_HELP", "routing", "run_workspace"]
 
 EXECUTOR_HELP = (
-    "FAMILY=PROVIDER:MODEL: which provider runs a family's steps, e.g. claude=command:claude-cli "
-    "or openai=openai:gpt-4.1 (repeatable; over [executors] in ponder.toml; FAMILY= unsets one)."
+    "FAMILY=PROVIDER:MODEL: which provider (a built-in or a [providers.NAME] of ponder.toml) "
+    "and model run a family's steps (repeatable; over [executors] in ponder.toml; FAMILY= "
+    "unsets one)."
 )
 WORKSPACE_HELP = (
     "Directory on the worker the plan's files live in (default: the plan's workspace, else the "
@@ -40,8 +41,8 @@ def _check_executor(family: str, spec: str, where: str) -> None:
     provider, sep, model = spec.partition(":")
     if spec and not (sep and provider and model):
         raise ConfigError(
-            f"{where} {family}={spec}: {spec!r} is not PROVIDER:MODEL; fix: give one such as "
-            f"{family}=openai:gpt-4.1 or {family}=command:NAME (empty unsets it)"
+            f"{where} {family}={spec}: {spec!r} is not PROVIDER:MODEL; fix: give a provider "
+            f"(built-in or [providers.NAME]) and a model, {family}=PROVIDER:MODEL (empty unsets it)"
         )
 
 

@@ -295,7 +295,11 @@ def _raw_event_issues(run_dir: Path, outcome: CellOutcome, http: bool) -> list[s
     for line in (line for path in paths for line in path.read_text().splitlines()):
         if not line.strip():
             continue
-        event = json.loads(line)
+        try:
+            event = json.loads(line)
+        except ValueError:  # a line cut short (a worker killed mid-append, a full disk)
+            issues.add("missing_raw_events")
+            continue
         if "request" not in event or ("response" in event) == ("error" in event):
             issues.add("missing_raw_events")
         call_id = str(event.get("call_id", ""))

@@ -67,7 +67,7 @@ async def test_a_paused_campaign_exits_75_and_the_shared_commands_finish_it(
     status = await ponder("status", "camp-cli-2", env=env)
     assert status.code == 0, status.err
     assert "[awaiting_budget] cells 2/6 done, 0 running" in status.out
-    assert "budget max_calls=2;" in status.out and f"continue with: {resume}" in status.out
+    assert "limits max_calls=2;" in status.out and f"continue with: {resume}" in status.out
     refused = await ponder("campaign", "extend", "camp-cli-2", "--calls", "1", env=env)
     assert refused.code == 2 and "extend refused: max_calls=1 is below" in refused.err
     extended = await ponder("extend", "camp-cli-2", "--calls", "+4", env=env)

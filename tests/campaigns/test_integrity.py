@@ -67,6 +67,13 @@ def test_each_capture_issue(settings: Settings) -> None:
         },
     )
     assert settle(settings, "half", http=True) == ["missing_raw_events"]
+    cut = raw({**request, "call_id": "cut/ask/0/0", "response": {"status": 200}})[:-20] + "\n"
+    cell(
+        settings,
+        "cut",
+        **{"summary.json": summary(), "artifacts__answer.txt": "ok", "raw-events.jsonl": cut},
+    )
+    assert settle(settings, "cut", http=True) == ["missing_raw_events", "orphan_llm_span"]
     whole = {**request, "call_id": "whole/ask/0/0", "response": {"status": 200}}
     cell(
         settings,

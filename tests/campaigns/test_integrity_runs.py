@@ -116,7 +116,10 @@ async def test_a_cell_whose_run_directory_is_a_symlink_leaves_no_run(
     assert not any(elsewhere.iterdir())  # nothing was written through the link
     if policy == "throw":
         assert isinstance(outcome, ApplicationError) and outcome.type == "integrity.failed"
-        assert f"cell {moved}: capture integrity failed (no_run)" in outcome.message
+        assert (
+            f"cell {moved}: capture integrity failed (no_run); the cell itself failed: "
+            "run.dir_invalid: " in outcome.message
+        )
         assert len(rows) == 3  # stopped: the cell after it never started
     else:
         assert isinstance(outcome, CampaignResult) and outcome.failed_cells == 1

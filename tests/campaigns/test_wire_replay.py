@@ -336,6 +336,26 @@ async def test_a_miss_under_throw_fails_the_campaign_naming_the_key(
     assert miss["replay_miss"] == missing and miss["error"].startswith("replay miss")
 
 
+async def test_a_tournament_miss_under_throw_stops_the_campaign_with_its_code(
+    client: Client, http_queue: tuple[str, Settings], fake: FakeProvider
+) -> None:
+    queue, settings = http_queue
+    doc = mixed_document(seeds=[0], concurrency=1, comparator="single")
+    doc["variants"] = [doc["variants"][2], doc["variants"][0]]  # the tournament's cells first
+    doc["scenarios"] = doc["scenarios"][:1]
+    original, result = await run(client, queue, doc)
+    assert isinstance(result, CampaignResult) and result.failed_cells == 0, result
+    fake.close()
+    replay, error = await run(client, queue, {**doc, "seeds": [0, 1]}, replay={"run_id": original})
+    assert isinstance(error, ApplicationError) and error.type == "provider.replay_miss"
+    assert "call initial_generation/0/0" in error.message
+    rows = records(settings.runs_dir / replay)
+    assert [(r["variant"], r["seed"], r["failure_class"]) for r in rows] == [
+        ("deep-http", 0, None),
+        ("deep-http", 1, "runner_threw"),
+    ]
+
+
 async def test_a_judge_scorer_miss_under_throw_stops_the_campaign_too(
     client: Client, http_queue: tuple[str, Settings], fake: FakeProvider
 ) -> None:
@@ -412,35 +432,36 @@ async def test_the_cli_and_the_temporal_cli_replay_a_plan_campaign(
     assert loaded.document is not None
     doc = loaded.document.model_dump(mode="json", by_alias=True)
     path = str(PLAN_EXAMPLE)
+    tag = uuid.uuid4().hex[:6]  # workflow ids are unique on the session's server
+    rec, rep, tmp = f"camp-rec-{tag}", f"camp-rep-{tag}", f"camp-tmp-{tag}"
     env = cli_env(settings.home, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE=worker_queue)
-    recorded = await ponder("campaign", "run", path, "--run-id", "camp-rec", env=env)
+    recorded = await ponder("campaign", "run", path, "--run-id", rec, env=env)
     assert recorded.code == 0, recorded.err
-    same = await ponder(
-        "campaign", "run", path, "--run-id", "camp-rec", "--replay", "camp-rec", env=env
-    )
+    same = await ponder("campaign", "run", path, "--run-id", rec, "--replay", rec, env=env)
     assert same.code == 2 and "--replay names the recorded campaign" in same.err
     bad = await ponder("campaign", "run", path, "--replay", "../camp-rec", env=env)
     assert bad.code == 2 and "run id '../camp-rec' must match" in bad.err
     replayed = await ponder(
-        "campaign", "run", path, "--run-id", "camp-rep", "--replay", "camp-rec",
+        "campaign", "run", path, "--run-id", rep, "--replay", rec,
         "--on-miss", "fail-closed", env=env,
     )  # fmt: skip
     assert replayed.code == 0, replayed.err
+    assert f"campaign {rep} replays {rec} (on a miss: fail-closed)" in replayed.err
     assert replayed.out == recorded.out  # the same recommendation and decisions
-    saved = json.loads((settings.runs_dir / "camp-rep" / "campaign.json").read_text())
-    assert saved["calls"]["replay"] == {"run_id": "camp-rec", "on_miss": "fail-closed"}
+    saved = json.loads((settings.runs_dir / rep / "campaign.json").read_text())
+    assert saved["calls"]["replay"] == {"run_id": rec, "on_miss": "fail-closed"}
     # The same through the plain temporal CLI: the input field does it.
     code, out = await temporal(
         server_address, "workflow", "start", "--type", CAMPAIGN, "--task-queue", worker_queue,
-        "--workflow-id", "camp-tmp", "--input",
-        json.dumps(doc | {"calls": {"replay": {"run_id": "camp-rec"}}}),
+        "--workflow-id", tmp, "--input",
+        json.dumps(doc | {"calls": {"replay": {"run_id": rec}}}),
     )  # fmt: skip
     assert code == 0, out
-    await client.get_workflow_handle("camp-tmp", result_type=CampaignResult).result()
-    old = (settings.runs_dir / "camp-rec" / "report.md").read_text()
-    before = without_identity(records(settings.runs_dir / "camp-rec"))
-    for replay in ("camp-rep", "camp-tmp"):
-        ids = identity_map(doc, "camp-rec", replay)
+    await client.get_workflow_handle(tmp, result_type=CampaignResult).result()
+    old = (settings.runs_dir / rec / "report.md").read_text()
+    before = without_identity(records(settings.runs_dir / rec))
+    for replay in (rep, tmp):
+        ids = identity_map(doc, rec, replay)
         assert (settings.runs_dir / replay / "report.md").read_text() == mapped(old, ids)
         rows = records(settings.runs_dir / replay)
         assert without_identity(rows) == before

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
+from activities.config import Settings
 from tests.plans.run_helpers import agent, events, plan_doc, start, status
+from workflows.call_options import CallOptions
 from workflows.plan.boundaries import tournament_calls
 from workflows.plan.model import TournamentStep
 from workflows.plan.run_types import PlanRunResult
+from workflows.wire_replay import WireReplay
 
 TOURNAMENT_STEP = {
     "id": "best",
@@ -54,3 +59,24 @@ async def test_a_failing_tournament_fails_its_step(client: Client, worker_queue:
     cause = failed.value.cause
     assert isinstance(cause, ApplicationError) and cause.type == "dispatch-dead"
     assert "budget.planned_calls_exceeded" in cause.message
+
+
+async def test_a_plan_with_a_tournament_step_replays_from_its_recording(
+    client: Client, worker_queue: str, settings: Settings
+) -> None:
+    """The child tournament's calls live in its own run directory (``<plan>.<step>.<n>``):
+    a replay of the plan finds them there, so every call of the replay comes from the record."""
+    plan = plan_doc(
+        agent("topic", "Pick a topic.", "rivers"),
+        TOURNAMENT_STEP,
+        agent("polish", "Polish: ${steps.best.output}", deps=["best"]),
+    )
+    recorded: PlanRunResult = await (await start(client, worker_queue, plan)).result()
+    replay = CallOptions(replay=WireReplay(run_id=recorded.run_id))
+    handle = await start(client, worker_queue, plan, calls=replay)
+    again: PlanRunResult = await handle.result()
+    assert again.outputs == recorded.outputs
+    settled = [e for e in await events(handle) if e.type == "settled" and e.data["step"] == "best"]
+    child_events = settings.runs_dir / settled[0].data["child_run"] / "raw-events.jsonl"
+    lines = [json.loads(line) for line in child_events.read_text().splitlines()]
+    assert len(lines) >= 15 and all("replayed_from" in e for e in lines)

@@ -222,3 +222,16 @@ async def test_a_workspace_swapped_after_preflight_is_refused_at_the_call(
         if e["type"] == "settled" and e["data"]["step"] == "hello"
     ]
     assert [d.get("failure") for d in settled] == ["escapes-root"]  # refused once, not retried
+
+
+def test_plan_run_help_states_the_workspace_rule() -> None:
+    from click.testing import CliRunner
+
+    from client.plan_run_cli import run as plan_run
+
+    shown = CliRunner().invoke(plan_run, ["--help"], terminal_width=200)
+    assert shown.exit_code == 0, shown.output
+    text = " ".join(shown.output.split())
+    assert "It must lie inside a root the worker declares" in text
+    assert "[plans] workspace_roots in ponder.toml or ponder worker --workspace-root DIR" in text
+    assert "artifact-path-escapes-root" in text

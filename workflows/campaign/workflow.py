@@ -241,10 +241,12 @@ class CampaignWorkflow:
                 # calls.replay on_miss throw: a replay that cannot be faithful stops the campaign.
                 raise GenuineError(REPLAY_MISS, f"cell {cell.run_id}: {failed}")
         if outcome.integrity_issues and doc.integrity == "throw" and not cancelled:
+            # A cell that also failed says why: its capture gap may only follow from that.
+            failed = f"; the cell itself failed: {child_error}" if child_error else ""
             raise GenuineError(
                 INTEGRITY_FAILED,
                 f"cell {cell.run_id}: capture integrity failed "
-                f"({', '.join(outcome.integrity_issues)})",
+                f"({', '.join(outcome.integrity_issues)}){failed}",
             )
 
     async def _write(self) -> CampaignArtifactsResult:
