@@ -36,22 +36,27 @@ atexit.register(_let_sdk_callbacks_finish)
 
 
 class PonderPayloadConverter(PydanticPayloadConverter):
-    """Pydantic JSON; a payload in an encoding no converter knows, decoded without a type hint,
-    is its ``RawValue`` instead of a decode error.
+    """Pydantic JSON; without a type hint, a payload that does not decode (an encoding no
+    converter knows, bytes that are not JSON) is its ``RawValue`` instead of a decode error.
 
-    Workflows take their arguments variadic and so undecoded by type (workflows/raw_input.py):
-    a start with ``--input-meta encoding=...`` that no converter knows would otherwise fail the
-    workflow task forever, where the raw value lets the workflow refuse it with a code.
+    Workflows take their arguments variadic and so decoded without type hints
+    (workflows/raw_input.py): a start with ``--input-meta encoding=...`` or a client's broken
+    JSON would otherwise fail the workflow task forever, where the raw value lets the workflow
+    refuse it with a code.
     """
 
     def from_payloads(
         self, payloads: Sequence[Payload], type_hints: list[type] | None = None
     ) -> list[object]:
-        encodings = [p.metadata.get("encoding", b"<unknown>") for p in payloads]
-        unknown = [encoding not in self.converters for encoding in encodings]
-        if type_hints is None and any(unknown):
-            type_hints = [RawValue if u else object for u in unknown]  # object: any JSON value
-        return super().from_payloads(payloads, type_hints)
+        if type_hints is not None:
+            return super().from_payloads(payloads, type_hints)
+        values: list[object] = []
+        for payload in payloads:
+            try:
+                values.extend(super().from_payloads([payload]))
+            except Exception:  # KeyError (unknown encoding) or RuntimeError (does not decode)
+                values.append(RawValue(payload))
+        return values
 
 
 def data_converter(settings: Settings) -> DataConverter:

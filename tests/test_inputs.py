@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 from pydantic import BaseModel, ValidationError
+from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowFailureError
+from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 from activities.config import Price
@@ -231,6 +233,18 @@ async def test_an_input_in_an_unknown_encoding_fails_at_once(
     error = await refusal(client, workflow_id)
     assert error.type == "input.invalid"
     assert "input encoded as 'binary/made-up'" in error.message
+
+
+async def test_bytes_that_are_not_json_from_a_client_fail_at_once(
+    client: Client, worker_queue: str
+) -> None:
+    # The temporal CLI checks its JSON; another client may not.
+    broken = RawValue(Payload(metadata={"encoding": b"json/plain"}, data=b'{"question": '))
+    workflow_id = f"broken-{uuid.uuid4().hex[:8]}"
+    await client.start_workflow(ASK, broken, id=workflow_id, task_queue=worker_queue)
+    error = await refusal(client, workflow_id)
+    assert error.type == "input.invalid"
+    assert error.message.startswith("AskInput: (the input itself): Invalid JSON")
 
 
 async def test_a_good_input_from_the_temporal_cli_still_runs(
