@@ -314,7 +314,11 @@ async def _send(
             spawn_background_worker(session.settings)
         click.echo(f"{update} accepted; the run goes on: ponder watch {handle.id}", err=True)
         sys.exit(0)
-    return await follow(session, handle, answered=before)
+    # An extension answers only a budget pause; a run waiting for a person still waits, and
+    # following it must report that wait at once rather than wait for another.
+    budget_wait = before.state in ("awaiting_budget", "awaiting_wall_clock")
+    answered = before if update != UPDATE_EXTEND_BUDGET or budget_wait else None
+    return await follow(session, handle, answered=answered)
 
 
 async def extend_plan_run(

@@ -39,7 +39,8 @@ def alternatives(line: str) -> list[str]:
     first, *rest = [part.strip() for part in command.split(" | ")]
     program = re.match(r"(\S*ponder) ", first)
     assert program, line
-    return [first] + [f"{program.group(1)} {part}" for part in rest]
+    given = program.group(1)
+    return [first] + [part if part.startswith(given) else f"{given} {part}" for part in rest]
 
 
 @dataclass

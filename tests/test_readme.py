@@ -22,8 +22,16 @@ def section(title: str) -> str:
     """The README text under heading ``title`` up to the next heading of any level."""
     text = README.read_text()
     start = text.index(title)
-    after = text.find("\n#", start + len(title))
-    return text[start : after if after != -1 else len(text)]
+    # A heading is a ``#`` line outside a fenced block (a shell comment inside one is not).
+    rest = text[start:].splitlines(keepends=True)
+    end, fence = start + len(rest[0]), False
+    for line in rest[1:]:
+        if line.startswith("```"):
+            fence = not fence
+        elif line.startswith("#") and not fence:
+            return text[start:end]
+        end += len(line)
+    return text[start:]
 
 
 def fenced(text: str, lang: str) -> list[str]:
