@@ -5,16 +5,19 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import time
+from collections.abc import Sequence
 
+from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.common import RawValue
+from temporalio.contrib.pydantic import PydanticPayloadConverter, pydantic_data_converter
 from temporalio.converter import DataConverter, ExternalStorage
 
 from activities.config import Settings, read_secret
 from activities.errors import ServerError
 from activities.payload_store import FileSystemStorageDriver
 
-__all__ = ["connect", "data_converter"]
+__all__ = ["PonderPayloadConverter", "connect", "data_converter"]
 
 # The SDK's Rust threads resolve a Python future through ``loop.call_soon_threadsafe``, which
 # drops the GIL for the loop's self-pipe write and takes it back afterwards. A main thread that
@@ -32,13 +35,41 @@ def _let_sdk_callbacks_finish() -> None:
 atexit.register(_let_sdk_callbacks_finish)
 
 
+class PonderPayloadConverter(PydanticPayloadConverter):
+    """Pydantic JSON; without a type hint, a payload that does not decode (an encoding no
+    converter knows, bytes that are not JSON) is its ``RawValue`` instead of a decode error.
+
+    Workflows take their arguments variadic and so decoded without type hints
+    (workflows/raw_input.py): a start with ``--input-meta encoding=...`` or a client's broken
+    JSON would otherwise fail the workflow task forever, where the raw value lets the workflow
+    refuse it with a code.
+    """
+
+    def from_payloads(
+        self, payloads: Sequence[Payload], type_hints: list[type] | None = None
+    ) -> list[object]:
+        if type_hints is not None:
+            return super().from_payloads(payloads, type_hints)
+        values: list[object] = []
+        for payload in payloads:
+            try:
+                values.extend(super().from_payloads([payload]))
+            except Exception:  # KeyError (unknown encoding) or RuntimeError (does not decode)
+                values.append(RawValue(payload))
+        return values
+
+
 def data_converter(settings: Settings) -> DataConverter:
     """Pydantic JSON, with payloads over the threshold kept in the shared payload directory."""
     storage = ExternalStorage(
         drivers=[FileSystemStorageDriver(settings.payload_dir)],
         payload_size_threshold=settings.payload_threshold,
     )
-    return dataclasses.replace(pydantic_data_converter, external_storage=storage)
+    return dataclasses.replace(
+        pydantic_data_converter,
+        payload_converter_class=PonderPayloadConverter,
+        external_storage=storage,
+    )
 
 
 async def connect(settings: Settings, address: str | None = None) -> Client:

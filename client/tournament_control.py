@@ -29,7 +29,7 @@ from client.plan_run_cli import (
     print_plan_status,
     watch_plan,
 )
-from client.runs import check_run_id, failure_message
+from client.runs import check_run_id, failure_message, through_restarts
 from client.session import Session, open_session, spawn_background_worker
 from client.tournament_follow import (
     follow,
@@ -118,6 +118,10 @@ def _print_ask_view(view: dict[str, Any]) -> None:
     out.print(table)
 
 
+Shown = Progress | dict[str, Any] | PlanStatus | CampaignProgress
+"""What ``status`` shows: a tournament's progress, an Ask's view, a plan's or campaign's status."""
+
+
 @click.command()
 @click.argument("run_id")
 @click.option("--json", "as_json", is_flag=True, help="Print the progress query as JSON.")
@@ -126,19 +130,23 @@ def status(ctx: click.Context, run_id: str, as_json: bool) -> None:
     """Show a run's progress: status, phase, budget, leaderboard top 5 (or an Ask's answer)."""
     settings = _settings(ctx)
 
-    async def go() -> tuple[Progress | dict[str, Any] | PlanStatus | CampaignProgress, Any]:
-        # A query is answered by a worker, so embedded mode runs one here too.
+    async def look(session: Session) -> tuple[Shown, Any]:
+        handle = await _handle(session, run_id)
+        kind = (await handle.describe()).workflow_type
+        if kind == PLAN_RUN:
+            return await plan_status(handle), None
+        if kind == CAMPAIGN:
+            return await campaign_control.query_progress(handle), None
+        if kind == ASK:
+            return await _ask_view(session, handle), None
+        progress = await handle.query(QUERY_PROGRESS, result_type=Progress)
+        return progress, await run_times(handle)
+
+    async def go() -> tuple[Shown, Any]:
+        # A query is answered by a worker, so embedded mode runs one here too. Only reads:
+        # retried whole through a server restart, like a command that waits on a run.
         async with open_session(settings) as session:
-            handle = await _handle(session, run_id)
-            kind = (await handle.describe()).workflow_type
-            if kind == PLAN_RUN:
-                return await plan_status(handle), None
-            if kind == CAMPAIGN:
-                return await campaign_control.query_progress(handle), None
-            if kind == ASK:
-                return await _ask_view(session, handle), None
-            progress = await handle.query(QUERY_PROGRESS, result_type=Progress)
-            return progress, await run_times(handle)
+            return await through_restarts(lambda: look(session))
 
     shown, times = asyncio.run(go())
     if isinstance(shown, CampaignProgress):

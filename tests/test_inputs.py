@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 from pydantic import BaseModel, ValidationError
+from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowFailureError
+from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 from activities.config import Price
@@ -213,6 +215,36 @@ async def test_every_workflow_refuses_other_than_one_input_at_once(
     assert error.type == "input.invalid"
     assert error.message.startswith(f"{INPUT_MODELS[workflow_type]}: ")
     assert needle in error.message
+
+
+@pytest.mark.parametrize("workflow_type", [ASK, TOURNAMENT])
+async def test_an_input_in_an_unknown_encoding_fails_at_once(
+    client: Client, server_address: str, worker_queue: str, workflow_type: str
+) -> None:
+    # The SDK decodes a variadic run's arguments without type hints; an encoding no converter
+    # knows must still reach the workflow (as a raw value) to be refused, not fail the task.
+    workflow_id = f"enc-{uuid.uuid4().hex[:8]}"
+    code, output = await temporal(
+        "workflow", "start", "--address", server_address, "--namespace", "default",
+        "--task-queue", worker_queue, "--type", workflow_type, "--workflow-id", workflow_id,
+        "--input", json.dumps(QUICK), "--input-meta", "encoding=binary/made-up",
+    )  # fmt: skip
+    assert code == 0, output
+    error = await refusal(client, workflow_id)
+    assert error.type == "input.invalid"
+    assert "input encoded as 'binary/made-up'" in error.message
+
+
+async def test_bytes_that_are_not_json_from_a_client_fail_at_once(
+    client: Client, worker_queue: str
+) -> None:
+    # The temporal CLI checks its JSON; another client may not.
+    broken = RawValue(Payload(metadata={"encoding": b"json/plain"}, data=b'{"question": '))
+    workflow_id = f"broken-{uuid.uuid4().hex[:8]}"
+    await client.start_workflow(ASK, broken, id=workflow_id, task_queue=worker_queue)
+    error = await refusal(client, workflow_id)
+    assert error.type == "input.invalid"
+    assert error.message.startswith("AskInput: (the input itself): Invalid JSON")
 
 
 async def test_a_good_input_from_the_temporal_cli_still_runs(

@@ -2,9 +2,8 @@
 
 The walk (``walk`` and the step modules beside it) drives the run; this base class holds what
 the handlers read and change, so every rule a message is checked by lives beside the state it
-guards. An update's validator
-and its signal form apply the same rule: a refused update never enters history, a refused signal
-is recorded as ``control.refused``.
+guards. An update's validator and its signal form apply the same rule: a refused update never
+enters history, a refused signal is recorded as ``control.refused``.
 """
 
 from __future__ import annotations
