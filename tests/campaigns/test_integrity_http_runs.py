@@ -1,15 +1,16 @@
 """Capture integrity of HTTP cells from real runs: a natural trigger per issue, under each policy.
 
-The raw-event issues (``no_raw_sink``, ``orphan_llm_span``) of cells whose model speaks HTTP
-to a local fake provider; ``no_run``, ``missing_llm_spans`` and ``missing_outcome`` are in
-test_integrity_runs.py, ``missing_raw_events`` only hand-built in test_integrity.py (it says
-why).
+The raw-event issues (``no_raw_sink``, ``missing_raw_events``, ``orphan_llm_span``) of cells
+whose model speaks HTTP to a local fake provider; ``no_run``, ``missing_llm_spans`` and
+``missing_outcome`` are in test_integrity_runs.py.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import signal
 import sys
 import uuid
 from collections.abc import AsyncIterator
@@ -25,7 +26,8 @@ from tests.campaigns.helpers import document
 from tests.campaigns.test_integrity_runs import run
 from tests.campaigns.test_workflow import records
 from tests.conftest import with_endpoint
-from tests.fakes import FakeProvider
+from tests.fakes import FakeProvider, Reply, openai_completion
+from tests.worker_process import declare_fake, start_worker
 from worker.worker import WorkerOptions, running_worker
 from workflows.campaign.matrix import cell_run_id
 from workflows.campaign.types import CampaignResult
@@ -128,3 +130,40 @@ async def test_a_command_step_in_an_http_plan_is_an_orphan_llm_span(
     assert sorted(e["provider_kind"] for e in events) == ["command", "openai"]
     assert len(fake.seen) == 1
     check_policy(outcome, row, policy, "orphan_llm_span")
+
+
+async def test_a_raw_event_cut_short_by_a_full_disk_is_missing_raw_events(
+    client: Client, settings: Settings, fake: FakeProvider, server_address: str, tmp_path: Path
+) -> None:
+    """The provider answers with a bulky envelope (logprobs, ~200 KB) and the worker's disk
+    fills part-way through its raw event: here a file-size limit (``ulimit -f`` 64 KB) on the
+    worker process, which fails a write after the bytes that fit, as ENOSPC does. The cell's
+    raw events end in a line cut short: the exchange is not whole (``missing_raw_events``) and
+    the call has no readable request (``orphan_llm_span``). The call is paid once.
+
+    One worker process (its limit is per process) runs a campaign per policy at once."""
+    configured = declare_fake(settings, fake.url, "corp")
+    bulk = {"content": [{"token": "x", "logprob": -0.1}] * 7000}
+    fake.responder = lambda seen: Reply(body=openai_completion("Sorted.", logprobs=bulk))
+    queue = f"test-{uuid.uuid4()}"
+    log = tmp_path / "worker.log"
+    limit = 64_000
+    worker = await start_worker(configured, server_address, queue, output=log, max_file_bytes=limit)
+    run_ids = {policy: f"camp-cut-{policy}-{uuid.uuid4().hex[:6]}" for policy in POLICIES}
+    variant = {"id": "http", "kind": "single", "config": {"model": "corp:m"}}
+    try:
+        outcomes = await asyncio.gather(
+            *(run(client, queue, http_document(p, variant), run_ids[p]) for p in POLICIES)
+        )
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        await worker.wait()
+    assert len(fake.seen) == len(POLICIES)  # one paid call per cell, none repeated
+    assert log.read_text().count("File too large") == len(POLICIES)
+    for policy, outcome in zip(POLICIES, outcomes, strict=True):
+        rows = records(settings.runs_dir / run_ids[policy])
+        row = next(r for r in rows if r["variant"] == "http")
+        assert row["integrity_issues"] == ["missing_raw_events", "orphan_llm_span"], row
+        raw = (settings.runs_dir / row["run_id"] / "raw-events.jsonl").read_bytes()
+        assert len(raw) == limit and not raw.endswith(b"\n")  # the disk took what fitted
+        check_policy(outcome, row, policy, "missing_raw_events")
