@@ -7,6 +7,7 @@ They never travel through Temporal: the provider appends them straight to
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import threading
 from collections.abc import Iterable, Mapping
@@ -25,6 +26,7 @@ SECRET_KEY = re.compile(
     re.IGNORECASE,
 )
 _lock = threading.Lock()
+log = logging.getLogger(__name__)
 
 
 def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
@@ -59,9 +61,21 @@ class RawEventLog:
             await asyncio.to_thread(self.append, event)
 
     def append(self, event: dict[str, Any]) -> None:
+        """A sink that cannot be written (a full disk, a read-only store) loses the event and
+        says so in the worker log, but never fails the call: the request is already sent and
+        paid for, and a retry would pay again. The campaign's capture check is what flags the
+        loss (``no_raw_sink``, ``orphan_llm_span``, ``missing_raw_events``)."""
         if self.path is None:
             return
         line = orjson.dumps(redact({**self.base, **event}, self.secrets)) + b"\n"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with _lock, self.path.open("ab") as f:
-            f.write(line)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with _lock, self.path.open("ab") as f:
+                f.write(line)
+        except OSError as exc:
+            log.warning(
+                "raw event of call %s not recorded in %s: %s",
+                self.base.get("call_id", "?"),
+                self.path,
+                exc,
+            )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import resource
 import signal
 import sys
 from pathlib import Path
@@ -62,10 +63,22 @@ class KilledWorker:
 
 
 async def start_worker(
-    settings: Settings, address: str, queue: str, *, output: Path | None = None
+    settings: Settings,
+    address: str,
+    queue: str,
+    *,
+    output: Path | None = None,
+    max_file_bytes: int | None = None,
 ) -> asyncio.subprocess.Process:
     """A worker with ``settings``' directories and ``$PONDER_HOME/ponder.toml``; its stdout and
-    stderr go to ``output`` when given (appended: a restarted worker keeps the earlier log)."""
+    stderr go to ``output`` when given (appended: a restarted worker keeps the earlier log).
+    ``max_file_bytes``: the worker's file-size limit (``ulimit -f``), a write past it failing
+    part-way as on a full disk."""
+
+    def limit() -> None:
+        if max_file_bytes is not None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, max_file_bytes))
+
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PONDER_", "TEMPORAL_"))}
     env |= {
         "TEMPORAL_ADDRESS": address,
@@ -87,6 +100,7 @@ async def start_worker(
             env=env,
             stdout=sink or asyncio.subprocess.DEVNULL,
             stderr=sink or asyncio.subprocess.DEVNULL,
+            preexec_fn=limit if max_file_bytes is not None else None,
         )
     finally:
         if sink:

@@ -281,6 +281,11 @@ def _raw_event_issues(run_dir: Path, outcome: CellOutcome, http: bool) -> list[s
     A simulated or command cell makes no HTTP request, so it has nothing to check here. A sim
     call's synthetic exchange (``synthetic: true``) counts like an HTTP one: it covers its own
     call's span only, so a variant mixing HTTP and sim roles is checked call by call.
+
+    Only a request event covers a span. A command agent's run record (argv, exit code, no
+    request) is no HTTP attempt: it is not a broken exchange (no ``missing_raw_events``), and
+    it covers nothing, so a command step in an HTTP variant is an ``orphan_llm_span``: its
+    model call left no wire exchange to audit or replay.
     """
     if not http:
         return []
@@ -300,10 +305,12 @@ def _raw_event_issues(run_dir: Path, outcome: CellOutcome, http: bool) -> list[s
         except ValueError:  # a line cut short (a worker killed mid-append, a full disk)
             issues.add("missing_raw_events")
             continue
+        if "request" not in event and event.get("provider_kind") == "command":
+            continue
         if "request" not in event or ("response" in event) == ("error" in event):
             issues.add("missing_raw_events")
-        call_id = str(event.get("call_id", ""))
-        spans.add(call_id)  # stable across Temporal retries of one logical call
+        if "request" in event:  # the call id is stable across Temporal retries of one call
+            spans.add(str(event.get("call_id", "")))
     if len(spans) < outcome.calls:
         issues.add("orphan_llm_span")
     return sorted(issues)

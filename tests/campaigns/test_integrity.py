@@ -1,10 +1,10 @@
 """The capture check after each cell, on run directories as the children leave them.
 
-Real runs: test_capture.py (HTTP cells, a plan's tournament step over HTTP: no issue) and
-test_integrity_runs.py (``no_run``, ``missing_llm_spans`` and ``missing_outcome`` from natural
-triggers under each policy). Here each of the six issues comes from a run directory missing what
-a real run writes, including the three (``no_raw_sink``, ``missing_raw_events``,
-``orphan_llm_span``) for which no natural trigger is known with today's raw-event writers.
+Real runs: test_capture.py (HTTP cells, a plan's tournament step over HTTP: no issue),
+test_integrity_runs.py (``no_run``, ``missing_llm_spans`` and ``missing_outcome``) and
+test_integrity_http_runs.py (``no_raw_sink``, ``missing_raw_events``, ``orphan_llm_span``), each
+from a natural trigger under each policy. Here each of the six issues comes from a run directory
+missing what a real run writes.
 """
 
 from __future__ import annotations
@@ -85,6 +85,18 @@ def test_each_capture_issue(settings: Settings) -> None:
         },
     )
     assert settle(settings, "whole", http=True) == []
+    # A command agent's run record (no request) is no broken exchange, and covers no span.
+    command = {"call_id": "cmd/ask/0/0", "provider_kind": "command", "argv": ["a"], "exit_code": 0}
+    cell(
+        settings,
+        "cmd",
+        **{
+            "summary.json": summary(),
+            "artifacts__answer.txt": "ok",
+            "raw-events.jsonl": raw(command),
+        },
+    )
+    assert settle(settings, "cmd", http=True) == ["orphan_llm_span"]
     # A tournament that billed calls no request event covers.
     tournament = json.dumps({"status": "completed", "usage": {"calls": 3}, "models": {}})
     cell(
