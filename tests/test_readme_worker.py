@@ -1,0 +1,44 @@
+"""The README's worker command (``With TEMPORAL_ADDRESS set ...``) runs as written."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.readme_shell import lines, readme_shell
+from tests.test_readme import fenced, section
+
+
+@pytest.mark.timeout(120)
+async def test_worker_command_runs_as_written(tmp_path: Path, server_address: str) -> None:
+    (block,) = fenced(section("With `TEMPORAL_ADDRESS` set, `ponder` is a plain client"), "sh")
+    (command,) = lines(block)
+    # temporal.example:7233 is this session's dev server; `python` is this venv's.
+    command = command.replace("temporal.example:7233", server_address)
+    command = command.replace(" python -m worker", f" {sys.executable} -m worker")
+    async with readme_shell(tmp_path) as sh:
+        worker = await asyncio.create_subprocess_exec(
+            "bash",
+            "-c",
+            f"exec env {command}",
+            cwd=sh.work,
+            env=sh.env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        try:
+            assert worker.stdout is not None
+            banner = await asyncio.wait_for(worker.stdout.readline(), 60)
+            assert b"polling 'ponder'" in banner, banner
+            # A plain client on the same address and the default queue: the worker answers.
+            sh.env["TEMPORAL_ADDRESS"] = server_address
+            out = await sh.run('ponder ask "What is durable execution?"')
+            assert "[sim q=" in out
+        finally:
+            worker.send_signal(signal.SIGTERM)  # "SIGTERM shuts down gracefully"
+            code = await asyncio.wait_for(worker.wait(), 30)
+        assert code == 0
