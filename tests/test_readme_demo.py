@@ -1,0 +1,46 @@
+"""The README's first block: ``make demo`` runs as written; ``make test`` is what CI runs."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cli import cli_env
+from tests.readme_shell import ROOT, lines
+from tests.test_readme import fenced, section
+
+
+@pytest.mark.timeout(150)
+async def test_make_demo_runs_as_written(tmp_path: Path) -> None:
+    (block,) = fenced(section("# ponder"), "sh")
+    demo, test = [line.split("#")[0].strip() for line in lines(block)]
+    assert (demo, test) == ("make demo", "make test")
+    # `make test` is the suite this test is part of: CI runs exactly it.
+    assert re.search(r"^make test$", (ROOT / ".ci/run").read_text(), re.MULTILINE)
+    # -o .venv/bin/ponder: the venv this test runs in is not rebuilt under it. PONDER_HOME is
+    # the test's (the Makefile's default ./.ponder would land in the checkout).
+    command = demo.replace("make ", "make -o .venv/bin/ponder ")
+    venv_bin = str(Path(sys.executable).parent)
+    home = tmp_path / "home"
+    env = cli_env(home, PATH=f"{venv_bin}:{os.environ['PATH']}")
+    process = await asyncio.create_subprocess_exec(
+        "bash",
+        "-c",
+        command,
+        cwd=ROOT,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    out = (await asyncio.wait_for(process.communicate(), 140))[0].decode()
+    assert process.returncode == 0, out[-4000:]
+    # What the README says it shows: the winner, its true quality beside the best, report.html.
+    assert "285 / 285" in out and "winner:" in out, out[-3000:]
+    assert re.search(r"simulated: winner true quality [-\d.]+, best candidate \S+ [-\d.]+", out)
+    report = re.search(r"report: (\S+report\.html)", out)
+    assert report and Path(report.group(1)).is_file() and str(home) in report.group(1)
