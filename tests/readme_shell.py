@@ -12,6 +12,7 @@ import asyncio
 import os
 import re
 import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -58,6 +59,7 @@ class Shell:
 
     async def run(self, command: str, expect: int | None = 0, timeout: float = 90) -> str:
         """Run ``command`` with bash in the work directory; assert its exit code."""
+        began = time.monotonic()
         process = await asyncio.create_subprocess_exec(
             "bash",
             "-c",
@@ -70,7 +72,8 @@ class Shell:
         out, _ = await asyncio.wait_for(process.communicate(), timeout)
         assert process.returncode is not None
         text = out.decode()
-        self.log.append(f"$ {command}\n(exit {process.returncode})\n{text[-1500:]}")
+        took = time.monotonic() - began
+        self.log.append(f"$ {command}\n(exit {process.returncode}, {took:.1f} s)\n{text[-1500:]}")
         if expect is not None:
             assert process.returncode == expect, "\n".join(self.log)[-6000:]
         return text
