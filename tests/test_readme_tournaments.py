@@ -103,6 +103,9 @@ async def test_ask_recipes_run_as_written(tmp_path: Path, provider: FakeProvider
             "llama3",
             "claude-sonnet-4-5",
         ]
+        # The built-in endpoints, pointed here by ponder.toml, carry their configured keys.
+        assert provider.seen[0].headers["authorization"] == "Bearer sk-readme-dummy"
+        assert provider.seen[2].headers["x-api-key"] == "sk-ant-readme-dummy"
         detached = run_id(await sh.run(detach))
         summary = sh.home / "runs" / detached / "summary.json"
         for _ in range(300):
