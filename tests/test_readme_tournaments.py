@@ -62,8 +62,10 @@ async def test_tournament_recipes_run_as_written(tmp_path: Path, provider: FakeP
         # The detached run (slow sim calls, so it is still running for extend).
         one = run_id(await sh.run(detach))
         status, watch, report, cancel = alternatives(verbs.replace("ID", one))
-        assert one in await sh.run(status)
+        # extend first, while the run surely still runs (4 rounds of 3 s calls); it follows
+        # the run to its end.
         assert "max_calls=250, max_usd=10.00" in await sh.run(extend.replace("ID", one))
+        assert one in await sh.run(status)
         assert "winner" in await sh.run(watch)
         assert "report.html" in await sh.run(report)
         # cancel needs a live run: the same detach line again, its id for ID.
