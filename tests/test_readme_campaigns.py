@@ -33,15 +33,16 @@ async def test_campaign_recipes_run_as_written(tmp_path: Path) -> None:
     async with readme_shell(tmp_path) as sh:
         assert "valid campaign" in await sh.run(validate)
         assert "worst case" in await sh.run(dry_run)
-        # The shared verbs on two live runs of the live line at once: one cancelled, the other
-        # followed to its end (the ID each time is the run `ponder runs` lists).
+        # The shared verbs on two live runs of the live line at once: one extended at once and
+        # followed to its end, the other cancelled (the ID each time is what `ponder runs` lists).
         first, one = await live_campaign(sh, live, set())
-        second, two = await live_campaign(sh, live, {one})
         status, watch, extend, cancel, report = alternatives(verbs.replace("ID", one))
+        extended = asyncio.ensure_future(sh.run(extend, timeout=200))  # follows it to its end
+        second, two = await live_campaign(sh, live, {one})
         await sh.run(cancel.replace(one, two), expect=1)
         await second
         assert "cells " in await sh.run(status)
-        await sh.run(extend, timeout=150)  # follows the campaign to its end
+        await extended
         assert "recommendation" in await sh.run(watch)
         assert "report" in await sh.run(report)
         assert "recommendation: " in await first
