@@ -26,7 +26,7 @@ async def live_campaign(sh: Shell, line: str, known: set[str]) -> tuple[asyncio.
     raise AssertionError("the campaign never appeared in ponder runs")
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(300)
 async def test_campaign_recipes_run_as_written(tmp_path: Path) -> None:
     (block,) = fenced(section("## Campaigns (`ponder campaign`)"), "sh")
     validate, dry_run, live, verbs = lines(block)
@@ -50,7 +50,7 @@ async def test_campaign_recipes_run_as_written(tmp_path: Path) -> None:
         assert summary["status"] == "cancelled"
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(300)
 async def test_wire_replay_recipes_run_as_written(tmp_path: Path) -> None:
     (block,) = fenced(section("### Wire replay"), "sh")
     record, replay = lines(block)

@@ -30,7 +30,7 @@ async def settled(sh: Shell, run: str, state: str) -> str:
     raise AssertionError(f"{run} never reached {state}:\n{out}")
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(300)
 async def test_plan_cli_recipes_run_as_written(tmp_path: Path) -> None:
     block = fenced(section(PLANS), "sh")[0]
     start, resume, gate, status, extend, verbs = lines(block)
@@ -64,7 +64,7 @@ async def test_plan_validation_recipes_run_as_written(tmp_path: Path) -> None:
         assert json.loads(await sh.run(schema))["$schema"]
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(300)
 async def test_plan_control_by_temporal_cli_and_python_runs_as_written(tmp_path: Path) -> None:
     text = section("The same control through the `temporal` CLI")
     (block,) = fenced(text, "sh")

@@ -10,7 +10,7 @@ from tests.readme_shell import lines, readme_shell, run_id
 from tests.test_readme import fenced, section
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(240)
 async def test_profile_runs_and_export_recipes_run_as_written(tmp_path: Path) -> None:
     profiles, runs = fenced(section("## Profiles, past runs, export and MCP"), "sh")
     save, think, listing, show, delete = lines(profiles)

@@ -47,7 +47,7 @@ def point_builtins_at(home: Path, fake: FakeProvider) -> None:
 KEYS = {"OPENAI_API_KEY": "sk-readme-dummy", "ANTHROPIC_API_KEY": "sk-ant-readme-dummy"}
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(300)
 async def test_tournament_recipes_run_as_written(tmp_path: Path, provider: FakeProvider) -> None:
     think, _ = fenced(section("## Tournaments (`ponder think`)"), "sh")
     (first, paper, dry_run, detach, verbs, extend) = lines(think)
@@ -75,7 +75,7 @@ async def test_tournament_recipes_run_as_written(tmp_path: Path, provider: FakeP
         assert summary["status"] == "cancelled"
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(300)
 async def test_rank_and_mutate_recipes_run_as_written(tmp_path: Path) -> None:
     _, block = fenced(section("## Tournaments (`ponder think`)"), "sh")
     async with readme_shell(tmp_path) as sh:
@@ -88,7 +88,7 @@ async def test_rank_and_mutate_recipes_run_as_written(tmp_path: Path) -> None:
             assert "completed" in out or "[sim q=" in out, out
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(300)
 async def test_ask_recipes_run_as_written(tmp_path: Path, provider: FakeProvider) -> None:
     (block,) = fenced(section("## Asking a model"), "sh")
     sim, openai, local, anthropic, detach = lines(block)
