@@ -57,7 +57,7 @@ class Shell:
     env: dict[str, str] = field(default_factory=dict)
     log: list[str] = field(default_factory=list)
 
-    async def run(self, command: str, expect: int | None = 0, timeout: float = 90) -> str:
+    async def run(self, command: str, expect: int | None = 0, timeout: float = 150) -> str:
         """Run ``command`` with bash in the work directory; assert its exit code."""
         began = time.monotonic()
         process = await asyncio.create_subprocess_exec(

@@ -54,7 +54,7 @@ async def test_plan_cli_recipes_run_as_written(tmp_path: Path) -> None:
         assert re.search(r"state\s+cancelled", await sh.run(f"ponder status {other}"))
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(120)
 async def test_plan_validation_recipes_run_as_written(tmp_path: Path) -> None:
     (block,) = fenced(section("### Validation"), "sh")
     validate, as_json, schema = lines(block)
