@@ -78,11 +78,14 @@ async def test_deep_thinking_beats_a_single_shot_on_sim_truth(
     assert "promote deep" in (run_dir / "report.md").read_text()
     progress = await handle.query(QUERY_PROGRESS, result_type=CampaignProgress)
     assert (progress.cells_done, progress.cells_running, progress.leader) == (36, 0, "deep")
-    # History grows by a bounded number of events per cell (no continue-as-new needed): at
-    # this rate the largest campaign (MAX_CELLS) stays under half of Temporal's 50,000 events.
+    # History grows by a bounded number of events per cell (no continue-as-new needed). A
+    # cell is a child (initiated, started, completed) and a settle activity (3 events), and at
+    # worst each of its 3 wake-ups gets a workflow task of its own (3 x 3) under load: 15. A
+    # judge scorer adds an activity and its task (6): even then the largest campaign
+    # (MAX_CELLS) stays under half of Temporal's 50,000 events.
     events = len((await handle.fetch_history()).events)
-    assert events <= 12 * result.cells + 40
-    assert 12 * MAX_CELLS + 40 < 25_000
+    assert events <= 15 * result.cells + 40
+    assert 21 * MAX_CELLS + 40 < 25_000
     assert progress.spent.calls == sum(r["calls"] for r in rows)
 
 
