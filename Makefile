@@ -25,7 +25,7 @@ lint: install
 # The suite mostly waits on dev servers and subprocesses, so four xdist workers on two cores
 # take it from ~19 to ~8 minutes; each worker starts its own session dev server.
 test: install lint
-	$(BIN)/pytest -q -p no:cacheprovider -n 4 --durations=10
+	$(BIN)/pytest -q -p no:cacheprovider -n 6 --durations=10
 
 bench: install
 	$(BIN)/python -m benchmarks.ask_latency
