@@ -22,8 +22,8 @@ lint: install
 	$(BIN)/mypy activities workflows client worker
 	$(BIN)/lint-imports
 
-# The suite mostly waits on dev servers and subprocesses, so four xdist workers on two cores
-# take it from ~19 to ~8 minutes; each worker starts its own session dev server.
+# The suite mostly waits on dev servers and subprocesses, so six xdist workers on two cores
+# take it from ~25 to ~9 minutes; each worker starts its own session dev server.
 test: install lint
 	$(BIN)/pytest -q -p no:cacheprovider -n 6 --durations=10
 
