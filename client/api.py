@@ -62,6 +62,7 @@ from workflows.tournament.types import (
 __all__ = ["AskRun", "CampaignRun", "PlanRun", "Ponder", "Run", "RunFailed", "TournamentRun"]
 
 ResultT = TypeVar("ResultT", bound=BaseModel)
+EventT = TypeVar("EventT", Event, CampaignEvent)
 EVENT_POLL_S = 0.5
 
 
@@ -103,6 +104,24 @@ class AskRun(Run[AskResult]):
 class _Budgeted(Run[ResultT]):
     """A run with ``BudgetLimits`` that its ``extend_budget`` update raises."""
 
+    async def progress(self) -> Progress | CampaignProgress:
+        raise NotImplementedError
+
+    async def _follow(self, page_type: type[list[EventT]], cursor: int) -> AsyncIterator[EventT]:
+        """The run's events after ``cursor`` as they happen, until it ends or pauses."""
+        while True:
+            page = await through_restarts(
+                functools.partial(self.handle.query, QUERY_EVENTS, cursor, result_type=page_type)
+            )
+            for event in page:
+                cursor = max(cursor, event.seq)
+                yield event
+            if page:
+                continue
+            if (await self.progress()).status != "running":
+                return
+            await asyncio.sleep(EVENT_POLL_S)
+
     async def extend(
         self,
         *,
@@ -134,22 +153,9 @@ class TournamentRun(_Budgeted[TournamentResult]):
             lambda: self.handle.query(QUERY_PROGRESS, result_type=Progress)
         )
 
-    async def events(self, cursor: int = 0) -> AsyncIterator[Event]:
+    def events(self, cursor: int = 0) -> AsyncIterator[Event]:
         """Every event after ``cursor``, as they happen, until the run ends or pauses."""
-        while True:
-            page = await through_restarts(functools.partial(self._events_after, cursor))
-            for event in page:
-                cursor = max(cursor, event.seq)
-                yield event
-            if page:
-                continue
-            progress = await self.progress()
-            if progress.status != "running":
-                return
-            await asyncio.sleep(EVENT_POLL_S)
-
-    async def _events_after(self, cursor: int) -> list[Event]:
-        return await self.handle.query(QUERY_EVENTS, cursor, result_type=list[Event])
+        return self._follow(list[Event], cursor)
 
 
 RunT = TypeVar("RunT", bound=Run[Any])
@@ -175,22 +181,9 @@ class CampaignRun(_Budgeted[CampaignResult]):
             lambda: self.handle.query(QUERY_PROGRESS, result_type=CampaignProgress)
         )
 
-    async def events(self, cursor: int = 0) -> AsyncIterator[CampaignEvent]:
+    def events(self, cursor: int = 0) -> AsyncIterator[CampaignEvent]:
         """Every event after ``cursor``, as they happen, until the campaign ends or pauses."""
-        while True:
-            page = await through_restarts(functools.partial(self._events_after, cursor))
-            for event in page:
-                cursor = max(cursor, event.seq)
-                yield event
-            if page:
-                continue
-            progress = await self.progress()
-            if progress.status != "running":
-                return
-            await asyncio.sleep(EVENT_POLL_S)
-
-    async def _events_after(self, cursor: int) -> list[CampaignEvent]:
-        return await self.handle.query(QUERY_EVENTS, cursor, result_type=list[CampaignEvent])
+        return self._follow(list[CampaignEvent], cursor)
 
 
 KINDS: dict[str, type[Run[Any]]] = {
