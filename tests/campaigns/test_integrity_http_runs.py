@@ -22,8 +22,7 @@ from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
 from activities.config import Endpoint, Settings
-from tests.campaigns.helpers import document
-from tests.campaigns.test_integrity_runs import run
+from tests.campaigns.helpers import document, run_campaign
 from tests.campaigns.test_workflow import records
 from tests.conftest import with_endpoint
 from tests.fakes import FakeProvider, Reply, openai_completion
@@ -91,7 +90,7 @@ async def test_a_raw_event_sink_on_a_full_disk_is_no_raw_sink(
     cell_dir.mkdir(parents=True)
     (cell_dir / "raw-events.jsonl").symlink_to("/dev/full")
     with caplog.at_level(logging.WARNING, logger="activities.raw_events"):
-        outcome = await run(client, queue, doc, run_id)
+        outcome = await run_campaign(client, queue, doc, run_id)
     row = next(r for r in records(settings.runs_dir / run_id) if r["variant"] == "http")
     assert row["integrity_issues"] == ["no_raw_sink"] and row["calls"] == 1
     assert len(fake.seen) == 1
@@ -120,7 +119,7 @@ async def test_a_command_step_in_an_http_plan_is_an_orphan_llm_span(
     queue, settings = http_queue
     run_id = f"camp-orphan-{policy}-{uuid.uuid4().hex[:6]}"
     doc = http_document(policy, {"id": "mixed", "kind": "plan", "config": {"plan": MIXED_PLAN}})
-    outcome = await run(client, queue, doc, run_id)
+    outcome = await run_campaign(client, queue, doc, run_id)
     row = next(r for r in records(settings.runs_dir / run_id) if r["variant"] == "mixed")
     # Both calls ran and left events; only the HTTP one is a request. The command's run
     # record is no broken exchange (not missing_raw_events).
@@ -153,7 +152,7 @@ async def test_a_raw_event_cut_short_by_a_full_disk_is_missing_raw_events(
     variant = {"id": "http", "kind": "single", "config": {"model": "corp:m"}}
     try:
         outcomes = await asyncio.gather(
-            *(run(client, queue, http_document(p, variant), run_ids[p]) for p in POLICIES)
+            *(run_campaign(client, queue, http_document(p, variant), run_ids[p]) for p in POLICIES)
         )
     finally:
         worker.send_signal(signal.SIGTERM)

@@ -12,16 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.client import Client, WorkflowFailureError
-from temporalio.common import WorkflowIDReusePolicy
+from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
 from activities.config import Settings
-from tests.campaigns.helpers import document
+from tests.campaigns.helpers import document, run_campaign
 from tests.campaigns.test_workflow import records
 from workflows.campaign.matrix import cell_run_id
 from workflows.campaign.types import CampaignResult
-from workflows.names import CAMPAIGN
 
 # A plan whose fan-out runs over the scenario's items: with none it ends "completed" having
 # asked no model anything, the runner bug ``missing_llm_spans`` exists to catch.
@@ -37,25 +35,6 @@ EMPTY_FANOUT_PLAN = {
         },
     ],
 }
-
-
-async def run(
-    client: Client, queue: str, doc: dict[str, Any], run_id: str
-) -> CampaignResult | ApplicationError:
-    """The campaign's result, or the error it failed with."""
-    handle = await client.start_workflow(
-        CAMPAIGN,
-        doc,
-        id=run_id,
-        task_queue=queue,
-        result_type=CampaignResult,
-        id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-    )
-    try:
-        return await handle.result()
-    except WorkflowFailureError as exc:
-        assert isinstance(exc.cause, ApplicationError), exc.cause
-        return exc.cause
 
 
 def plan_document(policy: str) -> dict[str, Any]:
@@ -74,7 +53,7 @@ async def test_a_plan_that_asks_no_model_is_missing_llm_spans(
     client: Client, worker_queue: str, settings: Settings, policy: str
 ) -> None:
     run_id = f"camp-spans-{policy}-{uuid.uuid4().hex[:6]}"
-    outcome = await run(client, worker_queue, plan_document(policy), run_id)
+    outcome = await run_campaign(client, worker_queue, plan_document(policy), run_id)
     rows = records(settings.runs_dir / run_id)
     plan_row = next(r for r in rows if r["variant"] == "per-item")
     assert plan_row["integrity_issues"] == ["missing_llm_spans"] and plan_row["calls"] == 0
@@ -108,7 +87,7 @@ async def test_a_cell_whose_run_directory_is_a_symlink_leaves_no_run(
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (settings.runs_dir / moved).symlink_to(elsewhere, target_is_directory=True)
-    outcome = await run(client, worker_queue, doc, run_id)
+    outcome = await run_campaign(client, worker_queue, doc, run_id)
     rows = {r["run_id"]: r for r in records(settings.runs_dir / run_id)}
     assert rows[moved]["integrity_issues"] == ["no_run"]
     assert rows[moved]["failure_class"] == "runner_threw"
@@ -155,7 +134,7 @@ async def test_a_plan_that_ends_before_its_answer_is_missing_outcome(
     run_id = f"camp-outcome-{policy}-{uuid.uuid4().hex[:6]}"
     doc = plan_document(policy)
     doc["variants"][1] = {"id": "review", "kind": "plan", "config": {"plan": ABANDONING_PLAN}}
-    outcome = await run(client, worker_queue, doc, run_id)
+    outcome = await run_campaign(client, worker_queue, doc, run_id)
     row = next(r for r in records(settings.runs_dir / run_id) if r["variant"] == "review")
     assert row["integrity_issues"] == ["missing_outcome"] and row["calls"] == 2
     assert row["holdout_score"] is None

@@ -12,14 +12,13 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
-from temporalio.client import Client, WorkflowFailureError
-from temporalio.common import WorkflowIDReusePolicy
+from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
 from activities.config import Endpoint, Settings
 from activities.wire_cache import WireCaches, recording_files
 from client.campaign_cli import load
-from tests.campaigns.helpers import document
+from tests.campaigns.helpers import document, run_campaign
 from tests.cli import cli_env, ponder
 from tests.conftest import with_endpoint
 from tests.fakes import (
@@ -95,19 +94,7 @@ async def run(
     if replay is not None:
         doc = {**doc, "calls": {"replay": replay}}
     run_id = f"camp-{uuid.uuid4().hex[:8]}"
-    handle = await client.start_workflow(
-        CAMPAIGN,
-        doc,
-        id=run_id,
-        task_queue=queue,
-        result_type=CampaignResult,
-        id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-    )
-    try:
-        return run_id, await handle.result()
-    except WorkflowFailureError as exc:
-        assert isinstance(exc.cause, ApplicationError), exc.cause
-        return run_id, exc.cause
+    return run_id, await run_campaign(client, queue, doc, run_id)
 
 
 def records(run_dir: Path) -> list[dict[str, Any]]:
