@@ -18,7 +18,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowFailureError
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
@@ -312,15 +312,22 @@ async def test_cancel_answers_at_once_for_a_refused_ask(
     assert f"run {workflow_id}: failed" in cancelled.err
 
 
-async def test_malformed_control_input_is_refused_not_dropped(
-    client: Client, server_address: str, worker_queue: str
-) -> None:
-    # One output token pauses the run after its first answers; control input then arrives raw.
-    handle = await start(client, worker_queue, budget=BudgetLimits(max_output_tokens=1))
+async def paused_on_budget(client: Client, queue: str) -> tuple[WorkflowHandle, float]:
+    """A tournament paused ``awaiting_budget`` (one output token pauses it after its first
+    answers), and a deadline 30 s from its start for the test's own waits."""
+    handle = await start(client, queue, budget=BudgetLimits(max_output_tokens=1))
     deadline = asyncio.get_running_loop().time() + 30
     while (await handle.query(QUERY_PROGRESS, result_type=Progress)).status != "awaiting_budget":
         assert asyncio.get_running_loop().time() < deadline, "the run did not pause"
         await asyncio.sleep(0.1)
+    return handle, deadline
+
+
+async def test_malformed_control_input_is_refused_not_dropped(
+    client: Client, server_address: str, worker_queue: str
+) -> None:
+    # Control input arrives raw at a run paused on its budget.
+    handle, deadline = await paused_on_budget(client, worker_queue)
     target = ["--address", server_address, "--workflow-id", handle.id]
     for value in ('{"max_output_token": 5}', "[5]"):
         code, output = await temporal(
@@ -350,11 +357,7 @@ async def test_a_signal_with_two_inputs_is_dropped_and_the_run_goes_on(
 ) -> None:
     # Two --input flags are two handler arguments: the handler's TypeError used to fail the
     # workflow task forever, and every later signal with it.
-    handle = await start(client, worker_queue, budget=BudgetLimits(max_output_tokens=1))
-    deadline = asyncio.get_running_loop().time() + 30
-    while (await handle.query(QUERY_PROGRESS, result_type=Progress)).status != "awaiting_budget":
-        assert asyncio.get_running_loop().time() < deadline, "the run did not pause"
-        await asyncio.sleep(0.1)
+    handle, _ = await paused_on_budget(client, worker_queue)
     target = ["--address", server_address, "--workflow-id", handle.id]
     big = json.dumps({"max_output_tokens": 10**9})
     code, output = await temporal(
