@@ -17,7 +17,9 @@ from activities.call_model import ModelActivities
 from activities.campaign.cells import CampaignCellActivities
 from activities.campaign.report import CampaignArtifactActivities
 from activities.config import Settings, known_secrets
+from activities.plan.cel import CelActivities, CelEvaluator
 from activities.plan.files import PlanFileActivities
+from activities.plan.probes import FileProbeActivities
 from activities.plan.roots import worker_roots
 from activities.plan.workspace import WorkspaceActivities
 from activities.run_store import RunFileActivities, RunStore
@@ -28,6 +30,7 @@ from workflows.ask import AskWorkflow
 from workflows.call_options import provider_task_queue
 from workflows.campaign.workflow import CampaignWorkflow
 from workflows.names import TASK_QUEUE
+from workflows.plan.expressions import warm as warm_expressions
 from workflows.plan_run.workflow import PlanRunWorkflow
 from workflows.tournament.workflow import TournamentWorkflow
 
@@ -67,6 +70,10 @@ async def running_worker(
         campaign_cells = CampaignCellActivities(settings)
         campaign_files = CampaignArtifactActivities(store)
         workspace = WorkspaceActivities(roots)
+        # Plan expressions: parsed in workflow code (built now, not in a workflow task) and
+        # evaluated in one child process this worker owns (started on first use).
+        await asyncio.to_thread(warm_expressions)
+        cel = CelEvaluator()
         activities: list[Callable[..., Any]] = [
             model.call_model,
             files.write_run_files,
@@ -79,6 +86,8 @@ async def running_worker(
             workspace.check_paths,
             workspace.snapshot_writes,
             workspace.check_landed,
+            FileProbeActivities(roots).probe_files,
+            CelActivities(cel).evaluate_cel,
             PlanFileActivities(store).write_plan_files,
         ]
         workers = [
@@ -109,3 +118,4 @@ async def running_worker(
         finally:
             await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
             await asyncio.gather(*tasks, return_exceptions=True)
+            await cel.close()

@@ -4,12 +4,14 @@ Pure. The walk visits top-level steps in plan order; each is a *boundary* (a fan
 chain is one region boundary, reserved whole and never interrupted). Before a boundary runs, its
 worst case is reserved:
 
-- agent: ``w = max(1, min(max_agents, max_attempts))`` invocations and ``w`` stage timeouts;
+- agent: ``w = max(1, min(max_agents, max_attempts))`` invocations per attempt cycle, times
+  ``iterate.max`` cycles, times ``1 + judged`` calls per attempt (each ``judged`` ensure is one
+  model call), and as many stage timeouts;
 - model gate: ``w(gate)`` plus ``max_redos * (w(route) + w(gate))`` (no redo allowance for a
   terminal route or none);
 - region: activated items x the chain's ``w`` sum; wall divided by the concurrency;
 - tournament: the child's worst-case calls (its profile's, capped by ``max_calls``), one timeout;
-- human gate and pause: nothing (they dispatch nothing).
+- human gate, pause and set: nothing (they dispatch nothing).
 
 The plan's default call budget is the sum of ``w`` over dispatching steps (a chain member once)
 plus gate redo allowances; the default wall ceiling is 1.5 x the sum of boundary wall
@@ -31,6 +33,7 @@ from workflows.plan.model import (
     GateStep,
     PauseStep,
     Plan,
+    SetStep,
     TournamentStep,
 )
 from workflows.tournament.profiles import get_profile
@@ -59,8 +62,8 @@ DEFAULT_STAGE_TIMEOUT_MS = 15 * 60 * 1000
 DEFAULT_TOURNAMENT_TIMEOUT_MS = 60 * 60 * 1000
 WALL_CEILING_MULTIPLIER = 1.5
 
-BoundaryKind = Literal["agent", "gate", "human_gate", "pause", "region", "tournament"]
-AnyStep = AgentStep | GateStep | FanoutStep | PauseStep | TournamentStep
+BoundaryKind = Literal["agent", "gate", "human_gate", "pause", "region", "tournament", "set"]
+AnyStep = AgentStep | GateStep | FanoutStep | PauseStep | TournamentStep | SetStep
 
 
 @dataclass(frozen=True)
@@ -141,7 +144,9 @@ def tournament_calls(step: TournamentStep) -> int:
 
 
 def _w(step: AnyStep) -> int:
-    if isinstance(step, AgentStep | GateStep):
+    if isinstance(step, AgentStep):
+        return step.attempts() * step.iterations() * (1 + step.judged())
+    if isinstance(step, GateStep):
         return step.attempts()
     if isinstance(step, TournamentStep):
         return tournament_calls(step)
@@ -201,6 +206,8 @@ def boundaries(plan: Plan) -> list[Boundary]:
             kind, dispatched, reservation = "human_gate", (), Reservation(0, 0)
         elif isinstance(step, PauseStep):
             kind, dispatched, reservation = "pause", (), Reservation(0, 0)
+        elif isinstance(step, SetStep):
+            kind, dispatched, reservation = "set", (), Reservation(0, 0)
         else:
             kind = "gate" if isinstance(step, GateStep) else step.kind
             own = Reservation(_w(step), _w(step) * stage_timeout_ms(step))

@@ -16,9 +16,11 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
     JsonValue,
     StringConstraints,
+    Tag,
     model_validator,
 )
 from pydantic.json_schema import SkipJsonSchema
@@ -27,14 +29,21 @@ from workflows.plan.refs import ARG_KEY_PATTERN
 from workflows.tournament.profiles import Profile
 
 __all__ = [
+    "ENSURE_FORMS",
     "FAILURE_CLASSES",
     "STEP_KINDS",
     "AgentStep",
     "Artifacts",
+    "Ensure",
+    "EnsureExpr",
+    "EnsureFileContains",
+    "EnsureFileExists",
+    "EnsureJudged",
     "FanoutSpec",
     "FanoutStep",
     "GateStep",
     "HumanGate",
+    "Iterate",
     "LoopPlanOrigin",
     "PauseSpec",
     "PauseStep",
@@ -42,6 +51,7 @@ __all__ = [
     "PlanBudget",
     "PlanHeader",
     "Retry",
+    "SetStep",
     "Step",
     "StepBudget",
     "TournamentSpec",
@@ -63,9 +73,23 @@ Prompt = Annotated[str, StringConstraints(min_length=1, max_length=200_000)]
 # any | <contract name>, with `[]` suffixes for lists and a trailing `?` for optional fields.
 ContractName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")]
 TypeExpr = Annotated[str, StringConstraints(min_length=1, max_length=100)]
-FailureClass = Literal["timeout", "transport", "malformed-output", "policy-refusal"]
-FAILURE_CLASSES: tuple[str, ...] = ("timeout", "transport", "malformed-output", "policy-refusal")
-STEP_KINDS: tuple[str, ...] = ("agent", "gate", "fanout", "pause", "tournament")
+FailureClass = Literal[
+    "timeout", "transport", "malformed-output", "policy-refusal", "ensure-failed"
+]
+FAILURE_CLASSES: tuple[str, ...] = (
+    "timeout",
+    "transport",
+    "malformed-output",
+    "policy-refusal",
+    "ensure-failed",
+)
+STEP_KINDS: tuple[str, ...] = ("agent", "gate", "fanout", "pause", "tournament", "set")
+# A CEL expression (plans-part2.md section 1). Its bounds (2,000 characters, 400 nodes, ...)
+# are checked by workflows.plan.expressions with the expr.* codes, so only the schema shows the
+# length; a too-long text is expr.too_complex, not a generic range error.
+Cel = Annotated[str, Field(min_length=1, json_schema_extra={"maxLength": 2000})]
+SetKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")]
+MAX_ENSURES = 20
 MAX_STEPS = 10_000
 MAX_TIMEOUT_MS = 7 * 24 * 3600 * 1000
 
@@ -130,7 +154,7 @@ class Retry(_Strict):
     """Immediate retries of one invocation, only for the failure classes listed in ``on``."""
 
     max_attempts: int = Field(default=1, ge=1, le=20)
-    on: list[FailureClass] = Field(default_factory=list, max_length=4)
+    on: list[FailureClass] = Field(default_factory=list, max_length=5)
 
 
 class Artifacts(_Strict):
@@ -144,6 +168,69 @@ class StepBudget(_Strict):
     max_agents: int | None = Field(
         default=None, ge=1, le=1000, description="invocations this step may spend (retries too)"
     )
+
+
+class EnsureExpr(_Strict):
+    expr: Cel = Field(description="CEL; holds iff it evaluates to true")
+
+
+class EnsureFileExists(_Strict):
+    file_exists: str = Field(
+        min_length=1, max_length=4096, description="a workspace-relative path (may hold ${...})"
+    )
+
+
+class FileContains(_Strict):
+    path: str = Field(min_length=1, max_length=4096, description="may hold ${...}")
+    text: str = Field(min_length=1, max_length=10_000, description="UTF-8 text the file holds")
+
+
+class EnsureFileContains(_Strict):
+    file_contains: FileContains
+
+
+class Judged(_Strict):
+    statement: str = Field(min_length=1, max_length=2000)
+    model: ModelSpec | None = Field(default=None, description="default: the step's model")
+    stakes: OneLine | None = None
+
+
+class EnsureJudged(_Strict):
+    judged: Judged
+
+
+ENSURE_FORMS: tuple[str, ...] = ("expr", "file_exists", "file_contains", "judged")
+
+
+def _ensure_form(value: Any) -> str | None:
+    """Which form an ensure entry is (its one key); shape reports entries with no single form
+    as ``ensure.form`` before the model sees them."""
+    if isinstance(value, BaseModel):
+        return next(iter(type(value).model_fields))
+    if isinstance(value, dict):
+        forms = [k for k in value if k in ENSURE_FORMS]
+        return forms[0] if len(forms) == 1 else None
+    return None
+
+
+Ensure = Annotated[
+    Annotated[EnsureExpr, Tag("expr")]
+    | Annotated[EnsureFileExists, Tag("file_exists")]
+    | Annotated[EnsureFileContains, Tag("file_contains")]
+    | Annotated[EnsureJudged, Tag("judged")],
+    Discriminator(_ensure_form),
+]
+
+
+class Iterate(_Strict):
+    """Re-run the step until ``until`` holds (each iteration with its own retries)."""
+
+    max: int = Field(ge=1, le=100, description="iterations at most")
+    until: Cel
+
+
+def judged_count(ensure: list[Ensure]) -> int:
+    return sum(1 for e in ensure if isinstance(e, EnsureJudged))
 
 
 class _Invocation(_Vendor):
@@ -175,6 +262,15 @@ class AgentStep(_Invocation):
     deliverable: Literal["return-value", "file"] = "return-value"
     out: ContractName | None = None
     on_fail: StepId | None = None
+    ensure: list[Ensure] = Field(default_factory=list, max_length=MAX_ENSURES)
+    iterate: Iterate | None = None
+
+    def iterations(self) -> int:
+        return self.iterate.max if self.iterate is not None else 1
+
+    def judged(self) -> int:
+        """Judge calls one attempt may make (one per ``judged`` predicate)."""
+        return judged_count(self.ensure)
 
 
 class HumanGate(_Strict):
@@ -283,8 +379,21 @@ class TournamentStep(_Vendor):
     tournament: TournamentSpec = Field(default_factory=TournamentSpec)
 
 
+class SetStep(_Vendor):
+    """Computed values: each key's CEL over ``input`` and ``steps``; the map is the output.
+    Deterministic, so never retried and never dispatched."""
+
+    kind: Literal["set"]
+    id: StepId
+    deps: list[StepId] = Field(default_factory=list, max_length=1000)
+    title: str | None = Field(default=None, max_length=500)
+    values: dict[SetKey, Cel] = Field(alias="set", min_length=1, max_length=64)
+    out: ContractName | None = None
+    ensure: list[Ensure] = Field(default_factory=list, max_length=MAX_ENSURES)
+
+
 Step = Annotated[
-    AgentStep | GateStep | FanoutStep | PauseStep | TournamentStep,
+    AgentStep | GateStep | FanoutStep | PauseStep | TournamentStep | SetStep,
     Field(discriminator="kind"),
 ]
 STEP_MODELS: dict[str, type[BaseModel]] = {
@@ -293,6 +402,7 @@ STEP_MODELS: dict[str, type[BaseModel]] = {
     "fanout": FanoutStep,
     "pause": PauseStep,
     "tournament": TournamentStep,
+    "set": SetStep,
 }
 
 
@@ -334,7 +444,9 @@ class Plan(PlanHeader):
 
     steps: list[Step] = Field(min_length=1, max_length=MAX_STEPS)
 
-    def step(self, step_id: str) -> AgentStep | GateStep | FanoutStep | PauseStep | TournamentStep:
+    def step(
+        self, step_id: str
+    ) -> AgentStep | GateStep | FanoutStep | PauseStep | TournamentStep | SetStep:
         for step in self.steps:
             if step.id == step_id:
                 return step

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from workflows.plan.boundaries import boundaries, plan_totals, unsatisfiable
 from workflows.plan.ledger import PlanLedger
-from workflows.plan.model import AgentStep, GateStep, Plan, TournamentStep
+from workflows.plan.model import AgentStep, EnsureJudged, GateStep, Plan, TournamentStep
+from workflows.plan.predicates import judged_route_key
 from workflows.plan.reasons import Reason
 from workflows.plan.routing import route, step_family
 from workflows.plan.run_record import PlanFailure
@@ -33,7 +34,8 @@ def check_trace(plan: Plan) -> None:
 
 def route_models(plan: Plan, input: PlanRunInput) -> dict[str, str]:
     """Step id -> the provider:model spec it runs on, resolved once for the whole run (a
-    tournament step's judge under ``<id>/judge``)."""
+    tournament step's judge under ``<id>/judge``, a judged ensure's model under
+    ``judged_route_key``; its model defaults to the step's)."""
     models: dict[str, str] = {}
     unroutable = []
     for step in plan.steps:
@@ -48,6 +50,19 @@ def route_models(plan: Plan, input: PlanRunInput) -> dict[str, str]:
                 unroutable.append(f"{step.id} (model {step.model or '(none)'})")
             else:
                 models[step.id] = spec
+            for k, predicate in enumerate(step.ensure if isinstance(step, AgentStep) else []):
+                if not isinstance(predicate, EnsureJudged):
+                    continue
+                model = predicate.judged.model
+                judge = spec
+                if model is not None:
+                    judge = route(
+                        model, None, executors=input.executors, default_family=input.default_family
+                    )
+                    if judge is None:
+                        unroutable.append(f"{step.id} ensure[{k}] judged (model {model})")
+                if judge is not None:
+                    models[judged_route_key(step.id, k)] = judge
         elif isinstance(step, TournamentStep):
             spec = route(
                 step.model, None, executors=input.executors, default_family=input.default_family

@@ -32,6 +32,9 @@ class Reason(StrEnum):
     BUDGET_INVARIANT_VIOLATED = "budget-invariant-violated"
     BUDGET_EXTENSION_EXHAUSTED = "budget-extension-exhausted"
     WALL_EXTENSION_EXHAUSTED = "wall-extension-exhausted"
+    ENSURE_FAILED = "ensure-failed"
+    ITERATE_EXHAUSTED = "iterate-exhausted"
+    EXPR_FAILED = "expr-failed"
     # pauses
     BUDGET_EXHAUSTED = "budget-exhausted"
     PLAN_PAUSE = "plan-pause"
@@ -68,6 +71,9 @@ GROUPS: dict[str, tuple[Reason, ...]] = {
         R.BUDGET_INVARIANT_VIOLATED,
         R.BUDGET_EXTENSION_EXHAUSTED,
         R.WALL_EXTENSION_EXHAUSTED,
+        R.ENSURE_FAILED,
+        R.ITERATE_EXHAUSTED,
+        R.EXPR_FAILED,
     ),
     "pause": (R.BUDGET_EXHAUSTED, R.PLAN_PAUSE, R.GATE_PENDING),
     "control": (
@@ -80,7 +86,7 @@ GROUPS: dict[str, tuple[Reason, ...]] = {
 }
 
 RUN_FATAL: frozenset[str] = frozenset(
-    {str(R.BUDGET_INVARIANT_VIOLATED), str(R.ARTIFACT_PATH_ESCAPES_ROOT)}
+    {str(R.BUDGET_INVARIANT_VIOLATED), str(R.ARTIFACT_PATH_ESCAPES_ROOT), str(R.EXPR_FAILED)}
 )
 """Failures about the run, not one step or item: no ``on_fail`` route or region branch absorbs
 them."""

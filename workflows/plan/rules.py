@@ -16,6 +16,8 @@ reference to it an error too). The rules:
 - a chain lists agent steps owned by this fan-out alone, whose deps stay inside the chain or
   before the fan-out; a fan-out over a reference needs ``max_fanout``; concurrency and quorum fit;
 - pause resume args are unique; tournament profiles exist;
+- CEL sites (``set`` values, ``ensure[].expr``, ``iterate.until``) and ensure predicates hold
+  to ``workflows.plan.expression_rules``;
 - an explicit plan budget fits the worst single boundary.
 """
 
@@ -27,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from workflows.plan.boundaries import AnyStep, activated_items, boundaries, unsatisfiable
 from workflows.plan.contracts import parse_type
 from workflows.plan.errors import PlanError, join_path
-from workflows.plan.graph import StepGraph
+from workflows.plan.expression_rules import ExpressionRules
 from workflows.plan.model import (
     AgentStep,
     FanoutStep,
@@ -35,6 +37,7 @@ from workflows.plan.model import (
     PauseStep,
     Plan,
     PlanBudget,
+    SetStep,
     TournamentStep,
 )
 from workflows.plan.paths import lexical_problem
@@ -119,7 +122,7 @@ def budget_errors(plan: Plan) -> list[PlanError]:
     return [PlanError("budget.unsatisfiable", f"budget.{field}", why)]
 
 
-class _Checker(StepGraph):
+class _Checker(ExpressionRules):
     """The per-kind rules, on top of the graph rules."""
 
     def invocation(self, i: int, step: AgentStep | GateStep) -> None:
@@ -157,15 +160,8 @@ class _Checker(StepGraph):
                 message="deliverable: file needs the files it writes; "
                 "fix: list them in artifacts.writes (the landed barrier checks them)",
             )
-        if step.out is not None and step.out not in self.contracts:
-            known = ", ".join(sorted(self.contracts)) or "none declared"
-            self.error(
-                "contract.unknown",
-                i,
-                "out",
-                message=f"out {step.out!r} names no contract ({known}); "
-                "fix: declare it under contracts",
-            )
+        self.contract_ref(i, step.out)
+        self.predicates(i, step)
         if step.on_fail is not None:
             j = self.index.get(step.on_fail)
             target = self.steps[j] if j is not None else None
@@ -188,6 +184,16 @@ class _Checker(StepGraph):
                     message=f"on_fail {step.on_fail!r} {why}; "
                     "fix: name a later top-level agent step that handles the failure",
                 )
+
+    def contract_ref(self, i: int, out: str | None) -> None:
+        if out is not None and out not in self.contracts:
+            known = ", ".join(sorted(self.contracts)) or "none declared"
+            self.error(
+                "contract.unknown",
+                i,
+                "out",
+                message=f"out {out!r} names no contract ({known}); fix: declare it under contracts",
+            )
 
     def gate(self, i: int, step: GateStep) -> None:
         if step.gate is not None:
@@ -389,6 +395,7 @@ class _Checker(StepGraph):
     def run(self) -> list[PlanError]:
         self.ids_unique()
         self.contracts_parse()
+        self.expression_budget()
         resume_args: dict[str, int] = {}
         for i, step in enumerate(self.steps):
             if step is None:
@@ -405,6 +412,9 @@ class _Checker(StepGraph):
                 self.gate(i, step)
             elif isinstance(step, FanoutStep):
                 self.fanout(i, step)
+            elif isinstance(step, SetStep):
+                self.contract_ref(i, step.out)
+                self.predicates(i, step)
             elif isinstance(step, PauseStep):
                 key = step.pause.resume_arg
                 if key in resume_args:

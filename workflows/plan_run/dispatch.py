@@ -2,9 +2,12 @@
 
     re-check containment -> spend one invocation -> record ``dispatched`` -> snapshot writes
     (own activity) -> call the executor -> landed barrier -> output contract -> ``settled``
+    -> ensure predicates (``checks``)
 
-retried at once only for the failure classes in ``retry.on``; a contract failure is retried
-with the failure shown to the model, never when the output repeats the previous attempt's.
+retried at once only for the failure classes in ``retry.on``; a contract or ensure failure is
+retried with the failure shown to the model, never when the output repeats the previous
+attempt's (file predicates excepted). An ``iterate`` step repeats that attempt cycle until its
+``until`` holds (``iterate``).
 """
 
 from __future__ import annotations
@@ -26,11 +29,14 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.contracts import check_output
     from workflows.plan.ledger import BudgetInvariantViolated, PlanLedger
     from workflows.plan.model import AgentStep, GateStep, Plan
+    from workflows.plan.predicates import Scope, result_of
     from workflows.plan.prompts import assemble_prompt, invocation_id, retry_feedback
     from workflows.plan.reasons import Reason
     from workflows.plan.refs import RefError, render
     from workflows.plan.run_record import CallRow, PlanFailure, PlanRecord
     from workflows.plan.run_types import LandedInput, PathsInput, WriteSnapshot
+    from workflows.plan_run.checks import check_ensures
+    from workflows.plan_run.iterate import iterate
 
 __all__ = ["PROMPT_CEILING_CHARS", "Dispatcher"]
 
@@ -90,6 +96,8 @@ class Dispatcher:
         """``step[:item]`` -> dispatches so far (numbers invocation ids and call attempts)."""
         self.sim_index: dict[str, int] = {}
         """Step id -> dispatches of the step in the run (x-sim.outputs picks by it)."""
+        self.judge_index: dict[str, int] = {}
+        """Step id -> judge calls of its judged ensures in the run (x-sim.judged picks)."""
 
     async def invoke(
         self,
@@ -117,6 +125,21 @@ class Dispatcher:
             has_item=item_index is not None,
             upstream=upstream,
         )
+        scope = Scope(inputs, outputs, item, item_index)
+        if isinstance(step, AgentStep) and step.iterate is not None:
+            return await iterate(self, step, prompt, contract, scope)
+        return await self.attempts(step, prompt, contract, scope)
+
+    async def attempts(
+        self,
+        step: AgentStep | GateStep,
+        prompt: str,
+        contract: Mapping[str, str] | None,
+        scope: Scope,
+    ) -> str:
+        """One attempt cycle: dispatches until an output passes its contract and ensures, or
+        ``PlanFailure`` once the cycle's attempts are spent."""
+        item_index = scope.item_index
         attempts = step.attempts()
         previous: str | None = None
         for n in range(1, attempts + 1):
@@ -144,6 +167,28 @@ class Dispatcher:
                     if retry is None or last or "malformed-output" not in step.retry.on:
                         raise PlanFailure(
                             Reason.MALFORMED_OUTPUT, f"{step.id}: {problem}", step=step.id
+                        )
+                    previous, prompt = text, retry
+                    continue
+            if isinstance(step, AgentStep) and step.ensure:
+                failed = await check_ensures(
+                    self, step, output=text, result=result_of(step, text), scope=scope
+                )
+                if failed is not None:
+                    problem = f"ensure {failed.form} failed: {failed.reason}"
+                    retry = retry_feedback(
+                        prompt,
+                        failure=problem,
+                        output=text,
+                        previous=previous if failed.identical_stops else None,
+                    )
+                    if retry is None or last or "ensure-failed" not in step.retry.on:
+                        repeated = " (no retry: identical output)" if retry is None else ""
+                        raise PlanFailure(
+                            Reason.ENSURE_FAILED,
+                            f"{step.id}: ensure[{failed.index}] {failed.form} failed: "
+                            f"{failed.reason}{repeated}",
+                            step=step.id,
                         )
                     previous, prompt = text, retry
                     continue
@@ -225,7 +270,7 @@ class Dispatcher:
             self.record.calls.append(CallRow(invocation, step.id, model, outcome=klass))
             self._settled(step.id, seq, invocation, ok=False, failure=klass, message=message)
             return None, klass, message
-        self._bill(invocation, step.id, model, response)
+        self.bill(invocation, step.id, model, response)
         if before is not None and self.workspace is not None:
             problems = await self._workspace(
                 CHECK_LANDED, LandedInput(workspace=self.workspace, before=before)
@@ -246,7 +291,7 @@ class Dispatcher:
         )
         self.record.last_settled[step_id] = settled
 
-    def _bill(self, invocation: str, step_id: str, model: str, response: ModelResponse) -> None:
+    def bill(self, invocation: str, step_id: str, model: str, response: ModelResponse) -> None:
         usd = response.usd or 0.0
         self.ledger.budget.settle(
             input_tokens=response.usage.input_tokens,

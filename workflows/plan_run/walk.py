@@ -2,7 +2,8 @@
 before it runs.
 
     for each boundary (an ``on_fail`` target runs only when a failure routed to it):
-        pause -> ``pauses`` | human gate -> ``gates`` (neither reserves: nothing is dispatched)
+        pause -> ``pauses`` | human gate -> ``gates`` | set -> ``set_steps`` (none of them
+        reserves: nothing is dispatched)
         else: reserve (wait ``awaiting_budget`` / ``awaiting_wall_clock`` for ``extend_budget``
         when it does not fit), open the reservation, run it -- agent step | model gate |
         region | tournament -- spend its wall time, close it
@@ -23,6 +24,7 @@ with workflow.unsafe.imports_passed_through():
         GateStep,
         PauseStep,
         Plan,
+        SetStep,
         TournamentStep,
     )
     from workflows.plan.reasons import RUN_FATAL, Reason
@@ -32,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan_run.gates import human_gate, model_gate
     from workflows.plan_run.pauses import pause
     from workflows.plan_run.regions import region, region_items
+    from workflows.plan_run.set_steps import set_step
     from workflows.plan_run.state import PlanRunState
     from workflows.plan_run.waits import wait_for_person
 
@@ -65,6 +68,9 @@ async def _boundary(
         return None
     if isinstance(step, GateStep) and step.is_human():
         return await human_gate(run, plan, step)
+    if isinstance(step, SetStep):
+        await set_step(run, dispatcher, step)
+        return None
     reservation = boundary.reservation
     items: list[Any] = []
     if isinstance(step, FanoutStep):
