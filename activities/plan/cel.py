@@ -6,9 +6,10 @@ Bounds, each an error *as data* (``ok: false``), never an activity failure:
 - the bound JSON is at most 4 MiB (the workflow checks it before calling; checked again here);
 - the child meters every evaluation at 10,000 AST nodes plus comprehension iterations and
   limits its own memory (``activities.plan.cel_child``);
-- each expression has 2 s of wall clock: past that the child is killed (a thread cannot be
-  stopped) and the next evaluation starts a fresh one. The expression that overran fails, the
-  ones after it in the same request are not evaluated;
+- each expression has 2 s of wall clock, and so has binding the values (a megabyte of tiny
+  list items is slow to convert): past that the child is killed (a thread cannot be stopped)
+  and the next evaluation starts a fresh one. The expression that overran fails, the ones
+  after it in the same request are not evaluated;
 - a value is at most 256 KiB of JSON, the request's values 1 MiB together (they land in history).
 
 One child per worker, requests served one at a time over a pipe (4-byte length + JSON); the
@@ -45,8 +46,6 @@ EVALUATE_CEL = "plan_evaluate_cel"
 DEADLINE_SECONDS = 2.0
 STARTUP_SECONDS = 60.0
 """A cold child imports cel-python and builds its parser (~1-2 s; more on a loaded machine)."""
-ACCEPT_SECONDS = 30.0
-"""Writing and converting 4 MiB of bindings: generous, and not charged to an expression."""
 _HEADER = struct.Struct(">I")
 _ROOT = str(Path(__file__).resolve().parents[2])
 # -I: no PYTHON* variables, no user site, no cwd on sys.path; the project root is added alone.
@@ -106,10 +105,17 @@ class CelEvaluator:
         outcomes: list[CelOutcome] = []
         try:
             process = await self._child()
-            assert process.stdin is not None
-            process.stdin.write(request)
-            await asyncio.wait_for(process.stdin.drain(), ACCEPT_SECONDS)
-            accepted = await asyncio.wait_for(self._read(process), ACCEPT_SECONDS)
+            try:
+                accepted = await asyncio.wait_for(
+                    self._send(process, request), self.deadline_seconds
+                )
+            except TimeoutError:
+                await self._kill()
+                error = (
+                    f"binding the values took over the {self.deadline_seconds:g} s bound; "
+                    "fix: bind less (fewer, larger values convert faster)"
+                )
+                return [_failed(error) for _ in range(count)]
             if not accepted.get("accepted"):
                 error = str(accepted.get("error") or "the bindings were refused")
                 return [_failed(error) for _ in range(count)]
@@ -136,6 +142,13 @@ class CelEvaluator:
         while len(outcomes) < count:
             outcomes.append(_failed("not evaluated: an earlier expression stopped the evaluator"))
         return outcomes
+
+    async def _send(self, process: asyncio.subprocess.Process, request: bytes) -> dict[str, Any]:
+        """Write the request; the child answers once it has converted the bindings."""
+        assert process.stdin is not None
+        process.stdin.write(request)
+        await process.stdin.drain()
+        return await self._read(process)
 
     async def _child(self) -> asyncio.subprocess.Process:
         process = self._process

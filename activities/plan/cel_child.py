@@ -159,7 +159,36 @@ class _Engine:
         return ast
 
     def bind(self, bindings: dict[str, Any]) -> dict[str, Any]:
-        return {name: self.celpy.json_to_cel(value) for name, value in bindings.items()}
+        return {name: self.to_cel(value, 0) for name, value in bindings.items()}
+
+    def to_cel(self, value: Any, depth: int) -> Any:
+        """JSON as CEL values: what ``celpy.json_to_cel`` makes, built directly (it runs each
+        scalar through its conversion machinery, ~20 us an item; this is ~1 us)."""
+        t = self.types
+        if depth > 1000:
+            raise ValueError("the value nests more than 1,000 deep")
+        if value is None:
+            return None
+        if value is True or value is False:
+            return t.BoolType(value)
+        if isinstance(value, int):
+            if not -(2**63) <= value < 2**63:
+                raise ValueError("an integer outside the 64-bit range")
+            return int.__new__(t.IntType, value)
+        if isinstance(value, float):
+            return float.__new__(t.DoubleType, value)
+        if isinstance(value, str):
+            return str.__new__(t.StringType, value)
+        if isinstance(value, list):
+            return t.ListType([self.to_cel(v, depth + 1) for v in value])
+        if isinstance(value, dict):
+            out = t.MapType()
+            dict.update(
+                out,
+                {str.__new__(t.StringType, k): self.to_cel(v, depth + 1) for k, v in value.items()},
+            )
+            return out
+        raise ValueError(f"a {type(value).__name__} is not a JSON value")
 
     def evaluate(self, text: str, context: dict[str, Any], names: set[str]) -> dict[str, Any]:
         from workflows.plan.expressions import analyse, unknown_names

@@ -40,9 +40,7 @@ async def test_a_set_value_reaches_a_later_prompt(
     evaluated = [r for r in rows if r["type"] == "set.evaluated"]
     assert evaluated and evaluated[0]["data"]["keys"] == ["limit", "label", "big"]
     checked = [r["data"] for r in rows if r["type"] == "ensure.checked"]
-    assert checked == [
-        {"step": "cfg", "index": 0, "form": "expr", "holds": True, "reason": "true"}
-    ]
+    assert checked == [{"step": "cfg", "index": 0, "form": "expr", "holds": True, "reason": "true"}]
     settled = {r["data"]["step"]: r["seq"] for r in rows if r["type"] == "settled"}
     use = next(r for r in rows if r["type"] == "dispatched" and r["data"]["step"] == "use")
     assert use["caused_by"] == [settled["cfg"]]
