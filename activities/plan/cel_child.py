@@ -32,12 +32,23 @@ import sys
 from collections import OrderedDict
 from typing import Any, BinaryIO
 
-__all__ = ["METER_LIMIT", "MeterExceeded", "main", "read_message", "write_message"]
+import celpy.celtypes as celtypes
+
+__all__ = [
+    "METER_LIMIT",
+    "MeterExceeded",
+    "main",
+    "read_message",
+    "to_cel",
+    "to_json",
+    "write_message",
+]
 
 METER_LIMIT = 10_000
 MEMORY_LIMIT_BYTES = 1024 * 1024 * 1024
 MAX_REQUEST_BYTES = 16 * 1024 * 1024
 MAX_ERROR_CHARS = 500
+MAX_DEPTH = 1000
 MAX_VALUE_BYTES = 256 * 1024  # workflows.plan.check_types.MAX_VALUE_BYTES
 _HEADER = struct.Struct(">I")
 
@@ -159,36 +170,7 @@ class _Engine:
         return ast
 
     def bind(self, bindings: dict[str, Any]) -> dict[str, Any]:
-        return {name: self.to_cel(value, 0) for name, value in bindings.items()}
-
-    def to_cel(self, value: Any, depth: int) -> Any:
-        """JSON as CEL values: what ``celpy.json_to_cel`` makes, built directly (it runs each
-        scalar through its conversion machinery, ~20 us an item; this is ~1 us)."""
-        t = self.types
-        if depth > 1000:
-            raise ValueError("the value nests more than 1,000 deep")
-        if value is None:
-            return None
-        if value is True or value is False:
-            return t.BoolType(value)
-        if isinstance(value, int):
-            if not -(2**63) <= value < 2**63:
-                raise ValueError("an integer outside the 64-bit range")
-            return int.__new__(t.IntType, value)
-        if isinstance(value, float):
-            return float.__new__(t.DoubleType, value)
-        if isinstance(value, str):
-            return str.__new__(t.StringType, value)
-        if isinstance(value, list):
-            return t.ListType([self.to_cel(v, depth + 1) for v in value])
-        if isinstance(value, dict):
-            out = t.MapType()
-            dict.update(
-                out,
-                {str.__new__(t.StringType, k): self.to_cel(v, depth + 1) for k, v in value.items()},
-            )
-            return out
-        raise ValueError(f"a {type(value).__name__} is not a JSON value")
+        return {name: to_cel(value) for name, value in bindings.items()}
 
     def evaluate(self, text: str, context: dict[str, Any], names: set[str]) -> dict[str, Any]:
         from workflows.plan.expressions import analyse, unknown_names
@@ -205,7 +187,7 @@ class _Engine:
                 annotations=self.env.annotations, package=self.env.package
             )
             value = self.metered(self.ast(text), activation=activation).evaluate(context)
-            shown = self.to_json(value, 0)
+            shown = to_json(value)
             size = len(json.dumps(shown, separators=(",", ":"), allow_nan=False).encode())
             if size > MAX_VALUE_BYTES:
                 return _error(f"the value is {size} bytes, over {MAX_VALUE_BYTES >> 10} KiB")
@@ -224,36 +206,63 @@ class _Engine:
         except Exception as exc:  # cel-python raises plain Python errors for some overloads
             return _error(f"{type(exc).__name__}: {exc}")
 
-    def to_json(self, value: Any, depth: int) -> Any:
-        """A CEL value as JSON; anything JSON cannot hold is an error, never a repr."""
-        t = self.types
-        if depth > 64:
-            raise ValueError("the value nests more than 64 deep")
-        if value is None:
-            return None
-        if isinstance(value, t.BoolType | bool):
-            return bool(value)
-        if isinstance(value, t.IntType | t.UintType | int):
-            return int(value)
-        if isinstance(value, t.DoubleType | float):
-            number = float(value)
-            if not math.isfinite(number):
-                raise ValueError("the value is not a finite number")
-            return number
-        if isinstance(value, t.StringType | str):
-            return str(value)
-        if isinstance(value, t.ListType | list):
-            return [self.to_json(v, depth + 1) for v in value]
-        if isinstance(value, t.MapType | dict):
-            out = {}
-            for key, item in value.items():
-                if not isinstance(key, t.StringType | str):
-                    raise ValueError("a map key is not a string (JSON keys are strings)")
-                out[str(key)] = self.to_json(item, depth + 1)
-            return out
-        raise ValueError(
-            f"a {type(value).__name__.removesuffix('Type').lower()} is not a JSON value"
+
+def to_cel(value: Any, depth: int = 0) -> Any:
+    """JSON as CEL values: what ``celpy.json_to_cel`` makes, built directly (it runs each
+    scalar through its conversion machinery, ~20 us an item; this is ~1 us)."""
+    if depth > MAX_DEPTH:
+        raise ValueError(f"the value nests more than {MAX_DEPTH:,} deep")
+    if value is None:
+        return None
+    if value is True or value is False:
+        return celtypes.BoolType(value)
+    if isinstance(value, int):
+        if not -(2**63) <= value < 2**63:
+            raise ValueError("an integer outside the 64-bit range")
+        return int.__new__(celtypes.IntType, value)
+    if isinstance(value, float):
+        return float.__new__(celtypes.DoubleType, value)
+    if isinstance(value, str):
+        return str.__new__(celtypes.StringType, value)
+    if isinstance(value, list):
+        return celtypes.ListType([to_cel(v, depth + 1) for v in value])
+    if isinstance(value, dict):
+        out = celtypes.MapType()
+        dict.update(
+            out,
+            {str.__new__(celtypes.StringType, k): to_cel(v, depth + 1) for k, v in value.items()},
         )
+        return out
+    raise ValueError(f"a {type(value).__name__} is not a JSON value")
+
+
+def to_json(value: Any, depth: int = 0) -> Any:
+    """A CEL value as JSON; anything JSON cannot hold is an error, never a repr."""
+    if depth > MAX_DEPTH:
+        raise ValueError(f"the value nests more than {MAX_DEPTH:,} deep")
+    if value is None:
+        return None
+    if isinstance(value, celtypes.BoolType | bool):
+        return bool(value)
+    if isinstance(value, celtypes.IntType | celtypes.UintType | int):
+        return int(value)
+    if isinstance(value, celtypes.DoubleType | float):
+        number = float(value)
+        if not math.isfinite(number):
+            raise ValueError("the value is not a finite number")
+        return number
+    if isinstance(value, celtypes.StringType | str):
+        return str(value)
+    if isinstance(value, celtypes.ListType | list):
+        return [to_json(v, depth + 1) for v in value]
+    if isinstance(value, celtypes.MapType | dict):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, celtypes.StringType | str):
+                raise ValueError("a map key is not a string (JSON keys are strings)")
+            out[str(key)] = to_json(item, depth + 1)
+        return out
+    raise ValueError(f"a {type(value).__name__.removesuffix('Type').lower()} is not a JSON value")
 
 
 def _cel_error(exc: Any) -> str:
