@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
+from workflows.bounds import OutputTokens
 from workflows.budget import BudgetLimits
 from workflows.call_options import CallOptions
 from workflows.campaign.errors import CampaignError
@@ -55,6 +56,7 @@ __all__ = [
 
 SCHEMA = "ponder-campaign/1"
 DEFAULT_MIN_PAIRS = 20
+MAX_MIN_PAIRS = 1_000_000
 DEFAULT_ROPE = 0.02
 # A cell costs ~20 history events (child start/close, capture check, scoring): 1,000 cells stay
 # well under half of Temporal's 50,000-event limit without continue-as-new.
@@ -121,7 +123,7 @@ class SingleConfig(StrictModel):
     prompt_style: Style | None = None
     system: str | None = None
     temperature: float | None = Field(default=None, ge=0)
-    max_output_tokens: int | None = Field(default=None, ge=1)
+    max_output_tokens: OutputTokens | None = None
     base_url: str | None = None
 
 
@@ -174,7 +176,7 @@ class CampaignDocument(StrictModel):
     route: Route = Route()
     preregistration_hash: str | None = None
     commit_sha: str | None = None
-    min_pairs: int = Field(default=DEFAULT_MIN_PAIRS, ge=1)
+    min_pairs: int = Field(default=DEFAULT_MIN_PAIRS, ge=1, le=MAX_MIN_PAIRS)
     rope: float = Field(default=DEFAULT_ROPE, ge=0)
     budget: BudgetLimits = BudgetLimits()
     calls: CallOptions = Field(

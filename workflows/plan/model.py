@@ -23,6 +23,7 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
+from workflows.bounds import MAX_BUDGET_TOKENS, MAX_BUDGET_USD, MAX_CALLS, MAX_WALL_MS
 from workflows.plan.refs import ARG_KEY_PATTERN
 from workflows.tournament.profiles import Profile
 
@@ -299,10 +300,10 @@ STEP_MODELS: dict[str, type[BaseModel]] = {
 class PlanBudget(_Strict):
     """Run limits; unset calls and wall_ms default to the plan's computed reservations."""
 
-    calls: int | None = Field(default=None, ge=1, le=10_000_000)
-    tokens: int | None = Field(default=None, ge=1)
-    usd: float | None = Field(default=None, gt=0)
-    wall_ms: int | None = Field(default=None, ge=1)
+    calls: int | None = Field(default=None, ge=1, le=MAX_CALLS)
+    tokens: int | None = Field(default=None, ge=1, le=MAX_BUDGET_TOKENS)
+    usd: float | None = Field(default=None, gt=0, le=MAX_BUDGET_USD)
+    wall_ms: int | None = Field(default=None, ge=1, le=MAX_WALL_MS)
 
 
 class LoopPlanOrigin(_Strict):

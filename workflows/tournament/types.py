@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from workflows.bounds import BudgetTokens, BudgetUsd, CallCount, OutputTokens, Seed
 from workflows.budget import BudgetLimits, BudgetSpent
 from workflows.call_options import CallOptions
 from workflows.inputs import StrictModel
@@ -102,13 +103,13 @@ class TournamentInput(StrictModel):
     concurrency: Concurrency = Concurrency()
     rank: RankBlock | None = None
     schedule: Schedule = "k-regular"
-    seed: int | None = Field(default=None, description="None: drawn once and recorded")
+    seed: Seed | None = Field(default=None, description="None: drawn once and recorded")
     run_id: str | None = None
     include_raw_outputs: bool = False
     on_budget_exhausted: OnBudgetExhausted = "pause"
     invalid_json_retries: int = Field(default=1, ge=0, le=MAX_INVALID_JSON_RETRIES)
     critique_chars: int = Field(default=16_000, ge=MIN_CRITIQUE_CHARS, le=MAX_CRITIQUE_CHARS)
-    output_token_caps: dict[str, int] = Field(
+    output_token_caps: dict[str, OutputTokens] = Field(
         default={}, description="max_output_tokens per call by prompt role; unset: built-in caps"
     )
     include_prompts: bool = Field(
@@ -227,10 +228,10 @@ class ExtendBudgetInput(StrictModel):
     decode it themselves, so a malformed one is refused (update) or recorded as refused (signal).
     """
 
-    max_calls: int | None = None
-    max_input_tokens: int | None = None
-    max_output_tokens: int | None = None
-    max_usd: float | None = None
+    max_calls: CallCount | None = None
+    max_input_tokens: BudgetTokens | None = None
+    max_output_tokens: BudgetTokens | None = None
+    max_usd: BudgetUsd | None = None
 
 
 class ExtendBudgetResult(BaseModel):

@@ -1,0 +1,123 @@
+"""Every number workflow input sets has a documented ceiling and is refused beyond it at decode
+(``input.invalid``, naming the field), and an integer anywhere in an input must fit in 64 bits.
+
+Pure: the decoders the workflows call, run directly (microseconds). The hostile reproductions
+through the real ``temporal`` binary are in ``tests/hostile/test_sizes.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from workflows import bounds
+from workflows.ask_types import AskInput
+from workflows.campaign.document import CampaignDocument
+from workflows.inputs import InputInvalid, decode_json, out_of_range_integer
+from workflows.plan.run_types import ExtendPlanBudgetInput, PlanRunInput
+from workflows.tournament.types import ExtendBudgetInput, TournamentInput
+
+ASK = {"question": "q"}
+TOURNAMENT = {"task": "t", "profile": "quick"}
+PLAN = {"plan": {"schema": "ponder-plan/1", "steps": []}}
+CAMPAIGN = {
+    "schema": "ponder-campaign/1",
+    "campaign_id": "c",
+    "variants": [{"id": "v", "kind": "single", "config": {"model": "sim:default"}}],
+    "scenarios": [{"id": "s", "task": "t", "scorer": {"kind": "exact", "expected": "x"}}],
+}
+
+# (model, base input, the field's path, its ceiling): the ceiling decodes, one more is refused.
+CEILINGS: list[tuple[type[BaseModel], dict[str, Any], tuple[str, ...], int | float]] = [
+    (AskInput, ASK, ("seed",), bounds.MAX_SEED),
+    (AskInput, ASK, ("max_output_tokens",), bounds.MAX_OUTPUT_TOKENS),
+    (TournamentInput, TOURNAMENT, ("seed",), bounds.MAX_SEED),
+    (TournamentInput, TOURNAMENT, ("rank", "max_calls"), bounds.MAX_CALLS),
+    (TournamentInput, TOURNAMENT, ("output_token_caps", "judge"), bounds.MAX_OUTPUT_TOKENS),
+    (TournamentInput, TOURNAMENT, ("budget", "max_calls"), bounds.MAX_CALLS),
+    (TournamentInput, TOURNAMENT, ("budget", "max_input_tokens"), bounds.MAX_BUDGET_TOKENS),
+    (TournamentInput, TOURNAMENT, ("budget", "max_output_tokens"), bounds.MAX_BUDGET_TOKENS),
+    (TournamentInput, TOURNAMENT, ("budget", "max_usd"), bounds.MAX_BUDGET_USD),
+    (ExtendBudgetInput, {}, ("max_calls",), bounds.MAX_CALLS),
+    (ExtendBudgetInput, {}, ("max_input_tokens",), bounds.MAX_BUDGET_TOKENS),
+    (ExtendBudgetInput, {}, ("max_output_tokens",), bounds.MAX_BUDGET_TOKENS),
+    (ExtendBudgetInput, {}, ("max_usd",), bounds.MAX_BUDGET_USD),
+    (PlanRunInput, PLAN, ("seed",), bounds.MAX_SEED),
+    (PlanRunInput, PLAN, ("budget", "calls"), bounds.MAX_CALLS),
+    (PlanRunInput, PLAN, ("budget", "wall_ms"), bounds.MAX_WALL_MS),
+    (PlanRunInput, PLAN, ("budget", "tokens"), bounds.MAX_BUDGET_TOKENS),
+    (PlanRunInput, PLAN, ("budget", "usd"), bounds.MAX_BUDGET_USD),
+    (ExtendPlanBudgetInput, {}, ("calls",), bounds.MAX_CALLS),
+    (ExtendPlanBudgetInput, {}, ("wall_ms",), bounds.MAX_WALL_MS),
+    (CampaignDocument, CAMPAIGN, ("budget", "max_calls"), bounds.MAX_CALLS),
+    (CampaignDocument, CAMPAIGN, ("min_pairs",), 1_000_000),
+]
+
+
+def with_value(base: dict[str, Any], path: tuple[str, ...], value: object) -> str:
+    doc = json.loads(json.dumps(base))
+    target = doc
+    for key in path[:-1]:
+        target = target.setdefault(key, {})
+    target[path[-1]] = value
+    return json.dumps(doc)
+
+
+@pytest.mark.parametrize(
+    ("model", "base", "path", "ceiling"),
+    CEILINGS,
+    ids=[f"{m.__name__}.{'.'.join(p)}" for m, _, p, _ in CEILINGS],
+)
+def test_each_number_decodes_up_to_its_ceiling_and_is_refused_beyond(
+    model: type[BaseModel], base: dict[str, Any], path: tuple[str, ...], ceiling: float
+) -> None:
+    decode_json(model, with_value(base, path, ceiling))
+    beyond = ceiling * 2 if isinstance(ceiling, float) else ceiling + 1
+    with pytest.raises(InputInvalid) as info:
+        decode_json(model, with_value(base, path, beyond))
+    assert info.value.code == "input.invalid"
+    assert f"{'.'.join(path)}: Input should be less than or equal to" in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("model", "raw", "needle"),
+    [
+        # The issue's reproductions: each started, then failed 32 s later in an activity.
+        (AskInput, '{"question":"q","seed":1e38}', "seed: "),
+        (AskInput, '{"question":"q","seed":100000000000000000000000000000000000000}', "seed: "),
+        (AskInput, '{"question":"q","max_output_tokens":1e30}', "max_output_tokens: "),
+        (TournamentInput, json.dumps(TOURNAMENT | {"seed": 2**70}), "seed: "),
+        (AskInput, '{"question":"q","seed":-1}', "seed: Input should be greater than or equal"),
+    ],
+)
+def test_the_issues_integers_are_refused_at_decode(
+    model: type[BaseModel], raw: str, needle: str
+) -> None:
+    with pytest.raises(InputInvalid) as info:
+        decode_json(model, raw)
+    assert needle in info.value.message
+
+
+def test_an_integer_anywhere_must_fit_in_64_bits() -> None:
+    # Plan arguments are free JSON: no field ceiling applies, the backstop does.
+    raw = json.dumps(PLAN | {"args": {"n": [1, {"deep": 2**64}]}})
+    with pytest.raises(InputInvalid) as info:
+        decode_json(PlanRunInput, raw)
+    assert info.value.message == (
+        "PlanRunInput: args.n.1.deep: integer out of range: give one from -2**63 to "
+        "2**63 - 1 (got 18446744073709551616)"
+    )
+    assert decode_json(PlanRunInput, json.dumps(PLAN | {"args": {"n": 2**63 - 1}}))
+    with pytest.raises(InputInvalid, match=r"args\.n: integer out of range"):
+        decode_json(PlanRunInput, json.dumps(PLAN | {"args": {"n": -(2**63) - 1}}))
+
+
+def test_the_backstop_walks_deep_nesting_without_recursion() -> None:
+    value: object = 2**80
+    for _ in range(50_000):
+        value = [value]
+    assert out_of_range_integer({"a": value}) == ("a" + ".0" * 50_000, 2**80)
+    assert out_of_range_integer({"a": [True, 3, "x", None, 1.5]}) is None
