@@ -8,15 +8,24 @@ through the real ``temporal`` binary are in ``tests/hostile/test_sizes.py``.
 from __future__ import annotations
 
 import json
+import math
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
+from activities.config import Endpoint, load_settings
+from activities.errors import ConfigError, TransportError
+from activities.pricing import cost_usd
+from activities.providers.base import CallContext
+from activities.providers.openai import OpenAIProvider
+from tests.fakes import openai_completion
 from workflows import bounds
 from workflows.ask_types import AskInput
 from workflows.campaign.document import CampaignDocument
 from workflows.inputs import InputInvalid, decode_json, out_of_range_integer
+from workflows.model_types import ModelRequest, Price, Usage
 from workflows.plan.run_types import ExtendPlanBudgetInput, PlanRunInput
 from workflows.tournament.types import ExtendBudgetInput, TournamentInput
 
@@ -121,3 +130,65 @@ def test_the_backstop_walks_deep_nesting_without_recursion() -> None:
         value = [value]
     assert out_of_range_integer({"a": value}) == ("a" + ".0" * 50_000, 2**80)
     assert out_of_range_integer({"a": [True, 3, "x", None, 1.5]}) is None
+
+
+# -- prices ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rate", [1e308, -1e308, -5.0, bounds.MAX_USD_PER_MTOK * 1.001])
+@pytest.mark.parametrize("field", ["input", "output", "cache_hit", "long_context_output"])
+def test_a_price_is_finite_non_negative_and_below_its_ceiling(rate: float, field: str) -> None:
+    prices = {"openai:x": {"input": 1.0, "output": 1.0} | {field: rate}}
+    with pytest.raises(InputInvalid) as info:
+        decode_json(TournamentInput, json.dumps(TOURNAMENT | {"prices": prices}))
+    assert f"prices.openai:x.{field}: Input should be" in info.value.message
+
+
+def test_a_price_in_ponder_toml_is_held_to_the_same_rule(tmp_path: Path) -> None:
+    config = tmp_path / "ponder.toml"
+    config.write_text('[prices."openai:x"]\ninput = 1e308\noutput = 1.0\n')
+    with pytest.raises(ConfigError, match=r"prices\.openai:x\.input: Input should be less than"):
+        load_settings(config, home=str(tmp_path))
+    config.write_text('[providers.openai.prices."x"]\ninput = -1.0\noutput = 1.0\n')
+    with pytest.raises(ConfigError, match=r"providers\.openai\.prices\.x\.input: Input should"):
+        load_settings(config, home=str(tmp_path))
+
+
+def test_spend_stays_finite_and_non_negative_at_every_ceiling() -> None:
+    dearest = Price(
+        input=bounds.MAX_USD_PER_MTOK,
+        output=bounds.MAX_USD_PER_MTOK,
+        cache_hit=bounds.MAX_USD_PER_MTOK,
+        long_context_threshold=0,
+        long_context_input=bounds.MAX_USD_PER_MTOK,
+        long_context_output=bounds.MAX_USD_PER_MTOK,
+    )
+    # A caller's usage beyond what providers may report is read at the ceiling, never beyond.
+    huge = Usage(input_tokens=10**400, output_tokens=10**400, cache_hit_tokens=10**400)
+    one_call = cost_usd(dearest, huge)
+    assert one_call == 2 * bounds.MAX_USAGE_TOKENS * bounds.MAX_USD_PER_MTOK / 1e6
+    assert math.isfinite(one_call * bounds.MAX_CALLS)
+    odd = Usage(input_tokens=-10, output_tokens=-10, cache_hit_tokens=50)
+    assert cost_usd(dearest, odd) == 0.0
+    assert (
+        cost_usd(Price(input=2.0, output=4.0), Usage(input_tokens=10**6, output_tokens=10**6)) == 6
+    )
+
+
+def test_a_provider_reporting_more_tokens_than_the_ceiling_is_a_broken_envelope() -> None:
+    ctx = CallContext(
+        call_id="r/p/0/0",
+        call_key="p/0/0",
+        run_id="r",
+        phase="p",
+        attempt=0,
+        provider_name="local",
+        model_name="m",
+        endpoint=Endpoint(kind="openai", base_url="http://127.0.0.1:9/v1"),
+        api_key=None,
+        http=None,  # type: ignore[arg-type]  (parsing sends nothing)
+        raw_events=None,  # type: ignore[arg-type]
+    )
+    body = openai_completion("hi") | {"usage": {"prompt_tokens": 10**30, "completion_tokens": 1}}
+    with pytest.raises(TransportError, match="not a chat completion"):
+        OpenAIProvider().parse_response(body, ModelRequest(model="local:m", prompt="p"), ctx)

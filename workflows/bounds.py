@@ -35,6 +35,7 @@ __all__ = [
     "CallCount",
     "OutputTokens",
     "Seed",
+    "UsageTokens",
     "UsdPerMTok",
     "WallMs",
 ]
@@ -78,5 +79,6 @@ OutputTokens = Annotated[int, Field(ge=1, le=MAX_OUTPUT_TOKENS)]
 CallCount = Annotated[int, Field(ge=0, le=MAX_CALLS)]
 BudgetTokens = Annotated[int, Field(ge=0, le=MAX_BUDGET_TOKENS)]
 BudgetUsd = Annotated[float, Field(ge=0, le=MAX_BUDGET_USD)]
-UsdPerMTok = Annotated[float, Field(ge=0, le=MAX_USD_PER_MTOK)]
+UsdPerMTok = Annotated[float, Field(ge=0, le=MAX_USD_PER_MTOK, allow_inf_nan=False)]
+UsageTokens = Annotated[int, Field(ge=0, le=MAX_USAGE_TOKENS)]
 WallMs = Annotated[int, Field(ge=0, le=MAX_WALL_MS)]
