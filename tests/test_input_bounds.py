@@ -9,24 +9,30 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
-from activities.config import Endpoint, load_settings
+from activities.config import Endpoint, Settings, load_settings
 from activities.errors import ConfigError, TransportError
 from activities.pricing import cost_usd
 from activities.providers.base import CallContext
 from activities.providers.openai import OpenAIProvider
+from activities.providers.registry import resolve_model
 from tests.fakes import openai_completion
 from workflows import bounds
+from workflows import sim_options as bounds_sim
 from workflows.ask_types import AskInput
 from workflows.campaign.document import CampaignDocument
+from workflows.campaign.document import validate_value as validate_campaign
 from workflows.inputs import InputInvalid, decode_json, out_of_range_integer
 from workflows.model_types import ModelRequest, Price, Usage
 from workflows.plan.run_types import ExtendPlanBudgetInput, PlanRunInput
+from workflows.plan.validate import validate_text as validate_plan
+from workflows.sim_options import SimOptions
 from workflows.tournament.types import ExtendBudgetInput, TournamentInput
 
 ASK = {"question": "q"}
@@ -192,3 +198,94 @@ def test_a_provider_reporting_more_tokens_than_the_ceiling_is_a_broken_envelope(
     body = openai_completion("hi") | {"usage": {"prompt_tokens": 10**30, "completion_tokens": 1}}
     with pytest.raises(TransportError, match="not a chat completion"):
         OpenAIProvider().parse_response(body, ModelRequest(model="local:m", prompt="p"), ctx)
+
+
+# -- sim options -------------------------------------------------------------------------------
+
+SIM_REFUSALS = [
+    ("chars=100000000000", "sim chars=100000000000 must be between 0 and 100000 characters"),
+    ("chars=100001", "must be between 0 and 100000 characters"),
+    ("chars=-1", "must be between 0 and 100000 characters"),
+    ("chars=1e11", "sim chars '1e11' needs a whole number"),
+    ("latency=fixed:600001", "sim latency fixed 600001 ms must be between 0 and 600000 ms"),
+    ("latency=fixed:1e308", "must be between 0 and 600000 ms"),
+    ("latency=fixed:inf", "must be a finite number"),
+    ("latency=uniform:5-9999999", "sim latency uniform bound 9999999 ms must be between"),
+    ("latency=uniform:20-5", "give the lower bound first"),
+    ("latency=lognormal:9999999,1", "sim latency lognormal median 9999999 ms must be between"),
+    ("latency=lognormal:50,40", "sim lognormal sigma 40 must be between 0 and 3"),
+    ("latency=sometimes", "is not 0, fixed:MS, uniform:A-B or lognormal:MEDIAN_MS,SIGMA"),
+    ("accuracy=0.9999", "sim accuracy=0.9999 must be above 0.5 and at most 0.999"),
+    ("accuracy=nan", "must be a finite number"),
+    ("invalid_json_rate=2", "sim invalid_json_rate=2 must be between 0 and 1"),
+    ("color=blue", "is not one of accuracy=, latency=, invalid_json_rate=, chars="),
+]
+
+
+@pytest.mark.parametrize(("option", "needle"), SIM_REFUSALS, ids=[c[0] for c in SIM_REFUSALS])
+def test_a_sim_option_past_its_bound_is_refused_at_decode(option: str, needle: str) -> None:
+    with pytest.raises(InputInvalid) as info:
+        decode_json(AskInput, json.dumps({"question": "q", "model": f"sim:default,{option}"}))
+    assert info.value.message.startswith("AskInput: model: Value error, ")
+    assert needle in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("model", "base", "path"),
+    [
+        (TournamentInput, TOURNAMENT, ("model",)),
+        (TournamentInput, TOURNAMENT, ("models", "judge")),
+        (PlanRunInput, PLAN, ("executors", "claude")),
+        (CampaignDocument, CAMPAIGN, ("variants",)),
+    ],
+)
+def test_every_input_that_names_a_model_checks_sim_options(
+    model: type[BaseModel], base: dict[str, Any], path: tuple[str, ...]
+) -> None:
+    spec = "sim:default,chars=100000000000"
+    value: object = spec
+    if path == ("variants",):  # a single-shot variant's model
+        value = [{"id": "v", "kind": "single", "config": {"model": spec}}]
+        raw = with_value(base, path, value)
+        problems = validate_campaign(json.loads(raw)).errors
+        assert any("chars=100000000000 must be between" in p.message for p in problems)
+        return
+    with pytest.raises(InputInvalid, match="chars=100000000000 must be between 0 and 100000"):
+        decode_json(model, with_value(base, path, value))
+
+
+def test_a_plan_step_model_checks_sim_options() -> None:
+    document = {
+        "schema": "ponder-plan/1",
+        "name": "p",
+        "steps": [
+            {
+                "id": "a",
+                "kind": "agent",
+                "prompt": "p",
+                "model": "sim:default,latency=fixed:99999999",
+            }
+        ],
+    }
+    problems = validate_plan(json.dumps(document)).errors
+    assert any("fixed 99999999 ms must be between 0 and 600000" in p.message for p in problems)
+
+
+def test_sim_options_at_their_ceilings_parse_and_lognormal_takes_its_comma() -> None:
+    spec = "sim:default,chars=100000,accuracy=0.999,invalid_json_rate=1,latency=uniform:0-600000"
+    assert decode_json(AskInput, json.dumps({"question": "q", "model": spec})).model == spec
+    options = SimOptions.parse("default,latency=lognormal:600000,3,chars=5")
+    assert (options.latency, options.chars) == ("lognormal:600000,3", 5)
+    draws = [options.latency_ms(random.Random(i)) for i in range(200)]
+    assert max(draws) == bounds_sim.MAX_SIM_LATENCY_MS  # a long tail is cut at the ceiling
+
+
+def test_a_workers_own_sim_endpoint_is_held_to_the_same_bounds(settings: Settings) -> None:
+    # Decode checks the built-in sim: name; a kind = "sim" endpoint under another name is
+    # refused when the call resolves it, before any text is built (provider.config).
+    custom = settings.model_copy(
+        update={"providers": settings.providers | {"fast": Endpoint(kind="sim")}}
+    )
+    with pytest.raises(ConfigError, match="chars=100000000000 must be between"):
+        resolve_model("fast:default,chars=100000000000", custom)
+    assert resolve_model("fast:default,chars=10", custom).endpoint.kind == "sim"

@@ -10,6 +10,7 @@ from workflows.bounds import OutputTokens, Seed
 from workflows.call_options import CallOptions
 from workflows.inputs import StrictModel
 from workflows.model_types import DEFAULT_MODEL, ModelResponse
+from workflows.sim_options import ModelSpec
 
 __all__ = ["AskInput", "AskResult", "AskRole"]
 
@@ -18,7 +19,7 @@ AskRole = Literal["ask", "generate", "judge", "mutate", "finalize"]
 
 class AskInput(StrictModel):
     question: str = Field(min_length=1)
-    model: str = Field(default=DEFAULT_MODEL, min_length=1)
+    model: ModelSpec = Field(default=DEFAULT_MODEL, min_length=1)
     system: str | None = None
     temperature: float | None = Field(default=None, ge=0)
     max_output_tokens: OutputTokens | None = None

@@ -27,6 +27,7 @@ from workflows.inputs import StrictModel
 from workflows.plan.document import parse_text
 from workflows.plan.errors import join_path
 from workflows.plan.validate import validate_document as validate_plan
+from workflows.sim_options import ModelSpec
 from workflows.tournament.prompts import Style
 
 __all__ = [
@@ -100,7 +101,7 @@ class CommandScorer(StrictModel):
 
 class JudgeScorer(StrictModel):
     kind: Literal["judge"]
-    model: str = Field(min_length=1)
+    model: ModelSpec = Field(min_length=1)
     rubric: str = Field(min_length=1)
 
 
@@ -119,7 +120,7 @@ Scorer = Annotated[
 class SingleConfig(StrictModel):
     """One model call; its text is the answer."""
 
-    model: str = Field(min_length=1)
+    model: ModelSpec = Field(min_length=1)
     prompt_style: Style | None = None
     system: str | None = None
     temperature: float | None = Field(default=None, ge=0)

@@ -27,6 +27,7 @@ from workflows.bounds import (
 )
 from workflows.call_options import CallOptions
 from workflows.inputs import StrictModel
+from workflows.sim_options import ModelSpec
 
 __all__ = [
     "ExtendPlanBudgetInput",
@@ -85,7 +86,7 @@ class PlanRunInput(StrictModel):
         default=None, description="the workspace root on the worker (the plan's own wins)"
     )
     budget: PlanBudgetOverride | None = None
-    executors: dict[str, str] = Field(
+    executors: dict[str, ModelSpec] = Field(
         default_factory=dict, description="family -> provider:model (--executor FAMILY=SPEC)"
     )
     default_family: str | None = Field(default=None, description="for steps without a model")

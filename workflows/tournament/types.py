@@ -12,6 +12,7 @@ from workflows.budget import BudgetLimits, BudgetSpent
 from workflows.call_options import CallOptions
 from workflows.inputs import StrictModel
 from workflows.model_types import DEFAULT_MODEL, Price, Usage
+from workflows.sim_options import ModelSpec
 from workflows.tournament.critique import MIN_CRITIQUE_CHARS
 from workflows.tournament.profiles import Profile, RankBlock
 from workflows.tournament.prompts import PromptOverrides, Style
@@ -55,10 +56,10 @@ GIVEN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 class RoleModels(StrictModel):
     """A model per role; None falls back to ``TournamentInput.model``. No finalizer if None."""
 
-    generate: str | None = None
-    judge: str | None = None
-    mutate: str | None = None
-    finalize: str | None = None
+    generate: ModelSpec | None = None
+    judge: ModelSpec | None = None
+    mutate: ModelSpec | None = None
+    finalize: ModelSpec | None = None
 
 
 class Concurrency(StrictModel):
@@ -94,7 +95,7 @@ class TournamentInput(StrictModel):
     rubric: str | None = None
     profile: str | None = Field(default="quick", description="quick | balanced | paper")
     custom: Profile | None = Field(default=None, description="n, k, t, m, lambda; beats profile")
-    model: str = DEFAULT_MODEL
+    model: ModelSpec = DEFAULT_MODEL
     models: RoleModels = RoleModels()
     prompt_style: Style = "general"
     prompts: PromptOverrides | None = None
