@@ -39,9 +39,7 @@ from workflows.names import ASK
         ({"../x": "q.provider.../x"}, "is not a rate-limit queue"),
     ],
 )
-def test_input_names_only_a_providers_rate_limit_queue(
-    queues: dict[str, str], needle: str
-) -> None:
+def test_input_names_only_a_providers_rate_limit_queue(queues: dict[str, str], needle: str) -> None:
     raw = json.dumps({"question": "q", "calls": {"provider_queues": queues}})
     with pytest.raises(InputInvalid) as info:
         decode_json(AskInput, raw)
