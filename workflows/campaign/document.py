@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
+from workflows.bounds import OutputTokens
 from workflows.budget import BudgetLimits
 from workflows.call_options import CallOptions
 from workflows.campaign.errors import CampaignError
@@ -26,6 +27,7 @@ from workflows.inputs import StrictModel
 from workflows.plan.document import parse_text
 from workflows.plan.errors import join_path
 from workflows.plan.validate import validate_document as validate_plan
+from workflows.sim_options import ModelSpec
 from workflows.tournament.prompts import Style
 
 __all__ = [
@@ -55,6 +57,7 @@ __all__ = [
 
 SCHEMA = "ponder-campaign/1"
 DEFAULT_MIN_PAIRS = 20
+MAX_MIN_PAIRS = 1_000_000
 DEFAULT_ROPE = 0.02
 # A cell costs ~20 history events (child start/close, capture check, scoring): 1,000 cells stay
 # well under half of Temporal's 50,000-event limit without continue-as-new.
@@ -98,7 +101,7 @@ class CommandScorer(StrictModel):
 
 class JudgeScorer(StrictModel):
     kind: Literal["judge"]
-    model: str = Field(min_length=1)
+    model: ModelSpec = Field(min_length=1)
     rubric: str = Field(min_length=1)
 
 
@@ -117,11 +120,11 @@ Scorer = Annotated[
 class SingleConfig(StrictModel):
     """One model call; its text is the answer."""
 
-    model: str = Field(min_length=1)
+    model: ModelSpec = Field(min_length=1)
     prompt_style: Style | None = None
     system: str | None = None
     temperature: float | None = Field(default=None, ge=0)
-    max_output_tokens: int | None = Field(default=None, ge=1)
+    max_output_tokens: OutputTokens | None = None
     base_url: str | None = None
 
 
@@ -174,7 +177,7 @@ class CampaignDocument(StrictModel):
     route: Route = Route()
     preregistration_hash: str | None = None
     commit_sha: str | None = None
-    min_pairs: int = Field(default=DEFAULT_MIN_PAIRS, ge=1)
+    min_pairs: int = Field(default=DEFAULT_MIN_PAIRS, ge=1, le=MAX_MIN_PAIRS)
     rope: float = Field(default=DEFAULT_ROPE, ge=0)
     budget: BudgetLimits = BudgetLimits()
     calls: CallOptions = Field(
