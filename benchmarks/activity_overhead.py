@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import tempfile
 import time
 import uuid
@@ -145,6 +146,8 @@ async def direct_provider(calls: int, http: httpx.AsyncClient) -> None:
 async def activity_without_server(calls: int, activities: ModelActivities) -> None:
     """The ``call_model`` activity body (resolve, raw-event log, heartbeats) without a server."""
     env = ActivityEnvironment()
+    # As scheduled by workflow "no-server": an activity writes only its workflow's run directory.
+    env.info = dataclasses.replace(env.info, workflow_id="no-server")
     for index in range(calls):
         await env.run(activities.call_model, bench_call("no-server", index))
 

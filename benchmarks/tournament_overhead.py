@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import dataclasses
 import functools
 import io
 import pstats
@@ -605,6 +606,8 @@ async def offline_timings(
     )
     writer = TournamentArtifactActivities(RunStore(scratch))
     env = ActivityEnvironment()
+    # As scheduled by the recorded run: an activity writes only its workflow's run directory.
+    env.info = dataclasses.replace(env.info, workflow_id=last.run_id)
     total = 0.0
     for snap in snaps:
         total += await _median_ms_async(
