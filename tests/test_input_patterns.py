@@ -164,3 +164,22 @@ def test_value_size_bounds() -> None:
     value, problem = parse_resume_value(f'"{big}"', typed=True)
     assert value is None and problem is not None and f"{MAX_VALUE_BYTES} limit" in problem
     assert parse_resume_value('{"n": 4}', typed=True) == ({"n": 4}, None)
+
+
+# -- fixed patterns over model output (workflow code) -----------------------------------------
+
+
+def test_fence_scans_over_model_output_are_linear() -> None:
+    """A judge reply or step output is text from outside too: the fence scans were quadratic on
+    Python's re (an unclosed fence and 32,000 characters: 7 s and 2 s, in workflow code)."""
+    from workflows.plan.refs import extract_json
+    from workflows.tournament.judge_parse import JudgeParseError, parse_judge_output
+
+    began = time.monotonic()
+    with pytest.raises(JudgeParseError):
+        parse_judge_output("```" + "x" * 131_072)
+    with pytest.raises(ValueError):
+        extract_json("```\n" + " " * 1_000_000 + "x")
+    assert time.monotonic() - began < 1
+    assert extract_json('```json\n{"a": 1}\n```') == {"a": 1}
+    assert extract_json("  ```\n[1]\n```  \n") == [1]
