@@ -22,6 +22,7 @@ from activities.plan.files import PlanFileActivities
 from activities.plan.probes import FileProbeActivities
 from activities.plan.roots import worker_roots
 from activities.plan.workspace import WorkspaceActivities
+from activities.routes import task_queue_polled
 from activities.run_store import RunFileActivities, RunStore
 from activities.tournament.artifacts import TournamentArtifactActivities
 from activities.tournament.fit import adaptive_batch, fit_leaderboard
@@ -89,6 +90,7 @@ async def running_worker(
             FileProbeActivities(roots).probe_files,
             CelActivities(cel).evaluate_cel,
             PlanFileActivities(store).write_plan_files,
+            task_queue_polled,
         ]
         workers = [
             Worker(
