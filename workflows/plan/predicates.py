@@ -20,7 +20,15 @@ from typing import Any
 
 from workflows.plan.expressions import analyse
 from workflows.plan.gates import defang
-from workflows.plan.model import AgentStep, FanoutStep, Judged, Plan, SetStep
+from workflows.plan.model import (
+    AgentStep,
+    EnsureFileContains,
+    EnsureFileExists,
+    FanoutStep,
+    Judged,
+    Plan,
+    SetStep,
+)
 from workflows.plan.refs import extract_json
 
 __all__ = [
@@ -28,6 +36,7 @@ __all__ = [
     "Scope",
     "bindings",
     "bound_bytes",
+    "file_predicates",
     "iteration_prompt",
     "judge_prompt",
     "judge_reason",
@@ -49,6 +58,17 @@ class Scope:
     item: Any = None
     item_index: int | None = None
     iteration: int | None = None
+
+
+def file_predicates(plan: Plan) -> bool:
+    """Whether a step checks files (``file_exists`` / ``file_contains``): the run needs a
+    workspace for them, as for declared artifacts."""
+    return any(
+        isinstance(p, EnsureFileExists | EnsureFileContains)
+        for s in plan.steps
+        if isinstance(s, AgentStep | SetStep)
+        for p in s.ensure
+    )
 
 
 def judged_route_key(step_id: str, index: int) -> str:
