@@ -283,6 +283,21 @@ LOOP_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
     ("loop.unsupported", lambda d: d["fanouts"][0].update(overflow="spill"), "fanouts[0].overflow"),
     ("loop.unsupported", lambda d: d["steps"][2].update({"x-role": "judge"}), "steps[2].x-role"),
     (
+        "loop.unsupported",
+        lambda d: d["steps"][1].update(ensure=[{"expr": "true"}]),
+        "steps[1].ensure",
+    ),
+    (
+        "loop.unsupported",
+        lambda d: d["steps"][1].update(iterate={"max": 2, "until": "true"}),
+        "steps[1].iterate",
+    ),
+    (
+        "loop.unsupported",
+        lambda d: d["steps"].append({"stepId": "s", "kind": "set", "set": {"a": "1"}}),
+        "steps[7].kind",
+    ),
+    (
         "loop.fold_unknown",
         lambda d: d["gates"].append({"stepId": "ghost", "maxRedos": 1}),
         "gates[1].stepId",
