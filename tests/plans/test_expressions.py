@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 import celpy
 import pytest
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from activities.plan.cel_child import to_cel, to_json
+from client.plan_cli import plan as plan_cli
 from tests.plans.run_helpers import agent, plan_doc
 from workflows.plan.boundaries import boundaries, plan_totals
 from workflows.plan.errors import CODES
@@ -277,3 +280,16 @@ def test_conversions_refuse_what_json_cannot_hold() -> None:
         to_json(celpy.celtypes.BytesType(b"x"))
     with pytest.raises(ValueError, match="key is not a string"):
         to_json(celpy.celtypes.MapType({celpy.celtypes.IntType(1): celpy.celtypes.IntType(2)}))
+
+
+def test_ponder_plan_validate_refuses_with_the_expression_codes(tmp_path: Path) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_text(
+        "schema: ponder-plan/1\nname: p\nsteps:\n"
+        "  - {id: a, kind: agent, prompt: go, ensure: [{expr: \"timestamp('x') > 0\"}]}\n"
+        "  - {id: s, kind: set, deps: [a], set: {v: 'steps[\"a\"] + result'}}\n"
+    )
+    result = CliRunner().invoke(plan_cli, ["validate", str(path)])
+    assert result.exit_code == 2
+    assert "steps[0].ensure[0].expr: [expr.function]" in result.output
+    assert "steps[1].set.v: [expr.unknown_name] result is not bound here" in result.output

@@ -228,3 +228,21 @@ async def test_each_iteration_has_its_own_retries(
     result: PlanRunResult = await run(client, worker_queue, plan)
     assert result.outputs["grow"] == '{"score": 5}'
     assert dispatches(trace(settings.runs_dir, result.run_id), "grow") == 4
+
+
+async def test_a_chain_member_checks_its_own_item(
+    client: Client, worker_queue: str, settings: Settings
+) -> None:
+    plan = plan_doc(
+        {"id": "fan", "kind": "fanout",
+         "fanout": {"over": ["a", "b"], "chain": ["fan.echo"], "concurrency": 1, "join": "any"}},
+        agent("fan.echo", "Echo the item.", '{"v": "a"}', '{"v": "x"}', out="V",
+              ensure=[{"expr": "result.v == item && item_index < 2"}]),
+        contracts={"V": {"v": "string"}},
+        budget={"calls": 2},  # the default counts a chain member once, not per item
+    )  # fmt: skip
+    result = await run(client, worker_queue, plan)
+    assert result.outputs["fan"] == ['{"v": "a"}', None]  # item 1's branch failed its ensure
+    rows = trace(settings.runs_dir, result.run_id)
+    items = [(r["data"]["item"], r["data"]["holds"]) for r in rows if r["type"] == "ensure.checked"]
+    assert items == [(0, True), (1, False)]

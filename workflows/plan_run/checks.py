@@ -121,9 +121,18 @@ def _shown(value: Any) -> str:
 
 
 def _event(
-    record: PlanRecord, step_id: str, index: int, form: str, holds: bool, reason: str
+    record: PlanRecord,
+    step_id: str,
+    scope: Scope,
+    index: int,
+    form: str,
+    holds: bool,
+    reason: str,
 ) -> None:
-    record.event("ensure.checked", step=step_id, index=index, form=form, holds=holds, reason=reason)
+    item = {} if scope.item_index is None else {"item": scope.item_index}
+    record.event(
+        "ensure.checked", step=step_id, index=index, form=form, holds=holds, reason=reason, **item
+    )
 
 
 async def check_ensures(
@@ -154,7 +163,7 @@ async def check_ensures(
             form = "file_exists" if isinstance(predicate, EnsureFileExists) else "file_contains"
             probe = files[k]
             if probe.escapes:
-                _event(record, step.id, k, form, False, probe.reason)
+                _event(record, step.id, scope, k, form, False, probe.reason)
                 raise PlanFailure(
                     Reason.ARTIFACT_PATH_ESCAPES_ROOT,
                     f"{step.id}: ensure[{k}] {form}: {probe.reason}",
@@ -163,13 +172,13 @@ async def check_ensures(
             holds, reason = probe.holds, probe.reason
         else:
             continue
-        _event(record, step.id, k, form, holds, reason)
+        _event(record, step.id, scope, k, form, holds, reason)
         if not holds:
             return CheckFailure(form, reason, k, identical_stops=form == "expr")
     for k, predicate in enumerate(step.ensure):
         if isinstance(predicate, EnsureJudged) and isinstance(step, AgentStep):
             holds, reason = await _judge(dispatcher, step, k, predicate, output, scope)
-            _event(record, step.id, k, "judged", holds, reason)
+            _event(record, step.id, scope, k, "judged", holds, reason)
             if not holds:
                 return CheckFailure("judged", reason, k, identical_stops=True)
     return None
