@@ -27,7 +27,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from workflows.plan.boundaries import boundaries, plan_totals
-from workflows.plan.expressions import analyse, warm
+from workflows.plan.expressions import analyse
 from workflows.plan.model import Plan
 from workflows.plan.rules import check_plan
 from workflows.plan.validate import load_plan, validate_document, validate_text
@@ -143,7 +143,6 @@ def main() -> None:
     args = parser.parse_args()
     if args.smoke:
         args.repeats, args.steps = 1, [20]
-    warm()  # the parser is built once per process (a worker does it at start)
     print(f"{'steps':>6} {'what':<28} {'median ms':>10} {'min ms':>8} {'cpu ms':>8}")
     for steps in args.steps:
         doc = make_plan(steps)

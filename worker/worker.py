@@ -31,7 +31,6 @@ from workflows.ask import AskWorkflow
 from workflows.call_options import provider_task_queue
 from workflows.campaign.workflow import CampaignWorkflow
 from workflows.names import TASK_QUEUE
-from workflows.plan.expressions import warm as warm_expressions
 from workflows.plan_run.workflow import PlanRunWorkflow
 from workflows.tournament.workflow import TournamentWorkflow
 
@@ -71,9 +70,8 @@ async def running_worker(
         campaign_cells = CampaignCellActivities(settings)
         campaign_files = CampaignArtifactActivities(store)
         workspace = WorkspaceActivities(roots)
-        # Plan expressions: parsed in workflow code (built now, not in a workflow task) and
-        # evaluated in one child process this worker owns (started on first use).
-        await asyncio.to_thread(warm_expressions)
+        # Plan expressions are evaluated in one child process this worker owns (started on
+        # first use); their parser was built when the workflows were imported.
         cel = CelEvaluator()
         activities: list[Callable[..., Any]] = [
             model.call_model,

@@ -49,7 +49,6 @@ __all__ = [
     "Analysis",
     "analyse",
     "unknown_names",
-    "warm",
 ]
 
 MAX_CHARS = 2_000
@@ -94,7 +93,6 @@ _CHAIN = frozenset(
 # operation, so these are not counted again.
 _OPERATORS = re.compile(r"^(relation|addition|multiplication)_[a-z]+$|^unary_(not|neg)$")
 _lock = threading.Lock()
-_parser: Lark | None = None
 
 
 def _grammar() -> str:
@@ -106,9 +104,6 @@ def _grammar() -> str:
     return (Path(next(iter(spec.submodule_search_locations))) / "cel.lark").read_text()
 
 
-_GRAMMAR = _grammar()  # read at import (worker start), never inside a workflow task
-
-
 def _bool_literals(token: Token) -> Token:
     # cel-python's own lexer callback: `true`/`false` are literals, not identifiers.
     if token.value in ("true", "false"):
@@ -116,27 +111,18 @@ def _bool_literals(token: Token) -> Token:
     return token
 
 
-def _get_parser() -> Lark:
-    global _parser
-    if _parser is None:
-        # The options of cel-python's parser (same language, same trees), minus its debug and
-        # position tracking, which only cost time here.
-        _parser = Lark(
-            _GRAMMAR,
-            parser="lalr",
-            start="expr",
-            g_regex_flags=re.M,
-            lexer_callbacks={"IDENT": _bool_literals},
-            maybe_placeholders=False,
-            priority="invert",
-        )
-    return _parser
-
-
-def warm() -> None:
-    """Build the parser now (~0.2 s), e.g. at worker start, not in the first workflow task."""
-    with _lock:
-        _get_parser()
+# Built at import (~0.2 s): the worker imports this before any workflow task runs, so no task
+# (and no replay) pays for it inside Temporal's deadlock window. The options are cel-python's
+# (same language, same trees) without its debug and position tracking, which only cost time.
+_PARSER = Lark(
+    _grammar(),
+    parser="lalr",
+    start="expr",
+    g_regex_flags=re.M,
+    lexer_callbacks={"IDENT": _bool_literals},
+    maybe_placeholders=False,
+    priority="invert",
+)
 
 
 @dataclass(frozen=True)
@@ -384,7 +370,7 @@ def analyse(text: str) -> Analysis:
         return Analysis((("expr.syntax", "the expression is empty; fix: write one"),))
     try:
         with _lock:
-            tree = _get_parser().parse(text)
+            tree = _PARSER.parse(text)
     except LarkError as exc:
         return Analysis(
             (("expr.syntax", f"{_syntax_message(exc, text)}; fix: correct the CEL syntax"),)

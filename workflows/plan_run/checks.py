@@ -129,10 +129,11 @@ def _event(
     holds: bool,
     reason: str,
 ) -> None:
-    item = {} if scope.item_index is None else {"item": scope.item_index}
-    record.event(
-        "ensure.checked", step=step_id, index=index, form=form, holds=holds, reason=reason, **item
-    )
+    data: dict[str, Any] = {"step": step_id, "index": index, "form": form}
+    data |= {"holds": holds, "reason": reason}
+    if scope.item_index is not None:
+        data["item"] = scope.item_index
+    record.event("ensure.checked", **data)
 
 
 async def check_ensures(
