@@ -246,3 +246,14 @@ async def test_a_chain_member_checks_its_own_item(
     rows = trace(settings.runs_dir, result.run_id)
     items = [(r["data"]["item"], r["data"]["holds"]) for r in rows if r["type"] == "ensure.checked"]
     assert items == [(0, True), (1, False)]
+
+
+async def test_an_unroutable_judge_is_refused_at_preflight(
+    client: Client, worker_queue: str
+) -> None:
+    plan = plan_doc(
+        agent("w", "Write.", "ok", ensure=[{"judged": {"statement": "s", "model": "opus"}}]),
+    )
+    error = await failure(client, worker_queue, plan)  # no executor for the claude family
+    assert error.type == "plan-model-unroutable"
+    assert "w ensure[0] judged (model opus)" in error.message
