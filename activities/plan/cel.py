@@ -60,7 +60,10 @@ class _ChildGone(Exception):
 
 
 def _encode(message: Any) -> bytes:
-    body = json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode()
+    # A lone surrogate (a model may send "\ud800") can only sit inside a JSON string, where
+    # backslashreplace writes it as the JSON escape it came from: the child reads it back.
+    text = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+    body = text.encode("utf-8", "backslashreplace")
     return _HEADER.pack(len(body)) + body
 
 

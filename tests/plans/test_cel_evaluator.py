@@ -139,3 +139,12 @@ def test_probes(tmp_path: Path) -> None:
     assert check("out")[:2] == (False, True)
     assert check("../outside.txt")[:2] == (False, True)
     assert check("/etc/passwd")[:2] == (False, True)
+
+
+async def test_a_lone_surrogate_is_carried_not_a_crash(evaluator: CelEvaluator) -> None:
+    from workflows.plan.predicates import bound_bytes
+
+    values = {"result": {"t": "a\ud800b"}}
+    assert bound_bytes(values) == len('{"result":{"t":"a\\ud800b"}}')
+    result = await evaluator.evaluate(["size(result.t)", "result.t.startsWith('a')"], values)
+    assert [(o.ok, o.value) for o in result.outcomes] == [(True, 3), (True, True)]

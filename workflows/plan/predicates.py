@@ -134,7 +134,9 @@ def bindings(
 
 
 def bound_bytes(values: Mapping[str, Any]) -> int:
-    return len(json.dumps(values, separators=(",", ":"), ensure_ascii=False).encode())
+    """UTF-8 bytes of the bound JSON (a lone surrogate counts as its escape, never raises)."""
+    text = json.dumps(values, separators=(",", ":"), ensure_ascii=False)
+    return len(text.encode("utf-8", "backslashreplace"))
 
 
 def result_of(step: AgentStep | SetStep, text: Any) -> Any:

@@ -102,7 +102,9 @@ async def evaluate(expressions: list[str], values: dict[str, Any]) -> list[CelOu
     except ActivityError as exc:
         error = f"the evaluator failed: {exc.cause or exc}"
         return [CelOutcome(ok=False, error=error[:500]) for _ in expressions]
-    return result.outcomes
+    missing = CelOutcome(ok=False, error="the evaluator gave no answer for it")
+    outcomes = result.outcomes[: len(expressions)]
+    return outcomes + [missing] * (len(expressions) - len(outcomes))
 
 
 def _holds(outcome: CelOutcome) -> tuple[bool, str]:
