@@ -205,7 +205,7 @@ async def replayed(
             text = recorded.response.get("text")
             if text is None:
                 text = orjson.dumps(recorded.response.get("body")).decode()
-            raise error_for_status(httpx.Response(status, text=text), ctx)
+            raise error_for_status(httpx.Response(status, text=text), ctx, text)
         return implementation.parse_response(recorded.response["body"], request, ctx)
     if replay.on_miss == "network":
         return await implementation.request(request, ctx)

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from workflows.bounds import MAX_JSON_CHARS
+
 __all__ = [
     "ARG_KEY_PATTERN",
     "Ref",
@@ -120,7 +122,13 @@ def whole_reference(text: str) -> Ref | None:
 
 
 def extract_json(text: str) -> Any:
-    """The JSON value in a model's output: code fences stripped; raises ValueError."""
+    """The JSON value in a model's output: code fences stripped; raises ValueError, also for
+    text over ``MAX_JSON_CHARS`` (never parsed: workflow code must stay cheap per output)."""
+    if len(text) > MAX_JSON_CHARS:
+        raise ValueError(
+            f"{len(text)} characters, over the {MAX_JSON_CHARS} parsed as JSON: answer with a "
+            "shorter JSON value"
+        )
     fenced = _FENCE.match(text)
     return json.loads(fenced.group(1) if fenced else text)
 
