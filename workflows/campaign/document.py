@@ -13,7 +13,6 @@ types, which this module must not).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, get_args
 
@@ -24,6 +23,7 @@ from workflows.budget import BudgetLimits
 from workflows.call_options import CallOptions
 from workflows.campaign.errors import CampaignError
 from workflows.inputs import StrictModel
+from workflows.patterns import pattern_problem
 from workflows.plan.document import parse_text
 from workflows.plan.errors import join_path
 from workflows.plan.validate import validate_document as validate_plan
@@ -83,6 +83,8 @@ class NumericScorer(StrictModel):
 
 
 class RegexScorer(StrictModel):
+    """Passes (1.0) when ``pattern`` matches anywhere in the answer, on RE2 (linear time)."""
+
     kind: Literal["regex"]
     pattern: str = Field(min_length=1)
 
@@ -155,7 +157,7 @@ class Scenario(StrictModel):
 class Route(StrictModel):
     """What every HTTP provider a variant uses must satisfy (checked before any cell runs)."""
 
-    allow: list[str] = Field(default=[], description="base URL prefixes or re:<regex>")
+    allow: list[str] = Field(default=[], description="base URL prefixes or re:<regex> (RE2)")
     block: list[str] = Field(default=[], description="base URL prefixes or re:<regex>; wins")
     provider: str | None = Field(default=None, description="the provider kind expected")
     require_explicit_base_url: bool = True
@@ -278,6 +280,7 @@ def semantic_errors(doc: CampaignDocument) -> list[CampaignError]:
         errors += _variant_errors(variant, join_path("variants", i))
     for i, scenario in enumerate(doc.scenarios):
         errors += _scorer_errors(scenario, join_path("scenarios", i, "scorer"))
+    errors += _route_errors(doc.route)
     cells = len(doc.variants) * len(doc.scenarios) * len(doc.seeds)
     if cells > MAX_CELLS:
         errors.append(
@@ -357,17 +360,22 @@ def _scorer_errors(scenario: Scenario, path: str) -> list[CampaignError]:
             )
         ]
     if isinstance(scorer, RegexScorer):
-        try:
-            re.compile(scorer.pattern)
-        except re.error as exc:
-            return [
-                CampaignError(
-                    "scorer.pattern",
-                    join_path(path, "pattern"),
-                    f"the pattern does not compile ({exc}); fix: correct the regular expression",
-                )
-            ]
+        problem = pattern_problem(scorer.pattern)
+        if problem is not None:
+            return [CampaignError("scorer.pattern", join_path(path, "pattern"), problem)]
     return []
+
+
+def _route_errors(route: Route) -> list[CampaignError]:
+    """Each ``re:`` rule compiles with RE2 here, so none is first compiled when a base URL is
+    checked against it."""
+    errors = []
+    for name in ("allow", "block"):
+        for i, rule in enumerate(getattr(route, name)):
+            problem = pattern_problem(rule[3:]) if rule.startswith("re:") else None
+            if problem is not None:
+                errors.append(CampaignError("route.pattern", join_path("route", name, i), problem))
+    return errors
 
 
 _CODE_OF_TYPE = {
