@@ -8,9 +8,11 @@ are checked directly.
 from __future__ import annotations
 
 import json
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 from temporalio.client import Client, WorkflowFailureError
@@ -111,3 +113,40 @@ def test_a_plan_steps_json_output_is_parsed_from_at_most_131072_characters() -> 
     assert len(value) <= MAX_JSON_CHARS and extract_json(value)["items"]
     with pytest.raises(ValueError, match=f"over the {MAX_JSON_CHARS} parsed as JSON"):
         extract_json(" " * MAX_JSON_CHARS + value)
+
+
+@pytest.mark.parametrize(
+    ("script", "expected"),
+    [
+        # 64 MiB on stdout: killed at 1 MiB, never held whole.
+        ("import sys\nfor _ in range(1024): sys.stdout.write('x' * 65536)\n", None),
+        # Megabytes on stderr only keep their tail; the answer is the stdout.
+        ("import sys\nsys.stderr.write('e' * 8_000_000)\nprint('ok')\n", "ok\n"),
+    ],
+    ids=["stdout", "stderr"],
+)
+async def test_a_command_agents_output_is_bounded_like_a_body(
+    client: Client, settings: Settings, tmp_path: Path, script: str, expected: str | None
+) -> None:
+    agent = tmp_path / "agent.py"
+    agent.write_text(script)
+    endpoint = Endpoint(kind="command", argv=[sys.executable, str(agent)], timeout_s=60)
+    settings = with_endpoint(settings, "agent", endpoint)
+    queue = f"test-{uuid.uuid4()}"
+    async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
+        run = client.execute_workflow(
+            ASK,
+            AskInput(question="q", model="agent:x"),
+            id=f"agent-{uuid.uuid4().hex[:8]}",
+            task_queue=queue,
+            result_type=AskResult,
+        )
+        if expected is not None:
+            assert (await run).response.text == expected
+            return
+        with pytest.raises(WorkflowFailureError) as info:
+            await run
+    cause = info.value.cause
+    assert isinstance(cause, ApplicationError)
+    assert cause.type == "provider.response_too_large"
+    assert "printed more than 1048576 bytes" in cause.message
