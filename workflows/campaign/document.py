@@ -55,6 +55,7 @@ __all__ = [
 
 SCHEMA = "ponder-campaign/1"
 DEFAULT_MIN_PAIRS = 20
+MAX_ANALYSIS_SEED = 2**63 - 1
 DEFAULT_ROPE = 0.02
 # A cell costs ~20 history events (child start/close, capture check, scoring): 1,000 cells stay
 # well under half of Temporal's 50,000-event limit without continue-as-new.
@@ -176,6 +177,13 @@ class CampaignDocument(StrictModel):
     commit_sha: str | None = None
     min_pairs: int = Field(default=DEFAULT_MIN_PAIRS, ge=1)
     rope: float = Field(default=DEFAULT_ROPE, ge=0)
+    analysis_seed: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_ANALYSIS_SEED,
+        description="the seed of the report's bootstrap resamples, each variant's stream derived "
+        "from it and the variant id (default: a fixed seed)",
+    )
     budget: BudgetLimits = BudgetLimits()
     calls: CallOptions = Field(
         default_factory=CallOptions, description="scheduling of every model call of every cell"
