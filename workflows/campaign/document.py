@@ -31,7 +31,9 @@ from workflows.tournament.prompts import Style
 __all__ = [
     "DEFAULT_MIN_PAIRS",
     "DEFAULT_ROPE",
+    "MAX_ANALYSIS_SEED",
     "MAX_CELLS",
+    "MAX_JUDGE_SCALE",
     "SCHEMA",
     "CampaignDocument",
     "CommandScorer",
@@ -56,6 +58,7 @@ __all__ = [
 SCHEMA = "ponder-campaign/1"
 DEFAULT_MIN_PAIRS = 20
 MAX_ANALYSIS_SEED = 2**63 - 1
+MAX_JUDGE_SCALE = 1000.0
 DEFAULT_ROPE = 0.02
 # A cell costs ~20 history events (child start/close, capture check, scoring): 1,000 cells stay
 # well under half of Temporal's 50,000-event limit without continue-as-new.
@@ -98,9 +101,18 @@ class CommandScorer(StrictModel):
 
 
 class JudgeScorer(StrictModel):
+    """A judge model grades the answer against the rubric on ``[0, scale]``; the score is the
+    grade divided by the scale, and a grade outside the scale fails the cell's scoring."""
+
     kind: Literal["judge"]
     model: str = Field(min_length=1)
     rubric: str = Field(min_length=1)
+    scale: float = Field(
+        default=1.0,
+        gt=0,
+        le=MAX_JUDGE_SCALE,
+        description="the top of the judge's grade (1, 10, 100...); the prompt asks for it",
+    )
 
 
 class SimTruthScorer(StrictModel):
