@@ -188,6 +188,7 @@ def summary_json(input: CampaignArtifactsInput, analysis: Analysis) -> str:
             "planned": input.planned_cells,
             "recorded": len(input.records),
             "failed": sum(1 for r in input.records if r.failure_class is not None),
+            "unsettled": sum(1 for r in input.records if r.failure_class == "unsettled"),
         },
         "decisions": analysis.decisions,
         "recommendation": analysis.recommendation,
