@@ -40,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.raw_events import RawEventLog
     from client.connect import connect
     from client.embedded import EmbeddedServer
+    from workflows.call_options import CallOptions
     from workflows.model_calls import call_model
 
 MODEL = "sim:default"
@@ -75,7 +76,7 @@ async def one_call(input: BenchInput, index: int) -> None:
             start_to_close_timeout=timedelta(minutes=1),
         )
     else:
-        await call_model(call)
+        await call_model(call, CallOptions())
 
 
 @workflow.defn(name="BenchSequentialCalls")
@@ -229,7 +230,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny sizes: a few seconds, for the test suite"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.calls, args.concurrency = 20, 4
     with tempfile.TemporaryDirectory(prefix="ponder-bench-") as tmp:
         rows = asyncio.run(measure(args.calls, args.concurrency, Path(tmp)))
     print_table(rows)

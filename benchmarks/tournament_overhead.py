@@ -77,6 +77,7 @@ with workflow.unsafe.imports_passed_through():
     from client.connect import connect
     from client.embedded import EmbeddedServer
     from worker.worker import WorkerOptions, running_worker
+    from workflows.call_options import CallOptions
     from workflows.model_calls import call_model
     from workflows.names import TOURNAMENT
     from workflows.tournament import rng
@@ -170,7 +171,7 @@ class BareTournament:
                     call = CallModelInput(
                         run_id=input.run_id, phase=f"p{phase}", index=index, request=request
                     )
-                    return (await call_model(call)).text
+                    return (await call_model(call, CallOptions())).text
                 return await workflow.execute_activity(
                     TRIVIAL, index, result_type=str, start_to_close_timeout=timedelta(minutes=1)
                 )
@@ -874,7 +875,12 @@ def main() -> None:
     parser.add_argument(
         "--cprofile", action="store_true", help="also profile one more real run with cProfile"
     )
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny sizes: a few seconds, for the test suite"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.repeat, args.no_variants = 1, True
     with tempfile.TemporaryDirectory(prefix="ponder-bench-") as tmp:
         results = asyncio.run(measure(Path(tmp), args.repeat, not args.no_variants, args.cprofile))
     print_results(results)

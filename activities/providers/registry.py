@@ -14,7 +14,7 @@ from activities.providers.base import Provider
 from activities.providers.command import CommandProvider
 from activities.providers.openai import OpenAIProvider
 from activities.providers.replay import ReplayProvider
-from activities.providers.sim import SimOptions, SimProvider
+from activities.providers.sim import SimProvider, sim_options
 from workflows.model_types import DEFAULT_MODEL, Price
 from workflows.run_ids import run_id_problem
 
@@ -91,7 +91,7 @@ def resolve_model(
     if endpoint.kind == "command" and not endpoint.argv:
         raise _command_refused(spec)
     if endpoint.kind == "sim":
-        SimOptions.parse(model)
+        sim_options(model)
     if endpoint.kind == "replay":
         model = str(replay_source(model, settings))
     api_key = read_secret(endpoint.api_key_env) if endpoint.api_key_env else None

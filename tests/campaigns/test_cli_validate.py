@@ -107,3 +107,15 @@ def test_dry_run_uses_a_pilots_spread(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     # The differences alternate 0 and 0.1: SD 0.05270.
     assert f"SD of paired differences 0.0527 (pilot {pilot})" in result.output
+
+
+def test_patterns_re2_refuses_exit_2_with_their_paths(tmp_path: Path) -> None:
+    doc = document(route={"block": ["re:(?<=x)y"]})
+    doc["scenarios"][0]["scorer"] = {"kind": "regex", "pattern": "("}
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(doc))
+    result = CliRunner().invoke(campaign, ["validate", str(path)])
+    assert result.exit_code == 2
+    refusal = "[scorer.pattern] the pattern does not compile with RE2 (missing )"
+    assert f"scenarios[0].scorer.pattern: {refusal}" in result.output
+    assert "route.block[0]: [route.pattern] " in result.output

@@ -16,6 +16,7 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from workflows.inputs import INPUT_INVALID, InputInvalid
+    from workflows.json_schemas import value_problem
     from workflows.names import (
         QUERY_EVENTS,
         QUERY_STATUS,
@@ -35,7 +36,6 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.ledger import PlanLedger
     from workflows.plan.model import Plan
     from workflows.plan.reasons import Reason
-    from workflows.plan.routing import check_value
     from workflows.plan.run_record import PlanRecord
     from workflows.plan.run_types import (
         ExtendPlanBudgetInput,
@@ -129,7 +129,7 @@ class PlanRunState:
             schema = self.typed_args[key]
             value, problem = parse_resume_value(raw, typed=schema is not None)
             if problem is None and schema is not None:
-                problem = check_value(value, schema, key)
+                problem = value_problem(value, schema, key)
             if problem is not None:
                 return {}, f"{key}: {problem}"
             parsed[key] = value
