@@ -9,7 +9,6 @@ plots are inline SVG (no network assets).
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from temporalio import activity
 
+from activities.heartbeats import in_thread
 from activities.reports import render_page
 from activities.run_store import RunDirRefused, RunIdInvalid, RunStore, check_writer, refusal
 from workflows.campaign.records import RunRecord
@@ -192,6 +192,7 @@ def summary_json(input: CampaignArtifactsInput, analysis: Analysis) -> str:
             "planned": input.planned_cells,
             "recorded": len(input.records),
             "failed": sum(1 for r in input.records if r.failure_class is not None),
+            "unsettled": sum(1 for r in input.records if r.failure_class == "unsettled"),
         },
         "decisions": analysis.decisions,
         "recommendation": analysis.recommendation,
@@ -218,7 +219,7 @@ class CampaignArtifactActivities:
             check_writer(input.run_id)
         except (RunIdInvalid, RunDirRefused) as exc:
             raise refusal(exc) from None
-        return await asyncio.to_thread(self.write, input)
+        return await in_thread(self.write, input)
 
     def write(self, input: CampaignArtifactsInput) -> CampaignArtifactsResult:
         analysis, files = render_report(ReportDesign.of(input), input.records)

@@ -31,10 +31,12 @@ from workflows.sim_options import ModelSpec
 from workflows.tournament.prompts import Style
 
 __all__ = [
+    "DEFAULT_DRAIN_TIMEOUT_S",
     "DEFAULT_MIN_PAIRS",
     "DEFAULT_ROPE",
     "MAX_ANALYSIS_SEED",
     "MAX_CELLS",
+    "MAX_DRAIN_TIMEOUT_S",
     "MAX_JUDGE_SCALE",
     "SCHEMA",
     "CampaignDocument",
@@ -66,6 +68,10 @@ DEFAULT_ROPE = 0.02
 # A cell costs ~20 history events (child start/close, capture check, scoring): 1,000 cells stay
 # well under half of Temporal's 50,000-event limit without continue-as-new.
 MAX_CELLS = 1_000
+DEFAULT_DRAIN_TIMEOUT_S = 30.0
+MAX_DRAIN_TIMEOUT_S = 600.0
+"""How long a stopping campaign (cancelled, or stopped by a genuine error) waits for its running
+cells to drain their in-flight calls; a cell still draining then is recorded ``unsettled``."""
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 # What the campaign sets on each tournament cell itself; a config that sets them is refused.
 TOURNAMENT_OWNED = (
@@ -202,6 +208,12 @@ class CampaignDocument(StrictModel):
         "from it and the variant id (default: a fixed seed)",
     )
     budget: BudgetLimits = BudgetLimits()
+    drain_timeout_s: float = Field(
+        default=DEFAULT_DRAIN_TIMEOUT_S,
+        gt=0,
+        le=MAX_DRAIN_TIMEOUT_S,
+        description="once stopping, how long running cells may take to settle their calls",
+    )
     calls: CallOptions = Field(
         default_factory=CallOptions, description="scheduling of every model call of every cell"
     )
