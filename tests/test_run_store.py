@@ -19,7 +19,9 @@ from activities.run_store import (
 from workflows.run_ids import RUN_ID_INVALID, check_run_id, run_id_problem
 
 
-@pytest.mark.parametrize("run_id", ["../../etc", "a/b", "", ".x", "-x", "x" * 129, "é"])
+@pytest.mark.parametrize(
+    "run_id", ["../../etc", "a/b", "", ".x", "-x", "x" * 129, "é", "abc\n", "x" * 128 + "\n"]
+)
 def test_run_id_validator_refuses_with_its_code(run_id: str) -> None:
     problem = run_id_problem(run_id)
     assert problem is not None
