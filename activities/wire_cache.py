@@ -92,7 +92,7 @@ def recording_files(run_id: str, settings: Settings) -> list[Path]:
             names = sorted(
                 e.name
                 for e in os.scandir(root)
-                if own.match(e.name) and e.is_dir(follow_symlinks=False)
+                if own.fullmatch(e.name) and e.is_dir(follow_symlinks=False)
             )
         except OSError:
             continue

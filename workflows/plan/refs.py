@@ -63,7 +63,7 @@ Segment = str | Ref
 def _parse_ref(body: str) -> Ref:
     if body.startswith("input."):
         key, *path = body[len("input.") :].split(".")
-        if not _ARG_KEY.match(key):
+        if not _ARG_KEY.fullmatch(key):
             raise RefError(f"${{{body}}}: input key {key!r} must match {ARG_KEY_PATTERN}")
         return Ref("input", key, _check_path(body, path))
     if body.startswith("steps."):
@@ -73,7 +73,7 @@ def _parse_ref(body: str) -> Ref:
         if match is None:
             raise RefError(f"${{{body}}}: a step reference ends in .output (form {FORMS})")
         step_id, tail = rest[: match.start()], rest[match.end() :]
-        if not _STEP_ID.match(step_id):
+        if not _STEP_ID.fullmatch(step_id):
             raise RefError(f"${{{body}}}: {step_id!r} is not a step id ([a-z0-9_.:-]{{1,64}})")
         path = tail[1:].split(".") if tail else []
         return Ref("steps", step_id, _check_path(body, path))
@@ -82,7 +82,7 @@ def _parse_ref(body: str) -> Ref:
 
 def _check_path(body: str, path: list[str]) -> tuple[str, ...]:
     for part in path:
-        if not _PATH_PART.match(part):
+        if not _PATH_PART.fullmatch(part):
             raise RefError(f"${{{body}}}: path part {part!r} must be a key or an index")
     return tuple(path)
 
