@@ -24,6 +24,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.model_types import CallModelInput, ModelRequest, ModelResponse
     from workflows.plan.boundaries import stage_timeout_ms
     from workflows.plan.contracts import check_output
+    from workflows.plan.gates import defang
     from workflows.plan.ledger import BudgetInvariantViolated, PlanLedger
     from workflows.plan.model import AgentStep, GateStep, Plan
     from workflows.plan.prompts import assemble_prompt, invocation_id, retry_feedback
@@ -105,7 +106,9 @@ class Dispatcher:
             self.plan.contracts.get(step.out) if isinstance(step, AgentStep) and step.out else None
         )
         try:
-            rendered = render(step.prompt or "", inputs=inputs, outputs=outputs)
+            # Every spliced value is defanged, a reference inside a gate's own prompt too, so
+            # no upstream text can arrive as a verdict line.
+            rendered = render(step.prompt or "", inputs=inputs, outputs=outputs, splice=defang)
         except RefError as exc:
             raise PlanFailure(Reason.MALFORMED_OUTPUT, str(exc), step=step.id) from None
         upstream = outputs.get(step.deps[0]) if len(step.deps) == 1 else None
