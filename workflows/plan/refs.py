@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -165,13 +165,21 @@ def resolve(ref: Ref, *, inputs: Mapping[str, Any], outputs: Mapping[str, Any]) 
     return value
 
 
-def render(text: str, *, inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -> str:
-    """Text with each reference replaced by its value (strings verbatim, others as JSON)."""
+def render(
+    text: str,
+    *,
+    inputs: Mapping[str, Any],
+    outputs: Mapping[str, Any],
+    splice: Callable[[str], str] = str,
+) -> str:
+    """Text with each reference replaced by ``splice`` of its value (strings verbatim, others
+    as JSON); the template's own text is kept as written."""
     parts: list[str] = []
     for segment in parse_template(text):
         if isinstance(segment, str):
             parts.append(segment)
             continue
         value = resolve(segment, inputs=inputs, outputs=outputs)
-        parts.append(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        parts.append(splice(shown))
     return "".join(parts)
