@@ -293,3 +293,18 @@ def test_ponder_plan_validate_refuses_with_the_expression_codes(tmp_path: Path) 
     assert result.exit_code == 2
     assert "steps[0].ensure[0].expr: [expr.function]" in result.output
     assert "steps[1].set.v: [expr.unknown_name] result is not bound here" in result.output
+
+
+def test_the_history_estimate_counts_the_check_activities() -> None:
+    from workflows.plan.limits import EVENTS_PER_ACTIVITY, events_per_invocation
+
+    plain = load_plan(plan_doc(agent("a", "go")))
+    checked = load_plan(
+        plan_doc(
+            agent("a", "go", iterate={"max": 2, "until": "true"},
+                  ensure=[{"expr": "true"}, {"expr": "1 == 1"}, {"file_exists": "x"}]),
+        )
+    )  # fmt: skip
+    assert events_per_invocation(plain.steps[0]) == EVENTS_PER_ACTIVITY
+    # the model call, one evaluate_cel marker, one file probe, one until marker
+    assert events_per_invocation(checked.steps[0]) == 4 * EVENTS_PER_ACTIVITY

@@ -27,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.model_types import CallModelInput, ModelRequest, ModelResponse
     from workflows.plan.boundaries import stage_timeout_ms
     from workflows.plan.contracts import check_output
+    from workflows.plan.gates import defang
     from workflows.plan.ledger import BudgetInvariantViolated, PlanLedger
     from workflows.plan.model import AgentStep, GateStep, Plan
     from workflows.plan.predicates import Scope, result_of
@@ -37,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.run_types import LandedInput, PathsInput, WriteSnapshot
     from workflows.plan_run.checks import check_ensures
     from workflows.plan_run.iterate import iterate
+    from workflows.plan_run.pacing import Pacer
 
 __all__ = ["PROMPT_CEILING_CHARS", "Dispatcher"]
 
@@ -98,6 +100,8 @@ class Dispatcher:
         """Step id -> dispatches of the step in the run (x-sim.outputs picks by it)."""
         self.judge_index: dict[str, int] = {}
         """Step id -> judge calls of its judged ensures in the run (x-sim.judged picks)."""
+        self.pacer = Pacer()
+        """Bounds the invocations one workflow task starts (a region's branches)."""
 
     async def invoke(
         self,
@@ -112,8 +116,11 @@ class Dispatcher:
         contract = (
             self.plan.contracts.get(step.out) if isinstance(step, AgentStep) and step.out else None
         )
+        await self.pacer.start()
         try:
-            rendered = render(step.prompt or "", inputs=inputs, outputs=outputs)
+            # Every spliced value is defanged, a reference inside a gate's own prompt too, so
+            # no upstream text can arrive as a verdict line.
+            rendered = render(step.prompt or "", inputs=inputs, outputs=outputs, splice=defang)
         except RefError as exc:
             raise PlanFailure(Reason.MALFORMED_OUTPUT, str(exc), step=step.id) from None
         upstream = outputs.get(step.deps[0]) if len(step.deps) == 1 else None
@@ -125,6 +132,7 @@ class Dispatcher:
             has_item=item_index is not None,
             upstream=upstream,
         )
+        self.pacer.charge(len(prompt))
         scope = Scope(inputs, outputs, item, item_index)
         if isinstance(step, AgentStep) and step.iterate is not None:
             return await iterate(self, step, prompt, contract, scope)
@@ -144,6 +152,8 @@ class Dispatcher:
         previous: str | None = None
         for n in range(1, attempts + 1):
             last = n == attempts
+            if n > 1:
+                await self.pacer.start()
             if len(prompt) > PROMPT_CEILING_CHARS:
                 raise PlanFailure(
                     Reason.PROMPT_OVER_CEILING,
