@@ -191,7 +191,7 @@ def map_loop_plan(raw: Mapping[str, Any]) -> LoopMapping:
         m.paths[new] = where
         m.paths[join_path(new, "id")] = join_path(where, "stepId")  # also when it is missing
         step: dict[str, Any] = {}
-        if source.get("kind") in PONDER_ONLY_KINDS:
+        if isinstance(source.get("kind"), str) and source["kind"] in PONDER_ONLY_KINDS:
             _err(
                 m,
                 "loop.unsupported",
