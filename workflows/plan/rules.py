@@ -25,7 +25,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from workflows.json_schemas import MAX_DOCUMENT_SCHEMAS_BYTES, json_size, schema_problems
+from workflows.json_schemas import (
+    MAX_DOCUMENT_SCHEMAS_BYTES,
+    MAX_DOCUMENT_SCHEMAS_NODES,
+    json_size,
+    json_values,
+    schema_problems,
+)
 from workflows.plan.boundaries import AnyStep, activated_items, boundaries, unsatisfiable
 from workflows.plan.contracts import parse_type
 from workflows.plan.errors import PlanError, join_path
@@ -93,7 +99,8 @@ class _Checker(StepGraph):
     """The per-kind rules, on top of the graph rules."""
 
     schema_bytes = 0
-    """The pause schemas' JSON so far (their checks together are bounded)."""
+    schema_values = 0
+    """The pause schemas' JSON bytes and values so far (their checks together are bounded)."""
 
     def invocation(self, i: int, step: AgentStep | GateStep) -> None:
         if step.prompt is not None:
@@ -353,14 +360,19 @@ class _Checker(StepGraph):
         if schema is None:
             return
         self.schema_bytes += json_size(schema)
-        if self.schema_bytes > MAX_DOCUMENT_SCHEMAS_BYTES:
+        self.schema_values += json_values(schema)
+        if (
+            self.schema_bytes > MAX_DOCUMENT_SCHEMAS_BYTES
+            or self.schema_values > MAX_DOCUMENT_SCHEMAS_NODES
+        ):
             self.error(
                 "pause.schema",
                 i,
                 "pause",
                 "schema",
                 message=f"the plan's pause schemas together are over "
-                f"{MAX_DOCUMENT_SCHEMAS_BYTES} bytes of JSON; fix: use fewer or smaller schemas",
+                f"{MAX_DOCUMENT_SCHEMAS_BYTES} bytes of JSON or {MAX_DOCUMENT_SCHEMAS_NODES} "
+                "values; fix: use fewer or smaller schemas",
             )
             return
         for problem in schema_problems(schema):
