@@ -84,6 +84,16 @@ def test_dry_run_forecasts_cells_calls_usd_and_power(tmp_path: Path) -> None:
     assert "(the stated default 0.25): 56% to detect an effect of 0.1" in result.output
 
 
+def test_dry_run_power_of_a_large_effect_is_a_number(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(document()))
+    result = CliRunner().invoke(campaign, ["run", str(path), "--dry-run", "--effect", "0.5"])
+    assert result.exit_code == 0, result.output
+    assert "nan" not in result.output
+    # 9 pairs, d = 0.5 / 0.25 = 2: a paired t-test almost surely detects it.
+    assert "(the stated default 0.25): 100% to detect an effect of 0.5" in result.output
+
+
 def test_dry_run_uses_a_pilots_spread(tmp_path: Path) -> None:
     from tests.campaigns.test_stats import record
 

@@ -36,6 +36,7 @@ from workflows.plan.boundaries import AnyStep, activated_items, boundaries, unsa
 from workflows.plan.contracts import parse_type
 from workflows.plan.errors import PlanError, join_path
 from workflows.plan.graph import StepGraph
+from workflows.plan.limits import limit_errors
 from workflows.plan.model import (
     AgentStep,
     FanoutStep,
@@ -80,6 +81,8 @@ def check_plan(plan: Plan) -> list[PlanError]:
     )
     if not errors:
         errors += budget_errors(plan)
+    if not errors:
+        errors += limit_errors(plan)  # the history estimate needs a consistent plan
     return errors
 
 

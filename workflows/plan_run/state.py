@@ -52,7 +52,7 @@ with workflow.unsafe.imports_passed_through():
         ResumeResult,
         RunState,
     )
-    from workflows.raw_input import NO_INPUT, decode_raw
+    from workflows.raw_input import NO_INPUT, decode_run_input
 
 __all__ = ["EVENTS_PAGE", "PlanRunState"]
 
@@ -63,10 +63,10 @@ _STAND_IN = PlanRunInput.model_construct(plan={}, args={})
 class PlanRunState:
     @workflow.init
     def __init__(self, raw: object = NO_INPUT, *extra: object) -> None:
-        decoded = decode_raw(PlanRunInput, raw, extra)
+        decoded = decode_run_input(PlanRunInput, raw, extra)
         self.input_error = decoded if isinstance(decoded, InputInvalid) else None
         self.input = decoded if isinstance(decoded, PlanRunInput) else _STAND_IN
-        self.run_id = self.input.run_id or workflow.info().workflow_id
+        self.run_id = workflow.info().workflow_id  # input.run_id, if given, is the same
         self.record = PlanRecord(now=lambda: workflow.now().isoformat())
         self.state: RunState = "starting"
         self.reason: str | None = None
