@@ -21,7 +21,7 @@ from activities.heartbeats import in_thread
 from activities.reports import render_page
 from activities.run_store import REFUSED, RunStore, check_writer, refusal
 from workflows.campaign.records import RunRecord
-from workflows.campaign.stats import Analysis, analyse
+from workflows.campaign.stats import BOOTSTRAP_SEED, Analysis, analyse
 from workflows.campaign.types import CampaignArtifactsInput, CampaignArtifactsResult
 
 __all__ = [
@@ -58,6 +58,7 @@ class ReportDesign:
     commit_sha: str | None
     status: str
     planned_cells: int
+    analysis_seed: int = BOOTSTRAP_SEED
 
     @classmethod
     def of(cls, input: CampaignArtifactsInput) -> ReportDesign:
@@ -81,6 +82,7 @@ class ReportDesign:
     ) -> ReportDesign:
         """From the campaign document as JSON (``campaign.json`` in the run directory)."""
         variants = [v["id"] for v in doc["variants"]]
+        seed = doc.get("analysis_seed")
         return cls(
             campaign_id=doc["campaign_id"],
             run_id=run_id,
@@ -94,6 +96,7 @@ class ReportDesign:
             commit_sha=doc.get("commit_sha"),
             status=status,
             planned_cells=planned_cells,
+            analysis_seed=BOOTSTRAP_SEED if seed is None else int(seed),
         )
 
 
@@ -148,6 +151,7 @@ def render_report(
         comparator=design.comparator,
         rope=design.rope,
         min_pairs=design.min_pairs,
+        seed=design.analysis_seed,
     )
     context = _context(design, analysis, records)
     simulated = bool(records) and all(r.simulated for r in records)
