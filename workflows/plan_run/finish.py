@@ -71,7 +71,9 @@ async def write_trace(run: PlanRunState, *, final: bool = False) -> None:
     report = workflow.patched(PLAN_REPORT_PATCH)
     await workflow.execute_activity(
         WRITE_PLAN_FILES if report else WRITE_RUN_FILES,
-        WriteRunFilesInput(run_id=run.run_id, files=files),
+        WriteRunFilesInput(
+            run_id=run.run_id, files=files, chain=workflow.info().first_execution_run_id
+        ),
         result_type=list[str],
         start_to_close_timeout=timedelta(minutes=2),
         heartbeat_timeout=HEARTBEAT_TIMEOUT,  # a killed worker: retried within seconds
