@@ -31,6 +31,7 @@ __all__ = [
     "output_ref",
     "render_with",
     "scoped",
+    "step_ids",
 ]
 
 SCOPE_SEP = "/"
@@ -150,3 +151,14 @@ def invocations(plan: Plan) -> Iterator[tuple[str, AgentStep | GateStep]]:
         if isinstance(step, RunStep) and step.flow in plan.flows:
             for child in plan.flows[step.flow].steps:
                 yield scoped(step.id, child.id), child
+
+
+def step_ids(plan: Plan) -> list[str]:
+    """Every id a run's ``status`` shows, in plan order: each step, and after a ``run`` step its
+    children, scoped."""
+    out: list[str] = []
+    for step in plan.steps:
+        out.append(step.id)
+        if isinstance(step, RunStep) and step.flow in plan.flows:
+            out += [scoped(step.id, child.id) for child in plan.flows[step.flow].steps]
+    return out

@@ -75,7 +75,9 @@ async def region(
     tasks = [asyncio.create_task(branch(i, item)) for i, item in enumerate(items)]
     branches = list(await asyncio.gather(*tasks))
     for b in branches:
-        if not b.ok and b.reason in RUN_FATAL:
+        # A chain member spends in the fan-out's ledger: that running out fails the region.
+        if not b.ok and (b.reason in RUN_FATAL or b.reason == Reason.STEP_BUDGET_EXHAUSTED):
+            run.record.steps[step.id] = "failed"
             raise PlanFailure(b.reason or "", b.detail, step=step.id)
     outcome = join(parse_join(step.fanout.join), branches)
     run.record.event(

@@ -21,6 +21,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 
 with workflow.unsafe.imports_passed_through():
     from workflows.names import PLAN_RUN
+    from workflows.plan.flows import step_ids
     from workflows.plan.run_record import PlanFailure, TerminalRoute
     from workflows.plan.run_types import PlanRunResult
     from workflows.plan.validate import validate_document
@@ -53,7 +54,7 @@ class PlanRunWorkflow(PlanRunState):
             raise ApplicationError(detail, type=PLAN_INVALID, non_retryable=True)
         self.plan = plan = validation.plan
         self.wall_started = workflow.now()
-        self.record.steps = {s.id: "pending" for s in plan.steps}
+        self.record.steps = {sid: "pending" for sid in step_ids(plan)}
         try:
             check_start_args(self, plan)
             self.state = "running"
