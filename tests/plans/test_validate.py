@@ -71,6 +71,13 @@ def on_flow(**fields: Any) -> Callable[[Doc], None]:
     return apply
 
 
+def big_walk(doc: Doc) -> None:
+    """Ten run steps of a 1,000-step flow: 10,000 children beside the plan's own steps."""
+    chain = [{"id": f"s{k}", "kind": "agent", "prompt": "x"} for k in range(1000)]
+    doc["flows"] = {"big": {"steps": chain}}
+    doc["steps"] += [{"id": f"r{k}", "kind": "run", "flow": "big"} for k in range(10)]
+
+
 def call(**fields: Any) -> Callable[[Doc], None]:
     """Declare the review flow and a run step calling it, the run step bent."""
 
@@ -284,6 +291,7 @@ DOC_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
     ("contract.unknown", on_flow_header(input="Ghost"), "flows.review.input"),
     ("contract.type", on_flow_header(input={"topic": "strang"}), "flows.review.input.topic"),
     ("field.pattern", top(flows={"Review": FLOW}), "flows.Review"),
+    ("flow.too_large", big_walk, "steps"),
     ("field.unknown", on_flow_header(steps_per_item=3), "flows.review.steps_per_item"),
 ]  # fmt: skip
 

@@ -75,6 +75,7 @@ CODES: dict[str, str] = {
     "flow.with": "a with key (or body ${input.x}) the flow's input contract lacks, or a field "
     "it requires that with does not give",
     "flow.output": "a flow's output must be one ${steps.<id>.output[.path]} of its own steps",
+    "flow.too_large": "the walk (each run step counting its flow's children) is over 10,000 steps",
     "loop.unsupported": "a loop-plan/1 value outside the subset ponder accepts",
     "loop.fold_unknown": "a gates/pauses/fanouts/joins entry names no matching step",
     "loop.fold_duplicate": "two gates/pauses/fanouts/joins entries fold into one step",

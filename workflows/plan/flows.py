@@ -52,6 +52,8 @@ class FlowSignature:
     worst: Reservation | None = None
     """The most invocations and the most wall clock any one child boundary reserves."""
     worst_step: str | None = None
+    size: int = 0
+    """The body's steps: each run step that calls the flow adds them to the walk."""
 
 
 def input_fields(

@@ -44,6 +44,7 @@ from workflows.plan.errors import PlanError, join_path
 from workflows.plan.flows import FlowSignature, input_fields
 from workflows.plan.graph import StepGraph
 from workflows.plan.model import (
+    MAX_STEPS,
     AgentStep,
     FanoutStep,
     FlowHeader,
@@ -609,7 +610,22 @@ def check_steps(
 ) -> list[PlanError]:
     checker = _Checker(steps, ids, contracts, max_rounds)
     checker.flows = flows or {}
-    return checker.run()
+    errors = checker.run()
+    walked = len(steps) + sum(
+        checker.flows[s.flow].size
+        for s in steps
+        if isinstance(s, RunStep) and s.flow in checker.flows
+    )
+    if walked > MAX_STEPS:
+        errors.append(
+            PlanError(
+                "flow.too_large",
+                "steps",
+                f"the walk has {walked} steps counting each run step's flow children, over "
+                f"the {MAX_STEPS} a plan may have; fix: call large flows from fewer run steps",
+            )
+        )
+    return errors
 
 
 def check_body(
@@ -691,7 +707,7 @@ def check_body(
             wall = max(b.reservation.wall_ms for b in walk)
             worst = Reservation(top.reservation.invocations, wall)
             worst_step = top.step_id
-    return errors, FlowSignature(fields, worst, worst_step)
+    return errors, FlowSignature(fields, worst, worst_step, size=len(steps))
 
 
 def _strings(value: object) -> list[str]:
