@@ -13,8 +13,18 @@ import pytest
 from temporalio.client import Client
 
 from activities.config import Settings
-from tests.plans.run_helpers import agent, ended_with, failure, plan_doc, start, status, trace
-from workflows.plan.run_types import PlanRunResult
+from tests.plans.run_helpers import (
+    agent,
+    ended_with,
+    failure,
+    plan_doc,
+    start,
+    status,
+    trace,
+    wait_state,
+)
+from workflows.names import UPDATE_RESOLVE_GATE
+from workflows.plan.run_types import PlanRunResult, ResolveGateInput
 
 GATE = {"kind": "gate", "model": "sim:default", "fail_route": "write", "max_redos": 1}
 REVIEW = {
@@ -71,6 +81,11 @@ async def test_a_run_step_walks_its_flow_inline_with_typed_inputs(
     assert done.steps["r1/check"] == done.steps["r1"] == "settled"
     assert list(done.steps)[:4] == ["find", "r1", "r1/write", "r1/check"]
     assert result.calls == 10  # the default budget counts each call's children
+    graph = json.loads((settings.runs_dir / handle.id / "graph.json").read_text())["steps"]
+    children = {n["id"]: n for n in graph if n.get("flow") == "review"}
+    assert list(children) == ["r1/write", "r1/check", "r2/write", "r2/check"]
+    assert children["r1/write"]["deps"] == ["r1"] and children["r1/check"]["deps"] == ["r1/write"]
+    assert all(n["state"] == "settled" for n in children.values())
 
 
 async def test_with_text_that_is_not_the_contracts_type_fails_malformed_output(
@@ -81,6 +96,28 @@ async def test_with_text_that_is_not_the_contracts_type_fails_malformed_output(
     error = await failure(client, worker_queue, plan, args={"topic": "sea"})
     assert error.type == "malformed-output"
     assert error.message.startswith("r1.with: with.items: the flow's input declares string[]")
+
+
+async def test_exactly_one_reference_passes_the_value_typed(
+    client: Client, worker_queue: str
+) -> None:
+    def plan(tag: str) -> dict[str, Any]:
+        return plan_doc(
+            agent("find", "Count.", '{"n": 3}'),
+            {"id": "r", "kind": "run", "flow": "label", "deps": ["find"], "with": {"tag": tag}},
+            flows={"label": {"input": {"tag": "string"},
+                             "steps": [agent("put", "Label ${input.tag}.")]}},
+        )  # fmt: skip
+
+    error = await failure(client, worker_queue, plan("${steps.find.output.n}"))
+    assert error.type == "malformed-output"  # the number 3 itself, not the text "3"
+    assert error.message == (
+        "r: with does not meet flow 'label''s input: tag: expected string, got int"
+    )
+    result: PlanRunResult = await (
+        await start(client, worker_queue, plan("n=${steps.find.output.n}"))
+    ).result()
+    assert result.outputs["r/put"].startswith("Simulated answer to: Label n=3.")
 
 
 @pytest.mark.parametrize(
@@ -206,3 +243,33 @@ async def test_a_fan_out_ledger_covers_every_item(
     rows = trace(settings.runs_dir, handle.id)
     assert [r["data"]["invocation"] for r in rows if r["type"] == "dispatched"] == ["fan.one:0#1"]
     assert (await status(handle)).steps["fan"] == "failed"
+
+
+@pytest.mark.parametrize("calls", [1, 2])
+async def test_a_revise_re_runs_the_body_in_the_same_ledger(
+    client: Client, worker_queue: str, calls: int
+) -> None:
+    plan = plan_doc(
+        {"id": "r", "kind": "run", "flow": "one", "budget": {"calls": calls}},
+        {"id": "g", "kind": "gate", "deps": ["r"], "gate": {"on_revise": "r", "max_rounds": 1}},
+        flows={"one": {"steps": [agent("a", "Write.", "first", "second")]}},
+        budget={"calls": 2},
+    )
+    handle = await start(client, worker_queue, plan)
+    gate = (await wait_state(handle, "awaiting_gate")).pending_gates[0]
+    assert (await status(handle)).steps["r/a"] == "settled"
+    await handle.execute_update(
+        UPDATE_RESOLVE_GATE, ResolveGateInput(step="g", decision="revise", token=gate.token)
+    )
+    if calls == 1:  # the sub-flow's ledger lives for the run: its one call is spent
+        error = await ended_with(handle)
+        assert error.type == "subflow-budget-exhausted" and "r/a" in error.message
+        return
+    again = await wait_state(handle, "awaiting_gate")
+    assert again.steps["r/a"] == "settled" and again.pending_gates[0].token != gate.token
+    await handle.execute_update(
+        UPDATE_RESOLVE_GATE,
+        ResolveGateInput(step="g", decision="approve", token=again.pending_gates[0].token),
+    )
+    result: PlanRunResult = await handle.result()
+    assert result.outputs["r"] == result.outputs["r/a"] == "second"  # x-sim counts on
