@@ -23,8 +23,8 @@ from tests.plans.run_helpers import (
     trace,
     wait_state,
 )
-from workflows.names import UPDATE_RESOLVE_GATE
-from workflows.plan.run_types import PlanRunResult, ResolveGateInput
+from workflows.names import UPDATE_EXTEND_BUDGET, UPDATE_RESOLVE_GATE
+from workflows.plan.run_types import ExtendPlanBudgetInput, PlanRunResult, ResolveGateInput
 
 GATE = {"kind": "gate", "model": "sim:default", "fail_route": "write", "max_redos": 1}
 REVIEW = {
@@ -273,3 +273,19 @@ async def test_a_revise_re_runs_the_body_in_the_same_ledger(
     )
     result: PlanRunResult = await handle.result()
     assert result.outputs["r"] == result.outputs["r/a"] == "second"  # x-sim counts on
+
+
+async def test_the_runs_ledger_pauses_at_a_child_and_an_extension_continues_the_body(
+    client: Client, worker_queue: str
+) -> None:
+    plan = plan_doc(
+        {"id": "r", "kind": "run", "flow": "two"},
+        flows={"two": {"steps": [agent("one", "First."), agent("two", "Second.")]}},
+        budget={"calls": 1},
+    )
+    handle = await start(client, worker_queue, plan)
+    paused = await wait_state(handle, "awaiting_budget")
+    assert paused.step == "r/two" and paused.budget and "'r/two'" in (paused.budget.need or "")
+    await handle.execute_update(UPDATE_EXTEND_BUDGET, ExtendPlanBudgetInput(calls=2))
+    result: PlanRunResult = await handle.result()
+    assert result.outputs["r"].startswith("Simulated answer to: Second.") and result.calls == 2
