@@ -45,6 +45,7 @@ from workflows.plan.contracts import parse_type
 from workflows.plan.errors import PlanError, join_path
 from workflows.plan.flows import FlowSignature, input_fields
 from workflows.plan.graph import StepGraph
+from workflows.plan.limits import limit_errors
 from workflows.plan.model import (
     MAX_STEPS,
     AgentStep,
@@ -107,6 +108,8 @@ def check_plan(plan: Plan) -> list[PlanError]:
     )
     if not errors:
         errors += budget_errors(plan)
+    if not errors:
+        errors += limit_errors(plan)  # the history estimate needs a consistent plan
     return errors
 
 
@@ -332,7 +335,7 @@ class _Checker(StepGraph):
         self.invocation(i, step)
         route = step.fail_route
         terminal = route is not None and route.startswith("terminal:")
-        if terminal and route is not None and not _TERMINAL.match(route):
+        if terminal and route is not None and not _TERMINAL.fullmatch(route):
             self.error(
                 "gate.route",
                 i,
