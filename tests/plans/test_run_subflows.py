@@ -62,7 +62,7 @@ async def test_a_run_step_walks_its_flow_inline_with_typed_inputs(
     assert out["r2/write"] == 'Simulated answer to: Write about two: ["z"]'
     # the flow's output is its gate's; x-sim counts per scoped id, so each call redid once
     assert out["r1"] == out["r2"] == "GATE: PASS"
-    assert out["after"] == "Simulated answer to: Got GATE: PASS"
+    assert out["after"] == "Simulated answer to: Got (quoted) GATE: PASS"  # spliced, defanged
     rows = trace(settings.runs_dir, handle.id)
     invocations = [r["data"]["invocation"] for r in rows if r["type"] == "dispatched"]
     assert invocations == [
