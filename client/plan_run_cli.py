@@ -46,6 +46,7 @@ from workflows.names import (
 )
 from workflows.plan.run_types import (
     ExtendPlanBudgetInput,
+    LedgerStatus,
     PlanBudgetOverride,
     PlanRunInput,
     PlanRunResult,
@@ -118,11 +119,30 @@ def _table(s: PlanStatus) -> Table:
         table.add_row("tokens", f"{b.input_tokens} in, {b.output_tokens} out, {b.usd:.4f} USD")
         if b.need:
             table.add_row("needs", b.need)
+    for ledger in s.ledgers:
+        table.add_row("ledger", ledger_line(ledger))
     for waiver in s.waivers:
         table.add_row("waiver", waiver)
     for refusal in s.refused[-3:]:
         table.add_row("refused", refusal)
     return table
+
+
+def ledger_line(ledger: LedgerStatus) -> str:
+    """``OWNER (step|subflow): calls 2/3, tokens 40/100, usd 0.0000, wall 120/60000 ms``: spent
+    of each limit the ledger has (a kind without a limit shows what was spent alone)."""
+
+    def part(name: str, spent: float, limit: float | None, unit: str = "") -> str:
+        shown = f"{spent:.4f}" if name == "usd" else f"{int(spent)}"
+        return f"{name} {shown}" + ("" if limit is None else f"/{limit:g}") + unit
+
+    parts = [
+        part("calls", ledger.calls_spent, ledger.calls_limit),
+        part("tokens", ledger.tokens_spent, ledger.tokens_limit),
+        part("usd", ledger.usd_spent, ledger.usd_limit),
+        part("wall", ledger.wall_spent_ms, ledger.wall_limit_ms, " ms"),
+    ]
+    return f"{ledger.owner} ({ledger.scope}): " + ", ".join(parts)
 
 
 def continue_command(s: PlanStatus) -> str:

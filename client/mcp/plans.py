@@ -95,6 +95,8 @@ def status_view(s: PlanStatus) -> dict[str, Any]:
         ]
     if s.budget:
         view["budget"] = s.budget.model_dump()
+    if s.ledgers:
+        view["ledgers"] = [ledger.model_dump() for ledger in s.ledgers]
     if s.error:
         view["error"] = s.error
     if s.state.startswith("awaiting_"):

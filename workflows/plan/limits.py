@@ -18,6 +18,7 @@ The estimate, per boundary (``boundaries``), times the passes the walk can make 
   ``EVENTS_PER_ACTIVITY`` events (scheduled, started, completed, and a workflow task of its own);
 - a region adds one pacing timer per ``STARTS_PER_TASK`` starts (``plan_run/pacing``);
 - a tournament step is a child workflow in the parent's history (its own history is its own);
+- a ``run`` step is its children, each a boundary of its own, per ``run`` step that calls it;
 - a pause, a human gate and each dispatching boundary's possible budget wait write the trace
   and receive a message: ``EVENTS_PER_WAIT``;
 - passes: one, plus every revise round a human gate allows; a human-gate route back to an
@@ -28,11 +29,19 @@ The estimate, per boundary (``boundaries``), times the passes the walk can make 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from workflows.plan.boundaries import MAX_CONCURRENCY, Boundary, boundaries, plan_totals
+from workflows.plan.boundaries import (
+    MAX_CONCURRENCY,
+    AnyStep,
+    Boundary,
+    boundaries,
+    plan_totals,
+)
 from workflows.plan.errors import PlanError
-from workflows.plan.model import AgentStep, FanoutStep, GateStep, Plan, TournamentStep
+from workflows.plan.flows import invocations
+from workflows.plan.model import AgentStep, FanoutStep, GateStep, Plan, RunStep, TournamentStep
 from workflows.tournament.preflight import HISTORY_EVENTS_BUDGET, TEMPORAL_HISTORY_EVENTS
 
 __all__ = [
@@ -79,21 +88,28 @@ def events_per_invocation(step: object) -> int:
     return activities * EVENTS_PER_ACTIVITY
 
 
-def _boundary_events(plan: Plan, boundary: Boundary) -> int:
-    step = plan.step(boundary.step_id)
+def _boundary_events(
+    plan: Plan, boundary: Boundary, step_of: Callable[[str], AnyStep] | None = None
+) -> int:
+    """``step_of``: the lookup in the boundary's scope (a sub-flow's body; default the plan)."""
+    step_of = step_of or plan.step
+    step = step_of(boundary.step_id)
     invocations = boundary.reservation.invocations
     if boundary.kind in ("pause", "human_gate"):
         return EVENTS_PER_WAIT
+    if isinstance(step, RunStep):  # not a boundary: its children are, each of its own
+        body = {c.id: c for c in plan.flows[step.flow].steps}
+        return sum(_boundary_events(plan, c, body.__getitem__) for c in boundary.children)
     if isinstance(step, TournamentStep):
         return EVENTS_PER_CHILD + EVENTS_PER_WAIT
     if isinstance(step, FanoutStep):
-        members = [plan.step(m) for m in step.fanout.chain]
+        members = [step_of(m) for m in step.fanout.chain]
         per = max((events_per_invocation(m) for m in members), default=EVENTS_PER_ACTIVITY)
         timers = math.ceil(invocations / STARTS_PER_TASK) * EVENTS_PER_PACING_TIMER
         return invocations * per + timers + EVENTS_PER_WAIT
     per = events_per_invocation(step)
     if isinstance(step, GateStep) and step.fail_route and not step.fail_route.startswith("term"):
-        per = max(per, events_per_invocation(plan.step(step.fail_route)))
+        per = max(per, events_per_invocation(step_of(step.fail_route)))
     return invocations * per + EVENTS_PER_WAIT
 
 
@@ -123,7 +139,7 @@ def estimate_history(plan: Plan) -> HistoryEstimate:
     if _loops_back(plan):
         cap = plan_totals(plan, walk).calls_cap
         costliest = max(
-            (events_per_invocation(s) for s in plan.steps if isinstance(s, AgentStep | GateStep)),
+            (events_per_invocation(s) for _, s in invocations(plan)),
             default=EVENTS_PER_ACTIVITY,
         )
         waits = sum(EVENTS_PER_WAIT for _ in walk)

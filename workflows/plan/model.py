@@ -31,13 +31,18 @@ from workflows.tournament.profiles import Profile
 
 __all__ = [
     "FAILURE_CLASSES",
+    "FLOW_STEP_KINDS",
     "STEP_KINDS",
     "AgentStep",
     "Artifacts",
     "FanoutSpec",
     "FanoutStep",
+    "Flow",
+    "FlowHeader",
+    "FlowStep",
     "GateStep",
     "HumanGate",
+    "LedgerBudget",
     "LoopPlanOrigin",
     "PauseSpec",
     "PauseStep",
@@ -45,6 +50,7 @@ __all__ = [
     "PlanBudget",
     "PlanHeader",
     "Retry",
+    "RunStep",
     "Step",
     "StepBudget",
     "TournamentSpec",
@@ -70,7 +76,11 @@ ContractName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]
 TypeExpr = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 FailureClass = Literal["timeout", "transport", "malformed-output", "policy-refusal"]
 FAILURE_CLASSES: tuple[str, ...] = ("timeout", "transport", "malformed-output", "policy-refusal")
-STEP_KINDS: tuple[str, ...] = ("agent", "gate", "fanout", "pause", "tournament")
+STEP_KINDS: tuple[str, ...] = ("agent", "gate", "fanout", "pause", "tournament", "run")
+FLOW_STEP_KINDS: tuple[str, ...] = ("agent", "gate")
+"""What a sub-flow body takes (model gates only: waits stay top-level; no recursion)."""
+FLOW_NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,63}$"
+FlowName = Annotated[str, StringConstraints(pattern=FLOW_NAME_PATTERN)]
 MAX_STEPS = 10_000
 MAX_TIMEOUT_MS = 7 * 24 * 3600 * 1000
 
@@ -145,9 +155,22 @@ class Artifacts(_Strict):
     writes: list[str] = Field(default_factory=list, max_length=200)
 
 
-class StepBudget(_Strict):
+class LedgerBudget(_Strict):
+    """A nested ledger's limits (plans-part2.md 6): a step's own, a fan-out's (all items), a
+    ``run`` step's (its sub-flow). Unset: no limit of that kind at this level."""
+
+    calls: int | None = Field(default=None, ge=1, le=10_000_000)
+    tokens: int | None = Field(default=None, ge=1)
+    usd: float | None = Field(default=None, gt=0)
+    wall_ms: int | None = Field(default=None, ge=1)
+
+    def is_set(self) -> bool:
+        return any(v is not None for v in (self.calls, self.tokens, self.usd, self.wall_ms))
+
+
+class StepBudget(LedgerBudget):
     max_agents: int | None = Field(
-        default=None, ge=1, le=1000, description="invocations this step may spend (retries too)"
+        default=None, ge=1, le=1000, description="invocations one occurrence may spend (retries)"
     )
 
 
@@ -244,6 +267,9 @@ class FanoutStep(_Vendor):
     deps: list[StepId] = Field(default_factory=list, max_length=1000)
     title: str | None = Field(default=None, max_length=500)
     fanout: FanoutSpec
+    budget: LedgerBudget = Field(
+        default_factory=LedgerBudget, description="the region's ledger: every item's calls"
+    )
 
 
 class PauseSpec(_Strict):
@@ -288,8 +314,30 @@ class TournamentStep(_Vendor):
     tournament: TournamentSpec = Field(default_factory=TournamentSpec)
 
 
+class RunStep(_Vendor):
+    """A sub-flow call: the body of ``flows[flow]`` walks inline, each child a boundary of its
+    own (scoped ``<id>/<child>``); the body's output is this step's output."""
+
+    kind: Literal["run"]
+    id: StepId
+    deps: list[StepId] = Field(default_factory=list, max_length=1000)
+    title: str | None = Field(default=None, max_length=500)
+    flow: FlowName
+    with_: dict[ArgKey, JsonValue] = Field(
+        default_factory=dict,
+        alias="with",
+        description="the flow's ${input.*}: templates over the caller's scope (exactly one "
+        "${...} passes the value typed)",
+    )
+    budget: LedgerBudget = Field(
+        default_factory=LedgerBudget, description="the sub-flow's ledger: every child's calls"
+    )
+    out: ContractName | None = None
+    on_fail: StepId | None = None
+
+
 Step = Annotated[
-    AgentStep | GateStep | FanoutStep | PauseStep | TournamentStep,
+    AgentStep | GateStep | FanoutStep | PauseStep | TournamentStep | RunStep,
     Field(discriminator="kind"),
 ]
 STEP_MODELS: dict[str, type[BaseModel]] = {
@@ -298,7 +346,32 @@ STEP_MODELS: dict[str, type[BaseModel]] = {
     "fanout": FanoutStep,
     "pause": PauseStep,
     "tournament": TournamentStep,
+    "run": RunStep,
 }
+FlowStep = Annotated[AgentStep | GateStep, Field(discriminator="kind")]
+MAX_FLOWS = 100
+MAX_FLOW_STEPS = 1000
+
+
+class FlowHeader(_Vendor):
+    """A flow without its body (validated on its own so body errors do not hide these)."""
+
+    description: str | None = Field(default=None, max_length=20_000)
+    input: ContractName | dict[ContractName, TypeExpr] | None = Field(
+        default=None,
+        description="the contract `with` must meet: a contract name, or field -> type inline",
+    )
+    output: str | None = Field(
+        default=None,
+        max_length=300,
+        description="one ${steps.<id>.output[.path]} of the body (default: the last step's)",
+    )
+
+
+class Flow(FlowHeader):
+    """A named sub-flow, walked inline by each ``run`` step that calls it."""
+
+    steps: list[FlowStep] = Field(min_length=1, max_length=MAX_FLOW_STEPS)
 
 
 class PlanBudget(_Strict):
@@ -338,8 +411,11 @@ class Plan(PlanHeader):
     """A ``ponder-plan/1`` plan (or a ``loop-plan/1`` one mapped onto it)."""
 
     steps: list[Step] = Field(min_length=1, max_length=MAX_STEPS)
+    flows: dict[FlowName, Flow] = Field(default_factory=dict, max_length=MAX_FLOWS)
 
-    def step(self, step_id: str) -> AgentStep | GateStep | FanoutStep | PauseStep | TournamentStep:
+    def step(
+        self, step_id: str
+    ) -> AgentStep | GateStep | FanoutStep | PauseStep | TournamentStep | RunStep:
         for step in self.steps:
             if step.id == step_id:
                 return step

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["GROUPS", "RUN_FATAL", "Reason"]
+__all__ = ["GROUPS", "RUN_FATAL", "RUN_LEVEL", "Reason"]
 
 
 class Reason(StrEnum):
@@ -32,6 +32,8 @@ class Reason(StrEnum):
     BUDGET_INVARIANT_VIOLATED = "budget-invariant-violated"
     BUDGET_EXTENSION_EXHAUSTED = "budget-extension-exhausted"
     WALL_EXTENSION_EXHAUSTED = "wall-extension-exhausted"
+    STEP_BUDGET_EXHAUSTED = "step-budget-exhausted"
+    SUBFLOW_BUDGET_EXHAUSTED = "subflow-budget-exhausted"
     # pauses
     BUDGET_EXHAUSTED = "budget-exhausted"
     PLAN_PAUSE = "plan-pause"
@@ -68,6 +70,8 @@ GROUPS: dict[str, tuple[Reason, ...]] = {
         R.BUDGET_INVARIANT_VIOLATED,
         R.BUDGET_EXTENSION_EXHAUSTED,
         R.WALL_EXTENSION_EXHAUSTED,
+        R.STEP_BUDGET_EXHAUSTED,
+        R.SUBFLOW_BUDGET_EXHAUSTED,
     ),
     "pause": (R.BUDGET_EXHAUSTED, R.PLAN_PAUSE, R.GATE_PENDING),
     "control": (
@@ -84,3 +88,10 @@ RUN_FATAL: frozenset[Reason] = frozenset(
 )
 """Failures about the run, not one step or item: no ``on_fail`` route or region branch absorbs
 them."""
+
+RUN_LEVEL: frozenset[str] = RUN_FATAL | {
+    str(R.BUDGET_EXTENSION_EXHAUSTED),
+    str(R.WALL_EXTENSION_EXHAUSTED),
+}
+"""Failures of the run's own ledger or arithmetic: a sub-flow child meeting one fails the whole
+run, never only its ``run`` step (whose ``on_fail`` does not absorb them)."""

@@ -34,6 +34,7 @@ __all__ = [
     "ExtendPlanBudgetResult",
     "GateDecisionResult",
     "LandedInput",
+    "LedgerStatus",
     "PathsInput",
     "PendingGate",
     "PendingPause",
@@ -141,6 +142,22 @@ class PlanBudgetStatus(BaseModel):
     wall budget is agent time."""
 
 
+class LedgerStatus(BaseModel):
+    """A nested ledger (plans-part2.md 6): a step's own, a fan-out's, a sub-flow's. None: no
+    limit of that kind at this level (the run's ledger is ``PlanStatus.budget``)."""
+
+    owner: str
+    scope: Literal["step", "subflow"]
+    calls_limit: int | None = None
+    calls_spent: int = 0
+    tokens_limit: int | None = None
+    tokens_spent: int = 0
+    usd_limit: float | None = None
+    usd_spent: float = 0.0
+    wall_limit_ms: int | None = None
+    wall_spent_ms: int = 0
+
+
 class PlanStatus(BaseModel):
     run_id: str
     plan: str
@@ -159,6 +176,8 @@ class PlanStatus(BaseModel):
     simulated: bool = False
     waiting_since: str | None = None
     """When the open wait for a person began (ISO 8601, UTC); None while agents run."""
+    ledgers: list[LedgerStatus] = []
+    """The nested ledgers, in plan order (steps, fan-outs and sub-flows with a ``budget``)."""
 
 
 class PlanRunResult(BaseModel):

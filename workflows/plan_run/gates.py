@@ -21,42 +21,55 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.run_record import PlanFailure, TerminalRoute
     from workflows.plan.run_types import PendingGate
     from workflows.plan_run.dispatch import Dispatcher
+    from workflows.plan_run.scope import Scope
     from workflows.plan_run.state import PlanRunState
     from workflows.plan_run.waits import wait_for_person
 
 __all__ = ["human_gate", "model_gate"]
 
 
-async def model_gate(run: PlanRunState, dispatcher: Dispatcher, plan: Plan, gate: GateStep) -> None:
+async def model_gate(
+    run: PlanRunState, dispatcher: Dispatcher, scope: Scope, gate: GateStep
+) -> None:
+    """A model gate at the top level or in a sub-flow's body (``scope``: its route is a
+    sibling there, and everything it records names it by its scoped id)."""
     redos = 0
     route_to = gate.fail_route
     terminal = route_to is not None and route_to.startswith("terminal:")
+    sid = scope.sid(gate.id)
     while True:
-        text = await dispatcher.invoke(gate, inputs=run.args, outputs=run.outputs)
+        text = await dispatcher.invoke(
+            gate, inputs=scope.inputs, outputs=scope.outputs, scope=scope.prefix
+        )
         verdict = gate_verdict(text)
-        run.record.event("gate.verdict", step=gate.id, verdict=verdict, redo=redos)
-        run.outputs[gate.id] = text
+        run.record.event("gate.verdict", step=sid, verdict=verdict, redo=redos)
+        scope.outputs[gate.id] = text
         if verdict == "pass":
-            run.settle(gate.id, text)
+            scope.settle(gate.id, text)
             return
         if verdict == "fail" and route_to and terminal:
-            run.settle(gate.id, text)
+            scope.settle(gate.id, text)
             raise TerminalRoute(route_to.removeprefix("terminal:"))
         if redos < gate.max_redos and route_to and not terminal:
             redos += 1
-            run.record.event("gate.redo", step=gate.id, route=route_to, redo=redos)
-            target = plan.step(route_to)
+            run.record.event("gate.redo", step=sid, route=scope.sid(route_to), redo=redos)
+            target = scope.step(route_to)
             assert isinstance(target, AgentStep)
-            output = await dispatcher.invoke(target, inputs=run.args, outputs=run.outputs)
-            run.settle(target.id, output)
+            output = await dispatcher.invoke(
+                target, inputs=scope.inputs, outputs=scope.outputs, scope=scope.prefix
+            )
+            scope.settle(target.id, output)
             continue
-        run.record.steps[gate.id] = "failed"
+        run.record.steps[sid] = "failed"
         if verdict == "fail":
-            raise PlanFailure(Reason.GATE_FAILED, f"gate {gate.id!r} failed after {redos} redo(s)")
+            raise PlanFailure(
+                Reason.GATE_FAILED, f"gate {sid!r} failed after {redos} redo(s)", step=sid
+            )
         raise PlanFailure(
             Reason.GATE_VERDICT_UNPARSEABLE,
-            f"gate {gate.id!r}: the output does not end with exactly one line "
+            f"gate {sid!r}: the output does not end with exactly one line "
             f"'GATE: PASS' or 'GATE: FAIL' (after {redos} redo(s))",
+            step=sid,
         )
 
 

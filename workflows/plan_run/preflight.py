@@ -15,6 +15,7 @@ from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     from activities.plan.workspace import CHECK_PATHS
+    from workflows.plan.ledgers import Ledgers
     from workflows.plan.model import PauseStep, Plan
     from workflows.plan.preflight import (
         check_trace,
@@ -75,6 +76,7 @@ async def preflight(run: PlanRunState, plan: Plan) -> Dispatcher:
         run.record.waivers.append(waiver)
         run.record.event("waiver", step=step_id, message=waiver)
     run.ledger = open_ledger(plan, run.input)
+    run.ledgers = Ledgers.for_plan(plan)
 
     def provider_wait(until: datetime | None) -> None:
         """A provider asked to wait longer than a call may: the run sleeps on a timer."""
@@ -91,4 +93,5 @@ async def preflight(run: PlanRunState, plan: Plan) -> Dispatcher:
         workspace=workspace,
         options=run.input.calls,
         on_wait=provider_wait,
+        ledgers=run.ledgers,
     )

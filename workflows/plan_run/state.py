@@ -34,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
         parse_resume_value,
     )
     from workflows.plan.ledger import PlanLedger
+    from workflows.plan.ledgers import Ledgers
     from workflows.plan.model import Plan
     from workflows.plan.reasons import Reason
     from workflows.plan.run_record import PlanRecord
@@ -41,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
         ExtendPlanBudgetInput,
         ExtendPlanBudgetResult,
         GateDecisionResult,
+        LedgerStatus,
         PendingGate,
         PendingPause,
         PlanBudgetStatus,
@@ -75,6 +77,8 @@ class PlanRunState:
         self.current: str | None = None
         self.plan: Plan | None = None
         self.ledger: PlanLedger | None = None
+        self.ledgers = Ledgers()
+        """The nested ledgers (a step's, a fan-out's, a sub-flow's); the run's is ``ledger``."""
         self.args: dict[str, Any] = dict(self.input.args or {})
         self.outputs: dict[str, Any] = {}
         self.typed_args: dict[str, dict[str, Any] | None] = {}
@@ -282,6 +286,21 @@ class PlanRunState:
             route=self.route_label,
             simulated=self.simulated(),
             waiting_since=self.waiting_since.isoformat() if self.waiting_since else None,
+            ledgers=[
+                LedgerStatus(
+                    owner=n.owner,
+                    scope=n.scope,
+                    calls_limit=n.limits.calls,
+                    calls_spent=n.calls,
+                    tokens_limit=n.limits.tokens,
+                    tokens_spent=n.tokens,
+                    usd_limit=n.limits.usd,
+                    usd_spent=n.usd,
+                    wall_limit_ms=n.limits.wall_ms,
+                    wall_spent_ms=n.wall_ms,
+                )
+                for n in self.ledgers.nested.values()
+            ],
         )
 
     @workflow.query(name=QUERY_EVENTS)

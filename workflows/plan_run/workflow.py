@@ -22,6 +22,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 with workflow.unsafe.imports_passed_through():
     from workflows.inputs import INPUT_INVALID
     from workflows.names import PLAN_RUN
+    from workflows.plan.flows import step_ids
     from workflows.plan.run_record import PlanFailure, TerminalRoute
     from workflows.plan.run_types import PlanRunResult
     from workflows.plan.validate import validate_document
@@ -54,7 +55,7 @@ class PlanRunWorkflow(PlanRunState):
             raise ApplicationError(detail, type=PLAN_INVALID, non_retryable=True)
         self.plan = plan = validation.plan
         self.wall_started = workflow.now()
-        self.record.steps = {s.id: "pending" for s in plan.steps}
+        self.record.steps = {sid: "pending" for sid in step_ids(plan)}
         if (bad_args := check_start_args(self, plan)) is not None:
             fail_now(self, INPUT_INVALID, bad_args)
             raise ApplicationError(bad_args, type=INPUT_INVALID, non_retryable=True)
