@@ -17,6 +17,7 @@ class Reason(StrEnum):
     ARTIFACT_PATH_ESCAPES_ROOT = "artifact-path-escapes-root"
     SAME_FAMILY_QE_REFUSED = "same-family-qe-refused"
     RESERVATION_UNSATISFIABLE = "reservation-unsatisfiable"
+    ESCALATION_UNROUTABLE = "escalation-unroutable"
     # run failures
     DISPATCH_TIMEOUT = "dispatch-timeout"
     DISPATCH_DEAD = "dispatch-dead"
@@ -32,6 +33,7 @@ class Reason(StrEnum):
     BUDGET_INVARIANT_VIOLATED = "budget-invariant-violated"
     BUDGET_EXTENSION_EXHAUSTED = "budget-extension-exhausted"
     WALL_EXTENSION_EXHAUSTED = "wall-extension-exhausted"
+    GATE_DEADLINE_EXPIRED = "gate-deadline-expired"
     # pauses
     BUDGET_EXHAUSTED = "budget-exhausted"
     PLAN_PAUSE = "plan-pause"
@@ -52,6 +54,7 @@ GROUPS: dict[str, tuple[Reason, ...]] = {
         R.ARTIFACT_PATH_ESCAPES_ROOT,
         R.SAME_FAMILY_QE_REFUSED,
         R.RESERVATION_UNSATISFIABLE,
+        R.ESCALATION_UNROUTABLE,
     ),
     "failure": (
         R.DISPATCH_TIMEOUT,
@@ -68,6 +71,7 @@ GROUPS: dict[str, tuple[Reason, ...]] = {
         R.BUDGET_INVARIANT_VIOLATED,
         R.BUDGET_EXTENSION_EXHAUSTED,
         R.WALL_EXTENSION_EXHAUSTED,
+        R.GATE_DEADLINE_EXPIRED,
     ),
     "pause": (R.BUDGET_EXHAUSTED, R.PLAN_PAUSE, R.GATE_PENDING),
     "control": (

@@ -40,9 +40,6 @@ PART2_TOP = {"flows": "sub-flows", "checkpoints": "checkpoints"}
 # Nested part-2 fields: (container field, key) -> what it is.
 PART2_NESTED = {
     ("fanout", "isolation"): "fan-out isolation (worktree)",
-    ("gate", "deadline"): "human-gate deadlines",
-    ("gate", "default"): "human-gate default decisions",
-    ("gate", "escalate"): "human-gate escalation hooks",
     ("budget", "tokens"): "step budgets over tokens",
     ("budget", "usd"): "step budgets over usd",
     ("budget", "ms"): "step budgets over ms",

@@ -9,7 +9,7 @@ with the failure shown to the model, never when the output repeats the previous 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -32,7 +32,11 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.run_record import CallRow, PlanFailure, PlanRecord
     from workflows.plan.run_types import LandedInput, PathsInput, WriteSnapshot
 
-__all__ = ["PROMPT_CEILING_CHARS", "Dispatcher"]
+__all__ = ["PROMPT_CEILING_CHARS", "Dispatcher", "SettledHook"]
+
+SettledHook = Callable[[AgentStep, str, str, "int | None", str], Awaitable[None]]
+"""Called once an agent step's attempt succeeds: (step, prompt as sent, output, item index,
+invocation id). Training-pair capture (``capture``) is one; it never changes the outcome."""
 
 PROMPT_CEILING_CHARS = 1_000_000
 """A dispatch prompt past this (upstream values spliced in) fails ``prompt-over-ceiling``."""
@@ -90,6 +94,7 @@ class Dispatcher:
         """``step[:item]`` -> dispatches so far (numbers invocation ids and call attempts)."""
         self.sim_index: dict[str, int] = {}
         """Step id -> dispatches of the step in the run (x-sim.outputs picks by it)."""
+        self.on_settled: SettledHook | None = None
 
     async def invoke(
         self,
@@ -147,6 +152,10 @@ class Dispatcher:
                         )
                     previous, prompt = text, retry
                     continue
+            if self.on_settled is not None and isinstance(step, AgentStep):
+                n = self.counts[_count_key(step.id, item_index)]
+                invocation = invocation_id(step.id, n, item_index)
+                await self.on_settled(step, prompt, text, item_index, invocation)
             return text
         raise AssertionError("unreachable: the last attempt returns or raises")
 
@@ -166,7 +175,7 @@ class Dispatcher:
                     f"{step.id}: at dispatch: " + "; ".join(problems),
                     step=step.id,
                 )
-        key = step.id if item_index is None else f"{step.id}:{item_index}"
+        key = _count_key(step.id, item_index)
         n = self.counts[key] = self.counts.get(key, 0) + 1
         sim_i = self.sim_index[step.id] = self.sim_index.get(step.id, -1) + 1
         try:
@@ -278,6 +287,10 @@ class Dispatcher:
             retry_policy=WORKSPACE_RETRY,
         )
         return result
+
+
+def _count_key(step_id: str, item_index: int | None) -> str:
+    return step_id if item_index is None else f"{step_id}:{item_index}"
 
 
 def _sim_output(step: AgentStep | GateStep, index: int) -> str | None:

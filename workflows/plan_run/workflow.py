@@ -79,4 +79,5 @@ class PlanRunWorkflow(PlanRunState):
             calls=len(self.record.calls),
             usd=round(sum(c.usd for c in self.record.calls), 6),
             simulated=self.simulated(),
+            capture_failures=self.capture_failures,
         )
