@@ -19,7 +19,7 @@ demo: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy activities workflows client worker
+	$(BIN)/mypy activities workflows client worker benchmarks
 	$(BIN)/lint-imports
 
 # The suite mostly waits on dev servers and subprocesses, so six xdist workers on two cores
@@ -27,6 +27,7 @@ lint: install
 test: install lint
 	$(BIN)/pytest -q -p no:cacheprovider -n 6 --durations=10
 
+# Full sizes; tests/test_benchmarks.py runs each with --smoke (tiny sizes) in the suite.
 bench: install
 	$(BIN)/python -m benchmarks.ask_latency
 	$(BIN)/python -m benchmarks.activity_overhead
@@ -35,3 +36,4 @@ bench: install
 	$(BIN)/python -m benchmarks.ranking_accuracy
 	$(BIN)/python -m benchmarks.plan_validation
 	$(BIN)/python -m benchmarks.plan_run
+	$(BIN)/python -m benchmarks.campaign_scale

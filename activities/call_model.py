@@ -24,7 +24,7 @@ from activities.plan.roots import WORKSPACE_REFUSED, outside_roots
 from activities.pricing import cost_usd
 from activities.providers import CallContext, ResolvedModel, resolve_model
 from activities.raw_events import RawEventLog, redact
-from activities.run_store import RunDirRefused, RunIdInvalid, RunStore, refusal
+from activities.run_store import RunDirRefused, RunIdInvalid, RunStore, check_writer, refusal
 from activities.wire_cache import WireCaches, replayed
 from workflows.model_types import CallModelInput, ModelResponse
 
@@ -147,6 +147,10 @@ class ModelActivities:
     async def call_model(self, input: CallModelInput) -> ModelResponse:
         info = activity.info()
         request = input.request
+        try:  # raw events go only to this workflow's run directory (or its child's)
+            check_writer(input.run_id)
+        except (RunIdInvalid, RunDirRefused) as exc:
+            raise refusal(exc) from None
         # Secrets files and the run directory are read in a thread: never block the loop.
         resolved, secrets, run_dir = await asyncio.to_thread(self._prepare, input)
         raw_events = RawEventLog(

@@ -89,6 +89,12 @@ class Endpoint(BaseModel):
         description="command kind: variables passed on to the agent besides PATH, HOME and LANG",
     )
     timeout_s: float = 600.0
+    json_mode: bool = Field(
+        default=True,
+        description="openai kind: a call that asks for JSON sends response_format; false for an "
+        "endpoint that refuses it, so no request carries it (a refusal otherwise costs every "
+        "such call one extra request, the same on every worker)",
+    )
     ponder_headers: bool = Field(
         default=False,
         description="send X-Ponder-Role and X-Ponder-Tag (for test servers; real providers "

@@ -18,7 +18,14 @@ from activities.providers import resolve_model
 from tests.call_once import CallModelOnce, call_worker
 from tests.cli import cli_env, ponder
 from tests.conftest import with_endpoint
-from tests.fakes import FakeProvider, Reply, anthropic_message, openai_completion
+from tests.fakes import (
+    FakeProvider,
+    Reply,
+    Seen,
+    anthropic_message,
+    openai_completion,
+    sim_responder,
+)
 from worker.worker import WorkerOptions, running_worker
 from workflows.ask_types import AskInput, AskResult
 from workflows.names import ASK, TOURNAMENT
@@ -42,7 +49,7 @@ async def run_ask(client: Client, queue: str, model: str = "local:m", **kw: obje
     return await client.execute_workflow(
         ASK,
         AskInput(question="hi", model=model, **kw),
-        id=f"ask-{uuid.uuid4()}",
+        id=str(kw.get("run_id") or f"ask-{uuid.uuid4()}"),  # a run's id is its workflow id
         task_queue=queue,
         result_type=AskResult,
     )
@@ -154,10 +161,19 @@ async def test_timeout_is_retried(client: Client, local: str, fake: FakeProvider
     assert len(fake.seen) == 2
 
 
-async def test_json_mode_falls_back_once_and_is_remembered(
+def refuses_json_mode(seen: Seen) -> Reply:
+    """An endpoint that refuses ``response_format`` on every request and answers the rest."""
+    if "response_format" in seen.body:
+        return Reply(400, {"error": {"message": "response_format is not supported"}})
+    return sim_responder(seen)
+
+
+async def test_json_mode_falls_back_per_call_the_same_on_every_worker(
     client: Client, settings: Settings, local: str, fake: FakeProvider
 ) -> None:
-    fake.replies = [Reply(400, {"error": {"message": "response_format is not supported"}})]
+    """No worker learns from what it met: each call sends JSON mode, then the plain fallback,
+    so a young and an old worker send the same requests for the same call."""
+    fake.responder = refuses_json_mode
     run_id = f"ask-{uuid.uuid4().hex[:8]}"
     result = await run_ask(client, local, json_mode=True, run_id=run_id)
     assert result.response.transport_retries == 1
@@ -167,9 +183,33 @@ async def test_json_mode_falls_back_once_and_is_remembered(
         for line in (settings.runs_dir / run_id / "raw-events.jsonl").read_bytes().splitlines()
     ]
     assert [event["response"]["status"] for event in raw] == [400, 200]
+    first = [seen.body for seen in fake.seen]
+
+    # The same call again on this worker, then on a fresh one: the same two requests each time.
     again = await run_ask(client, local, json_mode=True)
-    assert again.response.transport_retries == 0
-    assert "response_format" not in fake.seen[-1].body
+    assert again.response.transport_retries == 1
+    assert [seen.body for seen in fake.seen[2:]] == first
+    fresh = f"test-{uuid.uuid4()}"
+    fresh_settings = with_endpoint(settings, "local", Endpoint(kind="openai", base_url=fake.url))
+    async with running_worker(client, fresh_settings, WorkerOptions(task_queue=fresh)):
+        other = await run_ask(client, fresh, json_mode=True)
+    assert other.response.text == result.response.text
+    assert [seen.body for seen in fake.seen[4:]] == first
+
+
+async def test_an_endpoint_declared_without_json_mode_never_sends_response_format(
+    client: Client, settings: Settings, fake: FakeProvider
+) -> None:
+    fake.responder = refuses_json_mode
+    plain = with_endpoint(
+        settings, "local", Endpoint(kind="openai", base_url=fake.url, json_mode=False)
+    )
+    queue = f"test-{uuid.uuid4()}"
+    async with running_worker(client, plain, WorkerOptions(task_queue=queue)):
+        result = await run_ask(client, queue, json_mode=True)
+    assert result.response.transport_retries == 0
+    (seen,) = fake.seen
+    assert "response_format" not in seen.body
 
 
 async def test_anthropic_messages_with_cache_tokens(
@@ -226,12 +266,11 @@ async def test_a_long_retry_after_becomes_retry_later(
     queue = f"test-{uuid.uuid4()}"
     async with call_worker(client, settings, queue):
         request = ModelRequest(model="local:m", prompt="hi")
+        run_id = f"once-{uuid.uuid4()}"  # the activity writes only its workflow's run
         outcome = await client.execute_workflow(
             CallModelOnce,
-            CallModelInput(
-                run_id=f"r-{uuid.uuid4().hex[:8]}", phase="ask", index=0, request=request
-            ),
-            id=f"once-{uuid.uuid4()}",
+            CallModelInput(run_id=run_id, phase="ask", index=0, request=request),
+            id=run_id,
             task_queue=queue,
             result_type=dict,
         )

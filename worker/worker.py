@@ -22,6 +22,7 @@ from activities.plan.notify import NotifierActivities
 from activities.plan.roots import worker_roots
 from activities.plan.training import TrainingActivities
 from activities.plan.workspace import WorkspaceActivities
+from activities.routes import task_queue_polled
 from activities.run_store import RunFileActivities, RunStore
 from activities.tournament.artifacts import TournamentArtifactActivities
 from activities.tournament.fit import adaptive_batch, fit_leaderboard
@@ -87,6 +88,7 @@ async def running_worker(
             notifiers.check_notifiers,
             notifiers.notify_gate,
             training.append_training_pair,
+            task_queue_polled,
         ]
         workers = [
             Worker(

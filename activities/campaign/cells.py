@@ -42,6 +42,7 @@ from workflows.campaign.types import (
     RouteIssue,
     SettleCellInput,
 )
+from workflows.patterns import search
 from workflows.run_ids import check_run_id
 
 __all__ = [
@@ -63,7 +64,7 @@ SCORER_FAILED = "scorer.failed"
 def _matches(url: str, rules: list[str]) -> bool:
     for rule in rules:
         if rule.startswith("re:"):
-            if re.search(rule[3:], url):
+            if search(rule[3:], url):  # RE2: compiled at validation, linear here
                 return True
         elif url.startswith(rule):
             return True

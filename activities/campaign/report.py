@@ -19,7 +19,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from temporalio import activity
 
 from activities.reports import render_page
-from activities.run_store import RunDirRefused, RunIdInvalid, RunStore, refusal
+from activities.run_store import RunDirRefused, RunIdInvalid, RunStore, check_writer, refusal
 from workflows.campaign.records import RunRecord
 from workflows.campaign.stats import Analysis, analyse
 from workflows.campaign.types import CampaignArtifactsInput, CampaignArtifactsResult
@@ -210,6 +210,10 @@ class CampaignArtifactActivities:
     async def write_campaign_artifacts(
         self, input: CampaignArtifactsInput
     ) -> CampaignArtifactsResult:
+        try:
+            check_writer(input.run_id)
+        except (RunIdInvalid, RunDirRefused) as exc:
+            raise refusal(exc) from None
         return await asyncio.to_thread(self.write, input)
 
     def write(self, input: CampaignArtifactsInput) -> CampaignArtifactsResult:

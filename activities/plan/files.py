@@ -16,6 +16,7 @@ from activities.run_store import (
     RunDirRefused,
     RunStore,
     WriteRunFilesInput,
+    check_writer,
     refusal,
 )
 from workflows.run_ids import RunIdInvalid
@@ -32,6 +33,7 @@ class PlanFileActivities:
     @activity.defn(name=WRITE_PLAN_FILES)
     async def write_plan_files(self, input: WriteRunFilesInput) -> list[str]:
         try:
+            check_writer(input.run_id)
             return await asyncio.to_thread(self._write, input)
         except (RunIdInvalid, RunDirRefused) as exc:
             raise refusal(exc) from None

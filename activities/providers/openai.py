@@ -9,12 +9,10 @@ from pydantic import BaseModel, ValidationError
 from activities.errors import BadRequestError, PolicyRefusalError
 from activities.providers.base import CallContext
 from activities.providers.http import broken_envelope, post_json
+from workflows.bounds import UsageTokens
 from workflows.model_types import ModelRequest, ModelResponse, Usage
 
 __all__ = ["OpenAIProvider"]
-
-# Endpoints that rejected ``response_format``; remembered for the life of the worker.
-_NO_JSON_MODE: set[str] = set()
 
 
 class _Message(BaseModel):
@@ -28,12 +26,12 @@ class _Choice(BaseModel):
 
 
 class _PromptDetails(BaseModel):
-    cached_tokens: int = 0
+    cached_tokens: UsageTokens = 0
 
 
 class _Usage(BaseModel):
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    prompt_tokens: UsageTokens = 0
+    completion_tokens: UsageTokens = 0
     prompt_tokens_details: _PromptDetails | None = None
 
 
@@ -45,6 +43,13 @@ class _Completion(BaseModel):
 
 def _rejects_response_format(error: BadRequestError) -> bool:
     return "response_format" in error.body or "json_object" in error.body
+
+
+def _json_mode(request: ModelRequest, ctx: CallContext) -> bool:
+    """Whether this call's first request carries ``response_format``: from the request and the
+    endpoint's declared ``json_mode`` only, never from what this worker met before, so every
+    worker sends the same requests for the same call (and the wire-replay key is stable)."""
+    return request.json_mode and ctx.endpoint.json_mode
 
 
 class OpenAIProvider:
@@ -68,7 +73,7 @@ class OpenAIProvider:
     def wire_bodies(self, request: ModelRequest, ctx: CallContext) -> list[dict[str, Any]]:
         """The bodies this call may send, in order (JSON mode first, then its fallback)."""
         payload = self._payload(request, ctx)
-        if request.json_mode:
+        if _json_mode(request, ctx):
             return [{**payload, "response_format": {"type": "json_object"}}, payload]
         return [payload]
 
@@ -76,8 +81,7 @@ class OpenAIProvider:
         payload = self._payload(request, ctx)
         headers = {"Authorization": f"Bearer {ctx.api_key}"} if ctx.api_key else {}
         url = f"{ctx.base_url}/chat/completions"
-        json_mode = request.json_mode and ctx.base_url not in _NO_JSON_MODE
-        if json_mode:
+        if _json_mode(request, ctx):
             try:
                 body = await post_json(
                     ctx,
@@ -90,7 +94,8 @@ class OpenAIProvider:
             except BadRequestError as exc:
                 if not _rejects_response_format(exc):
                     raise
-                _NO_JSON_MODE.add(ctx.base_url)
+                # This call falls back to a plain request; the next one tries JSON mode again
+                # (declare `json_mode = false` for an endpoint that never accepts it).
                 ctx.fallbacks += 1
         body = await post_json(ctx, url, payload, headers, ctx.endpoint.timeout_s)
         return self.parse_response(body, request, ctx)

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from workflows.patterns import compile_pattern
+
 __all__ = [
     "ARG_KEY_PATTERN",
     "Ref",
@@ -32,7 +34,9 @@ ARG_KEY_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
 _ARG_KEY = re.compile(ARG_KEY_PATTERN)
 _STEP_ID = re.compile(r"^[a-z0-9_.:-]{1,64}$")
 _PATH_PART = re.compile(r"^[A-Za-z0-9_-]+$")
-_FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n(.*?)\n?\s*```\s*$", re.DOTALL)
+# On RE2: on Python's re this match is quadratic in a model output's length (a fence line
+# followed by 32,000 spaces took 2 s, in workflow code).
+_FENCE = compile_pattern(r"(?s)^\s*```[A-Za-z0-9_-]*\s*\n(.*?)\n?\s*```\s*$")
 FORMS = "${input.<key>[.path]} or ${steps.<id>.output[.path]}"
 
 
