@@ -181,6 +181,8 @@ class PlanStatus(BaseModel):
     """When the open wait for a person began (ISO 8601, UTC); None while agents run."""
     capture_failures: list[CaptureFailure] = []
     """Training pairs not written (``training_pairs: true``); capture never fails a run."""
+    deadline_decided: list[str] = []
+    """Gates their deadline decided: a decision sent to one now is ``stale-gate-token``."""
 
 
 class PlanRunResult(BaseModel):

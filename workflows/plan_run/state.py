@@ -295,6 +295,7 @@ class PlanRunState:
             simulated=self.simulated(),
             waiting_since=self.waiting_since.isoformat() if self.waiting_since else None,
             capture_failures=list(self.capture_failures),
+            deadline_decided=sorted(self.expired_tokens),
         )
 
     @workflow.query(name=QUERY_EVENTS)
