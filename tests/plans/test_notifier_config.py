@@ -91,3 +91,14 @@ def test_plan_validate_refuses_a_bad_deadline(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "steps[0].gate.deadline: [gate.deadline]" in result.output
     assert "steps[0].gate.default: [gate.deadline]" in result.output
+
+
+def test_the_readme_configuration_declares_a_notifier_and_training_dir(tmp_path: Path) -> None:
+    from tests.test_readme import fenced, section
+
+    (block,) = fenced(section("## Configuration"), "toml")
+    config = tmp_path / "ponder.toml"
+    config.write_text(block)
+    settings = load_settings(config, home=str(tmp_path / "home"))
+    assert settings.training_dir == Path("/data/ponder/training")
+    assert settings.notifiers["ops"].url_env == "OPS_WEBHOOK_URL"
