@@ -267,6 +267,11 @@ LOOP_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
     ("loop.unsupported", lambda d: d["fanouts"][0].update(overflow="spill"), "fanouts[0].overflow"),
     ("loop.unsupported", lambda d: d["steps"][2].update({"x-role": "judge"}), "steps[2].x-role"),
     (
+        "loop.unsupported",
+        lambda d: d.update(subsystems={"trainingPairs": True}),
+        "subsystems",
+    ),
+    (
         "loop.fold_unknown",
         lambda d: d["gates"].append({"stepId": "ghost", "maxRedos": 1}),
         "gates[1].stepId",

@@ -116,6 +116,15 @@ def map_loop_plan(raw: Mapping[str, Any]) -> LoopMapping:
     for key in raw:
         if key in TOP_KEYS or key in FOLD_KEYS or str(key).startswith("x-"):
             continue
+        if key == "subsystems":  # the reference's opt-ins (003:328): part 2, ours only
+            _err(
+                m,
+                "loop.unsupported",
+                "subsystems",
+                "subsystems (training pairs, checkpoints) run in ponder-plan/1 plans only; fix: "
+                "write the plan as ponder-plan/1 with training_pairs: true",
+            )
+            continue
         _err(
             m,
             "field.unknown",
