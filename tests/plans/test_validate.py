@@ -178,6 +178,11 @@ DOC_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
         "steps[3].fanout.concurrency",
     ),
     (
+        "plan.too_large",
+        on("fan", fanout={"over": list(range(5_000)), "chain": ["fan.one"], "concurrency": 256}),
+        "steps[3].fanout.over",
+    ),
+    (
         "fanout.over",
         on(
             "fan",

@@ -32,6 +32,7 @@ from workflows.plan.contracts import parse_type
 from workflows.plan.deadlines import deadline_problems
 from workflows.plan.errors import PlanError, join_path
 from workflows.plan.graph import StepGraph
+from workflows.plan.limits import limit_errors
 from workflows.plan.model import (
     AgentStep,
     FanoutStep,
@@ -76,6 +77,8 @@ def check_plan(plan: Plan) -> list[PlanError]:
     )
     if not errors:
         errors += budget_errors(plan)
+    if not errors:
+        errors += limit_errors(plan)  # the history estimate needs a consistent plan
     return errors
 
 
@@ -194,7 +197,7 @@ class _Checker(StepGraph):
         self.invocation(i, step)
         route = step.fail_route
         terminal = route is not None and route.startswith("terminal:")
-        if terminal and route is not None and not _TERMINAL.match(route):
+        if terminal and route is not None and not _TERMINAL.fullmatch(route):
             self.error(
                 "gate.route",
                 i,
