@@ -50,6 +50,7 @@ CAPTURE_IO = "capture.io"
 """The failure type of a write the file system refused (``capture.failed`` reason ``io``)."""
 _OPEN = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
 _WINDOW = MAX_LINE_BYTES + 1
+_FIRST_READ = 64 * 1024
 
 
 class RepairError(OSError):
@@ -117,10 +118,16 @@ def _write(fd: int, data: bytes) -> None:
 
 
 def _tail(fd: int) -> tuple[int, bytes]:
-    """(offset of the returned bytes, the file's last ``_WINDOW`` bytes)."""
+    """(offset, bytes) of the file's end, reaching back past the newline before its last line
+    (or to the start, or ``_WINDOW`` bytes): read small first, most records are."""
     size = os.fstat(fd).st_size
-    start = max(0, size - _WINDOW)
-    return start, os.pread(fd, size - start, start)
+    reach = _FIRST_READ
+    while True:
+        start = max(0, size - reach)
+        data = os.pread(fd, size - start, start)
+        if start == 0 or reach >= _WINDOW or data[:-1].rfind(b"\n") >= 0:
+            return start, data
+        reach = min(reach * 8, _WINDOW)
 
 
 def _drop_torn(fd: int) -> bool:

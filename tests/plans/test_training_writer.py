@@ -264,3 +264,21 @@ def test_bad_input_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="one line"):
         append_pair(tmp_path, record.model_copy(update={"line": "a\nb"}))
     assert not os.path.exists(tmp_path / safe_name("Release Notes"))
+
+
+def test_repair_reaches_back_past_a_long_torn_line(tmp_path: Path) -> None:
+    """The writer reads the file's end in small steps first (64 KiB); a torn line longer than
+    that is still dropped whole, and the truncated long record before it keyed."""
+    long = pair_input(output="y" * 200_000)  # its line keeps 48,000 characters and a marker
+    path = tmp_path / safe_name("Release Notes") / f"{safe_name('draft')}.jsonl"
+    append_pair(tmp_path, pair_input())
+    with path.open("a") as f:
+        f.write(long.line + "\n")  # a crash after the line, before its key
+        f.write("z" * 70_000)  # then a torn line, longer than one read
+    result = append_pair(tmp_path, long)
+    assert result.outcome == "dup"
+    assert result.repaired == [
+        "a torn last line was dropped",
+        "the last line's missing key was restored",
+    ]
+    assert [len(r["output"]) > 40_000 for r in lines(tmp_path)] == [False, True]
