@@ -26,7 +26,9 @@ from tests.fakes import FakeProvider, Reply
 from tests.plans.run_helpers import agent, events, failure, plan_doc, start, status, wait_state
 from worker.worker import WorkerOptions, running_worker
 from workflows.names import UPDATE_RESOLVE_GATE, UPDATE_RESUME
+from workflows.plan.limits import estimate_history
 from workflows.plan.run_types import PlanRunResult, PlanStatus, ResolveGateInput, ResumeInput
+from workflows.plan.validate import load_plan
 
 
 def human(step_id: str, deps: list[str] | None = None, **gate: object) -> dict[str, object]:
@@ -213,3 +215,23 @@ async def test_an_unknown_notifier_is_refused_at_preflight(client: Client, queue
     assert isinstance(cause, ApplicationError) and cause.type == "escalation-unroutable"
     assert "pager (gate ship)" in cause.message and "[notifiers.NAME]" in cause.message
     assert (await status(handle)).steps["draft"] == "pending"  # refused before anything ran
+
+
+async def test_the_history_estimate_covers_gate_timers_and_posts(
+    client: Client, queue: str
+) -> None:
+    """Each timed gate adds its timers and its escalation post to the history: the worst-case
+    estimate ``plan.too_large`` is checked against counts them."""
+    timed = {
+        "deadline": 1100,
+        "default": "approve",
+        "escalate": {"after_ms": 1000, "notify": "ops"},
+    }
+    steps = [human("g0", **timed)]
+    steps += [human(f"g{n}", deps=[f"g{n - 1}"], **timed) for n in range(1, 6)]
+    plan = plan_doc(*steps)
+    handle = await start(client, queue, plan)
+    result: PlanRunResult = await handle.result()
+    assert set(result.outputs.values()) == {"approve"}
+    real = len((await handle.fetch_history()).events)
+    assert real <= estimate_history(load_plan(plan)).events

@@ -18,8 +18,10 @@ from temporalio.client import Client
 from activities.config import Settings
 from tests.plans.run_helpers import agent, events, plan_doc, start, status, trace
 from worker.worker import WorkerOptions, running_worker
+from workflows.plan.limits import estimate_history
 from workflows.plan.run_types import PlanEvent, PlanRunResult, PlanStatus
 from workflows.plan.training import safe_name
+from workflows.plan.validate import load_plan
 
 PLAN = plan_doc(
     agent(
@@ -129,3 +131,24 @@ async def test_a_plan_without_training_pairs_captures_nothing(
     ran = await run_once(client, settings, plan_doc(agent("draft", "Draft.", "notes")))
     assert not root.exists()
     assert not [e for e in ran.events if e.type.startswith("capture.")]
+
+
+async def test_the_history_estimate_covers_the_capture_activities(
+    client: Client, settings: Settings, tmp_path: Path
+) -> None:
+    """``plan.too_large`` bounds a plan by its worst-case history; capture adds an activity to
+    every agent settle, so the estimate counts it (a 40-item region doubles its activities)."""
+    plan = plan_doc(
+        {"id": "fan", "kind": "fanout", "fanout": {"over": list(range(40)), "chain": ["one"]}},
+        agent("one", "Handle it.", "handled"),
+        budget={"calls": 40},
+        training_pairs=True,
+    )
+    settings = settings.model_copy(update={"training_dir": tmp_path / "training"})
+    queue = f"test-{uuid.uuid4()}"
+    async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
+        handle = await start(client, queue, plan)
+        await handle.result()
+        real = len((await handle.fetch_history()).events)
+    estimate = estimate_history(load_plan(plan)).events
+    assert real <= estimate, (real, estimate)
