@@ -393,6 +393,11 @@ def gate(ctx: click.Context, decision: str, run_id: str, step: str, detach: bool
 
     def make(status: PlanStatus) -> ResolveGateInput:
         tokens = {g.step: g.token for g in status.pending_gates}
+        if step not in tokens and step in status.deadline_decided:
+            raise ConfigError(
+                f"stale-gate-token: the deadline of gate {step!r} passed and its default "
+                "decision applied; nobody can decide it now"
+            )
         if step not in tokens:
             waiting = ", ".join(tokens) or "none"
             raise ConfigError(f"unknown-step: {step!r} is not a pending gate (pending: {waiting})")
@@ -446,6 +451,19 @@ def print_plan_status(
         out.print(f"  {step:<24} {state}")
     for pending in shown.pending_gates:
         out.print(f"gate     {pending.step} token {pending.token} (round {pending.round})")
+        if pending.deadline_at is not None:
+            out.print(f"deadline {pending.deadline_at}: then {pending.default}", markup=False)
+        if pending.escalate_at is not None:
+            done = "escalated" if pending.escalated else "escalates"
+            to = f" to {pending.notify}" if pending.notify else ""
+            out.print(f"         {done} at {pending.escalate_at}{to}", markup=False)
+    for failure in shown.capture_failures:
+        detail = f": {failure.detail}" if failure.detail else ""
+        out.print(
+            f"capture  {failure.step} not captured ({failure.reason}){detail}",
+            markup=False,
+            highlight=False,
+        )
     if (pause := shown.pending_pause) is not None:
         schema = json.dumps(pause.json_schema) if pause.json_schema else "none (a string)"
         out.print(

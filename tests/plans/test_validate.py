@@ -179,6 +179,28 @@ DOC_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
         "steps[5].gate.on_revise",
     ),
     (
+        "gate.deadline",
+        on("ok", gate={"deadline": 999, "default": "kill"}),
+        "steps[5].gate.deadline",
+    ),
+    ("gate.deadline", on("ok", gate={"deadline": 2000}), "steps[5].gate.default"),
+    ("gate.deadline", on("ok", gate={"default": "approve"}), "steps[5].gate.deadline"),
+    (
+        "gate.deadline",
+        on("ok", gate={"deadline": 2000, "default": "revise"}),
+        "steps[5].gate.default",
+    ),
+    (
+        "gate.deadline",
+        on("ok", gate={"deadline": 2000, "default": "kill", "escalate": {"after_ms": 2000}}),
+        "steps[5].gate.escalate.after_ms",
+    ),
+    (
+        "gate.deadline",
+        on("ok", gate={"escalate": {"after_ms": 90 * 86_400_000 + 1}}),
+        "steps[5].gate.escalate.after_ms",
+    ),
+    (
         "fanout.chain",
         on("fan", fanout={"over": [1], "chain": ["review"]}),
         "steps[3].fanout.chain[0]",
@@ -335,6 +357,11 @@ LOOP_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
         "loop.unsupported",
         lambda d: d["steps"][1].update(budget={"maxAgents": 2, "tokens": 9}),
         "steps[1].budget.tokens",
+    ),
+    (
+        "loop.unsupported",
+        lambda d: d.update(subsystems={"trainingPairs": True}),
+        "subsystems",
     ),
     (
         "loop.fold_unknown",

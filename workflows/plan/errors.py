@@ -54,6 +54,8 @@ CODES: dict[str, str] = {
     "gate.target": "a human-gate target must name another top-level step",
     "gate.revise_needs_rounds": "on_revise needs max_rounds (on the gate or the plan)",
     "gate.revise_not_ancestor": "on_revise must target an ancestor of the gate",
+    "gate.deadline": "a gate deadline is 1 s to 90 days with a default of approve or kill, "
+    "and escalate.after_ms comes before it",
     "fanout.chain": "a chain must list agent steps that belong to this fan-out only",
     "fanout.member_deps": "a chain member depends only on earlier members or pre-fan-out steps",
     "fanout.member_referenced": "a step outside a chain depends on a chain member",

@@ -20,7 +20,10 @@ The estimate, per boundary (``boundaries``), times the passes the walk can make 
 - a tournament step is a child workflow in the parent's history (its own history is its own);
 - a ``run`` step is its children, each a boundary of its own, per ``run`` step that calls it;
 - a pause, a human gate and each dispatching boundary's possible budget wait write the trace
-  and receive a message: ``EVENTS_PER_WAIT``;
+  and receive a message: ``EVENTS_PER_WAIT``; a gate's deadline and escalation timers add
+  ``EVENTS_PER_TIMER`` each, its escalation post an activity (and preflight's notifier check
+  one, once);
+- with ``training_pairs``, every agent invocation may add its capture activity;
 - passes: one, plus every revise round a human gate allows; a human-gate route back to an
   earlier step can loop as long as the calls cap lets it, so such a plan is bounded by the cap
   (every pass dispatches at least one invocation) instead.
@@ -39,6 +42,7 @@ from workflows.plan.boundaries import (
     boundaries,
     plan_totals,
 )
+from workflows.plan.deadlines import notifiers_named
 from workflows.plan.errors import PlanError
 from workflows.plan.flows import invocations
 from workflows.plan.model import AgentStep, FanoutStep, GateStep, Plan, RunStep, TournamentStep
@@ -63,6 +67,7 @@ EVENTS_PER_ACTIVITY = 6
 EVENTS_PER_PACING_TIMER = 5
 EVENTS_PER_CHILD = 9
 EVENTS_PER_WAIT = 12
+EVENTS_PER_TIMER = 5
 EVENTS_BASE = 30
 """Start, the first workflow task, markers, the final trace write and the close."""
 
@@ -88,6 +93,22 @@ def events_per_invocation(step: object) -> int:
     return activities * EVENTS_PER_ACTIVITY
 
 
+def _per_invocation(plan: Plan, step: object) -> int:
+    """``events_per_invocation`` plus the training-pair capture activity of an agent step."""
+    capture = EVENTS_PER_ACTIVITY if plan.training_pairs and isinstance(step, AgentStep) else 0
+    return events_per_invocation(step) + capture
+
+
+def _gate_timer_events(step: object) -> int:
+    gate = step.gate if isinstance(step, GateStep) else None
+    if gate is None:
+        return 0
+    events = EVENTS_PER_TIMER if gate.deadline is not None else 0
+    if gate.escalate is not None:
+        events += EVENTS_PER_TIMER + (EVENTS_PER_ACTIVITY if gate.escalate.notify else 0)
+    return events
+
+
 def _boundary_events(
     plan: Plan, boundary: Boundary, step_of: Callable[[str], AnyStep] | None = None
 ) -> int:
@@ -96,7 +117,7 @@ def _boundary_events(
     step = step_of(boundary.step_id)
     invocations = boundary.reservation.invocations
     if boundary.kind in ("pause", "human_gate"):
-        return EVENTS_PER_WAIT
+        return EVENTS_PER_WAIT + _gate_timer_events(step)
     if isinstance(step, RunStep):  # not a boundary: its children are, each of its own
         body = {c.id: c for c in plan.flows[step.flow].steps}
         return sum(_boundary_events(plan, c, body.__getitem__) for c in boundary.children)
@@ -104,12 +125,12 @@ def _boundary_events(
         return EVENTS_PER_CHILD + EVENTS_PER_WAIT
     if isinstance(step, FanoutStep):
         members = [step_of(m) for m in step.fanout.chain]
-        per = max((events_per_invocation(m) for m in members), default=EVENTS_PER_ACTIVITY)
+        per = max((_per_invocation(plan, m) for m in members), default=EVENTS_PER_ACTIVITY)
         timers = math.ceil(invocations / STARTS_PER_TASK) * EVENTS_PER_PACING_TIMER
         return invocations * per + timers + EVENTS_PER_WAIT
-    per = events_per_invocation(step)
+    per = _per_invocation(plan, step)
     if isinstance(step, GateStep) and step.fail_route and not step.fail_route.startswith("term"):
-        per = max(per, events_per_invocation(step_of(step.fail_route)))
+        per = max(per, _per_invocation(plan, step_of(step.fail_route)))
     return invocations * per + EVENTS_PER_WAIT
 
 
@@ -135,14 +156,15 @@ def estimate_history(plan: Plan) -> HistoryEstimate:
         if isinstance(s, GateStep) and s.gate is not None and s.gate.on_revise is not None
     )
     passes = 1 + rounds
-    events = EVENTS_BASE + passes * one_pass
+    notifiers = EVENTS_PER_ACTIVITY if notifiers_named(plan) else 0  # preflight's check
+    events = EVENTS_BASE + notifiers + passes * one_pass
     if _loops_back(plan):
         cap = plan_totals(plan, walk).calls_cap
         costliest = max(
-            (events_per_invocation(s) for _, s in invocations(plan)),
+            (_per_invocation(plan, s) for _, s in invocations(plan)),
             default=EVENTS_PER_ACTIVITY,
         )
-        waits = sum(EVENTS_PER_WAIT for _ in walk)
+        waits = sum(EVENTS_PER_WAIT + _gate_timer_events(plan.step(b.step_id)) for b in walk)
         passes = max(passes, cap)
         events = EVENTS_BASE + cap * costliest + passes * waits
     return HistoryEstimate(events, passes, biggest, biggest_events)

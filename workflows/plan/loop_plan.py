@@ -150,6 +150,15 @@ def map_loop_plan(raw: Mapping[str, Any]) -> LoopMapping:
                 f"{key!r} is a ponder-plan/1 feature; fix: write the plan as ponder-plan/1",
             )
             continue
+        if key == "subsystems":  # the reference's opt-ins (003:328): part 2, ours only
+            _err(
+                m,
+                "loop.unsupported",
+                "subsystems",
+                "subsystems (training pairs, checkpoints) run in ponder-plan/1 plans only; fix: "
+                "write the plan as ponder-plan/1 with training_pairs: true",
+            )
+            continue
         _err(
             m,
             "field.unknown",

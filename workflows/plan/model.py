@@ -40,6 +40,7 @@ __all__ = [
     "Flow",
     "FlowHeader",
     "FlowStep",
+    "GateEscalation",
     "GateStep",
     "HumanGate",
     "LedgerBudget",
@@ -83,6 +84,14 @@ FLOW_NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,63}$"
 FlowName = Annotated[str, StringConstraints(pattern=FLOW_NAME_PATTERN)]
 MAX_STEPS = 10_000
 MAX_TIMEOUT_MS = 7 * 24 * 3600 * 1000
+MIN_DEADLINE_MS = 1000
+MAX_DEADLINE_MS = 90 * 24 * 3600 * 1000
+"""A human gate's ``deadline`` and ``escalate.after_ms``: 1 s to 90 days (``gate.deadline``)."""
+DEFAULT_DECISIONS: tuple[str, ...] = ("approve", "kill")
+"""What a deadline may decide: not ``revise``, which would loop work nobody asked for."""
+# A notifier is declared by the worker (`[notifiers.NAME]` in ponder.toml); a plan names it.
+NotifierName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,63}$")]
+_DEADLINE_RANGE: dict[str, JsonValue] = {"minimum": MIN_DEADLINE_MS, "maximum": MAX_DEADLINE_MS}
 
 # strict: a closed-world document says what it means ("yes" is not a boolean, "3" not a number).
 _CONFIG = ConfigDict(
@@ -205,13 +214,39 @@ class AgentStep(_Invocation):
     on_fail: StepId | None = None
 
 
+class GateEscalation(_Strict):
+    """``after_ms`` into the wait, nobody having decided: ``gate.escalated``, flagged in status,
+    and (with ``notify``) a post to the worker's notifier of that name."""
+
+    # Ranges are the rules' (code gate.deadline); the schema states them for editors.
+    after_ms: int = Field(json_schema_extra=_DEADLINE_RANGE)
+    notify: NotifierName | None = Field(
+        default=None, description="a notifier the worker declares ([notifiers.NAME])"
+    )
+
+
 class HumanGate(_Strict):
-    """Targets are step ids; null: approve continues, kill fails the run (gate-killed)."""
+    """Targets are step ids; null: approve continues, kill fails the run (gate-killed).
+
+    ``deadline`` (ms after the wait opens) applies ``default`` as a person's decision would;
+    a ``kill`` default with ``on_kill: null`` fails the run ``gate-deadline-expired``."""
 
     on_approve: StepId | None = None
     on_revise: StepId | None = None
     on_kill: StepId | None = None
     max_rounds: int | None = Field(default=None, ge=1, le=100)
+    deadline: int | None = Field(
+        default=None,
+        description="ms after the wait opens; then `default` decides",
+        json_schema_extra=_DEADLINE_RANGE,
+    )
+    default: str | None = Field(
+        default=None,
+        max_length=16,
+        description="the deadline's decision (required with deadline)",
+        json_schema_extra={"enum": [*DEFAULT_DECISIONS, None]},
+    )
+    escalate: GateEscalation | None = None
 
 
 class GateStep(_Vendor):
@@ -403,6 +438,11 @@ class PlanHeader(_Vendor):
     contracts: dict[ContractName, dict[ContractName, TypeExpr]] = Field(default_factory=dict)
     max_rounds: int | None = Field(
         default=None, ge=1, le=100, description="human-gate revise rounds"
+    )
+    training_pairs: bool = Field(
+        default=False,
+        description="capture each settled agent step's prompt and output as a training pair "
+        "(ponder-trainpair/1) in the worker's training_dir",
     )
     loop_plan: SkipJsonSchema[LoopPlanOrigin | None] = None
 

@@ -17,6 +17,7 @@ class Reason(StrEnum):
     ARTIFACT_PATH_ESCAPES_ROOT = "artifact-path-escapes-root"
     SAME_FAMILY_QE_REFUSED = "same-family-qe-refused"
     RESERVATION_UNSATISFIABLE = "reservation-unsatisfiable"
+    ESCALATION_UNROUTABLE = "escalation-unroutable"
     # run failures
     DISPATCH_TIMEOUT = "dispatch-timeout"
     DISPATCH_DEAD = "dispatch-dead"
@@ -34,6 +35,7 @@ class Reason(StrEnum):
     WALL_EXTENSION_EXHAUSTED = "wall-extension-exhausted"
     STEP_BUDGET_EXHAUSTED = "step-budget-exhausted"
     SUBFLOW_BUDGET_EXHAUSTED = "subflow-budget-exhausted"
+    GATE_DEADLINE_EXPIRED = "gate-deadline-expired"
     # pauses
     BUDGET_EXHAUSTED = "budget-exhausted"
     PLAN_PAUSE = "plan-pause"
@@ -54,6 +56,7 @@ GROUPS: dict[str, tuple[Reason, ...]] = {
         R.ARTIFACT_PATH_ESCAPES_ROOT,
         R.SAME_FAMILY_QE_REFUSED,
         R.RESERVATION_UNSATISFIABLE,
+        R.ESCALATION_UNROUTABLE,
     ),
     "failure": (
         R.DISPATCH_TIMEOUT,
@@ -72,6 +75,7 @@ GROUPS: dict[str, tuple[Reason, ...]] = {
         R.WALL_EXTENSION_EXHAUSTED,
         R.STEP_BUDGET_EXHAUSTED,
         R.SUBFLOW_BUDGET_EXHAUSTED,
+        R.GATE_DEADLINE_EXPIRED,
     ),
     "pause": (R.BUDGET_EXHAUSTED, R.PLAN_PAUSE, R.GATE_PENDING),
     "control": (

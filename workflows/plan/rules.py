@@ -12,7 +12,8 @@ reference to it an error too). The rules:
 - ``out`` names a contract; contract field types parse; ``on_fail`` names a later top-level agent;
 - a gate is a model gate or a human gate; a route targets an earlier agent step or
   ``terminal:<label>``; ``max_redos > 0`` needs a non-terminal route; revise needs ``max_rounds``
-  and an ancestor target;
+  and an ancestor target; a deadline has a default (approve | kill) and escalation comes
+  before it (``deadlines``);
 - a chain lists agent steps owned by this fan-out alone, whose deps stay inside the chain or
   before the fan-out; a fan-out over a reference needs ``max_fanout``; concurrency and quorum fit;
 - pause resume args are unique, pause schemas are usable bounded JSON Schemas
@@ -48,6 +49,7 @@ from workflows.plan.boundaries import (
     worst_items,
 )
 from workflows.plan.contracts import parse_type
+from workflows.plan.deadlines import deadline_problems
 from workflows.plan.errors import PlanError, join_path
 from workflows.plan.flows import FlowSignature, input_fields
 from workflows.plan.graph import StepGraph
@@ -401,6 +403,8 @@ class _Checker(StepGraph):
                     "deps): revise re-runs the target and what depends on it; "
                     "fix: target a step this gate depends on",
                 )
+        for where, message in deadline_problems(gate):
+            self.error("gate.deadline", i, "gate", *where, message=message)
         if gate.on_revise is not None and gate.max_rounds is None and self.max_rounds is None:
             self.error(
                 "gate.revise_needs_rounds",

@@ -38,9 +38,6 @@ PART2_TOP = {"checkpoints": "checkpoints"}
 # Nested part-2 fields: (container field, key) -> what it is.
 PART2_NESTED = {
     ("fanout", "isolation"): "fan-out isolation (worktree)",
-    ("gate", "deadline"): "human-gate deadlines",
-    ("gate", "default"): "human-gate default decisions",
-    ("gate", "escalate"): "human-gate escalation hooks",
 }
 _FIX = {
     "field.missing": "add it",

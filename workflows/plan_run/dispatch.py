@@ -14,7 +14,7 @@ body is named by its scoped id (``<run step>/<child>``) in everything it records
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -41,7 +41,11 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.run_types import LandedInput, PathsInput, WriteSnapshot
     from workflows.plan_run.pacing import Pacer
 
-__all__ = ["PROMPT_CEILING_CHARS", "Dispatcher", "budget_failure"]
+__all__ = ["PROMPT_CEILING_CHARS", "Dispatcher", "SettledHook", "budget_failure"]
+
+SettledHook = Callable[[AgentStep, str, str, "int | None", str], Awaitable[None]]
+"""Called once an agent step's attempt succeeds: (step, prompt as sent, output, item index,
+invocation id). Training-pair capture (``capture``) is one; it never changes the outcome."""
 
 PROMPT_CEILING_CHARS = 1_000_000
 """A dispatch prompt past this (upstream values spliced in) fails ``prompt-over-ceiling``."""
@@ -117,6 +121,7 @@ class Dispatcher:
         """Step id -> dispatches of the step in the run (x-sim.outputs picks by it)."""
         self.pacer = Pacer()
         """Bounds the invocations one workflow task starts (a region's branches)."""
+        self.on_settled: SettledHook | None = None
 
     async def invoke(
         self,
@@ -202,6 +207,13 @@ class Dispatcher:
                         raise PlanFailure(Reason.MALFORMED_OUTPUT, f"{sid}: {problem}", step=sid)
                     previous, prompt = text, retry
                     continue
+            if self.on_settled is not None and isinstance(step, AgentStep):
+                # The capture hashes both texts and starts an activity: paced like a start.
+                await self.pacer.start()
+                self.pacer.charge(len(prompt) + len(text))
+                count = self.counts[_count_key(sid, item_index)]
+                invocation = invocation_id(sid, count, item_index)
+                await self.on_settled(step, prompt, text, item_index, invocation)
             return text
         raise AssertionError("unreachable: the last attempt returns or raises")
 
@@ -224,7 +236,7 @@ class Dispatcher:
         exhausted = self.ledgers.before_call(sid)
         if exhausted is not None:  # a settled call overran tokens/usd: no next call in scope
             raise budget_failure(self.record, exhausted, sid)
-        key = sid if item_index is None else f"{sid}:{item_index}"
+        key = _count_key(sid, item_index)
         n = self.counts[key] = self.counts.get(key, 0) + 1
         sim_i = self.sim_index[sid] = self.sim_index.get(sid, -1) + 1
         try:
@@ -350,6 +362,10 @@ class Dispatcher:
 
 def _ms_since(started: Any) -> int:
     return max(0, int((workflow.now() - started).total_seconds() * 1000))
+
+
+def _count_key(step_id: str, item_index: int | None) -> str:
+    return step_id if item_index is None else f"{step_id}:{item_index}"
 
 
 def _sim_output(step: AgentStep | GateStep, index: int) -> str | None:

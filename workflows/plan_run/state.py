@@ -8,6 +8,7 @@ enters history, a refused signal is recorded as ``control.refused``.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 from typing import Any
 
@@ -39,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.reasons import Reason
     from workflows.plan.run_record import PlanRecord
     from workflows.plan.run_types import (
+        CaptureFailure,
         ExtendPlanBudgetInput,
         ExtendPlanBudgetResult,
         GateDecisionResult,
@@ -95,6 +97,12 @@ class PlanRunState:
         """Time spent waiting for a person (pauses, human gates, budget extensions): never
         charged to the wall budget (``waits``)."""
         self.waiting_since: datetime | None = None
+        self.expired_tokens: dict[str, str] = {}
+        """Gate step -> the token its deadline voided (a late decision is stale-gate-token)."""
+        self.side_tasks: list[asyncio.Task[None]] = []
+        """Work the walk does not wait for (escalation posts); the run's end waits for it."""
+        self.capture_failures: list[CaptureFailure] = []
+        """Training pairs not written, the first ``MAX_CAPTURE_FAILURES`` (all are traced)."""
 
     # -- bookkeeping ---------------------------------------------------------------------
 
@@ -177,7 +185,11 @@ class PlanRunState:
     def _gate_refusal(self, input: ResolveGateInput) -> Refusal | None:
         pending = {step: gate.token for step, gate in self.gates.items()}
         return check_gate_decision(
-            pending, step=input.step, decision=input.decision, token=input.token
+            pending,
+            step=input.step,
+            decision=input.decision,
+            token=input.token,
+            expired=self.expired_tokens,
         )
 
     @workflow.update(name=UPDATE_RESOLVE_GATE)
@@ -301,6 +313,8 @@ class PlanRunState:
                 )
                 for n in self.ledgers.nested.values()
             ],
+            capture_failures=list(self.capture_failures),
+            deadline_decided=sorted(self.expired_tokens),
         )
 
     @workflow.query(name=QUERY_EVENTS)

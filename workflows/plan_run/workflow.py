@@ -7,9 +7,10 @@
     -> ``finish``: completed (a result), failed (``ApplicationError`` typed with the reason),
        cancelled
 
-Pauses, human gates and budget waits wait in the same workflow run. The message handlers and the
-state they guard are in ``state``; the arithmetic, grammar and rules are the pure modules of
-``workflows.plan``.
+Pauses, human gates (with their deadline and escalation timers, ``deadlines``) and budget waits
+wait in the same workflow run; ``capture`` writes training pairs for plans that opt in. The
+message handlers and the state they guard are in ``state``; the arithmetic, grammar and rules
+are the pure modules of ``workflows.plan``.
 """
 
 from __future__ import annotations
@@ -83,4 +84,5 @@ class PlanRunWorkflow(PlanRunState):
             calls=len(self.record.calls),
             usd=round(sum(c.usd for c in self.record.calls), 6),
             simulated=self.simulated(),
+            capture_failures=self.capture_failures,
         )
