@@ -19,8 +19,10 @@ from activities.campaign.report import CampaignArtifactActivities
 from activities.config import Settings, known_secrets
 from activities.plan.cel import CelActivities, CelEvaluator
 from activities.plan.files import PlanFileActivities
+from activities.plan.notify import NotifierActivities
 from activities.plan.probes import FileProbeActivities
 from activities.plan.roots import worker_roots
+from activities.plan.training import TrainingActivities
 from activities.plan.workspace import WorkspaceActivities
 from activities.routes import task_queue_polled
 from activities.run_store import RunFileActivities, RunStore
@@ -70,6 +72,8 @@ async def running_worker(
         campaign_cells = CampaignCellActivities(settings)
         campaign_files = CampaignArtifactActivities(store)
         workspace = WorkspaceActivities(roots)
+        notifiers = NotifierActivities(settings.notifiers, http)
+        training = TrainingActivities(settings.training_dir)
         # Plan expressions are evaluated in one child process this worker owns (started on
         # first use); their parser was built when the workflows were imported.
         cel = CelEvaluator()
@@ -88,6 +92,9 @@ async def running_worker(
             FileProbeActivities(roots).probe_files,
             CelActivities(cel).evaluate_cel,
             PlanFileActivities(store).write_plan_files,
+            notifiers.check_notifiers,
+            notifiers.notify_gate,
+            training.append_training_pair,
             task_queue_polled,
         ]
         workers = [

@@ -26,7 +26,7 @@ from workflows.plan.expressions import (
     analyse,
     unknown_names,
 )
-from workflows.plan.predicates import Scope, bindings, iteration_prompt, judge_reason
+from workflows.plan.predicates import AttemptScope, bindings, iteration_prompt, judge_reason
 from workflows.plan.validate import load_plan, validate_document
 
 EXPR_CODES = {c for c in CODES if c.startswith("expr.")}
@@ -225,7 +225,7 @@ def test_bindings_hold_only_what_the_site_reads() -> None:
             contracts={"R": {"v": "integer"}},
         )
     )
-    scope = Scope({"k": 1}, {"a": '```json\n{"v": 3}\n```', "b": "text"})
+    scope = AttemptScope({"k": 1}, {"a": '```json\n{"v": 3}\n```', "b": "text"})
     values = bindings(['steps["a"].v'], plan=plan, scope=scope, names={"input", "steps"})
     assert values == {"input": {"k": 1}, "steps": {"a": {"v": 3}}}  # parsed by a's contract
     member = bindings(["item"], plan=plan, scope=scope, names={"item", "result"}, result="r")

@@ -6,12 +6,14 @@ Pure. Mixed into the rules checker (``workflows.plan.rules``): every ``set`` val
 (``expr.unknown_name``) and the steps it may read (``ref.unknown_step``, ``ref.not_earlier``,
 ``ref.chain_member``, as for ``${steps...}``). File predicates' paths are templates (checked as
 prompts are) whose literal text must stay inside the workspace (``path.escapes_root``). Before
-anything is parsed, the plan's distinct expressions are held to their plan-wide ceilings.
+anything is parsed, the plan's distinct expressions (flow bodies included) are held to their
+plan-wide ceilings on the raw document (``expression_budget_error``, run by ``validate``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from workflows.plan.errors import PlanError
 from workflows.plan.expressions import (
@@ -33,7 +35,7 @@ from workflows.plan.model import (
 from workflows.plan.paths import lexical_problem
 from workflows.plan.refs import Ref, RefError, parse_template
 
-__all__ = ["ExpressionRules", "bound_names", "step_expressions"]
+__all__ = ["ExpressionRules", "bound_names", "expression_budget_error", "step_expressions"]
 
 
 def bound_names(step: AgentStep | SetStep, *, member: bool, result: bool) -> set[str]:
@@ -73,30 +75,48 @@ def _path_text(template: str) -> str:
     return "".join("x" if isinstance(s, Ref) else s for s in segments)
 
 
+def _raw_expressions(doc: Mapping[str, Any]) -> Iterator[str]:
+    """Every CEL text of a document as written (top-level steps and flow bodies), before any
+    of it is parsed."""
+    bodies: list[Any] = [doc.get("steps")]
+    flows = doc.get("flows")
+    if isinstance(flows, dict):
+        bodies += [f.get("steps") for f in flows.values() if isinstance(f, dict)]
+    for steps in bodies:
+        for step in steps if isinstance(steps, list) else []:
+            if not isinstance(step, dict):
+                continue
+            values = step.get("set")
+            if isinstance(values, dict):
+                yield from (v for v in values.values() if isinstance(v, str))
+            ensure = step.get("ensure")
+            for entry in ensure if isinstance(ensure, list) else []:
+                if isinstance(entry, dict) and isinstance(entry.get("expr"), str):
+                    yield entry["expr"]
+            iterate = step.get("iterate")
+            if isinstance(iterate, dict) and isinstance(iterate.get("until"), str):
+                yield iterate["until"]
+
+
+def expression_budget_error(doc: Mapping[str, Any]) -> PlanError | None:
+    """The plan-wide ceiling on distinct expressions, checked on the raw document so that a
+    plan over it is refused without parsing any of them (validation also runs in the
+    workflow's first task)."""
+    texts = set(_raw_expressions(doc))
+    chars = sum(len(t) for t in texts)
+    if len(texts) <= MAX_PLAN_EXPRESSIONS and chars <= MAX_PLAN_EXPRESSION_CHARS:
+        return None
+    return PlanError(
+        "expr.too_complex",
+        "steps",
+        f"the plan has {len(texts)} distinct expressions of {chars} characters, over "
+        f"{MAX_PLAN_EXPRESSIONS} expressions or {MAX_PLAN_EXPRESSION_CHARS} characters; "
+        "fix: reuse expressions or split the plan",
+    )
+
+
 class ExpressionRules(StepGraph):
-    cel_refused = False
-    """Set when the plan's expressions are over the plan-wide ceilings: none is parsed."""
-
-    def expression_budget(self) -> None:
-        texts = {
-            text for step in self.steps if step is not None for text, _, _ in step_expressions(step)
-        }
-        chars = sum(len(t) for t in texts)
-        if len(texts) > MAX_PLAN_EXPRESSIONS or chars > MAX_PLAN_EXPRESSION_CHARS:
-            self.cel_refused = True
-            self.errors.append(
-                PlanError(
-                    "expr.too_complex",
-                    "steps",
-                    f"the plan has {len(texts)} distinct expressions of {chars} characters, "
-                    f"over {MAX_PLAN_EXPRESSIONS} expressions or {MAX_PLAN_EXPRESSION_CHARS} "
-                    "characters; fix: reuse expressions or split the plan",
-                )
-            )
-
     def cel(self, i: int, text: str, names: set[str], *parts: str | int) -> None:
-        if self.cel_refused:
-            return
         analysis = analyse(text)
         for code, message in analysis.problems:
             self.error(code, i, *parts, message=message)

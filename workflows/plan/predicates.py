@@ -33,7 +33,7 @@ from workflows.plan.refs import extract_json
 
 __all__ = [
     "MAX_REASON_CHARS",
-    "Scope",
+    "AttemptScope",
     "bindings",
     "bound_bytes",
     "file_predicates",
@@ -50,7 +50,7 @@ _NOT_BOUND = object()
 
 
 @dataclass(frozen=True)
-class Scope:
+class AttemptScope:
     """Where an attempt runs: the values its references and expressions read."""
 
     inputs: Mapping[str, Any]
@@ -108,7 +108,7 @@ def bindings(
     texts: Iterable[str],
     *,
     plan: Plan,
-    scope: Scope,
+    scope: AttemptScope,
     names: set[str],
     result: Any = _NOT_BOUND,
 ) -> dict[str, Any]:

@@ -40,7 +40,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.plan.expression_rules import bound_names
     from workflows.plan.gates import gate_verdict
-    from workflows.plan.ledger import BudgetInvariantViolated
     from workflows.plan.model import (
         AgentStep,
         EnsureExpr,
@@ -50,17 +49,17 @@ with workflow.unsafe.imports_passed_through():
         SetStep,
     )
     from workflows.plan.predicates import (
-        Scope,
+        AttemptScope,
         bindings,
         bound_bytes,
         judge_prompt,
         judge_reason,
         judged_route_key,
     )
-    from workflows.plan.prompts import invocation_id
+    from workflows.plan.prompts import count_key, invocation_id
     from workflows.plan.reasons import Reason
     from workflows.plan.refs import RefError, render
-    from workflows.plan.run_record import CallRow, PlanFailure, PlanRecord
+    from workflows.plan.run_record import PlanFailure, PlanRecord
 
 if TYPE_CHECKING:
     from workflows.plan_run.dispatch import Dispatcher
@@ -125,7 +124,7 @@ def _shown(value: Any) -> str:
 def _event(
     record: PlanRecord,
     step_id: str,
-    scope: Scope,
+    scope: AttemptScope,
     index: int,
     form: str,
     holds: bool,
@@ -141,12 +140,14 @@ def _event(
 async def check_ensures(
     dispatcher: Dispatcher,
     step: AgentStep | SetStep,
+    sid: str,
     *,
     output: str,
     result: Any,
-    scope: Scope,
+    scope: AttemptScope,
 ) -> CheckFailure | None:
-    """The step's ensure predicates on one attempt's output, in the spec's order."""
+    """The step's ensure predicates on one attempt's output, in the spec's order (``sid``: the
+    step's scoped id, ``<run step>/<child>`` in a sub-flow's body)."""
     plan, record = dispatcher.plan, dispatcher.record
     member = scope.item_index is not None
     names = bound_names(step, member=member, result=True)
@@ -166,29 +167,29 @@ async def check_ensures(
             form = "file_exists" if isinstance(predicate, EnsureFileExists) else "file_contains"
             probe = files[k]
             if probe.escapes:
-                _event(record, step.id, scope, k, form, False, probe.reason)
+                _event(record, sid, scope, k, form, False, probe.reason)
                 raise PlanFailure(
                     Reason.ARTIFACT_PATH_ESCAPES_ROOT,
-                    f"{step.id}: ensure[{k}] {form}: {probe.reason}",
-                    step=step.id,
+                    f"{sid}: ensure[{k}] {form}: {probe.reason}",
+                    step=sid,
                 )
             holds, reason = probe.holds, probe.reason
         else:
             continue
-        _event(record, step.id, scope, k, form, holds, reason)
+        _event(record, sid, scope, k, form, holds, reason)
         if not holds:
             return CheckFailure(form, reason, k, identical_stops=form == "expr")
     for k, predicate in enumerate(step.ensure):
         if isinstance(predicate, EnsureJudged) and isinstance(step, AgentStep):
-            holds, reason = await _judge(dispatcher, step, k, predicate, output, scope)
-            _event(record, step.id, scope, k, "judged", holds, reason)
+            holds, reason = await _judge(dispatcher, step, sid, k, predicate, output, scope)
+            _event(record, sid, scope, k, "judged", holds, reason)
             if not holds:
                 return CheckFailure("judged", reason, k, identical_stops=True)
     return None
 
 
 async def _probe(
-    dispatcher: Dispatcher, step: AgentStep | SetStep, scope: Scope
+    dispatcher: Dispatcher, step: AgentStep | SetStep, scope: AttemptScope
 ) -> dict[int, ProbeOutcome]:
     """The file predicates, rendered (``${...}``) and probed in one activity."""
     out: dict[int, ProbeOutcome] = {}
@@ -223,8 +224,9 @@ async def _probe(
 
 
 async def until_holds(
-    dispatcher: Dispatcher, step: AgentStep, *, result: Any, scope: Scope
+    dispatcher: Dispatcher, step: AgentStep, *, result: Any, scope: AttemptScope
 ) -> tuple[bool, str]:
+    """Whether the step's ``iterate.until`` holds for this iteration's output, and why not."""
     assert step.iterate is not None
     names = bound_names(step, member=scope.item_index is not None, result=True)
     text = step.iterate.until
@@ -234,21 +236,24 @@ async def until_holds(
 
 
 async def _judge(
-    d: Dispatcher, step: AgentStep, k: int, predicate: EnsureJudged, output: str, scope: Scope
+    d: Dispatcher,
+    step: AgentStep,
+    sid: str,
+    k: int,
+    predicate: EnsureJudged,
+    output: str,
+    scope: AttemptScope,
 ) -> tuple[bool, str]:
-    """One model call: the statement, the defanged output, the verdict line."""
-    model = d.models[judged_route_key(step.id, k)]
-    key = step.id if scope.item_index is None else f"{step.id}:{scope.item_index}"
-    n = d.counts.get(key, 1)
-    sim_i = d.judge_index[step.id] = d.judge_index.get(step.id, -1) + 1
-    try:
-        d.ledger.spend(step.id)
-    except BudgetInvariantViolated as exc:
-        raise PlanFailure(Reason.BUDGET_INVARIANT_VIOLATED, str(exc), step=step.id) from None
-    invocation = f"{invocation_id(step.id, n, scope.item_index)}.judged{k}"
+    """One model call, spent and settled in every covering ledger like a dispatch: the
+    statement, the defanged output, the verdict line."""
+    model = d.models[judged_route_key(sid, k)]
+    n = d.counts.get(count_key(sid, scope.item_index), 1)
+    sim_i = d.judge_index[sid] = d.judge_index.get(sid, -1) + 1
+    d.spend_call(sid)
+    invocation = f"{invocation_id(sid, n, scope.item_index)}.judged{k}"
     seq = d.record.event(
         "dispatched",
-        step=step.id,
+        step=sid,
         invocation=invocation,
         attempt=n,
         model=model,
@@ -266,11 +271,12 @@ async def _judge(
     timeout = timedelta(milliseconds=stage_timeout_ms(step))
     call = CallModelInput(
         run_id=d.run_id,
-        phase=f"{step.id}#judged",
+        phase=f"{sid}#judged",
         index=scope.item_index or 0,
         attempt=sim_i,
         request=request,
     )
+    started = workflow.now()
     try:
         response = await call_model(
             call,
@@ -280,15 +286,15 @@ async def _judge(
             schedule_to_close_timeout=timeout,
         )
     except ActivityError as exc:
-        d.record.calls.append(CallRow(invocation, step.id, model, outcome="transport"))
+        d.settle_call(invocation, sid, model, None, started, outcome="transport")
         d.record.event(
-            "settled", caused_by=[seq], step=step.id, invocation=invocation, ok=False,
+            "settled", caused_by=[seq], step=sid, invocation=invocation, ok=False,
             phase="judged",
         )  # fmt: skip
         return False, f"the judge call failed: {exc.cause or exc}"
-    d.bill(invocation, step.id, model, response)
+    d.settle_call(invocation, sid, model, response, started)
     d.record.event(
-        "settled", caused_by=[seq], step=step.id, invocation=invocation, ok=True, phase="judged"
+        "settled", caused_by=[seq], step=sid, invocation=invocation, ok=True, phase="judged"
     )
     verdict = gate_verdict(response.text)
     if verdict == "pass":

@@ -20,7 +20,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from workflows.plan.model import AgentStep
-    from workflows.plan.predicates import Scope, iteration_prompt, result_of
+    from workflows.plan.predicates import AttemptScope, iteration_prompt, result_of
     from workflows.plan.reasons import Reason
     from workflows.plan.run_record import PlanFailure
     from workflows.plan_run.checks import until_holds
@@ -34,9 +34,10 @@ __all__ = ["iterate"]
 async def iterate(
     dispatcher: Dispatcher,
     step: AgentStep,
+    sid: str,
     prompt: str,
     contract: Mapping[str, str] | None,
-    scope: Scope,
+    scope: AttemptScope,
 ) -> str:
     spec = step.iterate
     assert spec is not None
@@ -44,12 +45,12 @@ async def iterate(
     previous: str | None = None
     for iteration in range(1, spec.max + 1):
         here = dataclasses.replace(scope, iteration=iteration)
-        text = await dispatcher.attempts(step, asked, contract, here)
+        text = await dispatcher.attempts(step, sid, asked, contract, here)
         holds, reason = await until_holds(
             dispatcher, step, result=result_of(step, text), scope=here
         )
         if holds:
-            dispatcher.record.event("iterate.done", step=step.id, iteration=iteration)
+            dispatcher.record.event("iterate.done", step=sid, iteration=iteration)
             return text
         repeated = previous is not None and text == previous
         if iteration == spec.max or repeated:
@@ -60,11 +61,11 @@ async def iterate(
             )
             raise PlanFailure(
                 Reason.ITERATE_EXHAUSTED,
-                f"{step.id}: until {spec.until} is not satisfied ({reason}): {why}",
-                step=step.id,
+                f"{sid}: until {spec.until} is not satisfied ({reason}): {why}",
+                step=sid,
             )
         dispatcher.record.event(
-            "iterate.next", step=step.id, iteration=iteration, of=spec.max, reason=reason
+            "iterate.next", step=sid, iteration=iteration, of=spec.max, reason=reason
         )
         previous = text
         asked = iteration_prompt(

@@ -18,53 +18,56 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.contracts import check_output
     from workflows.plan.expression_rules import bound_names
     from workflows.plan.model import SetStep
-    from workflows.plan.predicates import Scope, bindings
+    from workflows.plan.predicates import AttemptScope, bindings
     from workflows.plan.reasons import Reason
     from workflows.plan.run_record import PlanFailure
     from workflows.plan_run.checks import check_ensures, evaluate
     from workflows.plan_run.dispatch import Dispatcher
+    from workflows.plan_run.scope import Scope
     from workflows.plan_run.state import PlanRunState
 
 __all__ = ["set_step"]
 
 
-async def set_step(run: PlanRunState, dispatcher: Dispatcher, step: SetStep) -> None:
+async def set_step(run: PlanRunState, dispatcher: Dispatcher, where: Scope, step: SetStep) -> None:
+    """Evaluate, check and settle ``step`` in ``where`` (the top level, or a sub-flow body)."""
     plan = dispatcher.plan
-    scope = Scope(run.args, run.outputs)
+    sid = where.sid(step.id)
+    scope = AttemptScope(where.inputs, where.outputs)
     keys = list(step.values)
     texts = [step.values[k] for k in keys]
     names = bound_names(step, member=False, result=False)
     values = bindings(texts, plan=plan, scope=scope, names=names)
-    run.record.steps[step.id] = "running"
+    run.record.steps[sid] = "running"
     outcomes = await evaluate(texts, values)
     output = {}
     for key, outcome in zip(keys, outcomes, strict=True):
         if not outcome.ok:
-            run.record.steps[step.id] = "failed"
-            run.record.event("set.evaluated", step=step.id, ok=False, key=key, error=outcome.error)
+            run.record.steps[sid] = "failed"
+            run.record.event("set.evaluated", step=sid, ok=False, key=key, error=outcome.error)
             raise PlanFailure(
                 Reason.EXPR_FAILED,
-                f"{step.id}: set.{key} = {step.values[key]}: {outcome.error}",
-                step=step.id,
+                f"{sid}: set.{key} = {step.values[key]}: {outcome.error}",
+                step=sid,
             )
         output[key] = outcome.value
-    run.record.event("set.evaluated", step=step.id, ok=True, keys=keys)
+    run.record.event("set.evaluated", step=sid, ok=True, keys=keys)
     if step.out is not None:
         _, problem = check_output(json.dumps(output), step.out, plan.contracts)
         if problem is not None:
-            run.record.steps[step.id] = "failed"
-            raise PlanFailure(Reason.MALFORMED_OUTPUT, f"{step.id}: {problem}", step=step.id)
+            run.record.steps[sid] = "failed"
+            raise PlanFailure(Reason.MALFORMED_OUTPUT, f"{sid}: {problem}", step=sid)
     if step.ensure:
         failed = await check_ensures(
-            dispatcher, step, output=json.dumps(output), result=output, scope=scope
+            dispatcher, step, sid, output=json.dumps(output), result=output, scope=scope
         )
         if failed is not None:
-            run.record.steps[step.id] = "failed"
+            run.record.steps[sid] = "failed"
             raise PlanFailure(
                 Reason.ENSURE_FAILED,
-                f"{step.id}: ensure[{failed.index}] {failed.form} failed: {failed.reason} "
+                f"{sid}: ensure[{failed.index}] {failed.form} failed: {failed.reason} "
                 "(a set step is deterministic: never retried)",
-                step=step.id,
+                step=sid,
             )
-    run.settle(step.id, output)
-    run.settle_by_message(step.id, step.deps, keys=keys)
+    where.settle(step.id, output)
+    run.settle_by_message(sid, [where.sid(d) for d in step.deps], keys=keys)
