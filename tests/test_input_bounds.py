@@ -303,3 +303,15 @@ def test_a_workers_own_sim_endpoint_is_held_to_the_same_bounds(settings: Setting
 def test_temperatures_and_lambda_have_ceilings(model: type, fields: dict[str, object]) -> None:
     with pytest.raises(ValidationError, match="less than or equal to"):
         model.model_validate(fields)
+
+
+def test_a_recording_over_the_bound_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    from activities.providers.replay import read_recording
+
+    recording = tmp_path / "raw-events.jsonl"
+    with recording.open("wb") as file:  # sparse: costs no disk
+        file.truncate(bounds.MAX_RECORDING_BYTES + 1)
+    with pytest.raises(ConfigError, match="over the 268435456 bytes"):
+        read_recording(recording)
+    recording.write_bytes(b'{"call_key": "k"}\n')
+    assert read_recording(recording) == [b'{"call_key": "k"}']

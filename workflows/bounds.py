@@ -23,6 +23,7 @@ __all__ = [
     "MAX_JSON_CHARS",
     "MAX_LAMBDA",
     "MAX_OUTPUT_TOKENS",
+    "MAX_RECORDING_BYTES",
     "MAX_RESPONSE_BYTES",
     "MAX_SCHEDULE_TO_CLOSE_S",
     "MAX_SEED",
@@ -78,6 +79,8 @@ MAX_TEMPERATURE = 2.0
 """A sampling temperature (OpenAI's range is 0-2, Anthropic's 0-1: the provider refuses more)."""
 MAX_LAMBDA = 1_000.0
 """Bradley-Terry's ridge ``lambda`` (0.01 by default; past a few units every score is ~0)."""
+MAX_RECORDING_BYTES = 256 * 1024 * 1024
+"""One ``raw-events.jsonl`` a replay reads (``replay:``, ``calls.replay``): larger is refused."""
 MIN_INT, MAX_INT = -(2**63), 2**63 - 1
 """The backstop for every integer anywhere in workflow input (``workflows/inputs.py``)."""
 
