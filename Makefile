@@ -25,7 +25,7 @@ lint: install
 # The suite mostly waits on dev servers and subprocesses, so six xdist workers on two cores
 # take it from ~25 to ~9 minutes; each worker starts its own session dev server.
 test: install lint
-	$(BIN)/pytest -q -p no:cacheprovider -n 6 --durations=10
+	$(BIN)/pytest -q -p no:cacheprovider -n 6 --durations=10 -rfE --tb=native
 
 # Full sizes; tests/test_benchmarks.py runs each with --smoke (tiny sizes) in the suite.
 bench: install

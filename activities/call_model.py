@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -20,6 +18,7 @@ from activities.errors import (
     ConfigError,
     ProviderError,
 )
+from activities.heartbeats import heartbeating
 from activities.plan.roots import WORKSPACE_REFUSED, outside_roots
 from activities.pricing import cost_usd
 from activities.providers import CallContext, ResolvedModel, resolve_model
@@ -31,24 +30,6 @@ from workflows.model_types import CallModelInput, ModelResponse
 __all__ = ["CALL_MODEL", "ModelActivities"]
 
 CALL_MODEL = "call_model"
-
-
-@contextlib.asynccontextmanager
-async def _heartbeat_ticker() -> AsyncIterator[None]:
-    """Heartbeat while waiting on a provider, so a dead worker is noticed quickly."""
-    timeout = activity.info().heartbeat_timeout or timedelta(seconds=30)
-    interval = max(0.2, min(timeout.total_seconds() / 3, 5.0))
-
-    async def tick() -> None:
-        while True:
-            activity.heartbeat()
-            await asyncio.sleep(interval)
-
-    task = asyncio.create_task(tick())
-    try:
-        yield
-    finally:
-        task.cancel()
 
 
 LONG_RETRY_AFTER_S = 300.0
@@ -191,7 +172,7 @@ class ModelActivities:
         )
         started = time.monotonic()
         try:
-            async with _heartbeat_ticker():
+            async with heartbeating():  # a dead worker is noticed quickly
                 if input.replay is not None:
                     response = await replayed(self.replays, input, resolved, ctx)
                 else:

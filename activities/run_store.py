@@ -12,7 +12,6 @@ ApplicationError (``refusal``) since retrying cannot fix it.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import tempfile
 from collections.abc import Iterable
@@ -22,6 +21,7 @@ from pydantic import BaseModel
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.heartbeats import in_thread
 from activities.raw_events import redact
 from workflows.run_ids import RUN_ID, RunIdInvalid, check_run_id, writer_problem
 
@@ -124,7 +124,6 @@ class RunFileActivities:
     async def write_run_files(self, input: WriteRunFilesInput) -> list[str]:
         try:
             check_writer(input.run_id)
-            # A thread, so file I/O never stalls the event loop and other activities' heartbeats.
-            return await asyncio.to_thread(self.store.write_all, input.run_id, input.files)
+            return await in_thread(self.store.write_all, input.run_id, input.files)
         except (RunIdInvalid, RunDirRefused) as exc:
             raise refusal(exc) from None

@@ -92,7 +92,7 @@ def recording_files(run_id: str, settings: Settings) -> list[Path]:
             names = sorted(
                 e.name
                 for e in os.scandir(root)
-                if own.match(e.name) and e.is_dir(follow_symlinks=False)
+                if own.fullmatch(e.name) and e.is_dir(follow_symlinks=False)
             )
         except OSError:
             continue
@@ -215,7 +215,7 @@ async def replayed(
             text = recorded.response.get("text")
             if text is None:
                 text = orjson.dumps(recorded.response.get("body")).decode()
-            raise error_for_status(httpx.Response(status, text=text), ctx)
+            raise error_for_status(httpx.Response(status, text=text), ctx, text)
         return implementation.parse_response(recorded.response["body"], request, ctx)
     if replay.on_miss == "network":
         return await implementation.request(request, ctx)

@@ -183,3 +183,28 @@ def test_fence_scans_over_model_output_are_linear() -> None:
     assert time.monotonic() - began < 1
     assert extract_json('```json\n{"a": 1}\n```') == {"a": 1}
     assert extract_json("  ```\n[1]\n```  \n") == [1]
+
+
+# -- anchored names (issue 13, section 2) ---------------------------------------------------
+
+
+def test_names_validated_by_pythons_re_refuse_a_final_newline() -> None:
+    """``$`` matches before a final newline; every validating pattern is a full match."""
+    from client.profiles import PROFILE_NAME
+    from workflows.plan.contracts import parse_type
+    from workflows.plan.joins import parse_join
+    from workflows.plan.refs import RefError, parse_template
+    from workflows.run_ids import run_id_problem
+    from workflows.tournament.types import GivenCandidate
+
+    assert run_id_problem("abc\n") is not None and run_id_problem("abc") is None
+    assert PROFILE_NAME.fullmatch("p\n") is None
+    with pytest.raises(ValueError):
+        GivenCandidate(id="a\n", text="t")
+    with pytest.raises(ValueError):
+        parse_type("string\n", {})
+    for text in ("${input.k\n}", "${steps.a\n.output}", "${steps.a.output.x\n}"):
+        with pytest.raises(RefError):
+            parse_template(text)
+    with pytest.raises(ValueError):
+        parse_join("quorum:2\n")

@@ -46,7 +46,9 @@ def as_workflow(workflow_id: str | None) -> ActivityEnvironment:
     return env
 
 
-@pytest.mark.parametrize("run_id", ["../../etc", "a/b", "", ".x", "-x", "x" * 129, "é"])
+@pytest.mark.parametrize(
+    "run_id", ["../../etc", "a/b", "", ".x", "-x", "x" * 129, "é", "abc\n", "x" * 128 + "\n"]
+)
 def test_run_id_validator_refuses_with_its_code(run_id: str) -> None:
     problem = run_id_problem(run_id)
     assert problem is not None

@@ -10,6 +10,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from activities.heartbeats import HEARTBEAT_TIMEOUT
     from activities.run_store import WRITE_RUN_FILES, WriteRunFilesInput
     from workflows import phases
     from workflows.ask_types import AskInput, AskResult
@@ -93,6 +94,7 @@ class AskWorkflow:
             WriteRunFilesInput(run_id=run_id, files=files),
             result_type=list[str],
             start_to_close_timeout=timedelta(seconds=60),
+            heartbeat_timeout=HEARTBEAT_TIMEOUT,  # a killed worker: retried within seconds
             retry_policy=WRITE_RETRY_POLICY,
         )
 

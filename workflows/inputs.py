@@ -38,9 +38,12 @@ M = TypeVar("M", bound=BaseModel)
 
 
 class StrictModel(BaseModel):
-    """A boundary model: unknown fields and non-finite numbers (NaN, Infinity) are refused."""
+    """A boundary model: unknown fields, non-finite numbers (NaN, Infinity) and wrong types are
+    refused. Strict: ``"8"`` is not 8 and ``1`` is not ``true``; input decodes from JSON text
+    (``decode_json``), where strict mode still takes what JSON has no word for (a string for an
+    enum, a date or a time, an array for a tuple) and an integer for a float."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
 
 
 class InputInvalid(Exception):

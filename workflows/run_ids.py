@@ -36,7 +36,7 @@ class RunIdInvalid(ValueError):
 
 def run_id_problem(run_id: str) -> str | None:
     """Why ``run_id`` cannot name a run (field, rule, fix), or None if it can."""
-    if RUN_ID.match(run_id):
+    if RUN_ID.fullmatch(run_id):
         return None
     return (
         f"run id {run_id!r} must match [A-Za-z0-9][A-Za-z0-9._-]* and be at most 128 "

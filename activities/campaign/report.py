@@ -9,7 +9,6 @@ plots are inline SVG (no network assets).
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,10 +17,11 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from temporalio import activity
 
+from activities.heartbeats import in_thread
 from activities.reports import render_page
 from activities.run_store import RunDirRefused, RunIdInvalid, RunStore, check_writer, refusal
 from workflows.campaign.records import RunRecord
-from workflows.campaign.stats import Analysis, analyse
+from workflows.campaign.stats import BOOTSTRAP_SEED, Analysis, analyse
 from workflows.campaign.types import CampaignArtifactsInput, CampaignArtifactsResult
 
 __all__ = [
@@ -58,6 +58,7 @@ class ReportDesign:
     commit_sha: str | None
     status: str
     planned_cells: int
+    analysis_seed: int = BOOTSTRAP_SEED
 
     @classmethod
     def of(cls, input: CampaignArtifactsInput) -> ReportDesign:
@@ -81,6 +82,7 @@ class ReportDesign:
     ) -> ReportDesign:
         """From the campaign document as JSON (``campaign.json`` in the run directory)."""
         variants = [v["id"] for v in doc["variants"]]
+        seed = doc.get("analysis_seed")
         return cls(
             campaign_id=doc["campaign_id"],
             run_id=run_id,
@@ -94,6 +96,7 @@ class ReportDesign:
             commit_sha=doc.get("commit_sha"),
             status=status,
             planned_cells=planned_cells,
+            analysis_seed=BOOTSTRAP_SEED if seed is None else int(seed),
         )
 
 
@@ -148,6 +151,7 @@ def render_report(
         comparator=design.comparator,
         rope=design.rope,
         min_pairs=design.min_pairs,
+        seed=design.analysis_seed,
     )
     context = _context(design, analysis, records)
     simulated = bool(records) and all(r.simulated for r in records)
@@ -188,6 +192,7 @@ def summary_json(input: CampaignArtifactsInput, analysis: Analysis) -> str:
             "planned": input.planned_cells,
             "recorded": len(input.records),
             "failed": sum(1 for r in input.records if r.failure_class is not None),
+            "unsettled": sum(1 for r in input.records if r.failure_class == "unsettled"),
         },
         "decisions": analysis.decisions,
         "recommendation": analysis.recommendation,
@@ -214,7 +219,7 @@ class CampaignArtifactActivities:
             check_writer(input.run_id)
         except (RunIdInvalid, RunDirRefused) as exc:
             raise refusal(exc) from None
-        return await asyncio.to_thread(self.write, input)
+        return await in_thread(self.write, input)
 
     def write(self, input: CampaignArtifactsInput) -> CampaignArtifactsResult:
         analysis, files = render_report(ReportDesign.of(input), input.records)

@@ -7,10 +7,9 @@ from the directory it just wrote, so the report always matches the trace beside 
 
 from __future__ import annotations
 
-import asyncio
-
 from temporalio import activity
 
+from activities.heartbeats import in_thread
 from activities.plan.report import render_plan_report
 from activities.run_store import (
     RunDirRefused,
@@ -34,7 +33,7 @@ class PlanFileActivities:
     async def write_plan_files(self, input: WriteRunFilesInput) -> list[str]:
         try:
             check_writer(input.run_id)
-            return await asyncio.to_thread(self._write, input)
+            return await in_thread(self._write, input)
         except (RunIdInvalid, RunDirRefused) as exc:
             raise refusal(exc) from None
 

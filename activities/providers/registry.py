@@ -56,7 +56,7 @@ class ResolvedModel:
 
 def parse_model_spec(spec: str) -> tuple[str, str]:
     """``"provider:model"`` -> ``(provider, model)``, or a ConfigError saying what is wrong."""
-    match = _SPEC.match(spec.strip())
+    match = _SPEC.fullmatch(spec.strip())
     if not match:
         raise ConfigError(
             f"model {spec!r} is not of the form provider:model (e.g. {MODEL_EXAMPLES})"

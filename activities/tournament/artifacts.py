@@ -7,13 +7,13 @@ activity writes the same bytes.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 from typing import Any
 
 from temporalio import activity
 
+from activities.heartbeats import in_thread
 from activities.providers.sim import true_quality
 from activities.raw_events import redact
 from activities.run_store import RunDirRefused, RunIdInvalid, RunStore, check_writer, refusal
@@ -122,8 +122,8 @@ class TournamentArtifactActivities:
     async def write_tournament_artifacts(self, snap: TournamentSnapshot) -> str:
         try:
             check_writer(snap.run_id)
-            # A thread, so rendering and file I/O never stall other activities' heartbeats.
-            return await asyncio.to_thread(self._write, snap)
+            # A thread, so rendering and file I/O never stall the loop; it heartbeats meanwhile.
+            return await in_thread(self._write, snap)
         except (RunIdInvalid, RunDirRefused) as exc:
             raise refusal(exc) from None
 

@@ -12,6 +12,7 @@ from temporalio.client import Client
 
 from activities.config import Endpoint, Settings
 from tests.campaigns.helpers import document
+from tests.campaigns.test_integrity_runs import EMPTY_FANOUT_PLAN
 from tests.campaigns.test_workflow import failure, records, start
 from tests.conftest import with_endpoint
 from tests.fakes import FakeProvider, Reply, openai_completion
@@ -53,33 +54,34 @@ async def test_http_cells_leave_raw_events_that_pass_the_capture_check(
     assert len(fake.seen) == 6
 
 
-async def test_an_invalid_record_is_a_genuine_error_that_drains_and_fails(
-    client: Client, http_queue: tuple[str, Settings], fake: FakeProvider
+async def test_a_genuine_error_drains_the_running_cells_and_fails(
+    client: Client, worker_queue: str, settings: Settings
 ) -> None:
-    queue, settings = http_queue
-    # The judge grades with an absurd number: the cell's record cannot hold an infinite score.
-    fake.responder = lambda seen: Reply(body=openai_completion("Graded.\n1e999"))
-    doc = document(route={"require_auth": False}, seeds=[0, 1, 2], concurrency=4)
+    # Under integrity "throw", a plan cell that asks no model (missing_llm_spans) is a genuine
+    # error. (This test used a judge grading 1e999, an invalid record; a judge's grade is now
+    # checked against its scale and such a cell is scorer_failed instead.)
+    doc = document(integrity="throw", seeds=[0, 1, 2], concurrency=4)
     doc["variants"] = [
-        {"id": "fast", "kind": "single", "config": {"model": "sim:default"}},
+        {
+            "id": "fast",
+            "kind": "plan",
+            "config": {"plan": EMPTY_FANOUT_PLAN, "args": {"items": []}},
+        },
         {"id": "slow", "kind": "single", "config": {"model": "sim:default,latency=fixed:3000"}},
     ]
     doc["comparator"] = "fast"
-    doc["scenarios"] = [
-        {"id": "s0", "task": "Sort.", "scorer": {"kind": "judge", "model": "corp:m", "rubric": "r"}}
-    ]
-    handle_error = await failure(client, queue, doc)
-    assert handle_error.type == "record.invalid"
+    doc["scenarios"] = [{"id": "s0", "task": "Sort.", "scorer": {"kind": "regex", "pattern": "."}}]
+    handle_error = await failure(client, worker_queue, doc)
+    assert handle_error.type == "integrity.failed"
     run_dir = next(p for p in settings.runs_dir.iterdir() if (p / "campaign.json").is_file())
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["status"] == "failed" and summary["error"].startswith("record.invalid")
+    assert summary["status"] == "failed" and summary["error"].startswith("integrity.failed")
     rows = records(run_dir)
     # The slow sibling was running when the error came: cancelled, its paid call recorded;
     # the cells after it never started.
     slow = [r for r in rows if r["variant"] == "slow"]
     assert [(r["seed"], r["failure_class"], r["calls"]) for r in slow] == [(0, "cancelled", 1)]
     assert len(rows) < 6
-    assert 1 <= len(fake.seen) <= 3  # only fast cells reached their judge
 
 
 async def test_a_plans_tournament_step_over_http_is_captured_in_its_child_run(
@@ -105,3 +107,28 @@ async def test_a_plans_tournament_step_over_http_is_captured_in_its_child_run(
         for line in path.read_text().splitlines()
     ]
     assert row["calls"] == len(fake.seen) == len(child_events) > 1
+
+
+async def test_a_judge_grade_is_read_on_its_declared_scale(
+    client: Client, http_queue: tuple[str, Settings], fake: FakeProvider
+) -> None:
+    queue, _ = http_queue
+    fake.responder = lambda seen: Reply(body=openai_completion("Graded.\n8"))
+    doc = document(route={"require_auth": False}, seeds=[0])
+    judge = {"kind": "judge", "model": "corp:m", "rubric": "r"}
+    doc["scenarios"] = [
+        {"id": "ten", "task": "Sort.", "scorer": {**judge, "scale": 10}},
+        {"id": "one", "task": "Sort.", "scorer": judge},  # asked for 0 to 1, answered 8
+    ]
+    result = await (await start(client, queue, doc)).result()
+    rows = {(r["variant"], r["scenario"]): r for r in records(Path(result.run_dir))}
+    assert len(rows) == 4 and len(fake.seen) == 4
+    asked = sorted(
+        s.body["messages"][-1]["content"].split("score from 0 to ")[1][:2] for s in fake.seen
+    )
+    assert asked == ["1 ", "1 ", "10", "10"]  # each judge was asked for its scale
+    for variant, _ in rows:
+        assert rows[variant, "ten"]["holdout_score"] == 0.8
+        one = rows[variant, "one"]
+        assert (one["failure_class"], one["holdout_score"]) == ("scorer_failed", None)
+        assert "grade 8 is outside the scorer's scale [0, 1]" in one["error"]

@@ -7,7 +7,12 @@ import json
 import yaml
 
 from tests.campaigns.helpers import document
-from workflows.campaign.document import validate_text, validate_value
+from workflows.campaign.document import (
+    DEFAULT_DRAIN_TIMEOUT_S,
+    MAX_DRAIN_TIMEOUT_S,
+    validate_text,
+    validate_value,
+)
 from workflows.campaign.matrix import cell_run_id, cells, fingerprint
 
 
@@ -75,6 +80,14 @@ def test_shape_errors_name_the_field() -> None:
     doc["variants"][0]["config"] = {"temperature": "hot"}
     assert ("field.missing", "variants[0].config.model") in codes(doc)
     assert ("field.type", "variants[0].config.temperature") in codes(doc)
+
+
+def test_the_drain_bound_has_a_default_and_a_ceiling() -> None:
+    parsed = validate_value(document()).document
+    assert parsed is not None and parsed.drain_timeout_s == DEFAULT_DRAIN_TIMEOUT_S == 30
+    for bad in (0, -1, MAX_DRAIN_TIMEOUT_S + 1):
+        assert codes(document(drain_timeout_s=bad)) == [("field.range", "drain_timeout_s")]
+    assert codes(document(drain_timeout_s=MAX_DRAIN_TIMEOUT_S)) == []
 
 
 def test_schema_syntax_and_plan_variants() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from workflows.campaign.document import ExactScorer, NumericScorer, RegexScorer
 from workflows.campaign.scoring import last_number, score_exact, score_numeric, score_regex
 
@@ -29,10 +31,35 @@ def test_regex() -> None:
     assert score_regex(scorer, "runs in O(n^2)") == 0.0
 
 
-def test_judge_score_reads_the_last_line() -> None:
-    from workflows.campaign.cell_records import judge_score
+def test_judge_score_reads_the_last_line_on_the_scorers_scale() -> None:
+    from workflows.campaign.cell_records import judge_prompt, judge_score
 
-    assert judge_score("Solid work.\n0.8") == 0.8
-    assert judge_score("Good.\n8") == 0.8  # a 0-10 grade, scaled
-    assert judge_score("Good.\nno number here") is None
-    assert judge_score("") is None
+    assert judge_score("Solid work.\n0.8") == (0.8, None)
+    assert judge_score("Good.\n8", scale=10) == (0.8, None)  # a 0-10 grade, declared
+    assert judge_score("Good.\n10", scale=10) == (1.0, None)
+    assert judge_score("Good.\n0", scale=10) == (0.0, None)
+    assert judge_score("Good.\n73", scale=100) == (0.73, None)
+    # A grade off the declared scale is refused, never guessed into range.
+    score, problem = judge_score("Good.\n8")
+    assert score is None and problem is not None
+    assert "grade 8 is outside the scorer's scale [0, 1]" in problem and "set the" in problem
+    assert judge_score("Good.\n10.5", scale=10)[0] is None
+    assert judge_score("Bad.\n-0.1")[0] is None
+    assert judge_score("Good.\nno number here") == (None, "the judge's last line is not a number")
+    assert judge_score("")[0] is None
+    # The prompt asks for the declared scale (and for 0 to 1 exactly as before by default).
+    assert "score from 0 to 1 alone" in judge_prompt("t", "r", "a")
+    assert "score from 0 to 10 alone" in judge_prompt("t", "r", "a", scale=10)
+
+
+def test_the_judge_scale_is_bounded() -> None:
+    from pydantic import TypeAdapter, ValidationError
+
+    from workflows.campaign.document import MAX_JUDGE_SCALE, JudgeScorer, Scorer
+
+    judge = {"kind": "judge", "model": "sim:default", "rubric": "r"}
+    assert isinstance(TypeAdapter(Scorer).validate_python(judge), JudgeScorer)
+    assert JudgeScorer.model_validate({**judge, "scale": 10}).scale == 10
+    for bad in (0, -1, MAX_JUDGE_SCALE * 2, "ten"):
+        with pytest.raises(ValidationError):
+            JudgeScorer.model_validate({**judge, "scale": bad})

@@ -27,12 +27,13 @@ __all__ = [
     "judge_prompt",
     "judge_score",
     "leader",
+    "unsettled_record",
 ]
 
 RECORD_INVALID = "record.invalid"
 JUDGE_PROMPT = (
     "Grade the answer below against the rubric. Reply with one line of reasoning, then the "
-    "score from 0 to 1 alone on the last line.\n\nTask:\n{task}\n\nRubric:\n{rubric}\n\n"
+    "score from 0 to {scale} alone on the last line.\n\nTask:\n{task}\n\nRubric:\n{rubric}\n\n"
     "Answer:\n{answer}\n"
 )
 
@@ -45,17 +46,24 @@ def _sha(value: object) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
 
 
-def judge_prompt(task: str, rubric: str, answer: str) -> str:
-    return JUDGE_PROMPT.format(task=task, rubric=rubric, answer=answer)
+def judge_prompt(task: str, rubric: str, answer: str, *, scale: float = 1.0) -> str:
+    return JUDGE_PROMPT.format(task=task, rubric=rubric, answer=answer, scale=f"{scale:g}")
 
 
-def judge_score(text: str) -> float | None:
-    """The number on the judge's last line (a 0-10 grade scaled to 0-1), or None."""
+def judge_score(text: str, *, scale: float = 1.0) -> tuple[float | None, str | None]:
+    """``(score, None)`` from the grade on the judge's last line divided by ``scale``, or
+    ``(None, why)`` when that line holds no number or a grade outside ``[0, scale]`` (never
+    guessed into range: an 8 from a judge asked for 0 to 1 is refused, not read as 0.8)."""
     lines = text.strip().splitlines()
-    value = last_number(lines[-1]) if lines else None
-    if value is None:
-        return None
-    return value / 10 if 1 < value <= 10 else value
+    grade = last_number(lines[-1]) if lines else None
+    if grade is None:
+        return None, "the judge's last line is not a number"
+    if not 0 <= grade <= scale:
+        return None, (
+            f"the judge's grade {grade:g} is outside the scorer's scale [0, {scale:g}]: set the "
+            "judge scorer's scale to the grades its model gives"
+        )
+    return grade / scale, None
 
 
 def build_record(
@@ -109,6 +117,24 @@ def build_record(
         return RunRecord.model_validate(fields)
     except ValidationError as exc:
         raise RecordInvalid(f"cell {cell.run_id}: {exc.errors()[0]['msg']}") from None
+
+
+def unsettled_record(doc: CampaignDocument, cell: Cell, *, calls: int, wall_ms: float) -> RunRecord:
+    """The record of a cell still draining when the drain bound ran out: no outcome, its
+    worst-case ``calls`` counted (they may have been paid), and why."""
+    outcome = CellOutcome(exists=False, completed=False, integrity_issues=["unsettled"])
+    record = build_record(
+        doc, cell, outcome, calls=calls, wall_ms=wall_ms, child_error=None, cancelled=True
+    )
+    return record.model_copy(
+        update={
+            "failure_class": "unsettled",
+            "error": (
+                f"did not settle within the drain bound ({doc.drain_timeout_s:g} s, "
+                f"drain_timeout_s): up to {calls} in-flight calls may be paid and unrecorded"
+            ),
+        }
+    )
 
 
 def leader(records: list[RunRecord]) -> tuple[str | None, float | None]:

@@ -31,9 +31,13 @@ from workflows.sim_options import ModelSpec
 from workflows.tournament.prompts import Style
 
 __all__ = [
+    "DEFAULT_DRAIN_TIMEOUT_S",
     "DEFAULT_MIN_PAIRS",
     "DEFAULT_ROPE",
+    "MAX_ANALYSIS_SEED",
     "MAX_CELLS",
+    "MAX_DRAIN_TIMEOUT_S",
+    "MAX_JUDGE_SCALE",
     "SCHEMA",
     "CampaignDocument",
     "CommandScorer",
@@ -58,10 +62,16 @@ __all__ = [
 SCHEMA = "ponder-campaign/1"
 DEFAULT_MIN_PAIRS = 20
 MAX_MIN_PAIRS = 1_000_000
+MAX_ANALYSIS_SEED = 2**63 - 1
+MAX_JUDGE_SCALE = 1000.0
 DEFAULT_ROPE = 0.02
 # A cell costs ~20 history events (child start/close, capture check, scoring): 1,000 cells stay
 # well under half of Temporal's 50,000-event limit without continue-as-new.
 MAX_CELLS = 1_000
+DEFAULT_DRAIN_TIMEOUT_S = 30.0
+MAX_DRAIN_TIMEOUT_S = 600.0
+"""How long a stopping campaign (cancelled, or stopped by a genuine error) waits for its running
+cells to drain their in-flight calls; a cell still draining then is recorded ``unsettled``."""
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 # What the campaign sets on each tournament cell itself; a config that sets them is refused.
 TOURNAMENT_OWNED = (
@@ -102,9 +112,18 @@ class CommandScorer(StrictModel):
 
 
 class JudgeScorer(StrictModel):
+    """A judge model grades the answer against the rubric on ``[0, scale]``; the score is the
+    grade divided by the scale, and a grade outside the scale fails the cell's scoring."""
+
     kind: Literal["judge"]
     model: ModelSpec = Field(min_length=1)
     rubric: str = Field(min_length=1)
+    scale: float = Field(
+        default=1.0,
+        gt=0,
+        le=MAX_JUDGE_SCALE,
+        description="the top of the judge's grade (1, 10, 100...); the prompt asks for it",
+    )
 
 
 class SimTruthScorer(StrictModel):
@@ -181,7 +200,20 @@ class CampaignDocument(StrictModel):
     commit_sha: str | None = None
     min_pairs: int = Field(default=DEFAULT_MIN_PAIRS, ge=1, le=MAX_MIN_PAIRS)
     rope: float = Field(default=DEFAULT_ROPE, ge=0)
+    analysis_seed: int | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_ANALYSIS_SEED,
+        description="the seed of the report's bootstrap resamples, each variant's stream derived "
+        "from it and the variant id (default: a fixed seed)",
+    )
     budget: BudgetLimits = BudgetLimits()
+    drain_timeout_s: float = Field(
+        default=DEFAULT_DRAIN_TIMEOUT_S,
+        gt=0,
+        le=MAX_DRAIN_TIMEOUT_S,
+        description="once stopping, how long running cells may take to settle their calls",
+    )
     calls: CallOptions = Field(
         default_factory=CallOptions, description="scheduling of every model call of every cell"
     )

@@ -27,7 +27,7 @@ async def judge(
     scorer: JudgeScorer, *, task: str, cell: Cell, outcome: CellOutcome, calls: CallOptions
 ) -> CellOutcome:
     """The settled outcome with the judge's score (or score error) and its call's spend."""
-    prompt = judge_prompt(task, scorer.rubric, outcome.answer or "")
+    prompt = judge_prompt(task, scorer.rubric, outcome.answer or "", scale=scorer.scale)
     update: dict[str, Any] = {"answer": None, "calls": outcome.calls + 1}
     try:
         response = await call_model(
@@ -45,9 +45,9 @@ async def judge(
         code, message = call_failure(exc)  # the code lets the workflow tell a replay miss
         update["score_error"] = f"judge call failed: {code}: {message}"
         return outcome.model_copy(update=update)
-    value = judge_score(response.text)
+    value, problem = judge_score(response.text, scale=scorer.scale)
     if value is None:
-        update["score_error"] = "the judge's last line is not a number"
+        update["score_error"] = problem
     else:
         update["score"] = value
     update |= {

@@ -67,7 +67,7 @@ def cells(doc: CampaignDocument, campaign_run_id: str) -> list[Cell]:
 
 def fingerprint(doc: CampaignDocument) -> str:
     """sha256 of the design: ids and seeds sorted, split, comparator, route, preregistration."""
-    design = {
+    design: dict[str, object] = {
         "campaign_id": doc.campaign_id,
         "variants": sorted(v.id for v in doc.variants),
         "scenarios": sorted(s.id for s in doc.scenarios),
@@ -80,5 +80,7 @@ def fingerprint(doc: CampaignDocument) -> str:
         "provider": doc.route.provider,
         "preregistration_hash": doc.preregistration_hash,
     }
+    if doc.analysis_seed is not None:  # only when given: a document without one keeps its hash
+        design["analysis_seed"] = doc.analysis_seed
     text = json.dumps(design, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()

@@ -18,10 +18,14 @@ power, and a decision:
 
 The recommendation promotes the promoted variant with the largest mean difference (the cheaper
 one on a tie) and otherwise keeps the comparator.
+
+Every resample stream is derived from the analysis seed and the variant's id (never its place in
+the list), so reordering the variants gives the very same intervals.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence
 
@@ -46,12 +50,14 @@ __all__ = [
     "paired_power",
     "pareto_front",
     "pilot_diff_sd",
+    "variant_rng",
 ]
 
 ALPHA = 0.05
 MIN_PAIRS_FLOOR = 6
 RESAMPLES = 4000
 BOOTSTRAP_SEED = 20_240_601
+"""The analysis seed of a campaign whose document gives none (``analysis_seed``)."""
 POWER = 0.8
 
 
@@ -112,6 +118,14 @@ def bootstrap_mean_ci(
     return float(low), float(high), means
 
 
+def variant_rng(seed: int, stream: str, variant: str) -> np.random.Generator:
+    """The resample generator of one variant's ``stream`` (its mean, or its difference from a
+    comparator) under the analysis ``seed``: keyed by the variant's id, not its position."""
+    digest = hashlib.sha256(f"{stream}\0{variant}".encode()).digest()
+    words = [int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4)]
+    return np.random.default_rng([seed, *words])
+
+
 def pair(
     records: Sequence[RunRecord], variant: str, comparator: str
 ) -> list[tuple[str, int, float, float]]:
@@ -137,7 +151,7 @@ def compare(
     diffs: Sequence[float],
     *,
     rope: float,
-    seed: int,
+    rng: np.random.Generator,
 ) -> Comparison:
     """Everything but the q-value and decision for one variant's paired differences."""
     from scipy import stats  # imported here: scipy.stats costs every ponder process ~1 s
@@ -159,7 +173,7 @@ def compare(
     if sd < 1e-12 * max(1.0, abs(out.mean_delta)):
         sd = 0.0  # rounding noise of identical differences, not spread
     out.cohens_d = out.mean_delta / sd if sd > 0 else (0.0 if out.mean_delta == 0 else None)
-    low, high, means = bootstrap_mean_ci(d, np.random.default_rng([BOOTSTRAP_SEED, seed]))
+    low, high, means = bootstrap_mean_ci(d, rng)
     out.ci_low, out.ci_high = low, high
     out.pr_positive = float((means > 0).mean())
     out.pr_rope = float((np.abs(means) <= rope).mean())
@@ -242,20 +256,22 @@ def analyse(
     comparator: str,
     rope: float,
     min_pairs: int,
+    seed: int = BOOTSTRAP_SEED,
 ) -> Analysis:
-    """The whole analysis, deterministic for the same records (order does not matter)."""
+    """The whole analysis, deterministic for the same records and ``seed`` (the order of the
+    records or of the variants does not matter)."""
     from scipy import stats  # imported here: scipy.stats costs every ponder process ~1 s
 
     records = sorted(records, key=lambda r: (r.variant, r.scenario, r.seed, r.run_id))
     summaries = []
-    for i, variant in enumerate(variants):
+    for variant in variants:
         mine = [r for r in records if r.variant == variant]
         scores = [r.score for r in mine if r.score is not None]
         total_cost = math.fsum(r.cost_usd for r in mine)
         mean = low = high = None
         if scores:
             mean = float(np.mean(scores))
-            low, high, _ = bootstrap_mean_ci(scores, np.random.default_rng([BOOTSTRAP_SEED, i]))
+            low, high, _ = bootstrap_mean_ci(scores, variant_rng(seed, "mean", variant))
         summaries.append(
             VariantSummary(
                 variant=variant,
@@ -277,11 +293,12 @@ def analyse(
         s.pareto = s.variant in front
 
     comparisons = []
-    for i, variant in enumerate(variants):
+    for variant in variants:
         if variant == comparator:
             continue
         diffs = [v - c for _, _, v, c in pair(records, variant, comparator)]
-        comparisons.append(compare(variant, comparator, diffs, rope=rope, seed=1000 + i))
+        rng = variant_rng(seed, f"delta from {comparator}", variant)
+        comparisons.append(compare(variant, comparator, diffs, rope=rope, rng=rng))
     tested = [c for c in comparisons if c.p_value is not None]
     if tested:
         qs = stats.false_discovery_control([c.p_value for c in tested], method="bh")

@@ -98,7 +98,7 @@ def join_path(base: str, *parts: str | int) -> str:
     for part in parts:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif _IDENTIFIER.match(part):
+        elif _IDENTIFIER.fullmatch(part):
             out += f".{part}" if out else part
         else:
             out += f"[{part!r}]"

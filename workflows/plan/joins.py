@@ -31,7 +31,7 @@ def parse_join(text: str) -> JoinPolicy:
         return JoinPolicy(None, text)
     if text == "any":
         return JoinPolicy(1, text)
-    match = _QUORUM.match(text)
+    match = _QUORUM.fullmatch(text)
     if match is None:
         raise ValueError(f"join {text!r} is not all, any or quorum:N (N >= 1)")
     return JoinPolicy(int(match.group(1)), text)

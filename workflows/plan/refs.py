@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from workflows.bounds import MAX_JSON_CHARS
 from workflows.patterns import compile_pattern
 
 __all__ = [
@@ -62,7 +63,7 @@ Segment = str | Ref
 def _parse_ref(body: str) -> Ref:
     if body.startswith("input."):
         key, *path = body[len("input.") :].split(".")
-        if not _ARG_KEY.match(key):
+        if not _ARG_KEY.fullmatch(key):
             raise RefError(f"${{{body}}}: input key {key!r} must match {ARG_KEY_PATTERN}")
         return Ref("input", key, _check_path(body, path))
     if body.startswith("steps."):
@@ -72,7 +73,7 @@ def _parse_ref(body: str) -> Ref:
         if match is None:
             raise RefError(f"${{{body}}}: a step reference ends in .output (form {FORMS})")
         step_id, tail = rest[: match.start()], rest[match.end() :]
-        if not _STEP_ID.match(step_id):
+        if not _STEP_ID.fullmatch(step_id):
             raise RefError(f"${{{body}}}: {step_id!r} is not a step id ([a-z0-9_.:-]{{1,64}})")
         path = tail[1:].split(".") if tail else []
         return Ref("steps", step_id, _check_path(body, path))
@@ -81,7 +82,7 @@ def _parse_ref(body: str) -> Ref:
 
 def _check_path(body: str, path: list[str]) -> tuple[str, ...]:
     for part in path:
-        if not _PATH_PART.match(part):
+        if not _PATH_PART.fullmatch(part):
             raise RefError(f"${{{body}}}: path part {part!r} must be a key or an index")
     return tuple(path)
 
@@ -124,7 +125,13 @@ def whole_reference(text: str) -> Ref | None:
 
 
 def extract_json(text: str) -> Any:
-    """The JSON value in a model's output: code fences stripped; raises ValueError."""
+    """The JSON value in a model's output: code fences stripped; raises ValueError, also for
+    text over ``MAX_JSON_CHARS`` (never parsed: workflow code must stay cheap per output)."""
+    if len(text) > MAX_JSON_CHARS:
+        raise ValueError(
+            f"{len(text)} characters, over the {MAX_JSON_CHARS} parsed as JSON: answer with a "
+            "shorter JSON value"
+        )
     fenced = _FENCE.match(text)
     return json.loads(fenced.group(1) if fenced else text)
 

@@ -195,7 +195,7 @@ class _Checker(StepGraph):
         self.invocation(i, step)
         route = step.fail_route
         terminal = route is not None and route.startswith("terminal:")
-        if terminal and route is not None and not _TERMINAL.match(route):
+        if terminal and route is not None and not _TERMINAL.fullmatch(route):
             self.error(
                 "gate.route",
                 i,

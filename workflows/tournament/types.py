@@ -80,7 +80,7 @@ class GivenCandidate(StrictModel):
     @classmethod
     def _id_is_a_name(cls, value: str) -> str:
         # An id becomes a file name in reports; say the rule and the fix, not a regex.
-        if not GIVEN_ID.match(value):
+        if not GIVEN_ID.fullmatch(value):
             raise ValueError(
                 "a candidate id must start with a letter or digit and use only letters, "
                 "digits, '.', '_' and '-' (at most 64 characters): rename the candidate"
