@@ -25,7 +25,7 @@ from temporalio.service import RPCError
 from activities.config import Settings, load_settings
 from activities.errors import ConfigError
 from client.plan_cli import check_text
-from client.plan_extend import plan_limits
+from client.plan_extend import blocking_limit, plan_limits
 from client.plan_input import EXECUTOR_HELP, WORKSPACE_HELP, routing, run_workspace
 from client.runs import (
     RunFailed,
@@ -155,9 +155,9 @@ def continue_command(s: PlanStatus) -> str:
     b = s.budget
     if b and s.state == "awaiting_wall_clock":
         return f"ponder extend {s.run_id} --wall-ms {max(b.wall_cap_ms, 1)}"
-    if b and b.need and "tokens spent" in b.need:
+    if b and blocking_limit(b) == "tokens":
         return f"ponder extend {s.run_id} --tokens +{max(b.input_tokens + b.output_tokens, 1)}"
-    if b and b.need and "USD spent" in b.need:
+    if b and blocking_limit(b) == "usd":
         return f"ponder extend {s.run_id} --usd +{max(b.usd, 0.01):.2f}"
     if b:
         return f"ponder extend {s.run_id} --calls {b.calls_cap}"

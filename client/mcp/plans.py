@@ -24,6 +24,7 @@ from client.mcp.args import PlanRunArgs, ResolveGateArgs, ResumeArgs
 from client.mcp.backend import Backend
 from client.mcp.errors import CodedError
 from client.plan_cli import check_text
+from client.plan_extend import blocking_limit
 from client.plan_input import routing, run_workspace
 from client.plan_run_cli import report_path
 from client.runs import check_run_id, failure_message, new_run_id, start_run
@@ -73,10 +74,10 @@ def _next(s: PlanStatus) -> str:
             f"one of {', '.join(gate.decisions)}"
         )
     if s.state in ("awaiting_budget", "awaiting_wall_clock") and s.budget:
-        need = s.budget.need or ""
+        blocked = blocking_limit(s.budget)
         which = (
-            "tokens (input + output)" if "tokens spent" in need
-            else "max_usd" if "USD spent" in need
+            "tokens (input + output)" if blocked == "tokens"
+            else "max_usd" if blocked == "usd"
             else "wall_ms within the cap" if s.state == "awaiting_wall_clock"
             else "max_calls within the cap"
         )  # fmt: skip

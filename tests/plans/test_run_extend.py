@@ -14,7 +14,7 @@ from temporalio.client import Client
 
 from activities.config import Settings
 from activities.errors import ConfigError
-from client.plan_extend import plan_limits
+from client.plan_extend import blocking_limit, plan_limits
 from client.session import wait_for_worker
 from tests.cli import cli_env, ponder, start_ponder
 from tests.plans.run_helpers import agent, plan_doc, start, status, wait_state
@@ -67,6 +67,10 @@ def test_ponder_extend_flags_are_absolute_or_added() -> None:
         plan_limits(current, usd="lots")
     with pytest.raises(ConfigError, match="tokens: Input should be less than or equal"):
         plan_limits(current, tokens=str(10**13))
+    assert blocking_limit(current) is None
+    spent = current.model_copy(update={"input_tokens": 30, "output_tokens": 20})
+    assert blocking_limit(spent) == "tokens"
+    assert blocking_limit(current.model_copy(update={"usd": 0.5})) == "usd"
 
 
 @pytest.fixture
