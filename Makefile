@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test lint bench
+.PHONY: install demo test lint bench mutation
 
 $(BIN)/ponder: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,3 +35,19 @@ bench: install
 	$(BIN)/python -m benchmarks.ranking_accuracy
 	$(BIN)/python -m benchmarks.plan_validation
 	$(BIN)/python -m benchmarks.plan_run
+
+# Mutation testing of the pure cores ([tool.mutmut] in pyproject.toml lists the modules and the
+# fast tests that run against each mutant). mutmut lives in its own venv, layered over $(VENV)
+# by a .pth file, so it never enters the project's environment. Fails under 90% per module.
+MUTMUT := mutmut==3.8.1
+MUT_VENV := .venv-mut
+
+$(MUT_VENV)/bin/mutmut: | install
+	$(BIN)/python -m venv $(MUT_VENV)
+	$(BIN)/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])" > \
+		"$$($(MUT_VENV)/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/ponder-venv.pth"
+	$(MUT_VENV)/bin/pip install --quiet '$(MUTMUT)'
+
+mutation: $(MUT_VENV)/bin/mutmut
+	$(MUT_VENV)/bin/mutmut run --max-children 2 > /dev/null || true
+	$(MUT_VENV)/bin/mutmut results --all true | $(BIN)/python -m tests.mutation_score
