@@ -19,14 +19,15 @@ demo: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy activities workflows client worker
+	$(BIN)/mypy activities workflows client worker benchmarks
 	$(BIN)/lint-imports
 
 # The suite mostly waits on dev servers and subprocesses, so six xdist workers on two cores
 # take it from ~25 to ~9 minutes; each worker starts its own session dev server.
 test: install lint
-	$(BIN)/pytest -q -p no:cacheprovider -n 6 --durations=10
+	$(BIN)/pytest -q -p no:cacheprovider -n 6 --durations=10 -rfE --tb=native
 
+# Full sizes; tests/test_benchmarks.py runs each with --smoke (tiny sizes) in the suite.
 bench: install
 	$(BIN)/python -m benchmarks.ask_latency
 	$(BIN)/python -m benchmarks.activity_overhead
@@ -35,6 +36,7 @@ bench: install
 	$(BIN)/python -m benchmarks.ranking_accuracy
 	$(BIN)/python -m benchmarks.plan_validation
 	$(BIN)/python -m benchmarks.plan_run
+	$(BIN)/python -m benchmarks.campaign_scale
 
 # Mutation testing of the pure cores ([tool.mutmut] in pyproject.toml lists the modules and the
 # fast tests that run against each mutant). mutmut lives in its own venv, layered over $(VENV)

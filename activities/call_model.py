@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -20,35 +18,18 @@ from activities.errors import (
     ConfigError,
     ProviderError,
 )
+from activities.heartbeats import heartbeating
 from activities.plan.roots import WORKSPACE_REFUSED, outside_roots
 from activities.pricing import cost_usd
 from activities.providers import CallContext, ResolvedModel, resolve_model
 from activities.raw_events import RawEventLog, redact
-from activities.run_store import RunDirRefused, RunIdInvalid, RunStore, refusal
+from activities.run_store import RunDirRefused, RunIdInvalid, RunStore, check_writer, refusal
 from activities.wire_cache import WireCaches, replayed
 from workflows.model_types import CallModelInput, ModelResponse
 
 __all__ = ["CALL_MODEL", "ModelActivities"]
 
 CALL_MODEL = "call_model"
-
-
-@contextlib.asynccontextmanager
-async def _heartbeat_ticker() -> AsyncIterator[None]:
-    """Heartbeat while waiting on a provider, so a dead worker is noticed quickly."""
-    timeout = activity.info().heartbeat_timeout or timedelta(seconds=30)
-    interval = max(0.2, min(timeout.total_seconds() / 3, 5.0))
-
-    async def tick() -> None:
-        while True:
-            activity.heartbeat()
-            await asyncio.sleep(interval)
-
-    task = asyncio.create_task(tick())
-    try:
-        yield
-    finally:
-        task.cancel()
 
 
 LONG_RETRY_AFTER_S = 300.0
@@ -147,6 +128,10 @@ class ModelActivities:
     async def call_model(self, input: CallModelInput) -> ModelResponse:
         info = activity.info()
         request = input.request
+        try:  # raw events go only to this workflow's run directory (or its child's)
+            check_writer(input.run_id)
+        except (RunIdInvalid, RunDirRefused) as exc:
+            raise refusal(exc) from None
         # Secrets files and the run directory are read in a thread: never block the loop.
         resolved, secrets, run_dir = await asyncio.to_thread(self._prepare, input)
         raw_events = RawEventLog(
@@ -187,7 +172,7 @@ class ModelActivities:
         )
         started = time.monotonic()
         try:
-            async with _heartbeat_ticker():
+            async with heartbeating():  # a dead worker is noticed quickly
                 if input.replay is not None:
                     response = await replayed(self.replays, input, resolved, ctx)
                 else:

@@ -10,6 +10,7 @@ PonderError                      base of everything ponder raises on purpose
     ├── RateLimitedError         429; ``retry_after`` seconds if sent  retryable
     ├── ModelTimeoutError        no answer within the call timeout      retryable
     ├── MalformedOutputError     the provider answered something unparseable
+    ├── ResponseTooLargeError    a response body over 1 MiB (read no further)
     ├── PolicyRefusalError       the provider refused on content policy
     ├── DispatchError            a command provider exited non-zero (stderr is the detail)
     ├── AuthError                401/403: key missing or wrong
@@ -48,6 +49,7 @@ __all__ = [
     "RateLimitedError",
     "ReplayClosedError",
     "ReplayMissError",
+    "ResponseTooLargeError",
     "ServerError",
     "TransportError",
 ]
@@ -117,6 +119,12 @@ class MalformedOutputError(ProviderError):
     failure_class = "malformed_output"
 
 
+class ResponseTooLargeError(ProviderError):
+    """A response body past ``MAX_RESPONSE_BYTES``: the rest is never read, nothing is parsed."""
+
+    failure_class = "response_too_large"
+
+
 class PolicyRefusalError(ProviderError):
     failure_class = "policy_refusal"
 
@@ -157,6 +165,7 @@ NON_RETRYABLE_TYPES: list[str] = [
         cls("").error_type
         for cls in (
             MalformedOutputError,
+            ResponseTooLargeError,
             PolicyRefusalError,
             DispatchError,
             AuthError,

@@ -2,13 +2,16 @@
 
 Writes stay inside the runs directory: a run id must pass ``workflows.run_ids``, a run
 directory that is a symlink (or resolves elsewhere) is refused, and so is a relative path that
-leaves its run directory. Every refusal is a ValueError with a ``code``; activities turn it into
-a non-retryable ApplicationError (``refusal``) since retrying cannot fix it.
+leaves its run directory. Every activity that writes a run directory first calls
+:func:`check_writer`: it writes only its own workflow's directory or that workflow's children's
+(``workflows.run_ids.writer_problem``, from ``activity.info()``, never from input).
+
+Every refusal is a ValueError with a ``code``; activities turn it into a non-retryable
+ApplicationError (``refusal``) since retrying cannot fix it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import tempfile
 from collections.abc import Iterable
@@ -18,8 +21,9 @@ from pydantic import BaseModel
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.heartbeats import in_thread
 from activities.raw_events import redact
-from workflows.run_ids import RUN_ID, RunIdInvalid, check_run_id
+from workflows.run_ids import RUN_ID, RunIdInvalid, check_run_id, writer_problem
 
 __all__ = [
     "RUN_DIR_INVALID",
@@ -30,6 +34,7 @@ __all__ = [
     "RunIdInvalid",
     "RunStore",
     "WriteRunFilesInput",
+    "check_writer",
     "refusal",
 ]
 
@@ -46,6 +51,16 @@ class RunDirRefused(ValueError):
 def refusal(exc: RunIdInvalid | RunDirRefused) -> ApplicationError:
     """The run store's refusal as an activity failure: coded and never retried."""
     return ApplicationError(str(exc), type=exc.code, non_retryable=True)
+
+
+def check_writer(run_id: str) -> str:
+    """``run_id``, if the workflow of the running activity may write its directory; else
+    RunDirRefused. The writer is the workflow id Temporal gives the activity, so no input (of
+    the workflow or of the activity) can send a write into another run's directory."""
+    problem = writer_problem(activity.info().workflow_id, check_run_id(run_id))
+    if problem is not None:
+        raise RunDirRefused(problem)
+    return run_id
 
 
 class WriteRunFilesInput(BaseModel):
@@ -108,7 +123,7 @@ class RunFileActivities:
     @activity.defn(name=WRITE_RUN_FILES)
     async def write_run_files(self, input: WriteRunFilesInput) -> list[str]:
         try:
-            # A thread, so file I/O never stalls the event loop and other activities' heartbeats.
-            return await asyncio.to_thread(self.store.write_all, input.run_id, input.files)
+            check_writer(input.run_id)
+            return await in_thread(self.store.write_all, input.run_id, input.files)
         except (RunIdInvalid, RunDirRefused) as exc:
             raise refusal(exc) from None

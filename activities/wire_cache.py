@@ -92,7 +92,7 @@ def recording_files(run_id: str, settings: Settings) -> list[Path]:
             names = sorted(
                 e.name
                 for e in os.scandir(root)
-                if own.match(e.name) and e.is_dir(follow_symlinks=False)
+                if own.fullmatch(e.name) and e.is_dir(follow_symlinks=False)
             )
         except OSError:
             continue
@@ -117,18 +117,28 @@ def _load(files: list[Path]) -> WireCache:
                 event = orjson.loads(line)
             except orjson.JSONDecodeError:
                 continue  # a line cut short by a killed worker holds no exchange: a miss
-            body = (event.get("request") or {}).get("body")
-            status = (event.get("response") or {}).get("status")
-            if not isinstance(body, dict) or not isinstance(status, int):
+            # Any other line that is not an exchange (not an object, a field of the wrong
+            # type) holds none either: a miss, never an uncoded crash retried by Temporal.
+            if not isinstance(event, dict):
                 continue
-            if status == 200:
+            request, response = event.get("request"), event.get("response")
+            body = request.get("body") if isinstance(request, dict) else None
+            if not isinstance(body, dict) or not isinstance(response, dict):
+                continue
+            status = response.get("status")
+            if not isinstance(status, int):
+                continue
+            if status == 200 and "body" in response:
                 table = cache.entries
             elif is_final_status(status) and not event.get("replay_miss"):
                 table = cache.failures
             else:
                 continue  # retried in the original: its later attempt holds the outcome
             seed = event.get("seed", body.get("seed", 0))
-            key = wire_key(body, int(seed) if isinstance(seed, int) else 0)
+            try:
+                key = wire_key(body, int(seed) if isinstance(seed, int) else 0)
+            except (TypeError, ValueError):  # e.g. "messages": 5
+                continue
             table.setdefault(key, []).append(
                 Recorded(
                     call_id=str(event.get("call_id", "")),
@@ -136,7 +146,7 @@ def _load(files: list[Path]) -> WireCache:
                     provider_kind=str(event.get("provider_kind", "")),
                     url=event.get("url"),
                     synthetic=bool(event.get("synthetic", False)),
-                    response=event["response"],
+                    response=response,
                 )
             )
     return cache
@@ -205,7 +215,7 @@ async def replayed(
             text = recorded.response.get("text")
             if text is None:
                 text = orjson.dumps(recorded.response.get("body")).decode()
-            raise error_for_status(httpx.Response(status, text=text), ctx)
+            raise error_for_status(httpx.Response(status, text=text), ctx, text)
         return implementation.parse_response(recorded.response["body"], request, ctx)
     if replay.on_miss == "network":
         return await implementation.request(request, ctx)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import tempfile
 import time
 import uuid
@@ -39,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.raw_events import RawEventLog
     from client.connect import connect
     from client.embedded import EmbeddedServer
+    from workflows.call_options import CallOptions
     from workflows.model_calls import call_model
 
 MODEL = "sim:default"
@@ -74,7 +76,7 @@ async def one_call(input: BenchInput, index: int) -> None:
             start_to_close_timeout=timedelta(minutes=1),
         )
     else:
-        await call_model(call)
+        await call_model(call, CallOptions())
 
 
 @workflow.defn(name="BenchSequentialCalls")
@@ -144,6 +146,8 @@ async def direct_provider(calls: int, http: httpx.AsyncClient) -> None:
 async def activity_without_server(calls: int, activities: ModelActivities) -> None:
     """The ``call_model`` activity body (resolve, raw-event log, heartbeats) without a server."""
     env = ActivityEnvironment()
+    # As scheduled by workflow "no-server": an activity writes only its workflow's run directory.
+    env.info = dataclasses.replace(env.info, workflow_id="no-server")
     for index in range(calls):
         await env.run(activities.call_model, bench_call("no-server", index))
 
@@ -226,7 +230,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny sizes: a few seconds, for the test suite"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.calls, args.concurrency = 20, 4
     with tempfile.TemporaryDirectory(prefix="ponder-bench-") as tmp:
         rows = asyncio.run(measure(args.calls, args.concurrency, Path(tmp)))
     print_table(rows)

@@ -96,7 +96,12 @@ def floor(root: Path, repeat: int) -> list[float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="repetitions per mode")
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny sizes: a few seconds, for the test suite"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.repeat = 1
     modes: list[tuple[str, Callable[[Path, int], list[float]]]] = [
         ("startup floor (ponder --help)", floor),
         ("warm (ponder server running)", warm),

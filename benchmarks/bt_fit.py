@@ -67,7 +67,12 @@ def median_ms(fn: Callable[[], object], repeats: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny sizes: a few seconds, for the test suite"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.repeats = 1
     header = (
         f"{'n':>5} {'comparisons':>11}  {'ours ms':>8}  {'ours, from outcomes':>19}  "
         f"{'scipy ms':>8}  {'speed-up':>8}  {'max |score diff|':>16}  "

@@ -132,7 +132,12 @@ def main() -> None:
     parser.add_argument("--cells", type=int, default=1000)
     parser.add_argument("--records", type=int, default=10_000)
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny sizes: a few seconds, for the test suite"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.cells, args.records, args.concurrency = 8, 50, 4
     report_timing(args.records)
     asyncio.run(run_campaign(args.cells, args.concurrency))
 

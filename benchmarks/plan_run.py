@@ -214,5 +214,8 @@ if __name__ == "__main__":
     parser.add_argument("--items", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--unsandboxed-baseline", action="store_true")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes, for the test suite")
     options = parser.parse_args()
+    if options.smoke:
+        options.steps, options.items, options.rounds = 5, 8, 1
     asyncio.run(main(options.steps, options.items, options.rounds, options.unsandboxed_baseline))

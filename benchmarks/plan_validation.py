@@ -12,6 +12,7 @@ steps, model gates with redo routes, pauses, human gates, and fan-outs with two-
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import sys
@@ -23,16 +24,17 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from workflows.plan.boundaries import boundaries, plan_totals
+from workflows.plan.model import Plan
 from workflows.plan.rules import check_plan
 from workflows.plan.validate import load_plan, validate_document, validate_text
 
 
 def make_plan(steps: int) -> dict[str, Any]:
     out: list[dict[str, Any]] = []
-    previous = None
+    previous: str | None = None
     while len(out) < steps:
         n = len(out)
-        deps = [previous] if previous else []
+        deps: list[str] = [previous] if previous else []
         shape = n % 10
         if shape == 3 and previous:
             out.append(
@@ -98,11 +100,20 @@ def timed(fn: Callable[[], object], repeats: int) -> tuple[float, float, float]:
     return statistics.median(wall), min(wall), statistics.median(cpu)
 
 
+def totals(plan: Plan) -> object:
+    return plan_totals(plan, boundaries(plan))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--steps", type=int, nargs="*", default=[100, 1000])
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny sizes: a few seconds, for the test suite"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.repeats, args.steps = 1, [20]
     print(f"{'steps':>6} {'what':<22} {'median ms':>10} {'min ms':>8} {'cpu ms':>8}")
     for steps in args.steps:
         doc = make_plan(steps)
@@ -111,10 +122,10 @@ def main() -> None:
         assert check.ok, [e.line() for e in check.errors][:5]
         plan = load_plan(doc)
         cases: list[tuple[str, Callable[[], object]]] = [
-            ("parse + validate", lambda text=text: validate_text(text, filename="p.json")),
-            ("validate", lambda doc=doc: validate_document(doc)),
-            ("rules only", lambda plan=plan: check_plan(plan)),
-            ("boundaries + totals", lambda plan=plan: plan_totals(plan, boundaries(plan))),
+            ("parse + validate", functools.partial(validate_text, text, filename="p.json")),
+            ("validate", functools.partial(validate_document, doc)),
+            ("rules only", functools.partial(check_plan, plan)),
+            ("boundaries + totals", functools.partial(totals, plan)),
         ]
         for name, fn in cases:
             median, best, cpu = timed(fn, args.repeats)

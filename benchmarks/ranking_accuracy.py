@@ -111,7 +111,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         "the simulated judge is independent per call, a real one at temperature 0 is not)",
     )
     parser.add_argument("--workers", type=int, default=None, help="processes (default: CPUs)")
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny sizes: a few seconds, for the test suite"
+    )
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.seeds, args.workers = 2, 1
     started = time.perf_counter()
     jobs = [
         (seed, accuracy, args.max_repeats) for accuracy in ACCURACIES for seed in range(args.seeds)

@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import dataclasses
 import functools
 import io
 import pstats
@@ -76,6 +77,7 @@ with workflow.unsafe.imports_passed_through():
     from client.connect import connect
     from client.embedded import EmbeddedServer
     from worker.worker import WorkerOptions, running_worker
+    from workflows.call_options import CallOptions
     from workflows.model_calls import call_model
     from workflows.names import TOURNAMENT
     from workflows.tournament import rng
@@ -169,7 +171,7 @@ class BareTournament:
                     call = CallModelInput(
                         run_id=input.run_id, phase=f"p{phase}", index=index, request=request
                     )
-                    return (await call_model(call)).text
+                    return (await call_model(call, CallOptions())).text
                 return await workflow.execute_activity(
                     TRIVIAL, index, result_type=str, start_to_close_timeout=timedelta(minutes=1)
                 )
@@ -604,6 +606,8 @@ async def offline_timings(
     )
     writer = TournamentArtifactActivities(RunStore(scratch))
     env = ActivityEnvironment()
+    # As scheduled by the recorded run: an activity writes only its workflow's run directory.
+    env.info = dataclasses.replace(env.info, workflow_id=last.run_id)
     total = 0.0
     for snap in snaps:
         total += await _median_ms_async(
@@ -871,7 +875,12 @@ def main() -> None:
     parser.add_argument(
         "--cprofile", action="store_true", help="also profile one more real run with cProfile"
     )
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny sizes: a few seconds, for the test suite"
+    )
     args = parser.parse_args()
+    if args.smoke:
+        args.repeat, args.no_variants = 1, True
     with tempfile.TemporaryDirectory(prefix="ponder-bench-") as tmp:
         results = asyncio.run(measure(Path(tmp), args.repeat, not args.no_variants, args.cprofile))
     print_results(results)

@@ -8,14 +8,11 @@ a worker polling each provider queue the run would use, and records the ones it 
 
 from __future__ import annotations
 
-import time
 from typing import Any, TypeVar
 
-from temporalio.api.enums.v1 import TaskQueueType
-from temporalio.api.taskqueue.v1 import TaskQueue
-from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 
+from activities.routes import POLLER_FRESH_S, queue_polled
 from workflows.ask_types import AskInput
 from workflows.call_options import provider_of, provider_task_queue
 from workflows.plan.run_types import PlanRunInput
@@ -24,10 +21,6 @@ from workflows.tournament.types import TournamentInput
 __all__ = ["POLLER_FRESH_S", "model_specs", "polled_provider_queues", "route_calls"]
 
 T = TypeVar("T")
-
-POLLER_FRESH_S = 90.0
-"""A provider queue's poller seen this recently is live: an idle worker re-polls about every
-minute, and the server lists a gone one for minutes (routing there would leave calls waiting)."""
 
 
 def _specs_in(value: Any) -> list[str]:
@@ -60,22 +53,6 @@ def model_specs(input: Any) -> list[str]:
     return []
 
 
-async def _polled(client: Client, task_queue: str) -> bool:
-    """Whether a worker polls ``task_queue`` now (not one the server still lists, long gone)."""
-    response = await client.workflow_service.describe_task_queue(
-        DescribeTaskQueueRequest(
-            namespace=client.namespace,
-            task_queue=TaskQueue(name=task_queue),
-            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
-        )
-    )
-    now = time.time()
-    return any(
-        not p.HasField("last_access_time") or now - p.last_access_time.seconds <= POLLER_FRESH_S
-        for p in response.pollers
-    )
-
-
 async def polled_provider_queues(
     client: Client, task_queue: str, specs: list[str]
 ) -> dict[str, str]:
@@ -83,7 +60,7 @@ async def polled_provider_queues(
     routes = {}
     for provider in sorted({provider_of(spec) for spec in specs}):
         queue = provider_task_queue(task_queue, provider)
-        if await _polled(client, queue):
+        if await queue_polled(client, queue):
             routes[provider] = queue
     return routes
 

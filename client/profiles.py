@@ -150,7 +150,7 @@ class ProfileStore:
 
     @staticmethod
     def check_name(name: str) -> str:
-        if not PROFILE_NAME.match(name):
+        if not PROFILE_NAME.fullmatch(name):
             raise ConfigError(
                 f"{PROFILE_INVALID}: profile name {name!r} must match [A-Za-z0-9][A-Za-z0-9._-]* "
                 "(at most 64 characters, no slashes): choose another"
@@ -168,11 +168,13 @@ class ProfileStore:
         if not self.root.is_dir():
             return []
         return sorted(
-            p.stem for p in self.root.glob("*.yaml") if PROFILE_NAME.match(p.stem) and p.is_file()
+            p.stem
+            for p in self.root.glob("*.yaml")
+            if PROFILE_NAME.fullmatch(p.stem) and p.is_file()
         )
 
     def exists(self, name: str) -> bool:
-        return PROFILE_NAME.match(name) is not None and (self.root / f"{name}.yaml").is_file()
+        return PROFILE_NAME.fullmatch(name) is not None and (self.root / f"{name}.yaml").is_file()
 
     def load(self, name: str) -> SavedProfile:
         path = self.path(name)

@@ -56,7 +56,7 @@ def new_run_id(prefix: str) -> str:
 
 
 def check_run_id(run_id: str) -> str:
-    if not RUN_ID.match(run_id):
+    if not RUN_ID.fullmatch(run_id):
         raise ConfigError(
             f"run.id_invalid: run id {run_id!r} must match [A-Za-z0-9][A-Za-z0-9._-]* and be "
             "at most 128 characters"

@@ -193,7 +193,7 @@ def store_rows(runs_dir: Path) -> list[RunRow]:
         return []
     rows = []
     for entry in sorted(root.iterdir()):
-        if not RUN_ID.match(entry.name) or entry.is_symlink() or not entry.is_dir():
+        if not RUN_ID.fullmatch(entry.name) or entry.is_symlink() or not entry.is_dir():
             continue
         row = store_row(root, entry.name)
         if row is not None:
@@ -262,7 +262,7 @@ _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 def parse_since(value: str, now: datetime | None = None) -> datetime:
     """``30m``, ``2h``, ``7d``, ``1w`` ago, or an ISO date/time (UTC unless it says)."""
     now = now or datetime.now(UTC)
-    match = _DURATION.match(value.strip())
+    match = _DURATION.fullmatch(value.strip())
     if match:
         return now - timedelta(seconds=float(match[1]) * _UNIT_S[match[2]])
     try:

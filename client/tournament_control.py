@@ -289,6 +289,14 @@ def cancel(ctx: click.Context, run_id: str) -> None:
     async def go() -> None:
         async with open_session(settings) as session:
             handle = await _handle(session, run_id)
+            description = await handle.describe()
+            if description.status != WorkflowExecutionStatus.RUNNING:
+                # Temporal accepts a cancel of an ended run and does nothing: say so.
+                state = state_name(description.status)
+                click.echo(
+                    f"run {run_id}: {state} (it had already ended: nothing to cancel)", err=True
+                )
+                return
             await handle.cancel()
             # The run ends cancelled (or finished first); either way describe() tells.
             with contextlib.suppress(Exception):

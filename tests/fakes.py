@@ -26,6 +26,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     raw: bytes | None = None
     delay_s: float = 0.0
+    no_length: bool = False
+    """Send no content-length: the body ends when the connection closes (HTTP/1.0)."""
 
 
 @dataclass
@@ -110,6 +112,8 @@ class FakeProvider:
         self.hold_when: Callable[[Seen], bool] | None = None
         """Requests matching this are held until ``release`` is set (like ``hold()``)."""
         self._lock = threading.Lock()
+        self.bodies_sent = 0
+        self.bodies_cut = 0
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -135,11 +139,15 @@ class FakeProvider:
                     self.send_response(reply.status)
                     for key, value in reply.headers.items():
                         self.send_header(key, value)
-                    self.send_header("content-length", str(len(data)))
+                    if not reply.no_length:
+                        self.send_header("content-length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)
+                    with fake._lock:
+                        fake.bodies_sent += 1
                 except (BrokenPipeError, ConnectionResetError):
-                    pass
+                    with fake._lock:
+                        fake.bodies_cut += 1  # the client stopped reading and hung up
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True

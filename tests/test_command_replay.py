@@ -347,12 +347,11 @@ async def test_cancelling_the_call_kills_the_agent_process_group(
     try:
         async with call_worker(client, settings, queue):
             request = ModelRequest(model="slow:agent", prompt="hi")
+            run_id = f"once-{uuid.uuid4()}"  # the activity writes only its workflow's run
             handle = await client.start_workflow(
                 CallModelOnce,
-                CallModelInput(
-                    run_id=f"c-{uuid.uuid4().hex[:8]}", phase="ask", index=0, request=request
-                ),
-                id=f"once-{uuid.uuid4()}",
+                CallModelInput(run_id=run_id, phase="ask", index=0, request=request),
+                id=run_id,
                 task_queue=queue,
             )
             await wait_until(lambda: pids.exists() and pids.read_text().count(" ") == 1, 20)
@@ -418,9 +417,8 @@ async def test_replay_without_the_call_key_is_malformed_output(
     queue = f"test-{uuid.uuid4()}"
     async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
         error = await failure_of(client, queue, AskInput(question="q", model=f"replay:{log}"))
-        missing = await failure_of(
-            client, queue, AskInput(question="q", model=f"replay:{recordings / 'nope.jsonl'}")
-        )
+        gone = recordings / "gone" / "raw-events.jsonl"
+        missing = await failure_of(client, queue, AskInput(question="q", model=f"replay:{gone}"))
     assert error.type == "provider.malformed_output"
     assert error.non_retryable
     assert "ask/0/0" in error.message
@@ -458,10 +456,11 @@ async def test_replay_reads_only_the_run_store_or_a_declared_directory(
 async def test_an_invalid_ask_run_id_fails_at_once_with_its_code(
     client: Client, settings: Settings, worker_queue: str, tmp_path: Path
 ) -> None:
+    escape = f"../../escape-{uuid.uuid4().hex[:8]}"
     handle = await client.start_workflow(
         ASK,
-        AskInput(question="hi", run_id="../../escape"),
-        id=f"ask-{uuid.uuid4().hex[:8]}",
+        AskInput(question="hi", run_id=escape),
+        id=escape,  # Temporal takes any workflow id; a run id must be a safe name
         task_queue=worker_queue,
         result_type=AskResult,
     )
@@ -471,10 +470,10 @@ async def test_an_invalid_ask_run_id_fails_at_once_with_its_code(
     assert isinstance(error, ApplicationError)
     assert error.type == "run.id_invalid"
     assert error.non_retryable
-    assert "../../escape" in error.message
+    assert escape in error.message
     history = await handle.fetch_history()
     assert not any(e.HasField("activity_task_scheduled_event_attributes") for e in history.events)
-    assert not (settings.runs_dir.parent.parent / "escape").exists()
+    assert not (settings.runs_dir.parent.parent / escape.removeprefix("../../")).exists()
 
 
 async def test_a_symlinked_run_dir_is_refused_for_writes(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import threading
@@ -389,6 +390,7 @@ async def test_write_run_files_reexecuted_writes_the_same_bytes(tmp_path: Path) 
     files = {"artifacts/answer.txt": "forty-two\n", "summary.json": '{"status": "completed"}\n'}
     payload = WriteRunFilesInput(run_id="r1", files=files)
     env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, workflow_id="r1")  # as run r1 schedules it
     first = await env.run(activities.write_run_files, payload)
     contents = {path: Path(path).read_bytes() for path in first}
     again = await env.run(activities.write_run_files, payload)

@@ -28,6 +28,7 @@ from tests.cli import cli_env, ponder
 from tests.tournament.helpers import start
 from workflows.ask_types import AskInput
 from workflows.budget import Budget, BudgetLimits
+from workflows.campaign.document import CampaignDocument
 from workflows.inputs import InputInvalid, StrictModel, decode_input, decode_json
 from workflows.names import (
     ASK,
@@ -38,6 +39,12 @@ from workflows.names import (
     SIGNAL_EXTEND_BUDGET,
     TOURNAMENT,
     UPDATE_EXTEND_BUDGET,
+)
+from workflows.plan.run_types import (
+    ExtendPlanBudgetInput,
+    PlanRunInput,
+    ResolveGateInput,
+    ResumeInput,
 )
 from workflows.tournament.profiles import Profile
 from workflows.tournament.types import Event, ExtendBudgetInput, Progress, TournamentInput
@@ -93,7 +100,10 @@ async def refusal(client: Client, workflow_id: str, *, max_events: int = 6) -> A
 ASK_CASES = [
     (json.dumps({"question": ""}), "question: String should have at least 1 character"),
     (json.dumps({"question": "hi", "temperature": "hot"}), "temperature: Input should be a valid"),
-    (json.dumps({"question": "hi", "temperature": "nan"}), "temperature: Input should be a finite"),
+    (json.dumps({"question": "hi", "temperature": "nan"}), "temperature: Input should be a valid"),
+    # Strict: a number in a string is not a number (JSON says what it means).
+    (json.dumps({"question": "hi", "seed": "8"}), "seed: Input should be a valid integer"),
+    (json.dumps({"question": "hi", "temperature": "0.5"}), "temperature: Input should be a valid"),
     (json.dumps({"question": "hi", "seed": "abc"}), "seed: Input should be a valid integer"),
     (json.dumps({"question": "hi", "bogus_field": 1}), "bogus_field: Extra inputs are not"),
     (json.dumps({"question": "hi", "max_output_tokens": 0}), "max_output_tokens: Input should be"),
@@ -121,7 +131,12 @@ TOURNAMENT_CASES = [
     ({"on_budget_exhausted": "explode"}, "on_budget_exhausted: Input should be 'pause' or"),
     ({"seed": "abc"}, "seed: Input should be a valid integer"),
     ({"budget": {"max_calls": -5}}, "budget.max_calls: Input should be greater than or equal to 0"),
-    ({"budget": {"max_usd": "inf"}}, "budget.max_usd: Input should be a finite number"),
+    ({"budget": {"max_usd": "inf"}}, "budget.max_usd: Input should be a valid number"),
+    ({"seed": "8"}, "seed: Input should be a valid integer (got '8')"),
+    ({"custom": {"n": "8", "k": 2, "t": 1, "m": 2}}, "custom.n: Input should be a valid integer"),
+    ({"budget": {"max_calls": "5"}}, "budget.max_calls: Input should be a valid integer"),
+    ({"include_prompts": "true"}, "include_prompts: Input should be a valid boolean"),
+    ({"include_raw_outputs": 1}, "include_raw_outputs: Input should be a valid boolean"),
     ({"budget": {"max_call": 5}}, "budget.max_call: Extra inputs are not permitted"),
     ({"bogus_field": 1}, "bogus_field: Extra inputs are not permitted"),
     ({"models": {"judge": "sim:default", "critic": "x"}}, "models.critic: Extra inputs"),
@@ -129,7 +144,7 @@ TOURNAMENT_CASES = [
     ({"critique_chars": 10}, "critique_chars: Input should be greater than or equal to 256"),
     (
         {"custom": {"n": 4, "k": 2, "t": 1, "m": 2, "lambda": "nan"}},
-        "custom.lambda: Input should be a finite number",
+        "custom.lambda: Input should be a valid number",
     ),
     (
         {"custom": {"n": 200000, "k": 2, "t": 0, "m": 2}},
@@ -141,7 +156,7 @@ TOURNAMENT_CASES = [
     ),
     (
         {"prices": {"openai:x": {"input": "nan", "output": 1}}},
-        "prices.openai:x.input: Input should be a finite number",
+        "prices.openai:x.input: Input should be a valid number",
     ),
     (
         {"candidates": [{"id": "../x", "text": "a"}]},
@@ -309,7 +324,7 @@ async def test_cancel_answers_at_once_for_a_refused_ask(
     env = cli_env(tmp_path, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE=worker_queue)
     cancelled = await ponder("cancel", workflow_id, env=env, timeout=30)
     assert cancelled.code == 1, cancelled.err
-    assert f"run {workflow_id}: failed" in cancelled.err
+    assert f"run {workflow_id}: failed (it had already ended: nothing to cancel)" in cancelled.err
 
 
 async def paused_on_budget(client: Client, queue: str) -> tuple[WorkflowHandle, float]:
@@ -441,14 +456,30 @@ def _type_args(annotation: object) -> list[object]:
     return [annotation] if not args else [a for arg in args for a in _type_args(arg)]
 
 
-@pytest.mark.parametrize("root", [AskInput, TournamentInput])
+@pytest.mark.parametrize(
+    "root",
+    [
+        AskInput,
+        TournamentInput,
+        PlanRunInput,
+        CampaignDocument,
+        ExtendBudgetInput,
+        ResumeInput,
+        ResolveGateInput,
+        ExtendPlanBudgetInput,
+    ],
+)
 def test_every_model_inside_a_workflow_input_is_strict(root: type[BaseModel]) -> None:
+    """Every workflow, update and signal input (and each model inside one) is strict: the README
+    says wrong types are refused, and "8" is not 8 in any of them."""
     models = _nested_models(root, set())
-    assert len(models) >= (1 if root is AskInput else 9)
+    assert len(models) >= (9 if root is TournamentInput else 1)
     loose = [
         m.__name__
         for m in models
-        if m.model_config.get("extra") != "forbid" or m.model_config.get("allow_inf_nan", True)
+        if m.model_config.get("extra") != "forbid"
+        or m.model_config.get("allow_inf_nan", True)
+        or m.model_config.get("strict") is not True
     ]
     assert loose == []
 

@@ -27,6 +27,9 @@ PROVIDER_NAMES = re.compile(rf"[\"']({_NAMES})(?=:|[\"'])|(?<![\w.])({_NAMES}):\
 PROVIDER_NAME_ALLOWED: dict[str, set[str]] = {
     # The default model id is data every side shares, declared once; it is not a branch.
     "workflows/model_types.py": {"sim"},
+    # The built-in sim endpoint's options are input whose ceilings decode checks (issue 13):
+    # validation of a name, not a branch on which provider runs.
+    "workflows/sim_options.py": {"sim"},
     # A campaign's "command" scorer kind (it names a command the worker declares), not a provider.
     "workflows/campaign/document.py": {"command"},
     # The usage example in the programmatic client's docstring.

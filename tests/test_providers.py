@@ -49,7 +49,7 @@ async def run_ask(client: Client, queue: str, model: str = "local:m", **kw: obje
     return await client.execute_workflow(
         ASK,
         AskInput(question="hi", model=model, **kw),
-        id=f"ask-{uuid.uuid4()}",
+        id=str(kw.get("run_id") or f"ask-{uuid.uuid4()}"),  # a run's id is its workflow id
         task_queue=queue,
         result_type=AskResult,
     )
@@ -266,12 +266,11 @@ async def test_a_long_retry_after_becomes_retry_later(
     queue = f"test-{uuid.uuid4()}"
     async with call_worker(client, settings, queue):
         request = ModelRequest(model="local:m", prompt="hi")
+        run_id = f"once-{uuid.uuid4()}"  # the activity writes only its workflow's run
         outcome = await client.execute_workflow(
             CallModelOnce,
-            CallModelInput(
-                run_id=f"r-{uuid.uuid4().hex[:8]}", phase="ask", index=0, request=request
-            ),
-            id=f"once-{uuid.uuid4()}",
+            CallModelInput(run_id=run_id, phase="ask", index=0, request=request),
+            id=run_id,
             task_queue=queue,
             result_type=dict,
         )

@@ -3,23 +3,52 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
 
+from activities.call_model import ModelActivities
+from activities.campaign.report import CampaignArtifactActivities
 from activities.config import known_secrets, load_settings
+from activities.plan.files import PlanFileActivities
 from activities.run_store import (
+    RUN_DIR_INVALID,
     RunDirRefused,
     RunFileActivities,
     RunIdInvalid,
     RunStore,
     WriteRunFilesInput,
 )
-from workflows.run_ids import RUN_ID_INVALID, check_run_id, run_id_problem
+from activities.tournament.artifacts import TournamentArtifactActivities
+from workflows.campaign.types import CampaignArtifactsInput
+from workflows.model_types import CallModelInput, ModelRequest
+from workflows.run_ids import (
+    RUN_ID_INVALID,
+    check_run_id,
+    foreign_run_id_problem,
+    run_id_problem,
+    writer_problem,
+)
+from workflows.tournament.types import TournamentSnapshot
 
 
-@pytest.mark.parametrize("run_id", ["../../etc", "a/b", "", ".x", "-x", "x" * 129, "é"])
+def as_workflow(workflow_id: str | None) -> ActivityEnvironment:
+    """An activity context as workflow ``workflow_id`` schedules it (None: no workflow)."""
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, workflow_id=workflow_id)
+    return env
+
+
+@pytest.mark.parametrize(
+    "run_id", ["../../etc", "a/b", "", ".x", "-x", "x" * 129, "é", "abc\n", "x" * 128 + "\n"]
+)
 def test_run_id_validator_refuses_with_its_code(run_id: str) -> None:
     problem = run_id_problem(run_id)
     assert problem is not None
@@ -73,7 +102,8 @@ async def test_run_file_writes_do_not_block_the_event_loop(tmp_path: Path) -> No
 
     task = asyncio.create_task(ticker())
     try:
-        await files.write_run_files(WriteRunFilesInput(run_id="r1", files={"a.txt": "a"}))
+        payload = WriteRunFilesInput(run_id="r1", files={"a.txt": "a"})
+        await as_workflow("r1").run(files.write_run_files, payload)
     finally:
         task.cancel()
     assert ticks >= 5  # the loop (and its heartbeats) kept running during the 0.5 s write
@@ -94,3 +124,86 @@ def test_known_secrets_cover_every_endpoint_key_and_the_cluster_key(
     )
     settings = load_settings(config, home=str(tmp_path / "h"))
     assert sorted(known_secrets(settings)) == ["local-3", "sk-openai-1", "tmprl-2"]
+
+
+# -- a run writes only its own directory (issue 13, section 3) ----------------------------
+
+
+def test_input_may_name_only_its_own_run() -> None:
+    assert foreign_run_id_problem("r1", None) is None
+    assert foreign_run_id_problem("r1", "r1") is None
+    problem = foreign_run_id_problem("hijack-1", "ask-ok-1")
+    assert problem is not None
+    assert problem.startswith("run_id: 'ask-ok-1' is not this run's workflow id 'hijack-1'")
+
+
+@pytest.mark.parametrize(
+    ("workflow_id", "run_id", "allowed"),
+    [
+        ("c1", "c1", True),
+        ("c1", "c1.0123456789ab", True),  # a campaign's cell, a plan step's tournament
+        ("c1", "c1.review.1.x", True),
+        ("c1", "c10", False),  # a prefix is not a parent
+        ("c1.0123456789ab", "c1", False),  # a child never writes its parent
+        ("hijack-1", "ask-ok-1", False),
+        (None, "r1", False),  # a standalone activity: no workflow, no run directory
+    ],
+)
+def test_a_workflow_writes_its_own_and_its_childrens_directories(
+    workflow_id: str | None, run_id: str, allowed: bool
+) -> None:
+    assert (writer_problem(workflow_id, run_id) is None) is allowed
+
+
+Writer = Callable[[Path, httpx.AsyncClient, str], tuple[Callable[[Any], Awaitable[Any]], Any]]
+
+
+def _run_files(runs: Path, http: httpx.AsyncClient, run_id: str) -> tuple[Any, Any]:
+    payload = WriteRunFilesInput(run_id=run_id, files={"summary.json": "OVERWRITTEN"})
+    return RunFileActivities(RunStore(runs)).write_run_files, payload
+
+
+def _plan_files(runs: Path, http: httpx.AsyncClient, run_id: str) -> tuple[Any, Any]:
+    payload = WriteRunFilesInput(run_id=run_id, files={"cost.json": "OVERWRITTEN"})
+    return PlanFileActivities(RunStore(runs)).write_plan_files, payload
+
+
+def _tournament(runs: Path, http: httpx.AsyncClient, run_id: str) -> tuple[Any, Any]:
+    snap = TournamentSnapshot.model_construct(run_id=run_id)  # refused before it is rendered
+    return TournamentArtifactActivities(RunStore(runs)).write_tournament_artifacts, snap
+
+
+def _campaign(runs: Path, http: httpx.AsyncClient, run_id: str) -> tuple[Any, Any]:
+    payload = CampaignArtifactsInput.model_construct(run_id=run_id)
+    return CampaignArtifactActivities(RunStore(runs)).write_campaign_artifacts, payload
+
+
+def _call_model(runs: Path, http: httpx.AsyncClient, run_id: str) -> tuple[Any, Any]:
+    settings = load_settings(None, home=str(runs.parent))
+    settings.runs_dir = runs
+    request = ModelRequest(model="sim:default", prompt="OVERWRITTEN")
+    call = CallModelInput(run_id=run_id, phase="ask", index=0, request=request)
+    return ModelActivities(settings, http).call_model, call  # its raw events: refused
+
+
+@pytest.mark.parametrize(
+    "writer",
+    [_run_files, _plan_files, _tournament, _campaign, _call_model],
+    ids=lambda w: w.__name__.strip("_"),
+)
+@pytest.mark.parametrize("workflow_id", ["hijack-1", None])
+async def test_no_activity_writes_another_runs_directory(
+    tmp_path: Path, writer: Writer, workflow_id: str | None
+) -> None:
+    """Whatever run id an activity's input names, it writes only its workflow's directory."""
+    runs = tmp_path / "runs"
+    victim = runs / "ask-ok-1"
+    victim.mkdir(parents=True)
+    (victim / "summary.json").write_text("{}")
+    async with httpx.AsyncClient() as http:
+        with pytest.raises(ApplicationError) as info:
+            await as_workflow(workflow_id).run(*writer(runs, http, "ask-ok-1"))
+    assert info.value.type == RUN_DIR_INVALID
+    assert info.value.non_retryable
+    assert sorted(p.name for p in victim.iterdir()) == ["summary.json"]
+    assert (victim / "summary.json").read_text() == "{}"

@@ -20,6 +20,7 @@ from activities.config import Settings, known_secrets
 from activities.plan.files import PlanFileActivities
 from activities.plan.roots import worker_roots
 from activities.plan.workspace import WorkspaceActivities
+from activities.routes import task_queue_polled
 from activities.run_store import RunFileActivities, RunStore
 from activities.tournament.artifacts import TournamentArtifactActivities
 from activities.tournament.fit import adaptive_batch, fit_leaderboard
@@ -80,6 +81,7 @@ async def running_worker(
             workspace.snapshot_writes,
             workspace.check_landed,
             PlanFileActivities(store).write_plan_files,
+            task_queue_polled,
         ]
         workers = [
             Worker(

@@ -10,13 +10,14 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from activities.heartbeats import HEARTBEAT_TIMEOUT
     from activities.run_store import WRITE_RUN_FILES, WriteRunFilesInput
     from workflows import phases
     from workflows.ask_types import AskInput, AskResult
     from workflows.model_calls import call_failure, call_model, failed_transport_retries
     from workflows.model_types import CallModelInput, ModelRequest
     from workflows.names import ASK
-    from workflows.raw_input import NO_INPUT, decode_raw, input_failure
+    from workflows.raw_input import NO_INPUT, decode_run_input, input_failure
     from workflows.run_ids import RUN_ID_INVALID, run_id_problem
 
 __all__ = ["AskWorkflow"]
@@ -30,14 +31,14 @@ class AskWorkflow:
     @workflow.init
     def __init__(self, input: object = NO_INPUT, *extra: object) -> None:
         # Decoded here, raised from run: an exception in init would fail the task forever.
-        self.input = decode_raw(AskInput, input, extra)
+        self.input = decode_run_input(AskInput, input, extra)
 
     @workflow.run
     async def run(self, raw: object = NO_INPUT, *extra: object) -> AskResult:
         if not isinstance(self.input, AskInput):
             raise input_failure(self.input)
         input = self.input
-        run_id = input.run_id or workflow.info().workflow_id
+        run_id = workflow.info().workflow_id  # input.run_id, if given, is the same
         if (problem := run_id_problem(run_id)) is not None:  # no run directory to write to
             raise ApplicationError(problem, type=RUN_ID_INVALID, non_retryable=True)
         request = ModelRequest(
@@ -93,6 +94,7 @@ class AskWorkflow:
             WriteRunFilesInput(run_id=run_id, files=files),
             result_type=list[str],
             start_to_close_timeout=timedelta(seconds=60),
+            heartbeat_timeout=HEARTBEAT_TIMEOUT,  # a killed worker: retried within seconds
             retry_policy=WRITE_RETRY_POLICY,
         )
 

@@ -6,9 +6,11 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from workflows.bounds import OutputTokens, Seed
 from workflows.call_options import CallOptions
 from workflows.inputs import StrictModel
 from workflows.model_types import DEFAULT_MODEL, ModelResponse
+from workflows.sim_options import ModelSpec
 
 __all__ = ["AskInput", "AskResult", "AskRole"]
 
@@ -17,14 +19,14 @@ AskRole = Literal["ask", "generate", "judge", "mutate", "finalize"]
 
 class AskInput(StrictModel):
     question: str = Field(min_length=1)
-    model: str = Field(default=DEFAULT_MODEL, min_length=1)
+    model: ModelSpec = Field(default=DEFAULT_MODEL, min_length=1)
     system: str | None = None
     temperature: float | None = Field(default=None, ge=0)
-    max_output_tokens: int | None = Field(default=None, ge=1)
+    max_output_tokens: OutputTokens | None = None
     base_url: str | None = None
     json_mode: bool = False
     role: AskRole = "ask"
-    seed: int = 0
+    seed: Seed = 0
     run_id: str | None = Field(default=None, description="defaults to the workflow id")
     calls: CallOptions = CallOptions()
 

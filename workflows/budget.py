@@ -7,8 +7,9 @@ once reached and may overshoot by at most the calls already in flight.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
+from workflows.bounds import BudgetTokens, BudgetUsd, CallCount
 from workflows.inputs import StrictModel
 
 __all__ = ["Budget", "BudgetLimits", "BudgetSpent"]
@@ -17,10 +18,10 @@ __all__ = ["Budget", "BudgetLimits", "BudgetSpent"]
 class BudgetLimits(StrictModel):
     """Absolute limits; None means unlimited."""
 
-    max_calls: int | None = Field(default=None, ge=0)
-    max_input_tokens: int | None = Field(default=None, ge=0)
-    max_output_tokens: int | None = Field(default=None, ge=0)
-    max_usd: float | None = Field(default=None, ge=0)
+    max_calls: CallCount | None = None
+    max_input_tokens: BudgetTokens | None = None
+    max_output_tokens: BudgetTokens | None = None
+    max_usd: BudgetUsd | None = None
 
 
 class BudgetSpent(BaseModel):

@@ -6,15 +6,23 @@ whatever flags it was started with. ``ponder worker --rate-limit P=N/s`` serves 
 calls on ``provider_task_queue(queue, P)``; the client that starts a run sees that queue polled
 and names it in ``provider_queues``, where the run keeps it.
 
+Queue names belong to the workers: input may name only a queue of that form
+(``<queue>.provider.<P>`` for provider ``P``), never an arbitrary one, and a routed call that no
+worker picks up within ``UNROUTABLE_AFTER_S`` fails with ``provider.unroutable`` unless a worker
+polls the queue (``workflows/model_calls.py``). Every time limit here has a ceiling
+(``workflows/bounds.py``).
+
 Pure: pydantic only.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
+from workflows.bounds import MAX_HEARTBEAT_TIMEOUT_S, MAX_SCHEDULE_TO_CLOSE_S
 from workflows.inputs import StrictModel
 from workflows.wire_replay import WireReplay
 
@@ -22,6 +30,7 @@ __all__ = [
     "DEFAULT_HEARTBEAT_TIMEOUT_S",
     "DEFAULT_SCHEDULE_TO_CLOSE_S",
     "FALLBACK_SCHEDULE_TO_CLOSE_S",
+    "MAX_PROVIDER_QUEUES",
     "CallOptions",
     "provider_of",
     "provider_task_queue",
@@ -31,6 +40,10 @@ DEFAULT_HEARTBEAT_TIMEOUT_S = 30.0
 DEFAULT_SCHEDULE_TO_CLOSE_S: dict[str, float] = {"judge": 20 * 60.0}
 """Per request role; every other role gets ``FALLBACK_SCHEDULE_TO_CLOSE_S``."""
 FALLBACK_SCHEDULE_TO_CLOSE_S = 60 * 60.0
+MAX_PROVIDER_QUEUES = 64
+"""Entries of ``provider_queues``."""
+_QUEUE_NAME = re.compile(r"[^\s\x00-\x1f\x7f]{1,200}")
+_PROVIDER_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 
 
 def provider_task_queue(task_queue: str, provider: str) -> str:
@@ -49,24 +62,45 @@ class CallOptions(StrictModel):
     heartbeat_timeout_s: float = Field(
         default=DEFAULT_HEARTBEAT_TIMEOUT_S,
         ge=1.0,
-        le=600.0,
+        le=MAX_HEARTBEAT_TIMEOUT_S,
         description="seconds without a heartbeat before a model call is retried elsewhere",
     )
     schedule_to_close_s: float | None = Field(
         default=None,
         gt=0.0,
-        le=7 * 24 * 3600.0,
+        le=MAX_SCHEDULE_TO_CLOSE_S,
         description="one call's whole time, retries included; default 20 min judge, 60 min others",
     )
     provider_queues: dict[str, str] = Field(
         default={},
-        description="provider name -> task queue of the worker that rate-limits its calls; "
-        "the client fills it from the queues polled when the run starts",
+        max_length=MAX_PROVIDER_QUEUES,
+        description="provider name -> task queue of the worker that rate-limits its calls "
+        "(<queue>.provider.<name>); the client fills it from the queues polled when the run "
+        "starts",
     )
     replay: WireReplay | None = Field(
         default=None,
         description="answer every call from a recorded run's raw events (wire replay)",
     )
+
+    @field_validator("provider_queues")
+    @classmethod
+    def _rate_limit_queues_only(cls, queues: dict[str, str]) -> dict[str, str]:
+        for provider, queue in queues.items():
+            suffix = f".provider.{provider}"
+            if (
+                not _PROVIDER_NAME.fullmatch(provider)
+                or not _QUEUE_NAME.fullmatch(queue)
+                or not queue.endswith(suffix)
+                or queue == suffix
+            ):
+                raise ValueError(
+                    f"{provider}: {queue!r} is not a rate-limit queue of provider "
+                    f"{provider!r}: give '<task queue>{suffix}' (what `ponder worker "
+                    f"--rate-limit {provider}=N/s` polls), or leave provider_queues out and "
+                    "let the client fill it from the workers that poll"
+                )
+        return queues
 
     def task_queue_for(self, model_spec: str) -> str | None:
         """The queue ``model_spec``'s calls go to; None: the workflow's own queue."""

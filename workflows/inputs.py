@@ -5,13 +5,20 @@ the workflow with :func:`decode_json`, so input that ``temporal workflow start``
 sends and that does not decode or validate fails the run with ``input.invalid`` at once, instead
 of failing the workflow task (and retrying it) forever. ``workflows/raw_input.py`` is the
 Temporal side of the same mechanism.
+
+Every field has its own ceiling (``workflows/bounds.py``); as a backstop, an integer anywhere in a
+decoded input (a plan argument, a campaign variant's config) must fit in 64 bits, because
+history, raw events and providers take no more and would otherwise fail long after the start.
 """
 
 from __future__ import annotations
 
-from typing import TypeVar
+from collections.abc import Iterable
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+
+from workflows.bounds import MAX_INT, MIN_INT
 
 __all__ = [
     "INPUT_INVALID",
@@ -20,6 +27,7 @@ __all__ = [
     "decode_input",
     "decode_json",
     "describe_errors",
+    "out_of_range_integer",
 ]
 
 INPUT_INVALID = "input.invalid"
@@ -30,9 +38,12 @@ M = TypeVar("M", bound=BaseModel)
 
 
 class StrictModel(BaseModel):
-    """A boundary model: unknown fields and non-finite numbers (NaN, Infinity) are refused."""
+    """A boundary model: unknown fields, non-finite numbers (NaN, Infinity) and wrong types are
+    refused. Strict: ``"8"`` is not 8 and ``1`` is not ``true``; input decodes from JSON text
+    (``decode_json``), where strict mode still takes what JSON has no word for (a string for an
+    enum, a date or a time, an array for a tuple) and an integer for a float."""
 
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
 
 
 class InputInvalid(Exception):
@@ -48,17 +59,60 @@ class InputInvalid(Exception):
 def decode_json(model: type[M], data: bytes | str) -> M:
     """``model`` from JSON text, or :class:`InputInvalid` naming every problem."""
     try:
-        return model.model_validate_json(data)
+        decoded = model.model_validate_json(data)
     except ValidationError as exc:
         raise InputInvalid(f"{model.__name__}: {describe_errors(exc)}") from None
+    return _in_range(decoded)
 
 
 def decode_input(model: type[M], value: object) -> M:
     """``model`` from an already parsed JSON value (a dict), or :class:`InputInvalid`."""
     try:
-        return model.model_validate(value)
+        decoded = model.model_validate(value)
     except ValidationError as exc:
         raise InputInvalid(f"{model.__name__}: {describe_errors(exc)}") from None
+    return _in_range(decoded)
+
+
+def _in_range(decoded: M) -> M:
+    """``decoded``, or :class:`InputInvalid` naming the first integer outside 64 bits."""
+    found = out_of_range_integer(decoded)
+    if found is not None:
+        path, value = found
+        raise InputInvalid(
+            f"{type(decoded).__name__}: {path or '(the input itself)'}: integer out of range: "
+            f"give one from -2**63 to 2**63 - 1 (got {_short(value)})"
+        )
+    return decoded
+
+
+def out_of_range_integer(value: object) -> tuple[str, int] | None:
+    """``(path, value)`` of the first integer in ``value`` (a model, dict, list...) outside
+    ``[-2**63, 2**63 - 1]``, or None. Iterative: nesting depth costs no stack."""
+    stack: list[tuple[str, object]] = [("", value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, bool):
+            continue
+        if isinstance(item, int):
+            if not MIN_INT <= item <= MAX_INT:
+                return path, item
+            continue
+        children: Iterable[tuple[Any, object]]
+        if isinstance(item, BaseModel):
+            fields = type(item).model_fields
+            children = [
+                (fields[name].alias or name, getattr(item, name)) for name in fields
+            ] + list((item.__pydantic_extra__ or {}).items())
+        elif isinstance(item, dict):
+            children = item.items()
+        elif isinstance(item, list | tuple | set | frozenset):
+            children = enumerate(item)
+        else:
+            continue
+        pending = [(f"{path}.{key}" if path else str(key), child) for key, child in children]
+        stack.extend(reversed(pending))  # popped in input order: the first bad one is named
+    return None
 
 
 def describe_errors(exc: ValidationError) -> str:

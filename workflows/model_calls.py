@@ -7,6 +7,12 @@ A provider that asks for a pause longer than the activity can wait (a quota that
 hour) makes the activity fail with ``provider.retry_later`` and ``{"retry_after_s": seconds}``;
 the call then waits on a durable timer (``on_wait`` tells the caller until when) and runs again
 as the same logical call (same call id, billed once by the caller).
+
+A call routed to a provider's rate-limit queue (``calls.provider_queues``) must start within
+``UNROUTABLE_AFTER_S``; when it does not, an activity on the run's own queue asks whether any
+worker polls that queue. If one does (the queue is busy, not dead) the call is scheduled again
+with no start limit; if none does, the call fails with ``provider.unroutable`` (no call waits an
+hour on a queue nobody serves).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError, TimeoutType
 
 with workflow.unsafe.imports_passed_through():
     from activities.call_model import CALL_MODEL
@@ -28,6 +34,8 @@ with workflow.unsafe.imports_passed_through():
         ModelTimeoutError,
         TransportError,
     )
+    from activities.routes import QUEUE_POLLED
+    from workflows.bounds import UNROUTABLE_AFTER_S
     from workflows.call_options import CallOptions
     from workflows.model_types import CallModelInput, ModelResponse
 
@@ -38,6 +46,7 @@ __all__ = [
     "PROVIDER_RETRY_LATER",
     "PROVIDER_TIMEOUT",
     "PROVIDER_TRANSPORT",
+    "PROVIDER_UNROUTABLE",
     "START_TO_CLOSE",
     "call_failure",
     "call_model",
@@ -60,6 +69,8 @@ START_TO_CLOSE = timedelta(minutes=15)
 PROVIDER_RETRY_LATER = RETRY_LATER_TYPE
 PROVIDER_TIMEOUT = ModelTimeoutError("").error_type
 PROVIDER_TRANSPORT = TransportError("").error_type
+PROVIDER_UNROUTABLE = "provider.unroutable"
+"""A routed call no worker picked up, and no worker polls its queue."""
 MAX_PROVIDER_WAITS = 10
 """Long waits one logical call may make before its ``provider.retry_later`` fails the run."""
 MAX_PROVIDER_WAIT = timedelta(hours=24)
@@ -67,6 +78,26 @@ MAX_PROVIDER_WAIT = timedelta(hours=24)
 
 OnWait = Callable[[datetime | None], None]
 """Told the resume time when a call starts waiting on the provider, None when it goes on."""
+
+
+def _not_started(exc: ActivityError) -> bool:
+    cause = exc.cause
+    return isinstance(cause, TimeoutError) and cause.type == TimeoutType.SCHEDULE_TO_START
+
+
+async def _polled(task_queue: str) -> bool:
+    """Whether a worker polls ``task_queue`` (asked on the run's own queue); unknown is no."""
+    try:
+        return await workflow.execute_activity(
+            QUEUE_POLLED,
+            task_queue,
+            result_type=bool,
+            start_to_close_timeout=timedelta(seconds=10),
+            retry_policy=RetryPolicy(maximum_attempts=3),
+            summary=f"is {task_queue} polled?",
+        )
+    except ActivityError:
+        return False
 
 
 def retry_later_delay(exc: BaseException) -> timedelta | None:
@@ -86,6 +117,12 @@ def call_failure(exc: ActivityError) -> tuple[str, str]:
     cause = exc.cause
     if isinstance(cause, ApplicationError) and cause.type:
         return cause.type, cause.message
+    if isinstance(cause, TimeoutError) and cause.type == TimeoutType.SCHEDULE_TO_START:
+        return PROVIDER_UNROUTABLE, (
+            f"no worker started the call within {UNROUTABLE_AFTER_S:g}s and none polls the "
+            "provider queue calls.provider_queues routes it to: start `ponder worker "
+            "--rate-limit PROVIDER=N/s` on this task queue, or start the run without the route"
+        )
     if isinstance(cause, TimeoutError):
         return PROVIDER_TIMEOUT, f"no answer before the activity timed out ({cause.type})"
     return PROVIDER_TRANSPORT, str(cause or exc)
@@ -112,15 +149,18 @@ async def call_model(
         input = input.model_copy()  # the run's own routing, carried to the activity
         input.replay = options.replay
     schedule_to_close = options.schedule_to_close(input.request.role)
+    routed = options.task_queue_for(input.request.model)
     activity_options: dict[str, Any] = {
         "start_to_close_timeout": min(START_TO_CLOSE, schedule_to_close),
         "schedule_to_close_timeout": schedule_to_close,
         "heartbeat_timeout": options.heartbeat_timeout(),
         "retry_policy": MODEL_RETRY_POLICY,
         "summary": f"{input.phase}/{input.index}",
-        "task_queue": options.task_queue_for(input.request.model),
+        "task_queue": routed,
         **overrides,
     }
+    if routed is not None:  # a queue input names: it must prove that a worker serves it
+        activity_options["schedule_to_start_timeout"] = timedelta(seconds=UNROUTABLE_AFTER_S)
     waits = 0
     while True:
         try:
@@ -128,6 +168,11 @@ async def call_model(
                 CALL_MODEL, input, result_type=ModelResponse, **activity_options
             )
         except ActivityError as exc:
+            if routed is not None and _not_started(exc):
+                if not await _polled(routed):
+                    raise  # provider.unroutable (call_failure)
+                del activity_options["schedule_to_start_timeout"]  # served, only busy: wait
+                continue
             delay = retry_later_delay(exc)
             if delay is None or waits >= MAX_PROVIDER_WAITS:
                 raise

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from workflows.bounds import MAX_CONTEXT_TOKENS, UsdPerMTok
 from workflows.inputs import StrictModel
 from workflows.wire_replay import WireReplay
 
@@ -93,14 +94,19 @@ class ModelResponse(BaseModel):
 
 
 class Price(StrictModel):
-    """USD per million tokens for one provider+model."""
+    """USD per million tokens for one provider+model: each rate finite, 0 to
+    ``MAX_USD_PER_MTOK`` (input overrides and ponder.toml alike), so no spend is negative or
+    infinite."""
 
-    input: float
-    output: float
-    cache_hit: float | None = None
-    cache_miss: float | None = None
+    input: UsdPerMTok
+    output: UsdPerMTok
+    cache_hit: UsdPerMTok | None = None
+    cache_miss: UsdPerMTok | None = None
     long_context_threshold: int | None = Field(
-        default=None, description="input tokens above which the long_context rates apply"
+        default=None,
+        ge=0,
+        le=MAX_CONTEXT_TOKENS,
+        description="input tokens above which the long_context rates apply",
     )
-    long_context_input: float | None = None
-    long_context_output: float | None = None
+    long_context_input: UsdPerMTok | None = None
+    long_context_output: UsdPerMTok | None = None

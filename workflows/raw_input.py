@@ -20,13 +20,15 @@ import json
 from typing import TypeVar
 
 from pydantic import BaseModel
+from temporalio import workflow
 from temporalio.api.common.v1 import Payload
 from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 from workflows.inputs import InputInvalid, decode_json
+from workflows.run_ids import foreign_run_id_problem
 
-__all__ = ["NO_INPUT", "decode_raw", "input_failure"]
+__all__ = ["NO_INPUT", "decode_raw", "decode_run_input", "input_failure"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -53,6 +55,19 @@ def decode_raw(model: type[M], raw: object, extra: tuple[object, ...] = ()) -> M
         return decode_json(model, text)
     except InputInvalid as exc:
         return exc
+
+
+def decode_run_input(
+    model: type[M], raw: object, extra: tuple[object, ...] = ()
+) -> M | InputInvalid:
+    """:func:`decode_raw` for a workflow that writes a run directory: input whose ``run_id``
+    names another run than this workflow is refused too (``workflows/run_ids.py``)."""
+    decoded = decode_raw(model, raw, extra)
+    if isinstance(decoded, InputInvalid):
+        return decoded
+    requested = getattr(decoded, "run_id", None)
+    problem = foreign_run_id_problem(workflow.info().workflow_id, requested)
+    return decoded if problem is None else InputInvalid(f"{model.__name__}: {problem}")
 
 
 def _decode_payload(model: type[M], payload: Payload) -> M | InputInvalid:

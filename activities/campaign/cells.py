@@ -23,6 +23,7 @@ from temporalio import activity
 
 from activities.config import _BUILTIN_ENDPOINTS, Settings, read_secret
 from activities.errors import ConfigError
+from activities.heartbeats import in_thread
 from activities.providers.registry import resolve_model
 from activities.providers.sim import true_quality
 from workflows.campaign.document import (
@@ -42,6 +43,7 @@ from workflows.campaign.types import (
     RouteIssue,
     SettleCellInput,
 )
+from workflows.patterns import search
 from workflows.run_ids import check_run_id
 
 __all__ = [
@@ -63,7 +65,7 @@ SCORER_FAILED = "scorer.failed"
 def _matches(url: str, rules: list[str]) -> bool:
     for rule in rules:
         if rule.startswith("re:"):
-            if re.search(rule[3:], url):
+            if search(rule[3:], url):  # RE2: compiled at validation, linear here
                 return True
         elif url.startswith(rule):
             return True
@@ -137,7 +139,9 @@ class CampaignCellActivities:
 
     @activity.defn(name=SETTLE_CAMPAIGN_CELL)
     async def settle_campaign_cell(self, input: SettleCellInput) -> CellOutcome:
-        return await asyncio.to_thread(self.settle, input)
+        # It may run a command scorer for minutes: it heartbeats, so a killed worker delays
+        # the cell by the heartbeat timeout, not by the 15-minute start-to-close.
+        return await in_thread(self.settle, input)
 
     def settle(self, input: SettleCellInput) -> CellOutcome:
         run_dir = self.settings.runs_dir / check_run_id(input.run_id)

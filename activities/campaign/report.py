@@ -9,7 +9,6 @@ plots are inline SVG (no network assets).
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,8 +17,9 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from temporalio import activity
 
+from activities.heartbeats import in_thread
 from activities.reports import render_page
-from activities.run_store import RunDirRefused, RunIdInvalid, RunStore, refusal
+from activities.run_store import RunDirRefused, RunIdInvalid, RunStore, check_writer, refusal
 from workflows.campaign.records import RunRecord
 from workflows.campaign.stats import BOOTSTRAP_SEED, Analysis, analyse
 from workflows.campaign.types import CampaignArtifactsInput, CampaignArtifactsResult
@@ -192,6 +192,7 @@ def summary_json(input: CampaignArtifactsInput, analysis: Analysis) -> str:
             "planned": input.planned_cells,
             "recorded": len(input.records),
             "failed": sum(1 for r in input.records if r.failure_class is not None),
+            "unsettled": sum(1 for r in input.records if r.failure_class == "unsettled"),
         },
         "decisions": analysis.decisions,
         "recommendation": analysis.recommendation,
@@ -214,7 +215,11 @@ class CampaignArtifactActivities:
     async def write_campaign_artifacts(
         self, input: CampaignArtifactsInput
     ) -> CampaignArtifactsResult:
-        return await asyncio.to_thread(self.write, input)
+        try:
+            check_writer(input.run_id)
+        except (RunIdInvalid, RunDirRefused) as exc:
+            raise refusal(exc) from None
+        return await in_thread(self.write, input)
 
     def write(self, input: CampaignArtifactsInput) -> CampaignArtifactsResult:
         analysis, files = render_report(ReportDesign.of(input), input.records)

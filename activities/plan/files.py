@@ -7,15 +7,15 @@ from the directory it just wrote, so the report always matches the trace beside 
 
 from __future__ import annotations
 
-import asyncio
-
 from temporalio import activity
 
+from activities.heartbeats import in_thread
 from activities.plan.report import render_plan_report
 from activities.run_store import (
     RunDirRefused,
     RunStore,
     WriteRunFilesInput,
+    check_writer,
     refusal,
 )
 from workflows.run_ids import RunIdInvalid
@@ -32,7 +32,8 @@ class PlanFileActivities:
     @activity.defn(name=WRITE_PLAN_FILES)
     async def write_plan_files(self, input: WriteRunFilesInput) -> list[str]:
         try:
-            return await asyncio.to_thread(self._write, input)
+            check_writer(input.run_id)
+            return await in_thread(self._write, input)
         except (RunIdInvalid, RunDirRefused) as exc:
             raise refusal(exc) from None
 

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ValidationError
 from activities.errors import PolicyRefusalError
 from activities.providers.base import CallContext
 from activities.providers.http import broken_envelope, post_json
+from workflows.bounds import UsageTokens
 from workflows.model_types import ModelRequest, ModelResponse, Usage
 
 __all__ = ["AnthropicProvider"]
@@ -25,10 +26,10 @@ class _Block(BaseModel):
 
 
 class _Usage(BaseModel):
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_input_tokens: int | None = 0
-    cache_creation_input_tokens: int | None = 0
+    input_tokens: UsageTokens = 0
+    output_tokens: UsageTokens = 0
+    cache_read_input_tokens: UsageTokens | None = 0
+    cache_creation_input_tokens: UsageTokens | None = 0
 
 
 class _Message(BaseModel):

@@ -8,6 +8,8 @@ can start a workflow does not gain a shell on the worker.
 The child gets an explicit environment (``PATH``, ``HOME``, ``LANG``, the names the endpoint's
 ``env`` lists, and the ``PONDER_*`` call variables), never the worker's, which holds the keys.
 It runs in its own session so a timeout or a cancellation kills its whole process group.
+Its output is read as it comes and bounded like an HTTP body: past ``MAX_RESPONSE_BYTES`` the
+agent is killed and the call is ``provider.response_too_large``; only the tail of stderr is kept.
 """
 
 from __future__ import annotations
@@ -19,8 +21,14 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from activities.errors import ConfigError, DispatchError, ModelTimeoutError
+from activities.errors import (
+    ConfigError,
+    DispatchError,
+    ModelTimeoutError,
+    ResponseTooLargeError,
+)
 from activities.providers.base import CallContext
+from workflows.bounds import MAX_RESPONSE_BYTES
 from workflows.model_types import ModelRequest, ModelResponse, Usage
 
 __all__ = ["BASE_ENV", "CommandProvider", "command_env"]
@@ -56,6 +64,49 @@ def _kill_group(process: asyncio.subprocess.Process) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
+STDERR_TAIL = 8000
+"""Bytes of an agent's stderr kept (the end: where its error is)."""
+
+
+class _TooMuchOutput(Exception):
+    pass
+
+
+async def _exchange(process: asyncio.subprocess.Process, prompt: bytes) -> tuple[bytes, bytes]:
+    """Feed ``prompt`` on stdin; stdout up to ``MAX_RESPONSE_BYTES`` (else ``_TooMuchOutput``)
+    and the tail of stderr, both read as they come, so the worker never holds more."""
+    assert process.stdin and process.stdout and process.stderr
+
+    async def feed() -> None:
+        stdin = process.stdin
+        assert stdin is not None
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            stdin.write(prompt)
+            await stdin.drain()
+        stdin.close()
+
+    async def out() -> bytes:
+        assert process.stdout is not None
+        chunks, size = [], 0
+        while chunk := await process.stdout.read(64 * 1024):
+            size += len(chunk)
+            if size > MAX_RESPONSE_BYTES:
+                raise _TooMuchOutput
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def err() -> bytes:
+        assert process.stderr is not None
+        tail = b""
+        while chunk := await process.stderr.read(64 * 1024):
+            tail = (tail + chunk)[-STDERR_TAIL:]
+        return tail
+
+    _, stdout, stderr = await asyncio.gather(feed(), out(), err())
+    await process.wait()
+    return stdout, stderr
+
+
 class CommandProvider:
     kind = "command"
 
@@ -77,8 +128,19 @@ class CommandProvider:
             raise ConfigError(f"command {argv[0]!r} cannot be started: {exc.strerror}") from exc
         try:
             stdout, stderr = await asyncio.wait_for(
-                process.communicate(request.prompt.encode()), ctx.endpoint.timeout_s
+                _exchange(process, request.prompt.encode()), ctx.endpoint.timeout_s
             )
+        except _TooMuchOutput:
+            _kill_group(process)
+            await process.wait()
+            error = f"{ResponseTooLargeError('').error_type}: over {MAX_RESPONSE_BYTES} bytes"
+            await ctx.raw_events.record({"argv": argv, "exit_code": None, "error": error})
+            raise ResponseTooLargeError(
+                f"command {Path(argv[0]).name} printed more than {MAX_RESPONSE_BYTES} bytes "
+                "(1 MiB), the most one call may return: have the agent write large results to "
+                "files and print a summary",
+                model=f"{ctx.provider_name}:{ctx.model_name}",
+            ) from None
         except TimeoutError:
             _kill_group(process)
             raise ModelTimeoutError(

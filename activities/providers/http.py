@@ -1,8 +1,14 @@
-"""One HTTP attempt: send, record the raw exchange, translate failures into the error tree."""
+"""One HTTP attempt: send, record the raw exchange, translate failures into the error tree.
+
+A response body is read as a stream and refused past ``MAX_RESPONSE_BYTES`` (1 MiB,
+``provider.response_too_large``): the worker never holds more than that of one answer, and a
+misbehaving endpoint cannot make it parse megabytes per call.
+"""
 
 from __future__ import annotations
 
 import email.utils
+import json
 import time
 from typing import Any
 
@@ -16,9 +22,11 @@ from activities.errors import (
     PolicyRefusalError,
     ProviderError,
     RateLimitedError,
+    ResponseTooLargeError,
     TransportError,
 )
 from activities.providers.base import CallContext
+from workflows.bounds import MAX_RESPONSE_BYTES
 
 __all__ = [
     "broken_envelope",
@@ -51,9 +59,8 @@ def is_final_status(status: int) -> bool:
     return 400 <= status < 500 and status not in (408, 409, 429)
 
 
-def error_for_status(response: httpx.Response, ctx: CallContext) -> ProviderError:
+def error_for_status(response: httpx.Response, ctx: CallContext, text: str) -> ProviderError:
     status = response.status_code
-    text = response.text
     kwargs: dict[str, Any] = {
         "model": f"{ctx.provider_name}:{ctx.model_name}",
         "status": status,
@@ -88,9 +95,10 @@ async def post_json(
     event: dict[str, Any] = {"url": url, "request": {"headers": headers, "body": payload}}
     started = time.monotonic()
     try:
-        response = await ctx.http.post(
-            url, content=orjson.dumps(payload), headers=headers, timeout=timeout
-        )
+        async with ctx.http.stream(
+            "POST", url, content=orjson.dumps(payload), headers=headers, timeout=timeout
+        ) as response:
+            content = await _bounded_body(response)
     except httpx.TimeoutException as exc:
         await ctx.raw_events.record({**event, "error": f"timeout: {exc!r}"})
         raise ModelTimeoutError(
@@ -103,21 +111,52 @@ async def post_json(
         ) from exc
     event["latency_ms"] = round((time.monotonic() - started) * 1000, 3)
     event["response"] = {"status": response.status_code, "headers": dict(response.headers)}
+    if content is None:
+        event["response"]["body"] = None
+        event["response"]["error"] = f"{TOO_LARGE}: over {MAX_RESPONSE_BYTES} bytes, not read"
+        await ctx.raw_events.record(event)
+        raise ResponseTooLargeError(
+            f"{ctx.provider_name} answered HTTP {response.status_code} with a body over "
+            f"{MAX_RESPONSE_BYTES} bytes (1 MiB), the most one call may return: lower "
+            "max_output_tokens or fix the endpoint",
+            model=f"{ctx.provider_name}:{ctx.model_name}",
+            status=response.status_code,
+        )
+    text = content.decode(response.encoding or "utf-8", errors="replace")
     try:
-        body = response.json()
+        body = json.loads(content)  # what httpx's Response.json() does: UTF-8/16/32 detected
     except ValueError:
         body = None
-    event["response"]["body"] = body if body is not None else response.text[:20000]
+    event["response"]["body"] = body if body is not None else text[:20000]
     if response.status_code >= 400 and body is not None:
         # The text as sent: the error message quotes it, and a replay must quote it the same.
-        event["response"]["text"] = response.text[:20000]
+        event["response"]["text"] = text[:20000]
     await ctx.raw_events.record(event)
     if response.status_code >= 400:
-        raise error_for_status(response, ctx)
+        raise error_for_status(response, ctx, text)
     if body is None:
         # An HTML error page or a truncated body is the transport failing, not the model.
-        raise broken_envelope(ctx, "a body that is not JSON", response.text, response.status_code)
+        raise broken_envelope(ctx, "a body that is not JSON", text, response.status_code)
     return body
+
+
+TOO_LARGE = ResponseTooLargeError("").error_type
+
+
+async def _bounded_body(response: httpx.Response) -> bytes | None:
+    """The whole body, or None once it passes ``MAX_RESPONSE_BYTES`` (nothing more is read:
+    leaving the stream closes the connection)."""
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_RESPONSE_BYTES:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > MAX_RESPONSE_BYTES:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def broken_envelope(

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ValidationError
 from activities.errors import BadRequestError, PolicyRefusalError
 from activities.providers.base import CallContext
 from activities.providers.http import broken_envelope, post_json
+from workflows.bounds import UsageTokens
 from workflows.model_types import ModelRequest, ModelResponse, Usage
 
 __all__ = ["OpenAIProvider"]
@@ -25,12 +26,12 @@ class _Choice(BaseModel):
 
 
 class _PromptDetails(BaseModel):
-    cached_tokens: int = 0
+    cached_tokens: UsageTokens = 0
 
 
 class _Usage(BaseModel):
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+    prompt_tokens: UsageTokens = 0
+    completion_tokens: UsageTokens = 0
     prompt_tokens_details: _PromptDetails | None = None
 
 

@@ -14,7 +14,7 @@ from activities.providers.base import Provider
 from activities.providers.command import CommandProvider
 from activities.providers.openai import OpenAIProvider
 from activities.providers.replay import ReplayProvider
-from activities.providers.sim import SimOptions, SimProvider
+from activities.providers.sim import SimProvider, sim_options
 from workflows.model_types import DEFAULT_MODEL, Price
 from workflows.run_ids import run_id_problem
 
@@ -56,7 +56,7 @@ class ResolvedModel:
 
 def parse_model_spec(spec: str) -> tuple[str, str]:
     """``"provider:model"`` -> ``(provider, model)``, or a ConfigError saying what is wrong."""
-    match = _SPEC.match(spec.strip())
+    match = _SPEC.fullmatch(spec.strip())
     if not match:
         raise ConfigError(
             f"model {spec!r} is not of the form provider:model (e.g. {MODEL_EXAMPLES})"
@@ -91,7 +91,7 @@ def resolve_model(
     if endpoint.kind == "command" and not endpoint.argv:
         raise _command_refused(spec)
     if endpoint.kind == "sim":
-        SimOptions.parse(model)
+        sim_options(model)
     if endpoint.kind == "replay":
         model = str(replay_source(model, settings))
     api_key = read_secret(endpoint.api_key_env) if endpoint.api_key_env else None
@@ -103,12 +103,17 @@ def resolve_model(
     return ResolvedModel(provider, model, endpoint, api_key)
 
 
+RAW_EVENTS = "raw-events.jsonl"
+
+
 def replay_source(source: str, settings: Settings) -> Path:
-    """The recording ``replay:SOURCE`` reads: a run id in the run store, or a file inside the
-    run store or a directory the worker declares (``replay_dirs``); anything else is refused,
-    so workflow input cannot read arbitrary files on the worker."""
+    """The recording ``replay:SOURCE`` reads: a run id in the run store, or a
+    ``raw-events.jsonl`` inside the run store or a directory the worker declares
+    (``replay_dirs``); anything else is refused (a ConfigError: at once, never retried), so
+    workflow input cannot read arbitrary files on the worker, follow a link out of the run
+    store, or feed the replayer a file that is not a recording."""
     if run_id_problem(source) is None:
-        return settings.runs_dir / source / "raw-events.jsonl"
+        return _run_recording(source, settings)
     path = Path(source).resolve()  # symlinks followed first, so a link cannot lead out
     allowed = [settings.runs_dir, *settings.replay_dirs]
     if not any(path.is_relative_to(Path(root).resolve()) for root in allowed):
@@ -116,6 +121,30 @@ def replay_source(source: str, settings: Settings) -> Path:
             f"replay source {source!r} is outside the run store {settings.runs_dir}: name a "
             "recorded run id (replay:RUN_ID) or add its directory to replay_dirs in [ponder] "
             "of the worker's ponder.toml"
+        )
+    if path.name != RAW_EVENTS:
+        raise ConfigError(
+            f"replay source {source!r} is not a recording: replay: reads a run's {RAW_EVENTS} "
+            "(name the run id, replay:RUN_ID, or the path of its raw-events.jsonl)"
+        )
+    return path
+
+
+def _run_recording(run_id: str, settings: Settings) -> Path:
+    """``<runs_dir>/<run_id>/raw-events.jsonl``, refused if the run directory or the file is a
+    link or leads out of the run store (as the run store refuses to write through one)."""
+    root = Path(settings.runs_dir).resolve()
+    run_dir = Path(settings.runs_dir) / run_id
+    path = run_dir / RAW_EVENTS
+    if (
+        run_dir.is_symlink()
+        or path.is_symlink()
+        or (run_dir.exists() and not run_dir.resolve().is_relative_to(root))
+    ):
+        raise ConfigError(
+            f"replay source {run_id!r}: its run directory or {RAW_EVENTS} is a symlink or "
+            f"leads outside the run store {settings.runs_dir}: replay reads only recordings "
+            "inside the run store; name another run"
         )
     return path
 

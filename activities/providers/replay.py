@@ -22,15 +22,22 @@ __all__ = ["ReplayProvider"]
 
 
 def _recorded(path: Path) -> dict[str, dict[str, Any]]:
-    """The last successful exchange per call key."""
+    """The last successful exchange per call key. A line that is not a recorded exchange (cut
+    short by a killed worker, or not an event at all) holds none: a miss, never a crash."""
     try:
         lines = path.read_bytes().splitlines()
     except OSError as exc:
         raise ConfigError(f"replay file {path} cannot be read ({exc.strerror})") from exc
     exchanges: dict[str, dict[str, Any]] = {}
     for line in lines:
-        event = orjson.loads(line)
-        if event.get("response", {}).get("status") == 200:
+        try:
+            event = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if not isinstance(event, dict) or not isinstance(event.get("call_key"), str):
+            continue
+        response = event.get("response")
+        if isinstance(response, dict) and response.get("status") == 200 and "body" in response:
             exchanges[event["call_key"]] = event
     return exchanges
 
@@ -53,6 +60,13 @@ class ReplayProvider:
         return self.parse_response(event, request, ctx)
 
     def parse_response(self, body: Any, request: ModelRequest, ctx: CallContext) -> ModelResponse:
-        original = self._providers[body["provider_kind"]]
+        original = self._providers.get(str(body.get("provider_kind")))
+        if original is None:  # a hand-edited or foreign line
+            raise MalformedOutputError(
+                f"replay file {ctx.model_name}: the exchange for call {ctx.call_key} names "
+                f"provider kind {body.get('provider_kind')!r}, which cannot answer it: record "
+                "that run again",
+                model=ctx.model_name,
+            )
         response = original.parse_response(body["response"]["body"], request, ctx)
         return response.model_copy(update={"provider": ctx.provider_name})

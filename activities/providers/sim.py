@@ -15,15 +15,22 @@ import hashlib
 import json
 import random
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from activities import sim_math
 from activities.errors import ConfigError
 from activities.providers.base import CallContext
 from workflows.model_types import ModelRequest, ModelResponse, Usage
+from workflows.sim_options import SimOptions, SimOptionsError
 
-__all__ = ["SimOptions", "SimProvider", "parse_trailers", "simulate", "true_quality"]
+__all__ = [
+    "SimOptions",
+    "SimProvider",
+    "parse_trailers",
+    "sim_options",
+    "simulate",
+    "true_quality",
+]
 
 TRAILER = re.compile(r"\[sim q=(-?\d+(?:\.\d+)?) id=([^\]\s]*)\]")
 _WORDS = [
@@ -53,53 +60,12 @@ _WORDS = [
 ]
 
 
-@dataclass(frozen=True)
-class SimOptions:
-    accuracy: float = 0.85
-    latency: str = "0"
-    invalid_json_rate: float = 0.0
-    chars: int = 400
-
-    @classmethod
-    def parse(cls, model_name: str) -> SimOptions:
-        _, *parts = model_name.split(",")
-        values: dict[str, Any] = {}
-        for part in parts:
-            key, sep, value = part.partition("=")
-            if not sep or key not in cls.__dataclass_fields__:
-                raise ConfigError(
-                    f"sim model option {part!r} is not one of accuracy=, latency=, "
-                    "invalid_json_rate=, chars=: fix the model spec"
-                )
-            try:
-                values[key] = {"latency": str, "chars": int}.get(key, float)(value)
-            except ValueError:
-                raise ConfigError(f"sim model option {part!r} needs a number") from None
-        options = cls(**values)
-        if not 0.5 < options.accuracy < 1.0:
-            raise ConfigError("sim accuracy must be between 0.5 and 1 (exclusive)")
-        options.latency_ms(random.Random(0))  # validate the latency model now
-        return options
-
-    def latency_ms(self, rng: random.Random) -> float:
-        kind, _, args = self.latency.partition(":")
-        try:
-            if kind == "0":
-                return 0.0
-            if kind == "fixed":
-                return float(args)
-            if kind == "uniform":
-                low, high = (float(x) for x in args.split("-"))
-                return rng.uniform(low, high)
-            if kind == "lognormal":
-                median, sigma = (float(x) for x in args.split(","))
-                return median * rng.lognormvariate(0.0, sigma)
-        except ValueError:
-            pass
-        raise ConfigError(
-            f"sim latency {self.latency!r} is not 0, fixed:MS, uniform:A-B or "
-            "lognormal:MEDIAN_MS,SIGMA"
-        )
+def sim_options(model_name: str) -> SimOptions:
+    """The options of ``model_name`` (``workflows/sim_options.py``), or a ConfigError."""
+    try:
+        return SimOptions.parse(model_name)
+    except SimOptionsError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def parse_trailers(text: str) -> list[tuple[float, str]]:
@@ -188,11 +154,13 @@ class SimProvider:
         return [body]
 
     async def request(self, request: ModelRequest, ctx: CallContext) -> ModelResponse:
-        options = SimOptions.parse(ctx.model_name)
+        options = sim_options(ctx.model_name)
         delay = options.latency_ms(_rng(request.seed, ctx.call_key, "latency"))
         if delay:
             await asyncio.sleep(delay / 1000)
-        text = simulate(request, request.seed, ctx.call_key, options)
+        # In a thread: the text (up to MAX_SIM_CHARS), the prompt's trailers and a new judge
+        # accuracy's calibration are CPU work the event loop (every run's) must not wait on.
+        text = await asyncio.to_thread(simulate, request, request.seed, ctx.call_key, options)
         if request.script is not None:  # a plan step's x-sim.outputs (plans.md)
             text = request.script
         await ctx.raw_events.record(

@@ -13,6 +13,7 @@ from pydantic import ConfigDict, Field, JsonValue
 
 from client.runs_cli import KINDS, STATUSES
 from workflows.ask_types import AskInput
+from workflows.bounds import MAX_CALLS, CallCount, OutputTokens, Seed, WallMs
 from workflows.budget import BudgetLimits
 from workflows.inputs import StrictModel
 from workflows.plan.run_types import PlanBudgetOverride
@@ -85,7 +86,7 @@ class ThinkArgs(WaitArgs):
     rubric: str | None = None
     prompt_style: Style | None = None
     schedule: Schedule | None = None
-    seed: int | None = None
+    seed: Seed | None = None
     budget: BudgetLimits = BudgetLimits()
     concurrency: Concurrency | None = None
     on_budget_exhausted: OnBudgetExhausted | None = None
@@ -102,10 +103,10 @@ class RankArgs(WaitArgs):
     model: str | None = Field(default=None, description="judge model, provider:model")
     rank_mode: RankMode = "auto"
     rank_k: int | None = None
-    rank_seed: int | None = None
-    rank_max_calls: int | None = Field(default=None, ge=1)
-    max_calls: int | None = Field(default=None, ge=0)
-    seed: int | None = None
+    rank_seed: Seed | None = None
+    rank_max_calls: int | None = Field(default=None, ge=1, le=MAX_CALLS)
+    max_calls: CallCount | None = None
+    seed: Seed | None = None
     run_id: str | None = None
 
 
@@ -118,7 +119,7 @@ class MutateArgs(WaitArgs):
     rubric: str | None = None
     model: str | None = Field(default=None, description="mutator model, provider:model")
     prompt_style: Style = "general"
-    seed: int = 0
+    seed: Seed = 0
     run_id: str | None = None
 
 
@@ -129,8 +130,8 @@ class AskArgs(WaitArgs):
     model: str = AskInput.model_fields["model"].default
     system: str | None = None
     temperature: float | None = None
-    max_output_tokens: int | None = Field(default=None, ge=1)
-    seed: int = 0
+    max_output_tokens: OutputTokens | None = None
+    seed: Seed = 0
     run_id: str | None = None
 
 
@@ -149,7 +150,7 @@ class ExtendArgs(ExtendBudgetInput, WaitArgs):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     run_id: str
-    wall_ms: int | None = Field(default=None, ge=0, description="plan runs: wall-clock limit")
+    wall_ms: WallMs | None = Field(default=None, description="plan runs: wall-clock limit")
 
 
 class ListRunsArgs(StrictModel):
@@ -198,7 +199,7 @@ class PlanRunArgs(WaitArgs):
     )
     coder_family: str | None = None
     allow_same_family_qe: bool = False
-    seed: int = Field(default=0, ge=0)
+    seed: Seed = 0
     run_id: str | None = None
 
 

@@ -225,6 +225,15 @@ async def extend(backend: Backend, args: ExtendArgs, progress: ProgressFn) -> di
 
 async def cancel(backend: Backend, args: RunArgs, progress: ProgressFn) -> dict[str, Any]:
     run = await backend.ponder.attach(args.run_id)
+    status = (await run.handle.describe()).status
+    if status != WorkflowExecutionStatus.RUNNING:  # Temporal accepts it and does nothing
+        state = state_name(status)
+        return {
+            "run_id": run.id,
+            "status": state,
+            "next": f"run {run.id} has already ended ({state}): nothing to cancel; the result "
+            "tool shows its outcome",
+        }
     await backend.ensure_worker()  # the cancellation drains calls and writes artifacts
     await run.cancel(wait=False)
     return {

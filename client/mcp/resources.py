@@ -3,13 +3,15 @@
 Read from the run store (what the worker wrote). Record lists page with ``?cursor=N``
 (``PAGE_RECORDS`` records, at most ``PAGE_BYTES``), the summary and the report with
 ``?offset=N`` (bytes, ``PAGE_BYTES`` a page); each page says where the next one is (``next`` in
-a record page, ``_meta["ponder/next"]`` otherwise). A run id that is not a plain id (a path,
-``..``) is refused.
+a record page, ``_meta["ponder/next"]`` otherwise); an ``offset`` or ``cursor`` that is not a
+number from 0 to ``MAX_QUERY_INT`` is ``input.invalid``. A run id that is not a plain id (a
+path, ``..``) is refused.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -25,6 +27,9 @@ __all__ = ["NAMES", "PAGE_BYTES", "PAGE_RECORDS", "list_resources", "read", "tem
 
 PAGE_RECORDS = 100
 PAGE_BYTES = 256 * 1024
+MAX_QUERY_DIGITS = 18
+MAX_QUERY_INT = 10**MAX_QUERY_DIGITS - 1
+"""The largest ``?offset=`` or ``?cursor=`` (past the end of a file a page is empty)."""
 LISTED_RUNS = 50
 NAMES = {
     "summary": "the run's summary: status, winner or outcome, calls, usage (?offset=N)",
@@ -78,10 +83,14 @@ def _parse(uri: str) -> tuple[str, str, dict[str, list[str]]]:
 
 
 def _int(query: dict[str, list[str]], key: str) -> int:
+    """``?offset=N`` or ``?cursor=N``: ASCII digits, at most ``MAX_QUERY_INT`` (a seek past
+    2^63 was an ``internal.error``, and so was a number too long for ``int``)."""
     raw = query.get(key, ["0"])[0]
-    if not raw.isdigit():
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > MAX_QUERY_DIGITS:
         raise CodedError(
-            "resource.invalid", f"{key}={raw!r} is not a number", f"give {key}=N (N >= 0)"
+            "input.invalid",
+            f"{key}={raw[:40]!r} is not a number from 0 to {MAX_QUERY_INT}",
+            f"give {key}=N (0 <= N <= {MAX_QUERY_INT}), as the page's next link does",
         )
     return int(raw)
 
@@ -136,7 +145,7 @@ def _final_phase(record: dict[str, Any]) -> bool:
 def _bytes(uri: str, path: Path, offset: int) -> tuple[str, str | None]:
     """One page of a file by bytes from ``offset``, and the next page's URI (None: the end)."""
     with path.open("rb") as f:
-        f.seek(offset)
+        f.seek(min(offset, os.fstat(f.fileno()).st_size))  # past the end: an empty page
         chunk = f.read(PAGE_BYTES)
         more = bool(f.read(1))
     # A page may end inside a multi-byte character: the next page starts after this one's

@@ -48,3 +48,29 @@ def test_an_idle_campaign_awaits_its_budget_and_an_extension_resumes_it() -> Non
         "budget.extended",
         "campaign.resumed",
     ]
+
+
+def test_an_unsettled_cell_counts_its_worst_case_and_says_why() -> None:
+    """A cell still draining at the drain bound: its reserved calls are spent (they may be
+    paid), its record is ``unsettled`` and names the bound, and it no longer runs."""
+    from tests.campaigns.helpers import document
+    from workflows.campaign.cell_records import unsettled_record
+    from workflows.campaign.document import validate_value
+    from workflows.campaign.matrix import cells
+
+    doc = validate_value(document(drain_timeout_s=2)).document
+    assert doc is not None
+    cell = cells(doc, "c")[0]
+    state = CampaignState(run_id="c", now=lambda: "t")
+    assert state.try_reserve(7)
+    state.running.add(cell.index)
+    record = unsettled_record(doc, cell, calls=7, wall_ms=1500.0)
+    state.unsettle(cell, 7, record)
+    assert record.failure_class == "unsettled" and record.score is None and record.calls == 7
+    assert record.error is not None and "drain bound (2 s, drain_timeout_s)" in record.error
+    assert record.integrity_issues == ["unsettled"]
+    assert state.budget.reserved_calls == 0 and state.budget.budget.spent.calls == 7
+    assert state.budget.budget.spent.failed_calls == 1
+    assert state.running == set() and state.unsettled == {cell.index}
+    assert state.records[cell.index] is record and state.failed_cells() == 1
+    assert state.events[-1].type == "cell.unsettled"

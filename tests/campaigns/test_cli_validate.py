@@ -84,6 +84,16 @@ def test_dry_run_forecasts_cells_calls_usd_and_power(tmp_path: Path) -> None:
     assert "(the stated default 0.25): 56% to detect an effect of 0.1" in result.output
 
 
+def test_dry_run_power_of_a_large_effect_is_a_number(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(document()))
+    result = CliRunner().invoke(campaign, ["run", str(path), "--dry-run", "--effect", "0.5"])
+    assert result.exit_code == 0, result.output
+    assert "nan" not in result.output
+    # 9 pairs, d = 0.5 / 0.25 = 2: a paired t-test almost surely detects it.
+    assert "(the stated default 0.25): 100% to detect an effect of 0.5" in result.output
+
+
 def test_dry_run_uses_a_pilots_spread(tmp_path: Path) -> None:
     from tests.campaigns.test_stats import record
 
@@ -97,3 +107,15 @@ def test_dry_run_uses_a_pilots_spread(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     # The differences alternate 0 and 0.1: SD 0.05270.
     assert f"SD of paired differences 0.0527 (pilot {pilot})" in result.output
+
+
+def test_patterns_re2_refuses_exit_2_with_their_paths(tmp_path: Path) -> None:
+    doc = document(route={"block": ["re:(?<=x)y"]})
+    doc["scenarios"][0]["scorer"] = {"kind": "regex", "pattern": "("}
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(doc))
+    result = CliRunner().invoke(campaign, ["validate", str(path)])
+    assert result.exit_code == 2
+    refusal = "[scorer.pattern] the pattern does not compile with RE2 (missing )"
+    assert f"scenarios[0].scorer.pattern: {refusal}" in result.output
+    assert "route.block[0]: [route.pattern] " in result.output

@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
+import time
 import uuid
 from pathlib import Path
 
 import pytest
 from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError, CancelledError
+from temporalio.service import RPCError
 
+from activities.call_model import CALL_MODEL
 from activities.config import Endpoint, Settings
 from tests.campaigns.helpers import document
 from tests.campaigns.test_workflow import failure, records, start
 from tests.conftest import with_endpoint
 from worker.worker import WorkerOptions, running_worker
+from workflows.campaign.matrix import cell_run_id
 from workflows.campaign.types import CampaignEvent, CampaignProgress
 from workflows.names import (
     QUERY_EVENTS,
@@ -112,6 +117,63 @@ async def test_cancel_while_cells_run_records_them_and_writes_the_partial_report
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "cancelled" and summary["cells"]["recorded"] == 11
     assert "(cancelled, 11 of 18 cells)" in (run_dir / "report.md").read_text()
+
+
+async def _calls_in_flight(client: Client, workflow_id: str, within: float = 60) -> None:
+    """Until the run has a ``call_model`` attempt running (a paid call in flight); a started
+    attempt reaches history only once it ends, so ask for the pending activities."""
+    from temporalio.api.enums.v1 import PendingActivityState
+
+    async with asyncio.timeout(within):
+        while True:
+            with contextlib.suppress(RPCError):  # the child may not exist yet
+                described = await client.get_workflow_handle(workflow_id).describe()
+                if any(
+                    a.activity_type.name == CALL_MODEL
+                    and a.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
+                    for a in described.raw_description.pending_activities
+                ):
+                    return
+            await asyncio.sleep(0.2)
+
+
+async def test_a_cancel_drains_for_at_most_the_bound_and_records_unsettled_cells(
+    client: Client, worker_queue: str, settings: Settings
+) -> None:
+    """A tournament cell whose calls take a minute drains them when cancelled; the campaign
+    waits ``drain_timeout_s`` (1 s here), records the cell ``unsettled`` with its worst case,
+    and ends: it waited for those calls with no bound."""
+    doc = document(seeds=[0], drain_timeout_s=1)
+    doc["variants"] = [
+        {
+            "id": "deep",
+            "kind": "tournament",
+            "config": {"profile": "quick", "model": "sim:default,latency=fixed:60000"},
+        }
+    ]
+    doc["scenarios"] = doc["scenarios"][:1]
+    doc["comparator"], doc["min_pairs"] = "deep", 1
+    doc["calls"] = {"heartbeat_timeout_s": 2}  # the abandoned calls hear of it within seconds
+    handle = await start(client, worker_queue, doc)
+    await _calls_in_flight(client, cell_run_id(handle.id, "deep", "s0", 0))
+    cancelled_at = time.monotonic()
+    await handle.cancel()
+    with pytest.raises(WorkflowFailureError) as info:
+        await asyncio.wait_for(handle.result(), 50)  # the calls would land after 60 s
+    assert isinstance(info.value.cause, CancelledError)
+    took = time.monotonic() - cancelled_at
+    assert took < 30, f"the cancel drained for {took:.0f} s"
+    run_dir = settings.runs_dir / handle.id
+    (row,) = records(run_dir)
+    assert row["failure_class"] == "unsettled" and row["integrity_issues"] == ["unsettled"]
+    assert row["calls"] == 23  # quick's worst case, counted as spent: the calls may be paid
+    assert "drain bound (1 s, drain_timeout_s)" in row["error"]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "cancelled" and summary["cells"]["unsettled"] == 1
+    assert summary["spent"]["calls"] == 23
+    assert "unsettled: did not settle within the drain bound" in (run_dir / "report.md").read_text()
+    events = await handle.query(QUERY_EVENTS, 0, result_type=list[CampaignEvent])
+    assert "campaign.drain_timeout" in [e.type for e in events]
 
 
 async def test_route_assertion_reasons(client: Client, settings: Settings) -> None:

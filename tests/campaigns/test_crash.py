@@ -4,7 +4,10 @@ never run again."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
+import signal
 import time
 import uuid
 from collections import Counter
@@ -14,7 +17,9 @@ from pathlib import Path
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
+from activities.campaign.cells import SETTLE_CAMPAIGN_CELL
 from activities.config import Settings
+from activities.heartbeats import HEARTBEAT_TIMEOUT
 from tests.campaigns.helpers import document
 from tests.campaigns.test_workflow import records
 from tests.fakes import FakeProvider, Seen
@@ -121,3 +126,61 @@ async def test_a_killed_worker_does_not_rerun_settled_cells(
 
 def same(record: dict) -> dict:  # type: ignore[type-arg]
     return {k: v for k, v in record.items() if k not in ("run_id", "wall_ms")}
+
+
+async def test_a_worker_killed_while_a_cell_settles_delays_it_by_seconds(
+    client: Client, settings: Settings, server_address: str, tmp_path: Path
+) -> None:
+    """The settle step heartbeats: a worker SIGKILLed while it runs (here a command scorer that
+    hangs the first time) is noticed within its heartbeat timeout and the step runs again on the
+    restarted worker, instead of after its 15-minute start-to-close timeout."""
+    marker, pid_file = tmp_path / "scorer-started", tmp_path / "scorer.pid"
+    scorer = tmp_path / "score.sh"
+    scorer.write_text(
+        "#!/bin/sh\ncat > /dev/null\n"
+        f'if [ ! -e "{marker}" ]; then\n'
+        f'  echo $$ > "{pid_file}"; touch "{marker}"; exec sleep 600\n'
+        "fi\n"
+        "echo 1\n"
+    )
+    scorer.chmod(0o755)
+    settings.home.mkdir(parents=True, exist_ok=True)
+    (settings.home / "ponder.toml").write_text(
+        f'[providers.slowscore]\nkind = "command"\nargv = ["{scorer}"]\n'
+    )
+    doc = document(seeds=[0], min_pairs=1)
+    doc["variants"] = [{"id": "single", "kind": "single", "config": {"model": "sim:default"}}]
+    scored = {"kind": "command", "name": "slowscore"}
+    doc["scenarios"] = [{"id": "s0", "task": "t", "scorer": scored}]
+    queue = f"test-{uuid.uuid4()}"
+    try:
+        async with KilledWorker(settings, server_address, queue) as worker:
+            handle = await client.start_workflow(
+                CAMPAIGN,
+                doc,
+                id=f"settle-kill-{uuid.uuid4().hex[:6]}",
+                task_queue=queue,
+                result_type=CampaignResult,
+                task_timeout=timedelta(seconds=2),
+            )
+            deadline = time.monotonic() + 60
+            while not marker.exists():
+                assert time.monotonic() < deadline, "the scorer never started"
+                await asyncio.sleep(0.1)
+            await worker.kill_and_restart()
+            killed_at = time.monotonic()
+            result = await asyncio.wait_for(handle.result(), 120)
+            took = time.monotonic() - killed_at
+    finally:
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError, ValueError):
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)  # the orphaned first scorer
+    assert result.cells == 1 and result.failed_cells == 0
+    assert took < 60, f"the cell settled {took:.0f} s after the kill"
+    history = await handle.fetch_history()
+    settles = [
+        e.activity_task_scheduled_event_attributes
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+        and e.activity_task_scheduled_event_attributes.activity_type.name == SETTLE_CAMPAIGN_CELL
+    ]
+    assert [s.heartbeat_timeout.ToTimedelta() for s in settles] == [HEARTBEAT_TIMEOUT]

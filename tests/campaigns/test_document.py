@@ -7,7 +7,12 @@ import json
 import yaml
 
 from tests.campaigns.helpers import document
-from workflows.campaign.document import validate_text, validate_value
+from workflows.campaign.document import (
+    DEFAULT_DRAIN_TIMEOUT_S,
+    MAX_DRAIN_TIMEOUT_S,
+    validate_text,
+    validate_value,
+)
 from workflows.campaign.matrix import cell_run_id, cells, fingerprint
 
 
@@ -77,6 +82,14 @@ def test_shape_errors_name_the_field() -> None:
     assert ("field.type", "variants[0].config.temperature") in codes(doc)
 
 
+def test_the_drain_bound_has_a_default_and_a_ceiling() -> None:
+    parsed = validate_value(document()).document
+    assert parsed is not None and parsed.drain_timeout_s == DEFAULT_DRAIN_TIMEOUT_S == 30
+    for bad in (0, -1, MAX_DRAIN_TIMEOUT_S + 1):
+        assert codes(document(drain_timeout_s=bad)) == [("field.range", "drain_timeout_s")]
+    assert codes(document(drain_timeout_s=MAX_DRAIN_TIMEOUT_S)) == []
+
+
 def test_schema_syntax_and_plan_variants() -> None:
     assert codes(document(schema="ponder-campaign/2")) == [("schema.unknown", "schema")]
     assert [e.code for e in validate_text("{not json", filename="x.json").errors] == [
@@ -118,3 +131,36 @@ def test_fingerprint_is_the_design_not_its_order() -> None:
     c = validate_value(document(split="search")).document
     assert a and b and c
     assert fingerprint(a) == fingerprint(b) != fingerprint(c)
+
+
+def test_patterns_are_re2_and_refused_at_validation_with_their_path() -> None:
+    """A backreference, lookaround, a pattern that does not compile, an over-long one, and an
+    ``re:`` route rule: each refused by ``campaign validate`` (and the workflow's preflight),
+    never first compiled when an answer or a base URL is matched."""
+    doc = document()
+    doc["scenarios"][0]["scorer"] = {"kind": "regex", "pattern": r"(a)\1"}
+    doc["scenarios"][1]["scorer"] = {"kind": "regex", "pattern": "x(?=y)"}
+    doc["scenarios"][2]["scorer"] = {"kind": "regex", "pattern": "a" * 1001}
+    doc["route"] = {"allow": ["http://127.0.0.1", "re:("], "block": ["re:(?<!x)y"]}
+    result = validate_value(doc)
+    assert [(e.code, e.path) for e in result.errors] == [
+        ("scorer.pattern", "scenarios[0].scorer.pattern"),
+        ("scorer.pattern", "scenarios[1].scorer.pattern"),
+        ("scorer.pattern", "scenarios[2].scorer.pattern"),
+        ("route.pattern", "route.allow[1]"),
+        ("route.pattern", "route.block[0]"),
+    ]
+    assert "RE2" in result.errors[0].message and "1000" in result.errors[2].message
+
+
+def test_a_redos_pattern_is_valid_and_scores_in_linear_time() -> None:
+    """``(?:.|.)*!NOPE`` froze the worker on Python's ``re``; on RE2 it is an ordinary pattern."""
+    from workflows.campaign.document import RegexScorer
+    from workflows.campaign.scoring import score_regex
+
+    doc = document()
+    doc["scenarios"][0]["scorer"] = {"kind": "regex", "pattern": "(?:.|.)*!NOPE"}
+    assert validate_value(doc).ok
+    scorer = RegexScorer(kind="regex", pattern="(?:.|.)*!NOPE")
+    assert score_regex(scorer, "x" * 100_000) == 0.0
+    assert score_regex(scorer, "x" * 100 + "!NOPE") == 1.0

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
+import math
+
 import numpy as np
+import pytest
 from scipy import stats
 
 from workflows.campaign.records import RunRecord
@@ -111,6 +115,29 @@ def test_pareto_front() -> None:
         "cheap",
         "deep",
     }
+
+
+@pytest.mark.parametrize("pairs", [2, 3, 4, 9, 30, 100, 1000])
+@pytest.mark.parametrize("sd", [0.05, 0.25, 1.0])
+def test_paired_power_is_finite_bounded_and_monotone_from_001_to_5_sd(
+    pairs: int, sd: float
+) -> None:
+    """``--effect 0.5`` printed ``nan%``: scipy's nct.cdf of the lower tail is NaN for a large
+    noncentrality. Every effect from 0.01 to 5 SD has a power in [0, 1], never falling."""
+    from workflows.campaign.stats import paired_power
+
+    powers = [paired_power(d * sd, sd, pairs) for d in np.linspace(0.01, 5, 400)]
+    assert all(math.isfinite(p) and 0.0 <= p <= 1.0 for p in powers)
+    assert all(later >= earlier - 1e-12 for earlier, later in itertools.pairwise(powers))
+    assert paired_power(-0.5 * sd, sd, pairs) == paired_power(0.5 * sd, sd, pairs)
+    assert powers[-1] > 0.99 or pairs < 4  # 5 SD is found at once with a few pairs
+
+
+def test_paired_power_of_too_few_pairs_is_zero() -> None:
+    from workflows.campaign.stats import paired_power
+
+    assert paired_power(0.5, 0.25, 1) == 0.0  # one pair cannot be tested: never detected
+    assert paired_power(0.5, 0.0, 10) == 1.0  # no spread: any difference is certain
 
 
 def test_paired_power_matches_the_textbook_values() -> None:

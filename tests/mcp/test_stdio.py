@@ -11,6 +11,7 @@ from mcp import MCPError
 
 from activities.config import Settings
 from client.mcp import resources
+from client.mcp.errors import CodedError
 from client.profiles import ProfileStore, SavedProfile
 from tests.cli import cli_env
 from tests.mcp.helpers import stdio_client, structured, tool_failure
@@ -109,6 +110,9 @@ async def test_round_trip_over_stdio(
             await client.call_tool("ask", {"question": "Hi?", "model": "sim:default", "wait": True})
         )
         assert answer["status"] == "completed" and answer["simulated"] is True
+        # Cancelling a run that has ended says so (Temporal accepts it and does nothing).
+        ended = structured(await client.call_tool("cancel", {"run_id": answer["run_id"]}))
+        assert ended["status"] == "completed" and "already ended" in ended["next"]
         ranked = structured(
             await client.call_tool(
                 "rank",
@@ -186,6 +190,37 @@ async def test_round_trip_over_stdio(
         ):
             with pytest.raises(MCPError, match=r"run\.id_invalid|resource\.invalid"):
                 await client.read_resource(uri)
+        # An offset past what a file seek takes was an internal.error.
+        with pytest.raises(MCPError, match=r"^input\.invalid: offset="):
+            await client.read_resource(f"ponder://runs/{run_id}/summary?offset={'9' * 20}")
+
+
+@pytest.mark.parametrize(
+    ("name", "query"),
+    [
+        ("summary", "offset=99999999999999999999"),
+        ("report", "offset=9223372036854775808"),  # 2^63
+        ("summary", "offset=-1"),
+        ("summary", "offset=\u00b2"),  # a digit to str.isdigit, not to int()
+        ("trace", "cursor=x"),
+        ("trace", f"cursor={'9' * 19}"),
+    ],
+)
+def test_a_page_query_out_of_bounds_is_input_invalid(
+    settings: Settings, name: str, query: str
+) -> None:
+    run_dir = Path(settings.runs_dir) / "bounded"
+    run_dir.mkdir(parents=True)
+    for file in ("summary.json", "report.html", "events.jsonl"):
+        (run_dir / file).write_text("{}\n")
+    with pytest.raises(CodedError) as info:
+        resources.read(settings, f"ponder://runs/bounded/{name}?{query}")
+    assert info.value.code == "input.invalid"
+    assert str(resources.MAX_QUERY_INT) in info.value.message
+    page = resources.read(
+        settings, f"ponder://runs/bounded/summary?offset={resources.MAX_QUERY_INT}"
+    )
+    assert page.text == ""  # the largest offset allowed: past the end, an empty page
 
 
 def test_record_pages_are_capped(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -236,3 +236,40 @@ async def test_a_typed_pause_parses_json_and_checks_its_schema(
     result: PlanRunResult = await handle.result()
     assert result.outputs["size"] == {"n": 4}
     assert "Use 4 workers." in result.outputs["use"]
+
+
+async def test_a_bad_typed_arg_at_start_is_refused_as_input_not_as_a_plan_reason(
+    client: Client, worker_queue: str
+) -> None:
+    # The plan's reasons are one closed enum; a start argument that does not parse is input
+    # that does not decode, refused before the run opens like any other (input.invalid).
+    plan = plan_doc(
+        {
+            "id": "size",
+            "kind": "pause",
+            "pause": {
+                "state": "AWAITING_SIZE",
+                "resume_arg": "size",
+                "schema": {"type": "integer"},
+            },
+        },
+        agent("use", "Use ${steps.size.output} workers.", deps=["size"]),
+    )
+    handle = await start(client, worker_queue, plan, args={"size": "four"})
+    with pytest.raises(WorkflowFailureError) as failed:
+        await handle.result()
+    cause = failed.value.cause
+    assert isinstance(cause, ApplicationError) and cause.non_retryable
+    assert cause.type == "input.invalid" and cause.message.startswith("args: size: ")
+    shown = await status(handle)
+    assert shown.state == "failed" and shown.reason == "input.invalid"
+    assert [e.type for e in await events(handle)] == ["run.closed"]  # it never opened
+
+
+def test_a_plan_failure_takes_only_a_member_of_the_closed_enum() -> None:
+    import typing
+
+    from workflows.plan.reasons import Reason
+    from workflows.plan.run_record import PlanFailure
+
+    assert typing.get_type_hints(PlanFailure.__init__)["reason"] is Reason

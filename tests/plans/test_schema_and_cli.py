@@ -117,3 +117,20 @@ def test_the_real_ponder_command_is_registered_and_exits_2(tmp_path: Path) -> No
     schema = subprocess.run([ponder, "plan", "schema"], capture_output=True, text=True, timeout=60)
     assert schema.returncode == 0
     assert json.loads(schema.stdout) == generate_schema()
+
+
+def test_validate_refuses_a_pause_schema_with_a_pattern_re2_refuses(tmp_path: Path) -> None:
+    pause = {"state": "S", "resume_arg": "v", "schema": {"type": "string", "pattern": r"(a)\1"}}
+    doc = {
+        "schema": "ponder-plan/1",
+        "name": "p",
+        "steps": [{"id": "v", "kind": "pause", "pause": pause}],
+    }
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(doc))
+    result = CliRunner().invoke(plan, ["validate", str(path)])
+    assert result.exit_code == 2
+    assert (
+        "steps[0].pause.schema.pattern: [pause.schema] the pattern does not compile with RE2"
+        in result.output
+    )

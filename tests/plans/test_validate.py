@@ -156,6 +156,11 @@ DOC_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
         "steps[3].fanout.concurrency",
     ),
     (
+        "plan.too_large",
+        on("fan", fanout={"over": list(range(5_000)), "chain": ["fan.one"], "concurrency": 256}),
+        "steps[3].fanout.over",
+    ),
+    (
         "fanout.over",
         on(
             "fan",
@@ -203,12 +208,17 @@ DOC_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
     (
         "pause.schema",
         on("ask", pause={"state": "S", "resume_arg": "topic", "schema": {"type": "strng"}}),
-        "steps[0].pause.schema",
+        "steps[0].pause.schema.type",
     ),
     (
         "pause.schema",
         on("ask", pause={"state": "S", "resume_arg": "topic", "schema": {"properties": {"a": 1}}}),
-        "steps[0].pause.schema",
+        "steps[0].pause.schema.properties.a",
+    ),
+    (
+        "pause.schema",
+        on("ask", pause={"state": "S", "resume_arg": "topic", "schema": {"pattern": "("}}),
+        "steps[0].pause.schema.pattern",
     ),
     ("tournament.profile", on("t", tournament={"profile": "huge"}), "steps[6].tournament.profile"),
     ("budget.unsatisfiable", top(budget={"calls": 2}), "budget.calls"),

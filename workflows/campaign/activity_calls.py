@@ -14,6 +14,7 @@ from temporalio.common import RetryPolicy
 with workflow.unsafe.imports_passed_through():
     from activities.campaign.cells import CHECK_CAMPAIGN_ROUTE, SETTLE_CAMPAIGN_CELL
     from activities.campaign.report import WRITE_CAMPAIGN_ARTIFACTS
+    from activities.heartbeats import HEARTBEAT_TIMEOUT
     from workflows.campaign.types import (
         CampaignArtifactsInput,
         CampaignArtifactsResult,
@@ -40,12 +41,14 @@ async def check_route(input: CheckRouteInput) -> RouteCheck:
 
 
 async def settle_cell(input: SettleCellInput) -> CellOutcome:
-    # A command scorer runs a worker-declared subprocess over the answer: allow it minutes.
+    # A command scorer runs a worker-declared subprocess over the answer: allow it minutes,
+    # and heartbeat, so a worker killed meanwhile delays the cell by seconds, not 15 minutes.
     return await workflow.execute_activity(
         SETTLE_CAMPAIGN_CELL,
         input,
         result_type=CellOutcome,
         start_to_close_timeout=timedelta(minutes=15),
+        heartbeat_timeout=HEARTBEAT_TIMEOUT,
         retry_policy=ACTIVITY_RETRY,
     )
 
@@ -56,5 +59,6 @@ async def write_artifacts(input: CampaignArtifactsInput) -> CampaignArtifactsRes
         input,
         result_type=CampaignArtifactsResult,
         start_to_close_timeout=timedelta(minutes=5),
+        heartbeat_timeout=HEARTBEAT_TIMEOUT,
         retry_policy=ACTIVITY_RETRY,
     )

@@ -27,6 +27,7 @@ __all__ = [
     "judge_prompt",
     "judge_score",
     "leader",
+    "unsettled_record",
 ]
 
 RECORD_INVALID = "record.invalid"
@@ -116,6 +117,24 @@ def build_record(
         return RunRecord.model_validate(fields)
     except ValidationError as exc:
         raise RecordInvalid(f"cell {cell.run_id}: {exc.errors()[0]['msg']}") from None
+
+
+def unsettled_record(doc: CampaignDocument, cell: Cell, *, calls: int, wall_ms: float) -> RunRecord:
+    """The record of a cell still draining when the drain bound ran out: no outcome, its
+    worst-case ``calls`` counted (they may have been paid), and why."""
+    outcome = CellOutcome(exists=False, completed=False, integrity_issues=["unsettled"])
+    record = build_record(
+        doc, cell, outcome, calls=calls, wall_ms=wall_ms, child_error=None, cancelled=True
+    )
+    return record.model_copy(
+        update={
+            "failure_class": "unsettled",
+            "error": (
+                f"did not settle within the drain bound ({doc.drain_timeout_s:g} s, "
+                f"drain_timeout_s): up to {calls} in-flight calls may be paid and unrecorded"
+            ),
+        }
+    )
 
 
 def leader(records: list[RunRecord]) -> tuple[str | None, float | None]:

@@ -13,26 +13,30 @@ types, which this module must not).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
+from workflows.bounds import OutputTokens
 from workflows.budget import BudgetLimits
 from workflows.call_options import CallOptions
 from workflows.campaign.errors import CampaignError
 from workflows.inputs import StrictModel
+from workflows.patterns import pattern_problem
 from workflows.plan.document import parse_text
 from workflows.plan.errors import join_path
 from workflows.plan.validate import validate_document as validate_plan
+from workflows.sim_options import ModelSpec
 from workflows.tournament.prompts import Style
 
 __all__ = [
+    "DEFAULT_DRAIN_TIMEOUT_S",
     "DEFAULT_MIN_PAIRS",
     "DEFAULT_ROPE",
     "MAX_ANALYSIS_SEED",
     "MAX_CELLS",
+    "MAX_DRAIN_TIMEOUT_S",
     "MAX_JUDGE_SCALE",
     "SCHEMA",
     "CampaignDocument",
@@ -57,12 +61,17 @@ __all__ = [
 
 SCHEMA = "ponder-campaign/1"
 DEFAULT_MIN_PAIRS = 20
+MAX_MIN_PAIRS = 1_000_000
 MAX_ANALYSIS_SEED = 2**63 - 1
 MAX_JUDGE_SCALE = 1000.0
 DEFAULT_ROPE = 0.02
 # A cell costs ~20 history events (child start/close, capture check, scoring): 1,000 cells stay
 # well under half of Temporal's 50,000-event limit without continue-as-new.
 MAX_CELLS = 1_000
+DEFAULT_DRAIN_TIMEOUT_S = 30.0
+MAX_DRAIN_TIMEOUT_S = 600.0
+"""How long a stopping campaign (cancelled, or stopped by a genuine error) waits for its running
+cells to drain their in-flight calls; a cell still draining then is recorded ``unsettled``."""
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 # What the campaign sets on each tournament cell itself; a config that sets them is refused.
 TOURNAMENT_OWNED = (
@@ -84,6 +93,8 @@ class NumericScorer(StrictModel):
 
 
 class RegexScorer(StrictModel):
+    """Passes (1.0) when ``pattern`` matches anywhere in the answer, on RE2 (linear time)."""
+
     kind: Literal["regex"]
     pattern: str = Field(min_length=1)
 
@@ -105,7 +116,7 @@ class JudgeScorer(StrictModel):
     grade divided by the scale, and a grade outside the scale fails the cell's scoring."""
 
     kind: Literal["judge"]
-    model: str = Field(min_length=1)
+    model: ModelSpec = Field(min_length=1)
     rubric: str = Field(min_length=1)
     scale: float = Field(
         default=1.0,
@@ -130,11 +141,11 @@ Scorer = Annotated[
 class SingleConfig(StrictModel):
     """One model call; its text is the answer."""
 
-    model: str = Field(min_length=1)
+    model: ModelSpec = Field(min_length=1)
     prompt_style: Style | None = None
     system: str | None = None
     temperature: float | None = Field(default=None, ge=0)
-    max_output_tokens: int | None = Field(default=None, ge=1)
+    max_output_tokens: OutputTokens | None = None
     base_url: str | None = None
 
 
@@ -165,7 +176,7 @@ class Scenario(StrictModel):
 class Route(StrictModel):
     """What every HTTP provider a variant uses must satisfy (checked before any cell runs)."""
 
-    allow: list[str] = Field(default=[], description="base URL prefixes or re:<regex>")
+    allow: list[str] = Field(default=[], description="base URL prefixes or re:<regex> (RE2)")
     block: list[str] = Field(default=[], description="base URL prefixes or re:<regex>; wins")
     provider: str | None = Field(default=None, description="the provider kind expected")
     require_explicit_base_url: bool = True
@@ -187,7 +198,7 @@ class CampaignDocument(StrictModel):
     route: Route = Route()
     preregistration_hash: str | None = None
     commit_sha: str | None = None
-    min_pairs: int = Field(default=DEFAULT_MIN_PAIRS, ge=1)
+    min_pairs: int = Field(default=DEFAULT_MIN_PAIRS, ge=1, le=MAX_MIN_PAIRS)
     rope: float = Field(default=DEFAULT_ROPE, ge=0)
     analysis_seed: int | None = Field(
         default=None,
@@ -197,6 +208,12 @@ class CampaignDocument(StrictModel):
         "from it and the variant id (default: a fixed seed)",
     )
     budget: BudgetLimits = BudgetLimits()
+    drain_timeout_s: float = Field(
+        default=DEFAULT_DRAIN_TIMEOUT_S,
+        gt=0,
+        le=MAX_DRAIN_TIMEOUT_S,
+        description="once stopping, how long running cells may take to settle their calls",
+    )
     calls: CallOptions = Field(
         default_factory=CallOptions, description="scheduling of every model call of every cell"
     )
@@ -295,6 +312,7 @@ def semantic_errors(doc: CampaignDocument) -> list[CampaignError]:
         errors += _variant_errors(variant, join_path("variants", i))
     for i, scenario in enumerate(doc.scenarios):
         errors += _scorer_errors(scenario, join_path("scenarios", i, "scorer"))
+    errors += _route_errors(doc.route)
     cells = len(doc.variants) * len(doc.scenarios) * len(doc.seeds)
     if cells > MAX_CELLS:
         errors.append(
@@ -374,17 +392,22 @@ def _scorer_errors(scenario: Scenario, path: str) -> list[CampaignError]:
             )
         ]
     if isinstance(scorer, RegexScorer):
-        try:
-            re.compile(scorer.pattern)
-        except re.error as exc:
-            return [
-                CampaignError(
-                    "scorer.pattern",
-                    join_path(path, "pattern"),
-                    f"the pattern does not compile ({exc}); fix: correct the regular expression",
-                )
-            ]
+        problem = pattern_problem(scorer.pattern)
+        if problem is not None:
+            return [CampaignError("scorer.pattern", join_path(path, "pattern"), problem)]
     return []
+
+
+def _route_errors(route: Route) -> list[CampaignError]:
+    """Each ``re:`` rule compiles with RE2 here, so none is first compiled when a base URL is
+    checked against it."""
+    errors = []
+    for name in ("allow", "block"):
+        for i, rule in enumerate(getattr(route, name)):
+            problem = pattern_problem(rule[3:]) if rule.startswith("re:") else None
+            if problem is not None:
+                errors.append(CampaignError("route.pattern", join_path("route", name, i), problem))
+    return errors
 
 
 _CODE_OF_TYPE = {

@@ -37,7 +37,8 @@ CODES: dict[str, str] = {
     "comparator.unknown": "comparator names no variant",
     "commit_sha.missing": "commit_sha is required (every run record carries it)",
     "scorer.argv_not_allowed": "a command scorer names a worker-declared command, never argv",
-    "scorer.pattern": "a regex scorer's pattern does not compile",
+    "scorer.pattern": "a regex scorer's pattern does not compile with RE2, or is too long",
+    "route.pattern": "a route rule's re:<regex> does not compile with RE2, or is too long",
     "variant.config": "a variant's config does not fit its kind",
     "campaign.too_large": "more cells than one campaign may hold",
 }

@@ -14,7 +14,11 @@ from pydantic import BaseModel, Field, model_validator
 __all__ = ["Decision", "FailureClass", "RunRecord", "TokenUsage"]
 
 Decision = Literal["promote", "hold", "equivalent", "reject", "needs_more_data"]
-FailureClass = Literal["runner_threw", "integrity_failed", "scorer_failed", "cancelled"]
+FailureClass = Literal[
+    "runner_threw", "integrity_failed", "scorer_failed", "cancelled", "unsettled"
+]
+"""``unsettled``: the campaign stopped and the cell was still draining its in-flight calls when
+the drain bound ran out; those calls may be paid, and are counted at the cell's worst case."""
 
 
 class TokenUsage(BaseModel):

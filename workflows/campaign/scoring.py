@@ -1,7 +1,9 @@
 """The pure scorers: exact match, numeric with tolerance, regex. Each returns a score in [0, 1].
 
-Pure (``re`` only). The command, judge and sim-truth scorers need the worker (a subprocess, a
-model call, the sim provider's trailer) and live in ``activities/campaign/scoring.py``.
+Pure (``re`` for the fixed number pattern; a scorer's own pattern runs on RE2 through
+``workflows/patterns.py``, never on ``re``). The command, judge and sim-truth scorers need the
+worker (a subprocess, a model call, the sim provider's trailer) and live in
+``activities/campaign/scoring.py``.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import re
 
 from workflows.campaign.document import ExactScorer, NumericScorer, RegexScorer
+from workflows.patterns import search
 
 __all__ = ["last_number", "normalize", "score_exact", "score_numeric", "score_regex"]
 
@@ -47,4 +50,4 @@ def score_numeric(scorer: NumericScorer, answer: str) -> float:
 
 
 def score_regex(scorer: RegexScorer, answer: str) -> float:
-    return float(re.search(scorer.pattern, answer) is not None)
+    return float(search(scorer.pattern, answer))

@@ -37,6 +37,8 @@ class CampaignState:
     cells: list[Cell] = field(default_factory=list)
     records: dict[int, RunRecord] = field(default_factory=dict)
     running: set[int] = field(default_factory=set)
+    unsettled: set[int] = field(default_factory=set)
+    """Cells recorded ``unsettled`` at the drain bound: whatever they do later is ignored."""
     events: list[CampaignEvent] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
     fingerprint: str | None = None
@@ -88,6 +90,17 @@ class CampaignState:
         )
         self.running.discard(cell.index)
         self.version += 1
+
+    def unsettle(self, cell: Cell, reserved: int, record: RunRecord) -> None:
+        """A running cell the drain bound gave up on: its worst case is spent (its calls may
+        be paid), its ``unsettled`` record kept, and its later end ignored."""
+        self.budget.settle(
+            reserved, calls=reserved, input_tokens=0, output_tokens=0, usd=0.0, failed=True
+        )
+        self.running.discard(cell.index)
+        self.unsettled.add(cell.index)
+        self.records[cell.index] = record
+        self.event("cell.unsettled", cell=cell.index, run_id=cell.run_id, calls=reserved)
 
     def record(self, cell: Cell, record: RunRecord) -> None:
         self.records[cell.index] = record

@@ -205,17 +205,26 @@ that moves by a quarter between variants on the same task and seed)."""
 
 def paired_power(effect: float, sd: float, pairs: int, alpha: float = ALPHA) -> float:
     """Power of a two-sided paired t-test to detect a mean difference ``effect`` with ``pairs``
-    pairs whose differences have standard deviation ``sd`` (noncentral t, exact)."""
+    pairs whose differences have standard deviation ``sd`` (noncentral t, exact): finite, in
+    [0, 1] and non-decreasing in ``|effect|``. Fewer than 2 pairs cannot be tested (0).
+
+    Both tails are survival functions: P(T > c) = sf(c; nc) and P(T < -c) = sf(c; -nc) (T is
+    symmetric in its noncentrality). ``1 - cdf`` loses everything to rounding in the far tail,
+    and scipy's ``nct.cdf(-c)`` for a large noncentrality answers NaN (``--effect 0.5`` printed
+    ``nan%``)."""
     from scipy import stats  # imported here: scipy.stats costs every ponder process ~1 s
 
-    if pairs < 2 or sd <= 0:
-        return float("nan") if pairs < 2 else 1.0
+    if pairs < 2:
+        return 0.0
+    if sd <= 0:
+        return 1.0
     df = pairs - 1
-    noncentrality = effect * math.sqrt(pairs) / sd
+    noncentrality = abs(effect) * math.sqrt(pairs) / sd
     critical = stats.t.ppf(1 - alpha / 2, df)
-    return float(
-        1 - stats.nct.cdf(critical, df, noncentrality) + stats.nct.cdf(-critical, df, noncentrality)
-    )
+    upper = stats.nct.sf(critical, df, noncentrality)
+    lower = stats.nct.sf(critical, df, -noncentrality)
+    power = float(upper + lower)
+    return min(max(power, 0.0), 1.0) if math.isfinite(power) else 1.0
 
 
 def pilot_diff_sd(records: Sequence[RunRecord], comparator: str) -> float | None:

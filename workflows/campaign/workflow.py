@@ -8,12 +8,15 @@ A cell failure (``runner_threw``, ``integrity_failed``, ``scorer_failed``) is re
 campaign goes on. A genuine error (an invalid record, an integrity failure under ``throw``)
 stops new cells, cancels and drains the running ones (their spend is settled and recorded),
 writes the artifacts and fails the campaign with the error's code. An owner cancel does the
-same and ends CANCELED with the partial report written.
+same and ends CANCELED with the partial report written. The drain waits at most the document's
+``drain_timeout_s``: a cell still draining then is recorded ``unsettled`` (its worst case
+counted as spent) and the campaign ends without it.
 """
 
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime, timedelta
 
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
@@ -21,7 +24,7 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from activities.errors import ReplayMissError
     from workflows.campaign.activity_calls import settle_cell, write_artifacts
-    from workflows.campaign.cell_records import RecordInvalid, build_record
+    from workflows.campaign.cell_records import RecordInvalid, build_record, unsettled_record
     from workflows.campaign.cells_budget import CellBudget
     from workflows.campaign.children import CHILD_ENDED, child_failure, run_child
     from workflows.campaign.configs import cell_calls
@@ -52,6 +55,8 @@ with workflow.unsafe.imports_passed_through():
 __all__ = ["CampaignWorkflow"]
 
 INTEGRITY_FAILED = "integrity.failed"
+DRAIN_BOUND_PATCH = "campaign-drain-bound"
+"""Histories from before the drain bound waited for every running cell, with no timer."""
 REPLAY_MISS = ReplayMissError("").error_type
 
 
@@ -79,6 +84,8 @@ class CampaignWorkflow:
         )
         self.http_variants: set[str] = set()
         self.children: dict[int, asyncio.Task[str | None]] = {}
+        self.in_flight: dict[int, tuple[datetime, int]] = {}
+        """Running cells: when each started and the calls it reserved."""
         self.genuine: GenuineError | None = None
         self.cancelling = False
         self.started_at = ""
@@ -150,15 +157,44 @@ class CampaignWorkflow:
         try:
             # Not gather: an owner cancel must reach this await only, so the lanes keep going
             # long enough to record the cells they cancel (their spend) before the run ends.
-            await workflow.wait(lanes)
+            # A genuine error wakes it too: the drain that follows is bounded.
+            await workflow.wait_condition(
+                lambda: self.genuine is not None or all(lane.done() for lane in lanes)
+            )
         except asyncio.CancelledError:
             self.cancelling = True
             self.state.event("campaign.cancelling")
             self._cancel_children()
-            await workflow.wait(lanes)
+            await self._drain(doc, lanes)
             raise
+        await self._drain(doc, lanes)
         for finished in lanes:
-            finished.result()  # an unforeseen error in a lane is a bug: let it fail the task
+            if finished.done():
+                finished.result()  # an unforeseen error in a lane is a bug: fail the task
+
+    async def _drain(self, doc: CampaignDocument, lanes: list[asyncio.Task[None]]) -> None:
+        """Wait for the lanes (their cells settle and are recorded), at most the drain bound
+        once stopping; then record every cell still running as ``unsettled``."""
+        if all(lane.done() for lane in lanes):
+            return
+        if not workflow.patched(DRAIN_BOUND_PATCH):
+            await workflow.wait(lanes)
+            return
+        try:
+            await workflow.wait_condition(
+                lambda: all(lane.done() for lane in lanes),
+                timeout=timedelta(seconds=doc.drain_timeout_s),
+                timeout_summary="campaign drain bound",
+            )
+        except TimeoutError:
+            state = self.state
+            for index in sorted(state.running):
+                cell = state.cells[index]
+                started, reserved = self.in_flight[index]
+                wall_ms = (workflow.now() - started).total_seconds() * 1000
+                record = unsettled_record(doc, cell, calls=reserved, wall_ms=wall_ms)
+                state.unsettle(cell, reserved, record)
+            state.event("campaign.drain_timeout", unsettled=len(state.unsettled))
 
     def _cancel_children(self) -> None:
         for task in self.children.values():
@@ -191,6 +227,7 @@ class CampaignWorkflow:
             return
         state.running.add(cell.index)
         started = workflow.now()
+        self.in_flight[cell.index] = (started, reserved)
         child_error: str | None = None
         cancelled = False
         answer: str | None = None
@@ -203,6 +240,8 @@ class CampaignWorkflow:
             cancelled = child_error is None
         finally:
             self.children.pop(cell.index, None)
+        if cell.index in state.unsettled:  # the drain bound gave up on it: already recorded
+            return
         scorer = scenario.scorer
         judged = isinstance(scorer, JudgeScorer) and not cancelled and child_error is None
         outcome = await settle_cell(
@@ -220,6 +259,9 @@ class CampaignWorkflow:
             outcome = await judge(
                 scorer, task=scenario.task, cell=cell, outcome=outcome, calls=doc.calls
             )
+        if cell.index in state.unsettled:
+            return
+        self.in_flight.pop(cell.index, None)
         wall_ms = (workflow.now() - started).total_seconds() * 1000
         calls = outcome.calls if outcome.exists else (reserved if cancelled else 0)
         state.settle(cell, reserved, outcome, calls=calls, failed=child_error is not None)

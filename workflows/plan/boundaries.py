@@ -39,6 +39,7 @@ from workflows.tournament.profiles import plan as tournament_plan
 __all__ = [
     "DEFAULT_STAGE_TIMEOUT_MS",
     "DEFAULT_TOURNAMENT_TIMEOUT_MS",
+    "MAX_CONCURRENCY",
     "WALL_CEILING_MULTIPLIER",
     "Boundary",
     "BoundaryKind",
@@ -48,6 +49,7 @@ __all__ = [
     "boundaries",
     "chain_owner",
     "downstream_of",
+    "lanes",
     "plan_totals",
     "stage_timeout_ms",
     "tournament_calls",
@@ -58,6 +60,9 @@ __all__ = [
 DEFAULT_STAGE_TIMEOUT_MS = 15 * 60 * 1000
 DEFAULT_TOURNAMENT_TIMEOUT_MS = 60 * 60 * 1000
 WALL_CEILING_MULTIPLIER = 1.5
+MAX_CONCURRENCY = 256
+"""Branches of one region in flight at once, whatever ``concurrency`` or ``max_fanout`` says
+(validation refuses an explicit ``concurrency`` over it: ``workflows.plan.limits``)."""
 
 BoundaryKind = Literal["agent", "gate", "human_gate", "pause", "region", "tournament"]
 AnyStep = AgentStep | GateStep | FanoutStep | PauseStep | TournamentStep
@@ -166,9 +171,14 @@ def region_reservation(step: FanoutStep, chain: Sequence[AnyStep], items: int) -
     """A region's reservation for ``items`` activated items."""
     per_item = sum(_w(s) for s in chain)
     per_item_wall = sum(_w(s) * stage_timeout_ms(s) for s in chain)
-    concurrency = step.fanout.concurrency or step.fanout.max_fanout or max(items, 1)
-    lanes = max(1, min(concurrency, items))
-    return Reservation(items * per_item, math.ceil(items * per_item_wall / lanes))
+    return Reservation(items * per_item, math.ceil(items * per_item_wall / lanes(step, items)))
+
+
+def lanes(step: FanoutStep, items: int) -> int:
+    """Branches in flight at once: ``concurrency``, else ``max_fanout``, at most the items and
+    never over ``MAX_CONCURRENCY``."""
+    wanted = step.fanout.concurrency or step.fanout.max_fanout or max(items, 1)
+    return max(1, min(wanted, items, MAX_CONCURRENCY))
 
 
 def worst_items(step: FanoutStep) -> int:

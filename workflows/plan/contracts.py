@@ -31,7 +31,7 @@ class TypeRef:
 
 def parse_type(expr: str, contracts: Mapping[str, object]) -> TypeRef:
     """Parse a field type; raises ValueError naming the allowed forms."""
-    match = _TYPE.match(expr)
+    match = _TYPE.fullmatch(expr)
     if match is None:
         raise ValueError(f"type {expr!r} is malformed (form: name, name[], name?)")
     base, lists, optional = match.groups()

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from workflows.json_schemas import MAX_VALUE_BYTES
 from workflows.plan.reasons import Reason
 
 __all__ = ["DECISIONS", "Refusal", "check_gate_decision", "merge_resume_args", "parse_resume_value"]
@@ -47,12 +48,16 @@ def merge_resume_args(
 
 
 def parse_resume_value(raw: Any, *, typed: bool) -> tuple[Any, str | None]:
-    """A resume value as the pause step declares it: with a schema, JSON (a string is parsed;
-    the caller then checks the schema); without one, a string. Returns (value, problem)."""
+    """A resume value as the pause step declares it: with a schema, JSON of at most
+    ``MAX_VALUE_BYTES`` (a string is parsed; the caller then checks the schema); without one, a
+    string. Returns (value, problem)."""
     if not typed:
         return (raw, None) if isinstance(raw, str) else (None, "give the value as a string")
     if not isinstance(raw, str):
-        return raw, None
+        return raw, None  # already JSON; its size is checked with the schema
+    size = len(raw.encode())
+    if size > MAX_VALUE_BYTES:
+        return None, f"the value is {size} bytes, over the {MAX_VALUE_BYTES} limit for a JSON value"
     try:
         return json.loads(raw), None
     except ValueError as exc:

@@ -58,7 +58,7 @@ CODES: dict[str, str] = {
     "fanout.member_deps": "a chain member depends only on earlier members or pre-fan-out steps",
     "fanout.member_referenced": "a step outside a chain depends on a chain member",
     "fanout.max_required": "a fan-out over a reference needs max_fanout",
-    "fanout.concurrency": "concurrency must not exceed max_fanout",
+    "fanout.concurrency": "concurrency must not exceed max_fanout, nor the ceiling (256)",
     "fanout.over": "`over` must be a list or one ${...} reference",
     "join.quorum_unreachable": "quorum:N needs at least N activated items",
     "on_fail.target": "on_fail must name a later top-level agent step",
@@ -68,6 +68,7 @@ CODES: dict[str, str] = {
     "pause.schema": "a pause's JSON Schema is malformed",
     "tournament.profile": "a tournament step names an unknown profile",
     "budget.unsatisfiable": "the plan's budget is below the worst single boundary",
+    "plan.too_large": "the worst-case history passes half of Temporal's 50,000-event limit",
     "loop.unsupported": "a loop-plan/1 value outside the subset ponder accepts",
     "loop.fold_unknown": "a gates/pauses/fanouts/joins entry names no matching step",
     "loop.fold_duplicate": "two gates/pauses/fanouts/joins entries fold into one step",
@@ -97,7 +98,7 @@ def join_path(base: str, *parts: str | int) -> str:
     for part in parts:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif _IDENTIFIER.match(part):
+        elif _IDENTIFIER.fullmatch(part):
             out += f".{part}" if out else part
         else:
             out += f"[{part!r}]"

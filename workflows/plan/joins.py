@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from workflows.plan.reasons import Reason
+
 __all__ = ["Branch", "JoinOutcome", "JoinPolicy", "join", "parse_join"]
 
 _QUORUM = re.compile(r"^quorum:([1-9][0-9]*)$")
@@ -29,7 +31,7 @@ def parse_join(text: str) -> JoinPolicy:
         return JoinPolicy(None, text)
     if text == "any":
         return JoinPolicy(1, text)
-    match = _QUORUM.match(text)
+    match = _QUORUM.fullmatch(text)
     if match is None:
         raise ValueError(f"join {text!r} is not all, any or quorum:N (N >= 1)")
     return JoinPolicy(int(match.group(1)), text)
@@ -39,8 +41,8 @@ def parse_join(text: str) -> JoinPolicy:
 class Branch:
     ok: bool
     value: Any = None
-    reason: str | None = None
-    """The branch's failure reason (a member of ``reasons.Reason``) when not ok."""
+    reason: Reason | None = None
+    """The branch's failure reason when not ok."""
     detail: str = ""
 
 

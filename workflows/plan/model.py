@@ -14,6 +14,7 @@ import math
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -23,7 +24,9 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
+from workflows.bounds import MAX_BUDGET_TOKENS, MAX_BUDGET_USD, MAX_CALLS, MAX_WALL_MS
 from workflows.plan.refs import ARG_KEY_PATTERN
+from workflows.sim_options import check_model_spec
 from workflows.tournament.profiles import Profile
 
 __all__ = [
@@ -53,7 +56,9 @@ StepId = Annotated[str, StringConstraints(pattern=STEP_ID_PATTERN)]
 ArgKey = Annotated[str, StringConstraints(pattern=ARG_KEY_PATTERN)]
 # `provider:model`, or a bare family name (`sonnet`, `codex`) resolved by the executors.
 ModelSpec = Annotated[
-    str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}(:[^\s:][^\s]{0,199})?$")
+    str,
+    StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}(:[^\s:][^\s]{0,199})?$"),
+    AfterValidator(check_model_spec),  # sim: options within their ceilings
 ]
 Family = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,31}$")]
 Label = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:-]{1,64}$")]
@@ -299,10 +304,10 @@ STEP_MODELS: dict[str, type[BaseModel]] = {
 class PlanBudget(_Strict):
     """Run limits; unset calls and wall_ms default to the plan's computed reservations."""
 
-    calls: int | None = Field(default=None, ge=1, le=10_000_000)
-    tokens: int | None = Field(default=None, ge=1)
-    usd: float | None = Field(default=None, gt=0)
-    wall_ms: int | None = Field(default=None, ge=1)
+    calls: int | None = Field(default=None, ge=1, le=MAX_CALLS)
+    tokens: int | None = Field(default=None, ge=1, le=MAX_BUDGET_TOKENS)
+    usd: float | None = Field(default=None, gt=0, le=MAX_BUDGET_USD)
+    wall_ms: int | None = Field(default=None, ge=1, le=MAX_WALL_MS)
 
 
 class LoopPlanOrigin(_Strict):

@@ -3,10 +3,12 @@
 Pure. A dispatch prompt is the step's rendered prompt, then its contract lines (reads, writes,
 deliverable, tools, output contract, the gate verdict line), then the fan-out item, then the
 upstream value (only when the step has exactly one dep). Upstream text is defanged so a quoted
-``GATE: PASS`` cannot become this step's verdict. A retry after a failed output contract shows
-the failure (``Your previous attempt failed: ...``); an output identical to the previous
-attempt's is not retried at all (the same evidence cannot pass the second time; the step is
-exhausted and goes to ``on_fail`` or fails ``malformed-output``, as in the reference engine).
+``GATE: PASS`` cannot become this step's verdict: the item, the upstream block, and every value
+a ``${...}`` reference splices into the prompt (``refs.render(..., splice=defang)``). A retry
+after a failed output contract shows the failure (``Your previous attempt failed: ...``); an
+output identical to the previous attempt's is not retried at all (the same evidence cannot pass
+the second time; the step is exhausted and goes to ``on_fail`` or fails ``malformed-output``, as
+in the reference engine).
 """
 
 from __future__ import annotations

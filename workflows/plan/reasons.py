@@ -79,8 +79,8 @@ GROUPS: dict[str, tuple[Reason, ...]] = {
     ),
 }
 
-RUN_FATAL: frozenset[str] = frozenset(
-    {str(R.BUDGET_INVARIANT_VIOLATED), str(R.ARTIFACT_PATH_ESCAPES_ROOT)}
+RUN_FATAL: frozenset[Reason] = frozenset(
+    {R.BUDGET_INVARIANT_VIOLATED, R.ARTIFACT_PATH_ESCAPES_ROOT}
 )
 """Failures about the run, not one step or item: no ``on_fail`` route or region branch absorbs
 them."""

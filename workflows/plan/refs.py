@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from workflows.bounds import MAX_JSON_CHARS
+from workflows.patterns import compile_pattern
 
 __all__ = [
     "ARG_KEY_PATTERN",
@@ -32,7 +35,9 @@ ARG_KEY_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
 _ARG_KEY = re.compile(ARG_KEY_PATTERN)
 _STEP_ID = re.compile(r"^[a-z0-9_.:-]{1,64}$")
 _PATH_PART = re.compile(r"^[A-Za-z0-9_-]+$")
-_FENCE = re.compile(r"^\s*```[A-Za-z0-9_-]*\s*\n(.*?)\n?\s*```\s*$", re.DOTALL)
+# On RE2: on Python's re this match is quadratic in a model output's length (a fence line
+# followed by 32,000 spaces took 2 s, in workflow code).
+_FENCE = compile_pattern(r"(?s)^\s*```[A-Za-z0-9_-]*\s*\n(.*?)\n?\s*```\s*$")
 FORMS = "${input.<key>[.path]} or ${steps.<id>.output[.path]}"
 
 
@@ -58,7 +63,7 @@ Segment = str | Ref
 def _parse_ref(body: str) -> Ref:
     if body.startswith("input."):
         key, *path = body[len("input.") :].split(".")
-        if not _ARG_KEY.match(key):
+        if not _ARG_KEY.fullmatch(key):
             raise RefError(f"${{{body}}}: input key {key!r} must match {ARG_KEY_PATTERN}")
         return Ref("input", key, _check_path(body, path))
     if body.startswith("steps."):
@@ -68,7 +73,7 @@ def _parse_ref(body: str) -> Ref:
         if match is None:
             raise RefError(f"${{{body}}}: a step reference ends in .output (form {FORMS})")
         step_id, tail = rest[: match.start()], rest[match.end() :]
-        if not _STEP_ID.match(step_id):
+        if not _STEP_ID.fullmatch(step_id):
             raise RefError(f"${{{body}}}: {step_id!r} is not a step id ([a-z0-9_.:-]{{1,64}})")
         path = tail[1:].split(".") if tail else []
         return Ref("steps", step_id, _check_path(body, path))
@@ -77,7 +82,7 @@ def _parse_ref(body: str) -> Ref:
 
 def _check_path(body: str, path: list[str]) -> tuple[str, ...]:
     for part in path:
-        if not _PATH_PART.match(part):
+        if not _PATH_PART.fullmatch(part):
             raise RefError(f"${{{body}}}: path part {part!r} must be a key or an index")
     return tuple(path)
 
@@ -120,7 +125,13 @@ def whole_reference(text: str) -> Ref | None:
 
 
 def extract_json(text: str) -> Any:
-    """The JSON value in a model's output: code fences stripped; raises ValueError."""
+    """The JSON value in a model's output: code fences stripped; raises ValueError, also for
+    text over ``MAX_JSON_CHARS`` (never parsed: workflow code must stay cheap per output)."""
+    if len(text) > MAX_JSON_CHARS:
+        raise ValueError(
+            f"{len(text)} characters, over the {MAX_JSON_CHARS} parsed as JSON: answer with a "
+            "shorter JSON value"
+        )
     fenced = _FENCE.match(text)
     return json.loads(fenced.group(1) if fenced else text)
 
@@ -154,13 +165,21 @@ def resolve(ref: Ref, *, inputs: Mapping[str, Any], outputs: Mapping[str, Any]) 
     return value
 
 
-def render(text: str, *, inputs: Mapping[str, Any], outputs: Mapping[str, Any]) -> str:
-    """Text with each reference replaced by its value (strings verbatim, others as JSON)."""
+def render(
+    text: str,
+    *,
+    inputs: Mapping[str, Any],
+    outputs: Mapping[str, Any],
+    splice: Callable[[str], str] = str,
+) -> str:
+    """Text with each reference replaced by ``splice`` of its value (strings verbatim, others
+    as JSON); the template's own text is kept as written."""
     parts: list[str] = []
     for segment in parse_template(text):
         if isinstance(segment, str):
             parts.append(segment)
             continue
         value = resolve(segment, inputs=inputs, outputs=outputs)
-        parts.append(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        parts.append(splice(shown))
     return "".join(parts)

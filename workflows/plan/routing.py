@@ -1,4 +1,4 @@
-"""Which model runs a plan step, which family it belongs to, and resume-value checks.
+"""Which model runs a plan step, and which family it belongs to.
 
 Pure. A step's model is a ``provider:model`` spec, or a ``loop-plan/1`` family name resolved as
 in the reference (``sonnet``, ``opus``, ``haiku``, ``claude*`` -> claude; ``codex*``, ``gpt*``,
@@ -9,11 +9,9 @@ never from the worker that happens to run the task.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from typing import Any
 
-__all__ = ["canonical_family", "check_value", "route", "step_family"]
+__all__ = ["canonical_family", "route", "step_family"]
 
 
 def canonical_family(name: str) -> str | None:
@@ -57,43 +55,3 @@ def step_family(model: str | None, spec: str, family: str | None) -> str:
         return canonical_family(model) or model
     provider, _, name = spec.partition(":")
     return canonical_family(name) or canonical_family(provider) or provider
-
-
-_TYPES: dict[str, Any] = {
-    "string": lambda v: isinstance(v, str),
-    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "null": lambda v: v is None,
-}
-
-
-def check_value(value: Any, schema: Mapping[str, Any], where: str = "value") -> str | None:
-    """The first way ``value`` breaks a pause's JSON Schema (type, properties, required, items,
-    enum, pattern), or None."""
-    kind = schema.get("type")
-    kinds = kind if isinstance(kind, list) else [kind] if kind is not None else []
-    if kinds and not any(_TYPES[k](value) for k in kinds if k in _TYPES):
-        return f"{where} must be {' or '.join(kinds)}"
-    if "enum" in schema and value not in schema["enum"]:
-        return f"{where} must be one of {schema['enum']}"
-    pattern = schema.get("pattern")
-    if isinstance(pattern, str) and isinstance(value, str) and re.search(pattern, value) is None:
-        return f"{where} must match {pattern}"
-    if isinstance(value, dict):
-        for name in schema.get("required", []):
-            if name not in value:
-                return f"{where}.{name} is required"
-        for name, sub in schema.get("properties", {}).items():
-            if name in value:
-                problem = check_value(value[name], sub, f"{where}.{name}")
-                if problem is not None:
-                    return problem
-    if isinstance(value, list) and isinstance(schema.get("items"), dict):
-        for i, item in enumerate(value):
-            problem = check_value(item, schema["items"], f"{where}[{i}]")
-            if problem is not None:
-                return problem
-    return None

@@ -15,7 +15,8 @@ reference to it an error too). The rules:
   and an ancestor target;
 - a chain lists agent steps owned by this fan-out alone, whose deps stay inside the chain or
   before the fan-out; a fan-out over a reference needs ``max_fanout``; concurrency and quorum fit;
-- pause resume args are unique; tournament profiles exist;
+- pause resume args are unique, pause schemas are usable bounded JSON Schemas
+  (``workflows/json_schemas.py``); tournament profiles exist;
 - an explicit plan budget fits the worst single boundary.
 """
 
@@ -24,10 +25,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from workflows.json_schemas import MAX_DOCUMENT_SCHEMAS_BYTES, json_size, schema_problems
 from workflows.plan.boundaries import AnyStep, activated_items, boundaries, unsatisfiable
 from workflows.plan.contracts import parse_type
 from workflows.plan.errors import PlanError, join_path
 from workflows.plan.graph import StepGraph
+from workflows.plan.limits import limit_errors
 from workflows.plan.model import (
     AgentStep,
     FanoutStep,
@@ -42,39 +45,7 @@ from workflows.plan.refs import whole_reference
 from workflows.tournament.errors import TournamentError
 from workflows.tournament.profiles import BUILTIN_PROFILES
 
-__all__ = ["budget_errors", "check_plan", "check_steps", "schema_problem"]
-
-_JSON_TYPES = {"string", "number", "integer", "boolean", "object", "array", "null"}
-
-
-def schema_problem(schema: object, where: str = "schema") -> str | None:
-    """The first structural mistake in a pause's JSON Schema (a light check of the keywords a
-    resume value is checked with: a misspelt type would otherwise refuse every value)."""
-    if not isinstance(schema, dict):
-        return f"{where} must be an object"
-    kind = schema.get("type")
-    kinds = kind if isinstance(kind, list) else [kind] if kind is not None else []
-    for k in kinds:
-        if k not in _JSON_TYPES:
-            return f"{where}.type {k!r} is not one of {', '.join(sorted(_JSON_TYPES))}"
-    properties = schema.get("properties", {})
-    if not isinstance(properties, dict):
-        return f"{where}.properties must be an object"
-    for name, sub in properties.items():
-        problem = schema_problem(sub, f"{where}.properties.{name}")
-        if problem is not None:
-            return problem
-    if "items" in schema:
-        problem = schema_problem(schema["items"], f"{where}.items")
-        if problem is not None:
-            return problem
-    required = schema.get("required", [])
-    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
-        return f"{where}.required must be a list of names"
-    if "enum" in schema and not isinstance(schema["enum"], list):
-        return f"{where}.enum must be a list"
-    return None
-
+__all__ = ["budget_errors", "check_plan", "check_steps"]
 
 _TERMINAL = re.compile(r"^terminal:[A-Za-z0-9_.:-]{1,64}$")
 _MODEL_GATE_FIELDS = (
@@ -104,6 +75,8 @@ def check_plan(plan: Plan) -> list[PlanError]:
     )
     if not errors:
         errors += budget_errors(plan)
+    if not errors:
+        errors += limit_errors(plan)  # the history estimate needs a consistent plan
     return errors
 
 
@@ -121,6 +94,9 @@ def budget_errors(plan: Plan) -> list[PlanError]:
 
 class _Checker(StepGraph):
     """The per-kind rules, on top of the graph rules."""
+
+    schema_bytes = 0
+    """The pause schemas' JSON so far (their checks together are bounded)."""
 
     def invocation(self, i: int, step: AgentStep | GateStep) -> None:
         if step.prompt is not None:
@@ -219,7 +195,7 @@ class _Checker(StepGraph):
         self.invocation(i, step)
         route = step.fail_route
         terminal = route is not None and route.startswith("terminal:")
-        if terminal and route is not None and not _TERMINAL.match(route):
+        if terminal and route is not None and not _TERMINAL.fullmatch(route):
             self.error(
                 "gate.route",
                 i,
@@ -372,6 +348,37 @@ class _Checker(StepGraph):
                     f"{activated} item(s) run; fix: lower the quorum or add items",
                 )
 
+    def pause_schema(self, i: int, step: PauseStep) -> None:
+        """A pause's JSON Schema is checked as a schema here (RE2 patterns, bounded size, the
+        Draft 2020-12 meta-schema), so a resume value is never what finds it broken; all of a
+        plan's schemas together are bounded too (each is checked in the workflow's decoding)."""
+        schema = step.pause.json_schema
+        if schema is None:
+            return
+        self.schema_bytes += json_size(schema)
+        if self.schema_bytes > MAX_DOCUMENT_SCHEMAS_BYTES:
+            self.error(
+                "pause.schema",
+                i,
+                "pause",
+                "schema",
+                message=f"the plan's pause schemas together are over "
+                f"{MAX_DOCUMENT_SCHEMAS_BYTES} bytes of JSON; fix: use fewer or smaller schemas",
+            )
+            return
+        for problem in schema_problems(schema):
+            self.error(
+                "pause.schema",
+                i,
+                "pause",
+                "schema",
+                *problem.path,
+                message=problem.message
+                if "fix:" in problem.message
+                else f"{problem.message}; fix: correct it (a pause schema is a JSON Schema, "
+                "Draft 2020-12)",
+            )
+
     def contracts_parse(self) -> None:
         for name, fields in self.contracts.items():
             for field, expr in fields.items():
@@ -417,17 +424,7 @@ class _Checker(StepGraph):
                         "a value would satisfy both pauses at once; fix: use distinct keys",
                     )
                 resume_args.setdefault(key, i)
-                schema = step.pause.json_schema
-                problem = None if schema is None else schema_problem(schema)
-                if problem is not None:
-                    self.error(
-                        "pause.schema",
-                        i,
-                        "pause",
-                        "schema",
-                        message=f"{problem}; fix: give a JSON Schema (type, properties, items, "
-                        "required, enum, ...)",
-                    )
+                self.pause_schema(i, step)
             elif isinstance(step, TournamentStep):
                 self.template(i, step.prompt, "prompt")
                 if step.tournament.profile not in BUILTIN_PROFILES:

@@ -20,11 +20,16 @@ MAX_REFUSED_SHOWN = 10
 
 
 class PlanFailure(Exception):
-    """The run fails with ``reason`` (a member of the closed enum, or ``plan-invalid``)."""
+    """The run fails with ``reason``, a member of the closed enum and nothing else.
 
-    def __init__(self, reason: Reason | str, detail: str, *, step: str | None = None) -> None:
+    What is refused before the run opens is not a plan reason and never a ``PlanFailure``: the
+    platform's codes for input (``input.invalid``: input that does not decode, a run argument
+    that does not parse or fails its pause's schema, ``run.id_invalid``) and ``plan-invalid``
+    (the document does not validate)."""
+
+    def __init__(self, reason: Reason, detail: str, *, step: str | None = None) -> None:
         super().__init__(f"{reason}: {detail}")
-        self.reason = str(reason)
+        self.reason: Reason = reason
         self.detail = detail
         self.step = step
 

@@ -16,8 +16,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, JsonValue
 
+from workflows.bounds import (
+    MAX_BUDGET_TOKENS,
+    MAX_BUDGET_USD,
+    MAX_CALLS,
+    MAX_WALL_MS,
+    CallCount,
+    Seed,
+    WallMs,
+)
 from workflows.call_options import CallOptions
 from workflows.inputs import StrictModel
+from workflows.sim_options import ModelSpec
 
 __all__ = [
     "ExtendPlanBudgetInput",
@@ -56,10 +66,10 @@ RunState = Literal[
 class PlanBudgetOverride(StrictModel):
     """Run limits that replace the plan's own (``--budget calls=N,wall_ms=M``)."""
 
-    calls: int | None = Field(default=None, ge=1, le=10_000_000)
-    wall_ms: int | None = Field(default=None, ge=1)
-    tokens: int | None = Field(default=None, ge=1)
-    usd: float | None = Field(default=None, gt=0)
+    calls: int | None = Field(default=None, ge=1, le=MAX_CALLS)
+    wall_ms: int | None = Field(default=None, ge=1, le=MAX_WALL_MS)
+    tokens: int | None = Field(default=None, ge=1, le=MAX_BUDGET_TOKENS)
+    usd: float | None = Field(default=None, gt=0, le=MAX_BUDGET_USD)
 
 
 class PlanRunInput(StrictModel):
@@ -76,7 +86,7 @@ class PlanRunInput(StrictModel):
         default=None, description="the workspace root on the worker (the plan's own wins)"
     )
     budget: PlanBudgetOverride | None = None
-    executors: dict[str, str] = Field(
+    executors: dict[str, ModelSpec] = Field(
         default_factory=dict, description="family -> provider:model (--executor FAMILY=SPEC)"
     )
     default_family: str | None = Field(default=None, description="for steps without a model")
@@ -85,7 +95,7 @@ class PlanRunInput(StrictModel):
         description="the family that writes the code: a role: qe step in it is refused",
     )
     allow_same_family_qe: bool = False
-    seed: int = Field(default=0, ge=0, le=2**63 - 1)
+    seed: Seed = 0
     calls: CallOptions = CallOptions()
 
 
@@ -182,8 +192,8 @@ class GateDecisionResult(BaseModel):
 
 
 class ExtendPlanBudgetInput(StrictModel):
-    calls: int | None = Field(default=None, ge=0)
-    wall_ms: int | None = Field(default=None, ge=0)
+    calls: CallCount | None = None
+    wall_ms: WallMs | None = None
 
 
 class ExtendPlanBudgetResult(BaseModel):

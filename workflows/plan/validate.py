@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from workflows.plan.document import MAX_DOCUMENT_CHARS, parse_text
 from workflows.plan.errors import PlanError, PlanInvalid
+from workflows.plan.limits import limit_errors
 from workflows.plan.loop_plan import map_loop_plan, translate
 from workflows.plan.model import MAX_STEPS, Plan, PlanHeader
 from workflows.plan.rules import budget_errors, check_steps
@@ -96,7 +97,7 @@ def _validate_ponder(doc: dict[str, Any], *, from_loop: bool) -> Validation:
         plan = Plan.model_validate(top)
     except ValidationError as exc:  # the passes above should have caught it: still report
         return Validation("ponder-plan/1", None, pydantic_errors(exc, "", top))
-    over_budget = budget_errors(plan)
+    over_budget = budget_errors(plan) or limit_errors(plan)
     return Validation("ponder-plan/1", None if over_budget else plan, over_budget)
 
 

@@ -18,6 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.budget import BudgetLimits
     from workflows.names import TOURNAMENT
     from workflows.plan.boundaries import stage_timeout_ms
+    from workflows.plan.gates import defang
     from workflows.plan.ledger import BudgetInvariantViolated
     from workflows.plan.model import TournamentStep
     from workflows.plan.reasons import Reason
@@ -39,7 +40,7 @@ async def run_tournament(
 ) -> str:
     """The winner's final answer, or ``PlanFailure`` when the child fails."""
     try:
-        task = render(step.prompt, inputs=inputs, outputs=outputs)
+        task = render(step.prompt, inputs=inputs, outputs=outputs, splice=defang)
     except RefError as exc:
         raise PlanFailure(Reason.MALFORMED_OUTPUT, str(exc), step=step.id) from None
     record = dispatcher.record

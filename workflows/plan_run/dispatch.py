@@ -24,6 +24,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.model_types import CallModelInput, ModelRequest, ModelResponse
     from workflows.plan.boundaries import stage_timeout_ms
     from workflows.plan.contracts import check_output
+    from workflows.plan.gates import defang
     from workflows.plan.ledger import BudgetInvariantViolated, PlanLedger
     from workflows.plan.model import AgentStep, GateStep, Plan
     from workflows.plan.prompts import assemble_prompt, invocation_id, retry_feedback
@@ -31,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.refs import RefError, render
     from workflows.plan.run_record import CallRow, PlanFailure, PlanRecord
     from workflows.plan.run_types import LandedInput, PathsInput, WriteSnapshot
+    from workflows.plan_run.pacing import Pacer
 
 __all__ = ["PROMPT_CEILING_CHARS", "Dispatcher"]
 
@@ -90,6 +92,8 @@ class Dispatcher:
         """``step[:item]`` -> dispatches so far (numbers invocation ids and call attempts)."""
         self.sim_index: dict[str, int] = {}
         """Step id -> dispatches of the step in the run (x-sim.outputs picks by it)."""
+        self.pacer = Pacer()
+        """Bounds the invocations one workflow task starts (a region's branches)."""
 
     async def invoke(
         self,
@@ -104,8 +108,11 @@ class Dispatcher:
         contract = (
             self.plan.contracts.get(step.out) if isinstance(step, AgentStep) and step.out else None
         )
+        await self.pacer.start()
         try:
-            rendered = render(step.prompt or "", inputs=inputs, outputs=outputs)
+            # Every spliced value is defanged, a reference inside a gate's own prompt too, so
+            # no upstream text can arrive as a verdict line.
+            rendered = render(step.prompt or "", inputs=inputs, outputs=outputs, splice=defang)
         except RefError as exc:
             raise PlanFailure(Reason.MALFORMED_OUTPUT, str(exc), step=step.id) from None
         upstream = outputs.get(step.deps[0]) if len(step.deps) == 1 else None
@@ -117,10 +124,13 @@ class Dispatcher:
             has_item=item_index is not None,
             upstream=upstream,
         )
+        self.pacer.charge(len(prompt))
         attempts = step.attempts()
         previous: str | None = None
         for n in range(1, attempts + 1):
             last = n == attempts
+            if n > 1:
+                await self.pacer.start()
             if len(prompt) > PROMPT_CEILING_CHARS:
                 raise PlanFailure(
                     Reason.PROMPT_OVER_CEILING,

@@ -11,6 +11,7 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from activities.heartbeats import HEARTBEAT_TIMEOUT
     from activities.plan.files import WRITE_PLAN_FILES
     from activities.run_store import WRITE_RUN_FILES, WriteRunFilesInput
     from workflows.plan.run_files import calls_jsonl, graph_json
@@ -73,5 +74,6 @@ async def write_trace(run: PlanRunState, *, final: bool = False) -> None:
         WriteRunFilesInput(run_id=run.run_id, files=files),
         result_type=list[str],
         start_to_close_timeout=timedelta(minutes=2),
+        heartbeat_timeout=HEARTBEAT_TIMEOUT,  # a killed worker: retried within seconds
         retry_policy=WRITE_RETRY,
     )

@@ -15,7 +15,6 @@ from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     from activities.plan.workspace import CHECK_PATHS
-    from workflows.inputs import INPUT_INVALID
     from workflows.plan.model import PauseStep, Plan
     from workflows.plan.preflight import (
         check_trace,
@@ -36,15 +35,17 @@ WRITE_RETRY = RetryPolicy(maximum_attempts=10, non_retryable_error_types=["Value
 WORKSPACE_ROOTS_PATCH = "plan-workspace-roots"
 
 
-def check_start_args(run: PlanRunState, plan: Plan) -> None:
-    """Typed pause arguments given at start are parsed and checked like a resume's."""
+def check_start_args(run: PlanRunState, plan: Plan) -> str | None:
+    """Typed pause arguments given at start are parsed and checked like a resume's; returns
+    the problem (the run is refused as input: ``input.invalid``, never a plan reason)."""
     for step in plan.steps:
         if isinstance(step, PauseStep):
             run.typed_args[step.pause.resume_arg] = step.pause.json_schema
     parsed, problem = run.parse_args(run.args)
     if problem is not None:
-        raise PlanFailure(INPUT_INVALID, f"args: {problem}")
+        return f"args: {problem}"
     run.args = parsed
+    return None
 
 
 async def preflight(run: PlanRunState, plan: Plan) -> Dispatcher:

@@ -13,6 +13,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from workflows.plan.boundaries import activated_items
+    from workflows.plan.boundaries import lanes as branches_at_once
     from workflows.plan.joins import Branch, join, parse_join
     from workflows.plan.model import AgentStep, FanoutStep, Plan
     from workflows.plan.reasons import RUN_FATAL, Reason
@@ -54,7 +55,7 @@ async def region(
     run: PlanRunState, dispatcher: Dispatcher, plan: Plan, step: FanoutStep, items: list[Any]
 ) -> None:
     chain = [plan.step(m) for m in step.fanout.chain]
-    lanes = asyncio.Semaphore(step.fanout.concurrency or step.fanout.max_fanout or len(items) or 1)
+    lanes = asyncio.Semaphore(branches_at_once(step, len(items)))
     run.record.event("region.opened", step=step.id, items=len(items))
 
     async def branch(index: int, item: Any) -> Branch:
@@ -75,8 +76,8 @@ async def region(
     tasks = [asyncio.create_task(branch(i, item)) for i, item in enumerate(items)]
     branches = list(await asyncio.gather(*tasks))
     for b in branches:
-        if not b.ok and b.reason in RUN_FATAL:
-            raise PlanFailure(b.reason or "", b.detail, step=step.id)
+        if not b.ok and b.reason is not None and b.reason in RUN_FATAL:
+            raise PlanFailure(b.reason, b.detail, step=step.id)
     outcome = join(parse_join(step.fanout.join), branches)
     run.record.event(
         "region.joined",

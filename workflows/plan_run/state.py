@@ -16,6 +16,7 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from workflows.inputs import INPUT_INVALID, InputInvalid
+    from workflows.json_schemas import value_problem
     from workflows.names import (
         QUERY_EVENTS,
         QUERY_STATUS,
@@ -35,7 +36,6 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.ledger import PlanLedger
     from workflows.plan.model import Plan
     from workflows.plan.reasons import Reason
-    from workflows.plan.routing import check_value
     from workflows.plan.run_record import PlanRecord
     from workflows.plan.run_types import (
         ExtendPlanBudgetInput,
@@ -52,7 +52,7 @@ with workflow.unsafe.imports_passed_through():
         ResumeResult,
         RunState,
     )
-    from workflows.raw_input import NO_INPUT, decode_raw
+    from workflows.raw_input import NO_INPUT, decode_run_input
 
 __all__ = ["EVENTS_PAGE", "PlanRunState"]
 
@@ -63,10 +63,10 @@ _STAND_IN = PlanRunInput.model_construct(plan={}, args={})
 class PlanRunState:
     @workflow.init
     def __init__(self, raw: object = NO_INPUT, *extra: object) -> None:
-        decoded = decode_raw(PlanRunInput, raw, extra)
+        decoded = decode_run_input(PlanRunInput, raw, extra)
         self.input_error = decoded if isinstance(decoded, InputInvalid) else None
         self.input = decoded if isinstance(decoded, PlanRunInput) else _STAND_IN
-        self.run_id = self.input.run_id or workflow.info().workflow_id
+        self.run_id = workflow.info().workflow_id  # input.run_id, if given, is the same
         self.record = PlanRecord(now=lambda: workflow.now().isoformat())
         self.state: RunState = "starting"
         self.reason: str | None = None
@@ -129,7 +129,7 @@ class PlanRunState:
             schema = self.typed_args[key]
             value, problem = parse_resume_value(raw, typed=schema is not None)
             if problem is None and schema is not None:
-                problem = check_value(value, schema, key)
+                problem = value_problem(value, schema, key)
             if problem is not None:
                 return {}, f"{key}: {problem}"
             parsed[key] = value

@@ -20,6 +20,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
+    from workflows.inputs import INPUT_INVALID
     from workflows.names import PLAN_RUN
     from workflows.plan.run_record import PlanFailure, TerminalRoute
     from workflows.plan.run_types import PlanRunResult
@@ -54,8 +55,10 @@ class PlanRunWorkflow(PlanRunState):
         self.plan = plan = validation.plan
         self.wall_started = workflow.now()
         self.record.steps = {s.id: "pending" for s in plan.steps}
+        if (bad_args := check_start_args(self, plan)) is not None:
+            fail_now(self, INPUT_INVALID, bad_args)
+            raise ApplicationError(bad_args, type=INPUT_INVALID, non_retryable=True)
         try:
-            check_start_args(self, plan)
             self.state = "running"
             self.record.event("run.opened", plan=plan.name, steps=len(plan.steps))
             dispatcher = await preflight(self, plan)

@@ -14,6 +14,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
+    from activities.heartbeats import HEARTBEAT_TIMEOUT
     from activities.tournament.artifacts import WRITE_TOURNAMENT_ARTIFACTS
     from workflows.tournament.types import TournamentSnapshot
 
@@ -49,6 +50,7 @@ class ArtifactWriter:
             snapshot(),
             result_type=str,
             start_to_close_timeout=timedelta(minutes=2),
+            heartbeat_timeout=HEARTBEAT_TIMEOUT,  # a killed worker: retried within seconds
             retry_policy=ARTIFACT_RETRY_POLICY,
         )
         if wait:

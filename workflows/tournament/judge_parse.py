@@ -6,7 +6,9 @@ the last ``}``. The first of those that is a JSON object must validate as
 (``critique_for_A`` / ``critique_for_B`` are accepted for the feedback fields). Lenient only
 where nothing is lost: ``winner`` ignores case and spaces ("a", " Tie "); a missing or null
 feedback is empty (an empty critique is dropped later); other keys are ignored. Anything else is
-a ``JudgeParseError``: the caller retries, and never invents a tie.
+a ``JudgeParseError``: the caller retries, and never invents a tie. An answer longer than
+``MAX_JSON_CHARS`` (131,072 characters) is not searched at all (``too_long``): a verdict is a few
+hundred characters, and workflow code must not parse megabytes per call.
 Stdlib ``json`` only: workflow code imports this module.
 """
 
@@ -14,15 +16,19 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from workflows.bounds import MAX_JSON_CHARS
+from workflows.patterns import compile_pattern
 
 __all__ = ["JudgeParseError", "JudgeVerdict", "Outcome", "Winner", "parse_judge_output"]
 
 Winner = Literal["A", "B", "tie"]
 
-_FENCE = re.compile(r"```[^\n`]*\n?(.*?)```", re.DOTALL)
+# On RE2: on Python's re this scan is quadratic in a judge reply's length (an opening fence
+# followed by 32,000 characters and no closing one took 7 s, in workflow code).
+_FENCE = compile_pattern(r"(?s)```[^\n`]*\n?(.*?)```")
 _WINNERS: dict[str, Winner] = {"a": "A", "b": "B", "tie": "tie"}
 
 
@@ -72,6 +78,12 @@ def _candidates(text: str) -> list[str]:
 
 
 def _first_object(text: str) -> dict[str, Any]:
+    if len(text) > MAX_JSON_CHARS:
+        raise JudgeParseError(
+            "too_long",
+            f"judge output is {len(text)} characters, over the {MAX_JSON_CHARS} a verdict may "
+            "take: expected one short JSON object",
+        )
     for candidate in _candidates(text):
         try:
             value = json.loads(candidate)

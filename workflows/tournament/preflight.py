@@ -151,7 +151,7 @@ def preflight(
 ) -> Preflight:
     """The profile and dry-run plan of ``input``, or the TournamentError that refuses it."""
     run_id = run_id or input.run_id
-    if run_id is not None and not RUN_ID.match(run_id):
+    if run_id is not None and not RUN_ID.fullmatch(run_id):
         raise TournamentError(
             RUN_ID_INVALID,
             f"run id {run_id!r} must match [A-Za-z0-9][A-Za-z0-9._-]* and be at most 128 "

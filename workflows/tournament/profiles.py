@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from workflows import phases as phase_names
+from workflows.bounds import MAX_CALLS, Seed
 from workflows.inputs import StrictModel
 from workflows.tournament.errors import (
     BUDGET_PLANNED_CALLS_EXCEEDED,
@@ -155,8 +156,8 @@ class RankBlock(StrictModel):
 
     mode: RankMode = "k-regular"
     k: int | None = None
-    seed: int | str | None = Field(default=None, description="replaces the run seed if set")
-    max_calls: int | None = None
+    seed: Seed | str | None = Field(default=None, description="replaces the run seed if set")
+    max_calls: int | None = Field(default=None, le=MAX_CALLS)
 
     def resolved(self, n: int) -> RankBlock:
         """The concrete block over ``n`` candidates: ``auto`` picks all-pairs or k-regular."""

@@ -81,14 +81,14 @@ class PromptTemplate(BaseModel):
 class PromptOverride(BaseModel):
     """Replace a role's system and/or user template; None keeps the built-in one."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, strict=True)
 
     system: str | None = None
     user: str | None = None
 
 
 class PromptOverrides(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, strict=True)
 
     generate: PromptOverride | None = None
     compare: PromptOverride | None = None

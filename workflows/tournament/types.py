@@ -7,10 +7,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
+from workflows.bounds import BudgetTokens, BudgetUsd, CallCount, OutputTokens, Seed
 from workflows.budget import BudgetLimits, BudgetSpent
 from workflows.call_options import CallOptions
 from workflows.inputs import StrictModel
 from workflows.model_types import DEFAULT_MODEL, Price, Usage
+from workflows.sim_options import ModelSpec
 from workflows.tournament.critique import MIN_CRITIQUE_CHARS
 from workflows.tournament.profiles import Profile, RankBlock
 from workflows.tournament.prompts import PromptOverrides, Style
@@ -54,10 +56,10 @@ GIVEN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 class RoleModels(StrictModel):
     """A model per role; None falls back to ``TournamentInput.model``. No finalizer if None."""
 
-    generate: str | None = None
-    judge: str | None = None
-    mutate: str | None = None
-    finalize: str | None = None
+    generate: ModelSpec | None = None
+    judge: ModelSpec | None = None
+    mutate: ModelSpec | None = None
+    finalize: ModelSpec | None = None
 
 
 class Concurrency(StrictModel):
@@ -78,7 +80,7 @@ class GivenCandidate(StrictModel):
     @classmethod
     def _id_is_a_name(cls, value: str) -> str:
         # An id becomes a file name in reports; say the rule and the fix, not a regex.
-        if not GIVEN_ID.match(value):
+        if not GIVEN_ID.fullmatch(value):
             raise ValueError(
                 "a candidate id must start with a letter or digit and use only letters, "
                 "digits, '.', '_' and '-' (at most 64 characters): rename the candidate"
@@ -93,7 +95,7 @@ class TournamentInput(StrictModel):
     rubric: str | None = None
     profile: str | None = Field(default="quick", description="quick | balanced | paper")
     custom: Profile | None = Field(default=None, description="n, k, t, m, lambda; beats profile")
-    model: str = DEFAULT_MODEL
+    model: ModelSpec = DEFAULT_MODEL
     models: RoleModels = RoleModels()
     prompt_style: Style = "general"
     prompts: PromptOverrides | None = None
@@ -102,13 +104,13 @@ class TournamentInput(StrictModel):
     concurrency: Concurrency = Concurrency()
     rank: RankBlock | None = None
     schedule: Schedule = "k-regular"
-    seed: int | None = Field(default=None, description="None: drawn once and recorded")
+    seed: Seed | None = Field(default=None, description="None: drawn once and recorded")
     run_id: str | None = None
     include_raw_outputs: bool = False
     on_budget_exhausted: OnBudgetExhausted = "pause"
     invalid_json_retries: int = Field(default=1, ge=0, le=MAX_INVALID_JSON_RETRIES)
     critique_chars: int = Field(default=16_000, ge=MIN_CRITIQUE_CHARS, le=MAX_CRITIQUE_CHARS)
-    output_token_caps: dict[str, int] = Field(
+    output_token_caps: dict[str, OutputTokens] = Field(
         default={}, description="max_output_tokens per call by prompt role; unset: built-in caps"
     )
     include_prompts: bool = Field(
@@ -227,10 +229,10 @@ class ExtendBudgetInput(StrictModel):
     decode it themselves, so a malformed one is refused (update) or recorded as refused (signal).
     """
 
-    max_calls: int | None = None
-    max_input_tokens: int | None = None
-    max_output_tokens: int | None = None
-    max_usd: float | None = None
+    max_calls: CallCount | None = None
+    max_input_tokens: BudgetTokens | None = None
+    max_output_tokens: BudgetTokens | None = None
+    max_usd: BudgetUsd | None = None
 
 
 class ExtendBudgetResult(BaseModel):

@@ -27,7 +27,7 @@ with workflow.unsafe.imports_passed_through():
         TOURNAMENT,
         UPDATE_EXTEND_BUDGET,
     )
-    from workflows.raw_input import NO_INPUT, decode_raw, input_failure
+    from workflows.raw_input import NO_INPUT, decode_raw, decode_run_input, input_failure
     from workflows.tournament import adaptive, rng
     from workflows.tournament.artifact_writes import ArtifactWriter
     from workflows.tournament.calls import TournamentCalls
@@ -69,11 +69,11 @@ class TournamentWorkflow:
     def __init__(self, raw: object = NO_INPUT, *extra: object) -> None:
         # Decoded here (never raising: that would fail the task forever), refused in run;
         # a stand-in input keeps the queries answering for a refused run.
-        decoded = decode_raw(TournamentInput, raw, extra)
+        decoded = decode_run_input(TournamentInput, raw, extra)
         self.input_error = decoded if isinstance(decoded, InputInvalid) else None
         input = decoded if isinstance(decoded, TournamentInput) else _STAND_IN
         self.input = input
-        self.run_id = input.run_id or workflow.info().workflow_id
+        self.run_id = workflow.info().workflow_id  # input.run_id, if given, is the same
         self.record = TournamentRecord(now=lambda: workflow.now().isoformat())
         self.calls = TournamentCalls(self.run_id, input, self.record.event)
         self.phase = phases.STARTING

@@ -1,0 +1,54 @@
+"""Heartbeats of long activities, so a killed worker delays the work by seconds, not minutes.
+
+An activity without a heartbeat timeout is retried on another worker only when its
+start-to-close timeout runs out (15 minutes for a campaign cell's settle step): every activity
+that can take longer than a few seconds heartbeats while it works and is scheduled with a
+heartbeat timeout (``HEARTBEAT_TIMEOUT`` for ponder's own activities; a model call's comes from
+the run's ``calls.heartbeat_timeout_s``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
+from typing import ParamSpec, TypeVar
+
+from temporalio import activity
+
+__all__ = ["HEARTBEAT_TIMEOUT", "heartbeating", "in_thread"]
+
+HEARTBEAT_TIMEOUT = timedelta(seconds=20)
+"""The heartbeat timeout of ponder's own long activities (a cell's settle step, artifact and
+run-file writes): a worker killed during one is noticed, and the activity retried on another,
+within this (plus the retry interval)."""
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+@contextlib.asynccontextmanager
+async def heartbeating() -> AsyncIterator[None]:
+    """Heartbeat every third of the activity's heartbeat timeout (at most 5 s) until the block
+    ends; the loop stays free, since the work itself runs in a thread or awaits I/O."""
+    timeout = activity.info().heartbeat_timeout or timedelta(seconds=30)
+    interval = max(0.2, min(timeout.total_seconds() / 3, 5.0))
+
+    async def tick() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(interval)
+
+    task = asyncio.create_task(tick())
+    try:
+        yield
+    finally:
+        task.cancel()
+
+
+async def in_thread(fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+    """``fn(*args)`` in a worker thread (files and CPU never stall the event loop) while the
+    activity heartbeats."""
+    async with heartbeating():
+        return await asyncio.to_thread(fn, *args, **kwargs)

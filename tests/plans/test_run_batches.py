@@ -1,0 +1,33 @@
+"""A wide region starts its invocations in bounded batches, one batch per workflow task
+(``workflows/plan_run/pacing``), read from the run's real history."""
+
+from __future__ import annotations
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+
+from benchmarks.plan_fanout import region_plan, workflow_tasks
+from tests.plans.run_helpers import start
+from workflows.plan.limits import STARTS_PER_TASK
+from workflows.plan.run_types import PlanRunResult
+
+
+async def test_a_wide_region_schedules_at_most_a_batch_per_workflow_task(
+    client: Client, worker_queue: str
+) -> None:
+    items = 300
+    handle = await start(client, worker_queue, region_plan(items, 256, calls=items))
+    result: PlanRunResult = await handle.result()
+    assert result.calls == items
+    history = await handle.fetch_history()
+    per_task, scheduled = [], 0
+    for event in history.events:
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            scheduled += 1
+        elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+            per_task.append(scheduled)
+            scheduled = 0
+    per_task.append(scheduled)
+    assert max(per_task) <= STARTS_PER_TASK + 1  # a batch, and at most the trace write
+    times = await workflow_tasks(handle)
+    assert times.failed == 0 and times.timers >= 1  # held starts waited for a timer

@@ -1,0 +1,49 @@
+"""Every benchmark runs in its smoke mode (tiny sizes), so none rots unnoticed: one whose workflow
+no longer matches an activity's signature hangs or fails here instead of in ``make bench``.
+
+Benchmarks measure and never assert; this test only checks that each runs to its last line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = sorted(
+    path.stem
+    for path in (Path(__file__).parent.parent / "benchmarks").glob("*.py")
+    if path.stem not in {"__init__", "bare_calls"}  # bare_calls: a workflow the others import
+)
+
+
+def test_every_benchmark_module_is_listed_in_make_bench() -> None:
+    makefile = (Path(__file__).parent.parent / "Makefile").read_text()
+    assert [name for name in BENCHMARKS if f"benchmarks.{name}" not in makefile] == []
+
+
+@pytest.mark.parametrize("name", BENCHMARKS)
+async def test_the_benchmark_runs_in_smoke_mode(name: str, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PONDER_", "TEMPORAL_"))}
+    env["PONDER_HOME"] = str(tmp_path / "home")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        f"benchmarks.{name}",
+        "--smoke",
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    try:
+        out, _ = await asyncio.wait_for(process.communicate(), 170)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+        raise AssertionError(f"benchmarks.{name} --smoke did not finish within 170 s") from None
+    text = out.decode(errors="replace")
+    assert process.returncode == 0, text[-3000:]
+    assert text.strip(), f"benchmarks.{name} printed nothing"
