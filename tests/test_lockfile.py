@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+import sys
 import tomllib
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import pytest
-from packaging.markers import default_environment
+from packaging.markers import Marker, default_environment
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
@@ -19,7 +21,8 @@ FIX = "the lock is stale: run `make lock` and commit requirements*.lock"
 
 
 def pins(lock: Path) -> dict[str, Version]:
-    """Package name -> pinned version; every pin carries at least one sha256 hash."""
+    """Package name -> the version pinned for this interpreter and platform (a universal lock
+    forks some packages by marker, e.g. Python 3.11 against 3.12); every pin is hashed."""
     out: dict[str, Version] = {}
     entries = re.split(r"\n(?=[A-Za-z0-9])", lock.read_text(encoding="utf-8"))
     for entry in entries:
@@ -27,7 +30,12 @@ def pins(lock: Path) -> dict[str, Version]:
         if not match:
             continue
         assert "--hash=sha256:" in entry, f"{lock.name}: {match['name']} has no hash"
-        out[canonicalize_name(match["name"])] = Version(match["version"])
+        marker = entry.splitlines()[0].partition(";")[2].rstrip(" \\")
+        if marker.strip() and not Marker(marker).evaluate():
+            continue
+        name = canonicalize_name(match["name"])
+        assert name not in out, f"{lock.name}: {name} is pinned twice for this platform"
+        out[name] = Version(match["version"])
     return out
 
 
@@ -80,3 +88,19 @@ def test_a_dependency_change_is_caught(tmp_path: Path) -> None:
     # A comment is not a dependency change.
     pyproject.write_text(original.replace('"click>=8.1",', '"click>=8.1",  # the CLI'))
     assert stamped_digest(lock) == dependency_digest(pyproject)
+
+
+@pytest.mark.skipif(
+    Path(sys.prefix).resolve() != (ROOT / ".venv").resolve(),
+    reason="checks the project's own venv, the one `make install` builds from the lock",
+)
+def test_the_installed_versions_are_the_locked_ones() -> None:
+    wrong = {}
+    for name, pinned in pins(ROOT / "requirements.lock").items():
+        try:
+            installed = Version(version(name))
+        except PackageNotFoundError:
+            installed = None
+        if installed != pinned:
+            wrong[name] = (str(pinned), str(installed))
+    assert not wrong, f"installed versions differ from requirements.lock: {wrong}; make install"
