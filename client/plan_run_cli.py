@@ -25,6 +25,7 @@ from temporalio.service import RPCError
 from activities.config import Settings, load_settings
 from activities.errors import ConfigError
 from client.plan_cli import check_text
+from client.plan_extend import blocking_limit, plan_limits
 from client.plan_input import EXECUTOR_HELP, WORKSPACE_HELP, routing, run_workspace
 from client.runs import (
     RunFailed,
@@ -45,7 +46,7 @@ from workflows.names import (
     UPDATE_RESUME,
 )
 from workflows.plan.run_types import (
-    ExtendPlanBudgetInput,
+    LedgerStatus,
     PlanBudgetOverride,
     PlanRunInput,
     PlanRunResult,
@@ -118,11 +119,30 @@ def _table(s: PlanStatus) -> Table:
         table.add_row("tokens", f"{b.input_tokens} in, {b.output_tokens} out, {b.usd:.4f} USD")
         if b.need:
             table.add_row("needs", b.need)
+    for ledger in s.ledgers:
+        table.add_row("ledger", ledger_line(ledger))
     for waiver in s.waivers:
         table.add_row("waiver", waiver)
     for refusal in s.refused[-3:]:
         table.add_row("refused", refusal)
     return table
+
+
+def ledger_line(ledger: LedgerStatus) -> str:
+    """``OWNER (step|subflow): calls 2/3, tokens 40/100, usd 0.0000, wall 120/60000 ms``: spent
+    of each limit the ledger has (a kind without a limit shows what was spent alone)."""
+
+    def part(name: str, spent: float, limit: float | None, unit: str = "") -> str:
+        shown = f"{spent:.4f}" if name == "usd" else f"{int(spent)}"
+        return f"{name} {shown}" + ("" if limit is None else f"/{limit:g}") + unit
+
+    parts = [
+        part("calls", ledger.calls_spent, ledger.calls_limit),
+        part("tokens", ledger.tokens_spent, ledger.tokens_limit),
+        part("usd", ledger.usd_spent, ledger.usd_limit),
+        part("wall", ledger.wall_spent_ms, ledger.wall_limit_ms, " ms"),
+    ]
+    return f"{ledger.owner} ({ledger.scope}): " + ", ".join(parts)
 
 
 def continue_command(s: PlanStatus) -> str:
@@ -132,10 +152,15 @@ def continue_command(s: PlanStatus) -> str:
         return f"ponder resume {s.run_id} --arg {s.pending_pause.resume_arg}={value}"
     if s.state == "awaiting_gate" and s.pending_gates:
         return f"ponder gate approve|revise|kill {s.run_id} {s.pending_gates[0].step}"
-    if s.budget and s.state == "awaiting_wall_clock":
-        return f"ponder plan extend {s.run_id} --wall-ms {max(s.budget.wall_cap_ms, 1)}"
-    if s.budget:
-        return f"ponder extend {s.run_id} --calls {s.budget.calls_cap}"
+    b = s.budget
+    if b and s.state == "awaiting_wall_clock":
+        return f"ponder extend {s.run_id} --wall-ms {max(b.wall_cap_ms, 1)}"
+    if b and blocking_limit(b) == "tokens":
+        return f"ponder extend {s.run_id} --tokens +{max(b.input_tokens + b.output_tokens, 1)}"
+    if b and blocking_limit(b) == "usd":
+        return f"ponder extend {s.run_id} --usd +{max(b.usd, 0.01):.2f}"
+    if b:
+        return f"ponder extend {s.run_id} --calls {b.calls_cap}"
     return f"ponder status {s.run_id}"
 
 
@@ -322,22 +347,13 @@ async def _send(
 
 
 async def extend_plan_run(
-    session: Session, handle: WorkflowHandle, calls: str | None, detach_after: bool
+    session: Session, handle: WorkflowHandle, detach_after: bool, **flags: str | None
 ) -> PlanRunResult | PlanStatus:
-    """``ponder extend ID --calls N|+N`` on a plan run (``plan extend`` also takes --wall-ms)."""
-    if calls is None:
-        raise ConfigError(
-            "a plan run's budget is extended with --calls N (or +N); for wall clock use "
-            "ponder plan extend ID --wall-ms M"
-        )
+    """``ponder extend ID`` (and ``ponder plan extend ID``) on a plan run: ``--calls``,
+    ``--wall-ms``, ``--tokens``, ``--usd``, each absolute or ``+N``."""
     handle = session.client.get_workflow_handle(handle.id, result_type=PlanRunResult)
     before = await handle.query(QUERY_STATUS, result_type=PlanStatus)
-    current = before.budget.calls_limit if before.budget else 0
-    try:
-        value = current + int(calls[1:]) if calls.startswith("+") else int(calls)
-    except ValueError:
-        raise ConfigError(f"extend: --calls {calls!r}: give a number such as 12 or +4") from None
-    arg = ExtendPlanBudgetInput(calls=value)
+    arg = plan_limits(before.budget, **flags)
     return await _send(session, handle, UPDATE_EXTEND_BUDGET, arg, before, detach_after)
 
 
@@ -373,6 +389,11 @@ def gate(ctx: click.Context, decision: str, run_id: str, step: str, detach: bool
 
     def make(status: PlanStatus) -> ResolveGateInput:
         tokens = {g.step: g.token for g in status.pending_gates}
+        if step not in tokens and step in status.deadline_decided:
+            raise ConfigError(
+                f"stale-gate-token: the deadline of gate {step!r} passed and its default "
+                "decision applied; nobody can decide it now"
+            )
         if step not in tokens:
             waiting = ", ".join(tokens) or "none"
             raise ConfigError(f"unknown-step: {step!r} is not a pending gate (pending: {waiting})")
@@ -385,27 +406,24 @@ def gate(ctx: click.Context, decision: str, run_id: str, step: str, detach: bool
 
 @click.command("extend")
 @click.argument("run_id")
-@click.option("--calls", type=int, default=None, help="New absolute call limit.")
-@click.option("--wall-ms", type=int, default=None, help="New absolute wall-clock limit (ms).")
+@click.option("--calls", default=None, help="New call limit (absolute, or +N).")
+@click.option("--wall-ms", default=None, help="New wall-clock limit in ms (or +N).")
+@click.option("--tokens", default=None, help="New token limit, input + output (or +N).")
+@click.option("--usd", default=None, help="New USD limit (or +X).")
 @click.option("--detach", is_flag=True, help="Extend and return without following the run.")
 @click.pass_context
-def extend_plan(
-    ctx: click.Context, run_id: str, calls: int | None, wall_ms: int | None, detach: bool
-) -> None:
-    """Raise a plan run's budget (within its cap) so a budget pause continues."""
-    if calls is None and wall_ms is None:
-        raise ConfigError("give --calls N and/or --wall-ms M")
-    finish(
-        asyncio.run(
-            _answer(
-                _settings(ctx),
-                run_id,
-                UPDATE_EXTEND_BUDGET,
-                lambda _: ExtendPlanBudgetInput(calls=calls, wall_ms=wall_ms),
-                detach_after=detach,
-            )
-        )
-    )
+def extend_plan(ctx: click.Context, run_id: str, detach: bool, **flags: str | None) -> None:
+    """Raise a plan run's limits (calls and wall within the cap) so a budget pause continues."""
+    settings = _settings(ctx)
+
+    async def go() -> PlanRunResult | PlanStatus:
+        async with open_session(settings, worker=not detach) as session:
+            handle = session.client.get_workflow_handle(check_run_id(run_id))
+            if (await handle.describe()).workflow_type != PLAN_RUN:
+                raise ConfigError(f"run {run_id} is not a plan run")
+            return await extend_plan_run(session, handle, detach, **flags)
+
+    finish(asyncio.run(go()))
 
 
 async def plan_status(handle: WorkflowHandle) -> PlanStatus:
@@ -426,6 +444,19 @@ def print_plan_status(
         out.print(f"  {step:<24} {state}")
     for pending in shown.pending_gates:
         out.print(f"gate     {pending.step} token {pending.token} (round {pending.round})")
+        if pending.deadline_at is not None:
+            out.print(f"deadline {pending.deadline_at}: then {pending.default}", markup=False)
+        if pending.escalate_at is not None:
+            done = "escalated" if pending.escalated else "escalates"
+            to = f" to {pending.notify}" if pending.notify else ""
+            out.print(f"         {done} at {pending.escalate_at}{to}", markup=False)
+    for failure in shown.capture_failures:
+        detail = f": {failure.detail}" if failure.detail else ""
+        out.print(
+            f"capture  {failure.step} not captured ({failure.reason}){detail}",
+            markup=False,
+            highlight=False,
+        )
     if (pause := shown.pending_pause) is not None:
         schema = json.dumps(pause.json_schema) if pause.json_schema else "none (a string)"
         out.print(

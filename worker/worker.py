@@ -18,13 +18,15 @@ from activities.campaign.cells import CampaignCellActivities
 from activities.campaign.report import CampaignArtifactActivities
 from activities.config import Settings, known_secrets
 from activities.plan.files import PlanFileActivities
+from activities.plan.notify import NotifierActivities
 from activities.plan.roots import worker_roots
+from activities.plan.training import TrainingActivities
 from activities.plan.workspace import WorkspaceActivities
 from activities.routes import task_queue_polled
 from activities.run_store import RunFileActivities, RunStore
 from activities.tournament.artifacts import TournamentArtifactActivities
 from activities.tournament.fit import adaptive_batch, fit_leaderboard
-from worker.arity import SignalArity
+from worker.arity import ControlArity
 from workflows.ask import AskWorkflow
 from workflows.call_options import provider_task_queue
 from workflows.campaign.workflow import CampaignWorkflow
@@ -68,6 +70,8 @@ async def running_worker(
         campaign_cells = CampaignCellActivities(settings)
         campaign_files = CampaignArtifactActivities(store)
         workspace = WorkspaceActivities(roots)
+        notifiers = NotifierActivities(settings.notifiers, http)
+        training = TrainingActivities(settings.training_dir)
         activities: list[Callable[..., Any]] = [
             model.call_model,
             files.write_run_files,
@@ -81,6 +85,9 @@ async def running_worker(
             workspace.snapshot_writes,
             workspace.check_landed,
             PlanFileActivities(store).write_plan_files,
+            notifiers.check_notifiers,
+            notifiers.notify_gate,
+            training.append_training_pair,
             task_queue_polled,
         ]
         workers = [
@@ -89,7 +96,7 @@ async def running_worker(
                 task_queue=options.task_queue,
                 workflows=WORKFLOWS,
                 activities=activities,
-                interceptors=[SignalArity()],
+                interceptors=[ControlArity()],
                 max_concurrent_activities=options.max_concurrent_activities,
                 sticky_queue_schedule_to_start_timeout=options.sticky_timeout,
                 graceful_shutdown_timeout=options.graceful_shutdown,

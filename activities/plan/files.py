@@ -12,13 +12,12 @@ from temporalio import activity
 from activities.heartbeats import in_thread
 from activities.plan.report import render_plan_report
 from activities.run_store import (
-    RunDirRefused,
+    REFUSED,
     RunStore,
     WriteRunFilesInput,
     check_writer,
     refusal,
 )
-from workflows.run_ids import RunIdInvalid
 
 __all__ = ["WRITE_PLAN_FILES", "PlanFileActivities"]
 
@@ -32,12 +31,12 @@ class PlanFileActivities:
     @activity.defn(name=WRITE_PLAN_FILES)
     async def write_plan_files(self, input: WriteRunFilesInput) -> list[str]:
         try:
-            check_writer(input.run_id)
             return await in_thread(self._write, input)
-        except (RunIdInvalid, RunDirRefused) as exc:
+        except REFUSED as exc:
             raise refusal(exc) from None
 
     def _write(self, input: WriteRunFilesInput) -> list[str]:
+        check_writer(input.run_id, self.store, input.chain)
         written = self.store.write_all(input.run_id, input.files)
         run_dir = self.store.run_dir(input.run_id)
         report = self.store.write(input.run_id, "report.html", render_plan_report(run_dir))

@@ -24,12 +24,14 @@ from client.mcp.args import PlanRunArgs, ResolveGateArgs, ResumeArgs
 from client.mcp.backend import Backend
 from client.mcp.errors import CodedError
 from client.plan_cli import check_text
+from client.plan_extend import blocking_limit
 from client.plan_input import routing, run_workspace
 from client.plan_run_cli import report_path
 from client.runs import check_run_id, failure_message, new_run_id, start_run
 from workflows.names import PLAN_RUN, QUERY_STATUS, UPDATE_RESOLVE_GATE, UPDATE_RESUME
 from workflows.plan.run_types import (
     ExtendPlanBudgetInput,
+    PendingGate,
     PlanRunInput,
     PlanRunResult,
     PlanStatus,
@@ -72,8 +74,26 @@ def _next(s: PlanStatus) -> str:
             f"one of {', '.join(gate.decisions)}"
         )
     if s.state in ("awaiting_budget", "awaiting_wall_clock") and s.budget:
-        return f"call extend with run_id {s.run_id!r} and max_calls or wall_ms within the cap"
+        blocked = blocking_limit(s.budget)
+        which = (
+            "tokens (input + output)" if blocked == "tokens"
+            else "max_usd" if blocked == "usd"
+            else "wall_ms within the cap" if s.state == "awaiting_wall_clock"
+            else "max_calls within the cap"
+        )  # fmt: skip
+        return f"call extend with run_id {s.run_id!r} and a higher {which}"
     return f"call status with run_id {s.run_id!r}"
+
+
+def _gate_view(g: PendingGate) -> dict[str, Any]:
+    """A pending gate without its token (the resolve_gate tool reads it itself), with its
+    deadline and escalation when it has them."""
+    view: dict[str, Any] = {"step": g.step, "decisions": g.decisions, "round": g.round}
+    if g.deadline_at is not None:
+        view.update(deadline_at=g.deadline_at, default=g.default)
+    if g.escalate_at is not None:
+        view.update(escalate_at=g.escalate_at, escalated=g.escalated, notify=g.notify)
+    return view
 
 
 def status_view(s: PlanStatus) -> dict[str, Any]:
@@ -90,11 +110,13 @@ def status_view(s: PlanStatus) -> dict[str, Any]:
     if s.pending_pause:
         view["pending_pause"] = s.pending_pause.model_dump()
     if s.pending_gates:
-        view["pending_gates"] = [
-            {"step": g.step, "decisions": g.decisions, "round": g.round} for g in s.pending_gates
-        ]
+        view["pending_gates"] = [_gate_view(g) for g in s.pending_gates]
+    if s.capture_failures:
+        view["capture_failures"] = [f.model_dump() for f in s.capture_failures]
     if s.budget:
         view["budget"] = s.budget.model_dump()
+    if s.ledgers:
+        view["ledgers"] = [ledger.model_dump() for ledger in s.ledgers]
     if s.error:
         view["error"] = s.error
     if s.state.startswith("awaiting_"):
@@ -233,6 +255,12 @@ async def resume(backend: Backend, args: ResumeArgs, progress: Any) -> dict[str,
 async def resolve_gate(backend: Backend, args: ResolveGateArgs, progress: Any) -> dict[str, Any]:
     before = await _paused(backend, args.run_id)
     tokens = {g.step: g.token for g in before.pending_gates}
+    if args.step not in tokens and args.step in before.deadline_decided:
+        raise CodedError(
+            "stale-gate-token",
+            f"the deadline of gate {args.step!r} passed and its default decision applied",
+            "nothing to decide: see the status tool for what the run waits for now",
+        )
     if args.step not in tokens:
         raise CodedError(
             "unknown-step",
@@ -247,13 +275,13 @@ async def resolve_gate(backend: Backend, args: ResolveGateArgs, progress: Any) -
 
 
 async def extend(
-    backend: Backend, run_id: str, calls: int | None, wall_ms: int | None, *, wait: bool,
+    backend: Backend, run_id: str, limits: ExtendPlanBudgetInput, *, wait: bool,
     wait_s: float, progress: Any,
 ) -> dict[str, Any]:  # fmt: skip
+    """Every limit that can pause a plan run: calls, wall_ms, tokens, usd."""
     from workflows.names import UPDATE_EXTEND_BUDGET
 
     before = await _paused(backend, run_id)
-    limits = ExtendPlanBudgetInput(calls=calls, wall_ms=wall_ms)
     return await _answer(
         backend, run_id, UPDATE_EXTEND_BUDGET, limits, wait=wait, wait_s=wait_s,
         progress=progress, before=before,

@@ -5,7 +5,8 @@ Control input models are plain JSON so ``temporal workflow update execute --inpu
 
 - ``resume``:       ``{"args": {"approved_by": "ada"}}``
 - ``resolve_gate``: ``{"step": "ship", "decision": "approve", "token": "<from status>"}``
-- ``extend_budget``: ``{"calls": 12, "wall_ms": 600000}`` (absolute new limits)
+- ``extend_budget``: ``{"calls": 12, "wall_ms": 600000, "tokens": 50000, "usd": 2.5}``
+  (absolute new limits; any subset)
 
 Fields are added only with defaults, so saved histories keep replaying.
 """
@@ -21,6 +22,8 @@ from workflows.bounds import (
     MAX_BUDGET_USD,
     MAX_CALLS,
     MAX_WALL_MS,
+    BudgetTokens,
+    BudgetUsd,
     CallCount,
     Seed,
     WallMs,
@@ -30,10 +33,14 @@ from workflows.inputs import StrictModel
 from workflows.sim_options import ModelSpec
 
 __all__ = [
+    "CaptureFailure",
+    "CheckNotifiersInput",
     "ExtendPlanBudgetInput",
     "ExtendPlanBudgetResult",
     "GateDecisionResult",
     "LandedInput",
+    "LedgerStatus",
+    "NotifyGateInput",
     "PathsInput",
     "PendingGate",
     "PendingPause",
@@ -112,6 +119,23 @@ class PendingGate(BaseModel):
     token: str
     decisions: list[str] = ["approve", "revise", "kill"]
     round: int = 0
+    deadline_at: str | None = None
+    """When ``default`` decides if nobody has (ISO 8601, UTC); None: the gate waits forever."""
+    default: str | None = None
+    escalate_at: str | None = None
+    """When the gate escalates (``gate.escalated``, a post to ``notify``) if still undecided."""
+    escalated: bool = False
+    notify: str | None = None
+    """The worker's notifier the escalation posts to (its name, never its URL)."""
+
+
+class CaptureFailure(BaseModel):
+    """A training pair that was not written (``capture.failed``): never a run outcome."""
+
+    step: str
+    mode: Literal["capture", "backfill"] | None = None
+    reason: Literal["threw", "unserializable", "empty-output", "io"]
+    detail: str | None = Field(default=None, max_length=501)
 
 
 class PendingPause(BaseModel):
@@ -133,12 +157,31 @@ class PlanBudgetStatus(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     usd: float = 0.0
+    tokens_limit: int | None = None
+    """Input + output tokens the run may spend (None: no limit)."""
+    usd_limit: float | None = None
     need: str | None = None
     """Why the run waits for an extension (awaiting_budget / awaiting_wall_clock)."""
     waited_ms: int = 0
     """Time the run waited for a person (pauses, human gates, budget extensions), the open
     wait excluded (see ``PlanStatus.waiting_since``). Never counted in ``wall_spent_ms``: the
     wall budget is agent time."""
+
+
+class LedgerStatus(BaseModel):
+    """A nested ledger (plans-part2.md 6): a step's own, a fan-out's, a sub-flow's. None: no
+    limit of that kind at this level (the run's ledger is ``PlanStatus.budget``)."""
+
+    owner: str
+    scope: Literal["step", "subflow"]
+    calls_limit: int | None = None
+    calls_spent: int = 0
+    tokens_limit: int | None = None
+    tokens_spent: int = 0
+    usd_limit: float | None = None
+    usd_spent: float = 0.0
+    wall_limit_ms: int | None = None
+    wall_spent_ms: int = 0
 
 
 class PlanStatus(BaseModel):
@@ -159,6 +202,12 @@ class PlanStatus(BaseModel):
     simulated: bool = False
     waiting_since: str | None = None
     """When the open wait for a person began (ISO 8601, UTC); None while agents run."""
+    ledgers: list[LedgerStatus] = []
+    """The nested ledgers, in plan order (steps, fan-outs and sub-flows with a ``budget``)."""
+    capture_failures: list[CaptureFailure] = []
+    """Training pairs not written (``training_pairs: true``); capture never fails a run."""
+    deadline_decided: list[str] = []
+    """Gates their deadline decided: a decision sent to one now is ``stale-gate-token``."""
 
 
 class PlanRunResult(BaseModel):
@@ -169,6 +218,7 @@ class PlanRunResult(BaseModel):
     calls: int = 0
     usd: float = 0.0
     simulated: bool = False
+    capture_failures: list[CaptureFailure] = []
 
 
 class ResumeInput(StrictModel):
@@ -192,14 +242,20 @@ class GateDecisionResult(BaseModel):
 
 
 class ExtendPlanBudgetInput(StrictModel):
+    """New absolute limits (fields left None keep theirs): every limit that can pause a run."""
+
     calls: CallCount | None = None
     wall_ms: WallMs | None = None
+    tokens: BudgetTokens | None = Field(default=None, description="input + output tokens")
+    usd: BudgetUsd | None = None
 
 
 class ExtendPlanBudgetResult(BaseModel):
     calls_limit: int
     wall_limit_ms: int
     summary: str
+    tokens_limit: int | None = None
+    usd_limit: float | None = None
 
 
 # -- workspace activities ------------------------------------------------------------------
@@ -220,3 +276,23 @@ class WriteSnapshot(BaseModel):
 class LandedInput(BaseModel):
     workspace: str
     before: WriteSnapshot
+
+
+# -- gate escalation activities --------------------------------------------------------------
+
+
+class CheckNotifiersInput(BaseModel):
+    """Preflight: the notifier names a plan's escalations use (``escalation-unroutable``)."""
+
+    names: list[str]
+
+
+class NotifyGateInput(BaseModel):
+    """One escalation post. The body is exactly ``{run_id, step, deadline_at, command}``: no
+    token (whoever reads the webhook must still ask the run, which checks who may decide)."""
+
+    notifier: str
+    run_id: str
+    step: str
+    deadline_at: str | None = None
+    command: str

@@ -11,7 +11,7 @@ take" and "how long did its agents take" are both answered.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from temporalio import workflow
 
@@ -25,13 +25,22 @@ __all__ = ["wait_for_person"]
 
 
 async def wait_for_person(
-    run: PlanRunState, state: RunState, reason: Reason, until: Callable[[], bool]
+    run: PlanRunState,
+    state: RunState,
+    reason: Reason,
+    until: Callable[[], bool],
+    *,
+    wait: Callable[[], Awaitable[None]] | None = None,
 ) -> int:
-    """Show the wait (state, trace on disk), wait for ``until``; returns the ms waited."""
+    """Show the wait (state, trace on disk), wait for ``until`` (or run ``wait``, which
+    returns once it holds: a gate's timers); returns the ms waited."""
     run.wait_state(state, reason)
     run.waiting_since = workflow.now()
     await write_trace(run)
-    await workflow.wait_condition(until)
+    if wait is not None:
+        await wait()
+    else:
+        await workflow.wait_condition(until)
     waited = workflow.now() - run.waiting_since
     waited_ms = max(0, int(waited.total_seconds() * 1000))
     run.waited_ms += waited_ms
