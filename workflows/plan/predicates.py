@@ -58,6 +58,9 @@ class AttemptScope:
     item: Any = None
     item_index: int | None = None
     iteration: int | None = None
+    causes: tuple[int, ...] = ()
+    """Caused-by edges of the attempt's dispatches besides its deps' (a chain member's
+    region)."""
 
 
 def file_predicates(plan: Plan) -> bool:

@@ -22,7 +22,14 @@ from workflows.plan.routing import route, step_family
 from workflows.plan.run_record import PlanFailure
 from workflows.plan.run_types import PlanRunInput
 
-__all__ = ["check_trace", "declared_paths", "open_ledger", "qe_waivers", "route_models"]
+__all__ = [
+    "check_trace",
+    "declared_paths",
+    "default_calls_differ",
+    "open_ledger",
+    "qe_waivers",
+    "route_models",
+]
 
 
 def check_trace(plan: Plan) -> None:
@@ -118,7 +125,16 @@ def qe_waivers(plan: Plan, models: dict[str, str], input: PlanRunInput) -> list[
     return waivers
 
 
-def open_ledger(plan: Plan, input: PlanRunInput) -> PlanLedger:
+def default_calls_differ(plan: Plan) -> bool:
+    """Whether the default call budget is a per-item one that the reference's rule (a chain
+    member once) would set lower: only then does the workflow ask which rule its history
+    ran with."""
+    walk = boundaries(plan)
+    per_item = plan_totals(plan, walk)
+    return per_item.default_calls != plan_totals(plan, walk, per_item=False).default_calls
+
+
+def open_ledger(plan: Plan, input: PlanRunInput, *, per_item: bool = True) -> PlanLedger:
     """The run's ledger; refused when an explicit budget cannot fit the worst boundary."""
     walk = boundaries(plan)
     override, declared = input.budget, plan.budget
@@ -132,7 +148,7 @@ def open_ledger(plan: Plan, input: PlanRunInput) -> PlanLedger:
     if bad is not None:
         raise PlanFailure(Reason.RESERVATION_UNSATISFIABLE, bad[1])
     return PlanLedger.start(
-        plan_totals(plan, walk),
+        plan_totals(plan, walk, per_item=per_item),
         calls=calls,
         wall_ms=wall,
         tokens=override.tokens if override else None,

@@ -18,6 +18,7 @@ body is named by its scoped id (``<run step>/<child>``) in everything it records
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -47,7 +48,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan_run.iterate import iterate
     from workflows.plan_run.pacing import Pacer
 
-__all__ = ["PROMPT_CEILING_CHARS", "Dispatcher", "SettledHook", "budget_failure"]
+__all__ = ["PROMPT_CEILING_CHARS", "Dispatcher", "Redo", "SettledHook", "budget_failure"]
 
 SettledHook = Callable[[AgentStep, str, str, "int | None", str], Awaitable[None]]
 """Called once an agent step's attempt succeeds: (step, prompt as sent, output, item index,
@@ -69,6 +70,16 @@ _REASON_OF = {
     "policy-refusal": Reason.POLICY_REFUSAL,
     "transport": Reason.DISPATCH_DEAD,
 }
+
+
+@dataclass(frozen=True)
+class Redo:
+    """A model gate re-runs its fail route: the route step's upstream is its own previous
+    output (plans.md "Run" 4, as the reference does)."""
+
+    gate: str
+    """The gate's scoped id."""
+    previous: Any
 
 
 def failure_class(exc: ActivityError) -> tuple[str, str]:
@@ -130,6 +141,9 @@ class Dispatcher:
         self.pacer = Pacer()
         """Bounds the invocations one workflow task starts (a region's branches)."""
         self.on_settled: SettledHook | None = None
+        self.settled_at: dict[str, int] = {}
+        """``step[:item]`` -> seq of its last successful ``settled`` (a chain member's edge
+        to the member before it in the same branch)."""
 
     async def invoke(
         self,
@@ -140,19 +154,23 @@ class Dispatcher:
         item: Any = None,
         item_index: int | None = None,
         scope: str | None = None,
+        redo: Redo | None = None,
+        causes: tuple[int, ...] = (),
     ) -> str:
         """The step's output text, or ``PlanFailure`` once its attempts are spent. ``scope``:
-        the run step whose body the step is in (None: the top level)."""
+        the run step whose body the step is in (None: the top level); ``causes``: caused-by
+        edges its dispatches carry besides its deps' (a region's, for a chain member)."""
         sid = scoped(scope, step.id)
         own = self.ledgers.own(sid)
+        at = _At(item, item_index, redo, causes)
         if own is None:
-            return await self._occurrence(step, sid, inputs, outputs, item, item_index)
+            return await self._occurrence(step, sid, inputs, outputs, at)
         why = own.refusal(occurrence(step))
         if why is not None:
             raise budget_failure(self.record, Exhausted(sid, "step", why), sid)
         own.hold(occurrence(step))
         try:
-            return await self._occurrence(step, sid, inputs, outputs, item, item_index)
+            return await self._occurrence(step, sid, inputs, outputs, at)
         finally:
             own.release()
 
@@ -162,9 +180,9 @@ class Dispatcher:
         sid: str,
         inputs: Mapping[str, Any],
         outputs: Mapping[str, Any],
-        item: Any,
-        item_index: int | None,
+        at: _At,
     ) -> str:
+        item, item_index, redo = at.item, at.item_index, at.redo
         contract = (
             self.plan.contracts.get(step.out) if isinstance(step, AgentStep) and step.out else None
         )
@@ -182,10 +200,11 @@ class Dispatcher:
             contract=contract,
             item=item,
             has_item=item_index is not None,
-            upstream=upstream,
+            upstream=upstream if redo is None else redo.previous,
+            redo_of=None if redo is None else redo.gate,
         )
         self.pacer.charge(len(prompt))
-        scope = AttemptScope(inputs, outputs, item, item_index)
+        scope = AttemptScope(inputs, outputs, item, item_index, causes=at.causes)
         if isinstance(step, AgentStep) and step.iterate is not None:
             return await iterate(self, step, sid, prompt, contract, scope)
         return await self.attempts(step, sid, prompt, contract, scope)
@@ -214,7 +233,7 @@ class Dispatcher:
                     f"{PROMPT_CEILING_CHARS} ceiling; fix: pass less upstream text",
                     step=sid,
                 )
-            text, klass, message = await self._dispatch(step, sid, prompt, item_index)
+            text, klass, message = await self._dispatch(step, sid, prompt, item_index, scope.causes)
             if klass is not None:
                 if klass in step.retry.on and not last:
                     continue
@@ -264,7 +283,12 @@ class Dispatcher:
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def _dispatch(
-        self, step: AgentStep | GateStep, sid: str, prompt: str, item_index: int | None
+        self,
+        step: AgentStep | GateStep,
+        sid: str,
+        prompt: str,
+        item_index: int | None,
+        causes: tuple[int, ...] = (),
     ) -> tuple[str | None, str | None, str]:
         """One invocation: (text, None, "") or (None, failure class, message)."""
         writes = list(step.artifacts.writes)
@@ -288,7 +312,7 @@ class Dispatcher:
         prefix = sid[: -len(step.id)]  # "<run step>/" in a body: the deps are its siblings
         seq = self.record.event(
             "dispatched",
-            caused_by=self.record.causes([prefix + d for d in step.deps]),
+            caused_by=sorted({*self.record.causes([prefix + d for d in step.deps]), *causes}),
             step=sid,
             invocation=invocation,
             attempt=n,
@@ -349,7 +373,9 @@ class Dispatcher:
                     f"{sid}: " + "; ".join(problems) + " (never retried)",
                     step=sid,
                 )
-        self._settled(sid, seq, invocation, ok=True, chars=len(response.text))
+        self.settled_at[key] = self._settled(
+            sid, seq, invocation, ok=True, chars=len(response.text)
+        )
         return response.text, None, ""
 
     def spend_call(self, sid: str) -> None:
@@ -388,11 +414,12 @@ class Dispatcher:
             wall_ms=_ms_since(started),
         )
 
-    def _settled(self, step_id: str, seq: int, invocation: str, **data: Any) -> None:
+    def _settled(self, step_id: str, seq: int, invocation: str, **data: Any) -> int:
         settled = self.record.event(
             "settled", caused_by=[seq], step=step_id, invocation=invocation, **data
         )
         self.record.last_settled[step_id] = settled
+        return settled
 
     def _bill(self, invocation: str, step_id: str, model: str, response: ModelResponse) -> None:
         usd = response.usd or 0.0
@@ -426,6 +453,16 @@ class Dispatcher:
             retry_policy=WORKSPACE_RETRY,
         )
         return result
+
+
+@dataclass(frozen=True)
+class _At:
+    """Where one occurrence runs: its fan-out item, a gate's redo, extra caused-by edges."""
+
+    item: Any = None
+    item_index: int | None = None
+    redo: Redo | None = None
+    causes: tuple[int, ...] = ()
 
 
 def _ms_since(started: Any) -> int:

@@ -23,6 +23,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.preflight import (
         check_trace,
         declared_paths,
+        default_calls_differ,
         open_ledger,
         qe_waivers,
         route_models,
@@ -38,6 +39,7 @@ __all__ = ["WRITE_RETRY", "check_start_args", "preflight"]
 
 WRITE_RETRY = RetryPolicy(maximum_attempts=10, non_retryable_error_types=["ValueError"])
 WORKSPACE_ROOTS_PATCH = "plan-workspace-roots"
+DEFAULT_PER_ITEM_PATCH = "plan-default-budget-per-item"
 
 
 def check_start_args(run: PlanRunState, plan: Plan) -> str | None:
@@ -103,7 +105,10 @@ async def preflight(run: PlanRunState, plan: Plan) -> Dispatcher:
     for step_id, waiver in qe_waivers(plan, models, run.input):
         run.record.waivers.append(waiver)
         run.record.event("waiver", step=step_id, message=waiver)
-    run.ledger = open_ledger(plan, run.input)
+    # The default call budget counts every region item (histories from before the rule
+    # replay with the reference's, a chain member once).
+    per_item = not default_calls_differ(plan) or workflow.patched(DEFAULT_PER_ITEM_PATCH)
+    run.ledger = open_ledger(plan, run.input, per_item=per_item)
     run.ledgers = Ledgers.for_plan(plan)
 
     def provider_wait(until: datetime | None) -> None:
