@@ -87,8 +87,9 @@ class PlanRecord:
     def causes(self, deps: list[str]) -> list[int]:
         return [self.last_settled[d] for d in deps if d in self.last_settled]
 
-    def trace_jsonl(self) -> str:
-        return "".join(e.model_dump_json() + "\n" for e in self.events)
+    def trace_jsonl(self, start: int = 0) -> str:
+        """The trace's lines from event ``start`` on (0: the whole trace)."""
+        return "".join(e.model_dump_json() + "\n" for e in self.events[start:])
 
     def cost_json(
         self, *, run_id: str, plan: str, outcome: str, wall_ms: int, waited_ms: int = 0

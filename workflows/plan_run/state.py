@@ -103,6 +103,9 @@ class PlanRunState:
         """Gate step -> the token its deadline voided (a late decision is stale-gate-token)."""
         self.side_tasks: list[asyncio.Task[None]] = []
         """Work the walk does not wait for (escalation posts); the run's end waits for it."""
+        self.shipped_lines: dict[str, int] = {}
+        """``trace.jsonl`` / ``calls.jsonl`` -> lines written to the run directory so far:
+        later writes send only what is new (``finish.write_trace``)."""
         self.capture_failures: list[CaptureFailure] = []
         """Training pairs not written, the first ``MAX_CAPTURE_FAILURES`` (all are traced)."""
 
