@@ -174,7 +174,8 @@ def render_plan_report(run_dir: Path) -> str:
         ("invocations", str(cost.get("invocations", 0))),
         ("tokens", f"{cost.get('input_tokens', 0)} in, {cost.get('output_tokens', 0)} out"),
         ("usd", _usd(float(cost.get("usd", 0.0)), int(cost.get("unpriced_invocations", 0)))),
-        ("wall", f"{cost.get('wall_ms', 0) / 1000:.1f} s"),
+        ("wall", f"{cost.get('wall_ms', 0) / 1000:.1f} s charged"),
+        ("elapsed", f"{cost.get('elapsed_ms', cost.get('wall_ms', 0)) / 1000:.1f} s"),
     ]
     if closed.get("route"):
         facts.append(("route", f"terminal:{closed['route']}"))

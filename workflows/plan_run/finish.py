@@ -70,9 +70,9 @@ async def _side_tasks(run: PlanRunState, *, cancel: bool) -> None:
 
 
 async def write_trace(run: PlanRunState, *, final: bool = False) -> None:
-    wall_ms = 0
+    elapsed_ms = 0
     if run.wall_started is not None:
-        wall_ms = int((workflow.now() - run.wall_started).total_seconds() * 1000)
+        elapsed_ms = int((workflow.now() - run.wall_started).total_seconds() * 1000)
     grown = {
         "trace.jsonl": (len(run.record.events), run.record.trace_jsonl),
         "calls.jsonl": (len(run.record.calls), lambda start: calls_jsonl(run.record.calls[start:])),
@@ -82,8 +82,10 @@ async def write_trace(run: PlanRunState, *, final: bool = False) -> None:
             run_id=run.run_id,
             plan=run.plan.name if run.plan else "",
             outcome=run.state,
-            wall_ms=wall_ms,
+            # The wall the budget charged, as status shows it (waits for a person are not).
+            wall_ms=run.ledger.wall_spent_ms if run.ledger is not None else 0,
             waited_ms=run.waited_ms,
+            elapsed_ms=elapsed_ms,
         ),
         "graph.json": graph_json(run.plan, run.record.steps),
     }
