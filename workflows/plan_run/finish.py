@@ -19,6 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.heartbeats import HEARTBEAT_TIMEOUT
     from activities.plan.files import WRITE_PLAN_FILES
     from activities.run_store import FILES_GAP, WRITE_RUN_FILES, FileAppend, WriteRunFilesInput
+    from workflows.plan.preflight import REQE_DEBT_FILE
     from workflows.plan.run_files import calls_jsonl, graph_json
     from workflows.plan.run_types import RunState
     from workflows.plan_run.preflight import WRITE_RETRY
@@ -89,6 +90,8 @@ async def write_trace(run: PlanRunState, *, final: bool = False) -> None:
         ),
         "graph.json": graph_json(run.plan, run.record.steps),
     }
+    if run.reqe_debt is not None:
+        files[REQE_DEBT_FILE] = run.reqe_debt
     appends = {
         name: FileAppend(after_lines=run.shipped_lines[name], text=lines(run.shipped_lines[name]))
         for name, (_, lines) in grown.items()

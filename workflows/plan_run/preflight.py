@@ -21,11 +21,14 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.ledgers import Ledgers
     from workflows.plan.model import PauseStep, Plan
     from workflows.plan.preflight import (
+        REQE_DEBT_FILE,
         check_trace,
         declared_paths,
         default_calls_differ,
         open_ledger,
+        qe_unchecked,
         qe_waivers,
+        reqe_debt,
         route_models,
     )
     from workflows.plan.reasons import Reason
@@ -102,9 +105,22 @@ async def preflight(run: PlanRunState, plan: Plan) -> Dispatcher:
         )
         if problems:
             raise PlanFailure(Reason.ARTIFACT_PATH_ESCAPES_ROOT, "; ".join(problems))
+    waived = []
     for step_id, waiver in qe_waivers(plan, models, run.input):
         run.record.waivers.append(waiver)
-        run.record.event("waiver", step=step_id, message=waiver)
+        run.record.event("waiver", step=step_id, message=waiver, debt=REQE_DEBT_FILE)
+        waived.append(step_id)
+    if waived and run.input.coder_family:
+        run.reqe_debt = reqe_debt(
+            run_id=run.run_id,
+            plan=plan.name,
+            coder_family=run.input.coder_family,
+            steps=waived,
+            emitted_at=workflow.now().isoformat(),
+        )
+    for step_id in qe_unchecked(plan, run.input):
+        # Nobody said who wrote the code, so nothing can be checked: say so in the trace.
+        run.record.event("qe.unchecked", step=step_id, fix="--coder-family FAMILY")
     # The default call budget counts every region item (histories from before the rule
     # replay with the reference's, a chain member once).
     per_item = not default_calls_differ(plan) or workflow.patched(DEFAULT_PER_ITEM_PATCH)

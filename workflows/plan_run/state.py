@@ -103,6 +103,8 @@ class PlanRunState:
         """Gate step -> the token its deadline voided (a late decision is stale-gate-token)."""
         self.side_tasks: list[asyncio.Task[None]] = []
         """Work the walk does not wait for (escalation posts); the run's end waits for it."""
+        self.reqe_debt: str | None = None
+        """The re-QE debt record a same-family QE waiver owes (``reqe-due.json``)."""
         self.shipped_lines: dict[str, int] = {}
         """``trace.jsonl`` / ``calls.jsonl`` -> lines written to the run directory so far:
         later writes send only what is new (``finish.write_trace``)."""
