@@ -27,6 +27,7 @@ from workflows.plan.model import (
     FanoutStep,
     Judged,
     Plan,
+    RunStep,
     SetStep,
 )
 from workflows.plan.refs import extract_json
@@ -61,6 +62,8 @@ class AttemptScope:
     causes: tuple[int, ...] = ()
     """Caused-by edges of the attempt's dispatches besides its deps' (a chain member's
     region)."""
+    prefix: str | None = None
+    """The ``run`` step whose body the attempt is in (None: the top level)."""
 
 
 def file_predicates(plan: Plan) -> bool:
@@ -88,10 +91,24 @@ def _parsed(text: Any) -> Any:
         return text  # an output that broke its contract later still has its text
 
 
-def output_value(plan: Plan, step_id: str, raw: Any) -> Any:
-    """A settled output as an expression reads it (``steps["<id>"]``)."""
+def _step_in(plan: Plan, step_id: str, prefix: str | None) -> Any:
+    """The step ``step_id`` names in a scope: the top level, or the body of the ``run`` step
+    ``prefix`` (a child id may repeat a top-level id; flows do not nest)."""
+    if prefix is None:
+        return plan.step(step_id)
+    caller = plan.step(prefix)
+    flow = plan.flows.get(caller.flow) if isinstance(caller, RunStep) else None
+    for child in flow.steps if flow is not None else []:
+        if child.id == step_id:
+            return child
+    raise KeyError(step_id)
+
+
+def output_value(plan: Plan, step_id: str, raw: Any, prefix: str | None = None) -> Any:
+    """A settled output as an expression reads it (``steps["<id>"]``; ``prefix``: the run
+    step whose body the expression is in)."""
     try:
-        step = plan.step(step_id)
+        step = _step_in(plan, step_id, prefix)
     except KeyError:
         return raw
     if isinstance(step, AgentStep) and step.out is not None:
@@ -124,7 +141,9 @@ def bindings(
         out["input"] = dict(scope.inputs)
     if "steps" in names:
         out["steps"] = {
-            s: output_value(plan, s, scope.outputs[s]) for s in read if s in scope.outputs
+            s: output_value(plan, s, scope.outputs[s], scope.prefix)
+            for s in read
+            if s in scope.outputs
         }
     if "result" in names and result is not _NOT_BOUND:
         out["result"] = result

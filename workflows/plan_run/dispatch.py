@@ -162,7 +162,7 @@ class Dispatcher:
         edges its dispatches carry besides its deps' (a region's, for a chain member)."""
         sid = scoped(scope, step.id)
         own = self.ledgers.own(sid)
-        at = _At(item, item_index, redo, causes)
+        at = _At(item, item_index, redo, causes, scope)
         if own is None:
             return await self._occurrence(step, sid, inputs, outputs, at)
         why = own.refusal(occurrence(step))
@@ -204,7 +204,7 @@ class Dispatcher:
             redo_of=None if redo is None else redo.gate,
         )
         self.pacer.charge(len(prompt))
-        scope = AttemptScope(inputs, outputs, item, item_index, causes=at.causes)
+        scope = AttemptScope(inputs, outputs, item, item_index, causes=at.causes, prefix=at.prefix)
         if isinstance(step, AgentStep) and step.iterate is not None:
             return await iterate(self, step, sid, prompt, contract, scope)
         return await self.attempts(step, sid, prompt, contract, scope)
@@ -463,6 +463,7 @@ class _At:
     item_index: int | None = None
     redo: Redo | None = None
     causes: tuple[int, ...] = ()
+    prefix: str | None = None
 
 
 def _ms_since(started: Any) -> int:
