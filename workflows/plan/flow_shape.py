@@ -2,9 +2,8 @@
 
 Pure. A body takes agent steps, model gates and set steps only (``flow.step_kind``: waits stay
 top-level and a ``run`` step cannot call a flow from a flow, so there is no recursion); every body
-step is
-parsed as a top-level step is (``shape.parse_step``, paths ``flows.NAME.steps[i]``), then the
-body is checked under part 1's rules (``rules.check_body``). The result is each flow's
+step is parsed as a top-level step is (``shape.parse_step``, paths ``flows.NAME.steps[i]``), then
+the body is checked under part 1's rules (``rules.check_body``). The result is each flow's
 signature, which the ``run`` steps that call it are checked against.
 """
 
