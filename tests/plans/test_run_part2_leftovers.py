@@ -3,13 +3,17 @@
 
 from __future__ import annotations
 
+import copy
+import json
 from typing import Any
 
+from jsonschema import Draft202012Validator
 from temporalio.client import Client
 
 from activities.config import Settings
 from tests.plans.run_helpers import agent, failure, plan_doc, start, status, trace
 from workflows.plan.run_types import PlanRunResult
+from workflows.plan.schema import shipped_schema
 from workflows.plan.validate import validate_document
 
 
@@ -71,3 +75,55 @@ async def test_a_set_child_computes_values_in_its_flow(
     failing["flows"]["score"]["steps"][0]["set"]["chars"] = "input.missing"
     error = await failure(client, worker_queue, failing)
     assert error.type == "expr-failed" and "check/measure" in error.message
+
+
+def test_the_published_schema_refuses_what_the_validator_refuses_in_pattern_keyed_maps() -> None:
+    schema = shipped_schema()
+    validator = Draft202012Validator(json.loads(schema))
+    good = scored()
+    assert not list(validator.iter_errors(good))
+    for where, bad in (
+        ("set", lambda d: d["flows"]["score"]["steps"][0]["set"].update({"not-a-key": "1"})),
+        ("with", lambda d: d["steps"][1]["with"].update({"bad key": "x"})),
+        ("contracts", lambda d: d["contracts"].update({"1st": {"n": "integer"}})),
+        ("flows", lambda d: d["flows"].update({"Upper": d["flows"]["score"]})),
+    ):
+        doc = copy.deepcopy(good)
+        bad(doc)
+        assert list(validator.iter_errors(doc)), where
+        assert validate_document(doc).errors, where
+
+
+def test_ensure_on_a_run_step_validates_like_a_step() -> None:
+    doc = scored(ensure=[{"expr": "result.chars > 0"}, {"file_exists": "../out.txt"}])
+    codes = [(e.code, e.path) for e in validate_document(doc).errors]
+    assert codes == [("path.escapes_root", "steps[1].ensure[1].file_exists")]
+    doc = scored(ensure=[{"judged": {"statement": "it is short"}}])
+    (error,) = validate_document(doc).errors
+    assert error.code == "ensure.form" and "a run step is not a boundary" in error.message
+    doc = scored(ensure=[{"expr": "item == 1"}])
+    assert [e.code for e in validate_document(doc).errors] == ["expr.unknown_name"]
+
+
+async def test_ensure_on_a_run_step_checks_the_flows_output_and_is_never_retried(
+    client: Client, worker_queue: str, settings: Settings
+) -> None:
+    held = await start(client, worker_queue, scored(ensure=[{"expr": "result.chars == 13"}]))
+    result: PlanRunResult = await held.result()
+    assert result.outputs["check"]["chars"] == 13
+    checked = [
+        r["data"] for r in trace(settings.runs_dir, held.id) if r["type"] == "ensure.checked"
+    ]
+    assert checked == [
+        {"step": "check", "index": 0, "form": "expr", "holds": True, "reason": "true"}
+    ]
+
+    error = await failure(client, worker_queue, scored(ensure=[{"expr": "result.long"}]))
+    assert error.type == "ensure-failed" and "check: ensure[0] expr failed" in error.message
+    assert "never re-run" in error.message
+
+    # routed by the run step's on_fail, as a child's failure is
+    routed = scored(ensure=[{"expr": "result.long"}], on_fail="rescue")
+    routed["steps"][2] = agent("rescue", "Recover.", "rescued")
+    result = await (await start(client, worker_queue, routed)).result()
+    assert result.outputs["rescue"] == "rescued" and "check" not in result.outputs

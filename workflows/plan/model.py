@@ -464,6 +464,11 @@ class RunStep(_Vendor):
         default_factory=LedgerBudget, description="the sub-flow's ledger: every child's calls"
     )
     out: ContractName | None = None
+    ensure: list[Ensure] = Field(
+        default_factory=list,
+        max_length=MAX_ENSURES,
+        description="checked on the flow's output (result), after out; never retried",
+    )
     on_fail: StepId | None = None
 
 

@@ -72,7 +72,7 @@ def file_predicates(plan: Plan) -> bool:
     return any(
         isinstance(p, EnsureFileExists | EnsureFileContains)
         for s in plan.steps
-        if isinstance(s, AgentStep | SetStep)
+        if isinstance(s, AgentStep | SetStep | RunStep)
         for p in s.ensure
     )
 
@@ -161,9 +161,10 @@ def bound_bytes(values: Mapping[str, Any]) -> int:
     return len(text.encode("utf-8", "backslashreplace"))
 
 
-def result_of(step: AgentStep | SetStep, text: Any) -> Any:
-    """``result`` of an attempt: parsed JSON with an ``out`` contract, else the text."""
-    return _parsed(text) if step.out is not None else text
+def result_of(step: AgentStep | SetStep | RunStep, text: Any) -> Any:
+    """``result`` of an attempt: parsed JSON with an ``out`` contract, else the text (a run
+    step's typed output, a list or a map, is its result as it is)."""
+    return _parsed(text) if step.out is not None and isinstance(text, str) else text
 
 
 def judge_prompt(judged: Judged, output: str) -> str:
