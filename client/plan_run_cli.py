@@ -24,6 +24,7 @@ from temporalio.service import RPCError
 
 from activities.config import Settings, load_settings
 from activities.errors import ConfigError
+from client.hints import ponder_program
 from client.plan_cli import check_text
 from client.plan_input import EXECUTOR_HELP, WORKSPACE_HELP, routing, run_workspace
 from client.runs import (
@@ -149,14 +150,16 @@ def continue_command(s: PlanStatus) -> str:
     """The exact command that continues a paused run."""
     if s.state == "awaiting_input" and s.pending_pause:
         value = "JSON" if s.pending_pause.json_schema else "VALUE"
-        return f"ponder resume {s.run_id} --arg {s.pending_pause.resume_arg}={value}"
+        return f"{ponder_program()} resume {s.run_id} --arg {s.pending_pause.resume_arg}={value}"
     if s.state == "awaiting_gate" and s.pending_gates:
-        return f"ponder gate approve|revise|kill {s.run_id} {s.pending_gates[0].step}"
+        # Runnable as printed; the other decisions are named beside it.
+        step = s.pending_gates[0].step
+        return f"{ponder_program()} gate approve {s.run_id} {step}  (or: revise, kill)"
     if s.budget and s.state == "awaiting_wall_clock":
-        return f"ponder plan extend {s.run_id} --wall-ms {max(s.budget.wall_cap_ms, 1)}"
+        return f"{ponder_program()} plan extend {s.run_id} --wall-ms {max(s.budget.wall_cap_ms, 1)}"
     if s.budget:
-        return f"ponder extend {s.run_id} --calls {s.budget.calls_cap}"
-    return f"ponder status {s.run_id}"
+        return f"{ponder_program()} extend {s.run_id} --calls {s.budget.calls_cap}"
+    return f"{ponder_program()} status {s.run_id}"
 
 
 def _signature(s: PlanStatus) -> tuple[str, str | None, tuple[str, ...]]:
@@ -332,7 +335,8 @@ async def _send(
     if detach_after:
         if session.embedded:
             spawn_background_worker(session.settings)
-        click.echo(f"{update} accepted; the run goes on: ponder watch {handle.id}", err=True)
+        follow_it = f"{ponder_program()} watch {handle.id}"
+        click.echo(f"{update} accepted; the run goes on: {follow_it}", err=True)
         sys.exit(0)
     # An extension answers only a budget pause; a run waiting for a person still waits, and
     # following it must report that wait at once rather than wait for another.
@@ -412,12 +416,21 @@ def gate(ctx: click.Context, decision: str, run_id: str, step: str, detach: bool
 @click.argument("run_id")
 @click.option("--calls", type=int, default=None, help="New absolute call limit.")
 @click.option("--wall-ms", type=int, default=None, help="New absolute wall-clock limit (ms).")
-@click.option("--detach", is_flag=True, help="Extend and return without following the run.")
+@click.option(
+    "--follow", is_flag=True, help="Keep watching the run after the extension is accepted."
+)
+@click.option("--detach", is_flag=True, hidden=True, help="The default now: return once accepted.")
 @click.pass_context
 def extend_plan(
-    ctx: click.Context, run_id: str, calls: int | None, wall_ms: int | None, detach: bool
+    ctx: click.Context,
+    run_id: str,
+    calls: int | None,
+    wall_ms: int | None,
+    follow: bool,
+    detach: bool,
 ) -> None:
-    """Raise a plan run's budget (within its cap) so a budget pause continues."""
+    """Raise a plan run's budget (within its cap) so a budget pause continues; returns once the
+    extension is accepted (--follow keeps watching the run)."""
     if calls is None and wall_ms is None:
         raise ConfigError("give --calls N and/or --wall-ms M")
     finish(
@@ -427,7 +440,7 @@ def extend_plan(
                 run_id,
                 UPDATE_EXTEND_BUDGET,
                 lambda _: ExtendPlanBudgetInput(calls=calls, wall_ms=wall_ms),
-                detach_after=detach,
+                detach_after=detach or not follow,
             )
         )
     )

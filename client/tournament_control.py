@@ -22,6 +22,7 @@ from activities.config import Settings, load_settings
 from activities.errors import ConfigError
 from client import campaign_control
 from client.budget_extend import extend_budget, new_limits, require_a_limit
+from client.hints import ponder_program
 from client.plan_run_cli import (
     extend_plan_run,
     finish,
@@ -228,7 +229,13 @@ def watch(ctx: click.Context, run_id: str) -> None:
 @click.option("--usd", default=None, help="New max_usd (absolute, or +X).")
 @click.option("--input-tokens", default=None, help="New max_input_tokens (or +N).")
 @click.option("--output-tokens", default=None, help="New max_output_tokens (or +N).")
-@click.option("--detach", is_flag=True, help="Extend and return without following the run.")
+@click.option(
+    "--follow",
+    "keep_following",
+    is_flag=True,
+    help="Keep watching the run after the new limits are accepted.",
+)
+@click.option("--detach", is_flag=True, hidden=True, help="The default now: return once accepted.")
 @click.pass_context
 def extend(
     ctx: click.Context,
@@ -237,9 +244,11 @@ def extend(
     usd: str | None,
     input_tokens: str | None,
     output_tokens: str | None,
+    keep_following: bool,
     detach: bool,
 ) -> None:
-    """Raise a run's budget limits; a paused run continues where it stopped."""
+    """Raise a run's budget limits; a paused run continues where it stopped. Returns once the
+    new limits are accepted (--follow keeps watching the run)."""
     require_a_limit(calls, usd, input_tokens, output_tokens)
     settings = _settings(ctx)
     given = {
@@ -248,23 +257,32 @@ def extend(
         "input_tokens": input_tokens,
         "output_tokens": output_tokens,
     }
+    returns = detach or not keep_following
 
     async def go() -> Followed:
         # A worker here answers the query; with --detach a background one continues the run.
         async with open_session(settings) as session:
             handle = await _handle(session, run_id)
-            kind = (await handle.describe()).workflow_type
+            description = await handle.describe()
+            if description.status != WorkflowExecutionStatus.RUNNING:
+                # Temporal would refuse the update with "workflow not found": say what it is.
+                raise ConfigError(
+                    f"run.ended: run {run_id} has already ended "
+                    f"({state_name(description.status)}): nothing to extend"
+                )
+            kind = description.workflow_type
             if kind == PLAN_RUN:
-                return await extend_plan_run(session, handle, calls, detach)
+                return await extend_plan_run(session, handle, calls, returns)
             if kind == CAMPAIGN:
                 handle = _as_campaign(session, handle)
                 current = (await campaign_control.query_progress(handle)).budget
             else:
                 current = (await handle.query(QUERY_PROGRESS, result_type=Progress)).budget
             await extend_budget(handle, new_limits(current, **given))
-            if detach:
+            if returns:
                 if session.embedded:
                     spawn_background_worker(settings)
+                click.echo(f"the run goes on: {ponder_program()} watch {run_id}", err=True)
                 sys.exit(0)
             if kind == CAMPAIGN:
                 return await campaign_control.follow(session, handle)
