@@ -151,7 +151,9 @@ async def run_worker(
     "directory for an embedded worker.",
 )
 @click.option("--config", type=click.Path(), default=None, help="Path to ponder.toml.")
+@click.pass_context
 def worker_command(
+    ctx: click.Context,
     task_queue: str | None,
     max_concurrent_activities: int,
     rate_limits: tuple[str, ...],
@@ -174,7 +176,7 @@ def worker_command(
             '(`"calls": {"heartbeat_timeout_s": 30}`); drop the flag'
         )
     settings = load_settings(
-        config,
+        config or (ctx.obj or {}).get("config"),  # `ponder --config F worker` too
         task_queue=task_queue,
         namespace=namespace,
         temporal_tls=tls,
