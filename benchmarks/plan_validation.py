@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from workflows.plan.boundaries import boundaries, plan_totals
 from workflows.plan.model import Plan
 from workflows.plan.rules import check_plan
-from workflows.plan.validate import load_plan, validate_document, validate_text
+from workflows.plan.validate import validate_document, validate_text
 
 
 def make_plan(steps: int) -> dict[str, Any]:
@@ -119,8 +119,13 @@ def main() -> None:
         doc = make_plan(steps)
         text = json.dumps(doc)
         check = validate_document(doc)
-        assert check.ok, [e.line() for e in check.errors][:5]
-        plan = load_plan(doc)
+        # Every rule runs either way; the 1,000-step shape (file deliverables, retries, a region
+        # every ten steps) has a worst case past half of Temporal's history limit.
+        codes = {e.code for e in check.errors}
+        assert codes <= {"plan.too_large"}, [e.line() for e in check.errors][:5]
+        if codes:
+            print(f"{steps:>6} (valid but for plan.too_large: {check.errors[0].message[:60]}...)")
+        plan = Plan.model_validate(doc)  # the model alone: load_plan refuses plan.too_large
         cases: list[tuple[str, Callable[[], object]]] = [
             ("parse + validate", functools.partial(validate_text, text, filename="p.json")),
             ("validate", functools.partial(validate_document, doc)),

@@ -26,6 +26,7 @@ from activities.config import Settings, load_settings
 from activities.errors import ConfigError
 from client.hints import ponder_program
 from client.plan_cli import check_text
+from client.plan_extend import blocking_limit, plan_limits
 from client.plan_input import EXECUTOR_HELP, WORKSPACE_HELP, routing, run_workspace
 from client.runs import (
     RunFailed,
@@ -46,7 +47,6 @@ from workflows.names import (
     UPDATE_RESUME,
 )
 from workflows.plan.run_types import (
-    ExtendPlanBudgetInput,
     LedgerStatus,
     PlanBudgetOverride,
     PlanRunInput,
@@ -155,11 +155,17 @@ def continue_command(s: PlanStatus) -> str:
         # Runnable as printed; the other decisions are named beside it.
         step = s.pending_gates[0].step
         return f"{ponder_program()} gate approve {s.run_id} {step}  (or: revise, kill)"
-    if s.budget and s.state == "awaiting_wall_clock":
-        return f"{ponder_program()} plan extend {s.run_id} --wall-ms {max(s.budget.wall_cap_ms, 1)}"
-    if s.budget:
-        return f"{ponder_program()} extend {s.run_id} --calls {s.budget.calls_cap}"
-    return f"{ponder_program()} status {s.run_id}"
+    b = s.budget
+    p = ponder_program()
+    if b and s.state == "awaiting_wall_clock":
+        return f"{p} extend {s.run_id} --wall-ms {max(b.wall_cap_ms, 1)}"
+    if b and blocking_limit(b) == "tokens":
+        return f"{p} extend {s.run_id} --tokens +{max(b.input_tokens + b.output_tokens, 1)}"
+    if b and blocking_limit(b) == "usd":
+        return f"{p} extend {s.run_id} --usd +{max(b.usd, 0.01):.2f}"
+    if b:
+        return f"{p} extend {s.run_id} --calls {b.calls_cap}"
+    return f"{p} status {s.run_id}"
 
 
 def _signature(s: PlanStatus) -> tuple[str, str | None, tuple[str, ...]]:
@@ -346,22 +352,13 @@ async def _send(
 
 
 async def extend_plan_run(
-    session: Session, handle: WorkflowHandle, calls: str | None, detach_after: bool
+    session: Session, handle: WorkflowHandle, detach_after: bool, **flags: str | None
 ) -> PlanRunResult | PlanStatus:
-    """``ponder extend ID --calls N|+N`` on a plan run (``plan extend`` also takes --wall-ms)."""
-    if calls is None:
-        raise ConfigError(
-            "a plan run's budget is extended with --calls N (or +N); for wall clock use "
-            "ponder plan extend ID --wall-ms M"
-        )
+    """``ponder extend ID`` (and ``ponder plan extend ID``) on a plan run: ``--calls``,
+    ``--wall-ms``, ``--tokens``, ``--usd``, each absolute or ``+N``."""
     handle = session.client.get_workflow_handle(handle.id, result_type=PlanRunResult)
     before = await handle.query(QUERY_STATUS, result_type=PlanStatus)
-    current = before.budget.calls_limit if before.budget else 0
-    try:
-        value = current + int(calls[1:]) if calls.startswith("+") else int(calls)
-    except ValueError:
-        raise ConfigError(f"extend: --calls {calls!r}: give a number such as 12 or +4") from None
-    arg = ExtendPlanBudgetInput(calls=value)
+    arg = plan_limits(before.budget, **flags)
     return await _send(session, handle, UPDATE_EXTEND_BUDGET, arg, before, detach_after)
 
 
@@ -414,36 +411,34 @@ def gate(ctx: click.Context, decision: str, run_id: str, step: str, detach: bool
 
 @click.command("extend")
 @click.argument("run_id")
-@click.option("--calls", type=int, default=None, help="New absolute call limit.")
-@click.option("--wall-ms", type=int, default=None, help="New absolute wall-clock limit (ms).")
+@click.option("--calls", default=None, help="New call limit (absolute, or +N).")
+@click.option("--wall-ms", default=None, help="New wall-clock limit in ms (or +N).")
+@click.option("--tokens", default=None, help="New token limit, input + output (or +N).")
+@click.option("--usd", default=None, help="New USD limit (or +X).")
 @click.option(
-    "--follow", is_flag=True, help="Keep watching the run after the extension is accepted."
+    "--follow",
+    "keep_following",
+    is_flag=True,
+    help="Keep watching the run after the extension is accepted.",
 )
 @click.option("--detach", is_flag=True, hidden=True, help="The default now: return once accepted.")
 @click.pass_context
 def extend_plan(
-    ctx: click.Context,
-    run_id: str,
-    calls: int | None,
-    wall_ms: int | None,
-    follow: bool,
-    detach: bool,
+    ctx: click.Context, run_id: str, keep_following: bool, detach: bool, **flags: str | None
 ) -> None:
-    """Raise a plan run's budget (within its cap) so a budget pause continues; returns once the
-    extension is accepted (--follow keeps watching the run)."""
-    if calls is None and wall_ms is None:
-        raise ConfigError("give --calls N and/or --wall-ms M")
-    finish(
-        asyncio.run(
-            _answer(
-                _settings(ctx),
-                run_id,
-                UPDATE_EXTEND_BUDGET,
-                lambda _: ExtendPlanBudgetInput(calls=calls, wall_ms=wall_ms),
-                detach_after=detach or not follow,
-            )
-        )
-    )
+    """Raise a plan run's limits (calls and wall within the cap) so a budget pause continues;
+    returns once the extension is accepted (--follow keeps watching the run)."""
+    settings = _settings(ctx)
+    returns = detach or not keep_following
+
+    async def go() -> PlanRunResult | PlanStatus:
+        async with open_session(settings) as session:
+            handle = session.client.get_workflow_handle(check_run_id(run_id))
+            if (await handle.describe()).workflow_type != PLAN_RUN:
+                raise ConfigError(f"run {run_id} is not a plan run")
+            return await extend_plan_run(session, handle, returns, **flags)
+
+    finish(asyncio.run(go()))
 
 
 async def plan_status(handle: WorkflowHandle) -> PlanStatus:

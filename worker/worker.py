@@ -26,7 +26,7 @@ from activities.routes import task_queue_polled
 from activities.run_store import RunFileActivities, RunStore
 from activities.tournament.artifacts import TournamentArtifactActivities
 from activities.tournament.fit import adaptive_batch, fit_leaderboard
-from worker.arity import SignalArity
+from worker.arity import ControlArity
 from workflows.ask import AskWorkflow
 from workflows.call_options import provider_task_queue
 from workflows.campaign.workflow import CampaignWorkflow
@@ -96,7 +96,7 @@ async def running_worker(
                 task_queue=options.task_queue,
                 workflows=WORKFLOWS,
                 activities=activities,
-                interceptors=[SignalArity()],
+                interceptors=[ControlArity()],
                 max_concurrent_activities=options.max_concurrent_activities,
                 sticky_queue_schedule_to_start_timeout=options.sticky_timeout,
                 graceful_shutdown_timeout=options.graceful_shutdown,
