@@ -108,15 +108,14 @@ async def _ask_view(session: Session, handle: WorkflowHandle) -> dict[str, Any]:
 
 
 def _print_ask_view(view: dict[str, Any]) -> None:
-    out = Console()
-    table = Table(show_header=False, box=None, pad_edge=False)
+    """Plain lines, never a table cell: the answer's path is printed whole (a table cut it with
+    "…" in a narrow terminal), so it can be copied."""
     for key, value in view.items():
         if value is None:
             continue
         if key == "usd" and isinstance(value, float):
             value = f"{value:.4f}"
-        table.add_row(key.replace("_", " "), str(value))
-    out.print(table)
+        click.echo(f"{key.replace('_', ' '):<14} {value}")
 
 
 Shown = Progress | dict[str, Any] | PlanStatus | CampaignProgress

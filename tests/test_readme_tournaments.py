@@ -123,12 +123,14 @@ async def test_ask_recipes_run_as_written(
     assert provider.seen[0].headers["authorization"] == "Bearer sk-readme-dummy"
     assert provider.seen[1].headers["x-api-key"] == "sk-ant-readme-dummy"
     assert (await sh.run(detach)).strip() == "ask-bg"
-    for _ in range(300):
+    answer = str((sh.home / "runs" / "ask-bg" / "artifacts" / "answer.txt").resolve())
+    for _ in range(120):
         shown = await sh.run(status)
-        if "[sim q=" in shown:
+        if "completed" in shown:
             break
         await asyncio.sleep(0.5)
     assert summary(sh, "ask-bg")["status"] == "completed"
+    assert answer in shown.split()  # the whole path, never cut with "…"
     # A provider declared after the detach: the background worker with the old configuration
     # is replaced, never asked to make a call it cannot (issue 15 §1).
     await sh.run(declare)
