@@ -81,6 +81,7 @@ async def running_worker(
             workspace.snapshot_writes,
             workspace.check_landed,
             PlanFileActivities(store).write_plan_files,
+            PlanFileActivities(store).read_checkpoint,
             task_queue_polled,
         ]
         workers = [

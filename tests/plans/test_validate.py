@@ -155,6 +155,23 @@ DOC_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
         on("fan", fanout={"over": [1, 2], "chain": ["fan.one"], "max_fanout": 2, "concurrency": 3}),
         "steps[3].fanout.concurrency",
     ),
+    ("consumer.not_allowed", on("review", dispatch="consumer"), "steps[2].dispatch"),
+    ("field.choice", on("draft", dispatch="someone"), "steps[1].dispatch"),
+    (
+        "checkpoint.duplicate",
+        lambda d: (on("draft", checkpoint="c")(d), on("review", checkpoint="c")(d)),
+        "steps[2].checkpoint",
+    ),
+    ("checkpoint.not_top_level", on("fan.one", checkpoint="c"), "steps[4].checkpoint"),
+    ("field.pattern", on("draft", checkpoint="no spaces"), "steps[1].checkpoint"),
+    (
+        "checkpoint.too_many",
+        lambda d: d["steps"].extend(
+            {"id": f"c{n}", "kind": "agent", "prompt": "x", "checkpoint": f"l{n}"}
+            for n in range(51)
+        ),
+        "steps[57].checkpoint",
+    ),
     (
         "plan.too_large",
         on("fan", fanout={"over": list(range(5_000)), "chain": ["fan.one"], "concurrency": 256}),

@@ -72,6 +72,10 @@ FailureClass = Literal["timeout", "transport", "malformed-output", "policy-refus
 FAILURE_CLASSES: tuple[str, ...] = ("timeout", "transport", "malformed-output", "policy-refusal")
 STEP_KINDS: tuple[str, ...] = ("agent", "gate", "fanout", "pause", "tournament")
 MAX_STEPS = 10_000
+# Who executes an agent step: the engine (a provider call), or an external client that answers
+# the step's issuance with the step_done update (plans-part2.md section 7).
+Dispatch = Literal["engine", "consumer"]
+CHECKPOINT_DOC = "commit a checkpoint with this label when the step succeeds (top level only)"
 MAX_TIMEOUT_MS = 7 * 24 * 3600 * 1000
 
 # strict: a closed-world document says what it means ("yes" is not a boolean, "3" not a number).
@@ -167,6 +171,8 @@ class _Invocation(_Vendor):
     idempotent: bool = False
     budget: StepBudget = Field(default_factory=StepBudget)
     role: Literal["qe"] | None = None
+    dispatch: Dispatch = "engine"
+    checkpoint: Label | None = Field(default=None, description=CHECKPOINT_DOC)
 
     def attempts(self) -> int:
         """Worst-case invocations of one occurrence: ``max(1, min(max_agents, max_attempts))``
@@ -214,6 +220,8 @@ class GateStep(_Vendor):
     )
     max_redos: int = Field(default=0, ge=0, le=100)
     gate: HumanGate | None = None
+    dispatch: Dispatch = Field(default="engine", description="consumer is refused on a gate")
+    checkpoint: Label | None = Field(default=None, description=CHECKPOINT_DOC)
 
     def is_human(self) -> bool:
         return self.gate is not None
@@ -244,6 +252,7 @@ class FanoutStep(_Vendor):
     deps: list[StepId] = Field(default_factory=list, max_length=1000)
     title: str | None = Field(default=None, max_length=500)
     fanout: FanoutSpec
+    checkpoint: Label | None = Field(default=None, description=CHECKPOINT_DOC)
 
 
 class PauseSpec(_Strict):
@@ -262,6 +271,7 @@ class PauseStep(_Vendor):
     deps: list[StepId] = Field(default_factory=list, max_length=1000)
     title: str | None = Field(default=None, max_length=500)
     pause: PauseSpec
+    checkpoint: Label | None = Field(default=None, description=CHECKPOINT_DOC)
 
 
 class TournamentSpec(_Strict):
@@ -286,6 +296,7 @@ class TournamentStep(_Vendor):
     model: ModelSpec | None = None
     timeout_ms: int | None = Field(default=None, ge=1, le=MAX_TIMEOUT_MS)
     tournament: TournamentSpec = Field(default_factory=TournamentSpec)
+    checkpoint: Label | None = Field(default=None, description=CHECKPOINT_DOC)
 
 
 Step = Annotated[

@@ -13,6 +13,7 @@ containment probe, an activity) itself. Each refusal is a ``PlanFailure`` with i
 from __future__ import annotations
 
 from workflows.plan.boundaries import boundaries, plan_totals, unsatisfiable
+from workflows.plan.consumer import CONSUMER_MODEL
 from workflows.plan.ledger import PlanLedger
 from workflows.plan.model import AgentStep, GateStep, Plan, TournamentStep
 from workflows.plan.reasons import Reason
@@ -37,7 +38,9 @@ def route_models(plan: Plan, input: PlanRunInput) -> dict[str, str]:
     models: dict[str, str] = {}
     unroutable = []
     for step in plan.steps:
-        if isinstance(step, AgentStep) or (isinstance(step, GateStep) and not step.is_human()):
+        if isinstance(step, AgentStep) and step.dispatch == "consumer":
+            models[step.id] = CONSUMER_MODEL  # an external client executes it: nothing to route
+        elif isinstance(step, AgentStep) or (isinstance(step, GateStep) and not step.is_human()):
             spec = route(
                 step.model,
                 step.family,

@@ -17,7 +17,9 @@ reference to it an error too). The rules:
   before the fan-out; a fan-out over a reference needs ``max_fanout``; concurrency and quorum fit;
 - pause resume args are unique, pause schemas are usable bounded JSON Schemas
   (``workflows/json_schemas.py``); tournament profiles exist;
-- an explicit plan budget fits the worst single boundary.
+- an explicit plan budget fits the worst single boundary;
+- ``dispatch: consumer`` only on agent steps outside worktree isolation; checkpoint labels
+  unique, on top-level steps, at most 50 (``consumer``, ``checkpoints``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from collections.abc import Mapping, Sequence
 
 from workflows.json_schemas import MAX_DOCUMENT_SCHEMAS_BYTES, json_size, schema_problems
 from workflows.plan.boundaries import AnyStep, activated_items, boundaries, unsatisfiable
+from workflows.plan.checkpoints import checkpoint_errors
+from workflows.plan.consumer import consumer_errors
 from workflows.plan.contracts import parse_type
 from workflows.plan.errors import PlanError, join_path
 from workflows.plan.graph import StepGraph
@@ -449,6 +453,8 @@ class _Checker(StepGraph):
                             "custom",
                             message=f"{exc.message}; fix: adjust n, k, t, m",
                         )
+        self.errors += consumer_errors(self.steps, self.owner)
+        self.errors += checkpoint_errors(self.steps, self.owner)
         return self.errors
 
 

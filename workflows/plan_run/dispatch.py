@@ -5,6 +5,9 @@
 
 retried at once only for the failure classes in ``retry.on``; a contract failure is retried
 with the failure shown to the model, never when the output repeats the previous attempt's.
+
+The executor is a provider call, or for a ``dispatch: consumer`` step an issuance an external
+client answers (``consumer``): the same reservation, spend, barrier, contract and retries apply.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.model_calls import OnWait, call_model
     from workflows.model_types import CallModelInput, ModelRequest, ModelResponse
     from workflows.plan.boundaries import stage_timeout_ms
+    from workflows.plan.checkpoints import Reverted, WalkControl
+    from workflows.plan.consumer import ConsumerCall, ConsumerFailure, ConsumerHook
     from workflows.plan.contracts import check_output
     from workflows.plan.gates import defang
     from workflows.plan.ledger import BudgetInvariantViolated, PlanLedger
@@ -54,8 +59,10 @@ _REASON_OF = {
 }
 
 
-def failure_class(exc: ActivityError) -> tuple[str, str]:
+def failure_class(exc: ActivityError | ConsumerFailure) -> tuple[str, str]:
     """(failure class, message) of a failed executor call."""
+    if isinstance(exc, ConsumerFailure):
+        return exc.klass, exc.message
     cause = exc.cause
     if isinstance(cause, TimeoutError):
         return "timeout", f"no answer before the stage timeout ({cause.type})"
@@ -77,6 +84,8 @@ class Dispatcher:
         workspace: str | None,
         options: CallOptions,
         on_wait: OnWait | None = None,
+        consumer: ConsumerHook | None = None,
+        control: WalkControl | None = None,
     ) -> None:
         self.run_id = run_id
         self.seed = seed
@@ -88,6 +97,9 @@ class Dispatcher:
         self.workspace = workspace
         self.options = options
         self.on_wait = on_wait
+        self.consumer = consumer
+        """Hands a ``dispatch: consumer`` attempt to an external executor and waits for it."""
+        self.control = control or WalkControl()
         self.counts: dict[str, int] = {}
         """``step[:item]`` -> dispatches so far (numbers invocation ids and call attempts)."""
         self.sim_index: dict[str, int] = {}
@@ -164,6 +176,8 @@ class Dispatcher:
         self, step: AgentStep | GateStep, prompt: str, item_index: int | None
     ) -> tuple[str | None, str | None, str]:
         """One invocation: (text, None, "") or (None, failure class, message)."""
+        if self.control.revert_to is not None:  # a revert was accepted: start nothing new
+            raise Reverted(self.control.revert_to)
         writes = list(step.artifacts.writes)
         declared = list(step.artifacts.reads) + writes
         if declared and self.workspace is not None:
@@ -223,14 +237,8 @@ class Dispatcher:
             request=request,
         )
         try:
-            response = await call_model(
-                call,
-                self.options,
-                on_wait=self.on_wait,
-                start_to_close_timeout=timeout,
-                schedule_to_close_timeout=timeout,
-            )
-        except ActivityError as exc:
+            response = await self._execute(step, call, timeout, seq)
+        except (ActivityError, ConsumerFailure) as exc:
             klass, message = failure_class(exc)
             self.record.calls.append(CallRow(invocation, step.id, model, outcome=klass))
             self._settled(step.id, seq, invocation, ok=False, failure=klass, message=message)
@@ -249,6 +257,28 @@ class Dispatcher:
                 )
         self._settled(step.id, seq, invocation, ok=True, chars=len(response.text))
         return response.text, None, ""
+
+    async def _execute(
+        self, step: AgentStep | GateStep, call: CallModelInput, timeout: timedelta, seq: int
+    ) -> ModelResponse:
+        """The executor's answer: a provider call, or (``dispatch: consumer``) an issuance that
+        an external client answers with ``step_done`` (``ConsumerFailure`` when it reports a
+        failure or misses the timeout)."""
+        if isinstance(step, AgentStep) and step.dispatch == "consumer" and self.consumer:
+            return await self.consumer(
+                ConsumerCall(step=step, call=call, timeout=timeout, seq=seq, ledger=self.ledger)
+            )
+        self.control.engine_calls += 1  # a revert waits until no engine call is in flight
+        try:
+            return await call_model(
+                call,
+                self.options,
+                on_wait=self.on_wait,
+                start_to_close_timeout=timeout,
+                schedule_to_close_timeout=timeout,
+            )
+        finally:
+            self.control.engine_calls -= 1
 
     def _settled(self, step_id: str, seq: int, invocation: str, **data: Any) -> None:
         settled = self.record.event(

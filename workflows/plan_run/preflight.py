@@ -91,4 +91,5 @@ async def preflight(run: PlanRunState, plan: Plan) -> Dispatcher:
         workspace=workspace,
         options=run.input.calls,
         on_wait=provider_wait,
+        control=run.control,
     )

@@ -7,6 +7,10 @@ before it runs.
         when it does not fit), open the reservation, run it -- agent step | model gate |
         region | tournament -- spend its wall time, close it
         a route (``on_fail``, a redo, a gate decision) jumps the walk to that step
+        a settled top-level step: its fingerprint; with ``checkpoint: LABEL``, a commit
+        ``--from RUN:LABEL``: a step whose fingerprint matches is restored, not run
+        a revert (``Reverted`` out of a wait): restore the snapshot, go on at its first
+        unsettled step (``checkpoints``)
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from workflows.plan.boundaries import Boundary, Reservation, boundaries, region_reservation
+    from workflows.plan.checkpoints import Reverted
     from workflows.plan.model import (
         AgentStep,
         FanoutStep,
@@ -27,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.plan.reasons import RUN_FATAL, Reason
     from workflows.plan.run_record import PlanFailure
+    from workflows.plan_run.checkpoints import apply_revert, commit, note_fingerprint, restore
     from workflows.plan_run.child import run_tournament
     from workflows.plan_run.dispatch import Dispatcher
     from workflows.plan_run.gates import human_gate, model_gate
@@ -48,7 +54,18 @@ async def walk(run: PlanRunState, dispatcher: Dispatcher, plan: Plan) -> None:
             run.record.steps[boundary.step_id] = "skipped"
             i += 1
             continue
-        jump = await _boundary(run, dispatcher, plan, boundary)
+        step = plan.step(boundary.step_id)
+        restored, jump = await restore(run, dispatcher, plan, step)
+        try:
+            if not restored:
+                jump = await _boundary(run, dispatcher, plan, boundary)
+        except Reverted as exc:  # a wait was abandoned: restore, go on at the first unsettled
+            i = apply_revert(run, steps, exc.label)
+            continue
+        note_fingerprint(run, dispatcher, plan, step)
+        label = getattr(step, "checkpoint", None)
+        if label is not None and run.record.steps.get(step.id) == "settled":
+            commit(run, label, f"step:{step.id}")
         if jump is not None:
             run.record.event("route", frm=boundary.step_id, to=jump)
         i = index[jump] if jump is not None else i + 1
