@@ -23,7 +23,7 @@ from activities.plan.roots import WORKSPACE_REFUSED, outside_roots
 from activities.pricing import cost_usd
 from activities.providers import CallContext, ResolvedModel, resolve_model
 from activities.raw_events import RawEventLog, redact
-from activities.run_store import RunDirRefused, RunIdInvalid, RunStore, check_writer, refusal
+from activities.run_store import REFUSED, RunStore, check_writer, refusal
 from activities.wire_cache import WireCaches, replayed
 from workflows.model_types import CallModelInput, ModelResponse
 
@@ -101,6 +101,10 @@ class ModelActivities:
     def _prepare(self, input: CallModelInput) -> tuple[ResolvedModel, list[str], Path]:
         """The endpoint, the values to redact and the run directory, or a coded refusal."""
         request = input.request
+        try:  # raw events go only to this workflow's run directory (or its child's)
+            check_writer(input.run_id, self.store, input.chain)
+        except REFUSED as exc:
+            raise refusal(exc) from None
         if request.workspace is not None and self.workspace_roots is not None:
             problem = outside_roots(request.workspace, self.workspace_roots)
             if problem is not None:
@@ -120,7 +124,7 @@ class ModelActivities:
         ]
         try:
             run_dir = self.store.writable_dir(input.run_id)
-        except (RunIdInvalid, RunDirRefused) as exc:
+        except REFUSED as exc:
             raise refusal(exc) from None
         return resolved, secrets, run_dir
 
@@ -128,10 +132,6 @@ class ModelActivities:
     async def call_model(self, input: CallModelInput) -> ModelResponse:
         info = activity.info()
         request = input.request
-        try:  # raw events go only to this workflow's run directory (or its child's)
-            check_writer(input.run_id)
-        except (RunIdInvalid, RunDirRefused) as exc:
-            raise refusal(exc) from None
         # Secrets files and the run directory are read in a thread: never block the loop.
         resolved, secrets, run_dir = await asyncio.to_thread(self._prepare, input)
         raw_events = RawEventLog(

@@ -9,6 +9,7 @@ environment variable that holds its key (``api_key_env``), read from the environ
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from contextvars import ContextVar
 from pathlib import Path
@@ -39,6 +40,7 @@ from workflows.names import TASK_QUEUE
 
 __all__ = [
     "Endpoint",
+    "Notifier",
     "Price",
     "Settings",
     "check_base_url",
@@ -118,6 +120,65 @@ class Endpoint(BaseModel):
         return self
 
 
+NOTIFIER_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+
+
+class Notifier(BaseModel):
+    """``[notifiers.<name>]``: where a plan's gate escalation (``escalate.notify: <name>``) is
+    posted. Declared here, on the worker, so a plan names a notifier and never a URL. A webhook
+    URL often is a secret (it carries its own token): ``url_env`` names the variable that
+    holds it instead, and the URL never enters a trace, an event or an error."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["webhook"]
+    url: str | None = None
+    url_env: str | None = Field(default=None, min_length=1)
+    timeout_s: float = Field(default=10.0, gt=0, le=60, description="one post's timeout")
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None:
+            check_webhook_url(value)
+        return value
+
+    @model_validator(mode="after")
+    def _one_url(self) -> Notifier:
+        if (self.url is None) == (self.url_env is None):
+            raise ValueError('give exactly one of url = "https://..." or url_env = "VARIABLE"')
+        return self
+
+    def resolved_url(self) -> str:
+        """The URL to post to; a ConfigError (naming the variable, never its value) if unset."""
+        if self.url is not None:
+            return self.url
+        assert self.url_env is not None
+        value = read_secret(self.url_env)
+        if not value:
+            raise ConfigError(f"the notifier's url_env {self.url_env} is not set on the worker")
+        try:
+            return check_webhook_url(value)
+        except ValueError:
+            raise ConfigError(
+                f"the notifier's url_env {self.url_env} does not hold an http(s) URL"
+            ) from None
+
+
+def check_webhook_url(url: str) -> str:
+    """An http(s) URL with a host (a query is allowed: many webhooks carry one)."""
+    try:
+        parsed = urlsplit(url)
+        parsed.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError:
+        raise ValueError("the webhook url does not parse: give http(s)://host/path") from None
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ValueError("the webhook url needs http:// or https:// and a host")
+    if any(c.isspace() for c in url):
+        raise ValueError("the webhook url has whitespace")
+    return url
+
+
 class PlansTable(BaseModel):
     """``[plans]`` in ponder.toml."""
 
@@ -145,7 +206,15 @@ _LOWER_LAYERS: ContextVar[tuple[dict[str, Any], ...]] = ContextVar(
 set by ``load_settings`` for the one Settings it builds."""
 
 _NOT_FROM_ENV = frozenset(
-    {"home", "providers", "prices", "config_file", "default_family", "workspace_roots"}
+    {
+        "home",
+        "providers",
+        "prices",
+        "config_file",
+        "default_family",
+        "workspace_roots",
+        "notifiers",
+    }
 )
 """Fields that only ``load_settings`` fills (``PONDER_HOME`` is read there, before the file)."""
 
@@ -197,6 +266,14 @@ class Settings(BaseSettings):
         default=[],
         description="[plans] workspace_roots: where a plan run's workspace may be on this worker "
         "(absolute; none declared: see activities/plan/roots.py)",
+    )
+    notifiers: dict[str, Notifier] = Field(
+        default={},
+        description="[notifiers.NAME]: where gate escalations are posted (plans name them)",
+    )
+    training_dir: Path = Field(
+        description="where plans with training_pairs: true append their pairs (default "
+        "$PONDER_HOME/training); set on the worker, never by a plan"
     )
     config_file: Path | None = None
 
@@ -269,6 +346,7 @@ def load_settings(config: str | Path | None = None, **flags: Any) -> Settings:
     if not isinstance(executors, dict) or not all(isinstance(v, str) for v in executors.values()):
         raise ConfigError(f'config {where}: executors: give FAMILY = "provider:model" entries')
     plans = _validated(PlansTable, data.get("plans", {}), where, "plans")
+    notifiers = _notifiers(data.get("notifiers", {}), where)
     given = {k: v for k, v in flags.items() if v is not None and k != "home"}
     fixed: dict[str, Any] = {
         "home": home,
@@ -277,10 +355,15 @@ def load_settings(config: str | Path | None = None, **flags: Any) -> Settings:
         "executors": executors,
         "default_family": plans.default_family,
         "workspace_roots": [Path(r).expanduser() for r in plans.workspace_roots],
+        "notifiers": notifiers,
         "config_file": path,
     }
     fixed.update({k: given.pop(k) for k in ("default_family", "workspace_roots") if k in given})
-    defaults = {"runs_dir": home / "runs", "payload_dir": home / "payloads"}
+    defaults = {
+        "runs_dir": home / "runs",
+        "payload_dir": home / "payloads",
+        "training_dir": home / "training",
+    }
     layers = _LOWER_LAYERS.set((dict(data.get("ponder", {})), defaults))
     try:
         return Settings(**fixed, **given)
@@ -288,6 +371,20 @@ def load_settings(config: str | Path | None = None, **flags: Any) -> Settings:
         raise _config_error(exc, where, "ponder") from None
     finally:
         _LOWER_LAYERS.reset(layers)
+
+
+def _notifiers(tables: Any, where: Path | str) -> dict[str, Notifier]:
+    if not isinstance(tables, dict):
+        raise ConfigError(f"config {where}: notifiers: give [notifiers.NAME] tables: fix them")
+    out = {}
+    for name, table in tables.items():
+        if not NOTIFIER_NAME.match(name):
+            raise ConfigError(
+                f"config {where}: notifiers.{name}: a notifier name is [a-z][a-z0-9_-]{{0,63}} "
+                "(plans name it in escalate.notify): rename it"
+            )
+        out[name] = _validated(Notifier, table, where, f"notifiers.{name}")
+    return out
 
 
 _M = TypeVar("_M", bound=BaseModel)

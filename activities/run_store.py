@@ -6,6 +6,12 @@ leaves its run directory. Every activity that writes a run directory first calls
 :func:`check_writer`: it writes only its own workflow's directory or that workflow's children's
 (``workflows.run_ids.writer_problem``, from ``activity.info()``, never from input).
 
+A workflow id also belongs to one execution chain: Temporal lets a closed workflow's id start
+again (its default id reuse policy), so the first write of a workflow claims its id for its
+chain (``workflow.info().first_execution_run_id``, which resets and retries keep) in
+``<runs_dir>/.claims/<workflow id>``, and a later execution under that id is refused
+``run.id_in_use`` instead of overwriting the earlier run's files.
+
 Every refusal is a ValueError with a ``code``; activities turn it into a non-retryable
 ApplicationError (``refusal``) since retrying cannot fix it.
 """
@@ -26,11 +32,15 @@ from activities.raw_events import redact
 from workflows.run_ids import RUN_ID, RunIdInvalid, check_run_id, writer_problem
 
 __all__ = [
+    "CLAIMS",
+    "REFUSED",
     "RUN_DIR_INVALID",
     "RUN_ID",
+    "RUN_ID_IN_USE",
     "WRITE_RUN_FILES",
     "RunDirRefused",
     "RunFileActivities",
+    "RunIdInUse",
     "RunIdInvalid",
     "RunStore",
     "WriteRunFilesInput",
@@ -40,6 +50,9 @@ __all__ = [
 
 WRITE_RUN_FILES = "write_run_files"
 RUN_DIR_INVALID = "run.dir_invalid"
+RUN_ID_IN_USE = "run.id_in_use"
+CLAIMS = ".claims"
+"""Under the runs directory; not a run id (a leading dot), so no listing shows it."""
 
 
 class RunDirRefused(ValueError):
@@ -48,18 +61,34 @@ class RunDirRefused(ValueError):
     code = RUN_DIR_INVALID
 
 
-def refusal(exc: RunIdInvalid | RunDirRefused) -> ApplicationError:
+class RunIdInUse(ValueError):
+    """A workflow id that an earlier execution (another chain) already wrote a run under."""
+
+    code = RUN_ID_IN_USE
+
+
+REFUSED = (RunIdInvalid, RunDirRefused, RunIdInUse)
+"""Every refusal of the run store: catch these and raise :func:`refusal`."""
+
+
+def refusal(exc: RunIdInvalid | RunDirRefused | RunIdInUse) -> ApplicationError:
     """The run store's refusal as an activity failure: coded and never retried."""
     return ApplicationError(str(exc), type=exc.code, non_retryable=True)
 
 
-def check_writer(run_id: str) -> str:
+def check_writer(run_id: str, store: RunStore | None = None, chain: str | None = None) -> str:
     """``run_id``, if the workflow of the running activity may write its directory; else
     RunDirRefused. The writer is the workflow id Temporal gives the activity, so no input (of
-    the workflow or of the activity) can send a write into another run's directory."""
-    problem = writer_problem(activity.info().workflow_id, check_run_id(run_id))
+    the workflow or of the activity) can send a write into another run's directory. With the
+    ``store`` and the writer's ``chain``, the workflow id is also claimed for that chain (file
+    I/O: call it in a thread); ``chain`` None (an activity an older workflow scheduled) claims
+    nothing."""
+    workflow_id = activity.info().workflow_id
+    problem = writer_problem(workflow_id, check_run_id(run_id))
     if problem is not None:
         raise RunDirRefused(problem)
+    if store is not None and chain is not None and workflow_id is not None:
+        store.claim(workflow_id, chain)
     return run_id
 
 
@@ -67,6 +96,8 @@ class WriteRunFilesInput(BaseModel):
     run_id: str
     files: dict[str, str]
     """Relative path -> full content. Re-executing writes the same bytes."""
+    chain: str | None = None
+    """The writing workflow's ``first_execution_run_id`` (see the module docstring)."""
 
 
 class RunStore:
@@ -115,6 +146,30 @@ class RunStore:
     def write_all(self, run_id: str, files: dict[str, str]) -> list[str]:
         return [str(self.write(run_id, rel, text)) for rel, text in files.items()]
 
+    def claim(self, workflow_id: str, chain: str) -> None:
+        """Claim ``workflow_id`` for execution chain ``chain``, or RunIdInUse if another chain
+        holds it. Created whole (a linked temp file), so a concurrent first write of the same
+        chain reads the claim, never an empty file."""
+        claims = self.root / CLAIMS
+        path = claims / check_run_id(workflow_id)
+        claims.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=claims, prefix=".claim.")
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(chain)
+            os.link(tmp, path)
+            return
+        except FileExistsError:
+            pass
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+        if path.read_text() != chain:
+            raise RunIdInUse(
+                f"run id {workflow_id!r} is already used by an earlier run (another execution "
+                "under the same workflow id): its files are kept; start this run under another "
+                "workflow id"
+            )
+
 
 class RunFileActivities:
     def __init__(self, store: RunStore) -> None:
@@ -123,7 +178,10 @@ class RunFileActivities:
     @activity.defn(name=WRITE_RUN_FILES)
     async def write_run_files(self, input: WriteRunFilesInput) -> list[str]:
         try:
-            check_writer(input.run_id)
-            return await in_thread(self.store.write_all, input.run_id, input.files)
-        except (RunIdInvalid, RunDirRefused) as exc:
+            return await in_thread(self._write, input)
+        except REFUSED as exc:
             raise refusal(exc) from None
+
+    def _write(self, input: WriteRunFilesInput) -> list[str]:
+        check_writer(input.run_id, self.store, input.chain)
+        return self.store.write_all(input.run_id, input.files)

@@ -156,5 +156,10 @@ if __name__ == "__main__":
     parser.add_argument("--items", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=256)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny sizes: a few seconds, for the test suite"
+    )
     options = parser.parse_args()
+    if options.smoke:
+        options.items, options.concurrency, options.rounds = 20, 8, 1
     asyncio.run(main(options.items, options.concurrency, options.rounds))

@@ -16,7 +16,7 @@ import click
 from activities.config import Settings, load_settings
 from activities.providers import default_model_for
 from client.profiles import expand_saved_profiles
-from workflows.plan.boundaries import boundaries, plan_totals
+from workflows.plan.boundaries import boundaries, flat, plan_totals
 from workflows.plan.document import parse_text
 from workflows.plan.errors import PlanError
 from workflows.plan.schema import shipped_schema
@@ -64,7 +64,7 @@ def _totals(result: Validation) -> dict[str, int | str]:
     return {
         "name": result.plan.name,
         "steps": len(result.plan.steps),
-        "boundaries": len(walk),
+        "boundaries": sum(1 for b in flat(walk) if b.kind != "run"),  # sub-flow children too
         "reserved_calls": totals.reserved_calls,
         "calls": totals.calls,
         "calls_cap": totals.calls_cap,

@@ -46,6 +46,7 @@ from workflows.names import (
 )
 from workflows.plan.run_types import (
     ExtendPlanBudgetInput,
+    LedgerStatus,
     PlanBudgetOverride,
     PlanRunInput,
     PlanRunResult,
@@ -118,11 +119,30 @@ def _table(s: PlanStatus) -> Table:
         table.add_row("tokens", f"{b.input_tokens} in, {b.output_tokens} out, {b.usd:.4f} USD")
         if b.need:
             table.add_row("needs", b.need)
+    for ledger in s.ledgers:
+        table.add_row("ledger", ledger_line(ledger))
     for waiver in s.waivers:
         table.add_row("waiver", waiver)
     for refusal in s.refused[-3:]:
         table.add_row("refused", refusal)
     return table
+
+
+def ledger_line(ledger: LedgerStatus) -> str:
+    """``OWNER (step|subflow): calls 2/3, tokens 40/100, usd 0.0000, wall 120/60000 ms``: spent
+    of each limit the ledger has (a kind without a limit shows what was spent alone)."""
+
+    def part(name: str, spent: float, limit: float | None, unit: str = "") -> str:
+        shown = f"{spent:.4f}" if name == "usd" else f"{int(spent)}"
+        return f"{name} {shown}" + ("" if limit is None else f"/{limit:g}") + unit
+
+    parts = [
+        part("calls", ledger.calls_spent, ledger.calls_limit),
+        part("tokens", ledger.tokens_spent, ledger.tokens_limit),
+        part("usd", ledger.usd_spent, ledger.usd_limit),
+        part("wall", ledger.wall_spent_ms, ledger.wall_limit_ms, " ms"),
+    ]
+    return f"{ledger.owner} ({ledger.scope}): " + ", ".join(parts)
 
 
 def continue_command(s: PlanStatus) -> str:
@@ -373,6 +393,11 @@ def gate(ctx: click.Context, decision: str, run_id: str, step: str, detach: bool
 
     def make(status: PlanStatus) -> ResolveGateInput:
         tokens = {g.step: g.token for g in status.pending_gates}
+        if step not in tokens and step in status.deadline_decided:
+            raise ConfigError(
+                f"stale-gate-token: the deadline of gate {step!r} passed and its default "
+                "decision applied; nobody can decide it now"
+            )
         if step not in tokens:
             waiting = ", ".join(tokens) or "none"
             raise ConfigError(f"unknown-step: {step!r} is not a pending gate (pending: {waiting})")
@@ -426,6 +451,19 @@ def print_plan_status(
         out.print(f"  {step:<24} {state}")
     for pending in shown.pending_gates:
         out.print(f"gate     {pending.step} token {pending.token} (round {pending.round})")
+        if pending.deadline_at is not None:
+            out.print(f"deadline {pending.deadline_at}: then {pending.default}", markup=False)
+        if pending.escalate_at is not None:
+            done = "escalated" if pending.escalated else "escalates"
+            to = f" to {pending.notify}" if pending.notify else ""
+            out.print(f"         {done} at {pending.escalate_at}{to}", markup=False)
+    for failure in shown.capture_failures:
+        detail = f": {failure.detail}" if failure.detail else ""
+        out.print(
+            f"capture  {failure.step} not captured ({failure.reason}){detail}",
+            markup=False,
+            highlight=False,
+        )
     if (pause := shown.pending_pause) is not None:
         schema = json.dumps(pause.json_schema) if pause.json_schema else "none (a string)"
         out.print(

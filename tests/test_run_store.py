@@ -19,7 +19,9 @@ from activities.campaign.report import CampaignArtifactActivities
 from activities.config import known_secrets, load_settings
 from activities.plan.files import PlanFileActivities
 from activities.run_store import (
+    CLAIMS,
     RUN_DIR_INVALID,
+    RUN_ID_IN_USE,
     RunDirRefused,
     RunFileActivities,
     RunIdInvalid,
@@ -207,3 +209,27 @@ async def test_no_activity_writes_another_runs_directory(
     assert info.value.non_retryable
     assert sorted(p.name for p in victim.iterdir()) == ["summary.json"]
     assert (victim / "summary.json").read_text() == "{}"
+
+
+async def test_a_reused_workflow_id_cannot_overwrite_the_earlier_run(tmp_path: Path) -> None:
+    """Temporal starts a closed workflow's id again by default: the run store keeps the id for
+    the execution chain that wrote it first, and refuses the later one ``run.id_in_use``."""
+    runs = tmp_path / "runs"
+    files = RunFileActivities(RunStore(runs))
+    env = as_workflow("ask-ok-1")
+
+    def payload(text: str, chain: str | None) -> WriteRunFilesInput:
+        return WriteRunFilesInput(run_id="ask-ok-1", files={"summary.json": text}, chain=chain)
+
+    await env.run(files.write_run_files, payload("first", "chain-1"))
+    await env.run(files.write_run_files, payload("again", "chain-1"))  # the same run: fine
+    with pytest.raises(ApplicationError) as info:
+        await env.run(files.write_run_files, payload("OVERWRITTEN", "chain-2"))
+    assert info.value.type == RUN_ID_IN_USE and info.value.non_retryable
+    assert (runs / "ask-ok-1" / "summary.json").read_text() == "again"
+    assert (runs / CLAIMS / "ask-ok-1").read_text() == "chain-1"
+    # A child's directory is written under its parent's claim, and claims its own id itself.
+    child = WriteRunFilesInput(run_id="ask-ok-1.c", files={"f": "x"}, chain="chain-2")
+    with pytest.raises(ApplicationError, match="already used"):
+        await env.run(files.write_run_files, child)
+    assert not (runs / "ask-ok-1.c").exists()

@@ -268,8 +268,9 @@ async def test_the_search_decodes_memo_search_attributes_signals_updates_and_ter
         search_attributes=TypedSearchAttributes([SearchAttributePair(note, planted["search"])]),
     )
     await handle.signal(SIGNAL_EXTEND_BUDGET, {"max_calls": -1, "note": planted["signal"]})
-    # An accepted update's input and result: only numbers fit, so a number no event has.
-    update = str(9_182_736_450 + uuid.uuid4().int % 1000)
+    # An accepted update's input and result: only numbers fit, so a number no event has (within
+    # the 10,000,000-call ceiling).
+    update = str(9_182_736 + uuid.uuid4().int % 1000)
     await handle.execute_update(
         UPDATE_EXTEND_BUDGET,
         ExtendBudgetInput(max_calls=int(update)),  # max_output_tokens=1 keeps it paused

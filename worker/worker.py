@@ -18,7 +18,9 @@ from activities.campaign.cells import CampaignCellActivities
 from activities.campaign.report import CampaignArtifactActivities
 from activities.config import Settings, known_secrets
 from activities.plan.files import PlanFileActivities
+from activities.plan.notify import NotifierActivities
 from activities.plan.roots import worker_roots
+from activities.plan.training import TrainingActivities
 from activities.plan.workspace import WorkspaceActivities
 from activities.routes import task_queue_polled
 from activities.run_store import RunFileActivities, RunStore
@@ -68,6 +70,8 @@ async def running_worker(
         campaign_cells = CampaignCellActivities(settings)
         campaign_files = CampaignArtifactActivities(store)
         workspace = WorkspaceActivities(roots)
+        notifiers = NotifierActivities(settings.notifiers, http)
+        training = TrainingActivities(settings.training_dir)
         activities: list[Callable[..., Any]] = [
             model.call_model,
             files.write_run_files,
@@ -82,6 +86,9 @@ async def running_worker(
             workspace.check_landed,
             PlanFileActivities(store).write_plan_files,
             PlanFileActivities(store).read_checkpoint,
+            notifiers.check_notifiers,
+            notifiers.notify_gate,
+            training.append_training_pair,
             task_queue_polled,
         ]
         workers = [

@@ -91,7 +91,9 @@ class AskWorkflow:
     async def _write(self, run_id: str, files: dict[str, str]) -> list[str]:
         return await workflow.execute_activity(
             WRITE_RUN_FILES,
-            WriteRunFilesInput(run_id=run_id, files=files),
+            WriteRunFilesInput(
+                run_id=run_id, files=files, chain=workflow.info().first_execution_run_id
+            ),
             result_type=list[str],
             start_to_close_timeout=timedelta(seconds=60),
             heartbeat_timeout=HEARTBEAT_TIMEOUT,  # a killed worker: retried within seconds

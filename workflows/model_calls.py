@@ -148,6 +148,8 @@ async def call_model(
     if options.replay is not None and input.replay is None:
         input = input.model_copy()  # the run's own routing, carried to the activity
         input.replay = options.replay
+    if input.chain is None:  # whose run directory this is (activities/run_store.py)
+        input = input.model_copy(update={"chain": workflow.info().first_execution_run_id})
     schedule_to_close = options.schedule_to_close(input.request.role)
     routed = options.task_queue_for(input.request.model)
     activity_options: dict[str, Any] = {

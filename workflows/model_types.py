@@ -50,6 +50,9 @@ class CallModelInput(BaseModel):
     replay: WireReplay | None = Field(
         default=None, description="the run's calls.replay, carried to the activity"
     )
+    chain: str | None = Field(
+        default=None, description="the calling workflow's first_execution_run_id (run store)"
+    )
 
     @property
     def call_id(self) -> str:

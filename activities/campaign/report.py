@@ -19,7 +19,7 @@ from temporalio import activity
 
 from activities.heartbeats import in_thread
 from activities.reports import render_page
-from activities.run_store import RunDirRefused, RunIdInvalid, RunStore, check_writer, refusal
+from activities.run_store import REFUSED, RunStore, check_writer, refusal
 from workflows.campaign.records import RunRecord
 from workflows.campaign.stats import BOOTSTRAP_SEED, Analysis, analyse
 from workflows.campaign.types import CampaignArtifactsInput, CampaignArtifactsResult
@@ -216,20 +216,17 @@ class CampaignArtifactActivities:
         self, input: CampaignArtifactsInput
     ) -> CampaignArtifactsResult:
         try:
-            check_writer(input.run_id)
-        except (RunIdInvalid, RunDirRefused) as exc:
+            return await in_thread(self.write, input)
+        except REFUSED as exc:
             raise refusal(exc) from None
-        return await in_thread(self.write, input)
 
     def write(self, input: CampaignArtifactsInput) -> CampaignArtifactsResult:
+        check_writer(input.run_id, self.store, input.chain)
         analysis, files = render_report(ReportDesign.of(input), input.records)
         files["summary.json"] = summary_json(input, analysis)
         files["campaign.json"] = json.dumps(input.document, indent=2, sort_keys=True) + "\n"
-        try:
-            self.store.write_all(input.run_id, files)
-            run_dir = str(self.store.run_dir(input.run_id))
-        except (RunIdInvalid, RunDirRefused) as exc:
-            raise refusal(exc) from None
+        self.store.write_all(input.run_id, files)
+        run_dir = str(self.store.run_dir(input.run_id))
         return CampaignArtifactsResult(
             run_dir=run_dir,
             decisions=analysis.decisions,

@@ -22,7 +22,7 @@ from temporalio.exceptions import ApplicationError
 from activities.heartbeats import in_thread
 from activities.plan.report import render_plan_report
 from activities.run_store import (
-    RunDirRefused,
+    REFUSED,
     RunStore,
     WriteRunFilesInput,
     check_writer,
@@ -35,7 +35,6 @@ from workflows.plan.checkpoints import (
     RestorePoint,
     restore_point,
 )
-from workflows.run_ids import RunIdInvalid
 
 __all__ = ["READ_CHECKPOINT", "WRITE_PLAN_FILES", "PlanFileActivities", "ReadCheckpointInput"]
 
@@ -55,12 +54,12 @@ class PlanFileActivities:
     @activity.defn(name=WRITE_PLAN_FILES)
     async def write_plan_files(self, input: WriteRunFilesInput) -> list[str]:
         try:
-            check_writer(input.run_id)
             return await in_thread(self._write, input)
-        except (RunIdInvalid, RunDirRefused) as exc:
+        except REFUSED as exc:
             raise refusal(exc) from None
 
     def _write(self, input: WriteRunFilesInput) -> list[str]:
+        check_writer(input.run_id, self.store, input.chain)
         written = self.store.write_all(input.run_id, input.files)
         run_dir = self.store.run_dir(input.run_id)
         report = self.store.write(input.run_id, "report.html", render_plan_report(run_dir))
@@ -70,7 +69,7 @@ class PlanFileActivities:
     async def read_checkpoint(self, input: ReadCheckpointInput) -> RestorePoint:
         try:
             return await in_thread(self._read_checkpoint, input)
-        except (RunIdInvalid, RunDirRefused) as exc:
+        except REFUSED as exc:
             raise refusal(exc) from None
 
     def _read_checkpoint(self, input: ReadCheckpointInput) -> RestorePoint:

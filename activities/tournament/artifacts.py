@@ -16,7 +16,7 @@ from temporalio import activity
 from activities.heartbeats import in_thread
 from activities.providers.sim import true_quality
 from activities.raw_events import redact
-from activities.run_store import RunDirRefused, RunIdInvalid, RunStore, check_writer, refusal
+from activities.run_store import REFUSED, RunStore, check_writer, refusal
 from activities.tournament.report import render_report, report_data_from_run_dir
 from workflows.tournament.schedule import FINAL_JUDGING_PHASE
 from workflows.tournament.types import TournamentSnapshot
@@ -121,13 +121,13 @@ class TournamentArtifactActivities:
     @activity.defn(name=WRITE_TOURNAMENT_ARTIFACTS)
     async def write_tournament_artifacts(self, snap: TournamentSnapshot) -> str:
         try:
-            check_writer(snap.run_id)
             # A thread, so rendering and file I/O never stall the loop; it heartbeats meanwhile.
             return await in_thread(self._write, snap)
-        except (RunIdInvalid, RunDirRefused) as exc:
+        except REFUSED as exc:
             raise refusal(exc) from None
 
     def _write(self, snap: TournamentSnapshot) -> str:
+        check_writer(snap.run_id, self.store, snap.chain)
         self.store.write_all(snap.run_id, render_files(snap))
         run_dir = self.store.run_dir(snap.run_id)
         self.store.write(

@@ -30,6 +30,7 @@ from client.runs import check_run_id, failure_message, new_run_id, start_run
 from workflows.names import PLAN_RUN, QUERY_STATUS, UPDATE_RESOLVE_GATE, UPDATE_RESUME
 from workflows.plan.run_types import (
     ExtendPlanBudgetInput,
+    PendingGate,
     PlanRunInput,
     PlanRunResult,
     PlanStatus,
@@ -76,6 +77,17 @@ def _next(s: PlanStatus) -> str:
     return f"call status with run_id {s.run_id!r}"
 
 
+def _gate_view(g: PendingGate) -> dict[str, Any]:
+    """A pending gate without its token (the resolve_gate tool reads it itself), with its
+    deadline and escalation when it has them."""
+    view: dict[str, Any] = {"step": g.step, "decisions": g.decisions, "round": g.round}
+    if g.deadline_at is not None:
+        view.update(deadline_at=g.deadline_at, default=g.default)
+    if g.escalate_at is not None:
+        view.update(escalate_at=g.escalate_at, escalated=g.escalated, notify=g.notify)
+    return view
+
+
 def status_view(s: PlanStatus) -> dict[str, Any]:
     view: dict[str, Any] = {
         "run_id": s.run_id,
@@ -90,11 +102,13 @@ def status_view(s: PlanStatus) -> dict[str, Any]:
     if s.pending_pause:
         view["pending_pause"] = s.pending_pause.model_dump()
     if s.pending_gates:
-        view["pending_gates"] = [
-            {"step": g.step, "decisions": g.decisions, "round": g.round} for g in s.pending_gates
-        ]
+        view["pending_gates"] = [_gate_view(g) for g in s.pending_gates]
+    if s.capture_failures:
+        view["capture_failures"] = [f.model_dump() for f in s.capture_failures]
     if s.budget:
         view["budget"] = s.budget.model_dump()
+    if s.ledgers:
+        view["ledgers"] = [ledger.model_dump() for ledger in s.ledgers]
     if s.error:
         view["error"] = s.error
     if s.state.startswith("awaiting_"):
@@ -233,6 +247,12 @@ async def resume(backend: Backend, args: ResumeArgs, progress: Any) -> dict[str,
 async def resolve_gate(backend: Backend, args: ResolveGateArgs, progress: Any) -> dict[str, Any]:
     before = await _paused(backend, args.run_id)
     tokens = {g.step: g.token for g in before.pending_gates}
+    if args.step not in tokens and args.step in before.deadline_decided:
+        raise CodedError(
+            "stale-gate-token",
+            f"the deadline of gate {args.step!r} passed and its default decision applied",
+            "nothing to decide: see the status tool for what the run waits for now",
+        )
     if args.step not in tokens:
         raise CodedError(
             "unknown-step",

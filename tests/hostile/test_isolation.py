@@ -1,7 +1,8 @@
 """One run cannot reach another (issue 13, section 3), through the real ``temporal`` binary.
 
 A run's directory is its workflow id: input that names another run's id is refused at decode
-(``input.invalid``) by every workflow that writes one, and ``replay:`` reads only recordings
+(``input.invalid``) by every workflow that writes one, a closed run's id started again is
+refused at its first write (``run.id_in_use``), and ``replay:`` reads only recordings
 inside the run store, never through a link and never a file that is not a recording. Each test
 also asserts the harness's rule: a probe Ask on the same worker answers within 10 s, and the
 worker exits within 10 s of SIGTERM.
@@ -66,6 +67,13 @@ async def test_a_run_cannot_write_another_runs_directory(
             assert f"run_id: {victim!r} is not this run's workflow id" in error.message
             assert not (settings.runs_dir / workflow_id).exists()  # refused before any write
 
+        assert _snapshot(run_dir) == before
+        # The victim's own id, started again once it closed (Temporal allows that by default):
+        # another execution, refused before it writes.
+        again = {"question": "OVERWRITTEN", "model": "sim:default,chars=20"}
+        await worker.start(ASK, victim, dumps(again))
+        error = await worker.failure(victim, within=CODED_WITHIN)
+        assert error.type == "run.id_in_use" and "already used by an earlier run" in error.message
         assert _snapshot(run_dir) == before
         # Replaying the victim still answers with its own text, not a hijacker's.
         replay = f"iso-replay-{tag}"

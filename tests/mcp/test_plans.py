@@ -6,6 +6,8 @@ import json
 import uuid
 from pathlib import Path
 
+from temporalio.client import Client
+
 from activities.config import Settings
 from client.export import bundle, render
 from tests.cli import cli_env, ponder
@@ -96,3 +98,29 @@ async def test_plan_pauses_resumes_and_is_followed_with_watch(
     assert done["report"] == str(settings.runs_dir / run_id / "report.html")
     assert done.get("calls") == 2 and done["simulated"] is True, done
     assert set(done["outputs"]) >= {"notes", "announce"}
+
+
+async def test_status_lists_the_nested_ledgers(
+    settings: Settings, server_address: str, worker_queue: str, client: Client
+) -> None:
+    env = cli_env(settings.home, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE=worker_queue)
+    # The run's ledger (4 calls) pauses at the sub-flow's first child: status shows every ledger.
+    text = RELEASE.with_name("nested-budgets.yaml").read_text()
+    assert "budget: {calls: 12}" in text
+    run_id = f"mcp-ledgers-{uuid.uuid4().hex[:8]}"
+    async with stdio_client(env) as mcp:
+        paused = structured(
+            await mcp.call_tool(
+                "plan_run",
+                {"document": text.replace("budget: {calls: 12}", "budget: {calls: 4}"),
+                 "filename": "nested-budgets.yaml", "run_id": run_id, "wait": True},
+            )
+        )  # fmt: skip
+        assert paused["status"] == "awaiting_budget", paused
+        shown = structured(await mcp.call_tool("status", {"run_id": run_id}))
+    await client.get_workflow_handle(run_id).terminate("test done")
+    assert shown["step"] == "polish/tighten"
+    ledgers = {ledger["owner"]: ledger for ledger in shown["ledgers"]}
+    assert ledgers["polish"]["scope"] == "subflow" and ledgers["polish"]["calls_spent"] == 0
+    assert ledgers["angles"]["calls_limit"] == ledgers["angles"]["calls_spent"] == 3
+    assert ledgers["brief"]["wall_limit_ms"] == 60_000

@@ -58,7 +58,11 @@ async def run(client: Client, queue: str, plan: dict[str, Any], **fields: Any) -
 async def failure(
     client: Client, queue: str, plan: dict[str, Any], **fields: Any
 ) -> ApplicationError:
-    handle = await start(client, queue, plan, **fields)
+    return await ended_with(await start(client, queue, plan, **fields))
+
+
+async def ended_with(handle: WorkflowHandle) -> ApplicationError:
+    """The failure a started run ends with."""
     with pytest.raises(WorkflowFailureError) as info:
         await handle.result()
     cause = info.value.cause

@@ -98,3 +98,17 @@ def test_a_human_gate_that_loops_back_is_bounded_by_the_calls_cap() -> None:
     assert [e.code for e in validate_document(doc).errors] == ["plan.too_large"]
     doc["budget"] = {"calls": 100}
     assert validate_document(doc).errors == []
+
+
+def test_each_run_step_counts_its_flows_children() -> None:
+    body = [{"id": f"s{k}", "kind": "agent", "prompt": "x", "model": "sim:default"}
+            for k in range(500)]  # fmt: skip
+
+    def calls(n: int) -> dict[str, Any]:
+        steps = [{"id": f"r{k}", "kind": "run", "flow": "big"} for k in range(n)]
+        return {"schema": "ponder-plan/1", "name": "f", "flows": {"big": {"steps": body}},
+                "steps": steps}  # fmt: skip
+
+    once = estimate_history(load_plan(calls(1))).events
+    assert 500 * EVENTS_PER_ACTIVITY < once < HISTORY_EVENTS_BUDGET
+    assert codes(calls(3)) == [("plan.too_large", "steps[0]")]  # 1,500 children, each a boundary

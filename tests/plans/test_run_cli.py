@@ -140,3 +140,16 @@ async def test_executors_come_from_ponder_toml_and_flags(
     assert done.out.startswith("Simulated answer to: Say hi.")
     unroutable = await ponder("plan", "run", str(plan), "--executor", "claude=", env=env)
     assert unroutable.code == 1 and "plan-model-unroutable" in unroutable.err
+
+
+async def test_status_shows_each_nested_ledger(env: dict[str, str]) -> None:
+    plan = ROOT / "examples" / "plans" / "nested-budgets.yaml"
+    done = await ponder("plan", "run", str(plan), "--run-id", "cli-ledgers", env=env)
+    assert done.code == 0, done.err
+    shown = await ponder("status", "cli-ledgers", env=env)
+    assert shown.code == 0, shown.err
+    lines = [line.split(None, 1)[1] for line in shown.out.splitlines() if line.startswith("ledger")]
+    assert lines[0].startswith("brief (step): calls 1/1, tokens ")
+    assert lines[0].endswith("/60000 ms")
+    assert lines[1].startswith("angles (step): calls 3/3, tokens ")
+    assert lines[2].startswith("polish (subflow): calls 2/2, tokens ")

@@ -1,5 +1,6 @@
 """A worker SIGKILLed while a region branch's request is held: a new worker finishes the run
-without re-running the branches that had settled (the fake's call-id log shows it)."""
+without re-running the branches that had settled (the fake's call-id log shows it); a call
+retried after the kill is spent once in every ledger that covers it."""
 
 from __future__ import annotations
 
@@ -14,10 +15,10 @@ from temporalio.client import Client
 
 from activities.config import Settings
 from tests.fakes import FakeProvider
-from tests.worker_process import start_worker
+from tests.worker_process import KilledWorker, declare_fake, start_worker
 from workflows.call_options import CallOptions
-from workflows.names import PLAN_RUN, QUERY_EVENTS
-from workflows.plan.run_types import PlanEvent, PlanRunInput, PlanRunResult
+from workflows.names import PLAN_RUN, QUERY_EVENTS, QUERY_STATUS
+from workflows.plan.run_types import PlanEvent, PlanRunInput, PlanRunResult, PlanStatus
 
 PLAN = {
     "schema": "ponder-plan/1",
@@ -82,3 +83,47 @@ async def test_a_killed_worker_does_not_rerun_settled_branches(
     repeated = {b for b, n in per_branch.items() if n > 1}
     assert "2" in repeated and repeated.isdisjoint(settled)  # the held request ran again
     assert result.calls == 4  # one logical call per branch, billed once
+
+
+SUBFLOW = {
+    "schema": "ponder-plan/1",
+    "name": "crash-subflow",
+    "budget": {"calls": 1},
+    "flows": {"one": {"steps": [
+        {"id": "a", "kind": "agent", "prompt": "Only call.", "model": "local:default",
+         "budget": {"calls": 1}},
+    ]}},
+    "steps": [{"id": "call", "kind": "run", "flow": "one", "budget": {"calls": 1}}],
+}  # fmt: skip
+
+
+async def test_a_call_retried_after_a_killed_worker_counts_once_in_every_ledger(
+    client: Client, settings: Settings, server_address: str, fake: FakeProvider
+) -> None:
+    # Every ledger holds exactly one call: a second spend would be an invariant violation.
+    declare_fake(settings, fake.url)
+    fake.hold_when = lambda seen: len(fake.seen) == 1  # the first request is held
+    queue = f"test-{uuid.uuid4()}"
+    async with KilledWorker(settings, server_address, queue) as worker:
+        handle = await client.start_workflow(
+            PLAN_RUN,
+            PlanRunInput(plan=SUBFLOW, calls=CallOptions(heartbeat_timeout_s=2)),
+            id=f"plan-crash-{uuid.uuid4().hex[:8]}",
+            task_queue=queue,
+            result_type=PlanRunResult,
+            task_timeout=timedelta(seconds=2),
+        )
+        try:
+            assert await asyncio.to_thread(fake.arrived.wait, 60)
+            await worker.kill_and_restart()
+        finally:
+            fake.resume()
+        result = await asyncio.wait_for(handle.result(), 90)
+        final = await handle.query(QUERY_STATUS, result_type=PlanStatus)
+    assert len(fake.seen) == 2 and len({s.call_id for s in fake.seen}) == 1  # one call, retried
+    assert result.calls == 1
+    assert final.budget is not None and final.budget.calls_spent == 1
+    assert {(ledger.owner, ledger.calls_spent) for ledger in final.ledgers} == {
+        ("call", 1),
+        ("call/a", 1),
+    }

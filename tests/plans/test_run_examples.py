@@ -21,11 +21,12 @@ from temporalio.client import Client, WorkflowUpdateFailedError
 from activities.config import Endpoint, Settings
 from tests.conftest import with_endpoint
 from tests.plans.helpers import LOOP_EXAMPLE_PATH
-from tests.plans.run_helpers import failure, start, wait_state
+from tests.plans.run_helpers import events, failure, start, status, wait_state
 from worker.worker import WorkerOptions, running_worker
 from workflows.names import UPDATE_RESOLVE_GATE, UPDATE_RESUME
 from workflows.plan.document import parse_text
 from workflows.plan.run_types import PlanRunResult, ResolveGateInput, ResumeInput
+from workflows.plan.training import safe_name
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "plans"
 WRITER = """
@@ -150,3 +151,57 @@ async def test_loop_plan_examples(client: Client, queue: str, workspace: Path, n
     assert result.outputs[gate].rstrip().endswith("GATE: PASS")
     fanout = "summaries" if gate == "check" else "notes"
     assert all(v and v.startswith("done: ") for v in result.outputs[fanout])
+
+
+async def test_a_sub_flow_called_twice_with_its_own_inputs(client: Client, queue: str) -> None:
+    plan = example("subflow-review.yaml")
+    handle = await start(client, queue, plan, args={"product": "ponder"})
+    result: PlanRunResult = await handle.result()
+    out = {k: v.splitlines()[0] for k, v in result.outputs.items() if isinstance(v, str)}
+    assert out["docs"] == (
+        'Simulated answer to: Draft The ponder user guide with the sections ["Install", '
+        '"First run", "Plans"].'
+    )
+    assert out["faq/draft"].startswith("Simulated answer to: Draft The ponder FAQ with the")
+    assert out["docs/check"] == out["faq/check"] == "GATE: PASS"  # each body redid once
+    assert result.calls == 10 and result.simulated
+
+
+async def test_budgets_at_three_levels(client: Client, queue: str) -> None:
+    handle = await start(client, queue, example("nested-budgets.yaml"))
+    result: PlanRunResult = await handle.result()
+    assert "fallback" not in result.outputs and len(result.outputs["angles"]) == 3
+    assert result.outputs["polish/tighten"].startswith('Simulated answer to: Tighten: ["')
+    final = await status(handle)
+    spent = {ledger.owner: (ledger.scope, ledger.calls_spent) for ledger in final.ledgers}
+    assert spent == {
+        "brief": ("step", 1), "angles": ("step", 3), "polish": ("subflow", 2),
+    }  # fmt: skip
+    assert final.steps["fallback"] == "skipped"
+
+
+async def test_a_gate_deadline_escalates_then_approves_by_default(
+    client: Client, queue: str
+) -> None:
+    plan = example("gate-deadline.yaml")
+    handle = await start(client, queue, plan, args={"version": "1.2"})
+    waiting = await wait_state(handle, "awaiting_gate")
+    assert waiting.pending_gates[0].default == "approve"
+    result: PlanRunResult = await handle.result()
+    assert result.outputs["approve"] == "approve" and result.simulated
+    kinds = [e.type for e in await events(handle)]
+    assert kinds.index("gate.escalated") < kinds.index("gate.defaulted")
+
+
+async def test_training_pairs_are_captured_once(
+    client: Client, queue: str, settings: Settings
+) -> None:
+    plan = example("training-pairs.yaml")
+    for _ in range(2):  # the second run finds every pair written
+        result: PlanRunResult = await (
+            await start(client, queue, plan, args={"topic": "durable execution"})
+        ).result()
+        assert result.capture_failures == []
+    plan_dir = settings.training_dir / safe_name("training-pairs")
+    written = {p.name: p.read_text().splitlines() for p in plan_dir.glob("*.jsonl")}
+    assert sorted(map(len, written.values())) == [1, 2]  # outline; one per section item

@@ -70,19 +70,19 @@ def test_validate_invalid_file_exits_2_listing_every_error(tmp_path: Path) -> No
 
 def test_validate_json_format_lists_codes(tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
-    path.write_text("schema: ponder-plan/1\nname: x\nsteps: [{id: a, kind: run}]\n")
+    path.write_text("schema: ponder-plan/1\nname: x\nsteps: [{id: a, kind: run, flow: ghost}]\n")
     result = CliRunner().invoke(plan, ["validate", "--format", "json", str(path)])
     assert result.exit_code == 2
     report = json.loads(result.output)
     assert report["valid"] is False and report["form"] == "ponder-plan/1"
     assert report["errors"] == [
         {
-            "code": "feature.not_available",
-            "path": "steps[0].kind",
+            "code": "flow.unknown",
+            "path": "steps[0].flow",
             "message": report["errors"][0]["message"],
         }
     ]
-    assert "'run'" in report["errors"][0]["message"]
+    assert "'ghost'" in report["errors"][0]["message"]
 
 
 def test_validate_json_format_summarises_a_valid_plan() -> None:

@@ -47,6 +47,53 @@ def add(new_step: Doc) -> Callable[[Doc], None]:
 
 
 _DROP = object()
+FLOW: Doc = {
+    "input": {"topic": "string", "depth": "integer?"},
+    "output": "${steps.check.output}",
+    "steps": [
+        {"id": "write", "kind": "agent", "prompt": "Write on ${input.topic}."},
+        {"id": "check", "kind": "gate", "deps": ["write"], "prompt": "Check it.",
+         "fail_route": "write", "max_redos": 1},
+    ],
+}  # fmt: skip
+RUN: Doc = {"id": "call", "kind": "run", "deps": ["t"], "flow": "review", "with": {"topic": "t"}}
+
+
+def on_flow(**fields: Any) -> Callable[[Doc], None]:
+    """Declare the review flow (and a run step calling it), with its first step bent."""
+
+    def apply(doc: Doc) -> None:
+        flow = json.loads(json.dumps(FLOW))
+        flow["steps"][0].update(fields)
+        doc["flows"] = {"review": flow}
+        doc["steps"].append(dict(RUN))
+
+    return apply
+
+
+def big_walk(doc: Doc) -> None:
+    """Ten run steps of a 1,000-step flow: 10,000 children beside the plan's own steps."""
+    chain = [{"id": f"s{k}", "kind": "agent", "prompt": "x"} for k in range(1000)]
+    doc["flows"] = {"big": {"steps": chain}}
+    doc["steps"] += [{"id": f"r{k}", "kind": "run", "flow": "big"} for k in range(10)]
+
+
+def call(**fields: Any) -> Callable[[Doc], None]:
+    """Declare the review flow and a run step calling it, the run step bent."""
+
+    def apply(doc: Doc) -> None:
+        doc["flows"] = {"review": json.loads(json.dumps(FLOW))}
+        doc["steps"].append(RUN | fields)
+
+    return apply
+
+
+def on_flow_header(**fields: Any) -> Callable[[Doc], None]:
+    def apply(doc: Doc) -> None:
+        doc["flows"] = {"review": {**json.loads(json.dumps(FLOW)), **fields}}
+        doc["steps"].append(dict(RUN))
+
+    return apply
 
 
 def _late_dep(doc: Doc) -> None:
@@ -82,8 +129,11 @@ DOC_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
     ("value.not_finite", top(budget={"usd": float("nan")}), "budget.usd"),
     ("feature.not_available", add({"id": "s", "kind": "set", "set": {"a": 1}}), "steps[7].kind"),
     ("feature.not_available", on("draft", ensure=["file_exists"]), "steps[1].ensure"),
-    ("feature.not_available", on("draft", budget={"usd": 1}), "steps[1].budget.usd"),
-    ("feature.not_available", top(flows={}), "flows"),
+    (
+        "feature.not_available",
+        on("fan", fanout={"over": [1], "chain": ["fan.one"], "isolation": "worktree"}),
+        "steps[3].fanout.isolation",
+    ),
     ("step.kind_unknown", add({"id": "z", "kind": "shell"}), "steps[7].kind"),
     ("step.field_not_for_kind", on("draft", fanout={}), "steps[1].fanout"),
     ("step.id_duplicate", add({"id": "draft", "kind": "agent", "prompt": "x"}), "steps[7].id"),
@@ -127,6 +177,28 @@ DOC_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
         "gate.revise_not_ancestor",
         on("ok", gate={"on_revise": "t", "max_rounds": 1}),
         "steps[5].gate.on_revise",
+    ),
+    (
+        "gate.deadline",
+        on("ok", gate={"deadline": 999, "default": "kill"}),
+        "steps[5].gate.deadline",
+    ),
+    ("gate.deadline", on("ok", gate={"deadline": 2000}), "steps[5].gate.default"),
+    ("gate.deadline", on("ok", gate={"default": "approve"}), "steps[5].gate.deadline"),
+    (
+        "gate.deadline",
+        on("ok", gate={"deadline": 2000, "default": "revise"}),
+        "steps[5].gate.default",
+    ),
+    (
+        "gate.deadline",
+        on("ok", gate={"deadline": 2000, "default": "kill", "escalate": {"after_ms": 2000}}),
+        "steps[5].gate.escalate.after_ms",
+    ),
+    (
+        "gate.deadline",
+        on("ok", gate={"escalate": {"after_ms": 90 * 86_400_000 + 1}}),
+        "steps[5].gate.escalate.after_ms",
     ),
     (
         "fanout.chain",
@@ -240,7 +312,37 @@ DOC_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
     ("tournament.profile", on("t", tournament={"profile": "huge"}), "steps[6].tournament.profile"),
     ("budget.unsatisfiable", top(budget={"calls": 2}), "budget.calls"),
     ("budget.unsatisfiable", top(budget={"wall_ms": 1000}), "budget.wall_ms"),
-]
+    ("budget.unsatisfiable", on("draft", budget={"calls": 1}), "steps[1].budget.calls"),
+    ("budget.unsatisfiable", on("fan", budget={"wall_ms": 10}), "steps[3].budget.wall_ms"),
+    ("budget.unsatisfiable", call(budget={"calls": 2}), "steps[7].budget.calls"),
+    ("budget.chain_member", on("fan.one", budget={"tokens": 100}), "steps[4].budget"),
+    ("flow.unknown", call(flow="ghost"), "steps[7].flow"),
+    ("flow.step_kind", top(flows={"f": {"steps": [{"id": "p", "kind": "pause"}]}}),
+     "flows.f.steps[0].kind"),
+    ("flow.step_kind", top(flows={"f": {"steps": [{"id": "g", "kind": "gate", "gate": {}}]}}),
+     "flows.f.steps[0].kind"),
+    ("flow.step_kind", top(flows={"f": {"steps": [RUN | {"id": "again"}]}}),
+     "flows.f.steps[0].kind"),
+    ("flow.with", call(**{"with": {"topic": "t", "mood": "${steps.t.output}"}}),
+     "steps[7].with.mood"),
+    ("flow.with", call(**{"with": {}}), "steps[7].with"),
+    ("flow.with", on_flow(prompt="Write on ${input.subject}"), "flows.review.steps[0].prompt"),
+    ("flow.output", on_flow_header(output="${steps.ghost.output}"), "flows.review.output"),
+    ("flow.output", on_flow_header(output="the last one"), "flows.review.output"),
+    ("ref.not_earlier", on_flow(prompt="${steps.check.output}"), "flows.review.steps[0].prompt"),
+    ("ref.unknown_step", on_flow(prompt="${steps.draft.output}"), "flows.review.steps[0].prompt"),
+    ("gate.route", on_flow(kind="gate", fail_route="draft"), "flows.review.steps[0].fail_route"),
+    ("deps.unknown", on_flow(deps=["t"]), "flows.review.steps[0].deps[0]"),
+    ("retry.needs_idempotent", on_flow(retry={"max_attempts": 2}),
+     "flows.review.steps[0].retry.max_attempts"),
+    ("on_fail.target", call(on_fail="t"), "steps[7].on_fail"),
+    ("ref.not_earlier", call(**{"with": {"topic": "${steps.call.output}"}}), "steps[7].with.topic"),
+    ("contract.unknown", on_flow_header(input="Ghost"), "flows.review.input"),
+    ("contract.type", on_flow_header(input={"topic": "strang"}), "flows.review.input.topic"),
+    ("field.pattern", top(flows={"Review": FLOW}), "flows.Review"),
+    ("flow.too_large", big_walk, "steps"),
+    ("field.unknown", on_flow_header(steps_per_item=3), "flows.review.steps_per_item"),
+]  # fmt: skip
 
 # Codes only text can produce: (code, text, filename, expected path).
 TEXT_CASES: list[tuple[str, str, str | None, str]] = [
@@ -266,6 +368,18 @@ TEXT_CASES: list[tuple[str, str, str | None, str]] = [
 LOOP_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
     ("loop.unsupported", lambda d: d["fanouts"][0].update(overflow="spill"), "fanouts[0].overflow"),
     ("loop.unsupported", lambda d: d["steps"][2].update({"x-role": "judge"}), "steps[2].x-role"),
+    ("loop.unsupported", lambda d: d.update(flows={}), "flows"),
+    ("loop.unsupported", lambda d: d["steps"][1].update(kind="run"), "steps[1].kind"),
+    (
+        "loop.unsupported",
+        lambda d: d["steps"][1].update(budget={"maxAgents": 2, "tokens": 9}),
+        "steps[1].budget.tokens",
+    ),
+    (
+        "loop.unsupported",
+        lambda d: d.update(subsystems={"trainingPairs": True}),
+        "subsystems",
+    ),
     (
         "loop.fold_unknown",
         lambda d: d["gates"].append({"stepId": "ghost", "maxRedos": 1}),

@@ -95,6 +95,8 @@ class CellOutcome(BaseModel):
 
 class CampaignArtifactsInput(BaseModel):
     run_id: str
+    chain: str | None = None
+    """The writing workflow's ``first_execution_run_id`` (the run store's claim)."""
     document: dict[str, Any]
     fingerprint: str
     status: CampaignStatus

@@ -297,6 +297,7 @@ class CampaignWorkflow:
         return await write_artifacts(
             CampaignArtifactsInput(
                 run_id=state.run_id,
+                chain=workflow.info().first_execution_run_id,
                 document=self.doc.model_dump(mode="json", by_alias=True),
                 fingerprint=state.fingerprint or "",
                 status=state.status,

@@ -9,7 +9,9 @@ worst case is reserved:
   terminal route or none);
 - region: activated items x the chain's ``w`` sum; wall divided by the concurrency;
 - tournament: the child's worst-case calls (its profile's, capped by ``max_calls``), one timeout;
-- human gate and pause: nothing (they dispatch nothing).
+- human gate and pause: nothing (they dispatch nothing);
+- ``run`` step: not a boundary; its flow's children are boundaries of their own (``children``,
+  reserved one at a time as the body walks), counted in the defaults, caps and the worst case.
 
 The plan's default call budget is the sum of ``w`` over dispatching steps (a chain member once)
 plus gate redo allowances; the default wall ceiling is 1.5 x the sum of boundary wall
@@ -28,9 +30,11 @@ from typing import Any, Literal
 from workflows.plan.model import (
     AgentStep,
     FanoutStep,
+    Flow,
     GateStep,
     PauseStep,
     Plan,
+    RunStep,
     TournamentStep,
 )
 from workflows.tournament.profiles import get_profile
@@ -46,10 +50,13 @@ __all__ = [
     "PlanTotals",
     "Reservation",
     "activated_items",
+    "body_boundaries",
     "boundaries",
     "chain_owner",
     "downstream_of",
+    "flat",
     "lanes",
+    "occurrence",
     "plan_totals",
     "stage_timeout_ms",
     "tournament_calls",
@@ -64,8 +71,8 @@ MAX_CONCURRENCY = 256
 """Branches of one region in flight at once, whatever ``concurrency`` or ``max_fanout`` says
 (validation refuses an explicit ``concurrency`` over it: ``workflows.plan.limits``)."""
 
-BoundaryKind = Literal["agent", "gate", "human_gate", "pause", "region", "tournament"]
-AnyStep = AgentStep | GateStep | FanoutStep | PauseStep | TournamentStep
+BoundaryKind = Literal["agent", "gate", "human_gate", "pause", "region", "tournament", "run"]
+AnyStep = AgentStep | GateStep | FanoutStep | PauseStep | TournamentStep | RunStep
 
 
 @dataclass(frozen=True)
@@ -84,6 +91,15 @@ class Boundary:
     reservation: Reservation
     on_fail_target: bool = False
     """Runs only when a failing step routes to it (``on_fail``)."""
+    children: tuple[Boundary, ...] = ()
+    """A ``run`` step's body, each child a boundary of its own (``step_id`` unscoped)."""
+    scope: str | None = None
+    """The ``run`` step whose body this boundary is in (None: the top level)."""
+
+    @property
+    def label(self) -> str:
+        """The scoped id: ``<run step>/<child>`` in a body."""
+        return self.step_id if self.scope is None else f"{self.scope}/{self.step_id}"
 
 
 def downstream_of(plan: Plan, step_id: str) -> list[str]:
@@ -97,7 +113,13 @@ def downstream_of(plan: Plan, step_id: str) -> list[str]:
             hit.add(step.id)
         if isinstance(step, FanoutStep) and step.id in hit:
             hit.update(step.fanout.chain)
-    return [s.id for s in plan.steps if s.id in hit]
+    out: list[str] = []
+    for step in plan.steps:
+        if step.id in hit:
+            out.append(step.id)
+            flow = plan.flows.get(step.flow) if isinstance(step, RunStep) else None
+            out += [f"{step.id}/{child.id}" for child in flow.steps] if flow else []
+    return out
 
 
 def chain_owner(plan: Plan) -> dict[str, str]:
@@ -153,6 +175,12 @@ def _w(step: AnyStep) -> int:
     return 0
 
 
+def occurrence(step: AgentStep | GateStep) -> Reservation:
+    """One occurrence of a step (its first run, a redo, a re-run after revise): what its own
+    ledger reserves before it, ``w`` invocations and ``w`` stage timeouts."""
+    return Reservation(_w(step), _w(step) * stage_timeout_ms(step))
+
+
 def _redo_allowance(gate: GateStep, steps: dict[str, AnyStep]) -> Reservation:
     route = gate.fail_route
     if gate.is_human() or gate.max_redos <= 0 or route is None or route.startswith("terminal:"):
@@ -192,16 +220,31 @@ def worst_items(step: FanoutStep) -> int:
 
 
 def boundaries(plan: Plan) -> list[Boundary]:
-    """The walk's boundaries in plan order, each with its worst-case reservation."""
-    steps: dict[str, AnyStep] = {s.id: s for s in plan.steps}
-    members = chain_owner(plan)
-    on_fail_targets = {s.on_fail for s in plan.steps if isinstance(s, AgentStep) and s.on_fail}
+    """The walk's boundaries in plan order, each with its worst-case reservation; a ``run``
+    step's boundary holds its flow's children."""
+    return _boundaries(plan.steps, plan.flows, None)
+
+
+def body_boundaries(steps: Sequence[AnyStep], scope: str | None = None) -> list[Boundary]:
+    """A flow body's boundaries (its children), as a ``run`` step ``scope`` walks them."""
+    return _boundaries(steps, {}, scope)
+
+
+def _boundaries(
+    steps_in_order: Sequence[AnyStep], flows: dict[str, Flow], scope: str | None
+) -> list[Boundary]:
+    steps: dict[str, AnyStep] = {s.id: s for s in steps_in_order}
+    members = {m: s.id for s in steps_in_order if isinstance(s, FanoutStep) for m in s.fanout.chain}
+    on_fail_targets = {
+        s.on_fail for s in steps_in_order if isinstance(s, AgentStep | RunStep) and s.on_fail
+    }
     out: list[Boundary] = []
-    for step in plan.steps:
+    for step in steps_in_order:
         if step.id in members:
             continue
         kind: BoundaryKind
         dispatched: tuple[str, ...] = (step.id,)
+        children: tuple[Boundary, ...] = ()
         if isinstance(step, FanoutStep):
             kind = "region"
             chain = [steps[m] for m in step.fanout.chain if m in steps]
@@ -211,6 +254,11 @@ def boundaries(plan: Plan) -> list[Boundary]:
             kind, dispatched, reservation = "human_gate", (), Reservation(0, 0)
         elif isinstance(step, PauseStep):
             kind, dispatched, reservation = "pause", (), Reservation(0, 0)
+        elif isinstance(step, RunStep):
+            kind, reservation = "run", Reservation(0, 0)
+            flow = flows.get(step.flow)
+            children = tuple(body_boundaries(flow.steps, step.id)) if flow is not None else ()
+            dispatched = tuple(b.step_id for b in children)
         else:
             kind = "gate" if isinstance(step, GateStep) else step.kind
             own = Reservation(_w(step), _w(step) * stage_timeout_ms(step))
@@ -228,8 +276,19 @@ def boundaries(plan: Plan) -> list[Boundary]:
                 members=dispatched,
                 reservation=reservation,
                 on_fail_target=step.id in on_fail_targets,
+                children=children,
+                scope=scope,
             )
         )
+    return out
+
+
+def flat(walk: Sequence[Boundary]) -> list[Boundary]:
+    """Every boundary a walk may reserve: the top level's and each sub-flow's children."""
+    out: list[Boundary] = []
+    for b in walk:
+        out.append(b)
+        out += flat(b.children)
     return out
 
 
@@ -250,13 +309,20 @@ class PlanTotals:
     wall_cap_ms: int
 
 
-def plan_totals(plan: Plan, walk: Sequence[Boundary] | None = None) -> PlanTotals:
-    walk = boundaries(plan) if walk is None else walk
-    steps: dict[str, AnyStep] = {s.id: s for s in plan.steps}
-    default_calls = sum(_w(s) for s in plan.steps)
-    default_calls += sum(
-        _redo_allowance(s, steps).invocations for s in plan.steps if isinstance(s, GateStep)
+def _default_calls(in_order: Sequence[AnyStep]) -> int:
+    steps: dict[str, AnyStep] = {s.id: s for s in in_order}
+    calls = sum(_w(s) for s in in_order)
+    return calls + sum(
+        _redo_allowance(s, steps).invocations for s in in_order if isinstance(s, GateStep)
     )
+
+
+def plan_totals(plan: Plan, walk: Sequence[Boundary] | None = None) -> PlanTotals:
+    walk = flat(boundaries(plan) if walk is None else walk)
+    default_calls = _default_calls(plan.steps)
+    for step in plan.steps:  # a flow's children count once per run step that calls it
+        flow = plan.flows.get(step.flow) if isinstance(step, RunStep) else None
+        default_calls += _default_calls(flow.steps) if flow is not None else 0
     reserved_calls = sum(b.reservation.invocations for b in walk)
     reserved_wall = sum(b.reservation.wall_ms for b in walk)
     default_wall = math.ceil(reserved_wall * WALL_CEILING_MULTIPLIER)
@@ -278,13 +344,15 @@ def plan_totals(plan: Plan, walk: Sequence[Boundary] | None = None) -> PlanTotal
 def unsatisfiable(
     walk: Sequence[Boundary], *, calls: int | None, wall_ms: int | None
 ) -> tuple[Boundary, str] | None:
-    """The worst boundary an explicit budget cannot fit, and why (reservation-unsatisfiable)."""
+    """The worst boundary an explicit budget cannot fit, and why (reservation-unsatisfiable);
+    a sub-flow's children count as boundaries of their own."""
+    walk = flat(walk)
     if calls is not None and walk:
         worst = max(walk, key=lambda b: b.reservation.invocations)
         if worst.reservation.invocations > calls:
             return worst, (
                 f"calls={calls} is below the {worst.reservation.invocations} invocation(s) that "
-                f"boundary {worst.step_id!r} reserves; fix: give at least "
+                f"boundary {worst.label!r} reserves; fix: give at least "
                 f"{worst.reservation.invocations} or lower that step's retries/fan-out"
             )
     if wall_ms is not None and walk:
@@ -292,7 +360,7 @@ def unsatisfiable(
         if worst.reservation.wall_ms > wall_ms:
             return worst, (
                 f"wall_ms={wall_ms} is below the {worst.reservation.wall_ms} ms that boundary "
-                f"{worst.step_id!r} reserves; fix: give at least {worst.reservation.wall_ms} or "
+                f"{worst.label!r} reserves; fix: give at least {worst.reservation.wall_ms} or "
                 "lower that step's timeout_ms"
             )
     return None

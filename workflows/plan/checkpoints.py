@@ -290,9 +290,12 @@ def restore_point(text: str, *, run_id: str, label: str) -> tuple[RestorePoint |
     return point, ""
 
 
-def checkpoint_errors(steps: Sequence[Any], owner: Mapping[str, int]) -> list[PlanError]:
-    """Labels are unique, on top-level steps (a chain member settles inside its region), and at
-    most ``MAX_CHECKPOINTS`` (``steps`` as the rules see them; None: unparsed)."""
+def checkpoint_errors(
+    steps: Sequence[Any], owner: Mapping[str, int], *, top_level: bool = True
+) -> list[PlanError]:
+    """Labels are unique, on top-level steps (a chain member settles inside its region, a flow
+    child inside its run step), and at most ``MAX_CHECKPOINTS`` (``steps`` as the rules see
+    them; None: unparsed; ``top_level`` False: a flow's body)."""
     errors = []
     seen: dict[str, int] = {}
     for i, step in enumerate(steps):
@@ -300,13 +303,14 @@ def checkpoint_errors(steps: Sequence[Any], owner: Mapping[str, int]) -> list[Pl
         if label is None:
             continue
         path = f"steps[{i}].checkpoint"
-        if step.id in owner and owner[step.id] != i:
+        if not top_level or (step.id in owner and owner[step.id] != i):
+            where = "fan-out" if top_level else "run step"
             errors.append(
                 PlanError(
                     "checkpoint.not_top_level",
                     path,
-                    f"{step.id!r} is a chain member: it settles inside its fan-out, which is "
-                    "what a checkpoint can commit; fix: put the checkpoint on the fan-out step",
+                    f"{step.id!r} settles inside its {where}, which is what a checkpoint can "
+                    f"commit; fix: put the checkpoint on the {where}",
                 )
             )
             continue

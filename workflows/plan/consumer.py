@@ -34,6 +34,8 @@ from workflows.inputs import StrictModel
 from workflows.model_types import CallModelInput, ModelResponse
 from workflows.plan.control import Refusal
 from workflows.plan.errors import PlanError
+from workflows.plan.flows import invocations
+from workflows.plan.model import AgentStep, Plan
 from workflows.plan.reasons import Reason
 
 __all__ = [
@@ -52,6 +54,7 @@ __all__ = [
     "StepDoneResult",
     "check_step_done",
     "consumer_errors",
+    "consumer_step",
     "consumer_step_ids",
     "parse_result",
     "plan_digest",
@@ -349,11 +352,22 @@ def consumer_errors(steps: Sequence[Any], owner: Mapping[str, int]) -> list[Plan
     return errors
 
 
-def consumer_step_ids(plan_steps: Sequence[Any]) -> frozenset[str]:
-    """The ids a ``step_done`` may name: every ``dispatch: consumer`` agent step."""
+def consumer_step_ids(plan: Plan) -> frozenset[str]:
+    """The ids a ``step_done`` may name: every ``dispatch: consumer`` agent step, a flow child
+    by its scoped id (``<run step>/<child>``), a chain member by its own."""
     return frozenset(
-        s.id for s in plan_steps if s.kind == "agent" and getattr(s, "dispatch", "") == "consumer"
+        sid
+        for sid, step in invocations(plan)
+        if isinstance(step, AgentStep) and step.dispatch == "consumer"
     )
+
+
+def consumer_step(plan: Plan, sid: str) -> AgentStep | None:
+    """The consumer step a (scoped) id names, or None."""
+    for found, step in invocations(plan):
+        if found == sid and isinstance(step, AgentStep) and step.dispatch == "consumer":
+            return step
+    return None
 
 
 def plan_digest(document: Mapping[str, Any]) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 from workflows.plan.refs import extract_json
 
-__all__ = ["PRIMITIVES", "TypeRef", "check_output", "parse_type"]
+__all__ = ["PRIMITIVES", "TypeRef", "check_output", "check_record", "parse_type"]
 
 PRIMITIVES = ("string", "number", "integer", "boolean", "object", "array", "any")
 _TYPE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)((?:\[\])*)(\??)$")
@@ -72,7 +72,19 @@ def _matches(value: Any, ref: TypeRef, contracts: Mapping[str, Mapping[str, str]
 def _record(value: Any, name: str, contracts: Mapping[str, Mapping[str, str]]) -> str | None:
     if not isinstance(value, dict):
         return f"expected a {name} object, got {type(value).__name__}"
-    for field, expr in contracts[name].items():
+    return check_record(value, contracts[name], contracts, name=name)
+
+
+def check_record(
+    value: dict[str, Any],
+    fields: Mapping[str, str],
+    contracts: Mapping[str, Mapping[str, str]],
+    *,
+    name: str = "input",
+) -> str | None:
+    """Why a mapping does not meet ``fields`` (field -> type; a named contract's, or a sub-flow's
+    inline input), or None."""
+    for field, expr in fields.items():
         ref = parse_type(expr, contracts)
         if value.get(field) is None:
             if ref.optional:

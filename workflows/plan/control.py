@@ -65,9 +65,21 @@ def parse_resume_value(raw: Any, *, typed: bool) -> tuple[Any, str | None]:
 
 
 def check_gate_decision(
-    pending: Mapping[str, str], *, step: str, decision: str, token: str
+    pending: Mapping[str, str],
+    *,
+    step: str,
+    decision: str,
+    token: str,
+    expired: Mapping[str, str] | None = None,
 ) -> Refusal | None:
-    """``pending`` maps each waiting gate's step id to its current token."""
+    """``pending`` maps each waiting gate's step id to its current token; ``expired`` each gate
+    its deadline decided to the token that deadline voided (a late decision is stale)."""
+    if step not in pending and expired and step in expired:
+        return Refusal(
+            Reason.STALE_GATE_TOKEN,
+            f"the deadline of gate {step!r} passed and its default decision applied; the "
+            "token is void (the gate is no longer waiting)",
+        )
     if step not in pending:
         waiting = ", ".join(sorted(pending)) or "none"
         return Refusal(

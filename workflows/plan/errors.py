@@ -54,6 +54,8 @@ CODES: dict[str, str] = {
     "gate.target": "a human-gate target must name another top-level step",
     "gate.revise_needs_rounds": "on_revise needs max_rounds (on the gate or the plan)",
     "gate.revise_not_ancestor": "on_revise must target an ancestor of the gate",
+    "gate.deadline": "a gate deadline is 1 s to 90 days with a default of approve or kill, "
+    "and escalate.after_ms comes before it",
     "fanout.chain": "a chain must list agent steps that belong to this fan-out only",
     "fanout.member_deps": "a chain member depends only on earlier members or pre-fan-out steps",
     "fanout.member_referenced": "a step outside a chain depends on a chain member",
@@ -67,7 +69,15 @@ CODES: dict[str, str] = {
     "pause.arg_duplicate": "two pauses share a resume_arg",
     "pause.schema": "a pause's JSON Schema is malformed",
     "tournament.profile": "a tournament step names an unknown profile",
-    "budget.unsatisfiable": "the plan's budget is below the worst single boundary",
+    "budget.unsatisfiable": "a plan, step, fan-out or sub-flow budget is below the worst single "
+    "boundary (or occurrence) it covers",
+    "budget.chain_member": "a fan-out chain member's ledger is its fan-out's: budget it there",
+    "flow.unknown": "a run step's flow names no flow",
+    "flow.step_kind": "a flow body takes agent steps and model gates only",
+    "flow.with": "a with key (or body ${input.x}) the flow's input contract lacks, or a field "
+    "it requires that with does not give",
+    "flow.output": "a flow's output must be one ${steps.<id>.output[.path]} of its own steps",
+    "flow.too_large": "the walk (each run step counting its flow's children) is over 10,000 steps",
     "plan.too_large": "the worst-case history passes half of Temporal's 50,000-event limit",
     "consumer.not_allowed": "dispatch: consumer on a gate, or under worktree isolation",
     "checkpoint.duplicate": "two steps commit the same checkpoint label",

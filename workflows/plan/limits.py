@@ -18,8 +18,12 @@ The estimate, per boundary (``boundaries``), times the passes the walk can make 
   ``EVENTS_PER_ACTIVITY`` events (scheduled, started, completed, and a workflow task of its own);
 - a region adds one pacing timer per ``STARTS_PER_TASK`` starts (``plan_run/pacing``);
 - a tournament step is a child workflow in the parent's history (its own history is its own);
+- a ``run`` step is its children, each a boundary of its own, per ``run`` step that calls it;
 - a pause, a human gate and each dispatching boundary's possible budget wait write the trace
-  and receive a message: ``EVENTS_PER_WAIT``;
+  and receive a message: ``EVENTS_PER_WAIT``; a gate's deadline and escalation timers add
+  ``EVENTS_PER_TIMER`` each, its escalation post an activity (and preflight's notifier check
+  one, once);
+- with ``training_pairs``, every agent invocation may add its capture activity;
 - passes: one, plus every revise round a human gate allows; a human-gate route back to an
   earlier step can loop as long as the calls cap lets it, so such a plan is bounded by the cap
   (every pass dispatches at least one invocation) instead.
@@ -28,11 +32,20 @@ The estimate, per boundary (``boundaries``), times the passes the walk can make 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from workflows.plan.boundaries import MAX_CONCURRENCY, Boundary, boundaries, plan_totals
+from workflows.plan.boundaries import (
+    MAX_CONCURRENCY,
+    AnyStep,
+    Boundary,
+    boundaries,
+    plan_totals,
+)
+from workflows.plan.deadlines import notifiers_named
 from workflows.plan.errors import PlanError
-from workflows.plan.model import AgentStep, FanoutStep, GateStep, Plan, TournamentStep
+from workflows.plan.flows import invocations
+from workflows.plan.model import AgentStep, FanoutStep, GateStep, Plan, RunStep, TournamentStep
 from workflows.tournament.preflight import HISTORY_EVENTS_BUDGET, TEMPORAL_HISTORY_EVENTS
 
 __all__ = [
@@ -54,6 +67,7 @@ EVENTS_PER_ACTIVITY = 6
 EVENTS_PER_PACING_TIMER = 5
 EVENTS_PER_CHILD = 9
 EVENTS_PER_WAIT = 12
+EVENTS_PER_TIMER = 5
 EVENTS_BASE = 30
 """Start, the first workflow task, markers, the final trace write and the close."""
 
@@ -79,21 +93,44 @@ def events_per_invocation(step: object) -> int:
     return activities * EVENTS_PER_ACTIVITY
 
 
-def _boundary_events(plan: Plan, boundary: Boundary) -> int:
-    step = plan.step(boundary.step_id)
+def _per_invocation(plan: Plan, step: object) -> int:
+    """``events_per_invocation`` plus the training-pair capture activity of an agent step."""
+    capture = EVENTS_PER_ACTIVITY if plan.training_pairs and isinstance(step, AgentStep) else 0
+    return events_per_invocation(step) + capture
+
+
+def _gate_timer_events(step: object) -> int:
+    gate = step.gate if isinstance(step, GateStep) else None
+    if gate is None:
+        return 0
+    events = EVENTS_PER_TIMER if gate.deadline is not None else 0
+    if gate.escalate is not None:
+        events += EVENTS_PER_TIMER + (EVENTS_PER_ACTIVITY if gate.escalate.notify else 0)
+    return events
+
+
+def _boundary_events(
+    plan: Plan, boundary: Boundary, step_of: Callable[[str], AnyStep] | None = None
+) -> int:
+    """``step_of``: the lookup in the boundary's scope (a sub-flow's body; default the plan)."""
+    step_of = step_of or plan.step
+    step = step_of(boundary.step_id)
     invocations = boundary.reservation.invocations
     if boundary.kind in ("pause", "human_gate"):
-        return EVENTS_PER_WAIT
+        return EVENTS_PER_WAIT + _gate_timer_events(step)
+    if isinstance(step, RunStep):  # not a boundary: its children are, each of its own
+        body = {c.id: c for c in plan.flows[step.flow].steps}
+        return sum(_boundary_events(plan, c, body.__getitem__) for c in boundary.children)
     if isinstance(step, TournamentStep):
         return EVENTS_PER_CHILD + EVENTS_PER_WAIT
     if isinstance(step, FanoutStep):
-        members = [plan.step(m) for m in step.fanout.chain]
-        per = max((events_per_invocation(m) for m in members), default=EVENTS_PER_ACTIVITY)
+        members = [step_of(m) for m in step.fanout.chain]
+        per = max((_per_invocation(plan, m) for m in members), default=EVENTS_PER_ACTIVITY)
         timers = math.ceil(invocations / STARTS_PER_TASK) * EVENTS_PER_PACING_TIMER
         return invocations * per + timers + EVENTS_PER_WAIT
-    per = events_per_invocation(step)
+    per = _per_invocation(plan, step)
     if isinstance(step, GateStep) and step.fail_route and not step.fail_route.startswith("term"):
-        per = max(per, events_per_invocation(plan.step(step.fail_route)))
+        per = max(per, _per_invocation(plan, step_of(step.fail_route)))
     return invocations * per + EVENTS_PER_WAIT
 
 
@@ -119,14 +156,15 @@ def estimate_history(plan: Plan) -> HistoryEstimate:
         if isinstance(s, GateStep) and s.gate is not None and s.gate.on_revise is not None
     )
     passes = 1 + rounds
-    events = EVENTS_BASE + passes * one_pass
+    notifiers = EVENTS_PER_ACTIVITY if notifiers_named(plan) else 0  # preflight's check
+    events = EVENTS_BASE + notifiers + passes * one_pass
     if _loops_back(plan):
         cap = plan_totals(plan, walk).calls_cap
         costliest = max(
-            (events_per_invocation(s) for s in plan.steps if isinstance(s, AgentStep | GateStep)),
+            (_per_invocation(plan, s) for _, s in invocations(plan)),
             default=EVENTS_PER_ACTIVITY,
         )
-        waits = sum(EVENTS_PER_WAIT for _ in walk)
+        waits = sum(EVENTS_PER_WAIT + _gate_timer_events(plan.step(b.step_id)) for b in walk)
         passes = max(passes, cap)
         events = EVENTS_BASE + cap * costliest + passes * waits
     return HistoryEstimate(events, passes, biggest, biggest_events)

@@ -33,6 +33,9 @@ FOLD_FIELDS = {
     "fanouts": {"stage", "registry", "maxFanout", "overflow", "dedup", "chain"},
     "joins": {"stage", "forStage", "joinPolicy", "onInvalid"},
 }
+PART2_LOOP_TOP = {"flows"}
+PART2_LOOP_KINDS = {"run"}
+PART2_LOOP_BUDGET = {"calls", "tokens", "usd", "wall_ms"}
 # Values the reference allows that ponder's part 1 implements exactly one way.
 ONLY_VALUE = {("fanouts", "overflow"): "window", ("joins", "onInvalid"): "named-failure"}
 
@@ -111,10 +114,50 @@ def _fold_index(m: LoopMapping, raw: Mapping[str, Any], key: str, by: str) -> di
     return out
 
 
+def _part2_only(m: LoopMapping, source: Mapping[str, Any], where: str) -> None:
+    """Part-2 plan features are ``ponder-plan/1`` only (plans-part2.md, first lines)."""
+    kind = source.get("kind")
+    if isinstance(kind, str) and kind in PART2_LOOP_KINDS:
+        _err(
+            m,
+            "loop.unsupported",
+            join_path(where, "kind"),
+            f"kind {kind!r} is a ponder-plan/1 feature; fix: write the plan as "
+            "ponder-plan/1 to use it",
+        )
+    budget = source.get("budget")
+    for key in budget if isinstance(budget, dict) else {}:
+        if isinstance(key, str) and key in PART2_LOOP_BUDGET:
+            _err(
+                m,
+                "loop.unsupported",
+                join_path(where, "budget", str(key)),
+                f"budget.{key} (a nested ledger) is a ponder-plan/1 feature; fix: write the plan "
+                "as ponder-plan/1 to use it",
+            )
+
+
 def map_loop_plan(raw: Mapping[str, Any]) -> LoopMapping:
     m = LoopMapping(doc={"schema": "ponder-plan/1"})
     for key in raw:
         if key in TOP_KEYS or key in FOLD_KEYS or str(key).startswith("x-"):
+            continue
+        if isinstance(key, str) and key in PART2_LOOP_TOP:
+            _err(
+                m,
+                "loop.unsupported",
+                join_path("", str(key)),
+                f"{key!r} is a ponder-plan/1 feature; fix: write the plan as ponder-plan/1",
+            )
+            continue
+        if key == "subsystems":  # the reference's opt-ins (003:328): part 2, ours only
+            _err(
+                m,
+                "loop.unsupported",
+                "subsystems",
+                "subsystems (training pairs, checkpoints) run in ponder-plan/1 plans only; fix: "
+                "write the plan as ponder-plan/1 with training_pairs: true",
+            )
             continue
         _err(
             m,
@@ -183,6 +226,7 @@ def map_loop_plan(raw: Mapping[str, Any]) -> LoopMapping:
                     "fix: add one naming its forStage and joinPolicy",
                 )
             continue
+        _part2_only(m, source, where)
         i = len(steps)
         new = f"steps[{i}]"
         m.paths[new] = where

@@ -31,13 +31,19 @@ from workflows.tournament.profiles import Profile
 
 __all__ = [
     "FAILURE_CLASSES",
+    "FLOW_STEP_KINDS",
     "STEP_KINDS",
     "AgentStep",
     "Artifacts",
     "FanoutSpec",
     "FanoutStep",
+    "Flow",
+    "FlowHeader",
+    "FlowStep",
+    "GateEscalation",
     "GateStep",
     "HumanGate",
+    "LedgerBudget",
     "LoopPlanOrigin",
     "PauseSpec",
     "PauseStep",
@@ -45,6 +51,7 @@ __all__ = [
     "PlanBudget",
     "PlanHeader",
     "Retry",
+    "RunStep",
     "Step",
     "StepBudget",
     "TournamentSpec",
@@ -70,13 +77,25 @@ ContractName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]
 TypeExpr = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 FailureClass = Literal["timeout", "transport", "malformed-output", "policy-refusal"]
 FAILURE_CLASSES: tuple[str, ...] = ("timeout", "transport", "malformed-output", "policy-refusal")
-STEP_KINDS: tuple[str, ...] = ("agent", "gate", "fanout", "pause", "tournament")
+STEP_KINDS: tuple[str, ...] = ("agent", "gate", "fanout", "pause", "tournament", "run")
+FLOW_STEP_KINDS: tuple[str, ...] = ("agent", "gate")
+"""What a sub-flow body takes (model gates only: waits stay top-level; no recursion)."""
+FLOW_NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,63}$"
+FlowName = Annotated[str, StringConstraints(pattern=FLOW_NAME_PATTERN)]
 MAX_STEPS = 10_000
 # Who executes an agent step: the engine (a provider call), or an external client that answers
 # the step's issuance with the step_done update (plans-part2.md section 7).
 Dispatch = Literal["engine", "consumer"]
 CHECKPOINT_DOC = "commit a checkpoint with this label when the step succeeds (top level only)"
 MAX_TIMEOUT_MS = 7 * 24 * 3600 * 1000
+MIN_DEADLINE_MS = 1000
+MAX_DEADLINE_MS = 90 * 24 * 3600 * 1000
+"""A human gate's ``deadline`` and ``escalate.after_ms``: 1 s to 90 days (``gate.deadline``)."""
+DEFAULT_DECISIONS: tuple[str, ...] = ("approve", "kill")
+"""What a deadline may decide: not ``revise``, which would loop work nobody asked for."""
+# A notifier is declared by the worker (`[notifiers.NAME]` in ponder.toml); a plan names it.
+NotifierName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,63}$")]
+_DEADLINE_RANGE: dict[str, JsonValue] = {"minimum": MIN_DEADLINE_MS, "maximum": MAX_DEADLINE_MS}
 
 # strict: a closed-world document says what it means ("yes" is not a boolean, "3" not a number).
 _CONFIG = ConfigDict(
@@ -149,9 +168,22 @@ class Artifacts(_Strict):
     writes: list[str] = Field(default_factory=list, max_length=200)
 
 
-class StepBudget(_Strict):
+class LedgerBudget(_Strict):
+    """A nested ledger's limits (plans-part2.md 6): a step's own, a fan-out's (all items), a
+    ``run`` step's (its sub-flow). Unset: no limit of that kind at this level."""
+
+    calls: int | None = Field(default=None, ge=1, le=10_000_000)
+    tokens: int | None = Field(default=None, ge=1)
+    usd: float | None = Field(default=None, gt=0)
+    wall_ms: int | None = Field(default=None, ge=1)
+
+    def is_set(self) -> bool:
+        return any(v is not None for v in (self.calls, self.tokens, self.usd, self.wall_ms))
+
+
+class StepBudget(LedgerBudget):
     max_agents: int | None = Field(
-        default=None, ge=1, le=1000, description="invocations this step may spend (retries too)"
+        default=None, ge=1, le=1000, description="invocations one occurrence may spend (retries)"
     )
 
 
@@ -188,13 +220,39 @@ class AgentStep(_Invocation):
     on_fail: StepId | None = None
 
 
+class GateEscalation(_Strict):
+    """``after_ms`` into the wait, nobody having decided: ``gate.escalated``, flagged in status,
+    and (with ``notify``) a post to the worker's notifier of that name."""
+
+    # Ranges are the rules' (code gate.deadline); the schema states them for editors.
+    after_ms: int = Field(json_schema_extra=_DEADLINE_RANGE)
+    notify: NotifierName | None = Field(
+        default=None, description="a notifier the worker declares ([notifiers.NAME])"
+    )
+
+
 class HumanGate(_Strict):
-    """Targets are step ids; null: approve continues, kill fails the run (gate-killed)."""
+    """Targets are step ids; null: approve continues, kill fails the run (gate-killed).
+
+    ``deadline`` (ms after the wait opens) applies ``default`` as a person's decision would;
+    a ``kill`` default with ``on_kill: null`` fails the run ``gate-deadline-expired``."""
 
     on_approve: StepId | None = None
     on_revise: StepId | None = None
     on_kill: StepId | None = None
     max_rounds: int | None = Field(default=None, ge=1, le=100)
+    deadline: int | None = Field(
+        default=None,
+        description="ms after the wait opens; then `default` decides",
+        json_schema_extra=_DEADLINE_RANGE,
+    )
+    default: str | None = Field(
+        default=None,
+        max_length=16,
+        description="the deadline's decision (required with deadline)",
+        json_schema_extra={"enum": [*DEFAULT_DECISIONS, None]},
+    )
+    escalate: GateEscalation | None = None
 
 
 class GateStep(_Vendor):
@@ -253,6 +311,9 @@ class FanoutStep(_Vendor):
     title: str | None = Field(default=None, max_length=500)
     fanout: FanoutSpec
     checkpoint: Label | None = Field(default=None, description=CHECKPOINT_DOC)
+    budget: LedgerBudget = Field(
+        default_factory=LedgerBudget, description="the region's ledger: every item's calls"
+    )
 
 
 class PauseSpec(_Strict):
@@ -299,8 +360,31 @@ class TournamentStep(_Vendor):
     checkpoint: Label | None = Field(default=None, description=CHECKPOINT_DOC)
 
 
+class RunStep(_Vendor):
+    """A sub-flow call: the body of ``flows[flow]`` walks inline, each child a boundary of its
+    own (scoped ``<id>/<child>``); the body's output is this step's output."""
+
+    kind: Literal["run"]
+    id: StepId
+    deps: list[StepId] = Field(default_factory=list, max_length=1000)
+    title: str | None = Field(default=None, max_length=500)
+    flow: FlowName
+    with_: dict[ArgKey, JsonValue] = Field(
+        default_factory=dict,
+        alias="with",
+        description="the flow's ${input.*}: templates over the caller's scope (exactly one "
+        "${...} passes the value typed)",
+    )
+    budget: LedgerBudget = Field(
+        default_factory=LedgerBudget, description="the sub-flow's ledger: every child's calls"
+    )
+    out: ContractName | None = None
+    on_fail: StepId | None = None
+    checkpoint: Label | None = Field(default=None, description=CHECKPOINT_DOC)
+
+
 Step = Annotated[
-    AgentStep | GateStep | FanoutStep | PauseStep | TournamentStep,
+    AgentStep | GateStep | FanoutStep | PauseStep | TournamentStep | RunStep,
     Field(discriminator="kind"),
 ]
 STEP_MODELS: dict[str, type[BaseModel]] = {
@@ -309,7 +393,32 @@ STEP_MODELS: dict[str, type[BaseModel]] = {
     "fanout": FanoutStep,
     "pause": PauseStep,
     "tournament": TournamentStep,
+    "run": RunStep,
 }
+FlowStep = Annotated[AgentStep | GateStep, Field(discriminator="kind")]
+MAX_FLOWS = 100
+MAX_FLOW_STEPS = 1000
+
+
+class FlowHeader(_Vendor):
+    """A flow without its body (validated on its own so body errors do not hide these)."""
+
+    description: str | None = Field(default=None, max_length=20_000)
+    input: ContractName | dict[ContractName, TypeExpr] | None = Field(
+        default=None,
+        description="the contract `with` must meet: a contract name, or field -> type inline",
+    )
+    output: str | None = Field(
+        default=None,
+        max_length=300,
+        description="one ${steps.<id>.output[.path]} of the body (default: the last step's)",
+    )
+
+
+class Flow(FlowHeader):
+    """A named sub-flow, walked inline by each ``run`` step that calls it."""
+
+    steps: list[FlowStep] = Field(min_length=1, max_length=MAX_FLOW_STEPS)
 
 
 class PlanBudget(_Strict):
@@ -342,6 +451,11 @@ class PlanHeader(_Vendor):
     max_rounds: int | None = Field(
         default=None, ge=1, le=100, description="human-gate revise rounds"
     )
+    training_pairs: bool = Field(
+        default=False,
+        description="capture each settled agent step's prompt and output as a training pair "
+        "(ponder-trainpair/1) in the worker's training_dir",
+    )
     loop_plan: SkipJsonSchema[LoopPlanOrigin | None] = None
 
 
@@ -349,8 +463,11 @@ class Plan(PlanHeader):
     """A ``ponder-plan/1`` plan (or a ``loop-plan/1`` one mapped onto it)."""
 
     steps: list[Step] = Field(min_length=1, max_length=MAX_STEPS)
+    flows: dict[FlowName, Flow] = Field(default_factory=dict, max_length=MAX_FLOWS)
 
-    def step(self, step_id: str) -> AgentStep | GateStep | FanoutStep | PauseStep | TournamentStep:
+    def step(
+        self, step_id: str
+    ) -> AgentStep | GateStep | FanoutStep | PauseStep | TournamentStep | RunStep:
         for step in self.steps:
             if step.id == step_id:
                 return step

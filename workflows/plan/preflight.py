@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from workflows.plan.boundaries import boundaries, plan_totals, unsatisfiable
 from workflows.plan.consumer import CONSUMER_MODEL
+from workflows.plan.flows import invocations
 from workflows.plan.ledger import PlanLedger
-from workflows.plan.model import AgentStep, GateStep, Plan, TournamentStep
+from workflows.plan.model import AgentStep, Plan, TournamentStep
 from workflows.plan.reasons import Reason
 from workflows.plan.routing import route, step_family
 from workflows.plan.run_record import PlanFailure
@@ -34,24 +35,26 @@ def check_trace(plan: Plan) -> None:
 
 def route_models(plan: Plan, input: PlanRunInput) -> dict[str, str]:
     """Step id -> the provider:model spec it runs on, resolved once for the whole run (a
-    tournament step's judge under ``<id>/judge``)."""
+    sub-flow child under its scoped id ``<run step>/<child>``, a tournament step's judge under
+    ``<id>/judge``)."""
     models: dict[str, str] = {}
     unroutable = []
+    for sid, invoked in invocations(plan):
+        if isinstance(invoked, AgentStep) and invoked.dispatch == "consumer":
+            models[sid] = CONSUMER_MODEL  # an external client executes it: nothing to route
+            continue
+        spec = route(
+            invoked.model,
+            invoked.family,
+            executors=input.executors,
+            default_family=input.default_family,
+        )
+        if spec is None:
+            unroutable.append(f"{sid} (model {invoked.model or '(none)'})")
+        else:
+            models[sid] = spec
     for step in plan.steps:
-        if isinstance(step, AgentStep) and step.dispatch == "consumer":
-            models[step.id] = CONSUMER_MODEL  # an external client executes it: nothing to route
-        elif isinstance(step, AgentStep) or (isinstance(step, GateStep) and not step.is_human()):
-            spec = route(
-                step.model,
-                step.family,
-                executors=input.executors,
-                default_family=input.default_family,
-            )
-            if spec is None:
-                unroutable.append(f"{step.id} (model {step.model or '(none)'})")
-            else:
-                models[step.id] = spec
-        elif isinstance(step, TournamentStep):
+        if isinstance(step, TournamentStep):
             spec = route(
                 step.model, None, executors=input.executors, default_family=input.default_family
             )
@@ -78,12 +81,7 @@ def route_models(plan: Plan, input: PlanRunInput) -> dict[str, str]:
 
 def declared_paths(plan: Plan) -> list[str]:
     return sorted(
-        {
-            p
-            for s in plan.steps
-            if isinstance(s, AgentStep | GateStep)
-            for p in (*s.artifacts.reads, *s.artifacts.writes)
-        }
+        {p for _, s in invocations(plan) for p in (*s.artifacts.reads, *s.artifacts.writes)}
     )
 
 
@@ -91,21 +89,20 @@ def qe_waivers(plan: Plan, models: dict[str, str], input: PlanRunInput) -> list[
     """(step, waiver) for each QE step in the coder's family that the run waives."""
     coder = input.coder_family
     waivers = []
-    for step in plan.steps:
-        if not (isinstance(step, AgentStep | GateStep) and step.role == "qe" and coder):
+    for sid, step in invocations(plan):
+        if not (step.role == "qe" and coder):
             continue
-        if step_family(step.model, models[step.id], step.family) != coder:
+        if step_family(step.model, models[sid], step.family) != coder:
             continue
         message = (
-            f"QE step {step.id!r} runs in the coder's family {coder!r}: its review is not "
-            "independent"
+            f"QE step {sid!r} runs in the coder's family {coder!r}: its review is not independent"
         )
         if not input.allow_same_family_qe:
             raise PlanFailure(
                 Reason.SAME_FAMILY_QE_REFUSED,
                 message + "; fix: give it another family, or --allow-same-family-qe",
             )
-        waivers.append((step.id, f"WAIVER (--allow-same-family-qe): {message}"))
+        waivers.append((sid, f"WAIVER (--allow-same-family-qe): {message}"))
     return waivers
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["GROUPS", "RUN_FATAL", "Reason"]
+__all__ = ["GROUPS", "RUN_FATAL", "RUN_LEVEL", "Reason"]
 
 
 class Reason(StrEnum):
@@ -17,6 +17,7 @@ class Reason(StrEnum):
     ARTIFACT_PATH_ESCAPES_ROOT = "artifact-path-escapes-root"
     SAME_FAMILY_QE_REFUSED = "same-family-qe-refused"
     RESERVATION_UNSATISFIABLE = "reservation-unsatisfiable"
+    ESCALATION_UNROUTABLE = "escalation-unroutable"
     # run failures
     DISPATCH_TIMEOUT = "dispatch-timeout"
     DISPATCH_DEAD = "dispatch-dead"
@@ -32,6 +33,9 @@ class Reason(StrEnum):
     BUDGET_INVARIANT_VIOLATED = "budget-invariant-violated"
     BUDGET_EXTENSION_EXHAUSTED = "budget-extension-exhausted"
     WALL_EXTENSION_EXHAUSTED = "wall-extension-exhausted"
+    STEP_BUDGET_EXHAUSTED = "step-budget-exhausted"
+    SUBFLOW_BUDGET_EXHAUSTED = "subflow-budget-exhausted"
+    GATE_DEADLINE_EXPIRED = "gate-deadline-expired"
     # pauses
     BUDGET_EXHAUSTED = "budget-exhausted"
     PLAN_PAUSE = "plan-pause"
@@ -58,6 +62,7 @@ GROUPS: dict[str, tuple[Reason, ...]] = {
         R.ARTIFACT_PATH_ESCAPES_ROOT,
         R.SAME_FAMILY_QE_REFUSED,
         R.RESERVATION_UNSATISFIABLE,
+        R.ESCALATION_UNROUTABLE,
     ),
     "failure": (
         R.DISPATCH_TIMEOUT,
@@ -74,6 +79,9 @@ GROUPS: dict[str, tuple[Reason, ...]] = {
         R.BUDGET_INVARIANT_VIOLATED,
         R.BUDGET_EXTENSION_EXHAUSTED,
         R.WALL_EXTENSION_EXHAUSTED,
+        R.STEP_BUDGET_EXHAUSTED,
+        R.SUBFLOW_BUDGET_EXHAUSTED,
+        R.GATE_DEADLINE_EXPIRED,
     ),
     "pause": (R.BUDGET_EXHAUSTED, R.PLAN_PAUSE, R.GATE_PENDING, R.CONSUMER_PENDING),
     "control": (
@@ -95,3 +103,10 @@ RUN_FATAL: frozenset[Reason] = frozenset(
 )
 """Failures about the run, not one step or item: no ``on_fail`` route or region branch absorbs
 them."""
+
+RUN_LEVEL: frozenset[str] = RUN_FATAL | {
+    str(R.BUDGET_EXTENSION_EXHAUSTED),
+    str(R.WALL_EXTENSION_EXHAUSTED),
+}
+"""Failures of the run's own ledger or arithmetic: a sub-flow child meeting one fails the whole
+run, never only its ``run`` step (whose ``on_fail`` does not absorb them)."""

@@ -12,11 +12,16 @@ reference to it an error too). The rules:
 - ``out`` names a contract; contract field types parse; ``on_fail`` names a later top-level agent;
 - a gate is a model gate or a human gate; a route targets an earlier agent step or
   ``terminal:<label>``; ``max_redos > 0`` needs a non-terminal route; revise needs ``max_rounds``
-  and an ancestor target;
+  and an ancestor target; a deadline has a default (approve | kill) and escalation comes
+  before it (``deadlines``);
 - a chain lists agent steps owned by this fan-out alone, whose deps stay inside the chain or
   before the fan-out; a fan-out over a reference needs ``max_fanout``; concurrency and quorum fit;
 - pause resume args are unique, pause schemas are usable bounded JSON Schemas
   (``workflows/json_schemas.py``); tournament profiles exist;
+- a ``run`` step names a flow, its ``with`` meets the flow's input contract; a flow's body keeps
+  these rules inside it (``check_body``), and its ``output`` names one of its own steps;
+- a nested budget fits what it covers: a step's one occurrence, a fan-out's region, a sub-flow's
+  worst child boundary; a chain member has none of its own (its ledger is its fan-out's);
 - an explicit plan budget fits the worst single boundary;
 - ``dispatch: consumer`` only on agent steps outside worktree isolation; checkpoint labels
   unique, on top-level steps, at most 50 (``consumer``, ``checkpoints``).
@@ -27,29 +32,51 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from workflows.json_schemas import MAX_DOCUMENT_SCHEMAS_BYTES, json_size, schema_problems
-from workflows.plan.boundaries import AnyStep, activated_items, boundaries, unsatisfiable
+from workflows.json_schemas import (
+    MAX_DOCUMENT_SCHEMAS_BYTES,
+    MAX_DOCUMENT_SCHEMAS_NODES,
+    json_size,
+    json_values,
+    schema_problems,
+)
+from workflows.plan.boundaries import (
+    AnyStep,
+    Reservation,
+    activated_items,
+    body_boundaries,
+    boundaries,
+    occurrence,
+    region_reservation,
+    unsatisfiable,
+    worst_items,
+)
 from workflows.plan.checkpoints import checkpoint_errors
 from workflows.plan.consumer import consumer_errors
 from workflows.plan.contracts import parse_type
+from workflows.plan.deadlines import deadline_problems
 from workflows.plan.errors import PlanError, join_path
+from workflows.plan.flows import FlowSignature, input_fields
 from workflows.plan.graph import StepGraph
 from workflows.plan.limits import limit_errors
 from workflows.plan.model import (
+    MAX_STEPS,
     AgentStep,
     FanoutStep,
+    FlowHeader,
     GateStep,
+    LedgerBudget,
     PauseStep,
     Plan,
     PlanBudget,
+    RunStep,
     TournamentStep,
 )
 from workflows.plan.paths import lexical_problem
-from workflows.plan.refs import whole_reference
+from workflows.plan.refs import Ref, RefError, parse_template, whole_reference
 from workflows.tournament.errors import TournamentError
 from workflows.tournament.profiles import BUILTIN_PROFILES
 
-__all__ = ["budget_errors", "check_plan", "check_steps"]
+__all__ = ["budget_errors", "check_body", "check_plan", "check_steps"]
 
 _TERMINAL = re.compile(r"^terminal:[A-Za-z0-9_.:-]{1,64}$")
 _MODEL_GATE_FIELDS = (
@@ -70,12 +97,26 @@ _MODEL_GATE_FIELDS = (
 
 def check_plan(plan: Plan) -> list[PlanError]:
     """Every cross-field error of a parsed plan (workflow input is checked with this too)."""
+    errors: list[PlanError] = []
+    signatures: dict[str, FlowSignature] = {}
+    for name, flow in plan.flows.items():
+        body: list[AnyStep | None] = list(flow.steps)
+        more, signatures[name] = check_body(
+            name,
+            flow,
+            body,
+            [s.id for s in flow.steps],
+            contracts=plan.contracts,
+            max_rounds=plan.max_rounds,
+        )
+        errors += more
     steps: list[AnyStep | None] = list(plan.steps)
-    errors = check_steps(
+    errors += check_steps(
         steps,
         [s.id for s in plan.steps],
         contracts=plan.contracts,
         max_rounds=plan.max_rounds,
+        flows=signatures,
     )
     if not errors:
         errors += budget_errors(plan)
@@ -99,8 +140,10 @@ def budget_errors(plan: Plan) -> list[PlanError]:
 class _Checker(StepGraph):
     """The per-kind rules, on top of the graph rules."""
 
+    flows: Mapping[str, FlowSignature]
     schema_bytes = 0
-    """The pause schemas' JSON so far (their checks together are bounded)."""
+    schema_values = 0
+    """The pause schemas' JSON bytes and values so far (their checks together are bounded)."""
 
     def invocation(self, i: int, step: AgentStep | GateStep) -> None:
         if step.prompt is not None:
@@ -146,27 +189,133 @@ class _Checker(StepGraph):
                 message=f"out {step.out!r} names no contract ({known}); "
                 "fix: declare it under contracts",
             )
-        if step.on_fail is not None:
-            j = self.index.get(step.on_fail)
-            target = self.steps[j] if j is not None else None
-            why = None
-            if j is None:
-                why = "names no step"
-            elif step.id in self.owner:
-                why = "is set on a fan-out chain member (a failed branch is null; the join decides)"
-            elif j <= i:
-                why = "is not after this step"
-            elif step.on_fail in self.owner or (
-                target is not None and not isinstance(target, AgentStep)
-            ):
-                why = "is not a top-level agent step"
-            if why is not None:
+        self.on_fail(i, step)
+
+    def on_fail(self, i: int, step: AgentStep | RunStep) -> None:
+        if step.on_fail is None:
+            return
+        j = self.index.get(step.on_fail)
+        target = self.steps[j] if j is not None else None
+        why = None
+        if j is None:
+            why = "names no step"
+        elif step.id in self.owner:
+            why = "is set on a fan-out chain member (a failed branch is null; the join decides)"
+        elif j <= i:
+            why = "is not after this step"
+        elif step.on_fail in self.owner or (
+            target is not None and not isinstance(target, AgentStep)
+        ):
+            why = "is not a top-level agent step"
+        if why is not None:
+            self.error(
+                "on_fail.target",
+                i,
+                "on_fail",
+                message=f"on_fail {step.on_fail!r} {why}; "
+                "fix: name a later top-level agent step that handles the failure",
+            )
+
+    def run_step(self, i: int, step: RunStep) -> None:
+        """A sub-flow call: the flow exists, ``with`` meets its input contract and its
+        templates resolve in the caller's scope."""
+        for key, value in step.with_.items():
+            for text in _strings(value):
+                self.template(i, text, "with", key)
+        if step.out is not None and step.out not in self.contracts:
+            self.error(
+                "contract.unknown",
+                i,
+                "out",
+                message=f"out {step.out!r} names no contract; fix: declare it under contracts",
+            )
+        self.on_fail(i, step)
+        signature = self.flows.get(step.flow)
+        if signature is None:
+            known = ", ".join(sorted(self.flows)) or "none declared"
+            self.error(
+                "flow.unknown",
+                i,
+                "flow",
+                message=f"flow {step.flow!r} names no flow ({known}); fix: declare it under "
+                "flows, or correct the name",
+            )
+            return
+        fields = signature.fields
+        if fields is None:
+            return
+        for key in step.with_:
+            if key not in fields:
                 self.error(
-                    "on_fail.target",
+                    "flow.with",
                     i,
-                    "on_fail",
-                    message=f"on_fail {step.on_fail!r} {why}; "
-                    "fix: name a later top-level agent step that handles the failure",
+                    "with",
+                    key,
+                    message=f"with.{key}: flow {step.flow!r}'s input contract has no field "
+                    f"{key!r} (fields: {', '.join(sorted(fields)) or 'none'}); fix: drop it or "
+                    "add it to the flow's input",
+                )
+        for field, expr in fields.items():
+            if field in step.with_:
+                continue
+            try:
+                optional = parse_type(expr, self.contracts).optional
+            except ValueError:
+                continue  # reported where the contract is declared
+            if not optional:
+                self.error(
+                    "flow.with",
+                    i,
+                    "with",
+                    message=f"flow {step.flow!r} requires input {field!r} ({expr}); fix: add "
+                    f"with.{field}",
+                )
+
+    def nested_budget(self, i: int, step: AnyStep) -> None:
+        """A nested ledger fits what it covers (below the sum is legal: it fails when met)."""
+        budget = getattr(step, "budget", None)
+        if not isinstance(budget, LedgerBudget) or not budget.is_set():
+            return
+        if step.id in self.owner:
+            fan = self.ids[self.owner[step.id]]
+            self.error(
+                "budget.chain_member",
+                i,
+                "budget",
+                message=f"chain member {step.id!r} spends in fan-out {fan!r}'s ledger; fix: move "
+                f"calls/tokens/usd/wall_ms to {fan!r}'s budget (max_agents stays here)",
+            )
+            return
+        worst: Reservation | None = None
+        what = ""
+        if isinstance(step, AgentStep | GateStep):
+            worst, what = occurrence(step), "one occurrence of this step"
+        elif isinstance(step, FanoutStep):
+            chain = [self.steps[self.index[m]] for m in step.fanout.chain if m in self.index]
+            if all(isinstance(c, AgentStep) for c in chain):
+                members = [c for c in chain if c is not None]
+                worst = region_reservation(step, members, worst_items(step))
+                what = "the region"
+        elif isinstance(step, RunStep):
+            signature = self.flows.get(step.flow)
+            if signature is not None and signature.worst is not None:
+                worst = signature.worst
+                what = f"child boundary {step.id}/{signature.worst_step}"
+        if worst is None:
+            return
+        for field, need, unit in (
+            ("calls", worst.invocations, "invocation(s)"),
+            ("wall_ms", worst.wall_ms, "ms"),
+        ):
+            limit = getattr(budget, field)
+            if limit is not None and need > limit:
+                self.error(
+                    "budget.unsatisfiable",
+                    i,
+                    "budget",
+                    field,
+                    message=f"budget.{field}={limit} is below the {need} {unit} that {what} "
+                    f"reserves; fix: give at least {need}, or lower the retries/timeouts inside",
                 )
 
     def gate(self, i: int, step: GateStep) -> None:
@@ -258,6 +407,8 @@ class _Checker(StepGraph):
                     "deps): revise re-runs the target and what depends on it; "
                     "fix: target a step this gate depends on",
                 )
+        for where, message in deadline_problems(gate):
+            self.error("gate.deadline", i, "gate", *where, message=message)
         if gate.on_revise is not None and gate.max_rounds is None and self.max_rounds is None:
             self.error(
                 "gate.revise_needs_rounds",
@@ -360,14 +511,19 @@ class _Checker(StepGraph):
         if schema is None:
             return
         self.schema_bytes += json_size(schema)
-        if self.schema_bytes > MAX_DOCUMENT_SCHEMAS_BYTES:
+        self.schema_values += json_values(schema)
+        if (
+            self.schema_bytes > MAX_DOCUMENT_SCHEMAS_BYTES
+            or self.schema_values > MAX_DOCUMENT_SCHEMAS_NODES
+        ):
             self.error(
                 "pause.schema",
                 i,
                 "pause",
                 "schema",
                 message=f"the plan's pause schemas together are over "
-                f"{MAX_DOCUMENT_SCHEMAS_BYTES} bytes of JSON; fix: use fewer or smaller schemas",
+                f"{MAX_DOCUMENT_SCHEMAS_BYTES} bytes of JSON or {MAX_DOCUMENT_SCHEMAS_NODES} "
+                "values; fix: use fewer or smaller schemas",
             )
             return
         for problem in schema_problems(schema):
@@ -397,9 +553,10 @@ class _Checker(StepGraph):
                         )
                     )
 
-    def run(self) -> list[PlanError]:
+    def run(self, *, own_contracts: bool = True) -> list[PlanError]:
         self.ids_unique()
-        self.contracts_parse()
+        if own_contracts:
+            self.contracts_parse()
         resume_args: dict[str, int] = {}
         for i, step in enumerate(self.steps):
             if step is None:
@@ -410,8 +567,11 @@ class _Checker(StepGraph):
                 self.member(i, step, owner)
             else:
                 self.outsider(i, step)
+            self.nested_budget(i, step)
             if isinstance(step, AgentStep):
                 self.agent(i, step)
+            elif isinstance(step, RunStep):
+                self.run_step(i, step)
             elif isinstance(step, GateStep):
                 self.gate(i, step)
             elif isinstance(step, FanoutStep):
@@ -454,7 +614,8 @@ class _Checker(StepGraph):
                             message=f"{exc.message}; fix: adjust n, k, t, m",
                         )
         self.errors += consumer_errors(self.steps, self.owner)
-        self.errors += checkpoint_errors(self.steps, self.owner)
+        # A flow body's steps (own_contracts False) are not top-level: none takes a checkpoint.
+        self.errors += checkpoint_errors(self.steps, self.owner, top_level=own_contracts)
         return self.errors
 
 
@@ -464,5 +625,116 @@ def check_steps(
     *,
     contracts: Mapping[str, Mapping[str, str]],
     max_rounds: int | None,
+    flows: Mapping[str, FlowSignature] | None = None,
 ) -> list[PlanError]:
-    return _Checker(steps, ids, contracts, max_rounds).run()
+    checker = _Checker(steps, ids, contracts, max_rounds)
+    checker.flows = flows or {}
+    errors = checker.run()
+    walked = len(steps) + sum(
+        checker.flows[s.flow].size
+        for s in steps
+        if isinstance(s, RunStep) and s.flow in checker.flows
+    )
+    if walked > MAX_STEPS:
+        errors.append(
+            PlanError(
+                "flow.too_large",
+                "steps",
+                f"the walk has {walked} steps counting each run step's flow children, over "
+                f"the {MAX_STEPS} a plan may have; fix: call large flows from fewer run steps",
+            )
+        )
+    return errors
+
+
+def check_body(
+    name: str,
+    flow: FlowHeader | None,
+    steps: Sequence[AnyStep | None],
+    ids: Sequence[str | None],
+    *,
+    contracts: Mapping[str, Mapping[str, str]],
+    max_rounds: int | None,
+) -> tuple[list[PlanError], FlowSignature]:
+    """A flow body under part 1's rules (paths ``flows.NAME.steps[i]...``), its ``output`` and
+    ``${input.x}`` references against its input contract; and the flow's signature for the
+    ``run`` steps that call it. ``flow`` is None when its header did not parse."""
+    base = join_path("flows", name)
+    checker = _Checker(steps, ids, contracts, max_rounds)
+    checker.flows = {}
+    errors = [
+        PlanError(e.code, f"{base}.{e.path}", e.message) for e in checker.run(own_contracts=False)
+    ]
+    fields = input_fields(flow, contracts) if flow is not None else None
+    if flow is not None and isinstance(flow.input, str) and flow.input not in contracts:
+        errors.append(
+            PlanError(
+                "contract.unknown",
+                join_path(base, "input"),
+                f"input {flow.input!r} names no contract; fix: declare it under contracts, or "
+                "give the fields inline",
+            )
+        )
+        fields = None
+    elif flow is not None and isinstance(flow.input, dict):
+        for field, expr in flow.input.items():
+            try:
+                parse_type(expr, contracts)
+            except ValueError as exc:
+                errors.append(
+                    PlanError(
+                        "contract.type",
+                        join_path(base, "input", field),
+                        f"{exc}; fix: use a primitive or a declared contract name",
+                    )
+                )
+    for i, step in enumerate(steps):
+        prompt = getattr(step, "prompt", None)
+        if fields is None or not isinstance(prompt, str):
+            continue
+        try:
+            segments = parse_template(prompt)
+        except RefError:
+            continue  # reported as ref.syntax
+        for seg in segments:
+            if isinstance(seg, Ref) and seg.source == "input" and seg.name not in fields:
+                errors.append(
+                    PlanError(
+                        "flow.with",
+                        join_path(base, "steps", i, "prompt"),
+                        f"{seg.text()}: the flow's input contract has no field {seg.name!r}; "
+                        "fix: add it to the flow's input, or reference a declared field",
+                    )
+                )
+    if flow is not None and flow.output is not None:
+        ref = whole_reference(flow.output)
+        if ref is None or ref.source != "steps" or ref.name not in ids:
+            errors.append(
+                PlanError(
+                    "flow.output",
+                    join_path(base, "output"),
+                    f"output {flow.output!r} must be one ${{steps.<id>.output[.path]}} naming a "
+                    "step of this flow; fix: e.g. ${steps.<last step>.output}",
+                )
+            )
+    worst = None
+    worst_step = None
+    if not errors and all(s is not None for s in steps):
+        walk = body_boundaries([s for s in steps if s is not None])
+        if walk:
+            top = max(walk, key=lambda b: (b.reservation.invocations, b.reservation.wall_ms))
+            wall = max(b.reservation.wall_ms for b in walk)
+            worst = Reservation(top.reservation.invocations, wall)
+            worst_step = top.step_id
+    return errors, FlowSignature(fields, worst, worst_step, size=len(steps))
+
+
+def _strings(value: object) -> list[str]:
+    """The strings in a ``with`` value (templates), depth-first."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    return []

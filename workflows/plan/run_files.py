@@ -1,7 +1,8 @@
 """The run directory's data files beside ``trace.jsonl`` and ``cost.json``, for ``report.html``.
 
-Pure. ``graph.json`` is the plan's step graph (ids, kinds, titles, deps, a region's chain) with
-each step's current state; ``calls.jsonl`` is one row per invocation (step, model, tokens, USD,
+Pure. ``graph.json`` is the plan's step graph (ids, kinds, titles, deps, a region's chain, a ``run``
+step's flow, followed by its children under their scoped ids, after it) with each step's
+current state; ``calls.jsonl`` is one row per invocation (step, model, tokens, USD,
 latency, outcome), so the report can show each step's cost. Both are small next to the trace.
 """
 
@@ -11,7 +12,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from workflows.plan.model import FanoutStep, Plan
+from workflows.plan.flows import scoped
+from workflows.plan.model import FanoutStep, Plan, RunStep
 from workflows.plan.run_record import CallRow
 
 __all__ = ["calls_jsonl", "graph_json"]
@@ -30,6 +32,21 @@ def graph_json(plan: Plan | None, states: Mapping[str, str]) -> str:
         if isinstance(step, FanoutStep):
             node["chain"] = list(step.fanout.chain)
         steps.append(node)
+        if plan is None or not isinstance(step, RunStep) or step.flow not in plan.flows:
+            continue
+        for child in plan.flows[step.flow].steps:
+            sid = scoped(step.id, child.id)
+            steps.append(
+                {
+                    "id": sid,
+                    "kind": child.kind,
+                    "title": child.title,
+                    # a first child runs after its run step starts: drawn below it
+                    "deps": [scoped(step.id, d) for d in child.deps] or [step.id],
+                    "state": states.get(sid, "pending"),
+                    "flow": step.flow,
+                }
+            )
     return json.dumps({"plan": plan.name if plan else "", "steps": steps}, indent=1) + "\n"
 
 

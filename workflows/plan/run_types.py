@@ -31,11 +31,15 @@ from workflows.plan.consumer import Issuance
 from workflows.sim_options import ModelSpec
 
 __all__ = [
+    "CaptureFailure",
+    "CheckNotifiersInput",
     "ExtendPlanBudgetInput",
     "ExtendPlanBudgetResult",
     "FromCheckpoint",
     "GateDecisionResult",
     "LandedInput",
+    "LedgerStatus",
+    "NotifyGateInput",
     "PathsInput",
     "PendingGate",
     "PendingPause",
@@ -126,6 +130,23 @@ class PendingGate(BaseModel):
     token: str
     decisions: list[str] = ["approve", "revise", "kill"]
     round: int = 0
+    deadline_at: str | None = None
+    """When ``default`` decides if nobody has (ISO 8601, UTC); None: the gate waits forever."""
+    default: str | None = None
+    escalate_at: str | None = None
+    """When the gate escalates (``gate.escalated``, a post to ``notify``) if still undecided."""
+    escalated: bool = False
+    notify: str | None = None
+    """The worker's notifier the escalation posts to (its name, never its URL)."""
+
+
+class CaptureFailure(BaseModel):
+    """A training pair that was not written (``capture.failed``): never a run outcome."""
+
+    step: str
+    mode: Literal["capture", "backfill"] | None = None
+    reason: Literal["threw", "unserializable", "empty-output", "io"]
+    detail: str | None = Field(default=None, max_length=501)
 
 
 class PendingPause(BaseModel):
@@ -155,6 +176,22 @@ class PlanBudgetStatus(BaseModel):
     wall budget is agent time."""
 
 
+class LedgerStatus(BaseModel):
+    """A nested ledger (plans-part2.md 6): a step's own, a fan-out's, a sub-flow's. None: no
+    limit of that kind at this level (the run's ledger is ``PlanStatus.budget``)."""
+
+    owner: str
+    scope: Literal["step", "subflow"]
+    calls_limit: int | None = None
+    calls_spent: int = 0
+    tokens_limit: int | None = None
+    tokens_spent: int = 0
+    usd_limit: float | None = None
+    usd_spent: float = 0.0
+    wall_limit_ms: int | None = None
+    wall_spent_ms: int = 0
+
+
 class PlanStatus(BaseModel):
     run_id: str
     plan: str
@@ -179,6 +216,12 @@ class PlanStatus(BaseModel):
     """Committed checkpoint labels, in first-commit order."""
     resumed: list[str] = []
     """Steps restored from another run's checkpoint (``--from``) instead of run."""
+    ledgers: list[LedgerStatus] = []
+    """The nested ledgers, in plan order (steps, fan-outs and sub-flows with a ``budget``)."""
+    capture_failures: list[CaptureFailure] = []
+    """Training pairs not written (``training_pairs: true``); capture never fails a run."""
+    deadline_decided: list[str] = []
+    """Gates their deadline decided: a decision sent to one now is ``stale-gate-token``."""
 
 
 class PlanRunResult(BaseModel):
@@ -189,6 +232,7 @@ class PlanRunResult(BaseModel):
     calls: int = 0
     usd: float = 0.0
     simulated: bool = False
+    capture_failures: list[CaptureFailure] = []
 
 
 class ResumeInput(StrictModel):
@@ -240,3 +284,23 @@ class WriteSnapshot(BaseModel):
 class LandedInput(BaseModel):
     workspace: str
     before: WriteSnapshot
+
+
+# -- gate escalation activities --------------------------------------------------------------
+
+
+class CheckNotifiersInput(BaseModel):
+    """Preflight: the notifier names a plan's escalations use (``escalation-unroutable``)."""
+
+    names: list[str]
+
+
+class NotifyGateInput(BaseModel):
+    """One escalation post. The body is exactly ``{run_id, step, deadline_at, command}``: no
+    token (whoever reads the webhook must still ask the run, which checks who may decide)."""
+
+    notifier: str
+    run_id: str
+    step: str
+    deadline_at: str | None = None
+    command: str

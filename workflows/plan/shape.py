@@ -28,25 +28,16 @@ __all__ = [
     "short",
 ]
 
-PART2_KINDS = {"set": "computed values (set)", "run": "sub-flows (run)"}
+PART2_KINDS = {"set": "computed values (set)"}
 PART2_FIELDS = {
     "ensure": "ensure[] predicates",
     "iterate": "iterate{max, until}",
-    "with": "sub-flow inputs (with)",
-    "flow": "sub-flows (run)",
     "set": "computed values (set)",
 }
-PART2_TOP = {"flows": "sub-flows", "checkpoints": "checkpoints"}
+PART2_TOP = {"checkpoints": "checkpoints"}
 # Nested part-2 fields: (container field, key) -> what it is.
 PART2_NESTED = {
     ("fanout", "isolation"): "fan-out isolation (worktree)",
-    ("gate", "deadline"): "human-gate deadlines",
-    ("gate", "default"): "human-gate default decisions",
-    ("gate", "escalate"): "human-gate escalation hooks",
-    ("budget", "tokens"): "step budgets over tokens",
-    ("budget", "usd"): "step budgets over usd",
-    ("budget", "ms"): "step budgets over ms",
-    ("budget", "wall_ms"): "step budgets over ms",
 }
 _FIX = {
     "field.missing": "add it",
@@ -216,8 +207,12 @@ def prune(
     return kept
 
 
-def parse_step(raw: Any, i: int, errors: list[PlanError]) -> tuple[Any, str | None]:
-    where = f"steps[{i}]"
+def parse_step(
+    raw: Any, i: int, errors: list[PlanError], *, base: str = ""
+) -> tuple[Any, str | None]:
+    """One step of ``steps`` (or of a flow's body, under ``base``): (the model or None, its id
+    when readable)."""
+    where = join_path(base, "steps", i)
     if not isinstance(raw, dict):
         errors.append(
             PlanError(

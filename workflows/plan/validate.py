@@ -7,7 +7,8 @@ the fix:
 1. text -> JSON value (``document``): syntax, duplicate keys, NaN/infinities, non-JSON values;
 2. form: ``schema`` picks the form; a ``loop-plan/1`` document is mapped first (``loop_plan``);
 3. shape (``shape``): closed-world keys per step kind, then the pydantic model, the header and
-   each step on their own, so one bad step does not hide the others;
+   each step on their own, so one bad step does not hide the others; each flow's body the same
+   way (``flow_shape``), checked under the rules inside it;
 4. rules (``rules``) over every step that parsed.
 """
 
@@ -22,6 +23,7 @@ from pydantic import ValidationError
 
 from workflows.plan.document import MAX_DOCUMENT_CHARS, parse_text
 from workflows.plan.errors import PlanError, PlanInvalid
+from workflows.plan.flow_shape import parse_flows
 from workflows.plan.limits import limit_errors
 from workflows.plan.loop_plan import map_loop_plan, translate
 from workflows.plan.model import MAX_STEPS, Plan, PlanHeader
@@ -59,7 +61,7 @@ def _validate_ponder(doc: dict[str, Any], *, from_loop: bool) -> Validation:
     errors: list[PlanError] = []
     allowed = TOP_FIELDS | ({"loop_plan"} if from_loop else set())
     top = prune(doc, allowed, "", errors)
-    header_doc = {k: v for k, v in top.items() if k != "steps"}
+    header_doc = {k: v for k, v in top.items() if k not in ("steps", "flows")}
     header: PlanHeader | None = None
     try:
         header = PlanHeader.model_validate(header_doc)
@@ -89,8 +91,9 @@ def _validate_ponder(doc: dict[str, Any], *, from_loop: bool) -> Validation:
             ids.append(step_id)
     contracts = header.contracts if header is not None else {}
     max_rounds = header.max_rounds if header is not None else None
+    flows = parse_flows(top.get("flows"), errors, contracts=contracts, max_rounds=max_rounds)
     if steps:
-        errors += check_steps(steps, ids, contracts=contracts, max_rounds=max_rounds)
+        errors += check_steps(steps, ids, contracts=contracts, max_rounds=max_rounds, flows=flows)
     if errors:
         return Validation("ponder-plan/1", None, errors)
     try:

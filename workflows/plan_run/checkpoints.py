@@ -32,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
         Snapshot,
         fingerprint,
     )
+    from workflows.plan.flows import scoped
     from workflows.plan.gates import defang
     from workflows.plan.model import (
         AgentStep,
@@ -39,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
         GateStep,
         PauseStep,
         Plan,
+        RunStep,
         TournamentStep,
     )
     from workflows.plan.prompts import assemble_prompt
@@ -87,7 +89,12 @@ def step_fingerprint(
             text = _json([_definition(step), members, models, items])
         elif isinstance(step, PauseStep | GateStep):
             text = _json(_definition(step))  # settled by a person, on the deps' outputs
-        else:  # a kind computed from the run's input (set, run): the input is part of it
+        elif isinstance(step, RunStep):  # its body reads what its `with` renders to
+            rendered = render(_json(step.with_), inputs=run.args, outputs=run.outputs)
+            text = _json(
+                [_definition(step), plan.flows[step.flow].model_dump(mode="json"), rendered]
+            )
+        else:  # a kind computed from the run's input (set): the input is part of it
             text = _json([_definition(step), run.args])
     except (RefError, PlanFailure, KeyError):
         return None
@@ -233,6 +240,9 @@ async def restore(
     if isinstance(step, FanoutStep):
         for member in step.fanout.chain:
             run.record.steps[member] = "settled"
+    if isinstance(step, RunStep):
+        for child in plan.flows[step.flow].steps:
+            run.record.steps[scoped(step.id, child.id)] = "settled"
     run.fingerprints[step.id] = saved.fingerprint
     run.resumed.append(step.id)
     run.settle_by_message(step.id, step.deps, resumed=True, source=f"{point.run_id}:{point.label}")

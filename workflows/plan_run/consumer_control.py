@@ -21,9 +21,9 @@ with workflow.unsafe.imports_passed_through():
         StepDoneInput,
         StepDoneResult,
         check_step_done,
+        consumer_step,
     )
     from workflows.plan.control import Refusal
-    from workflows.plan.model import AgentStep
     from workflows.plan_run.state import PlanRunState
 
 __all__ = ["ConsumerControl"]
@@ -84,11 +84,10 @@ class ConsumerControl(PlanRunState):
             known = ", ".join(sorted(self.consumer_steps)) or "none"
             raise ValueError(f"unknown-step: {step!r} is not a consumer step (consumer: {known})")
         live = self.desk.of_step(step)
+        target = consumer_step(self.plan, step) if self.plan is not None else None
         contract = None
-        plan = self.plan
-        target = _step_of(plan, step) if plan is not None else None
-        if plan is not None and isinstance(target, AgentStep) and target.out is not None:
-            contract = dict(plan.contracts.get(target.out, {}))
+        if self.plan is not None and target is not None and target.out is not None:
+            contract = dict(self.plan.contracts.get(target.out, {}))
         return IssuanceView(
             step=step,
             issuances=live,
@@ -96,10 +95,3 @@ class ConsumerControl(PlanRunState):
             contract=contract,
             plan_digest=self.plan_digest,
         )
-
-
-def _step_of(plan: object, step: str) -> object:
-    try:
-        return plan.step(step.rsplit("/", 1)[-1])  # type: ignore[attr-defined]
-    except KeyError:
-        return None

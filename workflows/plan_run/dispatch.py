@@ -6,13 +6,17 @@
 retried at once only for the failure classes in ``retry.on``; a contract failure is retried
 with the failure shown to the model, never when the output repeats the previous attempt's.
 
+Each call of ``invoke`` is one *occurrence* of its step: the step's own ledger (its ``budget``)
+holds the occurrence's worst case first, and every dispatch spends and settles in each nested
+ledger that covers it (``workflows.plan.ledgers``), besides the run's. A step in a sub-flow's
+body is named by its scoped id (``<run step>/<child>``) in everything it records.
 The executor is a provider call, or for a ``dispatch: consumer`` step an issuance an external
 client answers (``consumer``): the same reservation, spend, barrier, contract and retries apply.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -25,12 +29,14 @@ with workflow.unsafe.imports_passed_through():
     from workflows.call_options import CallOptions
     from workflows.model_calls import OnWait, call_model
     from workflows.model_types import CallModelInput, ModelRequest, ModelResponse
-    from workflows.plan.boundaries import stage_timeout_ms
+    from workflows.plan.boundaries import occurrence, stage_timeout_ms
     from workflows.plan.checkpoints import Reverted, WalkControl
     from workflows.plan.consumer import ConsumerCall, ConsumerFailure, ConsumerHook
     from workflows.plan.contracts import check_output
+    from workflows.plan.flows import scoped
     from workflows.plan.gates import defang
     from workflows.plan.ledger import BudgetInvariantViolated, PlanLedger
+    from workflows.plan.ledgers import Exhausted, Ledgers
     from workflows.plan.model import AgentStep, GateStep, Plan
     from workflows.plan.prompts import assemble_prompt, invocation_id, retry_feedback
     from workflows.plan.reasons import Reason
@@ -39,7 +45,11 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.run_types import LandedInput, PathsInput, WriteSnapshot
     from workflows.plan_run.pacing import Pacer
 
-__all__ = ["PROMPT_CEILING_CHARS", "Dispatcher"]
+__all__ = ["PROMPT_CEILING_CHARS", "Dispatcher", "SettledHook", "budget_failure"]
+
+SettledHook = Callable[[AgentStep, str, str, "int | None", str], Awaitable[None]]
+"""Called once an agent step's attempt succeeds: (step, prompt as sent, output, item index,
+invocation id). Training-pair capture (``capture``) is one; it never changes the outcome."""
 
 PROMPT_CEILING_CHARS = 1_000_000
 """A dispatch prompt past this (upstream values spliced in) fails ``prompt-over-ceiling``."""
@@ -71,6 +81,19 @@ def failure_class(exc: ActivityError | ConsumerFailure) -> tuple[str, str]:
     return "transport", str(cause or exc)
 
 
+def budget_failure(record: PlanRecord, exhausted: Exhausted, sid: str) -> PlanFailure:
+    """A nested ledger refused before ``sid`` could dispatch: traced, and the failure to raise."""
+    record.event(
+        "budget.exhausted",
+        ledger=exhausted.scope,
+        owner=exhausted.owner,
+        step=sid,
+        reason=str(exhausted.reason),
+        detail=exhausted.detail,
+    )
+    return PlanFailure(exhausted.reason, exhausted.message(sid), step=sid)
+
+
 class Dispatcher:
     def __init__(
         self,
@@ -86,6 +109,7 @@ class Dispatcher:
         on_wait: OnWait | None = None,
         consumer: ConsumerHook | None = None,
         control: WalkControl | None = None,
+        ledgers: Ledgers | None = None,
     ) -> None:
         self.run_id = run_id
         self.seed = seed
@@ -100,12 +124,15 @@ class Dispatcher:
         self.consumer = consumer
         """Hands a ``dispatch: consumer`` attempt to an external executor and waits for it."""
         self.control = control or WalkControl()
+        self.ledgers = ledgers or Ledgers()
+        """The nested ledgers (steps, fan-outs, sub-flows); the run's is ``ledger``."""
         self.counts: dict[str, int] = {}
         """``step[:item]`` -> dispatches so far (numbers invocation ids and call attempts)."""
         self.sim_index: dict[str, int] = {}
         """Step id -> dispatches of the step in the run (x-sim.outputs picks by it)."""
         self.pacer = Pacer()
         """Bounds the invocations one workflow task starts (a region's branches)."""
+        self.on_settled: SettledHook | None = None
 
     async def invoke(
         self,
@@ -115,8 +142,32 @@ class Dispatcher:
         outputs: Mapping[str, Any],
         item: Any = None,
         item_index: int | None = None,
+        scope: str | None = None,
     ) -> str:
-        """The step's output text, or ``PlanFailure`` once its attempts are spent."""
+        """The step's output text, or ``PlanFailure`` once its attempts are spent. ``scope``:
+        the run step whose body the step is in (None: the top level)."""
+        sid = scoped(scope, step.id)
+        own = self.ledgers.own(sid)
+        if own is None:
+            return await self._occurrence(step, sid, inputs, outputs, item, item_index)
+        why = own.refusal(occurrence(step))
+        if why is not None:
+            raise budget_failure(self.record, Exhausted(sid, "step", why), sid)
+        own.hold(occurrence(step))
+        try:
+            return await self._occurrence(step, sid, inputs, outputs, item, item_index)
+        finally:
+            own.release()
+
+    async def _occurrence(
+        self,
+        step: AgentStep | GateStep,
+        sid: str,
+        inputs: Mapping[str, Any],
+        outputs: Mapping[str, Any],
+        item: Any,
+        item_index: int | None,
+    ) -> str:
         contract = (
             self.plan.contracts.get(step.out) if isinstance(step, AgentStep) and step.out else None
         )
@@ -126,7 +177,7 @@ class Dispatcher:
             # no upstream text can arrive as a verdict line.
             rendered = render(step.prompt or "", inputs=inputs, outputs=outputs, splice=defang)
         except RefError as exc:
-            raise PlanFailure(Reason.MALFORMED_OUTPUT, str(exc), step=step.id) from None
+            raise PlanFailure(Reason.MALFORMED_OUTPUT, f"{sid}: {exc}", step=sid) from None
         upstream = outputs.get(step.deps[0]) if len(step.deps) == 1 else None
         prompt = assemble_prompt(
             step,
@@ -146,34 +197,39 @@ class Dispatcher:
             if len(prompt) > PROMPT_CEILING_CHARS:
                 raise PlanFailure(
                     Reason.PROMPT_OVER_CEILING,
-                    f"{step.id}: the prompt is {len(prompt)} characters, over the "
+                    f"{sid}: the prompt is {len(prompt)} characters, over the "
                     f"{PROMPT_CEILING_CHARS} ceiling; fix: pass less upstream text",
-                    step=step.id,
+                    step=sid,
                 )
-            text, klass, message = await self._dispatch(step, prompt, item_index)
+            text, klass, message = await self._dispatch(step, sid, prompt, item_index)
             if klass is not None:
                 if klass in step.retry.on and not last:
                     continue
-                raise PlanFailure(_REASON_OF[klass], f"{step.id}: {message}", step=step.id)
+                raise PlanFailure(_REASON_OF[klass], f"{sid}: {message}", step=sid)
             assert text is not None
             if contract is not None and isinstance(step, AgentStep) and step.out is not None:
                 _, problem = check_output(text, step.out, self.plan.contracts)
                 if problem is not None:
                     retry = retry_feedback(prompt, failure=problem, output=text, previous=previous)
                     self.record.event(
-                        "contract.failed", step=step.id, problem=problem, repeated=retry is None
+                        "contract.failed", step=sid, problem=problem, repeated=retry is None
                     )
                     if retry is None or last or "malformed-output" not in step.retry.on:
-                        raise PlanFailure(
-                            Reason.MALFORMED_OUTPUT, f"{step.id}: {problem}", step=step.id
-                        )
+                        raise PlanFailure(Reason.MALFORMED_OUTPUT, f"{sid}: {problem}", step=sid)
                     previous, prompt = text, retry
                     continue
+            if self.on_settled is not None and isinstance(step, AgentStep):
+                # The capture hashes both texts and starts an activity: paced like a start.
+                await self.pacer.start()
+                self.pacer.charge(len(prompt) + len(text))
+                count = self.counts[_count_key(sid, item_index)]
+                invocation = invocation_id(sid, count, item_index)
+                await self.on_settled(step, prompt, text, item_index, invocation)
             return text
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def _dispatch(
-        self, step: AgentStep | GateStep, prompt: str, item_index: int | None
+        self, step: AgentStep | GateStep, sid: str, prompt: str, item_index: int | None
     ) -> tuple[str | None, str | None, str]:
         """One invocation: (text, None, "") or (None, failure class, message)."""
         if self.control.revert_to is not None:  # a revert was accepted: start nothing new
@@ -187,27 +243,32 @@ class Dispatcher:
             if problems:
                 raise PlanFailure(
                     Reason.ARTIFACT_PATH_ESCAPES_ROOT,
-                    f"{step.id}: at dispatch: " + "; ".join(problems),
-                    step=step.id,
+                    f"{sid}: at dispatch: " + "; ".join(problems),
+                    step=sid,
                 )
-        key = step.id if item_index is None else f"{step.id}:{item_index}"
+        exhausted = self.ledgers.before_call(sid)
+        if exhausted is not None:  # a settled call overran tokens/usd: no next call in scope
+            raise budget_failure(self.record, exhausted, sid)
+        key = _count_key(sid, item_index)
         n = self.counts[key] = self.counts.get(key, 0) + 1
-        sim_i = self.sim_index[step.id] = self.sim_index.get(step.id, -1) + 1
+        sim_i = self.sim_index[sid] = self.sim_index.get(sid, -1) + 1
         try:
-            self.ledger.spend(step.id)
+            self.ledger.spend(sid)
+            self.ledgers.spend(sid)
         except BudgetInvariantViolated as exc:
-            raise PlanFailure(Reason.BUDGET_INVARIANT_VIOLATED, str(exc), step=step.id) from None
-        model = self.models[step.id]
-        invocation = invocation_id(step.id, n, item_index)
+            raise PlanFailure(Reason.BUDGET_INVARIANT_VIOLATED, str(exc), step=sid) from None
+        model = self.models[sid]
+        invocation = invocation_id(sid, n, item_index)
+        prefix = sid[: -len(step.id)]  # "<run step>/" in a body: the deps are its siblings
         seq = self.record.event(
             "dispatched",
-            caused_by=self.record.causes(step.deps),
-            step=step.id,
+            caused_by=self.record.causes([prefix + d for d in step.deps]),
+            step=sid,
             invocation=invocation,
             attempt=n,
             model=model,
         )
-        self.record.steps[step.id] = "running"
+        self.record.steps[sid] = "running"
         file_deliverable = isinstance(step, AgentStep) and step.deliverable == "file"
         before: WriteSnapshot | None = None
         if file_deliverable and self.workspace is not None:
@@ -231,31 +292,39 @@ class Dispatcher:
         timeout = timedelta(milliseconds=stage_timeout_ms(step))
         call = CallModelInput(
             run_id=self.run_id,
-            phase=step.id,
+            phase=sid,
             index=item_index or 0,
             attempt=n - 1,
             request=request,
         )
+        started = workflow.now()
         try:
             response = await self._execute(step, call, timeout, seq)
         except (ActivityError, ConsumerFailure) as exc:
             klass, message = failure_class(exc)
-            self.record.calls.append(CallRow(invocation, step.id, model, outcome=klass))
-            self._settled(step.id, seq, invocation, ok=False, failure=klass, message=message)
+            self.ledgers.settle(sid, tokens=0, usd=0.0, wall_ms=_ms_since(started))
+            self.record.calls.append(CallRow(invocation, sid, model, outcome=klass))
+            self._settled(sid, seq, invocation, ok=False, failure=klass, message=message)
             return None, klass, message
-        self._bill(invocation, step.id, model, response)
+        self._bill(invocation, sid, model, response)
+        self.ledgers.settle(
+            sid,
+            tokens=response.usage.input_tokens + response.usage.output_tokens,
+            usd=response.usd or 0.0,
+            wall_ms=_ms_since(started),
+        )
         if before is not None and self.workspace is not None:
             problems = await self._workspace(
                 CHECK_LANDED, LandedInput(workspace=self.workspace, before=before)
             )
             if problems:
-                self._settled(step.id, seq, invocation, ok=False, failure="not-landed")
+                self._settled(sid, seq, invocation, ok=False, failure="not-landed")
                 raise PlanFailure(
                     Reason.DELIVERABLE_NOT_LANDED,
-                    f"{step.id}: " + "; ".join(problems) + " (never retried)",
-                    step=step.id,
+                    f"{sid}: " + "; ".join(problems) + " (never retried)",
+                    step=sid,
                 )
-        self._settled(step.id, seq, invocation, ok=True, chars=len(response.text))
+        self._settled(sid, seq, invocation, ok=True, chars=len(response.text))
         return response.text, None, ""
 
     async def _execute(
@@ -318,6 +387,14 @@ class Dispatcher:
             retry_policy=WORKSPACE_RETRY,
         )
         return result
+
+
+def _ms_since(started: Any) -> int:
+    return max(0, int((workflow.now() - started).total_seconds() * 1000))
+
+
+def _count_key(step_id: str, item_index: int | None) -> str:
+    return step_id if item_index is None else f"{step_id}:{item_index}"
 
 
 def _sim_output(step: AgentStep | GateStep, index: int) -> str | None:

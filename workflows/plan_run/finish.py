@@ -7,6 +7,7 @@ starts waiting for a consumer, so a person looking at the run directory while it
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
@@ -47,11 +48,24 @@ async def end_run(
     if run.waiting_since is not None:  # cancelled or failed while a person was awaited
         run.waited_ms += int((workflow.now() - run.waiting_since).total_seconds() * 1000)
         run.waiting_since = None
+    await _side_tasks(run, cancel=state == "cancelled")
     run.record.event(
         "run.closed", outcome=state, reason=reason, error=detail, route=run.route_label
     )
     await write_trace(run, final=True)
     await workflow.wait_condition(workflow.all_handlers_finished)
+
+
+async def _side_tasks(run: PlanRunState, *, cancel: bool) -> None:
+    """Let background work (escalation posts, each bounded by its activity timeouts) record
+    its outcome before the trace closes; a cancelled run cancels it instead."""
+    pending = [t for t in run.side_tasks if not t.done()]
+    if not pending:
+        return
+    if cancel:
+        for task in pending:
+            task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
 
 
 async def write_trace(run: PlanRunState, *, final: bool = False) -> None:
@@ -77,7 +91,9 @@ async def write_trace(run: PlanRunState, *, final: bool = False) -> None:
     report = workflow.patched(PLAN_REPORT_PATCH)
     await workflow.execute_activity(
         WRITE_PLAN_FILES if report else WRITE_RUN_FILES,
-        WriteRunFilesInput(run_id=run.run_id, files=files),
+        WriteRunFilesInput(
+            run_id=run.run_id, files=files, chain=workflow.info().first_execution_run_id
+        ),
         result_type=list[str],
         start_to_close_timeout=timedelta(minutes=2),
         heartbeat_timeout=HEARTBEAT_TIMEOUT,  # a killed worker: retried within seconds

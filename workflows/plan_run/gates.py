@@ -6,57 +6,76 @@ ends the run completed with that route.
 
 A **human gate** waits ``awaiting_gate`` for ``resolve_gate(step, decision, token)``: approve
 routes to ``on_approve``, kill to ``on_kill`` (or fails ``gate-killed``), revise resets the target
-and everything downstream within ``max_rounds`` (the epoch bumps, so tokens rotate).
+and everything downstream within ``max_rounds`` (the epoch bumps, so tokens rotate). A gate
+with a ``deadline`` or ``escalate`` waits on timers (``deadlines``): its default decides as a
+person would, except that a default kill with no ``on_kill`` fails ``gate-deadline-expired``.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from workflows.plan.boundaries import downstream_of
+    from workflows.plan.deadlines import schedule
     from workflows.plan.gates import gate_verdict
     from workflows.plan.model import AgentStep, GateStep, Plan
     from workflows.plan.reasons import Reason
     from workflows.plan.run_record import PlanFailure, TerminalRoute
     from workflows.plan.run_types import PendingGate
+    from workflows.plan_run.deadlines import open_timed_gate, wait_with_timers
     from workflows.plan_run.dispatch import Dispatcher
+    from workflows.plan_run.scope import Scope
     from workflows.plan_run.state import PlanRunState
     from workflows.plan_run.waits import wait_for_person
 
 __all__ = ["human_gate", "model_gate"]
 
 
-async def model_gate(run: PlanRunState, dispatcher: Dispatcher, plan: Plan, gate: GateStep) -> None:
+async def model_gate(
+    run: PlanRunState, dispatcher: Dispatcher, scope: Scope, gate: GateStep
+) -> None:
+    """A model gate at the top level or in a sub-flow's body (``scope``: its route is a
+    sibling there, and everything it records names it by its scoped id)."""
     redos = 0
     route_to = gate.fail_route
     terminal = route_to is not None and route_to.startswith("terminal:")
+    sid = scope.sid(gate.id)
     while True:
-        text = await dispatcher.invoke(gate, inputs=run.args, outputs=run.outputs)
+        text = await dispatcher.invoke(
+            gate, inputs=scope.inputs, outputs=scope.outputs, scope=scope.prefix
+        )
         verdict = gate_verdict(text)
-        run.record.event("gate.verdict", step=gate.id, verdict=verdict, redo=redos)
-        run.outputs[gate.id] = text
+        run.record.event("gate.verdict", step=sid, verdict=verdict, redo=redos)
+        scope.outputs[gate.id] = text
         if verdict == "pass":
-            run.settle(gate.id, text)
+            scope.settle(gate.id, text)
             return
         if verdict == "fail" and route_to and terminal:
-            run.settle(gate.id, text)
+            scope.settle(gate.id, text)
             raise TerminalRoute(route_to.removeprefix("terminal:"))
         if redos < gate.max_redos and route_to and not terminal:
             redos += 1
-            run.record.event("gate.redo", step=gate.id, route=route_to, redo=redos)
-            target = plan.step(route_to)
+            run.record.event("gate.redo", step=sid, route=scope.sid(route_to), redo=redos)
+            target = scope.step(route_to)
             assert isinstance(target, AgentStep)
-            output = await dispatcher.invoke(target, inputs=run.args, outputs=run.outputs)
-            run.settle(target.id, output)
+            output = await dispatcher.invoke(
+                target, inputs=scope.inputs, outputs=scope.outputs, scope=scope.prefix
+            )
+            scope.settle(target.id, output)
             continue
-        run.record.steps[gate.id] = "failed"
+        run.record.steps[sid] = "failed"
         if verdict == "fail":
-            raise PlanFailure(Reason.GATE_FAILED, f"gate {gate.id!r} failed after {redos} redo(s)")
+            raise PlanFailure(
+                Reason.GATE_FAILED, f"gate {sid!r} failed after {redos} redo(s)", step=sid
+            )
         raise PlanFailure(
             Reason.GATE_VERDICT_UNPARSEABLE,
-            f"gate {gate.id!r}: the output does not end with exactly one line "
+            f"gate {sid!r}: the output does not end with exactly one line "
             f"'GATE: PASS' or 'GATE: FAIL' (after {redos} redo(s))",
+            step=sid,
         )
 
 
@@ -66,25 +85,53 @@ async def human_gate(run: PlanRunState, plan: Plan, step: GateStep) -> str | Non
     assert gate is not None
     rounds = run.rounds.get(step.id, 0)
     token = f"{run.epoch}-{workflow.uuid4().hex[:12]}"
-    run.gates[step.id] = PendingGate(step=step.id, token=token, round=rounds)
+    pending = PendingGate(step=step.id, token=token, round=rounds)
+    timers = schedule(gate)
+    opened = workflow.now()
+    if timers.timed:
+        pending = open_timed_gate(pending, step, timers, opened)
+    run.gates[step.id] = pending
     run.record.steps[step.id] = "waiting"
-    run.record.event("gate.opened", step=step.id, token=token, round=rounds)
+    timed: dict[str, Any] = {}
+    if timers.timed:
+        timed = {"deadline_at": pending.deadline_at, "default": pending.default}
+    run.record.event("gate.opened", step=step.id, token=token, round=rounds, **timed)
     waited_ms = await wait_for_person(
-        run, "awaiting_gate", Reason.GATE_PENDING, lambda: step.id in run.decisions
+        run,
+        "awaiting_gate",
+        Reason.GATE_PENDING,
+        lambda: step.id in run.decisions,
+        wait=(lambda: wait_with_timers(run, step.id, timers, pending, opened))
+        if timers.timed
+        else None,
     )
     decision = run.decisions.pop(step.id)
     run.gates.pop(step.id, None)
+    by_deadline = run.expired_tokens.get(step.id) == token
+    decided: dict[str, Any] = {"decided_by": "deadline"} if by_deadline else {}
     run.record.event(
-        "gate.decided", step=step.id, decision=decision, round=rounds, waited_ms=waited_ms
+        "gate.decided",
+        step=step.id,
+        decision=decision,
+        round=rounds,
+        waited_ms=waited_ms,
+        **decided,
     )
     run.settle(step.id, decision)
-    run.settle_by_message(step.id, step.deps, decision=decision)
+    run.settle_by_message(step.id, step.deps, decision=decision, **decided)
     if decision == "approve":
         return gate.on_approve
     if decision == "kill":
         if gate.on_kill is not None:
             return gate.on_kill
         run.record.steps[step.id] = "failed"
+        if by_deadline:
+            raise PlanFailure(
+                Reason.GATE_DEADLINE_EXPIRED,
+                f"gate {step.id!r}: nobody decided within {gate.deadline} ms; its default is "
+                "kill and on_kill is null",
+                step=step.id,
+            )
         raise PlanFailure(Reason.GATE_KILLED, f"gate {step.id!r} was killed", step=step.id)
     max_rounds = gate.max_rounds or plan.max_rounds or 0
     target = gate.on_revise

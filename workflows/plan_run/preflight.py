@@ -1,8 +1,9 @@
 """Preflight (plans.md "Run" 1): the start arguments, then the refusals in the spec's order,
 before anything runs; what survives opens the ledger and the dispatcher.
 
-    trace-emit-required -> plan-model-unroutable -> artifact-path-escapes-root (an activity
-    looks at the workspace) -> same-family-qe-refused (or a loud waiver) ->
+    trace-emit-required -> plan-model-unroutable -> escalation-unroutable (an activity asks
+    the worker for the notifiers gate escalations name) -> artifact-path-escapes-root (an
+    activity looks at the workspace) -> same-family-qe-refused (or a loud waiver) ->
     reservation-unsatisfiable (opening the ledger)
 """
 
@@ -14,7 +15,10 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
+    from activities.plan.notify import CHECK_NOTIFIERS
     from activities.plan.workspace import CHECK_PATHS
+    from workflows.plan.deadlines import notifiers_named
+    from workflows.plan.ledgers import Ledgers
     from workflows.plan.model import PauseStep, Plan
     from workflows.plan.preflight import (
         check_trace,
@@ -25,7 +29,8 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.plan.reasons import Reason
     from workflows.plan.run_record import PlanFailure
-    from workflows.plan.run_types import PathsInput
+    from workflows.plan.run_types import CheckNotifiersInput, PathsInput
+    from workflows.plan_run.capture import capture_hook
     from workflows.plan_run.dispatch import Dispatcher
     from workflows.plan_run.state import PlanRunState
 
@@ -48,9 +53,33 @@ def check_start_args(run: PlanRunState, plan: Plan) -> str | None:
     return None
 
 
+async def check_notifiers(plan: Plan) -> None:
+    """Every notifier a gate escalation names is declared on the worker (asked only when a
+    plan names one, so plans without escalation run the commands they always did)."""
+    named = notifiers_named(plan)
+    if not named:
+        return
+    unknown: list[str] = await workflow.execute_activity(
+        CHECK_NOTIFIERS,
+        CheckNotifiersInput(names=sorted(named)),
+        result_type=list[str],
+        start_to_close_timeout=timedelta(seconds=30),
+        retry_policy=WRITE_RETRY,
+    )
+    if unknown:
+        where = "; ".join(f"{name} (gate {', '.join(named[name])})" for name in unknown)
+        raise PlanFailure(
+            Reason.ESCALATION_UNROUTABLE,
+            f"no notifier on this worker for: {where}; fix: declare [notifiers.NAME] "
+            'kind = "webhook" with url (or url_env) in the worker\'s ponder.toml, or drop '
+            "escalate.notify",
+        )
+
+
 async def preflight(run: PlanRunState, plan: Plan) -> Dispatcher:
     check_trace(plan)
     models = route_models(plan, run.input)
+    await check_notifiers(plan)
     workspace = plan.workspace or run.input.workspace
     declared = declared_paths(plan)
     # Any workspace the input names is held to the worker's declared roots (the patch keeps
@@ -75,13 +104,14 @@ async def preflight(run: PlanRunState, plan: Plan) -> Dispatcher:
         run.record.waivers.append(waiver)
         run.record.event("waiver", step=step_id, message=waiver)
     run.ledger = open_ledger(plan, run.input)
+    run.ledgers = Ledgers.for_plan(plan)
 
     def provider_wait(until: datetime | None) -> None:
         """A provider asked to wait longer than a call may: the run sleeps on a timer."""
         if until is not None:
             run.record.event("waiting_provider", until=until.isoformat())
 
-    return Dispatcher(
+    dispatcher = Dispatcher(
         run_id=run.run_id,
         seed=run.input.seed,
         plan=plan,
@@ -92,4 +122,8 @@ async def preflight(run: PlanRunState, plan: Plan) -> Dispatcher:
         options=run.input.calls,
         on_wait=provider_wait,
         control=run.control,
+        ledgers=run.ledgers,
     )
+    if plan.training_pairs:  # opt-in: a plan without it runs the commands it always did
+        dispatcher.on_settled = capture_hook(run, plan, models)
+    return dispatcher

@@ -83,7 +83,10 @@ async def region(
     if reverted:
         raise reverted[0]
     for b in branches:
-        if not b.ok and b.reason is not None and b.reason in RUN_FATAL:
+        # A chain member spends in the fan-out's ledger: that running out fails the region.
+        fatal = b.reason in RUN_FATAL or b.reason == Reason.STEP_BUDGET_EXHAUSTED
+        if not b.ok and b.reason is not None and fatal:
+            run.record.steps[step.id] = "failed"
             raise PlanFailure(b.reason, b.detail, step=step.id)
     outcome = join(parse_join(step.fanout.join), branches)
     run.record.event(

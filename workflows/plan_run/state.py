@@ -8,6 +8,7 @@ enters history, a refused signal is recorded as ``control.refused``.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 from typing import Any
 
@@ -41,13 +42,16 @@ with workflow.unsafe.imports_passed_through():
         parse_resume_value,
     )
     from workflows.plan.ledger import PlanLedger
+    from workflows.plan.ledgers import Ledgers
     from workflows.plan.model import Plan
     from workflows.plan.reasons import Reason
     from workflows.plan.run_record import PlanRecord
     from workflows.plan.run_types import (
+        CaptureFailure,
         ExtendPlanBudgetInput,
         ExtendPlanBudgetResult,
         GateDecisionResult,
+        LedgerStatus,
         PendingGate,
         PendingPause,
         PlanBudgetStatus,
@@ -82,6 +86,8 @@ class PlanRunState:
         self.current: str | None = None
         self.plan: Plan | None = None
         self.ledger: PlanLedger | None = None
+        self.ledgers = Ledgers()
+        """The nested ledgers (a step's, a fan-out's, a sub-flow's); the run's is ``ledger``."""
         self.args: dict[str, Any] = dict(self.input.args or {})
         self.outputs: dict[str, Any] = {}
         self.typed_args: dict[str, dict[str, Any] | None] = {}
@@ -114,6 +120,12 @@ class PlanRunState:
         self.restore_point: RestorePoint | None = None
         """``--from RUN:LABEL``: the settled steps a matching step may be restored from."""
         self.last_revert: RevertResult | None = None
+        self.expired_tokens: dict[str, str] = {}
+        """Gate step -> the token its deadline voided (a late decision is stale-gate-token)."""
+        self.side_tasks: list[asyncio.Task[None]] = []
+        """Work the walk does not wait for (escalation posts); the run's end waits for it."""
+        self.capture_failures: list[CaptureFailure] = []
+        """Training pairs not written, the first ``MAX_CAPTURE_FAILURES`` (all are traced)."""
 
     # -- bookkeeping ---------------------------------------------------------------------
 
@@ -202,7 +214,11 @@ class PlanRunState:
             )
         pending = {step: gate.token for step, gate in self.gates.items()}
         return check_gate_decision(
-            pending, step=input.step, decision=input.decision, token=input.token
+            pending,
+            step=input.step,
+            decision=input.decision,
+            token=input.token,
+            expired=self.expired_tokens,
         )
 
     @workflow.update(name=UPDATE_RESOLVE_GATE)
@@ -314,6 +330,23 @@ class PlanRunState:
             issuances=list(self.desk.live.values()),
             checkpoints=self.book.labels(),
             resumed=list(self.resumed),
+            ledgers=[
+                LedgerStatus(
+                    owner=n.owner,
+                    scope=n.scope,
+                    calls_limit=n.limits.calls,
+                    calls_spent=n.calls,
+                    tokens_limit=n.limits.tokens,
+                    tokens_spent=n.tokens,
+                    usd_limit=n.limits.usd,
+                    usd_spent=n.usd,
+                    wall_limit_ms=n.limits.wall_ms,
+                    wall_spent_ms=n.wall_ms,
+                )
+                for n in self.ledgers.nested.values()
+            ],
+            capture_failures=list(self.capture_failures),
+            deadline_decided=sorted(self.expired_tokens),
         )
 
     @workflow.query(name=QUERY_EVENTS)

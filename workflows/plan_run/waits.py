@@ -13,7 +13,7 @@ A revert accepted while the run waits ends the wait with ``Reverted`` (the walk 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from temporalio import workflow
 
@@ -28,14 +28,23 @@ __all__ = ["wait_for_person"]
 
 
 async def wait_for_person(
-    run: PlanRunState, state: RunState, reason: Reason, until: Callable[[], bool]
+    run: PlanRunState,
+    state: RunState,
+    reason: Reason,
+    until: Callable[[], bool],
+    *,
+    wait: Callable[[], Awaitable[None]] | None = None,
 ) -> int:
-    """Show the wait (state, trace on disk), wait for ``until``; returns the ms waited."""
+    """Show the wait (state, trace on disk), wait for ``until`` (or run ``wait``, which
+    returns once it holds: a gate's timers); returns the ms waited."""
     run.wait_state(state, reason)
     run.waiting_since = workflow.now()
     await write_trace(run)
     control = run.control
-    await workflow.wait_condition(lambda: until() or control.revert_to is not None)
+    if wait is not None:
+        await wait()  # its condition ends on a revert too (deadlines.wait_with_timers)
+    else:
+        await workflow.wait_condition(lambda: until() or control.revert_to is not None)
     waited = workflow.now() - run.waiting_since
     waited_ms = max(0, int(waited.total_seconds() * 1000))
     run.waited_ms += waited_ms

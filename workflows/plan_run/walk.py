@@ -3,9 +3,12 @@ before it runs.
 
     for each boundary (an ``on_fail`` target runs only when a failure routed to it):
         pause -> ``pauses`` | human gate -> ``gates`` (neither reserves: nothing is dispatched)
-        else: reserve (wait ``awaiting_budget`` / ``awaiting_wall_clock`` for ``extend_budget``
-        when it does not fit), open the reservation, run it -- agent step | model gate |
-        region | tournament -- spend its wall time, close it
+        run step -> ``subflows`` (not a boundary: its body walks here, each child a boundary)
+        else: reserve innermost first -- the step's own ledger, a fan-out's, the enclosing
+        sub-flow's (each fails its scope at once when it cannot fit), then the run's (wait
+        ``awaiting_budget`` / ``awaiting_wall_clock`` for ``extend_budget`` when it does not
+        fit) --, open the reservation, run it -- agent step | model gate | region |
+        tournament -- spend its wall time, close it
         a route (``on_fail``, a redo, a gate decision) jumps the walk to that step
         a settled top-level step: its fingerprint; with ``checkpoint: LABEL``, a commit
         ``--from RUN:LABEL``: a step whose fingerprint matches is restored, not run
@@ -28,75 +31,111 @@ with workflow.unsafe.imports_passed_through():
         GateStep,
         PauseStep,
         Plan,
+        RunStep,
         TournamentStep,
     )
     from workflows.plan.reasons import RUN_FATAL, Reason
     from workflows.plan.run_record import PlanFailure
     from workflows.plan_run.checkpoints import apply_revert, commit, note_fingerprint, restore
     from workflows.plan_run.child import run_tournament
-    from workflows.plan_run.dispatch import Dispatcher
+    from workflows.plan_run.dispatch import Dispatcher, budget_failure
     from workflows.plan_run.gates import human_gate, model_gate
     from workflows.plan_run.pauses import pause
     from workflows.plan_run.regions import region, region_items
+    from workflows.plan_run.scope import Scope
     from workflows.plan_run.state import PlanRunState
+    from workflows.plan_run.subflows import run_subflow
     from workflows.plan_run.waits import wait_for_person
 
-__all__ = ["walk"]
+__all__ = ["walk", "walk_scope"]
 
 
 async def walk(run: PlanRunState, dispatcher: Dispatcher, plan: Plan) -> None:
-    steps = boundaries(plan)
+    await walk_scope(run, dispatcher, Scope(run, plan), boundaries(plan))
+
+
+async def walk_scope(
+    run: PlanRunState, dispatcher: Dispatcher, scope: Scope, steps: list[Boundary]
+) -> None:
+    """Walk the boundaries of one scope: the top level, or a sub-flow's body."""
     index = {b.step_id: b.index for b in steps}
     i = 0
     while i < len(steps):
         boundary = steps[i]
-        if boundary.on_fail_target and boundary.step_id not in run.on_fail_armed:
-            run.record.steps[boundary.step_id] = "skipped"
+        sid = scope.sid(boundary.step_id)
+        if boundary.on_fail_target and sid not in run.on_fail_armed:
+            run.record.steps[sid] = "skipped"
             i += 1
             continue
-        step = plan.step(boundary.step_id)
-        restored, jump = await restore(run, dispatcher, plan, step)
-        try:
-            if not restored:
-                jump = await _boundary(run, dispatcher, plan, boundary)
-        except Reverted as exc:  # a wait was abandoned: restore, go on at the first unsettled
-            i = apply_revert(run, steps, exc.label)
-            continue
-        note_fingerprint(run, dispatcher, plan, step)
-        label = getattr(step, "checkpoint", None)
-        if label is not None and run.record.steps.get(step.id) == "settled":
-            commit(run, label, f"step:{step.id}")
+        if scope.prefix is None:  # checkpoints, reverts and --from are the top level's
+            try:
+                jump = await _top_level(run, dispatcher, scope, boundary)
+            except Reverted as exc:  # a wait was abandoned: restore, go on at the first unsettled
+                i = apply_revert(run, steps, exc.label)
+                continue
+        else:
+            jump = await _boundary(run, dispatcher, scope, boundary)
         if jump is not None:
-            run.record.event("route", frm=boundary.step_id, to=jump)
+            run.record.event("route", frm=sid, to=scope.sid(jump))
         i = index[jump] if jump is not None else i + 1
 
 
+async def _top_level(
+    run: PlanRunState, dispatcher: Dispatcher, scope: Scope, boundary: Boundary
+) -> str | None:
+    """A top-level boundary: restored from ``--from`` when it matches, else run; once settled,
+    its fingerprint, and its checkpoint committed."""
+    plan = scope.plan
+    step = plan.step(boundary.step_id)
+    restored, jump = await restore(run, dispatcher, plan, step)
+    if not restored:
+        jump = await _boundary(run, dispatcher, scope, boundary)
+    note_fingerprint(run, dispatcher, plan, step)
+    label = getattr(step, "checkpoint", None)
+    if label is not None and run.record.steps.get(step.id) == "settled":
+        commit(run, label, f"step:{step.id}")
+    return jump
+
+
 async def _boundary(
-    run: PlanRunState, dispatcher: Dispatcher, plan: Plan, boundary: Boundary
+    run: PlanRunState, dispatcher: Dispatcher, scope: Scope, boundary: Boundary
 ) -> str | None:
     """Run one boundary; returns the step id the walk jumps to, or None to go on."""
-    run.current = boundary.step_id
-    step = plan.step(boundary.step_id)
+    sid = scope.sid(boundary.step_id)
+    run.current = sid
+    step = scope.step(boundary.step_id)
+    plan = scope.plan
     if isinstance(step, PauseStep):
         await pause(run, step)
         return None
     if isinstance(step, GateStep) and step.is_human():
         return await human_gate(run, plan, step)
+    if isinstance(step, RunStep):
+        return await run_subflow(run, dispatcher, scope, step, boundary, walk_scope)
     reservation = boundary.reservation
     items: list[Any] = []
     if isinstance(step, FanoutStep):
         items = region_items(run, step)
         chain = [plan.step(m) for m in step.fanout.chain]
         reservation = region_reservation(step, chain, len(items))  # type: ignore[arg-type]
-    await _reserve(run, step.id, reservation)
+    checks, holds = dispatcher.ledgers.for_boundary(sid, scope.prefix, step, reservation)
+    exhausted = dispatcher.ledgers.check(checks)
+    if exhausted is not None:
+        failure = budget_failure(run.record, exhausted, sid)
+        if isinstance(step, AgentStep) and exhausted.scope == "step" and exhausted.owner == sid:
+            return _failed(run, scope, step, failure)
+        run.record.steps[sid] = "failed"
+        raise failure
+    await _reserve(run, sid, reservation)
     ledger = dispatcher.ledger
-    ledger.open(step.id, reservation)
+    ledger.open(sid, reservation)
+    held = dispatcher.ledgers.hold(holds)
     started = workflow.now()
     try:
         if isinstance(step, AgentStep):
-            return await _agent(run, dispatcher, step)
+            return await _agent(run, dispatcher, scope, step)
         if isinstance(step, GateStep):
-            await model_gate(run, dispatcher, plan, step)
+            await model_gate(run, dispatcher, scope, step)
         elif isinstance(step, FanoutStep):
             await region(run, dispatcher, plan, step, items)
         elif isinstance(step, TournamentStep):
@@ -113,21 +152,38 @@ async def _boundary(
         elapsed = workflow.now() - started
         ledger.spend_wall(int(elapsed.total_seconds() * 1000))
         ledger.close()
+        dispatcher.ledgers.release(held)
 
 
-async def _agent(run: PlanRunState, dispatcher: Dispatcher, step: AgentStep) -> str | None:
+async def _agent(
+    run: PlanRunState, dispatcher: Dispatcher, scope: Scope, step: AgentStep
+) -> str | None:
     """An agent step; a failure with an ``on_fail`` route arms that step and jumps to it."""
     try:
-        output = await dispatcher.invoke(step, inputs=run.args, outputs=run.outputs)
+        output = await dispatcher.invoke(
+            step, inputs=scope.inputs, outputs=scope.outputs, scope=scope.prefix
+        )
     except PlanFailure as exc:
-        run.record.steps[step.id] = "failed"
-        if step.on_fail is None or exc.reason in RUN_FATAL:
-            raise
-        run.record.event("step.failed", step=step.id, reason=exc.reason, on_fail=step.on_fail)
-        run.on_fail_armed.add(step.on_fail)
-        return step.on_fail
-    run.settle(step.id, output)
+        return _failed(run, scope, step, exc)
+    scope.settle(step.id, output)
     return None
+
+
+def _failed(run: PlanRunState, scope: Scope, step: AgentStep, exc: PlanFailure) -> str:
+    """Route a failed agent step to its ``on_fail`` (within its scope), or raise. A run-level
+    failure, and a sub-flow's own ledger running out, are never the step's to route."""
+    sid = scope.sid(step.id)
+    run.record.steps[sid] = "failed"
+    if (
+        step.on_fail is None
+        or exc.reason in RUN_FATAL
+        or exc.reason == Reason.SUBFLOW_BUDGET_EXHAUSTED
+    ):
+        raise exc
+    target = scope.sid(step.on_fail)
+    run.record.event("step.failed", step=sid, reason=exc.reason, on_fail=target)
+    run.on_fail_armed.add(target)
+    return step.on_fail
 
 
 async def _reserve(run: PlanRunState, step_id: str, res: Reservation) -> None:

@@ -7,9 +7,10 @@
     -> ``finish``: completed (a result), failed (``ApplicationError`` typed with the reason),
        cancelled
 
-Pauses, human gates and budget waits wait in the same workflow run. The message handlers and the
-state they guard are in ``state``; the arithmetic, grammar and rules are the pure modules of
-``workflows.plan``.
+Pauses, human gates (with their deadline and escalation timers, ``deadlines``) and budget waits
+wait in the same workflow run; ``capture`` writes training pairs for plans that opt in. The
+message handlers and the state they guard are in ``state``; the arithmetic, grammar and rules
+are the pure modules of ``workflows.plan``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.inputs import INPUT_INVALID
     from workflows.names import PLAN_RUN
     from workflows.plan.consumer import consumer_step_ids, plan_digest
+    from workflows.plan.flows import step_ids
     from workflows.plan.run_record import PlanFailure, TerminalRoute
     from workflows.plan.run_types import PlanRunResult
     from workflows.plan.validate import validate_document
@@ -58,8 +60,8 @@ class PlanRunWorkflow(ConsumerControl, CheckpointControl):
             raise ApplicationError(detail, type=PLAN_INVALID, non_retryable=True)
         self.plan = plan = validation.plan
         self.wall_started = workflow.now()
-        self.record.steps = {s.id: "pending" for s in plan.steps}
-        self.consumer_steps = consumer_step_ids(plan.steps)
+        self.record.steps = {sid: "pending" for sid in step_ids(plan)}
+        self.consumer_steps = consumer_step_ids(plan)
         self.plan_digest = plan_digest(self.input.plan)
         if (bad_args := check_start_args(self, plan)) is not None:
             fail_now(self, INPUT_INVALID, bad_args)
@@ -94,4 +96,5 @@ class PlanRunWorkflow(ConsumerControl, CheckpointControl):
             calls=len(self.record.calls),
             usd=round(sum(c.usd for c in self.record.calls), 6),
             simulated=self.simulated(),
+            capture_failures=self.capture_failures,
         )

@@ -244,6 +244,8 @@ class TournamentSnapshot(BaseModel):
     """Everything the artifact writer needs; timestamps come from ``workflow.now()``."""
 
     run_id: str
+    chain: str | None = None
+    """The writing workflow's ``first_execution_run_id`` (the run store's claim)."""
     status: Status
     input: TournamentInput
     seed: int

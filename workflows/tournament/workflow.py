@@ -326,7 +326,9 @@ class TournamentWorkflow:
             usage=self.calls.usage,
             budget=self.calls.budget,
         )
-        return snapshot.model_copy(update={"prompts": prompts}) if prompts else snapshot
+        chain = workflow.info().first_execution_run_id  # whose run directory it is
+        update: dict[str, object] = {"chain": chain} | ({"prompts": prompts} if prompts else {})
+        return snapshot.model_copy(update=update)
 
     # -- control -------------------------------------------------------------------------
 
