@@ -16,6 +16,7 @@ The estimate, per boundary (``boundaries``), times the passes the walk can make 
 - an invocation is its activities (the model call; a path check when it declares artifacts;
   the write snapshot and landed check of a file deliverable), each at most
   ``EVENTS_PER_ACTIVITY`` events (scheduled, started, completed, and a workflow task of its own);
+  a consumer step's issuance replaces the model call with ``EVENTS_PER_CONSUMER``;
 - a region adds one pacing timer per ``STARTS_PER_TASK`` starts (``plan_run/pacing``);
 - a tournament step is a child workflow in the parent's history (its own history is its own);
 - a ``run`` step is its children, each a boundary of its own, per ``run`` step that calls it;
@@ -50,6 +51,7 @@ from workflows.tournament.preflight import HISTORY_EVENTS_BUDGET, TEMPORAL_HISTO
 
 __all__ = [
     "EVENTS_PER_ACTIVITY",
+    "EVENTS_PER_CONSUMER",
     "MAX_CONCURRENCY",
     "STARTS_PER_TASK",
     "HistoryEstimate",
@@ -68,6 +70,10 @@ EVENTS_PER_PACING_TIMER = 5
 EVENTS_PER_CHILD = 9
 EVENTS_PER_WAIT = 12
 EVENTS_PER_TIMER = 5
+EVENTS_PER_CONSUMER = 16
+"""A consumer issuance instead of the model call: its timeout timer, the step_done update's
+accepted and completed events with their workflow task, and the trace written as the run starts
+waiting (12 measured for one answered issuance)."""
 EVENTS_BASE = 30
 """Start, the first workflow task, markers, the final trace write and the close."""
 
@@ -85,12 +91,13 @@ class HistoryEstimate:
 def events_per_invocation(step: object) -> int:
     if not isinstance(step, AgentStep | GateStep):
         return EVENTS_PER_ACTIVITY
-    activities = 1
+    consumer = isinstance(step, AgentStep) and step.dispatch == "consumer"
+    activities = 0 if consumer else 1
     if step.artifacts.reads or step.artifacts.writes:
         activities += 1
     if isinstance(step, AgentStep) and step.deliverable == "file":
         activities += 2
-    return activities * EVENTS_PER_ACTIVITY
+    return activities * EVENTS_PER_ACTIVITY + (EVENTS_PER_CONSUMER if consumer else 0)
 
 
 def _per_invocation(plan: Plan, step: object) -> int:
