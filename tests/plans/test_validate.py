@@ -369,6 +369,8 @@ LOOP_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
     ("loop.unsupported", lambda d: d["fanouts"][0].update(overflow="spill"), "fanouts[0].overflow"),
     ("loop.unsupported", lambda d: d["steps"][2].update({"x-role": "judge"}), "steps[2].x-role"),
     ("loop.unsupported", lambda d: d.update(flows={}), "flows"),
+    ("loop.unsupported", lambda d: d["steps"][1].update(dispatch="consumer"), "steps[1].dispatch"),
+    ("loop.unsupported", lambda d: d["steps"][1].update(checkpoint="c"), "steps[1].checkpoint"),
     ("loop.unsupported", lambda d: d["steps"][1].update(kind="run"), "steps[1].kind"),
     (
         "loop.unsupported",
