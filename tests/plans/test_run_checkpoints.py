@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +19,11 @@ from activities.config import Settings
 from tests.plans.run_helpers import agent, events, plan_doc, start, status, wait_state
 from tests.plans.test_run_consumer import consumer, done, issued
 from tests.plans.test_run_control import signal, update
+from worker.worker import WorkerOptions, running_worker
 from workflows.names import UPDATE_CHECKPOINT, UPDATE_RESOLVE_GATE, UPDATE_REVERT
 from workflows.plan.checkpoints import CheckpointInput, RevertInput
 from workflows.plan.run_types import FromCheckpoint, PlanRunResult, ResolveGateInput
+from workflows.plan.training import safe_name
 
 REVIEWED = plan_doc(
     agent("draft", "Draft.", checkpoint="drafted"),
@@ -203,3 +206,44 @@ async def test_from_an_unknown_label_is_refused_before_the_run_opens(
         assert isinstance(cause, ApplicationError) and cause.type == code, cause
         assert [e.type for e in await events(handle)] == ["run.closed"]
     await asyncio.sleep(0)
+
+
+async def test_a_restored_agent_step_is_backfilled_as_a_training_pair_once(
+    client: Client, settings: Settings, tmp_path: Path
+) -> None:
+    plan = plan_doc(
+        agent("draft", "Draft notes.", "the notes", checkpoint="drafted"),
+        {"id": "ship", "kind": "gate", "deps": ["draft"], "gate": {}},
+        name="Backfill",
+        training_pairs=True,
+    )
+    first_dir, second_dir = tmp_path / "first", tmp_path / "second"
+    queue = f"test-{uuid.uuid4()}"
+    worker = settings.model_copy(update={"training_dir": first_dir})
+    async with running_worker(client, worker, WorkerOptions(task_queue=queue)):
+        first = await _killed_run(client, queue, plan)
+    assert len(_pairs(first_dir, "draft")) == 1  # captured live
+    worker = settings.model_copy(update={"training_dir": second_dir})
+    async with running_worker(client, worker, WorkerOptions(task_queue=queue)):
+        kinds = []
+        for _ in range(2):  # two runs backfilling the same pair: one line
+            handle = await start(
+                client, queue, plan, from_checkpoint=FromCheckpoint(run_id=first, label="drafted")
+            )
+            await wait_state(handle, "awaiting_gate")
+            kinds.append([e.type for e in await events(handle) if e.type.startswith("capture.")])
+            await handle.terminate("done")
+    assert kinds == [["capture.written"], ["capture.dup"]]
+    (pair,) = _pairs(second_dir, "draft")
+    assert (pair["capture_mode"], pair["resumed"], pair["output"]) == (
+        "backfill",
+        True,
+        "the notes",
+    )
+    assert pair["input"] == _pairs(first_dir, "draft")[0]["input"]  # the same prompt, one key
+    assert pair["key"] == _pairs(first_dir, "draft")[0]["key"]
+
+
+def _pairs(root: Path, step: str) -> list[dict[str, Any]]:
+    path = root / safe_name("Backfill") / f"{safe_name(step)}.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]

@@ -48,6 +48,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.refs import RefError, render
     from workflows.plan.run_record import PlanFailure
     from workflows.plan.run_types import FromCheckpoint, PathsInput, WriteSnapshot
+    from workflows.plan_run.capture import capture_pair
     from workflows.plan_run.dispatch import WORKSPACE_RETRY, Dispatcher
     from workflows.plan_run.regions import region_items
     from workflows.plan_run.state import PlanRunState
@@ -245,8 +246,26 @@ async def restore(
             run.record.steps[scoped(step.id, child.id)] = "settled"
     run.fingerprints[step.id] = saved.fingerprint
     run.resumed.append(step.id)
+    if plan.training_pairs and isinstance(step, AgentStep) and isinstance(saved.output, str):
+        await _backfill(run, dispatcher, plan, step, saved.output)
     run.settle_by_message(step.id, step.deps, resumed=True, source=f"{point.run_id}:{point.label}")
     return True, jump
+
+
+async def _backfill(
+    run: PlanRunState, dispatcher: Dispatcher, plan: Plan, step: AgentStep, output: str
+) -> None:
+    """A restored agent step is a training pair both sides of which are known: its prompt as
+    this run would send it, the output restored (``capture_mode: backfill``, ``resumed``). The
+    writer's key makes it at most once, however many runs restore it."""
+    rendered = render(step.prompt, inputs=run.args, outputs=run.outputs, splice=defang)
+    contract = dict(plan.contracts.get(step.out, {})) if step.out is not None else None
+    upstream = run.outputs.get(step.deps[0]) if len(step.deps) == 1 else None
+    prompt = assemble_prompt(step, rendered, contract=contract, upstream=upstream)
+    await capture_pair(
+        run, plan, step, dispatcher.models.get(step.id, ""), prompt=prompt, output=output,
+        item=None, invocation="", mode="backfill", resumed=True,
+    )  # fmt: skip
 
 
 async def _writes_exist(dispatcher: Dispatcher, plan: Plan, step: AnyStep) -> bool:
