@@ -12,9 +12,11 @@ applies it (``plan_run.checkpoints.apply_revert``); the update answers once it h
 from __future__ import annotations
 
 from temporalio import workflow
+from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
+    from workflows.inputs import InputInvalid
     from workflows.names import (
         SIGNAL_CHECKPOINT,
         SIGNAL_REVERT,
@@ -33,7 +35,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.control import Refusal
     from workflows.plan.reasons import Reason
     from workflows.plan_run.checkpoints import commit
-    from workflows.plan_run.state import PlanRunState
+    from workflows.plan_run.state import PlanRunState, Refused, rejected
+    from workflows.raw_input import NO_INPUT, decode_raw
 
 __all__ = ["CheckpointControl"]
 
@@ -43,20 +46,23 @@ ENDED = ("completed", "failed", "cancelled")
 
 
 class CheckpointControl(PlanRunState):
-    def _commit_refusal(self, label: str) -> Refusal | str | None:
+    def _commit_check(self, raw: RawValue) -> tuple[CheckpointInput | None, Refused | None]:
+        input = decode_raw(CheckpointInput, raw)
+        if isinstance(input, InputInvalid):
+            return None, input
         if self.state in ENDED or self.plan is None:
-            return f"the run is {self.state}"
-        bad = check_label(label)
+            return None, f"the run is {self.state}"
+        bad = check_label(input.label)
         if bad is not None:
-            return bad
+            return None, bad
         reserved = [s.checkpoint for s in self.plan.steps if getattr(s, "checkpoint", None)]
-        if not self.book.room_for(label, reserved):  # type: ignore[arg-type]
-            return Refusal(
+        if not self.book.room_for(input.label, reserved):  # type: ignore[arg-type]
+            return None, Refusal(
                 Reason.INVALID_LABEL,
                 f"a run keeps at most {MAX_CHECKPOINTS} checkpoint labels, the plan's own "
                 f"included (kept: {', '.join(self.book.labels())}); fix: re-commit one of them",
             )
-        return None
+        return input, None
 
     def _commit(self, label: str) -> CheckpointResult:
         snap = commit(self, label, "operator")
@@ -64,23 +70,23 @@ class CheckpointControl(PlanRunState):
         return CheckpointResult(label=label, settled=settled, labels=self.book.labels())
 
     @workflow.update(name=UPDATE_CHECKPOINT)
-    def checkpoint(self, input: CheckpointInput) -> CheckpointResult:
-        refusal = self._commit_refusal(input.label)
-        if refusal is not None:
-            raise ApplicationError(_text(refusal), type="control.refused")
+    def checkpoint(self, raw: RawValue = NO_INPUT) -> CheckpointResult:
+        input, refusal = self._commit_check(raw)
+        if input is None:
+            raise rejected(refusal or "refused")
         return self._commit(input.label)
 
     @checkpoint.validator
-    def _check_checkpoint(self, input: CheckpointInput) -> None:
-        refusal = self._commit_refusal(input.label)
+    def _check_checkpoint(self, raw: RawValue = NO_INPUT) -> None:
+        _, refusal = self._commit_check(raw)
         if refusal is not None:
-            raise ValueError(_text(refusal))
+            raise rejected(refusal)
 
     @workflow.signal(name=SIGNAL_CHECKPOINT)
-    def checkpoint_signal(self, input: CheckpointInput) -> None:
-        refusal = self._commit_refusal(input.label)
-        if refusal is not None:
-            self._refuse("checkpoint", refusal)
+    def checkpoint_signal(self, raw: RawValue = NO_INPUT) -> None:
+        input, refusal = self._commit_check(raw)
+        if input is None:
+            self._refuse("checkpoint", refusal or "refused")
             return
         self._commit(input.label)
 
@@ -95,16 +101,22 @@ class CheckpointControl(PlanRunState):
             return f"{self.control.engine_calls} engine invocation(s) are in flight"
         return None
 
-    def _revert_refusal(self, label: str) -> Refusal | str | None:
+    def _revert_check(self, raw: RawValue) -> tuple[RevertInput | None, Refused | None]:
+        input = decode_raw(RevertInput, raw)
+        if isinstance(input, InputInvalid):
+            return None, input
         if self.state in ENDED:
-            return f"the run is {self.state}; a new run can start from it with --from RUN:LABEL"
-        return revert_refusal(self.book, label, busy=self.busy())
+            return None, (
+                f"the run is {self.state}; a new run can start from it with --from RUN:LABEL"
+            )
+        refusal = revert_refusal(self.book, input.label, busy=self.busy())
+        return (None, refusal) if refusal is not None else (input, None)
 
     @workflow.update(name=UPDATE_REVERT)
-    async def revert(self, input: RevertInput) -> RevertResult:
-        refusal = self._revert_refusal(input.label)
-        if refusal is not None:
-            raise ApplicationError(_text(refusal), type="control.refused")
+    async def revert(self, raw: RawValue = NO_INPUT) -> RevertResult:
+        input, refusal = self._revert_check(raw)
+        if input is None:
+            raise rejected(refusal or "refused")
         target = self.control.reverts + 1
         self.control.revert_to = input.label
         await workflow.wait_condition(lambda: self.control.reverts >= target or self.state in ENDED)
@@ -113,19 +125,15 @@ class CheckpointControl(PlanRunState):
         return self.last_revert
 
     @revert.validator
-    def _check_revert(self, input: RevertInput) -> None:
-        refusal = self._revert_refusal(input.label)
+    def _check_revert(self, raw: RawValue = NO_INPUT) -> None:
+        _, refusal = self._revert_check(raw)
         if refusal is not None:
-            raise ValueError(_text(refusal))
+            raise rejected(refusal)
 
     @workflow.signal(name=SIGNAL_REVERT)
-    def revert_signal(self, input: RevertInput) -> None:
-        refusal = self._revert_refusal(input.label)
-        if refusal is not None:
-            self._refuse("revert", refusal)
+    def revert_signal(self, raw: RawValue = NO_INPUT) -> None:
+        input, refusal = self._revert_check(raw)
+        if input is None:
+            self._refuse("revert", refusal or "refused")
             return
         self.control.revert_to = input.label
-
-
-def _text(refusal: Refusal | str) -> str:
-    return refusal if isinstance(refusal, str) else f"{refusal.reason}: {refusal.message}"

@@ -11,9 +11,10 @@ answer is handed to the dispatch waiting for it (``plan_run.consumer``).
 from __future__ import annotations
 
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
+from temporalio.common import RawValue
 
 with workflow.unsafe.imports_passed_through():
+    from workflows.inputs import InputInvalid
     from workflows.names import QUERY_ISSUANCE, SIGNAL_STEP_DONE, UPDATE_STEP_DONE
     from workflows.plan.consumer import (
         ConsumerAnswer,
@@ -23,20 +24,25 @@ with workflow.unsafe.imports_passed_through():
         check_step_done,
         consumer_step,
     )
-    from workflows.plan.control import Refusal
-    from workflows.plan_run.state import PlanRunState
+    from workflows.plan_run.state import PlanRunState, Refused, rejected
+    from workflows.raw_input import NO_INPUT, decode_raw
 
 __all__ = ["ConsumerControl"]
 
 
 class ConsumerControl(PlanRunState):
-    def _step_done_check(self, input: StepDoneInput) -> tuple[ConsumerAnswer | None, Refusal | str]:
+    def _step_done(
+        self, raw: RawValue
+    ) -> tuple[StepDoneInput | None, ConsumerAnswer | None, Refused | None]:
+        input = decode_raw(StepDoneInput, raw)
+        if isinstance(input, InputInvalid):
+            return None, None, input
         if self.state in ("completed", "failed", "cancelled"):
-            return None, f"the run is {self.state}"
+            return None, None, f"the run is {self.state}"
         answer, refusal = check_step_done(self.desk, self.consumer_steps, input)
-        if refusal is not None:
-            return None, refusal
-        return answer, ""
+        if answer is None:
+            return None, None, refusal or "refused"
+        return input, answer, None
 
     def _accept(self, input: StepDoneInput, answer: ConsumerAnswer, via: str) -> StepDoneResult:
         issuance = self.desk.accept(input.token, answer)
@@ -55,26 +61,23 @@ class ConsumerControl(PlanRunState):
         )
 
     @workflow.update(name=UPDATE_STEP_DONE)
-    def step_done(self, input: StepDoneInput) -> StepDoneResult:
-        answer, refusal = self._step_done_check(input)
-        if answer is None:  # the validator refused it: only a changed state gets here
-            text = refusal if isinstance(refusal, str) else f"{refusal.reason}: {refusal.message}"
-            raise ApplicationError(text, type="control.refused")
+    def step_done(self, raw: RawValue = NO_INPUT) -> StepDoneResult:
+        input, answer, refusal = self._step_done(raw)
+        if input is None or answer is None:  # the validator refused it: only a changed state
+            raise rejected(refusal or "refused")
         return self._accept(input, answer, "update")
 
     @step_done.validator
-    def _check_step_done(self, input: StepDoneInput) -> None:
-        _, refusal = self._step_done_check(input)
-        if isinstance(refusal, Refusal):
-            raise ValueError(f"{refusal.reason}: {refusal.message}")
-        if refusal:
-            raise ValueError(refusal)
+    def _check_step_done(self, raw: RawValue = NO_INPUT) -> None:
+        _, _, refusal = self._step_done(raw)
+        if refusal is not None:
+            raise rejected(refusal)
 
     @workflow.signal(name=SIGNAL_STEP_DONE)
-    def step_done_signal(self, input: StepDoneInput) -> None:
-        answer, refusal = self._step_done_check(input)
-        if answer is None:
-            self._refuse("step_done", refusal)
+    def step_done_signal(self, raw: RawValue = NO_INPUT) -> None:
+        input, answer, refusal = self._step_done(raw)
+        if input is None or answer is None:
+            self._refuse("step_done", refusal or "refused")
             return
         self._accept(input, answer, "signal")
 
