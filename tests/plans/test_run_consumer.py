@@ -136,12 +136,19 @@ async def test_a_reported_failure_is_reissued_with_a_new_token_then_fails_dispat
             "Build.",
             idempotent=True,
             retry={"max_attempts": 2, "on": ["transport"]},
+            budget={"tokens": 1000},
         ),
     )
     handle = await start(client, worker_queue, plan)
     first = (await issued(handle)).issuances[0]
-    await done(handle, "build", first.token, {"failure": "the compiler crashed"})
-    second = (await issued(handle, after={first.token})).issuances[0]
+    crashed = {"failure": "the compiler crashed", "usage": {"tokens": 30, "usd": 0.5}}
+    await done(handle, "build", first.token, crashed)
+    shown = await issued(handle, after={first.token})
+    second = shown.issuances[0]
+    # What the failing executor spent is settled all the same, in every covering ledger.
+    assert shown.budget is not None and shown.budget.output_tokens == 30
+    assert shown.budget.usd == pytest.approx(0.5)
+    assert [(n.owner, n.tokens_spent) for n in shown.ledgers] == [("build", 30)]
     assert second.token != first.token and second.attempt == 2
     with pytest.raises(WorkflowUpdateFailedError) as stale:
         await done(handle, "build", first.token, {"output": "late"})

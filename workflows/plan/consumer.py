@@ -124,10 +124,13 @@ class ConsumerFailure(Exception):
     """A consumer attempt that failed: the executor reported ``failure`` (class ``transport``,
     ``dispatch-dead``) or the timeout passed first (class ``timeout``, ``dispatch-timeout``)."""
 
-    def __init__(self, klass: str, message: str) -> None:
+    def __init__(self, klass: str, message: str, *, tokens: int = 0, usd: float = 0.0) -> None:
         super().__init__(message)
         self.klass = klass
         self.message = message
+        self.tokens = tokens
+        """What the executor reports it spent before failing (settled all the same)."""
+        self.usd = usd
 
 
 @dataclass(frozen=True)
@@ -139,8 +142,6 @@ class ConsumerCall:
     timeout: timedelta
     seq: int
     """The ``dispatched`` event the issuance is caused by."""
-    ledger: Any
-    """The run's ledger: usage a failing executor reports is settled all the same."""
 
 
 ConsumerHook = Callable[[ConsumerCall], Awaitable[ModelResponse]]

@@ -114,16 +114,14 @@ async def _issue_and_wait(run: PlanRunState, consumer: ConsumerCall) -> ModelRes
     )
     usage = Usage(output_tokens=answer.tokens)
     if answer.failure is not None:
-        # The executor worked (and may have spent) before it failed: settled all the same.
-        consumer.ledger.budget.settle(
-            input_tokens=0,
-            output_tokens=answer.tokens,
-            usd=answer.usd,
-            transport_retries=0,
-            failed=True,
-        )
+        # The executor worked (and may have spent) before it failed: the dispatcher settles it.
         shown = answer.failure[:MAX_FAILURE_SHOWN]
-        raise ConsumerFailure("transport", f"the consumer reported a failure: {shown}")
+        raise ConsumerFailure(
+            "transport",
+            f"the consumer reported a failure: {shown}",
+            tokens=answer.tokens,
+            usd=answer.usd,
+        )
     assert answer.text is not None
     return ModelResponse(
         text=answer.text,

@@ -342,6 +342,8 @@ class Dispatcher:
         except (ActivityError, ConsumerFailure) as exc:
             klass, message = failure_class(exc)
             self.settle_call(invocation, sid, model, None, started, outcome=klass)
+            if isinstance(exc, ConsumerFailure) and (exc.tokens or exc.usd):
+                self.settle_reported(sid, exc)
             self._settled(sid, seq, invocation, ok=False, failure=klass, message=message)
             return None, klass, message
         self.settle_call(invocation, sid, model, response, started)
@@ -359,6 +361,17 @@ class Dispatcher:
         self._settled(sid, seq, invocation, ok=True, chars=len(response.text))
         return response.text, None, ""
 
+    def settle_reported(self, sid: str, failed: ConsumerFailure) -> None:
+        """What a failing consumer reports it spent: into the run's ledger and every nested one
+        (the work happened, as a failed engine call's wall clock did)."""
+        self.ledger.budget.settle(
+            input_tokens=0,
+            output_tokens=failed.tokens,
+            usd=failed.usd,
+            transport_retries=0,
+        )
+        self.ledgers.settle(sid, tokens=failed.tokens, usd=failed.usd, wall_ms=0)
+
     async def _execute(
         self, step: AgentStep | GateStep, call: CallModelInput, timeout: timedelta, seq: int
     ) -> ModelResponse:
@@ -366,9 +379,7 @@ class Dispatcher:
         an external client answers with ``step_done`` (``ConsumerFailure`` when it reports a
         failure or misses the timeout)."""
         if isinstance(step, AgentStep) and step.dispatch == "consumer" and self.consumer:
-            return await self.consumer(
-                ConsumerCall(step=step, call=call, timeout=timeout, seq=seq, ledger=self.ledger)
-            )
+            return await self.consumer(ConsumerCall(step=step, call=call, timeout=timeout, seq=seq))
         self.control.engine_calls += 1  # a revert waits until no engine call is in flight
         try:
             return await call_model(
