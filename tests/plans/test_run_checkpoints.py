@@ -247,3 +247,38 @@ async def test_a_restored_agent_step_is_backfilled_as_a_training_pair_once(
 def _pairs(root: Path, step: str) -> list[dict[str, Any]]:
     path = root / safe_name("Backfill") / f"{safe_name(step)}.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+async def test_revert_while_fanout_items_and_a_flow_child_wait_for_consumers(
+    client: Client, worker_queue: str
+) -> None:
+    plan = plan_doc(
+        agent("a", "A.", checkpoint="start"),
+        {
+            "id": "fan",
+            "kind": "fanout",
+            "deps": ["a"],
+            "fanout": {"over": ["x", "y"], "chain": ["fan.do"]},
+            "checkpoint": "fanned",
+        },
+        consumer("fan.do", "Do the item."),
+        {"id": "r", "kind": "run", "deps": ["fan"], "flow": "finish"},
+        flows={"finish": {"steps": [consumer("do", "Finish it.")]}},
+        budget={"calls": 12},
+    )
+    handle = await start(client, worker_queue, plan)
+    first = await issued(handle, count=2)
+    await handle.execute_update(UPDATE_REVERT, RevertInput(label="start"))  # both items wait
+    seen = {i.token for i in first.issuances}
+    again = await issued(handle, count=2, after=seen)
+    for i in again.issuances:
+        await done(handle, "fan.do", i.token, {"output": f"item {i.item}"})
+    child = (await issued(handle, after=seen | {i.token for i in again.issuances})).issuances[0]
+    assert child.step == "r/do"
+    reverted = await handle.execute_update(UPDATE_REVERT, RevertInput(label="fanned"))
+    assert reverted["resumes_at"] == "r" and reverted["rotated"] == 1
+    child_again = (await issued(handle, after={child.token})).issuances[0]
+    assert child_again.step == "r/do" and child_again.token != child.token
+    await done(handle, "r/do", child_again.token, {"output": "finished"})
+    result: PlanRunResult = await handle.result()
+    assert result.outputs["fan"] == ["item 0", "item 1"] and result.outputs["r"] == "finished"

@@ -93,9 +93,7 @@ async def _issue_and_wait(run: PlanRunState, consumer: ConsumerCall) -> ModelRes
             "the token is void",
         ) from None
     answer = run.desk.answers.pop(token, None)
-    if answer is None:  # a revert abandoned the wait (it rotates the token)
-        run.desk.void(token)
-        _stop_waiting(run)
+    if answer is None:  # a revert abandoned the wait: applying it rotates the token
         assert control.revert_to is not None
         raise Reverted(control.revert_to)
     _stop_waiting(run)
