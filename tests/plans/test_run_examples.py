@@ -27,7 +27,9 @@ from tests.conftest import with_endpoint
 from tests.plans.helpers import LOOP_EXAMPLE_PATH
 from tests.plans.run_helpers import events, failure, start, status, wait_state
 from worker.worker import WorkerOptions, running_worker
-from workflows.names import UPDATE_RESOLVE_GATE, UPDATE_RESUME
+from workflows.names import UPDATE_RESOLVE_GATE, UPDATE_RESUME, UPDATE_REVERT, UPDATE_STEP_DONE
+from workflows.plan.checkpoints import RevertInput
+from workflows.plan.consumer import StepDoneInput
 from workflows.plan.document import parse_text
 from workflows.plan.run_types import PlanRunResult, ResolveGateInput, ResumeInput
 from workflows.plan.training import safe_name
@@ -211,15 +213,90 @@ async def test_training_pairs_are_captured_once(
     assert sorted(map(len, written.values())) == [1, 2]  # outline; one per section item
 
 
+async def test_a_set_step_computes_values_for_a_later_prompt(client: Client, queue: str) -> None:
+    plan = example("set-values.yaml")
+    handle = await start(client, queue, plan, args={"pages": "12", "audience": "engineers"})
+    result: PlanRunResult = await handle.result()
+    assert result.outputs["plan"] == {
+        "sections": 4, "pages_each": 3, "long": True, "title": "A guide for engineers"
+    }  # fmt: skip
+    assert 'Write "A guide for engineers": 4 sections of about 3 pages' in result.outputs["write"]
+    assert result.calls == 2 and result.simulated
+
+
+async def test_ensure_checks_retry_then_a_judge_passes(
+    client: Client, queue: str, workspace: Path
+) -> None:
+    (workspace / "CHANGELOG.md").write_text("## 1.2\n- Fixed a crash on start\n")
+    plan = example("ensure-checks.yaml")
+    handle = await start(
+        client, queue, plan, workspace=str(workspace), args={"changelog": "CHANGELOG.md"}
+    )
+    result: PlanRunResult = await handle.result()
+    assert json.loads(result.outputs["summarise"])["bullets"][0] == "Fixed a crash"
+    assert result.calls == 3  # two dispatches (the first had two bullets) and one judge call
+
+
+async def test_iterate_until_the_condition_holds(client: Client, queue: str) -> None:
+    plan = example("iterate-until.yaml")
+    handle = await start(client, queue, plan, args={"goal": "0.8"})
+    result: PlanRunResult = await handle.result()
+    assert json.loads(result.outputs["draft"])["score"] == 0.9
+    assert "fallback" not in result.outputs
+    assert "Long model work that survives anything." in result.outputs["publish"]
+
+
+async def test_a_consumer_step_answered_with_step_done(client: Client, queue: str) -> None:
+    plan = example("consumer-step.yaml")
+    handle = await start(client, queue, plan, args={"change": "add retries"})
+    issued = await wait_state(handle, "awaiting_consumer")
+    token = issued.issuances[0].token
+    patch = {"output": {"summary": "retries added", "files": ["client.py"]}}
+    await handle.execute_update(
+        UPDATE_STEP_DONE, StepDoneInput(step="implement", token=token, result=patch)
+    )
+    result: PlanRunResult = await handle.result()
+    assert "Review the change retries added." in result.outputs["review"]
+
+
+async def test_a_checkpoint_reverted_at_the_gate(client: Client, queue: str) -> None:
+    plan = example("checkpoint-revert.yaml")
+    handle = await start(client, queue, plan, args={"topic": "durable execution"})
+    first = (await wait_state(handle, "awaiting_gate")).pending_gates[0].token
+    await handle.execute_update(UPDATE_REVERT, RevertInput(label="outlined"))
+    again = await wait_for_token(handle, first)
+    await handle.execute_update(
+        UPDATE_RESOLVE_GATE, ResolveGateInput(step="approve", decision="approve", token=again)
+    )
+    result: PlanRunResult = await handle.result()
+    assert result.calls == 4  # outline, draft, draft again, publish
+    assert (await status(handle)).checkpoints == ["outlined", "drafted"]
+
+
+async def wait_for_token(handle: Any, old: str) -> str:
+    """The gate's token once it has reopened with a new one."""
+    for _ in range(400):
+        gates = (await status(handle)).pending_gates
+        if gates and gates[0].token != old:
+            return gates[0].token
+        await asyncio.sleep(0.05)
+    raise AssertionError("the gate did not reopen")
+
+
 # -- every example, as its own header says to run it on the embedded default ------------------
 
-NEEDS_A_FILE_WRITER = {
+NOT_BY_ITS_HEADER = {
     "code-change-qe.yaml": "test_code_change_with_a_cross_family_qe_gate",
     "release-approval.yaml": "test_release_with_approval_gate_and_a_typed_pause",
     "loop-plan-review.json": "test_loop_plan_examples",
+    "ensure-checks.yaml": "test_ensure_checks_retry_then_a_judge_passes",
+    "consumer-step.yaml": "test_a_consumer_step_answered_with_step_done",
+    "checkpoint-revert.yaml": "test_a_checkpoint_reverted_at_the_gate",
 }
-"""Examples whose steps deliver files: the sim writes none, so they run above with a command
-agent that writes them (the way a user declares ``claude -p``), not on the embedded default."""
+"""Examples that do not run on the embedded default alone, each run above by its own test:
+steps that deliver files (the sim writes none: a command agent writes them, the way a user
+declares ``claude -p``), a check of a file the workspace must hold, a step an external consumer
+answers, a revert made while the run waits. (Left: recipes that set these up from the README.)"""
 
 
 def recipe(path: Path) -> list[str]:
@@ -253,10 +330,9 @@ async def test_every_example_runs_on_the_embedded_default_as_its_header_says(
     """Found by glob, so an example added later is covered: its leading comment gives the
     ``ponder`` lines that run it on the embedded default (sim, or a family mapped to sim with
     ``--executor``), the first with ``--run-id``; after them the run completes."""
-    if name in NEEDS_A_FILE_WRITER:
+    if name in NOT_BY_ITS_HEADER:
         source = Path(__file__).read_text()
-        assert f"def {NEEDS_A_FILE_WRITER[name]}(" in source  # run above, with a writer
-        assert not recipe(EXAMPLES / name), f"{name}: a sim recipe would fail its file checks"
+        assert f"def {NOT_BY_ITS_HEADER[name]}(" in source  # run above, by its own test
         return
     lines = recipe(EXAMPLES / name)
     assert lines, f"examples/plans/{name}: give its header a `#   ponder plan run ...` line"
