@@ -1,10 +1,12 @@
 """How a run ends and what it leaves on disk: ``run.closed``, ``trace.jsonl`` and ``cost.json``.
 
-The trace is also written at every human wait (a pause, a gate, a budget wait), so a person
-looking at the run directory while it waits sees why. Only the first write sends the trace and
-the call rows whole; later ones send the lines added since (they are activity input, so in
-history: a whole trace at every wait grew history with waits x trace size). A run directory
-that lost lines (``run.files_gap``: deleted, or another worker's disk) is sent whole again.
+The trace is also written at every human wait (a pause, a gate, a budget wait) and when the run
+starts waiting for a consumer, so a person looking at the run directory while it waits sees why.
+``checkpoints.json`` (every committed label) is written once, when the run ends. Only the first
+write sends the trace and the call rows whole; later ones send the lines added since (they are
+activity input, so in history: a whole trace at every wait grew history with waits x trace
+size). A run directory that lost lines (``run.files_gap``: deleted, or another worker's disk) is
+sent whole again.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.heartbeats import HEARTBEAT_TIMEOUT
     from activities.plan.files import WRITE_PLAN_FILES
     from activities.run_store import FILES_GAP, WRITE_RUN_FILES, FileAppend, WriteRunFilesInput
+    from workflows.plan.checkpoints import CHECKPOINTS_FILE, checkpoints_json
     from workflows.plan.preflight import REQE_DEBT_FILE
     from workflows.plan.run_files import calls_jsonl, graph_json
     from workflows.plan.run_types import RunState
@@ -47,6 +50,7 @@ async def end_run(
     run.error = f"{reason}: {detail}" if reason else None
     run.gates.clear()
     run.pending_pause = None
+    run.desk.rotate()  # no issuance outlives the run
     if run.waiting_since is not None:  # cancelled or failed while a person was awaited
         run.waited_ms += int((workflow.now() - run.waiting_since).total_seconds() * 1000)
         run.waiting_since = None
@@ -92,6 +96,9 @@ async def write_trace(run: PlanRunState, *, final: bool = False) -> None:
     }
     if run.reqe_debt is not None:
         files[REQE_DEBT_FILE] = run.reqe_debt
+    if final and run.book.snapshots:  # a closed run takes no revert: --from starts from these
+        plan = run.plan.name if run.plan else ""
+        files[CHECKPOINTS_FILE] = checkpoints_json(run.book, run_id=run.run_id, plan=plan)
     appends = {
         name: FileAppend(after_lines=run.shipped_lines[name], text=lines(run.shipped_lines[name]))
         for name, (_, lines) in grown.items()
