@@ -3,14 +3,16 @@ wait sends (and history keeps) is what is new, not the whole trace again."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
 
 from activities.config import Settings
 from activities.plan.files import WRITE_PLAN_FILES
-from tests.plans.run_helpers import agent, events, plan_doc, start, trace, wait_state
+from tests.plans.run_helpers import agent, events, plan_doc, start, status, trace
 from workflows.names import UPDATE_RESUME
 from workflows.plan.run_types import ResumeInput
 
@@ -45,9 +47,25 @@ def shipped(write: dict[str, Any], name: str) -> str:
     return whole if whole is not None else write["appends"][name]["text"]
 
 
-async def resume_all(handle: WorkflowHandle, waits: int, between: Any = None) -> None:
+async def at_pause(handle: WorkflowHandle, i: int, trace_file: Path) -> None:
+    """Until the run waits at pause ``i`` and has written its run directory for that wait."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60
+    while True:
+        now = await status(handle)
+        pending = now.pending_pause
+        here = now.state == "awaiting_input" and pending is not None and pending.step == f"p{i}"
+        if here and trace_file.exists() and f'"p{i}"' in trace_file.read_text():
+            return
+        assert loop.time() < deadline, f"not waiting at p{i}: {now.state}"
+        await asyncio.sleep(0.05)
+
+
+async def resume_all(
+    handle: WorkflowHandle, waits: int, trace_file: Path, between: Any = None
+) -> None:
     for i in range(waits):
-        await wait_state(handle, "awaiting_input")
+        await at_pause(handle, i, trace_file)
         if between is not None:
             between(i)
         await handle.execute_update(UPDATE_RESUME, ResumeInput(args={f"ok{i}": "yes"}))
@@ -58,7 +76,7 @@ async def test_each_wait_sends_only_the_new_trace_lines(
     client: Client, worker_queue: str, settings: Settings
 ) -> None:
     handle = await start(client, worker_queue, waiting_plan(WAITS))
-    await resume_all(handle, WAITS)
+    await resume_all(handle, WAITS, settings.runs_dir / handle.id / "trace.jsonl")
     sent = await writes(handle)
     assert len(sent) == WAITS + 1  # one at each wait, one at the end
     assert "trace.jsonl" in sent[0]["files"]
@@ -84,7 +102,7 @@ async def test_a_run_directory_that_lost_its_trace_is_sent_it_whole(
         if i == 0:
             path.unlink()  # deleted while the run waits (or another worker's disk)
 
-    await resume_all(handle, 2, lose)
+    await resume_all(handle, 2, path, lose)
     rows = trace(settings.runs_dir, handle.id)
     assert [r["seq"] for r in rows] == list(range(1, len(rows) + 1))
     assert rows[0]["type"] == "run.opened" and rows[-1]["type"] == "run.closed"
