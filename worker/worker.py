@@ -22,6 +22,7 @@ from activities.plan.notify import NotifierActivities
 from activities.plan.roots import worker_roots
 from activities.plan.training import TrainingActivities
 from activities.plan.workspace import WorkspaceActivities
+from activities.plan.worktrees import WorktreeActivities
 from activities.routes import task_queue_polled
 from activities.run_store import RunFileActivities, RunStore
 from activities.tournament.artifacts import TournamentArtifactActivities
@@ -69,7 +70,8 @@ async def running_worker(
         tournament_files = TournamentArtifactActivities(store)
         campaign_cells = CampaignCellActivities(settings)
         campaign_files = CampaignArtifactActivities(store)
-        workspace = WorkspaceActivities(roots)
+        workspace = WorkspaceActivities(roots, settings.runs_dir)
+        worktrees = WorktreeActivities(store, roots)
         notifiers = NotifierActivities(settings.notifiers, http)
         training = TrainingActivities(settings.training_dir)
         activities: list[Callable[..., Any]] = [
@@ -84,6 +86,12 @@ async def running_worker(
             workspace.check_paths,
             workspace.snapshot_writes,
             workspace.check_landed,
+            worktrees.probe,
+            worktrees.base,
+            worktrees.add,
+            worktrees.finish,
+            worktrees.merge,
+            worktrees.land,
             PlanFileActivities(store).write_plan_files,
             notifiers.check_notifiers,
             notifiers.notify_gate,

@@ -130,8 +130,8 @@ DOC_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
     ("feature.not_available", add({"id": "s", "kind": "set", "set": {"a": 1}}), "steps[7].kind"),
     ("feature.not_available", on("draft", ensure=["file_exists"]), "steps[1].ensure"),
     (
-        "feature.not_available",
-        on("fan", fanout={"over": [1], "chain": ["fan.one"], "isolation": "worktree"}),
+        "field.choice",
+        on("fan", fanout={"over": [1], "chain": ["fan.one"], "isolation": "git"}),
         "steps[3].fanout.isolation",
     ),
     ("step.kind_unknown", add({"id": "z", "kind": "shell"}), "steps[7].kind"),
@@ -431,8 +431,35 @@ def test_every_code_has_a_case() -> None:
     )
     covered |= {"document.unreadable"}  # the CLI's: test_cli.py::test_unreadable_file
     covered |= {"field.invalid"}  # the fallback: test_unmapped_pydantic_errors_are_field_invalid
+    # Produced only by a dispatch: consumer member (section 7): test_isolation_takes_engine_members
+    covered |= {"fanout.isolation"}
     unused = set(CODES) - covered
     assert unused == set()
+
+
+def test_worktree_isolation_is_accepted() -> None:
+    doc = base()
+    step(doc, "fan")["fanout"]["isolation"] = "worktree"
+    result = validate_document(doc)
+    assert result.errors == [] and result.plan is not None
+    fan = result.plan.step("fan")
+    assert isinstance(fan, FanoutStep) and fan.fanout.isolation == "worktree"
+    assert FanoutStep.model_validate(step(base(), "fan")).fanout.isolation == "none"
+
+
+def test_isolation_takes_engine_members() -> None:
+    """A member an external executor runs (``dispatch: consumer``) never sees the item's
+    worktree: ``fanout.isolation`` at the fan-out's field."""
+    doc = base()
+    step(doc, "fan")["fanout"]["isolation"] = "worktree"
+    plan = Plan.model_validate(doc)
+    member = plan.step("fan.one")
+    object.__setattr__(member, "dispatch", "consumer")  # the field section 7 adds
+    errors = check_plan(plan)
+    assert [(e.code, e.path) for e in errors] == [("fanout.isolation", "steps[3].fanout.isolation")]
+    assert "dispatch: consumer" in errors[0].message
+    object.__setattr__(member, "dispatch", "engine")
+    assert check_plan(plan) == []
 
 
 def test_unknown_codes_are_refused() -> None:
