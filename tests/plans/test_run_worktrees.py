@@ -7,13 +7,18 @@ alone, so the items' worktrees (under the run directory) are allowed only as the
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +28,10 @@ from temporalio.client import Client
 from activities.config import Endpoint, Settings
 from tests.conftest import with_endpoint
 from tests.plans.run_helpers import failure, plan_doc, run, trace
+from tests.worker_process import KilledWorker
 from worker.worker import WorkerOptions, running_worker
+from workflows.names import PLAN_RUN
+from workflows.plan.run_types import PlanRunInput, PlanRunResult
 
 WRITER = Path(__file__).with_name("worktree_writer.py")
 
@@ -201,3 +209,73 @@ async def test_a_workspace_outside_a_git_work_tree_is_refused_at_preflight(
     assert error.type == "worktree-unavailable"
     assert "not in a git work tree" in error.message and "isolation: none" in error.message
     assert list(plain.iterdir()) == []
+
+
+def stalling_git(bin_dir: Path, marker: Path, *, apply_first: bool) -> None:
+    """A ``git`` ahead of the real one on the worker's PATH: the first time it is asked to land
+    (``apply`` without ``--3way``) it writes its pid to ``marker`` and stalls, having applied
+    the patch or not, so the test can SIGKILL the worker mid-land. Later calls pass through."""
+    real = subprocess.run(["which", "git"], capture_output=True, text=True, check=True)
+    bin_dir.mkdir()
+    script = bin_dir / "git"
+    land = f'"{real.stdout.strip()}" "$@" || exit $?\n' if apply_first else ""
+    script.write_text(
+        "#!/bin/sh\n"
+        f'case " $* " in *" apply "*) case " $* " in *" --3way "*) ;; *)\n'
+        f'  if [ ! -e "{marker}" ]; then\n'
+        f"    {land}"
+        f'    echo $$ > "{marker}.tmp" && mv "{marker}.tmp" "{marker}"; exec sleep 600\n'
+        "  fi;; esac;; esac\n"
+        f'exec "{real.stdout.strip()}" "$@"\n'
+    )
+    script.chmod(0o755)
+
+
+@pytest.mark.parametrize("applied", [False, True], ids=["before-apply", "after-apply"])
+async def test_a_worker_killed_while_landing_lands_exactly_once(
+    client: Client,
+    settings: Settings,
+    server_address: str,
+    repo: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    applied: bool,
+) -> None:
+    marker = tmp_path / "landing.pid"
+    stalling_git(tmp_path / "bin", marker, apply_first=applied)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    settings.home.mkdir(parents=True, exist_ok=True)
+    (settings.home / "ponder.toml").write_text(
+        f'[providers.writer]\nkind = "command"\nargv = ["{sys.executable}", "{WRITER}"]\n'
+        f'[plans]\nworkspace_roots = ["{repo}"]\n'
+    )
+    items = [{"write": {"a.txt": "A\n"}}, {"append": {"shared.txt": "9\n"}}]
+    queue = f"test-{uuid.uuid4()}"
+    try:
+        async with KilledWorker(settings, server_address, queue) as worker:
+            handle = await client.start_workflow(
+                PLAN_RUN,
+                PlanRunInput(plan=fanout(items), workspace=str(repo)),
+                id=f"wt-kill-{uuid.uuid4().hex[:8]}",
+                task_queue=queue,
+                result_type=PlanRunResult,
+                task_timeout=timedelta(seconds=2),
+            )
+            deadline = time.monotonic() + 60
+            while not marker.exists():
+                assert time.monotonic() < deadline, "the land never started"
+                await asyncio.sleep(0.05)
+            assert ((repo / "a.txt").exists()) is applied
+            await worker.kill()
+            os.kill(int(marker.read_text()), signal.SIGKILL)  # the stalled git, if still there
+            await worker.restart()
+            result: PlanRunResult = await asyncio.wait_for(handle.result(), 120)
+    finally:
+        with contextlib.suppress(ProcessLookupError, ValueError, FileNotFoundError):
+            os.kill(int(marker.read_text()), signal.SIGKILL)
+    assert len(result.outputs["fan"]) == 2
+    assert (repo / "a.txt").read_text() == "A\n"
+    assert (repo / "shared.txt").read_text() == "".join(f"{n}\n" for n in range(1, 10))
+    events = trace(settings.runs_dir, result.run_id)
+    (merged,) = of_type(events, "worktree.merged")
+    assert merged["data"]["landed"] == ("done" if applied else "apply")
