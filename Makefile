@@ -37,4 +37,5 @@ bench: install
 	$(BIN)/python -m benchmarks.plan_validation
 	$(BIN)/python -m benchmarks.plan_run
 	$(BIN)/python -m benchmarks.plan_fanout
+	$(BIN)/python -m benchmarks.plan_worktrees
 	$(BIN)/python -m benchmarks.campaign_scale

@@ -19,10 +19,12 @@ one or the other), and ``land`` looks at the workspace before it touches it.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -134,6 +136,7 @@ class WorktreeActivities:
         self.store = store
         self.roots = roots
         """Real paths of the workspace roots this worker declares."""
+        self._common: dict[str, str] = {}
 
     # -- activities ---------------------------------------------------------------------------
 
@@ -220,19 +223,48 @@ class WorktreeActivities:
             commit=commit, tree=tree, subtree=_subtree(input.workspace, tree, prefix), prefix=prefix
         )
 
+    def _common_dir(self, workspace: str) -> str:
+        """The repository's common git directory (shared by all its worktrees), cached."""
+        found = self._common.get(workspace)
+        if found is None:
+            out = _checked(git(workspace, "rev-parse", "--git-common-dir"), "rev-parse").text()
+            found = self._common[workspace] = os.path.realpath(os.path.join(workspace, out))
+        return found
+
+    @contextlib.contextmanager
+    def _registry(self, workspace: str) -> Iterator[None]:
+        """Hold the repository's worktree registry: ``git worktree add`` reads every other
+        registration and fails on one half made or half removed (``failed to read
+        .git/worktrees/<name>/commondir``), so adds and removes of one repository take turns
+        (an exclusive ``flock`` on its common directory: across threads and worker processes,
+        and no file is created for it)."""
+        fd = os.open(self._common_dir(workspace), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
     def _remove(self, workspace: str, path: Path) -> None:
-        """Remove a worktree of the run (and its registration), whatever state it is in."""
+        """Remove a worktree of the run (and its registration), whatever state it is in.
+
+        Never ``git worktree prune``: it scans every registration and races the other items'
+        ``worktree add`` (a half-made one looks stale to it). A registration left behind when
+        ``remove`` fails goes with the user's next prune or gc; ``add --force`` reuses the path.
+        """
         if path.exists() or path.is_symlink():
-            git(workspace, "worktree", "remove", "--force", "--force", str(path))
+            with self._registry(workspace):
+                git(workspace, "worktree", "remove", "--force", "--force", str(path))
             if path.is_symlink() or path.is_file():
                 path.unlink()
             elif path.exists():
                 shutil.rmtree(path)
-        git(workspace, "worktree", "prune")
 
     def _add_worktree(self, workspace: str, path: Path, commit: str) -> None:
         self._remove(workspace, path)  # an attempt that died may have left one
-        _checked(git(workspace, "worktree", "add", "--detach", str(path), commit), "worktree add")
+        with self._registry(workspace):
+            added = git(workspace, "worktree", "add", "--force", "--detach", str(path), commit)
+        _checked(added, "worktree add")
 
     def _add(self, input: WorktreeItemInput) -> WorktreeAdded:
         path = self._dir(input.run_id, worktree_name(input.step, input.item))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -239,3 +240,19 @@ def test_git_is_bounded_in_time_and_output(
     hung = git(str(repo), "status", timeout=0.5)
     assert hung.timed_out and not hung.ok and "timeout" in hung.why()
     assert time.monotonic() - started < 5
+
+
+def test_items_add_and_remove_their_worktrees_at_once(tmp_path: Path, repo: Path) -> None:
+    """``git worktree add`` reads every registration: unserialized, one half made by another
+    item fails it (``failed to read .git/worktrees/<name>/commondir``)."""
+    acts, at = region(tmp_path, repo)
+    base = acts._base(at)
+
+    def cycle(n: int) -> None:
+        for _ in range(4):
+            acts._add(item(at, base, n))
+            acts._finish(item(at, base, n, capture=False))
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        list(pool.map(cycle, range(32)))  # a failed add raises here
+    assert run_git(repo, "worktree", "list").count("\n") == 1
