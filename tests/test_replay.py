@@ -27,6 +27,7 @@ def test_there_are_histories_to_replay() -> None:
         "plan-paused",
         "plan-report",
         "plan-gate-deadline",
+        "plan-worktrees",
         "campaign",
     }
     assert {p.stem for p in HISTORIES} >= expected
