@@ -119,7 +119,7 @@ def test_empty_regions() -> None:
 
 def test_the_reason_enum_is_the_spec_table() -> None:
     # part 2 so far: escalation-unroutable, worktree-unavailable; step/subflow budgets,
-    # gate-deadline-expired, worktree-merge-conflict
-    assert [len(g) for g in GROUPS.values()] == [7, 18, 3, 5]
+    # gate-deadline-expired; ensure, iterate and expr failures; worktree-merge-conflict
+    assert [len(g) for g in GROUPS.values()] == [7, 21, 3, 5]
     assert {r for g in GROUPS.values() for r in g} == set(Reason)
     assert Reason("budget-extension-exhausted") is Reason.BUDGET_EXTENSION_EXHAUSTED

@@ -279,3 +279,22 @@ async def test_a_worker_killed_while_landing_lands_exactly_once(
     events = trace(settings.runs_dir, result.run_id)
     (merged,) = of_type(events, "worktree.merged")
     assert merged["data"]["landed"] == ("done" if applied else "apply")
+
+
+async def test_an_items_file_checks_and_barrier_run_in_its_worktree(
+    client: Client, queue: str, repo: Path, wt_settings: Settings
+) -> None:
+    """The item's worktree is the root of its declared writes' landed barrier and of its
+    ``file_*`` ensures: the file is there, though nothing has landed in the workspace yet."""
+    plan = fanout([{"write": {"out/one.md": "one\n"}}])
+    plan["steps"][1] |= {
+        "deliverable": "file",
+        "artifacts": {"writes": ["out/one.md"]},
+        "ensure": [{"file_exists": "out/one.md"}, {"file_contains": {"path": "out/one.md",
+                                                                     "text": "one"}}],
+    }  # fmt: skip
+    result = await run(client, queue, plan, workspace=str(repo))
+    assert json.loads(result.outputs["fan"][0])["cwd"].endswith("fan-0")
+    assert (repo / "out" / "one.md").read_text() == "one\n"
+    checked = of_type(trace(wt_settings.runs_dir, result.run_id), "ensure.checked")
+    assert [e["data"]["holds"] for e in checked] == [True, True]
