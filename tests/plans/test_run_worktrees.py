@@ -27,11 +27,13 @@ from temporalio.client import Client
 
 from activities.config import Endpoint, Settings
 from tests.conftest import with_endpoint
-from tests.plans.run_helpers import failure, plan_doc, run, trace
+from tests.plans.run_helpers import failure, plan_doc, run, start, trace
 from tests.worker_process import KilledWorker
 from worker.worker import WorkerOptions, running_worker
 from workflows.names import PLAN_RUN
+from workflows.plan.limits import estimate_history
 from workflows.plan.run_types import PlanRunInput, PlanRunResult
+from workflows.plan.validate import load_plan
 
 WRITER = Path(__file__).with_name("worktree_writer.py")
 
@@ -298,3 +300,18 @@ async def test_an_items_file_checks_and_barrier_run_in_its_worktree(
     assert (repo / "out" / "one.md").read_text() == "one\n"
     checked = of_type(trace(wt_settings.runs_dir, result.run_id), "ensure.checked")
     assert [e["data"]["holds"] for e in checked] == [True, True]
+
+
+async def test_the_history_estimate_counts_the_git_activities(
+    client: Client, queue: str, repo: Path
+) -> None:
+    """``plan.too_large`` is decided on an estimate: a worktree region's real history stays
+    under it, and passes what the same region without isolation is estimated at."""
+    plan = fanout([{} for _ in range(20)], concurrency=8)
+    plan["steps"][1]["model"] = "sim:default"
+    handle = await start(client, queue, plan, workspace=str(repo))
+    await handle.result()
+    real = len((await handle.fetch_history()).events)
+    estimate = estimate_history(load_plan(plan)).events
+    plan["steps"][0]["fanout"]["isolation"] = "none"
+    assert estimate_history(load_plan(plan)).events < real <= estimate, real
