@@ -215,13 +215,17 @@ def test_an_unborn_head_has_a_base_too(tmp_path: Path) -> None:
     assert acts._probe(str(fresh)) is None
 
 
-def test_the_probe_names_what_is_missing(tmp_path: Path, repo: Path) -> None:
+def test_the_probe_names_what_is_missing(
+    tmp_path: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
     acts = WorktreeActivities(RunStore(tmp_path / "runs"), [str(repo), str(plain)])
     assert acts._probe(str(repo)) is None
     assert "not in a git work tree" in (acts._probe(str(plain)) or "")
     assert "outside every workspace root" in (acts._probe(str(tmp_path)) or "")
+    monkeypatch.setenv("PATH", str(plain))  # a worker without git
+    assert "no git executable on the worker's PATH" in (acts._probe(str(repo)) or "")
 
 
 def test_git_is_bounded_in_time_and_output(
