@@ -29,6 +29,7 @@ def test_there_are_histories_to_replay() -> None:
         "plan-checks",
         "plan-gate-deadline",
         "plan-worktrees",
+        "plan-consumer",
         "campaign",
     }
     assert {p.stem for p in HISTORIES} >= expected

@@ -100,6 +100,7 @@ async def running_worker(
             FileProbeActivities(roots, settings.runs_dir).probe_files,
             CelActivities(cel).evaluate_cel,
             PlanFileActivities(store).write_plan_files,
+            PlanFileActivities(store).read_checkpoint,
             notifiers.check_notifiers,
             notifiers.notify_gate,
             training.append_training_pair,

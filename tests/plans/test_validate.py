@@ -106,6 +106,11 @@ def _late_dep(doc: Doc) -> None:
     step(doc, "ask")["deps"] = ["late"]
 
 
+def _consumer_in_worktrees(doc: Doc) -> None:
+    step(doc, "fan")["fanout"]["isolation"] = "worktree"
+    step(doc, "fan.one")["dispatch"] = "consumer"
+
+
 # (code, mutation of the valid base plan, expected path). Every code a document can produce
 # appears here or in TEXT_CASES; test_every_code_has_a_case fails on a code without one.
 DOC_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
@@ -138,6 +143,7 @@ DOC_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
         "steps[3].fanout.isolation",
     ),
     ("feature.not_available", top(checkpoints={}), "checkpoints"),
+    ("fanout.isolation", _consumer_in_worktrees, "steps[3].fanout.isolation"),
     ("step.kind_unknown", add({"id": "z", "kind": "shell"}), "steps[7].kind"),
     ("step.field_not_for_kind", on("draft", fanout={}), "steps[1].fanout"),
     ("step.id_duplicate", add({"id": "draft", "kind": "agent", "prompt": "x"}), "steps[7].id"),
@@ -230,6 +236,23 @@ DOC_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
         "fanout.concurrency",
         on("fan", fanout={"over": [1, 2], "chain": ["fan.one"], "max_fanout": 2, "concurrency": 3}),
         "steps[3].fanout.concurrency",
+    ),
+    ("consumer.not_allowed", on("review", dispatch="consumer"), "steps[2].dispatch"),
+    ("field.choice", on("draft", dispatch="someone"), "steps[1].dispatch"),
+    (
+        "checkpoint.duplicate",
+        lambda d: (on("draft", checkpoint="c")(d), on("review", checkpoint="c")(d)),
+        "steps[2].checkpoint",
+    ),
+    ("checkpoint.not_top_level", on("fan.one", checkpoint="c"), "steps[4].checkpoint"),
+    ("field.pattern", on("draft", checkpoint="no spaces"), "steps[1].checkpoint"),
+    (
+        "checkpoint.too_many",
+        lambda d: d["steps"].extend(
+            {"id": f"c{n}", "kind": "agent", "prompt": "x", "checkpoint": f"l{n}"}
+            for n in range(51)
+        ),
+        "steps[57].checkpoint",
     ),
     (
         "plan.too_large",
@@ -389,6 +412,8 @@ LOOP_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
     ("loop.unsupported", lambda d: d["fanouts"][0].update(overflow="spill"), "fanouts[0].overflow"),
     ("loop.unsupported", lambda d: d["steps"][2].update({"x-role": "judge"}), "steps[2].x-role"),
     ("loop.unsupported", lambda d: d.update(flows={}), "flows"),
+    ("loop.unsupported", lambda d: d["steps"][1].update(dispatch="consumer"), "steps[1].dispatch"),
+    ("loop.unsupported", lambda d: d["steps"][1].update(checkpoint="c"), "steps[1].checkpoint"),
     ("loop.unsupported", lambda d: d["steps"][1].update(kind="run"), "steps[1].kind"),
     (
         "loop.unsupported",
@@ -483,8 +508,6 @@ def test_every_code_has_a_case() -> None:
     )
     covered |= {"document.unreadable"}  # the CLI's: test_cli.py::test_unreadable_file
     covered |= {"field.invalid"}  # the fallback: test_unmapped_pydantic_errors_are_field_invalid
-    # Produced only by a dispatch: consumer member (section 7): test_isolation_takes_engine_members
-    covered |= {"fanout.isolation"}
     unused = set(CODES) - covered
     assert unused == set()
 
@@ -501,17 +524,15 @@ def test_worktree_isolation_is_accepted() -> None:
 
 def test_isolation_takes_engine_members() -> None:
     """A member an external executor runs (``dispatch: consumer``) never sees the item's
-    worktree: ``fanout.isolation`` at the fan-out's field."""
+    worktree: ``fanout.isolation`` at the fan-out's field (and section 7's
+    ``consumer.not_allowed`` at the member's)."""
     doc = base()
-    step(doc, "fan")["fanout"]["isolation"] = "worktree"
-    plan = Plan.model_validate(doc)
-    member = plan.step("fan.one")
-    object.__setattr__(member, "dispatch", "consumer")  # the field section 7 adds
-    errors = check_plan(plan)
-    assert [(e.code, e.path) for e in errors] == [("fanout.isolation", "steps[3].fanout.isolation")]
-    assert "dispatch: consumer" in errors[0].message
-    object.__setattr__(member, "dispatch", "engine")
-    assert check_plan(plan) == []
+    _consumer_in_worktrees(doc)
+    found = codes(validate_document(doc))
+    assert ("fanout.isolation", "steps[3].fanout.isolation") in found
+    assert ("consumer.not_allowed", "steps[4].dispatch") in found
+    step(doc, "fan.one")["dispatch"] = "engine"
+    assert validate_document(doc).errors == []
 
 
 def test_unknown_codes_are_refused() -> None:

@@ -15,6 +15,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from workflows.plan.boundaries import activated_items
     from workflows.plan.boundaries import lanes as branches_at_once
+    from workflows.plan.checkpoints import Reverted
     from workflows.plan.joins import Branch, join, parse_join
     from workflows.plan.model import AgentStep, FanoutStep, Plan
     from workflows.plan.reasons import RUN_FATAL, Reason
@@ -81,6 +82,11 @@ async def region(
                 if trees is not None:
                     await trees.leave(index, ok=False)
                 return Branch(False, None, exc.reason, exc.detail)
+            except Reverted as exc:  # every branch ends before the revert unwinds the region
+                if trees is not None:
+                    await trees.leave(index, ok=False)
+                reverted.append(exc)
+                return Branch(False, None, None, "reverted")
             if trees is not None:
                 await trees.leave(index, ok=True)
             return Branch(True, value)
@@ -91,8 +97,11 @@ async def region(
         except PlanFailure as exc:  # the worktree itself failed: never absorbed by the join
             return Branch(False, None, exc.reason, exc.detail)
 
+    reverted: list[Reverted] = []
     tasks = [asyncio.create_task(guarded(i, item)) for i, item in enumerate(items)]
     branches = list(await asyncio.gather(*tasks))
+    if reverted:
+        raise reverted[0]
     for b in branches:
         # A chain member spends in the fan-out's ledger: that running out fails the region.
         fatal = b.reason in RUN_FATAL or b.reason == Reason.STEP_BUDGET_EXHAUSTED
