@@ -262,9 +262,15 @@ class WorktreeActivities:
 
     def _add_worktree(self, workspace: str, path: Path, commit: str) -> None:
         self._remove(workspace, path)  # an attempt that died may have left one
+        # Only the registration holds the registry; the checkout (the slow part in a big
+        # repository) runs beside the other items', in the worktree's own index.
         with self._registry(workspace):
-            added = git(workspace, "worktree", "add", "--force", "--detach", str(path), commit)
+            added = git(
+                workspace, "worktree", "add", "--force", "--detach", "--no-checkout",
+                str(path), commit,
+            )  # fmt: skip
         _checked(added, "worktree add")
+        _checked(git(str(path), "reset", "-q", "--hard", commit), "checkout (reset --hard)")
 
     def _add(self, input: WorktreeItemInput) -> WorktreeAdded:
         path = self._dir(input.run_id, worktree_name(input.step, input.item))
