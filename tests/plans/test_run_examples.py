@@ -325,11 +325,14 @@ NOT_BY_ITS_HEADER = {
     "ensure-checks.yaml": "test_ensure_checks_retry_then_a_judge_passes",
     "consumer-step.yaml": "test_a_consumer_step_answered_with_step_done",
     "checkpoint-revert.yaml": "test_a_checkpoint_reverted_at_the_gate",
+    "worktree-fanout.yaml": "test_a_worktree_fanout_lands_each_items_notes",
 }
 """Examples that do not run on the embedded default alone, each run above by its own test:
 steps that deliver files (the sim writes none: a command agent writes them, the way a user
 declares ``claude -p``), a check of a file the workspace must hold, a step an external consumer
-answers, a revert made while the run waits. (Left: recipes that set these up from the README.)"""
+answers, a revert made while the run waits, a fan-out in git worktrees (the workspace must be a
+git work tree; its test runs it on the sim too). (Left: recipes that set these up from the
+README.)"""
 
 
 def recipe(path: Path) -> list[str]:

@@ -18,8 +18,10 @@ import activities.plan.worktrees as moves
 from activities.plan.git import git
 from activities.plan.worktrees import WorktreeActivities
 from activities.run_store import RunStore
-from tests.plans.test_run_worktrees import files, make_repo
+from client.plan_input import run_workspace
+from tests.plans.test_run_worktrees import fanout, files, make_repo
 from tests.plans.test_run_worktrees import git as run_git
+from workflows.plan.validate import load_plan
 from workflows.plan.worktrees import (
     EMPTY_TREE,
     ItemPatch,
@@ -28,6 +30,7 @@ from workflows.plan.worktrees import (
     WorktreeLandInput,
     WorktreeMergeInput,
     WorktreeRegionInput,
+    isolated_fanouts,
     land_decision,
     patch_file,
     worktree_name,
@@ -260,3 +263,16 @@ def test_items_add_and_remove_their_worktrees_at_once(tmp_path: Path, repo: Path
     with ThreadPoolExecutor(max_workers=16) as pool:
         list(pool.map(cycle, range(32)))  # a failed add raises here
     assert run_git(repo, "worktree", "list").count("\n") == 1
+
+
+def test_the_client_gives_a_worktree_plan_the_cwd_as_its_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan = load_plan(fanout([1, 2]))
+    monkeypatch.chdir(tmp_path)
+    assert isolated_fanouts(plan) == ["fan"]
+    assert run_workspace(None, plan) == str(tmp_path)
+    assert run_workspace("rel", plan) == str(tmp_path / "rel")
+    plain = plan.model_copy(deep=True)
+    plain.steps[0].fanout.isolation = "none"  # type: ignore[union-attr]
+    assert isolated_fanouts(plain) == [] and run_workspace(None, plain) is None

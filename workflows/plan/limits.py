@@ -63,6 +63,7 @@ from workflows.plan.model import (
     RunStep,
     TournamentStep,
 )
+from workflows.plan.worktrees import isolated_fanouts
 from workflows.tournament.preflight import HISTORY_EVENTS_BUDGET, TEMPORAL_HISTORY_EVENTS
 
 __all__ = [
@@ -171,10 +172,6 @@ def _worktree_events(step: FanoutStep) -> int:
     return (3 + 2 * worst_items(step)) * EVENTS_PER_ACTIVITY
 
 
-def _isolated(plan: Plan) -> bool:
-    return any(isinstance(s, FanoutStep) and s.fanout.isolation == "worktree" for s in plan.steps)
-
-
 def _loops_back(plan: Plan) -> bool:
     """A human gate that routes (approve or kill) to itself or an earlier step."""
     index = {s.id: i for i, s in enumerate(plan.steps)}
@@ -198,7 +195,7 @@ def estimate_history(plan: Plan) -> HistoryEstimate:
     )
     passes = 1 + rounds
     notifiers = EVENTS_PER_ACTIVITY if notifiers_named(plan) else 0  # preflight's check
-    notifiers += EVENTS_PER_ACTIVITY if _isolated(plan) else 0  # and its git probe
+    notifiers += EVENTS_PER_ACTIVITY if isolated_fanouts(plan) else 0  # and its git probe
     events = EVENTS_BASE + notifiers + passes * one_pass
     if _loops_back(plan):
         cap = plan_totals(plan, walk).calls_cap

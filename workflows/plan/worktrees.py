@@ -27,6 +27,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, StringConstraints
 
+from workflows.plan.model import FanoutStep, Plan
+
 __all__ = [
     "EMPTY_TREE",
     "GIT_TIMEOUT_S",
@@ -45,6 +47,7 @@ __all__ = [
     "WorktreePatch",
     "WorktreeProbeInput",
     "WorktreeRegionInput",
+    "isolated_fanouts",
     "land_decision",
     "merge_name",
     "patch_file",
@@ -66,6 +69,13 @@ _NAME = re.compile(r"^[a-z0-9_.:-]{1,64}-(merge|[0-9]{1,5})$")
 _OID = r"^[0-9a-f]{40}([0-9a-f]{24})?$"
 
 LandDecision = Literal["done", "apply", "conflict"]
+
+
+def isolated_fanouts(plan: Plan) -> list[str]:
+    """The ids of the plan's fan-outs that run in worktrees (they need a git workspace)."""
+    return [
+        s.id for s in plan.steps if isinstance(s, FanoutStep) and s.fanout.isolation == "worktree"
+    ]
 
 
 def worktree_name(step_id: str, item_index: int) -> str:

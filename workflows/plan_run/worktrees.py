@@ -52,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
         WorktreePatch,
         WorktreeProbeInput,
         WorktreeRegionInput,
+        isolated_fanouts,
     )
     from workflows.plan_run.dispatch import Dispatcher
     from workflows.plan_run.state import PlanRunState
@@ -93,7 +94,7 @@ async def _git(name: str, arg: Any, result_type: type[_T]) -> _T:
 async def check_worktrees(plan: Plan, workspace: str | None) -> None:
     """Preflight, after the paths: a plan with a worktree fan-out needs git and a workspace in
     a git work tree (asked only then, so other plans run the commands they always did)."""
-    fanouts = [s.id for s in plan.steps if isinstance(s, FanoutStep) and isolated(s)]
+    fanouts = isolated_fanouts(plan)
     if not fanouts:
         return
     named = ", ".join(fanouts)
