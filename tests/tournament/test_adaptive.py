@@ -246,7 +246,7 @@ def test_the_default_prior_is_the_final_fits_ridge_and_must_be_positive() -> Non
     ridge = fit_arrays(3, *index, 0.01)  # lambda = 0.01, the final fit's
     assert np.allclose(fit_posterior(["a", "b", "c"], outcomes).mean, ridge, atol=1e-9)
     with pytest.raises(ValueError, match=r"^lambda must be > 0 \(got 0\.0\)$"):
-        fit_posterior(["a", "b"], [], lambda_=0.0)
+        fit_posterior(["a", "b"], [Outcome("a", "z", "A")], lambda_=0.0)  # before the outcomes
 
 
 def test_argmax_keeps_the_first_of_equal_values_and_skips_what_is_not_allowed() -> None:
