@@ -154,6 +154,9 @@ def test_each_join_outcome_whole() -> None:
     assert join(parse_join("any"), []) == JoinOutcome(
         False, [], 0, None, "join-unsatisfied", None, "join any needs 1 settled branch(es), 0 of 0"
     )
+    # A failed branch is null, whatever it carried.
+    partial = [Branch(False, "partial", reason=Reason.MALFORMED_OUTPUT), Branch(True, "v1")]
+    assert join(parse_join("any"), partial).values == [None, "v1"]
     assert join(parse_join("quorum:3"), _branches(True, True)).detail == (
         "join quorum:3 needs 3 settled branch(es), 2 of 2"  # no branch failed: too few items
     )
