@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, timedelta
 from pathlib import Path
 
@@ -25,6 +25,7 @@ from temporalio.service import RPCError
 
 from activities.config import Settings
 from activities.errors import NoWorkerError
+from client.call_routes import RouteLookups
 from client.connect import connect
 from client.embedded import EmbeddedServer, child_environment
 from worker.worker import WorkerOptions, running_worker
@@ -56,6 +57,8 @@ class Session:
     client: Client
     settings: Settings
     embedded: bool
+    routes: RouteLookups = field(default_factory=RouteLookups)
+    """What this session saw of provider queues: runs started in a burst ask once."""
 
 
 # -- SIGTERM -------------------------------------------------------------------------------
