@@ -17,7 +17,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.plan.files import WRITE_PLAN_FILES
     from activities.run_store import WRITE_RUN_FILES, WriteRunFilesInput
     from workflows.plan.checkpoints import CHECKPOINTS_FILE, checkpoints_json
-    from workflows.plan.run_files import calls_jsonl, graph_json
+    from workflows.plan.run_files import args_json, calls_jsonl, graph_json, outputs_json
     from workflows.plan.run_types import RunState
     from workflows.plan_run.preflight import WRITE_RETRY
     from workflows.plan_run.state import PlanRunState
@@ -83,6 +83,8 @@ async def write_trace(run: PlanRunState, *, final: bool = False) -> None:
         ),
         "graph.json": graph_json(run.plan, run.record.steps),
         "calls.jsonl": calls_jsonl(run.record.calls),
+        "args.json": args_json(run.args),
+        "outputs.json": outputs_json(run.outputs),
     }
     if final and run.book.snapshots:  # a closed run takes no revert: --from starts from these
         plan = run.plan.name if run.plan else ""
