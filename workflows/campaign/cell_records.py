@@ -75,9 +75,12 @@ def build_record(
     wall_ms: float,
     child_error: str | None,
     cancelled: bool,
+    prompt_hash: str,
 ) -> RunRecord:
-    """The cell's validated record; its failure class in the order a cell can fail."""
-    variant, scenario = doc.variant(cell.variant), doc.scenario(cell.scenario)
+    """The cell's validated record; its failure class in the order a cell can fail.
+    ``prompt_hash``: the sha256 of the effective prompt the cell's variant sends
+    (``workflows/campaign/configs.py::prompt_hash``), not of the task text alone."""
+    variant = doc.variant(cell.variant)
     failure, error, score = None, None, outcome.score
     if cancelled:
         failure, error = "cancelled", "cancelled before it finished"
@@ -99,7 +102,7 @@ def build_record(
         "cell_seed": cell.child_seed,
         "split": doc.split,
         "model": outcome.model or str(variant.config.get("model", "")),
-        "prompt_hash": _sha(scenario.task),
+        "prompt_hash": prompt_hash,
         "config_hash": _sha({"kind": variant.kind, "config": variant.config}),
         "commit_sha": doc.commit_sha,
         "wall_ms": round(wall_ms, 3),
@@ -119,12 +122,21 @@ def build_record(
         raise RecordInvalid(f"cell {cell.run_id}: {exc.errors()[0]['msg']}") from None
 
 
-def unsettled_record(doc: CampaignDocument, cell: Cell, *, calls: int, wall_ms: float) -> RunRecord:
+def unsettled_record(
+    doc: CampaignDocument, cell: Cell, *, calls: int, wall_ms: float, prompt_hash: str
+) -> RunRecord:
     """The record of a cell still draining when the drain bound ran out: no outcome, its
     worst-case ``calls`` counted (they may have been paid), and why."""
     outcome = CellOutcome(exists=False, completed=False, integrity_issues=["unsettled"])
     record = build_record(
-        doc, cell, outcome, calls=calls, wall_ms=wall_ms, child_error=None, cancelled=True
+        doc,
+        cell,
+        outcome,
+        calls=calls,
+        wall_ms=wall_ms,
+        child_error=None,
+        cancelled=True,
+        prompt_hash=prompt_hash,
     )
     return record.model_copy(
         update={

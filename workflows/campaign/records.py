@@ -37,7 +37,7 @@ class RunRecord(BaseModel):
     cell_seed: int = Field(default=0, ge=0, description="the seed the cell's child ran with")
     split: Literal["search", "dev", "holdout"]
     model: str = Field(description="provider:model (with a dated snapshot when known)")
-    prompt_hash: str
+    prompt_hash: str = Field(description="sha256 of the effective prompt sent to the model")
     config_hash: str
     commit_sha: str = Field(min_length=1)
     wall_ms: float = Field(ge=0)
