@@ -13,17 +13,19 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from workflows.campaign.document import CampaignDocument
+from workflows.campaign.document import CampaignDocument, JudgeScorer
 from workflows.campaign.matrix import Cell
-from workflows.campaign.records import RunRecord, TokenUsage
+from workflows.campaign.records import MAX_VERDICT_CHARS, JudgeMetadata, RunRecord, TokenUsage
 from workflows.campaign.scoring import last_number
 from workflows.campaign.types import CellOutcome
+from workflows.model_types import ModelResponse
 
 __all__ = [
     "JUDGE_PROMPT",
     "RECORD_INVALID",
     "RecordInvalid",
     "build_record",
+    "judge_metadata",
     "judge_prompt",
     "judge_score",
     "leader",
@@ -64,6 +66,24 @@ def judge_score(text: str, *, scale: float = 1.0) -> tuple[float | None, str | N
             "judge scorer's scale to the grades its model gives"
         )
     return grade / scale, None
+
+
+def judge_metadata(scorer: JudgeScorer, response: ModelResponse) -> JudgeMetadata:
+    """What the cell's record keeps of its judge: the model, its raw verdict (cut at
+    ``MAX_VERDICT_CHARS``), the grade on its last line, the scale, the call's spend."""
+    lines = response.text.strip().splitlines()
+    return JudgeMetadata(
+        model=scorer.model,
+        answered_by=response.model,
+        raw_verdict=response.text[:MAX_VERDICT_CHARS],
+        verdict_cut=len(response.text) > MAX_VERDICT_CHARS,
+        grade=last_number(lines[-1]) if lines else None,
+        scale=scorer.scale,
+        usage=TokenUsage(
+            input_tokens=response.usage.input_tokens, output_tokens=response.usage.output_tokens
+        ),
+        cost_usd=response.usd or 0.0,
+    )
 
 
 def build_record(
@@ -115,6 +135,7 @@ def build_record(
         "error": error,
         "integrity_issues": outcome.integrity_issues,
         "simulated": outcome.simulated,
+        "judge_metadata": outcome.judge,
     }
     try:
         return RunRecord.model_validate(fields)
