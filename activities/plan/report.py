@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from activities.reports import render_page
+from activities.reports import PREVIEW_CHARS, render_page
 
 __all__ = [
     "OUTPUT_PREVIEW_CHARS",
@@ -31,7 +31,7 @@ __all__ = [
     "render_plan_report",
 ]
 
-OUTPUT_PREVIEW_CHARS = 4_000
+OUTPUT_PREVIEW_CHARS = PREVIEW_CHARS
 """Each step's output is shown up to this many characters; ``outputs.json`` holds it whole."""
 
 

@@ -139,3 +139,5 @@ async def test_a_judge_grade_is_read_on_its_declared_scale(
                 "corp:m", "Graded.\n8", 8.0, scale,
             )  # fmt: skip
             assert meta["answered_by"] and meta["usage"]["output_tokens"] > 0
+    html = (Path(result.run_dir) / "report.html").read_text()
+    assert html.count('<pre class="verdict">Graded.\n8</pre>') == 4
