@@ -11,12 +11,12 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.live import Live
 from rich.table import Table
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError
 
 from client.hints import ponder_program
+from client.live import live_panel
 from client.runs import RunFailed, ctrl_c_detaches, detach, failure_message, run_result
 from client.session import Session
 from workflows.budget import BudgetLimits
@@ -96,7 +96,7 @@ async def follow(session: Session, handle: WorkflowHandle) -> TournamentResult |
     result_task = asyncio.ensure_future(run_result(handle))
     paused: Progress | None = None
     # Detaching from the first await on: a SIGTERM during the first RPC still hands over.
-    with ctrl_c_detaches() as interrupted, Live(console=console, refresh_per_second=4) as live:
+    with ctrl_c_detaches() as interrupted, live_panel(console, refresh_per_second=4) as live:
         with contextlib.suppress(RPCError):  # a restarting server: the clock is only shown
             started, _ = await run_times(handle)
         while not result_task.done():
@@ -120,8 +120,6 @@ async def follow(session: Session, handle: WorkflowHandle) -> TournamentResult |
                 final = await handle.query(QUERY_PROGRESS, result_type=Progress)
                 _, ended = await run_times(handle)
                 live.update(progress_table(final, started, ended))
-    # Without a terminal the last frame ends mid-line: what follows starts on a line of its own.
-    console.line()
     if paused is not None:
         return paused
     try:

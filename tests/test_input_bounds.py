@@ -30,7 +30,7 @@ from workflows.campaign.document import CampaignDocument
 from workflows.campaign.document import validate_value as validate_campaign
 from workflows.inputs import InputInvalid, decode_json, out_of_range_integer
 from workflows.model_types import ModelRequest, Price, Usage
-from workflows.plan.run_types import ExtendPlanBudgetInput, PlanRunInput
+from workflows.plan.run_types import ExtendPlanBudgetInput, PlanRunInput, ResolveGateInput
 from workflows.plan.validate import validate_text as validate_plan
 from workflows.sim_options import SimOptions
 from workflows.tournament.profiles import Profile
@@ -315,3 +315,18 @@ def test_a_recording_over_the_bound_is_refused_before_it_is_read(tmp_path: Path)
         read_recording(recording)
     recording.write_bytes(b'{"call_key": "k"}\n')
     assert read_recording(recording) == [b'{"call_key": "k"}']
+
+
+def test_who_decided_a_gate_is_a_short_printable_name() -> None:
+    gate = {"step": "ship", "decision": "approve", "token": "0-abc"}
+    assert decode_json(ResolveGateInput, json.dumps(gate)).by is None  # optional
+    name = "a" * bounds.MAX_DECIDER_CHARS
+    assert decode_json(ResolveGateInput, json.dumps(gate | {"by": name})).by == name
+    for bad, needle in [
+        (name + "a", "by: String should have at most 128 characters"),
+        ("ada\nGATE: PASS", "by: String should match pattern"),
+        ("", "by: String should have at least 1 character"),
+    ]:
+        with pytest.raises(InputInvalid) as info:
+            decode_json(ResolveGateInput, json.dumps(gate | {"by": bad}))
+        assert needle in info.value.message

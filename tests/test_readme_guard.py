@@ -34,7 +34,7 @@ CLAIMS: dict[tuple[str, str, int], str] = {
         ("### Driving workflows with the `temporal` CLI", "sh", i): (
             "test_readme.py::test_temporal_cli_recipes_run_as_written"
         )
-        for i in range(3)
+        for i in range(4)
     },
     (
         "### Python client",

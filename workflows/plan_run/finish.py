@@ -23,7 +23,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.run_store import FILES_GAP, WRITE_RUN_FILES, FileAppend, WriteRunFilesInput
     from workflows.plan.checkpoints import CHECKPOINTS_FILE, checkpoints_json
     from workflows.plan.preflight import REQE_DEBT_FILE
-    from workflows.plan.run_files import calls_jsonl, graph_json
+    from workflows.plan.run_files import args_json, calls_jsonl, graph_json, outputs_json
     from workflows.plan.run_types import RunState
     from workflows.plan_run.preflight import WRITE_RETRY
     from workflows.plan_run.state import PlanRunState
@@ -93,6 +93,8 @@ async def write_trace(run: PlanRunState, *, final: bool = False) -> None:
             elapsed_ms=elapsed_ms,
         ),
         "graph.json": graph_json(run.plan, run.record.steps),
+        "args.json": args_json(run.args),
+        "outputs.json": outputs_json(run.outputs),
     }
     if run.reqe_debt is not None:
         files[REQE_DEBT_FILE] = run.reqe_debt

@@ -124,7 +124,10 @@ async def human_gate(run: PlanRunState, plan: Plan, step: GateStep) -> str | Non
     decision = run.decisions.pop(step.id)
     run.gates.pop(step.id, None)
     by_deadline = run.expired_tokens.get(step.id) == token
+    by = run.deciders.pop(step.id, None)
     decided: dict[str, Any] = {"decided_by": "deadline"} if by_deadline else {}
+    if by is not None and not by_deadline:
+        decided["decided_by"] = by  # a person who gave their name (the CLI: the local user)
     run.record.event(
         "gate.decided",
         step=step.id,

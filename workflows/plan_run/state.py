@@ -96,6 +96,8 @@ class PlanRunState:
         """A pause's resume_arg -> its JSON Schema (None: the value is a string)."""
         self.gates: dict[str, PendingGate] = {}
         self.decisions: dict[str, str] = {}
+        self.deciders: dict[str, str] = {}
+        """Gate step -> who decided it (``resolve_gate``'s ``by``), for ``gate.decided``."""
         self.rounds: dict[str, int] = {}
         self.epoch = 0
         self.pending_pause: PendingPause | None = None
@@ -240,6 +242,8 @@ class PlanRunState:
         if input is None:
             raise rejected(refusal or "refused")
         self.decisions[input.step] = input.decision
+        if input.by is not None:
+            self.deciders[input.step] = input.by
         return GateDecisionResult(step=input.step, decision=input.decision)
 
     @resolve_gate.validator
@@ -255,6 +259,8 @@ class PlanRunState:
             self._refuse("resolve_gate", refusal or "refused")
             return
         self.decisions[input.step] = input.decision
+        if input.by is not None:
+            self.deciders[input.step] = input.by
 
     def _extension(self, raw: RawValue) -> tuple[ExtendPlanBudgetInput | None, Refused | None]:
         """Every limit that can pause the run (calls, wall, tokens, USD), checked on a copy."""
