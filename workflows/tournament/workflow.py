@@ -28,12 +28,12 @@ with workflow.unsafe.imports_passed_through():
         UPDATE_EXTEND_BUDGET,
     )
     from workflows.raw_input import NO_INPUT, decode_raw, decode_run_input, input_failure
-    from workflows.tournament import adaptive, rng
+    from workflows.tournament import adaptive, rng, verdicts
     from workflows.tournament.artifact_writes import ArtifactWriter
     from workflows.tournament.calls import TournamentCalls
     from workflows.tournament.critique import aggregate_critiques
     from workflows.tournament.errors import RUN_ID_INVALID, TournamentError
-    from workflows.tournament.fits import adaptive_pairs, fit_leaderboard
+    from workflows.tournament.fits import adaptive_pairs, bootstrap_intervals, fit_leaderboard
     from workflows.tournament.judge_parse import JudgeParseError, parse_judge_output
     from workflows.tournament.preflight import Preflight, preflight
     from workflows.tournament.prompts import DEFAULT_RUBRIC
@@ -60,6 +60,9 @@ with workflow.unsafe.imports_passed_through():
 __all__ = ["TournamentWorkflow"]
 
 EVENTS_PAGE = 500
+# Behaviour added after histories were recorded: runs started before it replay without it.
+SPARSE_OPENING_PATCH = "adaptive-sparse-opening"
+BOOTSTRAP_PATCH = "final-score-bootstrap"
 _STAND_IN = TournamentInput.model_construct(task="")
 
 
@@ -114,6 +117,7 @@ class TournamentWorkflow:
             pairs = final_schedule(population, m=profile.m, seed=seed, rank=input.rank)
             board = await self._judge(phase, None, population, pairs, adaptive=not input.rank)
             self.record.winner_id = board[0].candidate_id
+            await self._score_intervals(population)
             await self._finalize(self.record.winner_id)
         except TournamentError as exc:
             await self._end("failed", f"{exc.code}: {exc.message}")
@@ -181,6 +185,8 @@ class TournamentWorkflow:
     async def _judge_batch(
         self, phase: str, generation: int | None, pairs: list[ScheduledPair], first_index: int
     ) -> list[ComparisonRow]:
+        if self.input.calls_per_pair > 1:
+            return await self._judge_by_panel(phase, generation, pairs, first_index)
         return await self.calls.run_all(
             [
                 functools.partial(self._compare, phase, generation, first_index + i, p)
@@ -189,16 +195,77 @@ class TournamentWorkflow:
             self.input.concurrency.judge,
         )
 
+    async def _judge_by_panel(
+        self, phase: str, generation: int | None, pairs: list[ScheduledPair], first_index: int
+    ) -> list[ComparisonRow]:
+        """Each pair by every judge of the panel, in one order or both (``verdicts``): each
+        call is one slot of the judge concurrency; a pair's row lands with its last call."""
+        per_pair = self.input.calls_per_pair
+        landed: dict[int, list[verdicts.SlotResult | None]] = {}
+        rows: dict[int, ComparisonRow] = {}
+
+        async def call(index: int, pair: ScheduledPair, s: int, slot: verdicts.Slot) -> None:
+            result = await self._verdict(phase, index * per_pair + s, slot)
+            landed.setdefault(index, [None] * per_pair)[s] = result
+            done = landed[index]
+            if all(r is not None for r in done):
+                rows[index] = self.record.add_combined(
+                    phase,
+                    generation,
+                    index,
+                    pair,
+                    [r for r in done if r is not None],
+                    include_raw_outputs=self.input.include_raw_outputs,
+                )
+
+        panel, orders = self.input.judge_panel, self.input.judge_orders
+        await self.calls.run_all(
+            [
+                functools.partial(call, first_index + i, pair, s, slot)
+                for i, pair in enumerate(pairs)
+                for s, slot in enumerate(verdicts.call_slots(pair, panel, orders))
+            ],
+            self.input.concurrency.judge,
+        )
+        return [rows[first_index + i] for i in range(len(pairs))]
+
+    async def _verdict(self, phase: str, index: int, slot: verdicts.Slot) -> verdicts.SlotResult:
+        values = self._context() | {
+            "candidateA": self.record.candidates[slot.presented_a].text,
+            "candidateB": self.record.candidates[slot.presented_b].text,
+        }
+        judged = await self.calls.until_valid(
+            phase,
+            index,
+            values=values,
+            parse=parse_judge_output,
+            errors=(JudgeParseError,),
+            model=slot.judge,
+        )
+        return verdicts.SlotResult(
+            slot=slot,
+            verdict=judged.value,
+            model=judged.response.model,
+            provider=judged.response.provider,
+            attempts=judged.attempts,
+            usage=judged.usage,
+            raw_outputs=judged.raw_outputs,
+        )
+
     async def _judge_adaptively(
         self, phase: str, generation: int | None, population: list[str], calls: int
     ) -> list[ComparisonRow]:
-        """A random 2-regular round, then Thompson-sampled batches of the judge concurrency."""
+        """A random matching, then batches of the judge concurrency by champion pairs (runs
+        started before that: a 2-regular round, then Thompson sampling; ``adaptive.py``)."""
         rows: list[ComparisonRow] = []
-        sizes = adaptive.batch_sizes(len(population), calls, self.input.concurrency.judge)
+        sparse = workflow.patched(SPARSE_OPENING_PATCH)
+        sizing = adaptive.opening_sizes if sparse else adaptive.batch_sizes
+        sizes = sizing(len(population), calls, self.input.concurrency.judge)
         for round_no, size in enumerate(sizes):
             if round_no == 0:
                 draw = adaptive.round_rng(self.calls.seed, phase, round_no)
-                pairs = adaptive.first_round(population, draw, budget=size)
+                open_with = adaptive.opening if sparse else adaptive.first_round
+                pairs = open_with(population, draw, budget=size)
             else:
                 pairs = await adaptive_pairs(
                     population,
@@ -207,6 +274,7 @@ class TournamentWorkflow:
                     phase=phase,
                     round_no=round_no,
                     size=size,
+                    rule="champion" if sparse else "thompson",
                 )
             if not pairs:
                 break
@@ -297,6 +365,19 @@ class TournamentWorkflow:
             generations={cid: self.record.candidates[cid].generation for cid in population},
         )
         return self.record.add_scores(phase, generation, fitted)
+
+    async def _score_intervals(self, population: list[str]) -> None:
+        """Bootstrap intervals on the final scores (resampled comparisons, refitted)."""
+        resamples = self.input.bootstrap_resamples
+        if not resamples or not workflow.patched(BOOTSTRAP_PATCH):
+            return
+        self.record.intervals = await bootstrap_intervals(
+            population,
+            self.record.comparisons_in_order(FINAL_JUDGING_PHASE),
+            lambda_=self.plan.profile.lambda_ if self.plan else 0.01,
+            resamples=resamples,
+            seed=rng.phase_seed(self.calls.seed, "final_judging:bootstrap") % 2**63,
+        )
 
     async def _end(self, status: str, error: str | None) -> None:
         """Drain calls in flight, record the outcome and write the artifacts."""
