@@ -127,3 +127,23 @@ async def test_final_scores_carry_bootstrap_intervals(
     assert confidence["winner_separated"] == (winner["score_low"] > runner_up["score_high"])
     report = (Path(result.run_dir) / "report.html").read_text()
     assert 'class="score-interval"' in report
+
+
+async def test_the_report_recovers_a_configured_position_bias(client: Client, queue: str) -> None:
+    # 10 candidates, 20 + 40 pairs, both orders: 120 verdicts of a judge that picks the first
+    # shown half the time whatever the qualities.
+    result = await run(
+        client,
+        queue,
+        custom=Profile(n=10, k=4, t=1, m=8),
+        seed=8,
+        models=RoleModels(judge="sim:default,position_bias=0.5"),
+        judge_orders="both",
+        concurrency={"generate": 16, "judge": 16, "mutate": 16},
+    )
+    judge = summary_of(result.run_dir)["judge"]
+    bias = judge["position_bias"]
+    assert judge["verdicts"] == 120
+    assert bias["low"] <= 0.5 <= bias["high"] and bias["significant"] is True
+    report = (Path(result.run_dir) / "report.html").read_text()
+    assert "favours the first-shown candidate" in report

@@ -27,7 +27,6 @@ from workflows.tournament.bradley_terry import (
     IntArray,
     canonical_arrays,
     fit_arrays,
-    zscore,
 )
 from workflows.tournament.judge_parse import Outcome
 
@@ -37,6 +36,7 @@ __all__ = [
     "MIN_RESAMPLES",
     "WORK_CEILING",
     "Bootstrap",
+    "Design",
     "bootstrap",
     "refit_weighted",
     "resamples_within_ceiling",
@@ -68,40 +68,59 @@ class Bootstrap:
 
 def resamples_within_ceiling(requested: int, n: int, comparisons: int) -> int:
     """``requested``, cut so the refits stay within ``WORK_CEILING``; 0 under ``MIN_RESAMPLES``."""
-    per_refit = _NEWTON_STEPS * (2.0 * n * n * comparisons + n**3)
+    distinct = min(comparisons, n * (n - 1) // 2)
+    per_refit = _NEWTON_STEPS * (2.0 * comparisons * (2 * n + distinct) + n**3)
     allowed = min(requested, int(WORK_CEILING // max(per_refit, 1.0)))
     return allowed if allowed >= min(MIN_RESAMPLES, requested) else 0
 
 
-def _objective(
-    s: FloatArray, x: FloatArray, w: FloatArray, y: FloatArray, lam: float
-) -> FloatArray:
-    d = s @ x.T
-    return 0.5 * lam * np.einsum("bi,bi->b", s, s) + np.einsum(
-        "bm,bm->b", w, np.logaddexp(0.0, d) - y * d
-    )
+class Design:
+    """The comparisons as matrices: the +-1 incidence ``x``, ``|x|``, and distinct pairs."""
+
+    def __init__(self, n: int, a: IntArray, b: IntArray, y: FloatArray) -> None:
+        m = len(a)
+        self.n, self.a, self.b, self.y = n, a, b, y
+        self.x = np.zeros((m, n))
+        self.x[np.arange(m), a] = 1.0
+        self.x[np.arange(m), b] = -1.0
+        self.abs_x = np.abs(self.x)
+        lo, hi = np.minimum(a, b), np.maximum(a, b)
+        keys, inverse = np.unique(lo * n + hi, return_inverse=True)
+        self.pair_of = np.zeros((m, len(keys)))
+        self.pair_of[np.arange(m), inverse] = 1.0
+        self.lo, self.hi = keys // n, keys % n
+
+    def objective(self, s: FloatArray, w: FloatArray, lam: float) -> FloatArray:
+        d = s[:, self.a] - s[:, self.b]
+        data = np.einsum("bm,bm->b", w, np.logaddexp(0.0, d) - self.y * d)
+        return 0.5 * lam * np.einsum("bi,bi->b", s, s) + data
+
+    def hessians(self, curvature: FloatArray, lam: float) -> FloatArray:
+        """``lam*I + x^T diag(c) x`` per row of ``curvature``, without the dense triple product."""
+        h = np.zeros((curvature.shape[0], self.n, self.n))
+        pair_w = curvature @ self.pair_of
+        h[:, self.lo, self.hi] = -pair_w
+        h[:, self.hi, self.lo] = -pair_w
+        diagonal = np.arange(self.n)
+        h[:, diagonal, diagonal] = lam + curvature @ self.abs_x
+        return h
 
 
 def refit_weighted(
-    x: FloatArray, y: FloatArray, weights: FloatArray, start: FloatArray, lambda_: float
+    design: Design, weights: FloatArray, start: FloatArray, lambda_: float
 ) -> FloatArray:
-    """Minimisers for each row of ``weights`` (comparison counts), from ``start``: batched Newton.
-
-    ``x`` is the ``(comparisons, n)`` incidence matrix (+1 for A, -1 for B), ``y`` the outcomes.
-    """
+    """Minimisers for each row of ``weights`` (comparison counts), from ``start``: batched,
+    damped Newton until every gradient norm is below ``_TOL``."""
     b = weights.shape[0]
-    n = x.shape[1]
     s = np.tile(start, (b, 1))
-    eye = lambda_ * np.eye(n)
-    f = _objective(s, x, weights, y, lambda_)
+    f = design.objective(s, weights, lambda_)
     for _ in range(_MAX_STEPS):
-        p = 0.5 * (1.0 + np.tanh(0.5 * (s @ x.T)))
-        g = lambda_ * s + (weights * (p - y)) @ x
+        p = 0.5 * (1.0 + np.tanh(0.5 * (s[:, design.a] - s[:, design.b])))
+        g = lambda_ * s + (weights * (p - design.y)) @ design.x
         active = np.sqrt(np.einsum("bi,bi->b", g, g)) >= _TOL
         if not active.any():
             break
-        curvature = weights[active] * p[active] * (1.0 - p[active])
-        h = np.einsum("bm,mi,mj->bij", curvature, x, x, optimize=True) + eye
+        h = design.hessians(weights[active] * p[active] * (1.0 - p[active]), lambda_)
         step = np.zeros_like(s)
         step[active] = np.linalg.solve(h, -g[active][..., None])[..., 0]
         # Backtracking per resample (Armijo); the allowance lets tiny last steps through.
@@ -109,7 +128,7 @@ def refit_weighted(
         slope = np.einsum("bi,bi->b", g, step)
         for _ in range(30):
             trial = s + t[:, None] * step
-            f_trial = _objective(trial, x, weights, y, lambda_)
+            f_trial = design.objective(trial, weights, lambda_)
             ok = f_trial <= f + 1e-4 * t * slope + 1e-13 * (np.abs(f) + 1.0)
             if ok.all():
                 break
@@ -118,12 +137,13 @@ def refit_weighted(
     return s
 
 
-def _incidence(n: int, a: IntArray, b: IntArray) -> FloatArray:
-    x = np.zeros((len(a), n))
-    rows = np.arange(len(a))
-    x[rows, a] = 1.0
-    x[rows, b] = -1.0
-    return x
+def _zscore_rows(s: FloatArray) -> FloatArray:
+    """``bradley_terry.zscore`` of every row at once (the leaderboard's own scaling)."""
+    s = np.where(np.isfinite(s), s, 0.0)
+    s = s - s.mean(axis=1, keepdims=True)
+    std = s.std(axis=1, keepdims=True)
+    s = np.where(std > 1e-6, s / np.where(std > 1e-6, std, 1.0), s)
+    return np.where(np.isfinite(s), s, 0.0)
 
 
 def bootstrap(
@@ -140,15 +160,18 @@ def bootstrap(
     used = resamples_within_ceiling(resamples, n, m) if n >= 2 and m else 0
     if used == 0:
         return Bootstrap(0, resamples, seed, {}, {}, {})
-    x = _incidence(n, a, b)
+    design = Design(n, a, b, y)
     start = fit_arrays(n, a, b, y, lambda_)
     rng = np.random.default_rng(seed)
     counts = rng.multinomial(m, np.full(m, 1.0 / m), size=used).astype(np.float64)
-    chunk = max(1, CHUNK_FLOATS // (n * max(m, n)))
+    chunk = max(1, CHUNK_FLOATS // (n * n + m * n))
     fitted = np.vstack(
-        [refit_weighted(x, y, counts[i : i + chunk], start, lambda_) for i in range(0, used, chunk)]
+        [
+            refit_weighted(design, counts[i : i + chunk], start, lambda_)
+            for i in range(0, used, chunk)
+        ]
     )
-    z = np.vstack([zscore(row) for row in fitted])
+    z = _zscore_rows(fitted)
     tail = 100 * (1 - LEVEL) / 2
     low, high = np.percentile(z, [tail, 100 - tail], axis=0)
     top = np.bincount(np.argmax(z, axis=1), minlength=n) / used
