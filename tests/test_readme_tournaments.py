@@ -11,6 +11,7 @@ import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,7 +50,7 @@ KEYS = {"OPENAI_API_KEY": "sk-readme-dummy", "ANTHROPIC_API_KEY": "sk-ant-readme
 
 @pytest.mark.timeout(300)
 async def test_tournament_recipes_run_as_written(tmp_path: Path, provider: FakeProvider) -> None:
-    think, _ = fenced(section("## Tournaments (`ponder think`)"), "sh")
+    think, _, _ = fenced(section("## Tournaments (`ponder think`)"), "sh")
     (first, paper, dry_run, detach, verbs, extend) = lines(think)
     async with readme_shell(tmp_path, **KEYS) as sh:
         point_builtins_at(sh.home, provider)
@@ -77,7 +78,7 @@ async def test_tournament_recipes_run_as_written(tmp_path: Path, provider: FakeP
 
 @pytest.mark.timeout(300)
 async def test_rank_and_mutate_recipes_run_as_written(tmp_path: Path) -> None:
-    _, block = fenced(section("## Tournaments (`ponder think`)"), "sh")
+    _, block, _ = fenced(section("## Tournaments (`ponder think`)"), "sh")
     async with readme_shell(tmp_path) as sh:
         # The files they name, written here.
         sh.write("task.md", "Print the length of the longest increasing subsequence.\n")
@@ -86,6 +87,36 @@ async def test_rank_and_mutate_recipes_run_as_written(tmp_path: Path) -> None:
         for line in lines(block):
             out = await sh.run(line)
             assert "completed" in out or "[sim q=" in out, out
+
+
+def latest_summary(home: Path, before: set[str]) -> dict[str, object]:
+    (new,) = {p.name for p in (home / "runs").iterdir() if p.is_dir()} - before - {".claims"}
+    return json.loads((home / "runs" / new / "summary.json").read_text())
+
+
+def run_names(home: Path) -> set[str]:
+    runs = home / "runs"
+    return {p.name for p in runs.iterdir() if p.is_dir()} if runs.exists() else set()
+
+
+@pytest.mark.timeout(300)
+async def test_trust_recipes_run_as_written(tmp_path: Path) -> None:
+    _, _, block = fenced(section("## Tournaments (`ponder think`)"), "sh")
+    both, panel, flagged = lines(block)
+    async with readme_shell(tmp_path) as sh:
+        sh.write("task.md", TASK)
+        before = run_names(sh.home)
+        assert "completed" in await sh.run(both, timeout=150)
+        judge: dict[str, Any] = latest_summary(sh.home, before)["judge"]  # type: ignore[assignment]
+        assert judge["orders"] == "both" and judge["flip_rate"]["total"] == 12 + 12 + 16
+        before = run_names(sh.home)
+        assert "completed" in await sh.run(panel, timeout=150)
+        summary = latest_summary(sh.home, before)
+        judge = summary["judge"]  # type: ignore[assignment]
+        assert len(judge["by_judge"]) == 3
+        assert summary["confidence"]["resamples"] == 1000  # type: ignore[index]
+        out = await sh.run(flagged)
+        assert "warning: judge sim:default,family=claude is of the claude family" in out
 
 
 @pytest.mark.timeout(300)

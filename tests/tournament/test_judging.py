@@ -10,6 +10,9 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
+from activities.config import Settings
+from client.api import Ponder
+from client.session import Session
 from tests.tournament.helpers import read_jsonl, run
 from workflows.tournament.profiles import Profile
 from workflows.tournament.types import RoleModels
@@ -73,9 +76,16 @@ async def test_one_order_stays_the_reference_and_reports_the_bias(
     assert judge["self_preference_risk"] == []
 
 
-async def test_a_panel_judges_by_majority_and_reports_agreement(client: Client, queue: str) -> None:
+async def test_a_panel_judges_by_majority_and_reports_agreement(
+    client: Client, queue: str, settings: Settings
+) -> None:
     panel = ["sim:default,accuracy=0.95", "sim:default,accuracy=0.9", "sim:default,position_bias=1"]
-    result = await run(client, queue, profile="quick", seed=5, judges=panel)
+    # Through the Python client (client/api.py), as a script would.
+    ponder = Ponder(Session(client, settings.model_copy(update={"task_queue": queue}), False))
+    started = await ponder.tournament(
+        "Sort a list in place.", profile="quick", seed=5, judges=panel
+    )
+    result = await started.result()
     assert result.spent.calls == 4 + 3 * 4 + 3 + 3 * 4
     rows = read_jsonl(Path(result.run_dir) / "comparisons.jsonl")
     for row in rows:
