@@ -88,7 +88,7 @@ def role_values(
 
 
 def _starts_a_spec(piece: str) -> bool:
-    # "sim:x" or "openai:gpt-4o" start a spec; "accuracy=0.9" or "latency=uniform:5-20" are
+    # "provider:model" starts a spec; "accuracy=0.9" or "latency=uniform:5-20" are
     # options of the spec before them (a sim spec's options are comma-separated too).
     colon, equals = piece.find(":"), piece.find("=")
     return colon > 0 and (equals == -1 or colon < equals)

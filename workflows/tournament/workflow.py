@@ -28,13 +28,14 @@ with workflow.unsafe.imports_passed_through():
         UPDATE_EXTEND_BUDGET,
     )
     from workflows.raw_input import NO_INPUT, decode_raw, decode_run_input, input_failure
-    from workflows.tournament import adaptive, rng, verdicts
+    from workflows.tournament import adaptive, rng
     from workflows.tournament.artifact_writes import ArtifactWriter
     from workflows.tournament.calls import TournamentCalls
     from workflows.tournament.critique import aggregate_critiques
     from workflows.tournament.errors import RUN_ID_INVALID, TournamentError
     from workflows.tournament.fits import adaptive_pairs, bootstrap_intervals, fit_leaderboard
     from workflows.tournament.judge_parse import JudgeParseError, parse_judge_output
+    from workflows.tournament.panel import judge_by_panel
     from workflows.tournament.preflight import Preflight, preflight
     from workflows.tournament.prompts import DEFAULT_RUBRIC
     from workflows.tournament.record import TournamentRecord
@@ -185,71 +186,16 @@ class TournamentWorkflow:
     async def _judge_batch(
         self, phase: str, generation: int | None, pairs: list[ScheduledPair], first_index: int
     ) -> list[ComparisonRow]:
-        if self.input.calls_per_pair > 1:
-            return await self._judge_by_panel(phase, generation, pairs, first_index)
+        if self.input.calls_per_pair > 1:  # both orders, or a panel: several calls per pair
+            return await judge_by_panel(
+                self.calls, self.record, self._context(), phase, generation, pairs, first_index
+            )
         return await self.calls.run_all(
             [
                 functools.partial(self._compare, phase, generation, first_index + i, p)
                 for i, p in enumerate(pairs)
             ],
             self.input.concurrency.judge,
-        )
-
-    async def _judge_by_panel(
-        self, phase: str, generation: int | None, pairs: list[ScheduledPair], first_index: int
-    ) -> list[ComparisonRow]:
-        """Each pair by every judge of the panel, in one order or both (``verdicts``): each
-        call is one slot of the judge concurrency; a pair's row lands with its last call."""
-        per_pair = self.input.calls_per_pair
-        landed: dict[int, list[verdicts.SlotResult | None]] = {}
-        rows: dict[int, ComparisonRow] = {}
-
-        async def call(index: int, pair: ScheduledPair, s: int, slot: verdicts.Slot) -> None:
-            result = await self._verdict(phase, index * per_pair + s, slot)
-            landed.setdefault(index, [None] * per_pair)[s] = result
-            done = landed[index]
-            if all(r is not None for r in done):
-                rows[index] = self.record.add_combined(
-                    phase,
-                    generation,
-                    index,
-                    pair,
-                    [r for r in done if r is not None],
-                    include_raw_outputs=self.input.include_raw_outputs,
-                )
-
-        panel, orders = self.input.judge_panel, self.input.judge_orders
-        await self.calls.run_all(
-            [
-                functools.partial(call, first_index + i, pair, s, slot)
-                for i, pair in enumerate(pairs)
-                for s, slot in enumerate(verdicts.call_slots(pair, panel, orders))
-            ],
-            self.input.concurrency.judge,
-        )
-        return [rows[first_index + i] for i in range(len(pairs))]
-
-    async def _verdict(self, phase: str, index: int, slot: verdicts.Slot) -> verdicts.SlotResult:
-        values = self._context() | {
-            "candidateA": self.record.candidates[slot.presented_a].text,
-            "candidateB": self.record.candidates[slot.presented_b].text,
-        }
-        judged = await self.calls.until_valid(
-            phase,
-            index,
-            values=values,
-            parse=parse_judge_output,
-            errors=(JudgeParseError,),
-            model=slot.judge,
-        )
-        return verdicts.SlotResult(
-            slot=slot,
-            verdict=judged.value,
-            model=judged.response.model,
-            provider=judged.response.provider,
-            attempts=judged.attempts,
-            usage=judged.usage,
-            raw_outputs=judged.raw_outputs,
         )
 
     async def _judge_adaptively(
