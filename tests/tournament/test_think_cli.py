@@ -78,6 +78,9 @@ async def test_think_on_the_sim_prints_winner_true_quality_and_report(tmp_path: 
         assert f"winner: {summary['winner_id']} after 15 calls" in done.err
         assert "simulated: winner true quality" in done.err
         assert "report.html" in done.err
+        confidence = summary["confidence"]
+        assert f"runner-up {confidence['runner_up_id']}'s (tops " in done.err
+        assert "of 1000 resamples)" in done.err
         assert "[sim q=" in done.out
         shown = await ponder("status", "cli-think", env=cli_env(tmp_path))
         assert shown.code == 0, shown.err
