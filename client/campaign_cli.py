@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from activities.campaign.cells import route_check
 from activities.config import Settings, load_settings
 from activities.errors import ConfigError
 from activities.model_types import Usage
@@ -35,7 +36,7 @@ from workflows.campaign.stats import (
     paired_power,
     pilot_diff_sd,
 )
-from workflows.campaign.types import CampaignResult
+from workflows.campaign.types import CampaignResult, RoutedModel
 from workflows.names import CAMPAIGN
 from workflows.plan.document import parse_text
 from workflows.wire_replay import WireReplay
@@ -87,6 +88,21 @@ def validate_document(
     if result.document is not None and not result.errors:
         result.errors += config_errors(result.document)
     return result
+
+
+def route_errors(doc: CampaignDocument, settings: Settings) -> list[CampaignError]:
+    """What the campaign's route assertion refuses, against this machine's endpoints: the
+    check a worker with the same ponder.toml runs before the first cell (``route.<reason>``)."""
+    check = route_check(
+        doc.route,
+        [RoutedModel(variant=v, model=m, base_url=u) for v, m, u in variant_models(doc)],
+        settings,
+        offline=doc.calls.replay is not None and doc.calls.replay.on_miss != "network",
+    )
+    return [
+        CampaignError(f"route.{i.reason}", "route", f"{i.variant} ({i.model}): {i.message}")
+        for i in check.issues
+    ]
 
 
 def _unreadable(path: str, file: str | Path, exc: Exception) -> CampaignError:
@@ -151,11 +167,15 @@ def fail_invalid(file: str, result: Validation) -> None:
 )
 @click.pass_context
 def validate(ctx: click.Context, file: str, fmt: str) -> None:
-    """Validate FILE (JSON or YAML; - reads stdin) without running anything.
+    """Validate FILE (JSON or YAML; - reads stdin), its route included, without running anything.
 
     Prints every error as `path: [code] message`; exit 2 when invalid, 0 when valid.
     """
-    result = load(file, _settings(ctx))
+    settings = _settings(ctx)
+    result = load(file, settings)
+    if result.ok and result.document is not None:
+        # The route first, as the run's preflight refuses it before anything else runs.
+        result.errors = route_errors(result.document, settings) + result.errors
     if fmt == "json":
         click.echo(
             json.dumps(

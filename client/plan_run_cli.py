@@ -24,6 +24,7 @@ from temporalio.service import RPCError
 
 from activities.config import Settings, load_settings
 from activities.errors import ConfigError
+from client.hints import ponder_program
 from client.plan_cli import check_text
 from client.plan_extend import blocking_limit, plan_limits
 from client.plan_input import EXECUTOR_HELP, WORKSPACE_HELP, routing, run_workspace
@@ -46,6 +47,7 @@ from workflows.names import (
     UPDATE_RESUME,
 )
 from workflows.plan.run_types import (
+    FromCheckpoint,
     LedgerStatus,
     PlanBudgetOverride,
     PlanRunInput,
@@ -149,23 +151,30 @@ def continue_command(s: PlanStatus) -> str:
     """The exact command that continues a paused run."""
     if s.state == "awaiting_input" and s.pending_pause:
         value = "JSON" if s.pending_pause.json_schema else "VALUE"
-        return f"ponder resume {s.run_id} --arg {s.pending_pause.resume_arg}={value}"
+        return f"{ponder_program()} resume {s.run_id} --arg {s.pending_pause.resume_arg}={value}"
     if s.state == "awaiting_gate" and s.pending_gates:
-        return f"ponder gate approve|revise|kill {s.run_id} {s.pending_gates[0].step}"
+        # Runnable as printed; the other decisions are named beside it.
+        step = s.pending_gates[0].step
+        return f"{ponder_program()} gate approve {s.run_id} {step}  (or: revise, kill)"
+    if s.state == "awaiting_consumer" and s.issuances:
+        i = s.issuances[0]
+        return f"{ponder_program()} step-done {s.run_id} {i.step} --token {i.token} --output @FILE"
     b = s.budget
+    p = ponder_program()
     if b and s.state == "awaiting_wall_clock":
-        return f"ponder extend {s.run_id} --wall-ms {max(b.wall_cap_ms, 1)}"
+        return f"{p} extend {s.run_id} --wall-ms {max(b.wall_cap_ms, 1)}"
     if b and blocking_limit(b) == "tokens":
-        return f"ponder extend {s.run_id} --tokens +{max(b.input_tokens + b.output_tokens, 1)}"
+        return f"{p} extend {s.run_id} --tokens +{max(b.input_tokens + b.output_tokens, 1)}"
     if b and blocking_limit(b) == "usd":
-        return f"ponder extend {s.run_id} --usd +{max(b.usd, 0.01):.2f}"
+        return f"{p} extend {s.run_id} --usd +{max(b.usd, 0.01):.2f}"
     if b:
-        return f"ponder extend {s.run_id} --calls {b.calls_cap}"
-    return f"ponder status {s.run_id}"
+        return f"{p} extend {s.run_id} --calls {b.calls_cap}"
+    return f"{p} status {s.run_id}"
 
 
 def _signature(s: PlanStatus) -> tuple[str, str | None, tuple[str, ...]]:
-    return s.state, s.step, tuple(g.token for g in s.pending_gates)
+    tokens = [g.token for g in s.pending_gates] + [i.token for i in s.issuances]
+    return s.state, s.step, tuple(tokens)
 
 
 async def _status(handle: WorkflowHandle) -> PlanStatus | None:
@@ -265,6 +274,13 @@ def finish(outcome: PlanRunResult | PlanStatus) -> NoReturn:
 @click.option("--allow-same-family-qe", is_flag=True, help="Waive it (recorded loudly).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of simulated calls.")
 @click.option("--run-id", default=None, help="Workflow id (default: plan-<random>).")
+@click.option(
+    "--from",
+    "from_",
+    default=None,
+    metavar="RUN:LABEL",
+    help="Restore the settled steps of RUN's checkpoint LABEL whose fingerprint matches.",
+)
 @click.option("--detach", is_flag=True, help="Start the run, print its id and return.")
 @click.pass_context
 def run(ctx: click.Context, file: str, **options: Any) -> None:
@@ -299,6 +315,7 @@ def run(ctx: click.Context, file: str, **options: Any) -> None:
         coder_family=options["coder_family"],
         allow_same_family_qe=options["allow_same_family_qe"],
         seed=options["seed"],
+        from_checkpoint=from_checkpoint(options["from_"]),
     )
 
     finish(
@@ -310,16 +327,41 @@ def run(ctx: click.Context, file: str, **options: Any) -> None:
     )
 
 
+def from_checkpoint(text: str | None) -> FromCheckpoint | None:
+    """``--from RUN:LABEL`` (a run id has no ``:``; a label may)."""
+    if text is None:
+        return None
+    run_id, sep, label = text.partition(":")
+    if not sep or not label:
+        raise ConfigError(f"--from {text!r} must be RUN:LABEL (a run and one of its checkpoints)")
+    try:
+        return FromCheckpoint(run_id=check_run_id(run_id), label=label)
+    except ValueError as exc:
+        raise ConfigError(f"--from {text!r}: invalid-label: {exc}") from None
+
+
 async def _answer(
-    settings: Settings, run_id: str, update: str, make: Any, *, detach_after: bool
+    settings: Settings,
+    run_id: str,
+    update: str,
+    make: Any,
+    *,
+    detach_after: bool,
+    update_id: Any = None,
+    answers: Any = None,
 ) -> PlanRunResult | PlanStatus:
-    """Send ``make(status)`` as ``update`` to a paused run, then follow it (or return)."""
+    """Send ``make(status)`` as ``update`` to a paused run, then follow it (or return).
+    ``update_id(arg)``: the update's id (Temporal answers a retried id once); ``answers(status,
+    arg)``: whether ``arg`` answers the wait ``status`` shows (default: it does)."""
     async with open_session(settings, worker=not detach_after) as session:
         handle = session.client.get_workflow_handle(check_run_id(run_id), result_type=PlanRunResult)
         if (await handle.describe()).workflow_type != PLAN_RUN:
             raise ConfigError(f"run {run_id} is not a plan run")
         before = await handle.query(QUERY_STATUS, result_type=PlanStatus)
-        return await _send(session, handle, update, make(before), before, detach_after)
+        arg = make(before)
+        chosen = update_id(arg) if update_id is not None else None
+        answered = before if answers is None or answers(before, arg) else None
+        return await _send(session, handle, update, arg, answered, detach_after, chosen)
 
 
 async def _send(
@@ -327,21 +369,24 @@ async def _send(
     handle: WorkflowHandle,
     update: str,
     arg: Any,
-    before: PlanStatus,
+    before: PlanStatus | None,
     detach_after: bool,
+    update_id: str | None = None,
 ) -> PlanRunResult | PlanStatus:
+    """``before``: the wait this update answers (None: it answers none the run shows now)."""
     try:
-        await handle.execute_update(update, arg)
+        await handle.execute_update(update, arg, id=update_id)
     except WorkflowUpdateFailedError as exc:
         raise ConfigError(f"refused: {exc.cause}") from None
     if detach_after:
         if session.embedded:
             spawn_background_worker(session.settings)
-        click.echo(f"{update} accepted; the run goes on: ponder watch {handle.id}", err=True)
+        follow_it = f"{ponder_program()} watch {handle.id}"
+        click.echo(f"{update} accepted; the run goes on: {follow_it}", err=True)
         sys.exit(0)
     # An extension answers only a budget pause; a run waiting for a person still waits, and
     # following it must report that wait at once rather than wait for another.
-    budget_wait = before.state in ("awaiting_budget", "awaiting_wall_clock")
+    budget_wait = before is not None and before.state in ("awaiting_budget", "awaiting_wall_clock")
     answered = before if update != UPDATE_EXTEND_BUDGET or budget_wait else None
     return await follow(session, handle, answered=answered)
 
@@ -410,18 +455,28 @@ def gate(ctx: click.Context, decision: str, run_id: str, step: str, detach: bool
 @click.option("--wall-ms", default=None, help="New wall-clock limit in ms (or +N).")
 @click.option("--tokens", default=None, help="New token limit, input + output (or +N).")
 @click.option("--usd", default=None, help="New USD limit (or +X).")
-@click.option("--detach", is_flag=True, help="Extend and return without following the run.")
+@click.option(
+    "--follow",
+    "keep_following",
+    is_flag=True,
+    help="Keep watching the run after the extension is accepted.",
+)
+@click.option("--detach", is_flag=True, hidden=True, help="The default now: return once accepted.")
 @click.pass_context
-def extend_plan(ctx: click.Context, run_id: str, detach: bool, **flags: str | None) -> None:
-    """Raise a plan run's limits (calls and wall within the cap) so a budget pause continues."""
+def extend_plan(
+    ctx: click.Context, run_id: str, keep_following: bool, detach: bool, **flags: str | None
+) -> None:
+    """Raise a plan run's limits (calls and wall within the cap) so a budget pause continues;
+    returns once the extension is accepted (--follow keeps watching the run)."""
     settings = _settings(ctx)
+    returns = detach or not keep_following
 
     async def go() -> PlanRunResult | PlanStatus:
-        async with open_session(settings, worker=not detach) as session:
+        async with open_session(settings) as session:
             handle = session.client.get_workflow_handle(check_run_id(run_id))
             if (await handle.describe()).workflow_type != PLAN_RUN:
                 raise ConfigError(f"run {run_id} is not a plan run")
-            return await extend_plan_run(session, handle, detach, **flags)
+            return await extend_plan_run(session, handle, returns, **flags)
 
     finish(asyncio.run(go()))
 
@@ -450,6 +505,19 @@ def print_plan_status(
             done = "escalated" if pending.escalated else "escalates"
             to = f" to {pending.notify}" if pending.notify else ""
             out.print(f"         {done} at {pending.escalate_at}{to}", markup=False)
+    for issued in shown.issuances:
+        item = "" if issued.item is None else f" item {issued.item}"
+        out.print(
+            f"consumer {issued.step}{item} token {issued.token} (attempt {issued.attempt}, "
+            f"until {issued.deadline_at})",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    if shown.checkpoints:
+        out.print("checkpoints " + ", ".join(shown.checkpoints), markup=False, highlight=False)
+    if shown.resumed:
+        out.print("resumed  " + ", ".join(shown.resumed), markup=False, highlight=False)
     for failure in shown.capture_failures:
         detail = f": {failure.detail}" if failure.detail else ""
         out.print(

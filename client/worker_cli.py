@@ -19,6 +19,7 @@ from activities.plan.roots import worker_roots
 from client.connect import connect
 from client.embedded import EmbeddedServer
 from client.session import reclaim_background_worker, release_background_worker
+from client.worker_fingerprint import worker_fingerprint
 from worker.worker import WorkerOptions, running_worker
 
 __all__ = ["worker_command"]
@@ -72,9 +73,9 @@ async def _serve(
             elif time.monotonic() - idle_since >= exit_when_idle:
                 # A command may reuse this worker for a run it just started: recheck after
                 # leaving the reuse record (client/session.py).
-                release_background_worker(settings)
+                held = release_background_worker(settings)
                 if await _running_count(client, options.task_queue):
-                    reclaim_background_worker(settings)
+                    reclaim_background_worker(settings, held or worker_fingerprint(settings))
                     idle_since = time.monotonic()
                     continue
                 click.echo("ponder worker idle; exiting", err=True)
@@ -150,7 +151,9 @@ async def run_worker(
     "directory for an embedded worker.",
 )
 @click.option("--config", type=click.Path(), default=None, help="Path to ponder.toml.")
+@click.pass_context
 def worker_command(
+    ctx: click.Context,
     task_queue: str | None,
     max_concurrent_activities: int,
     rate_limits: tuple[str, ...],
@@ -173,7 +176,7 @@ def worker_command(
             '(`"calls": {"heartbeat_timeout_s": 30}`); drop the flag'
         )
     settings = load_settings(
-        config,
+        config or (ctx.obj or {}).get("config"),  # `ponder --config F worker` too
         task_queue=task_queue,
         namespace=namespace,
         temporal_tls=tls,

@@ -26,7 +26,9 @@ def test_there_are_histories_to_replay() -> None:
         "tournament-paused-adaptive",
         "plan-paused",
         "plan-report",
+        "plan-checks",
         "plan-gate-deadline",
+        "plan-consumer",
         "campaign",
     }
     assert {p.stem for p in HISTORIES} >= expected

@@ -17,8 +17,10 @@ from activities.call_model import ModelActivities
 from activities.campaign.cells import CampaignCellActivities
 from activities.campaign.report import CampaignArtifactActivities
 from activities.config import Settings, known_secrets
+from activities.plan.cel import CelActivities, CelEvaluator
 from activities.plan.files import PlanFileActivities
 from activities.plan.notify import NotifierActivities
+from activities.plan.probes import FileProbeActivities
 from activities.plan.roots import worker_roots
 from activities.plan.training import TrainingActivities
 from activities.plan.workspace import WorkspaceActivities
@@ -72,6 +74,9 @@ async def running_worker(
         workspace = WorkspaceActivities(roots)
         notifiers = NotifierActivities(settings.notifiers, http)
         training = TrainingActivities(settings.training_dir)
+        # Plan expressions are evaluated in one child process this worker owns (started on
+        # first use); their parser was built when the workflows were imported.
+        cel = CelEvaluator()
         activities: list[Callable[..., Any]] = [
             model.call_model,
             files.write_run_files,
@@ -85,7 +90,10 @@ async def running_worker(
             workspace.check_paths,
             workspace.snapshot_writes,
             workspace.check_landed,
+            FileProbeActivities(roots).probe_files,
+            CelActivities(cel).evaluate_cel,
             PlanFileActivities(store).write_plan_files,
+            PlanFileActivities(store).read_checkpoint,
             notifiers.check_notifiers,
             notifiers.notify_gate,
             training.append_training_pair,
@@ -119,3 +127,4 @@ async def running_worker(
         finally:
             await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
             await asyncio.gather(*tasks, return_exceptions=True)
+            await cel.close()

@@ -26,11 +26,13 @@ from client.mcp.errors import CodedError
 from client.plan_cli import check_text
 from client.plan_extend import blocking_limit
 from client.plan_input import routing, run_workspace
-from client.plan_run_cli import report_path
+from client.plan_run_cli import from_checkpoint, report_path
 from client.runs import check_run_id, failure_message, new_run_id, start_run
 from workflows.names import PLAN_RUN, QUERY_STATUS, UPDATE_RESOLVE_GATE, UPDATE_RESUME
+from workflows.plan.reasons import Reason
 from workflows.plan.run_types import (
     ExtendPlanBudgetInput,
+    FromCheckpoint,
     PendingGate,
     PlanRunInput,
     PlanRunResult,
@@ -38,6 +40,8 @@ from workflows.plan.run_types import (
     ResolveGateInput,
     ResumeInput,
 )
+
+REASONS = frozenset(r.value for r in Reason)
 
 __all__ = ["extend", "outcome", "plan_run", "resolve_gate", "resume", "status_view"]
 
@@ -58,7 +62,8 @@ async def _status(handle: WorkflowHandle) -> PlanStatus | None:
 
 
 def _signature(s: PlanStatus) -> Signature:
-    return s.state, s.step, tuple(g.token for g in s.pending_gates)
+    tokens = [g.token for g in s.pending_gates] + [i.token for i in s.issuances]
+    return s.state, s.step, tuple(tokens)
 
 
 def _next(s: PlanStatus) -> str:
@@ -72,6 +77,13 @@ def _next(s: PlanStatus) -> str:
         return (
             f"call resolve_gate with run_id {s.run_id!r}, step {gate.step!r} and decision "
             f"one of {', '.join(gate.decisions)}"
+        )
+    if s.state == "awaiting_consumer" and s.issuances:
+        i = s.issuances[0]
+        return (
+            f"call issuance with run_id {s.run_id!r} and step {i.step!r} for the prompt, do the "
+            f"work, then step_done with run_id {s.run_id!r}, step {i.step!r}, token {i.token!r} "
+            "and output (or failure)"
         )
     if s.state in ("awaiting_budget", "awaiting_wall_clock") and s.budget:
         blocked = blocking_limit(s.budget)
@@ -113,6 +125,12 @@ def status_view(s: PlanStatus) -> dict[str, Any]:
         view["pending_gates"] = [_gate_view(g) for g in s.pending_gates]
     if s.capture_failures:
         view["capture_failures"] = [f.model_dump() for f in s.capture_failures]
+    if s.issuances:
+        view["issuances"] = [i.model_dump() for i in s.issuances]
+    if s.checkpoints:
+        view["checkpoints"] = s.checkpoints
+    if s.resumed:
+        view["resumed"] = s.resumed
     if s.budget:
         view["budget"] = s.budget.model_dump()
     if s.ledgers:
@@ -177,6 +195,13 @@ async def _with_report(backend: Backend, view: dict[str, Any], *, paused: bool) 
     return {**view, "report": str(path)} if path is not None else view
 
 
+def _from(text: str | None) -> FromCheckpoint | None:
+    try:
+        return from_checkpoint(text)
+    except ConfigError as exc:
+        raise CodedError("input.invalid", str(exc), "give RUN:LABEL") from None
+
+
 def _follow(run_id: str) -> str:
     return f"call result with run_id {run_id!r} (wait: true to block), or: ponder watch {run_id}"
 
@@ -206,6 +231,7 @@ async def plan_run(backend: Backend, args: PlanRunArgs, progress: Any) -> dict[s
         coder_family=args.coder_family,
         allow_same_family_qe=args.allow_same_family_qe,
         seed=args.seed,
+        from_checkpoint=_from(args.from_checkpoint),
     )
     await backend.ensure_worker()
     await start_run(backend.session, PLAN_RUN, payload, run_id, PlanRunResult)
@@ -216,15 +242,18 @@ async def plan_run(backend: Backend, args: PlanRunArgs, progress: Any) -> dict[s
 
 async def _answer(
     backend: Backend, run_id: str, update: str, payload: Any, *, wait: bool, wait_s: float,
-    progress: Any, before: PlanStatus,
+    progress: Any, before: PlanStatus, update_id: str | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     handle = _handle(backend, run_id)
     try:
-        await handle.execute_update(update, payload)
+        await handle.execute_update(update, payload, id=update_id)
     except WorkflowUpdateFailedError as exc:
         cause = exc.cause
         message = str(getattr(cause, "message", cause))
         code = getattr(cause, "type", None) or "control.refused"
+        prefix = message.split(":", 1)[0]
+        if prefix in REASONS:  # a validator's refusal leads with its reason
+            code = prefix
         raise CodedError(code, message, "see the status tool for what the run waits for") from None
     if not wait:
         return {"run_id": run_id, "kind": "plan", "status": "accepted", "next": _follow(run_id)}

@@ -96,6 +96,11 @@ def on_flow_header(**fields: Any) -> Callable[[Doc], None]:
     return apply
 
 
+def _set(expression: str) -> Doc:
+    """A set step at the end of the base plan (steps[7]) with one value."""
+    return {"id": "computed", "kind": "set", "deps": ["t"], "set": {"v": expression}}
+
+
 def _late_dep(doc: Doc) -> None:
     doc["steps"].append({"id": "late", "kind": "agent", "prompt": "x"})
     step(doc, "ask")["deps"] = ["late"]
@@ -127,8 +132,6 @@ DOC_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
         "steps[1].retry.on[0]",
     ),
     ("value.not_finite", top(budget={"usd": float("nan")}), "budget.usd"),
-    ("feature.not_available", add({"id": "s", "kind": "set", "set": {"a": 1}}), "steps[7].kind"),
-    ("feature.not_available", on("draft", ensure=["file_exists"]), "steps[1].ensure"),
     (
         "feature.not_available",
         on("fan", fanout={"over": [1], "chain": ["fan.one"], "isolation": "worktree"}),
@@ -227,6 +230,23 @@ DOC_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
         on("fan", fanout={"over": [1, 2], "chain": ["fan.one"], "max_fanout": 2, "concurrency": 3}),
         "steps[3].fanout.concurrency",
     ),
+    ("consumer.not_allowed", on("review", dispatch="consumer"), "steps[2].dispatch"),
+    ("field.choice", on("draft", dispatch="someone"), "steps[1].dispatch"),
+    (
+        "checkpoint.duplicate",
+        lambda d: (on("draft", checkpoint="c")(d), on("review", checkpoint="c")(d)),
+        "steps[2].checkpoint",
+    ),
+    ("checkpoint.not_top_level", on("fan.one", checkpoint="c"), "steps[4].checkpoint"),
+    ("field.pattern", on("draft", checkpoint="no spaces"), "steps[1].checkpoint"),
+    (
+        "checkpoint.too_many",
+        lambda d: d["steps"].extend(
+            {"id": f"c{n}", "kind": "agent", "prompt": "x", "checkpoint": f"l{n}"}
+            for n in range(51)
+        ),
+        "steps[57].checkpoint",
+    ),
     (
         "plan.too_large",
         on("fan", fanout={"over": list(range(5_000)), "chain": ["fan.one"], "concurrency": 256}),
@@ -293,6 +313,39 @@ DOC_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
         "steps[0].pause.schema.pattern",
     ),
     ("tournament.profile", on("t", tournament={"profile": "huge"}), "steps[6].tournament.profile"),
+    ("expr.syntax", add(_set("1 +")), "steps[7].set.v"),
+    ("expr.too_complex", add(_set("x" * 2001)), "steps[7].set.v"),
+    ("expr.too_complex", add(_set("[1].map(a, [1].map(b, [1].map(c, c)))")), "steps[7].set.v"),
+    ("expr.unknown_name", add(_set("result.score")), "steps[7].set.v"),
+    ("expr.unknown_name", on("draft", ensure=[{"expr": "item == 1"}]), "steps[1].ensure[0].expr"),
+    ("expr.function", add(_set("timestamp('2024-01-01T00:00:00Z')")), "steps[7].set.v"),
+    ("expr.function", add(_set("[1].reduce(a, b, 0, a + b)")), "steps[7].set.v"),
+    ("expr.dynamic_ref", add(_set("steps[input.key]")), "steps[7].set.v"),
+    ("expr.dynamic_ref", add(_set("steps.draft")), "steps[7].set.v"),
+    ("ref.unknown_step", add(_set('steps["ghost"].x')), "steps[7].set.v"),
+    (
+        "ref.not_earlier",
+        on("draft", ensure=[{"expr": 'steps["t"] != ""'}]),
+        "steps[1].ensure[0].expr",
+    ),
+    ("ref.chain_member", add(_set('steps["fan.one"]')), "steps[7].set.v"),
+    ("ensure.form", on("draft", ensure=[{}]), "steps[1].ensure[0]"),
+    (
+        "ensure.form",
+        on("draft", ensure=[{"expr": "true", "file_exists": "a"}]),
+        "steps[1].ensure[0]",
+    ),
+    (
+        "path.escapes_root",
+        on("draft", ensure=[{"expr": "true"}, {"file_exists": "../${input.topic}"}]),
+        "steps[1].ensure[1].file_exists",
+    ),
+    ("field.range", on("draft", iterate={"max": 101, "until": "true"}), "steps[1].iterate.max"),
+    (
+        "step.field_not_for_kind",
+        on("review", iterate={"max": 2, "until": "true"}),
+        "steps[2].iterate",
+    ),
     ("budget.unsatisfiable", top(budget={"calls": 2}), "budget.calls"),
     ("budget.unsatisfiable", top(budget={"wall_ms": 1000}), "budget.wall_ms"),
     ("budget.unsatisfiable", on("draft", budget={"calls": 1}), "steps[1].budget.calls"),
@@ -352,6 +405,8 @@ LOOP_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
     ("loop.unsupported", lambda d: d["fanouts"][0].update(overflow="spill"), "fanouts[0].overflow"),
     ("loop.unsupported", lambda d: d["steps"][2].update({"x-role": "judge"}), "steps[2].x-role"),
     ("loop.unsupported", lambda d: d.update(flows={}), "flows"),
+    ("loop.unsupported", lambda d: d["steps"][1].update(dispatch="consumer"), "steps[1].dispatch"),
+    ("loop.unsupported", lambda d: d["steps"][1].update(checkpoint="c"), "steps[1].checkpoint"),
     ("loop.unsupported", lambda d: d["steps"][1].update(kind="run"), "steps[1].kind"),
     (
         "loop.unsupported",
@@ -362,6 +417,21 @@ LOOP_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
         "loop.unsupported",
         lambda d: d.update(subsystems={"trainingPairs": True}),
         "subsystems",
+    ),
+    (
+        "loop.unsupported",
+        lambda d: d["steps"][1].update(ensure=[{"expr": "true"}]),
+        "steps[1].ensure",
+    ),
+    (
+        "loop.unsupported",
+        lambda d: d["steps"][1].update(iterate={"max": 2, "until": "true"}),
+        "steps[1].iterate",
+    ),
+    (
+        "loop.unsupported",
+        lambda d: d["steps"].append({"stepId": "s", "kind": "set", "set": {"a": "1"}}),
+        "steps[7].kind",
     ),
     (
         "loop.fold_unknown",

@@ -33,6 +33,9 @@ class Reason(StrEnum):
     BUDGET_INVARIANT_VIOLATED = "budget-invariant-violated"
     BUDGET_EXTENSION_EXHAUSTED = "budget-extension-exhausted"
     WALL_EXTENSION_EXHAUSTED = "wall-extension-exhausted"
+    ENSURE_FAILED = "ensure-failed"
+    ITERATE_EXHAUSTED = "iterate-exhausted"
+    EXPR_FAILED = "expr-failed"
     STEP_BUDGET_EXHAUSTED = "step-budget-exhausted"
     SUBFLOW_BUDGET_EXHAUSTED = "subflow-budget-exhausted"
     GATE_DEADLINE_EXPIRED = "gate-deadline-expired"
@@ -40,12 +43,18 @@ class Reason(StrEnum):
     BUDGET_EXHAUSTED = "budget-exhausted"
     PLAN_PAUSE = "plan-pause"
     GATE_PENDING = "gate-pending"
+    CONSUMER_PENDING = "consumer-pending"
     # control refusals (answers to updates and signals)
     STALE_INPUT_REFUSED = "stale-input-refused"
     STALE_GATE_TOKEN = "stale-gate-token"
     UNKNOWN_STEP = "unknown-step"
     INVALID_DECISION = "invalid-decision"
     EXTENSION_BELOW_SPENT = "extension-below-spent"
+    STALE_DISPATCH_TOKEN = "stale-dispatch-token"
+    INVALID_RESULT = "invalid-result"
+    INVALID_LABEL = "invalid-label"
+    CHECKPOINT_NOT_FOUND = "checkpoint-not-found"
+    CHECKPOINT_BUSY = "checkpoint-busy"
 
 
 R = Reason
@@ -73,22 +82,30 @@ GROUPS: dict[str, tuple[Reason, ...]] = {
         R.BUDGET_INVARIANT_VIOLATED,
         R.BUDGET_EXTENSION_EXHAUSTED,
         R.WALL_EXTENSION_EXHAUSTED,
+        R.ENSURE_FAILED,
+        R.ITERATE_EXHAUSTED,
+        R.EXPR_FAILED,
         R.STEP_BUDGET_EXHAUSTED,
         R.SUBFLOW_BUDGET_EXHAUSTED,
         R.GATE_DEADLINE_EXPIRED,
     ),
-    "pause": (R.BUDGET_EXHAUSTED, R.PLAN_PAUSE, R.GATE_PENDING),
+    "pause": (R.BUDGET_EXHAUSTED, R.PLAN_PAUSE, R.GATE_PENDING, R.CONSUMER_PENDING),
     "control": (
         R.STALE_INPUT_REFUSED,
         R.STALE_GATE_TOKEN,
         R.UNKNOWN_STEP,
         R.INVALID_DECISION,
         R.EXTENSION_BELOW_SPENT,
+        R.STALE_DISPATCH_TOKEN,
+        R.INVALID_RESULT,
+        R.INVALID_LABEL,
+        R.CHECKPOINT_NOT_FOUND,
+        R.CHECKPOINT_BUSY,
     ),
 }
 
 RUN_FATAL: frozenset[Reason] = frozenset(
-    {R.BUDGET_INVARIANT_VIOLATED, R.ARTIFACT_PATH_ESCAPES_ROOT}
+    {R.BUDGET_INVARIANT_VIOLATED, R.ARTIFACT_PATH_ESCAPES_ROOT, R.EXPR_FAILED}
 )
 """Failures about the run, not one step or item: no ``on_fail`` route or region branch absorbs
 them."""
