@@ -62,6 +62,10 @@ __all__ = ["TournamentWorkflow"]
 
 EVENTS_PAGE = 500
 # Behaviour added after histories were recorded: runs started before it replay without it.
+# Both are asked once, in the run's first workflow task: core answers ``patched`` from the
+# markers of the task it replays, and a call made right after a local activity resolves can
+# land in the task before the one whose completion recorded its marker (seen: a replay of
+# such a run failed "patch marker encountered ... no corresponding change command").
 SPARSE_OPENING_PATCH = "adaptive-sparse-opening"
 BOOTSTRAP_PATCH = "final-score-bootstrap"
 _STAND_IN = TournamentInput.model_construct(task="")
@@ -84,6 +88,8 @@ class TournamentWorkflow:
         self.generation = 0
         self.plan: Preflight | None = None
         self.writer = ArtifactWriter()
+        self.sparse_opening = self.bootstrap = False
+        """Patches (see above), asked in the first workflow task of ``run``."""
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -95,6 +101,8 @@ class TournamentWorkflow:
             self.record.event("run.failed", error=self.record.error)
             raise input_failure(self.input_error)
         input = self.input
+        self.sparse_opening = workflow.patched(SPARSE_OPENING_PATCH)
+        self.bootstrap = workflow.patched(BOOTSTRAP_PATCH)
         seed = input.seed if input.seed is not None else workflow.random().randint(0, 2**31 - 1)
         self.calls.seed = seed
         try:
@@ -204,7 +212,7 @@ class TournamentWorkflow:
         """A random matching, then batches of the judge concurrency by champion pairs (runs
         started before that: a 2-regular round, then Thompson sampling; ``adaptive.py``)."""
         rows: list[ComparisonRow] = []
-        sparse = workflow.patched(SPARSE_OPENING_PATCH)
+        sparse = self.sparse_opening
         sizing = adaptive.opening_sizes if sparse else adaptive.batch_sizes
         sizes = sizing(len(population), calls, self.input.concurrency.judge)
         for round_no, size in enumerate(sizes):
@@ -315,7 +323,7 @@ class TournamentWorkflow:
     async def _score_intervals(self, population: list[str]) -> None:
         """Bootstrap intervals on the final scores (resampled comparisons, refitted)."""
         resamples = self.input.bootstrap_resamples
-        if not resamples or not workflow.patched(BOOTSTRAP_PATCH):
+        if not resamples or not self.bootstrap:
             return
         self.record.intervals = await bootstrap_intervals(
             population,
