@@ -16,8 +16,9 @@ from tests.test_readme import fenced, section
 @pytest.mark.timeout(240)
 async def test_make_demo_runs_as_written(tmp_path: Path) -> None:
     (block,) = fenced(section("# ponder"), "sh")
-    demo, activate, test = [line.split("#")[0].strip() for line in lines(block)]
-    assert (demo, activate, test) == ("make demo", ". .venv/bin/activate", "make test")
+    demo, test, activate = [line.split("#")[0].strip() for line in lines(block)]
+    # The README's first two commands: the main job, then the suite; activation comes after.
+    assert (demo, test, activate) == ("make demo", "make test", ". .venv/bin/activate")
     # `make test` is the suite this test is part of: CI runs exactly it.
     assert re.search(r"^make test$", (ROOT / ".ci/run").read_text(), re.MULTILINE)
     # -o .venv/bin/ponder: the venv this test runs in is never rebuilt under it (a no-op right

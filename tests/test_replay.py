@@ -31,6 +31,7 @@ def test_there_are_histories_to_replay() -> None:
         "plan-report",
         "plan-checks",
         "plan-gate-deadline",
+        "plan-worktrees",
         "plan-consumer",
         "tournament-judging",
         "tournament-final-fit-split",
