@@ -74,6 +74,13 @@ def resamples_within_ceiling(requested: int, n: int, comparisons: int) -> int:
     return allowed if allowed >= min(MIN_RESAMPLES, requested) else 0
 
 
+def _product(left: FloatArray, right: FloatArray) -> FloatArray:
+    """``left @ right`` in one thread: these products are small, and a multi-threaded BLAS
+    spins its idle threads between them, which more than doubled the worker CPU a bootstrap
+    costs (0.16 s against 0.39 s for the paper profile's 1,000 resamples)."""
+    return np.einsum("bm,mn->bn", left, right)
+
+
 class Design:
     """The comparisons as matrices: the +-1 incidence ``x``, ``|x|``, and distinct pairs."""
 
@@ -98,11 +105,11 @@ class Design:
     def hessians(self, curvature: FloatArray, lam: float) -> FloatArray:
         """``lam*I + x^T diag(c) x`` per row of ``curvature``, without the dense triple product."""
         h = np.zeros((curvature.shape[0], self.n, self.n))
-        pair_w = curvature @ self.pair_of
+        pair_w = _product(curvature, self.pair_of)
         h[:, self.lo, self.hi] = -pair_w
         h[:, self.hi, self.lo] = -pair_w
         diagonal = np.arange(self.n)
-        h[:, diagonal, diagonal] = lam + curvature @ self.abs_x
+        h[:, diagonal, diagonal] = lam + _product(curvature, self.abs_x)
         return h
 
 
@@ -116,7 +123,7 @@ def refit_weighted(
     f = design.objective(s, weights, lambda_)
     for _ in range(_MAX_STEPS):
         p = 0.5 * (1.0 + np.tanh(0.5 * (s[:, design.a] - s[:, design.b])))
-        g = lambda_ * s + (weights * (p - design.y)) @ design.x
+        g = lambda_ * s + _product(weights * (p - design.y), design.x)
         active = np.sqrt(np.einsum("bi,bi->b", g, g)) >= _TOL
         if not active.any():
             break
