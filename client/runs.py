@@ -68,8 +68,12 @@ def check_run_id(run_id: str) -> str:
 async def start_run(
     session: Session, workflow: str, arg: Any, run_id: str, result_type: type | None = None
 ) -> WorkflowHandle:
-    """Start ``workflow``; a live or used id is refused (Temporal's id policy is the run lock)."""
-    arg = await route_calls(session.client, session.settings.task_queue, arg)
+    """Start ``workflow``; a live or used id is refused (Temporal's id policy is the run lock).
+
+    Eager start: when this process runs a worker for the queue (embedded mode), the server
+    hands the run's first workflow task back in the start's answer instead of through a poll.
+    """
+    arg = await route_calls(session.client, session.settings.task_queue, arg, session.routes)
     try:
         return await session.client.start_workflow(
             workflow,
@@ -79,6 +83,7 @@ async def start_run(
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
             result_type=result_type,
+            request_eager_start=True,
         )
     except WorkflowAlreadyStartedError:
         raise ConfigError(

@@ -24,6 +24,9 @@ from worker.worker import WorkerOptions, running_worker
 
 __all__ = ["worker_command"]
 
+IDLE_CHECK_S = 5.0
+"""How often a worker with ``--exit-when-idle`` counts the open runs of its task queue."""
+
 
 def _parse_rate_limits(values: tuple[str, ...]) -> dict[str, float]:
     limits = {}
@@ -63,9 +66,11 @@ async def _serve(
         roots = worker_roots(settings.workspace_roots, embedded=options.embedded)
         click.echo(f"plan workspaces allowed under: {', '.join(roots) or 'nothing'}", err=True)
         idle_since = time.monotonic()
+        # An idle limit shorter than the check interval is checked as often as it asks.
+        interval = IDLE_CHECK_S if exit_when_idle is None else min(IDLE_CHECK_S, exit_when_idle)
         while not stop.is_set():
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), 5.0)
+                await asyncio.wait_for(stop.wait(), max(interval, 0.1))
             if exit_when_idle is None:
                 continue
             if await _running_count(client, options.task_queue):
