@@ -26,9 +26,17 @@ from activities.errors import ConfigError
 from activities.raw_events import SECRET_KEY
 from workflows.budget import BudgetLimits
 from workflows.inputs import StrictModel
+from workflows.sim_options import ModelSpec
 from workflows.tournament.profiles import BUILTIN_PROFILES
 from workflows.tournament.prompts import Style
-from workflows.tournament.types import Concurrency, OnBudgetExhausted, RoleModels, Schedule
+from workflows.tournament.types import (
+    MAX_JUDGES,
+    Concurrency,
+    JudgeOrders,
+    OnBudgetExhausted,
+    RoleModels,
+    Schedule,
+)
 
 __all__ = [
     "PROFILE_INVALID",
@@ -76,6 +84,10 @@ class SavedProfile(StrictModel):
     rubric: str | None = None
     prompt_style: Style | None = None
     schedule: Schedule | None = None
+    judge_orders: JudgeOrders | None = Field(default=None, description="one | both")
+    judges: list[ModelSpec] | None = Field(
+        default=None, min_length=2, max_length=MAX_JUDGES, description="a judge panel"
+    )
     limits: BudgetLimits = BudgetLimits()
     concurrency: Concurrency | None = None
     on_budget_exhausted: OnBudgetExhausted | None = None
@@ -231,6 +243,7 @@ _FLAT = {
     "rubric": "rubric",
     "prompt_style": "prompt_style",
     "schedule": "schedule",
+    "judge_orders": "judge_orders",
     "on_budget_exhausted": "on_budget_exhausted",
     "invalid_json_retries": "invalid_json_retries",
 }
@@ -253,6 +266,8 @@ def profile_options(saved: SavedProfile) -> dict[str, Any]:
             o[option] = value
     if roles.generate is not None and "model" not in o:
         o["model"] = roles.generate
+    if saved.judges is not None:
+        o["judges"] = tuple(saved.judges)
     if saved.temperatures:
         o["temperature"] = tuple(f"{r}={v}" for r, v in saved.temperatures.items())
     limits = saved.limits
@@ -314,7 +329,14 @@ def tournament_fields(saved: SavedProfile, model_for: Callable[[str], str]) -> d
     models = saved.models.model_dump(mode="json", exclude_none=True)
     if models:
         out["models"] = models
-    for field in ("rubric", "prompt_style", "schedule", "invalid_json_retries"):
+    for field in (
+        "rubric",
+        "prompt_style",
+        "schedule",
+        "judge_orders",
+        "judges",
+        "invalid_json_retries",
+    ):
         if getattr(saved, field) is not None:
             out[field] = getattr(saved, field)
     budget = saved.limits.model_dump(mode="json", exclude_none=True)

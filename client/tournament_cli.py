@@ -13,6 +13,7 @@ import click
 from click.core import ParameterSource
 
 from activities.config import Settings, load_settings
+from activities.errors import ConfigError
 from activities.model_types import Usage
 from activities.pricing import PRICES_AS_OF, cost_usd
 from activities.providers import default_model_for, price_table, resolve_model
@@ -25,6 +26,7 @@ from client.tournament_options import (
     TEMPERATURE_ROLES,
     TOKEN_ROLES,
     load_prompts,
+    model_list,
     read_task,
     refuse,
     role_values,
@@ -33,13 +35,14 @@ from client.tournament_services import mutate, rank
 from workflows import phases
 from workflows.budget import BudgetLimits
 from workflows.names import TOURNAMENT
-from workflows.tournament.adaptive import batch_sizes
+from workflows.tournament.adaptive import opening_sizes
 from workflows.tournament.errors import TournamentError
 from workflows.tournament.preflight import preflight
 from workflows.tournament.profiles import BUILTIN_PROFILES, Profile
 from workflows.tournament.prompts import Style
 from workflows.tournament.types import (
     Concurrency,
+    JudgeOrders,
     OnBudgetExhausted,
     RoleModels,
     Schedule,
@@ -107,15 +110,19 @@ def build_input(settings: Settings, **o: Any) -> TournamentInput:
     keys_here = not (settings.temporal_address or o["dry_run"])
     provider = o["provider"]
     base = o["model"] or (default_model_for(provider, settings) if provider else None)
+    judges = model_list(o["judges"]) or None
+    if judges and o["judge_model"]:
+        raise ConfigError("give --judges (a panel) or --judge-model (one judge), not both")
     models = RoleModels(
         generate=base,
-        judge=o["judge_model"] or base,
+        judge=None if judges else o["judge_model"] or base,
         mutate=o["mutator_model"] or base,
         finalize=o["finalizer_model"],
     )
     default = base or TournamentInput.model_fields["model"].default
     in_use = [m or default for m in (models.generate, models.judge, models.mutate)]
     in_use += [models.finalize] if models.finalize else []
+    in_use += judges or []
     for spec in in_use:
         resolve_model(spec, settings, require_key=keys_here)
     budget_output_tokens, output_caps = _output_tokens(o["max_output_tokens"])
@@ -147,6 +154,9 @@ def build_input(settings: Settings, **o: Any) -> TournamentInput:
         on_budget_exhausted=o["on_budget_exhausted"],
         critique_chars=o["max_critique_chars"],
         output_token_caps=output_caps,
+        judge_orders=o["judge_orders"],
+        judges=judges,
+        bootstrap_resamples=o["bootstrap_resamples"],
     )
     try:
         preflight(payload)
@@ -213,6 +223,28 @@ def build_input(settings: Settings, **o: Any) -> TournamentInput:
     help="Pair schedule of judging: k-regular (the paper) or adaptive (Thompson sampling).",
 )
 @click.option(
+    "--judge-orders",
+    type=click.Choice(get_args(JudgeOrders)),
+    default="one",
+    show_default=True,
+    help="both: judge every pair A/B and B/A (2x judge calls); agreement is a win, "
+    "disagreement a tie, so a judge's position bias cancels out.",
+)
+@click.option(
+    "--judges",
+    multiple=True,
+    metavar="A,B,...",
+    help="A judge panel of 2-9 models (preferably of different families): each pair by "
+    "majority, a tie without one. Replaces --judge-model.",
+)
+@click.option(
+    "--bootstrap-resamples",
+    type=click.IntRange(min=0),
+    default=TournamentInput.model_fields["bootstrap_resamples"].default,
+    show_default=True,
+    help="Resamples behind each final score's 95% interval (0: no intervals).",
+)
+@click.option(
     "--concurrency",
     multiple=True,
     metavar="N|PHASE=N",
@@ -275,9 +307,12 @@ def think(ctx: click.Context, **options: Any) -> None:
     payload = build_input(settings, **options)
     if options["dry_run"]:
         models = payload.models
-        in_use = [m or payload.model for m in (models.generate, models.judge, models.mutate)]
-        _print_plan(payload, in_use + ([models.finalize] if models.finalize else []))
+        in_use = [m or payload.model for m in (models.generate, models.mutate)]
+        in_use += payload.judge_panel + ([models.finalize] if models.finalize else [])
+        _print_plan(payload, list(dict.fromkeys(in_use)))
         return
+    for risk in preflight(payload).self_preference:
+        click.echo(f"warning: {risk.message}", err=True)
 
     started = start_and_follow(
         settings, TOURNAMENT, payload, run_id, TournamentResult, follow, detach=options["detach"]
@@ -298,7 +333,8 @@ def _adaptive_rounds(payload: TournamentInput, n: int, phase: str, calls: int) -
         return []
     if name not in (phases.GENERATION_JUDGING, phases.FINAL_JUDGING):
         return []
-    return batch_sizes(n, calls, payload.concurrency.judge)
+    # Rounds of pairs; each pair costs calls_per_pair calls (the phase's calls count them all).
+    return opening_sizes(n, calls // payload.calls_per_pair, payload.concurrency.judge)
 
 
 def _print_plan(payload: TournamentInput, models_in_use: list[str]) -> None:
@@ -316,6 +352,11 @@ def _print_plan(payload: TournamentInput, models_in_use: list[str]) -> None:
         f"calls: {plan.planned_calls} (worst case {plan.worst_case_calls} with judge "
         f"retries), sequential rounds: {sequential}"
     )
+    if plan.calls_per_pair > 1:
+        panel = payload.judge_panel
+        who = f"{len(panel)} judges" if len(panel) > 1 else "1 judge"
+        orders = "both orders" if payload.judge_orders == "both" else "one order"
+        click.echo(f"judge calls per pair: {plan.calls_per_pair} ({who}, {orders})")
     for phase in plan.phases:
         line = f"  {phase.phase:<24} {phase.calls}"
         if rounds[phase.phase]:
@@ -335,6 +376,8 @@ def _print_plan(payload: TournamentInput, models_in_use: list[str]) -> None:
     click.echo(f"prices: built-in table as of {PRICES_AS_OF}; ponder.toml [prices] overrides")
     if plan.warning:
         click.echo(f"warning: {plan.warning}")
+    for risk in checked.self_preference:
+        click.echo(f"warning: {risk.message}")
 
 
 def register(group: click.Group) -> None:

@@ -164,4 +164,21 @@ def print_outcome(run_id: str, result: TournamentResult | Progress) -> None:
             f"candidate {summary['best_candidate_id']} {summary['best_true_quality']:.3f}",
             err=True,
         )
+    confidence = summary.get("confidence") or {}
+    if confidence.get("resamples") and "winner_separated" in confidence:
+        separated = "separates it from" if confidence["winner_separated"] else "overlaps"
+        click.echo(
+            f"confidence: the winner's 95% interval {separated} runner-up "
+            f"{confidence['runner_up_id']}'s (tops {100 * confidence['winner_top_share']:.0f}% "
+            f"of {confidence['resamples']} resamples)",
+            err=True,
+        )
+    bias = (summary.get("judge") or {}).get("position_bias") or {}
+    if bias.get("significant"):
+        click.echo(
+            f"judge: favours the {'first' if bias['estimate'] > 0 else 'second'}-shown "
+            f"candidate (position bias {bias['estimate']:+.2f}, 95% CI {bias['low']:+.2f} to "
+            f"{bias['high']:+.2f})",
+            err=True,
+        )
     click.echo(f"report: {run_dir / 'report.html'}", err=True)

@@ -23,6 +23,9 @@ CLAIMS: dict[tuple[str, str, int], str] = {
     ("## Tournaments (`ponder think`)", "sh", 1): (
         "test_readme_tournaments.py::test_rank_and_mutate_recipes_run_as_written"
     ),
+    ("## Tournaments (`ponder think`)", "sh", 2): (
+        "test_readme_tournaments.py::test_trust_recipes_run_as_written"
+    ),
     ("## Asking a model", "sh", 0): "test_readme_tournaments.py::test_ask_recipes_run_as_written",
     ("## Configuration", "toml", 0): (
         "plans/test_workspace_roots.py::test_the_readme_configuration_loads"
