@@ -39,7 +39,13 @@ from workflows.tournament.types import (
     UsageRow,
 )
 
-__all__ = ["WRITE_TOURNAMENT_ARTIFACTS", "TournamentArtifactActivities", "redact_config"]
+__all__ = [
+    "WRITE_TOURNAMENT_ARTIFACTS",
+    "TournamentArtifactActivities",
+    "redact_config",
+    "render_files",
+    "stacked",
+]
 
 WRITE_TOURNAMENT_ARTIFACTS = "write_tournament_artifacts"
 ENDED = frozenset({"completed", "failed", "cancelled"})
@@ -221,6 +227,19 @@ def whole(snap: TournamentSnapshot, run_dir: Path) -> TournamentSnapshot:
             update[field] = [model.model_validate_json(line) for line in lines]
             update[field] += getattr(snap, field)
     return snap.model_copy(update=update | {"after_lines": {}})
+
+
+def stacked(writes: list[TournamentSnapshot]) -> TournamentSnapshot:
+    """The whole snapshot that ``writes``, sent in order, add up to (each list cut back to the
+    lines its write names, then extended): what the run directory holds after the last."""
+    rows: dict[str, list[Any]] = {field: [] for field in GROWING_FILES}
+    for snap in writes:
+        for field, name in GROWING_FILES.items():
+            kept = snap.after_lines.get(name, 0)
+            if kept > len(rows[field]):
+                raise FilesGap(f"{name}: a write names {kept} lines, {len(rows[field])} sent")
+            rows[field] = rows[field][:kept] + getattr(snap, field)
+    return writes[-1].model_copy(update=rows | {"after_lines": {}})
 
 
 class TournamentArtifactActivities:

@@ -24,6 +24,7 @@ from activities.tournament.artifacts import (
     WRITE_TOURNAMENT_ARTIFACTS,
     TournamentArtifactActivities,
     render_files,
+    stacked,
 )
 from client.connect import data_converter
 from tests.test_run_store import as_workflow
@@ -35,7 +36,6 @@ from workflows.names import QUERY_PROGRESS, UPDATE_EXTEND_BUDGET
 from workflows.tournament.artifact_writes import ArtifactWriter
 from workflows.tournament.selection import select
 from workflows.tournament.types import (
-    GROWING_FILES,
     ExtendBudgetInput,
     Progress,
     TournamentInput,
@@ -57,17 +57,6 @@ async def _writes(client: Client, settings: Settings, run_id: str) -> list[Tourn
     return writes
 
 
-def _stacked(writes: list[TournamentSnapshot]) -> TournamentSnapshot:
-    """The last write with every row list rebuilt from all the writes' pieces."""
-    rows: dict[str, list[object]] = {field: [] for field in GROWING_FILES}
-    for snap in writes:
-        for field, name in GROWING_FILES.items():
-            kept = snap.after_lines.get(name, 0)
-            assert kept <= len(rows[field]), f"{name}: told {kept} lines, sent {len(rows[field])}"
-            rows[field] = rows[field][:kept] + getattr(snap, field)
-    return writes[-1].model_copy(update=rows | {"after_lines": {}})
-
-
 async def test_each_row_is_sent_about_once_and_the_files_match_a_whole_write(
     client: Client, queue: str, settings: Settings
 ) -> None:
@@ -80,10 +69,10 @@ async def test_each_row_is_sent_about_once_and_the_files_match_a_whole_write(
     sent = [c.id for w in writes for c in w.comparisons]
     assert len(sent) == len(set(sent))  # every comparison travels once
     # Candidates are sent again only from the first one discarded since.
-    assert sum(len(w.candidates) for w in writes) < 2 * len(_stacked(writes).candidates)
+    assert sum(len(w.candidates) for w in writes) < 2 * len(stacked(writes).candidates)
 
     run_dir = Path(result.run_dir)
-    expected = render_files(_stacked(writes))
+    expected = render_files(stacked(writes))
     for name, text in expected.items():
         assert (run_dir / name).read_text() == text, name
     assert (run_dir / "report.html").is_file()
@@ -119,7 +108,7 @@ async def test_a_gap_in_the_run_directory_makes_the_next_write_whole(
     result = await handle.result()
     writes = await _writes(client, settings, handle.id)
     assert any(not any(w.after_lines.values()) for w in writes[1:])  # a whole one after the gap
-    expected = render_files(_stacked(writes))
+    expected = render_files(stacked(writes))
     assert (Path(result.run_dir) / "comparisons.jsonl").read_text() == expected["comparisons.jsonl"]
 
 
