@@ -29,6 +29,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.heartbeats import in_thread
 from activities.raw_events import redact
+from workflows.errors import PonderError
 from workflows.run_ids import RUN_ID, RunIdInvalid, check_run_id, writer_problem
 
 __all__ = [
@@ -55,16 +56,18 @@ CLAIMS = ".claims"
 """Under the runs directory; not a run id (a leading dot), so no listing shows it."""
 
 
-class RunDirRefused(ValueError):
+class RunDirRefused(PonderError, ValueError):
     """A run directory or a path in it that would lead outside the runs directory."""
 
-    code = RUN_DIR_INVALID
+    def __init__(self, message: str) -> None:
+        super().__init__(RUN_DIR_INVALID, message)
 
 
-class RunIdInUse(ValueError):
+class RunIdInUse(PonderError, ValueError):
     """A workflow id that an earlier execution (another chain) already wrote a run under."""
 
-    code = RUN_ID_IN_USE
+    def __init__(self, message: str) -> None:
+        super().__init__(RUN_ID_IN_USE, message)
 
 
 REFUSED = (RunIdInvalid, RunDirRefused, RunIdInUse)

@@ -109,7 +109,9 @@ def _load(files: list[Path]) -> WireCache:
         try:
             lines = path.read_bytes().splitlines()
         except OSError as exc:
-            raise ConfigError(f"replay recording {path} cannot be read ({exc.strerror})") from exc
+            raise ConfigError(
+                "file.unreadable", f"replay recording {path} cannot be read ({exc.strerror})"
+            ) from exc
         for line in lines:
             if not line.strip():
                 continue

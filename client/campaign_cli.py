@@ -21,7 +21,7 @@ from activities.pricing import PRICES_AS_OF, cost_usd
 from activities.providers import default_model_for, price_table
 from client.campaign_control import follow, print_outcome, rerender_report
 from client.profiles import expand_saved_profiles
-from client.runs import check_run_id, new_run_id, start_and_follow
+from client.runs import new_run_id, start_and_follow
 from client.tournament_control import extend as shared_extend
 from client.tournament_control import status as shared_status
 from workflows.campaign.configs import cell_calls, config_errors, variant_models
@@ -38,6 +38,7 @@ from workflows.campaign.stats import (
 from workflows.campaign.types import CampaignResult
 from workflows.names import CAMPAIGN
 from workflows.plan.document import parse_text
+from workflows.run_ids import check_run_id
 from workflows.wire_replay import WireReplay
 
 __all__ = ["campaign", "load"]
@@ -255,7 +256,9 @@ def _pilot_records(pilot: str, settings: Settings) -> list[RunRecord]:
     try:
         lines = path.read_text().splitlines()
     except OSError as exc:
-        raise ConfigError(f"cannot read the pilot's records {path}: {exc.strerror}") from None
+        raise ConfigError(
+            "file.unreadable", f"cannot read the pilot's records {path}: {exc.strerror}"
+        ) from None
     return [RunRecord.model_validate_json(line) for line in lines if line.strip()]
 
 

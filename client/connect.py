@@ -76,7 +76,10 @@ async def connect(settings: Settings, address: str | None = None) -> Client:
     """Connect to ``address`` (default: the settings' ``temporal_address``)."""
     target = address or settings.temporal_address
     if not target:
-        raise ServerError("no Temporal address: set TEMPORAL_ADDRESS or use the embedded server")
+        raise ServerError(
+            "server.unavailable",
+            "no Temporal address: set TEMPORAL_ADDRESS or use the embedded server",
+        )
     api_key = read_secret(settings.temporal_api_key_env)
     try:
         return await Client.connect(
@@ -88,6 +91,7 @@ async def connect(settings: Settings, address: str | None = None) -> Client:
         )
     except RuntimeError as exc:
         raise ServerError(
+            "server.unavailable",
             f"cannot reach Temporal at {target} ({exc}): check TEMPORAL_ADDRESS or unset it "
-            "to use the embedded server"
+            "to use the embedded server",
         ) from exc

@@ -36,13 +36,16 @@ WORKSPACE_HELP = (
 def _check_executor(family: str, spec: str, where: str) -> None:
     if not family.strip():
         raise ConfigError(
-            f"{where} {family}={spec}: the family is empty; fix: FAMILY=PROVIDER:MODEL"
+            "plan.executor_invalid",
+            f"{where} {family}={spec}: the family is empty; fix: FAMILY=PROVIDER:MODEL",
         )
     provider, sep, model = spec.partition(":")
     if spec and not (sep and provider and model):
         raise ConfigError(
+            "plan.executor_invalid",
             f"{where} {family}={spec}: {spec!r} is not PROVIDER:MODEL; fix: give a provider "
-            f"(built-in or [providers.NAME]) and a model, {family}=PROVIDER:MODEL (empty unsets it)"
+            f"(built-in or [providers.NAME]) and a model, {family}=PROVIDER:MODEL "
+            "(empty unsets it)",
         )
 
 
@@ -57,7 +60,9 @@ def routing(
     for family, spec in executors.items():
         _check_executor(family, spec, "--executor")
     if default_family is not None and not default_family.strip():
-        raise ConfigError("--default-family is empty; fix: give a family such as claude")
+        raise ConfigError(
+            "plan.executor_invalid", "--default-family is empty; fix: give a family such as claude"
+        )
     return settings.executors | dict(executors), default_family or settings.default_family
 
 

@@ -19,7 +19,7 @@ import click
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
-from temporalio.client import WorkflowFailureError, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError
 
 from activities.config import Settings, load_settings
@@ -28,10 +28,8 @@ from client.plan_cli import check_text
 from client.plan_input import EXECUTOR_HELP, WORKSPACE_HELP, routing, run_workspace
 from client.runs import (
     RunFailed,
-    check_run_id,
     ctrl_c_detaches,
     detach,
-    failure_message,
     new_run_id,
     run_result,
     start_and_follow,
@@ -44,6 +42,7 @@ from workflows.names import (
     UPDATE_RESOLVE_GATE,
     UPDATE_RESUME,
 )
+from workflows.plan.reasons import Reason
 from workflows.plan.run_types import (
     ExtendPlanBudgetInput,
     LedgerStatus,
@@ -54,6 +53,7 @@ from workflows.plan.run_types import (
     ResolveGateInput,
     ResumeInput,
 )
+from workflows.run_ids import check_run_id
 
 __all__ = ["extend_plan", "gate", "register_plan_run_commands", "resume", "run"]
 
@@ -72,7 +72,7 @@ def _pairs(values: tuple[str, ...], flag: str) -> dict[str, str]:
     for value in values:
         key, sep, rest = value.partition("=")
         if not sep or not key:
-            raise ConfigError(f"{flag} {value!r} must be KEY=VALUE")
+            raise ConfigError("option.invalid", f"{flag} {value!r} must be KEY=VALUE")
         out[key.strip()] = rest
     return out
 
@@ -83,11 +83,15 @@ def _budget(text: str | None) -> PlanBudgetOverride | None:
     fields: dict[str, Any] = {}
     for key, value in _pairs(tuple(p for p in text.split(",") if p), "--budget").items():
         if key not in ("calls", "wall_ms", "tokens", "usd"):
-            raise ConfigError(f"--budget {key}= is not one of calls, wall_ms, tokens, usd")
+            raise ConfigError(
+                "option.invalid", f"--budget {key}= is not one of calls, wall_ms, tokens, usd"
+            )
         try:
             fields[key] = float(value) if key == "usd" else int(value)
         except ValueError:
-            raise ConfigError(f"--budget {key}={value!r} needs a number") from None
+            raise ConfigError(
+                "option.invalid", f"--budget {key}={value!r} needs a number"
+            ) from None
     return PlanBudgetOverride(**fields)
 
 
@@ -200,7 +204,7 @@ async def follow(
     except WorkflowFailureError as exc:
         report = await report_path(session.settings, handle.id, paused=False)
         where = f"; report: {report}" if report else ""
-        raise RunFailed(f"run {handle.id} failed: {failure_message(exc)}{where}") from exc
+        raise RunFailed.of(handle.id, exc, where=where) from exc
     await _print_report(session, handle.id, paused=False)
     return outcome
 
@@ -272,7 +276,9 @@ def run(ctx: click.Context, file: str, **options: Any) -> None:
     try:
         text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {file}: {exc}; fix: check the path") from None
+        raise ConfigError(
+            "file.unreadable", f"cannot read {file}: {exc}; fix: check the path"
+        ) from None
     checked, document = check_text(text, None if file == "-" else file, settings)
     if not checked.ok:
         for error in checked.errors:
@@ -312,7 +318,7 @@ async def _answer(
     async with open_session(settings, worker=not detach_after) as session:
         handle = session.client.get_workflow_handle(check_run_id(run_id), result_type=PlanRunResult)
         if (await handle.describe()).workflow_type != PLAN_RUN:
-            raise ConfigError(f"run {run_id} is not a plan run")
+            raise ConfigError("run.kind_invalid", f"run {run_id} is not a plan run")
         before = await handle.query(QUERY_STATUS, result_type=PlanStatus)
         return await _send(session, handle, update, make(before), before, detach_after)
 
@@ -325,10 +331,7 @@ async def _send(
     before: PlanStatus,
     detach_after: bool,
 ) -> PlanRunResult | PlanStatus:
-    try:
-        await handle.execute_update(update, arg)
-    except WorkflowUpdateFailedError as exc:
-        raise ConfigError(f"refused: {exc.cause}") from None
+    await handle.execute_update(update, arg)  # a refusal: coded by client.failures
     if detach_after:
         if session.embedded:
             spawn_background_worker(session.settings)
@@ -347,8 +350,9 @@ async def extend_plan_run(
     """``ponder extend ID --calls N|+N`` on a plan run (``plan extend`` also takes --wall-ms)."""
     if calls is None:
         raise ConfigError(
+            "option.invalid",
             "a plan run's budget is extended with --calls N (or +N); for wall clock use "
-            "ponder plan extend ID --wall-ms M"
+            "ponder plan extend ID --wall-ms M",
         )
     handle = session.client.get_workflow_handle(handle.id, result_type=PlanRunResult)
     before = await handle.query(QUERY_STATUS, result_type=PlanStatus)
@@ -356,7 +360,9 @@ async def extend_plan_run(
     try:
         value = current + int(calls[1:]) if calls.startswith("+") else int(calls)
     except ValueError:
-        raise ConfigError(f"extend: --calls {calls!r}: give a number such as 12 or +4") from None
+        raise ConfigError(
+            "option.invalid", f"extend: --calls {calls!r}: give a number such as 12 or +4"
+        ) from None
     arg = ExtendPlanBudgetInput(calls=value)
     return await _send(session, handle, UPDATE_EXTEND_BUDGET, arg, before, detach_after)
 
@@ -395,12 +401,15 @@ def gate(ctx: click.Context, decision: str, run_id: str, step: str, detach: bool
         tokens = {g.step: g.token for g in status.pending_gates}
         if step not in tokens and step in status.deadline_decided:
             raise ConfigError(
-                f"stale-gate-token: the deadline of gate {step!r} passed and its default "
-                "decision applied; nobody can decide it now"
+                Reason.STALE_GATE_TOKEN,
+                f"the deadline of gate {step!r} passed and its default "
+                "decision applied; nobody can decide it now",
             )
         if step not in tokens:
             waiting = ", ".join(tokens) or "none"
-            raise ConfigError(f"unknown-step: {step!r} is not a pending gate (pending: {waiting})")
+            raise ConfigError(
+                Reason.UNKNOWN_STEP, f"{step!r} is not a pending gate (pending: {waiting})"
+            )
         return ResolveGateInput(step=step, decision=decision, token=tokens[step])
 
     finish(
@@ -419,7 +428,7 @@ def extend_plan(
 ) -> None:
     """Raise a plan run's budget (within its cap) so a budget pause continues."""
     if calls is None and wall_ms is None:
-        raise ConfigError("give --calls N and/or --wall-ms M")
+        raise ConfigError("option.missing", "give --calls N and/or --wall-ms M")
     finish(
         asyncio.run(
             _answer(

@@ -84,14 +84,16 @@ class SavedProfile(StrictModel):
     def check(self) -> SavedProfile:
         if self.base not in BUILTIN_PROFILES:
             raise ConfigError(
-                f"{PROFILE_INVALID}: base {self.base!r} is not a built-in profile: use one of "
-                f"{', '.join(BUILTIN_PROFILES)}"
+                PROFILE_INVALID,
+                f"base {self.base!r} is not a built-in profile: use one of "
+                f"{', '.join(BUILTIN_PROFILES)}",
             )
         unknown = sorted(set(self.temperatures) - set(TEMPERATURE_ROLES))
         if unknown:
             raise ConfigError(
-                f"{PROFILE_INVALID}: temperatures has unknown role(s) {', '.join(unknown)}: "
-                f"use {', '.join(TEMPERATURE_ROLES)}"
+                PROFILE_INVALID,
+                f"temperatures has unknown role(s) {', '.join(unknown)}: "
+                f"use {', '.join(TEMPERATURE_ROLES)}",
             )
         return self
 
@@ -118,9 +120,10 @@ def _refuse_secrets(data: Any, where: str) -> None:
     if found:
         # The values are never echoed: only where they are.
         raise ConfigError(
-            f"{PROFILE_SECRET}: {where} has secret-shaped key(s) {', '.join(found)}: profiles "
+            PROFILE_SECRET,
+            f"{where} has secret-shaped key(s) {', '.join(found)}: profiles "
             "never hold secrets; keep keys in the environment (ponder.toml api_key_env) "
-            "and remove them from the profile"
+            "and remove them from the profile",
         )
 
 
@@ -129,7 +132,7 @@ def parse_profile(data: Any, where: str) -> SavedProfile:
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
-        raise ConfigError(f"{PROFILE_INVALID}: {where} must be a mapping of settings")
+        raise ConfigError(PROFILE_INVALID, f"{where} must be a mapping of settings")
     _refuse_secrets(data, where)
     try:
         return SavedProfile.model_validate(dict(data)).check()
@@ -138,7 +141,7 @@ def parse_profile(data: Any, where: str) -> SavedProfile:
             f"{'.'.join(str(p) for p in e['loc']) or 'profile'}: {e['msg']}" for e in exc.errors()
         )
         raise ConfigError(
-            f"{PROFILE_INVALID}: {where}: {problems} (see ponder profile save --help)"
+            PROFILE_INVALID, f"{where}: {problems} (see ponder profile save --help)"
         ) from None
 
 
@@ -152,12 +155,13 @@ class ProfileStore:
     def check_name(name: str) -> str:
         if not PROFILE_NAME.fullmatch(name):
             raise ConfigError(
-                f"{PROFILE_INVALID}: profile name {name!r} must match [A-Za-z0-9][A-Za-z0-9._-]* "
-                "(at most 64 characters, no slashes): choose another"
+                PROFILE_INVALID,
+                f"profile name {name!r} must match [A-Za-z0-9][A-Za-z0-9._-]* "
+                "(at most 64 characters, no slashes): choose another",
             )
         if name in BUILTIN_PROFILES:
             raise ConfigError(
-                f"{PROFILE_INVALID}: {name!r} is a built-in profile: save under another name"
+                PROFILE_INVALID, f"{name!r} is a built-in profile: save under another name"
             )
         return name
 
@@ -182,13 +186,14 @@ class ProfileStore:
             text = path.read_text()
         except FileNotFoundError:
             raise ConfigError(
-                f"{PROFILE_NOT_FOUND}: no saved profile {name!r}: see ponder profile list "
-                f"(built-in: {', '.join(BUILTIN_PROFILES)})"
+                PROFILE_NOT_FOUND,
+                f"no saved profile {name!r}: see ponder profile list "
+                f"(built-in: {', '.join(BUILTIN_PROFILES)})",
             ) from None
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
-            raise ConfigError(f"{PROFILE_INVALID}: {path} is not valid YAML ({exc})") from None
+            raise ConfigError(PROFILE_INVALID, f"{path} is not valid YAML ({exc})") from None
         return parse_profile(data, str(path))
 
     def save(self, name: str, profile: SavedProfile) -> Path:
@@ -213,7 +218,7 @@ class ProfileStore:
             path.unlink()
         except FileNotFoundError:
             raise ConfigError(
-                f"{PROFILE_NOT_FOUND}: no saved profile {name!r}: see ponder profile list"
+                PROFILE_NOT_FOUND, f"no saved profile {name!r}: see ponder profile list"
             ) from None
 
 
@@ -281,8 +286,9 @@ def apply_profile(
     store = ProfileStore(home)
     if not store.exists(name):
         raise ConfigError(
-            f"{PROFILE_NOT_FOUND}: --profile {name!r} is neither built-in "
-            f"({', '.join(BUILTIN_PROFILES)}) nor saved: see ponder profile list"
+            PROFILE_NOT_FOUND,
+            f"--profile {name!r} is neither built-in "
+            f"({', '.join(BUILTIN_PROFILES)}) nor saved: see ponder profile list",
         )
     saved = store.load(name)
     merged = dict(options)

@@ -20,10 +20,11 @@ from temporalio.client import Client
 
 from activities.config import Settings, load_settings
 from activities.errors import ConfigError, PonderError
+from activities.run_store import RunDirRefused
 from client.session import open_session
 from client.tournament_control import state_name
 from workflows.names import ASK, CAMPAIGN, PLAN_RUN, TOURNAMENT
-from workflows.run_ids import RUN_ID, RUN_ID_INVALID, run_id_problem
+from workflows.run_ids import RUN_ID, RunIdInvalid, run_id_problem
 
 __all__ = [
     "Kind",
@@ -75,14 +76,13 @@ def checked_run_dir(runs_dir: Path, run_id: str) -> Path:
     that is a symlink or leads outside the run store."""
     problem = run_id_problem(run_id)
     if problem is not None:
-        raise ConfigError(f"{RUN_ID_INVALID}: {problem}")
+        raise RunIdInvalid(problem)
     run_dir = Path(runs_dir) / run_id
     if run_dir.is_symlink() or (
         run_dir.exists() and not run_dir.resolve().is_relative_to(Path(runs_dir).resolve())
     ):
-        raise ConfigError(
-            f"run.dir_invalid: {run_dir} is a symlink or leads outside the run store: "
-            "ponder reads only inside it"
+        raise RunDirRefused(
+            f"{run_dir} is a symlink or leads outside the run store: ponder reads only inside it"
         )
     return run_dir
 
@@ -269,8 +269,9 @@ def parse_since(value: str, now: datetime | None = None) -> datetime:
         when = datetime.fromisoformat(value.strip())
     except ValueError:
         raise ConfigError(
+            "option.invalid",
             f"--since {value!r} is neither a duration (30m, 2h, 7d, 1w) nor an ISO date "
-            "(2026-11-30 or 2026-11-30T08:00): give one of those"
+            "(2026-11-30 or 2026-11-30T08:00): give one of those",
         ) from None
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
@@ -304,9 +305,14 @@ async def list_runs(
     """The runs of this home, newest first, filtered; ``client`` None: the run store only.
     A campaign's cell runs are left out unless ``cells``."""
     if kind is not None and kind not in KINDS:
-        raise ConfigError(f"kind {kind!r} is not a run kind: use one of {', '.join(KINDS)}")
+        raise ConfigError(
+            "option.invalid", f"kind {kind!r} is not a run kind: use one of {', '.join(KINDS)}"
+        )
     if status is not None and status not in STATUSES:
-        raise ConfigError(f"status {status!r} is not a run state: use one of {', '.join(STATUSES)}")
+        raise ConfigError(
+            "option.invalid",
+            f"status {status!r} is not a run state: use one of {', '.join(STATUSES)}",
+        )
     after = parse_since(since) if since else None
     store = await asyncio.to_thread(store_rows, settings.runs_dir)
     server = await server_rows(client) if client is not None else []

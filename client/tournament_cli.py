@@ -17,7 +17,7 @@ from activities.model_types import Usage
 from activities.pricing import PRICES_AS_OF, cost_usd
 from activities.providers import default_model_for, price_table, resolve_model
 from client.profiles import apply_profile
-from client.runs import check_run_id, new_run_id, start_and_follow
+from client.runs import new_run_id, start_and_follow
 from client.tournament_control import cancel, extend, report, status, watch
 from client.tournament_follow import follow, print_outcome
 from client.tournament_options import (
@@ -26,15 +26,14 @@ from client.tournament_options import (
     TOKEN_ROLES,
     load_prompts,
     read_task,
-    refuse,
     role_values,
 )
 from client.tournament_services import mutate, rank
 from workflows import phases
 from workflows.budget import BudgetLimits
 from workflows.names import TOURNAMENT
+from workflows.run_ids import check_run_id
 from workflows.tournament.adaptive import batch_sizes
-from workflows.tournament.errors import TournamentError
 from workflows.tournament.preflight import preflight
 from workflows.tournament.profiles import BUILTIN_PROFILES, Profile
 from workflows.tournament.prompts import Style
@@ -148,10 +147,7 @@ def build_input(settings: Settings, **o: Any) -> TournamentInput:
         critique_chars=o["max_critique_chars"],
         output_token_caps=output_caps,
     )
-    try:
-        preflight(payload)
-    except TournamentError as exc:
-        raise refuse(exc) from None
+    preflight(payload)  # a TournamentError: coded, one line (client.failures)
     return payload
 
 

@@ -29,7 +29,7 @@ from client.plan_run_cli import (
     print_plan_status,
     watch_plan,
 )
-from client.runs import check_run_id, failure_message, through_restarts
+from client.runs import failure_message, through_restarts
 from client.session import Session, open_session, spawn_background_worker
 from client.tournament_follow import (
     follow,
@@ -42,6 +42,7 @@ from workflows.ask_types import AskResult
 from workflows.campaign.types import CampaignProgress, CampaignResult
 from workflows.names import ASK, CAMPAIGN, PLAN_RUN, QUERY_PROGRESS
 from workflows.plan.run_types import PlanRunResult, PlanStatus
+from workflows.run_ids import check_run_id
 from workflows.tournament.types import Progress, TournamentResult
 
 __all__ = ["cancel", "extend", "report", "state_name", "status", "watch"]
@@ -338,7 +339,9 @@ def report(ctx: click.Context, run_id: str) -> None:
     try:
         summary = json.loads((run_dir / "summary.json").read_text())
     except (OSError, ValueError):
-        raise ConfigError(f"no run artifacts in {run_dir}: check the run id") from None
+        raise ConfigError(
+            "run.not_found", f"no run artifacts in {run_dir}: check the run id"
+        ) from None
     if "winner_id" not in summary:  # an Ask run: its answer and usage, no leaderboard
         answer = run_dir / "artifacts/answer.txt"
         text = answer.read_text() if answer.exists() else None

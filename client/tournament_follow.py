@@ -16,7 +16,7 @@ from rich.table import Table
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError
 
-from client.runs import RunFailed, ctrl_c_detaches, detach, failure_message, run_result
+from client.runs import RunFailed, ctrl_c_detaches, detach, run_result
 from client.session import Session
 from workflows.budget import BudgetLimits
 from workflows.names import QUERY_PROGRESS
@@ -126,7 +126,7 @@ async def follow(session: Session, handle: WorkflowHandle) -> TournamentResult |
     try:
         return result_task.result()
     except WorkflowFailureError as exc:
-        raise RunFailed(f"run {handle.id} ended: {failure_message(exc)}") from exc
+        raise RunFailed.of(handle.id, exc) from exc
 
 
 def resume_command(run_id: str, paused: Progress) -> str:

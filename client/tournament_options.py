@@ -11,7 +11,6 @@ from typing import TypeVar
 from pydantic import ValidationError
 
 from activities.errors import ConfigError
-from workflows.tournament.errors import TournamentError
 from workflows.tournament.prompts import PromptOverrides
 
 __all__ = [
@@ -21,7 +20,6 @@ __all__ = [
     "load_prompts",
     "read_file",
     "read_task",
-    "refuse",
     "role_values",
 ]
 
@@ -49,16 +47,14 @@ def read_file(name: str, *, what: str = "candidate") -> str:
     try:
         return Path(name).read_text()
     except OSError as exc:
-        raise ConfigError(f"{what} file {name} cannot be read ({exc.strerror})") from None
+        raise ConfigError(
+            "file.unreadable", f"{what} file {name} cannot be read ({exc.strerror})"
+        ) from None
 
 
 def read_task(value: str, *, what: str = "task") -> str:
     """``value`` itself, or the text of the file named after an ``@``."""
     return read_file(value[1:], what=what) if value.startswith("@") else value
-
-
-def refuse(exc: TournamentError) -> ConfigError:
-    return ConfigError(f"{exc.code}: {exc.message}")
 
 
 def role_values(
@@ -75,13 +71,15 @@ def role_values(
         role = role.strip()
         if not sep or role not in known:
             raise ConfigError(
-                f"{option} {item!r} must be ROLE=VALUE with ROLE one of {', '.join(known)}"
+                "option.invalid",
+                f"{option} {item!r} must be ROLE=VALUE with ROLE one of {', '.join(known)}",
             )
         try:
             values[role] = cast(raw.strip())
         except ValueError:
             raise ConfigError(
-                f"{option} {item!r}: {raw.strip()!r} is not a valid {cast.__name__}"
+                "option.invalid",
+                f"{option} {item!r}: {raw.strip()!r} is not a valid {cast.__name__}",
             ) from None
     return values
 
@@ -97,7 +95,9 @@ def load_prompts(path: str) -> PromptOverrides:
         data = tomllib.loads(text) if path.endswith(".toml") else json.loads(text)
     except (ValueError, tomllib.TOMLDecodeError) as exc:
         kind = "TOML" if path.endswith(".toml") else "JSON"
-        raise ConfigError(f"prompts file {path} is not valid {kind}: {exc}") from None
+        raise ConfigError(
+            "prompts.invalid", f"prompts file {path} is not valid {kind}: {exc}"
+        ) from None
     try:
         return PromptOverrides.model_validate(data)
     except ValidationError as exc:
@@ -105,6 +105,7 @@ def load_prompts(path: str) -> PromptOverrides:
             f"{'.'.join(str(p) for p in e['loc']) or 'file'}: {e['msg']}" for e in exc.errors()
         )
         raise ConfigError(
+            "prompts.invalid",
             f"prompts file {path}: {problems} (roles: generate, compare, mutate, finalize; "
-            "each with system and/or user)"
+            "each with system and/or user)",
         ) from None

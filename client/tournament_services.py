@@ -11,14 +11,14 @@ import click
 from activities.config import Settings, load_settings
 from activities.errors import ConfigError
 from activities.providers import price_table, resolve_model
-from client.runs import check_run_id, new_run_id, start_run
+from client.runs import new_run_id, start_run
 from client.session import open_session
 from client.tournament_follow import follow, print_outcome
-from client.tournament_options import read_file, read_task, refuse
+from client.tournament_options import read_file, read_task
 from workflows.ask_types import AskInput
 from workflows.budget import BudgetLimits
 from workflows.names import TOURNAMENT
-from workflows.tournament.errors import TournamentError
+from workflows.run_ids import check_run_id
 from workflows.tournament.preflight import preflight, rank_profile
 from workflows.tournament.profiles import ALL_PAIRS_FREE_LIMIT, RankMode, rank_block
 from workflows.tournament.prompts import Style
@@ -52,8 +52,9 @@ def build_rank_input(
     if given is None:
         if len(files) < 2:
             raise ConfigError(
+                "option.missing",
                 f"rank needs at least two candidate files to compare (got {len(files)}): "
-                "give two or more files"
+                "give two or more files",
             )
         given = [GivenCandidate(id=Path(name).stem, text=read_file(name)) for name in files]
     judge = model or TournamentInput.model_fields["model"].default
@@ -61,23 +62,20 @@ def build_rank_input(
     resolve_model(judge, settings, require_key=keys_here)
     # Without its own cap the rank block may use the whole call budget.
     cap = rank_max_calls if rank_max_calls is not None else max_calls
-    try:
-        block = rank_block(len(given), mode, k=rank_k, seed=rank_seed, max_calls=cap)
-        payload = TournamentInput(
-            task=read_task(task),
-            rubric=rubric,
-            custom=rank_profile(len(given)),
-            model=judge,
-            rank=block,
-            budget=BudgetLimits(max_calls=max_calls),
-            seed=seed,
-            run_id=run_id,
-            candidates=given,
-            prices=price_table([judge], settings, require_key=keys_here),
-        )
-        preflight(payload)
-    except TournamentError as exc:
-        raise refuse(exc) from None
+    block = rank_block(len(given), mode, k=rank_k, seed=rank_seed, max_calls=cap)
+    payload = TournamentInput(
+        task=read_task(task),
+        rubric=rubric,
+        custom=rank_profile(len(given)),
+        model=judge,
+        rank=block,
+        budget=BudgetLimits(max_calls=max_calls),
+        seed=seed,
+        run_id=run_id,
+        candidates=given,
+        prices=price_table([judge], settings, require_key=keys_here),
+    )
+    preflight(payload)  # a TournamentError: coded, one line (client.failures)
     return payload
 
 

@@ -36,7 +36,7 @@ def _parse_rate_limits(values: tuple[str, ...]) -> dict[str, float]:
                 raise ValueError
         except ValueError:
             raise ConfigError(
-                f"--rate-limit {value!r} is not PROVIDER=N/s (e.g. openai=5/s)"
+                "option.invalid", f"--rate-limit {value!r} is not PROVIDER=N/s (e.g. openai=5/s)"
             ) from None
     return limits
 
@@ -169,8 +169,9 @@ def worker_command(
     if heartbeat_timeout is not None:
         # A worker setting would make two workers schedule different commands for one history.
         raise ConfigError(
+            "option.removed",
             "--heartbeat-timeout is no longer a worker setting: it is part of each run's input "
-            '(`"calls": {"heartbeat_timeout_s": 30}`); drop the flag'
+            '(`"calls": {"heartbeat_timeout_s": 30}`); drop the flag',
         )
     settings = load_settings(
         config,

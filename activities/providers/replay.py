@@ -27,7 +27,9 @@ def _recorded(path: Path) -> dict[str, dict[str, Any]]:
     try:
         lines = path.read_bytes().splitlines()
     except OSError as exc:
-        raise ConfigError(f"replay file {path} cannot be read ({exc.strerror})") from exc
+        raise ConfigError(
+            "file.unreadable", f"replay file {path} cannot be read ({exc.strerror})"
+        ) from exc
     exchanges: dict[str, dict[str, Any]] = {}
     for line in lines:
         try:

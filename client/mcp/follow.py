@@ -17,11 +17,11 @@ from temporalio.client import (
     WorkflowUpdateFailedError,
 )
 
+from activities.errors import ConfigError
 from client.api import AskRun, Run, RunFailed, TournamentRun
 from client.mcp import campaigns, plans
 from client.mcp.args import ExtendArgs, ListRunsArgs, ResultArgs, RunArgs
 from client.mcp.backend import Backend
-from client.mcp.errors import CodedError
 from client.runs import failure_message
 from client.runs_cli import kind_of, list_runs
 from client.tournament_control import state_name
@@ -184,10 +184,10 @@ async def extend(backend: Backend, args: ExtendArgs, progress: ProgressFn) -> di
         include={"max_calls", "max_usd", "max_input_tokens", "max_output_tokens"}
     )
     if all(v is None for v in limits.values()) and args.wall_ms is None:
-        raise CodedError(
+        raise ConfigError(
             "input.invalid",
             "extend needs at least one new limit",
-            "give max_calls, max_usd, max_input_tokens, max_output_tokens or (plans) wall_ms",
+            fix="give max_calls, max_usd, max_input_tokens, max_output_tokens or (plans) wall_ms",
         )
     run = await backend.ponder.attach(args.run_id)
     if await _kind(run) == "campaign":
@@ -200,18 +200,20 @@ async def extend(backend: Backend, args: ExtendArgs, progress: ProgressFn) -> di
             wait_s=args.timeout_s, progress=progress,
         )  # fmt: skip
     if not isinstance(run, TournamentRun):
-        raise CodedError(
-            "run.kind_invalid", f"run {run.id} is not a tournament", "extend a tournament's run id"
+        raise ConfigError(
+            "run.kind_invalid",
+            f"run {run.id} is not a tournament",
+            fix="extend a tournament's run id",
         )
     await backend.ensure_worker()
     try:
         done = await run.extend(**limits)
     except WorkflowUpdateFailedError as exc:
         cause = exc.cause
-        raise CodedError(
+        raise ConfigError(
             "budget.extend_refused",
             str(getattr(cause, "message", cause)),
-            "give limits above what the run has already spent (see the status tool)",
+            fix="give limits above what the run has already spent (see the status tool)",
         ) from None
     view = {
         "run_id": run.id,

@@ -15,19 +15,18 @@ from temporalio.client import (
     WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
-    WorkflowUpdateFailedError,
 )
 from temporalio.service import RPCError
 
 from activities.errors import ConfigError
 from client.mcp.args import PlanRunArgs, ResolveGateArgs, ResumeArgs
 from client.mcp.backend import Backend
-from client.mcp.errors import CodedError
 from client.plan_cli import check_text
 from client.plan_input import routing, run_workspace
 from client.plan_run_cli import report_path
-from client.runs import check_run_id, failure_message, new_run_id, start_run
+from client.runs import failure_message, new_run_id, start_run
 from workflows.names import PLAN_RUN, QUERY_STATUS, UPDATE_RESOLVE_GATE, UPDATE_RESUME
+from workflows.plan.errors import PlanInvalid
 from workflows.plan.run_types import (
     ExtendPlanBudgetInput,
     PendingGate,
@@ -37,6 +36,7 @@ from workflows.plan.run_types import (
     ResolveGateInput,
     ResumeInput,
 )
+from workflows.run_ids import check_run_id
 
 __all__ = ["extend", "outcome", "plan_run", "resolve_gate", "resume", "status_view"]
 
@@ -177,14 +177,9 @@ async def plan_run(backend: Backend, args: PlanRunArgs, progress: Any) -> dict[s
     # Saved profiles in tournament steps expanded, as ponder plan run does.
     checked, document = check_text(args.document, args.filename, backend.settings)
     if not checked.ok:
-        lines = [e.line() for e in checked.errors] or ["the document is not a plan"]
-        code = checked.errors[0].code if checked.errors else "plan.invalid"
-        raise CodedError(code, "invalid plan: " + "; ".join(lines), "fix each path listed")
+        raise PlanInvalid(checked.errors)
     run_id = check_run_id(args.run_id or new_run_id("plan"))
-    try:
-        executors, default_family = routing(backend.settings, args.executors, args.default_family)
-    except ConfigError as exc:
-        raise CodedError("plan.executor_invalid", str(exc), "give FAMILY: PROVIDER:MODEL") from None
+    executors, default_family = routing(backend.settings, args.executors, args.default_family)
     payload = PlanRunInput(
         plan=document,
         run_id=run_id,
@@ -211,13 +206,7 @@ async def _answer(
     progress: Any, before: PlanStatus,
 ) -> dict[str, Any]:  # fmt: skip
     handle = _handle(backend, run_id)
-    try:
-        await handle.execute_update(update, payload)
-    except WorkflowUpdateFailedError as exc:
-        cause = exc.cause
-        message = str(getattr(cause, "message", cause))
-        code = getattr(cause, "type", None) or "control.refused"
-        raise CodedError(code, message, "see the status tool for what the run waits for") from None
+    await handle.execute_update(update, payload)  # a refusal: coded by client.failures
     if not wait:
         return {"run_id": run_id, "kind": "plan", "status": "accepted", "next": _follow(run_id)}
     return await outcome(
@@ -228,11 +217,13 @@ async def _answer(
 async def _paused(backend: Backend, run_id: str) -> PlanStatus:
     handle = _handle(backend, run_id)
     if (await handle.describe()).workflow_type != PLAN_RUN:
-        raise CodedError("run.kind_invalid", f"run {run_id} is not a plan run", "give a plan run")
+        raise ConfigError(
+            "run.kind_invalid", f"run {run_id} is not a plan run", fix="give a plan run"
+        )
     await backend.ensure_worker()
     status = await _status(handle)
     if status is None:
-        raise CodedError("run.not_ready", f"run {run_id} does not answer yet", "try again")
+        raise ConfigError("run.not_ready", f"run {run_id} does not answer yet", fix="try again")
     return status
 
 
@@ -248,16 +239,16 @@ async def resolve_gate(backend: Backend, args: ResolveGateArgs, progress: Any) -
     before = await _paused(backend, args.run_id)
     tokens = {g.step: g.token for g in before.pending_gates}
     if args.step not in tokens and args.step in before.deadline_decided:
-        raise CodedError(
+        raise ConfigError(
             "stale-gate-token",
             f"the deadline of gate {args.step!r} passed and its default decision applied",
-            "nothing to decide: see the status tool for what the run waits for now",
+            fix="nothing to decide: see the status tool for what the run waits for now",
         )
     if args.step not in tokens:
-        raise CodedError(
+        raise ConfigError(
             "unknown-step",
             f"{args.step!r} is not a pending gate (pending: {', '.join(tokens) or 'none'})",
-            "give the step of a pending gate (see the status tool)",
+            fix="give the step of a pending gate (see the status tool)",
         )
     decision = ResolveGateInput(step=args.step, decision=args.decision, token=tokens[args.step])
     return await _answer(

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from activities.errors import ConfigError
 from client.mcp import campaigns, follow, plans
 from client.mcp.args import (
     AskArgs,
@@ -35,11 +36,11 @@ from client.mcp.args import (
     WaitArgs,
 )
 from client.mcp.backend import Backend
-from client.mcp.errors import CodedError
 from client.mcp.follow import ProgressFn, follow_hint
 from client.profiles import ProfileStore, apply_profile
-from client.runs import check_run_id, new_run_id
+from client.runs import new_run_id
 from workflows.ask_types import AskInput
+from workflows.run_ids import check_run_id
 from workflows.tournament.profiles import BUILTIN_PROFILES
 from workflows.tournament.types import TournamentInput
 
@@ -50,10 +51,10 @@ def _no_file(value: str, field: str) -> str:
     # The CLI reads "@file" on the caller's own machine; over MCP the caller is elsewhere and
     # must not read the server's files through a task.
     if value.startswith("@"):
-        raise CodedError(
+        raise ConfigError(
             "input.invalid",
             f"{field} starts with @, which the CLI reads as a file name",
-            "give the text itself (a leading space keeps a literal @)",
+            fix="give the text itself (a leading space keeps a literal @)",
         )
     return value
 
@@ -209,15 +210,12 @@ async def plan_validate(
     backend: Backend, args: PlanValidateArgs, progress: ProgressFn
 ) -> dict[str, Any]:
     from workflows.plan.boundaries import boundaries, plan_totals
+    from workflows.plan.errors import PlanInvalid
     from workflows.plan.validate import validate_text
 
     checked = validate_text(args.document, filename=args.filename)
     if not checked.ok or checked.plan is None:
-        lines = [e.line() for e in checked.errors] or ["the document is not a plan"]
-        code = checked.errors[0].code if checked.errors else "plan.invalid"
-        raise CodedError(
-            code, f"invalid plan, {len(lines)} error(s): " + "; ".join(lines), "fix each path"
-        )
+        raise PlanInvalid(checked.errors)
     totals = plan_totals(checked.plan, boundaries(checked.plan))
     return {
         "valid": True,

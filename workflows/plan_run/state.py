@@ -171,7 +171,7 @@ class PlanRunState:
     def _check_resume(self, input: ResumeInput) -> None:
         _, refusal = self._resume_refusal(input.args)
         if refusal is not None:
-            raise ValueError(_refusal_text(refusal))
+            raise _rejected(refusal)
 
     @workflow.signal(name=SIGNAL_RESUME)
     def resume_signal(self, input: ResumeInput) -> None:
@@ -204,7 +204,7 @@ class PlanRunState:
     def _check_gate(self, input: ResolveGateInput) -> None:
         refusal = self._gate_refusal(input)
         if refusal is not None:
-            raise ValueError(_refusal_text(refusal))
+            raise _rejected(refusal)
 
     @workflow.signal(name=SIGNAL_RESOLVE_GATE)
     def resolve_gate_signal(self, input: ResolveGateInput) -> None:
@@ -237,9 +237,13 @@ class PlanRunState:
 
     @extend_budget.validator
     def _check_extension(self, input: ExtendPlanBudgetInput) -> None:
-        refusal = self._extension_refusal(input)
-        if refusal is not None:
-            raise ValueError(refusal)
+        if self.ledger is None:
+            raise _rejected("the run has not opened its budget yet")
+        reason, why = self.ledger.model_copy(deep=True).extend(
+            calls=input.calls, wall_ms=input.wall_ms
+        )
+        if reason is not None:
+            raise _rejected(Refusal(reason, why))
 
     @workflow.signal(name=SIGNAL_EXTEND_BUDGET)
     def extend_budget_signal(self, input: ExtendPlanBudgetInput) -> None:
@@ -324,3 +328,11 @@ class PlanRunState:
 
 def _refusal_text(refusal: Refusal | str) -> str:
     return refusal if isinstance(refusal, str) else f"{refusal.reason}: {refusal.message}"
+
+
+def _rejected(refusal: Refusal | str) -> ApplicationError:
+    """A validator's refusal (it never enters history), coded: the plan reason as the type,
+    so a client shows the reason as the code; other refusals are ``control.refused``."""
+    if isinstance(refusal, Refusal):
+        return ApplicationError(refusal.message, type=str(refusal.reason), non_retryable=True)
+    return ApplicationError(refusal, type="control.refused", non_retryable=True)

@@ -1,0 +1,70 @@
+"""The one error model: everything ponder refuses or reports to a person is a ``PonderError``.
+
+A ``PonderError`` carries a stable ``code`` (``family.name``, or a plan reason's kebab-case name
+from ``workflows.plan.reasons``), a one-line ``message`` that names the field, the rule and the
+fix, and optionally the ``fix`` on its own (an MCP client shows it apart). The code is given
+where the error is raised, never recovered from the message.
+
+```
+PonderError(code, message, fix=None)     base of every error a user can see
+├── InputInvalid       input.invalid                 workflow input that does not decode
+├── RunIdInvalid       run.id_invalid                a run id that breaks the one rule
+├── DocumentInvalid    its first error's code        a plan or campaign document; every error
+│   ├── PlanInvalid                                  (workflows.plan.errors)
+│   └── CampaignInvalid                              (workflows.campaign.errors)
+├── TournamentError    profile.*, rank.*, budget.*, prompts.*, judge.*, run.*
+├── ConfigError        config.*, model.*, file.*, option.*, profile.*, run.*, ...   exit 2
+├── ServerError        server.*                      Temporal cannot be reached or started
+│   └── NoWorkerError  worker.missing                nothing polls the task queue
+├── ProviderError      provider.<class>              a model call failed (activities.errors)
+└── RunFailed          the failure's type            a run ended failed or cancelled  exit 1
+                       (a plan reason such as gate-killed, provider.auth, run.cancelled)
+```
+
+``ConfigError``, ``ServerError``, ``NoWorkerError`` and ``ProviderError`` (with its own subtree)
+live in ``activities.errors``; ``RunFailed`` in ``client.runs``. What a run fails with inside
+Temporal is an ``ApplicationError`` whose ``type`` is one of these codes: that is the wire
+format of failures, and saved histories depend on it.
+
+Exceptions from elsewhere that a person can meet (Temporal's RPC and update errors, pydantic's
+``ValidationError``, click's usage errors) are translated in one place, ``client.failures``,
+which also maps every code to its exit code and MCP error.
+
+Pure: standard library only.
+"""
+
+from __future__ import annotations
+
+__all__ = ["PonderError"]
+
+
+class PonderError(Exception):
+    """A refusal or failure a person sees: ``code``, ``message`` and, when known, ``fix``.
+
+    ``str()`` is the message alone (it is what a workflow's ``ApplicationError`` carries beside
+    the code as its type); ``line()`` is ``code: message``, the form people read.
+    """
+
+    def __init__(self, code: str, message: str, *, fix: str | None = None) -> None:
+        super().__init__(code, message)
+        self.code = str(code)  # a plan Reason is a StrEnum: keep its plain value
+        self.message = message
+        self.fix = fix
+
+    def __str__(self) -> str:
+        return self.message
+
+    def line(self) -> str:
+        return f"{self.code}: {self.message}"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Exceptions pickle their args; keep the keyword too, and let subclasses with their own
+        # constructors (ProviderError, InputInvalid) rebuild from their state.
+        return (_rebuild, (type(self), self.__dict__))
+
+
+def _rebuild(cls: type[PonderError], state: dict[str, object]) -> PonderError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, state.get("code"), state.get("message"))
+    error.__dict__.update(state)
+    return error
