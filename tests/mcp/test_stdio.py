@@ -11,10 +11,10 @@ from mcp import MCPError
 
 from activities.config import Settings
 from client.mcp import resources
-from workflows.errors import PonderError
 from client.profiles import ProfileStore, SavedProfile
 from tests.cli import cli_env
 from tests.mcp.helpers import stdio_client, structured, tool_failure
+from workflows.errors import PonderError
 
 TOOLS = {
     "think",
