@@ -27,6 +27,7 @@ from pydantic import BaseModel
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.atomic import write_atomically
 from activities.heartbeats import in_thread
 from activities.raw_events import redact
 from workflows.errors import PonderError
@@ -76,7 +77,7 @@ REFUSED = (RunIdInvalid, RunDirRefused, RunIdInUse)
 
 def refusal(exc: RunIdInvalid | RunDirRefused | RunIdInUse) -> ApplicationError:
     """The run store's refusal as an activity failure: coded and never retried."""
-    return ApplicationError(str(exc), type=exc.code, non_retryable=True)
+    return ApplicationError(exc.message, type=exc.code, non_retryable=True)
 
 
 def check_writer(run_id: str, store: RunStore | None = None, chain: str | None = None) -> str:
@@ -136,15 +137,7 @@ class RunStore:
         target = self.path(run_id, relative)
         target.parent.mkdir(parents=True, exist_ok=True)
         data = redact(content, self.secrets).encode() if isinstance(content, str) else content
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return target
+        return write_atomically(target, data)
 
     def write_all(self, run_id: str, files: dict[str, str]) -> list[str]:
         return [str(self.write(run_id, rel, text)) for rel, text in files.items()]

@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 
 from activities.config import Settings, load_settings
-from client.campaign_cli import load, validate_document
+from client.documents import load, validate_campaign
 from client.runs import (
     RunFailed,
     new_run_id,
@@ -243,7 +243,7 @@ class Ponder:
         profiles expanded) or its document as a dict, validated as ``ponder campaign validate``
         does: an invalid one raises ``CampaignInvalid`` listing every error."""
         checked = (
-            validate_document(document, self.settings)
+            validate_campaign(document, self.settings)
             if isinstance(document, dict)
             else load(str(document), self.settings)
         )

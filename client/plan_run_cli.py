@@ -24,7 +24,7 @@ from temporalio.service import RPCError
 
 from activities.config import Settings, load_settings
 from activities.errors import ConfigError
-from client.plan_cli import check_text
+from client.documents import check_text
 from client.plan_input import EXECUTOR_HELP, WORKSPACE_HELP, routing, run_workspace
 from client.runs import (
     RunFailed,
@@ -35,6 +35,7 @@ from client.runs import (
     start_and_follow,
 )
 from client.session import Session, open_session, spawn_background_worker
+from client.validate_output import print_invalid
 from workflows.names import (
     PLAN_RUN,
     QUERY_STATUS,
@@ -58,7 +59,6 @@ from workflows.run_ids import check_run_id
 __all__ = ["extend_plan", "gate", "register_plan_run_commands", "resume", "run"]
 
 EXIT_PAUSED = 75
-EXIT_INVALID = 2
 POLL_S = 0.25
 console = Console(stderr=True)
 
@@ -281,10 +281,7 @@ def run(ctx: click.Context, file: str, **options: Any) -> None:
         ) from None
     checked, document = check_text(text, None if file == "-" else file, settings)
     if not checked.ok:
-        for error in checked.errors:
-            click.echo(f"{file}: {error.line()}", err=True)
-        click.echo(f"{file}: invalid, {len(checked.errors)} error(s)", err=True)
-        sys.exit(EXIT_INVALID)
+        print_invalid(file, checked.errors)
     run_id = check_run_id(options["run_id"] or new_run_id("plan"))
     executors, default_family = routing(
         settings, _pairs(options["executors"], "--executor"), options["default_family"]

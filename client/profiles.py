@@ -12,9 +12,7 @@ hand-edited file cannot smuggle one into a run's input, history or artifacts.
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ from typing import Any
 import yaml
 from pydantic import ConfigDict, Field, ValidationError
 
+from activities.atomic import write_atomically
 from activities.errors import ConfigError
 from activities.raw_events import SECRET_KEY
 from workflows.budget import BudgetLimits
@@ -202,15 +201,7 @@ class ProfileStore:
         # The same check as on load, on exactly what is written.
         _refuse_secrets(yaml.safe_load(text), f"profile {name!r}")
         self.root.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.root, prefix=f".{name}.")
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+        return write_atomically(path, text.encode())
 
     def delete(self, name: str) -> None:
         path = self.path(name)

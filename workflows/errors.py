@@ -41,8 +41,8 @@ __all__ = ["PonderError"]
 class PonderError(Exception):
     """A refusal or failure a person sees: ``code``, ``message`` and, when known, ``fix``.
 
-    ``str()`` is the message alone (it is what a workflow's ``ApplicationError`` carries beside
-    the code as its type); ``line()`` is ``code: message``, the form people read.
+    ``str()`` is ``line()``, ``code: message``, the form people (and logs) read. Where the code
+    travels apart, as an ``ApplicationError``'s type, the message goes alone (``.message``).
     """
 
     def __init__(self, code: str, message: str, *, fix: str | None = None) -> None:
@@ -52,7 +52,7 @@ class PonderError(Exception):
         self.fix = fix
 
     def __str__(self) -> str:
-        return self.message
+        return self.line()
 
     def line(self) -> str:
         return f"{self.code}: {self.message}"

@@ -138,7 +138,7 @@ async def campaign_run(backend: Backend, args: CampaignRunArgs, progress: Any) -
     for path, exc in expand_saved_profiles(
         value, settings.home, lambda p: default_model_for(p, settings)
     ):
-        raise ConfigError(exc.code, f"{path}: {exc}", fix="fix the saved profile it names")
+        raise ConfigError(exc.code, f"{path}: {exc.message}", fix="fix the saved profile it names")
     checked = validate_value(value)
     if checked.document is not None and not checked.errors:
         checked.errors += config_errors(checked.document)

@@ -19,9 +19,9 @@ from temporalio.client import (
 from temporalio.service import RPCError
 
 from activities.errors import ConfigError
+from client.documents import check_text
 from client.mcp.args import PlanRunArgs, ResolveGateArgs, ResumeArgs
 from client.mcp.backend import Backend
-from client.plan_cli import check_text
 from client.plan_input import routing, run_workspace
 from client.plan_run_cli import report_path
 from client.runs import failure_message, new_run_id, start_run

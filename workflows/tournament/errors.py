@@ -20,7 +20,7 @@ TournamentError(code, message)     a domain refusal or failure of a tournament r
 
 The code travels as ``ApplicationError.type`` when a workflow fails for a domain reason. Messages
 name the field, the rule it broke and the fix, in one line. A ``PonderError`` (the one error
-model, ``workflows.errors``) whose ``str()`` keeps the code in front, as history has it.
+model, ``workflows.errors``): ``str()`` is ``code: message``, as saved histories have it.
 """
 
 from __future__ import annotations
@@ -110,7 +110,3 @@ class TournamentError(PonderError):
         if not is_known_code(code):
             raise ValueError(f"unknown tournament error code {code!r}: add it to errors.CODES")
         super().__init__(code, message)
-
-    def __str__(self) -> str:
-        # Workflows fail with str(exc) as the message; saved histories have the code in front.
-        return self.line()
