@@ -17,7 +17,7 @@ import click
 from activities.config import Settings, known_secrets, load_settings
 from activities.errors import ConfigError
 from activities.raw_events import redact
-from client.runs_cli import checked_run_dir, store_row
+from client.run_list import checked_run_dir, store_row
 from workflows import phases
 from workflows.run_ids import RUN_NOT_FOUND
 

@@ -31,6 +31,7 @@ from client.runs import (
     ctrl_c_detaches,
     detach,
     new_run_id,
+    report_path,
     run_result,
     start_and_follow,
 )
@@ -207,18 +208,6 @@ async def follow(
         raise RunFailed.of(handle.id, exc, where=where) from exc
     await _print_report(session, handle.id, paused=False)
     return outcome
-
-
-async def report_path(settings: Settings, run_id: str, *, paused: bool) -> Path | None:
-    """The run's report.html when this machine sees the worker's run store (the embedded case,
-    or a shared runs_dir). An ended run wrote it before it ended; a pause is seen a moment
-    before its report lands, so that waits a little."""
-    path = settings.runs_dir / run_id / "report.html"
-    for _ in range(30 if paused else 0):
-        if path.exists():
-            break
-        await asyncio.sleep(0.1)
-    return path if path.exists() else None
 
 
 async def _print_report(session: Session, run_id: str, *, paused: bool) -> None:

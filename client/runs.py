@@ -10,6 +10,7 @@ import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import click
@@ -44,6 +45,7 @@ __all__ = [
     "failure_message",
     "failure_parts",
     "new_run_id",
+    "report_path",
     "run_result",
     "start_and_follow",
     "start_run",
@@ -205,3 +207,15 @@ async def wait_or_detach(session: Session, handle: WorkflowHandle) -> Any:
         return result.result()
     except WorkflowFailureError as exc:
         raise RunFailed.of(handle.id, exc) from exc
+
+
+async def report_path(settings: Settings, run_id: str, *, paused: bool) -> Path | None:
+    """The run's report.html when this machine sees the worker's run store (the embedded case,
+    or a shared runs_dir). An ended run wrote it before it ended; a pause is seen a moment
+    before its report lands, so that waits a little."""
+    path = settings.runs_dir / run_id / "report.html"
+    for _ in range(30 if paused else 0):
+        if path.exists():
+            break
+        await asyncio.sleep(0.1)
+    return path if path.exists() else None

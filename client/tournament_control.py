@@ -29,6 +29,7 @@ from client.plan_run_cli import (
     print_plan_status,
     watch_plan,
 )
+from client.run_list import state_name
 from client.runs import failure_message, through_restarts
 from client.session import Session, open_session, spawn_background_worker
 from client.tournament_follow import (
@@ -45,7 +46,7 @@ from workflows.plan.run_types import PlanRunResult, PlanStatus
 from workflows.run_ids import check_run_id
 from workflows.tournament.types import Progress, TournamentResult
 
-__all__ = ["cancel", "extend", "report", "state_name", "status", "watch"]
+__all__ = ["cancel", "extend", "report", "status", "watch"]
 
 # How following a run ends, by kind: its result, or its progress when it paused on its budget.
 Followed = (
@@ -56,15 +57,6 @@ Followed = (
 def _settings(ctx: click.Context) -> Settings:
     # The root's obj: these commands also sit under ``ponder campaign``.
     return load_settings((ctx.find_root().obj or {}).get("config"))
-
-
-def state_name(status: WorkflowExecutionStatus | None) -> str:
-    """A Temporal execution status in ponder's words (one spelling: ``cancelled``)."""
-    if status is None:
-        return "unknown"
-    if status == WorkflowExecutionStatus.CANCELED:
-        return "cancelled"
-    return status.name.lower()
 
 
 async def _handle(session: Session, run_id: str) -> WorkflowHandle:

@@ -12,7 +12,7 @@ from temporalio.client import Client
 from activities.config import Settings
 from activities.errors import ConfigError
 from client.export import bundle, render
-from client.runs_cli import list_runs, parse_since
+from client.run_list import list_runs, parse_since
 from tests.cli import cli_env, ponder
 from tests.tournament.helpers import start
 

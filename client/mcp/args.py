@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, JsonValue
 
-from client.runs_cli import KINDS, STATUSES
+from client.run_list import KINDS, STATUSES
 from workflows.ask_types import AskInput
 from workflows.bounds import MAX_CALLS, CallCount, OutputTokens, Seed, WallMs
 from workflows.budget import BudgetLimits

@@ -22,9 +22,8 @@ from client.api import AskRun, Run, RunFailed, TournamentRun
 from client.mcp import campaigns, plans
 from client.mcp.args import ExtendArgs, ListRunsArgs, ResultArgs, RunArgs
 from client.mcp.backend import Backend
+from client.run_list import kind_of, list_runs, state_name
 from client.runs import failure_message
-from client.runs_cli import kind_of, list_runs
-from client.tournament_control import state_name
 from workflows.names import CAMPAIGN, PLAN_RUN
 from workflows.tournament.types import Progress
 

@@ -23,8 +23,7 @@ from client.documents import check_text
 from client.mcp.args import PlanRunArgs, ResolveGateArgs, ResumeArgs
 from client.mcp.backend import Backend
 from client.plan_input import routing, run_workspace
-from client.plan_run_cli import report_path
-from client.runs import failure_message, new_run_id, start_run
+from client.runs import failure_message, new_run_id, report_path, start_run
 from workflows.names import PLAN_RUN, QUERY_STATUS, UPDATE_RESOLVE_GATE, UPDATE_RESUME
 from workflows.plan.errors import PlanInvalid
 from workflows.plan.run_types import (

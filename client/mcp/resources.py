@@ -20,7 +20,7 @@ import mcp_types as types
 
 from activities.config import Settings
 from activities.errors import ConfigError
-from client.runs_cli import checked_run_dir, store_rows
+from client.run_list import checked_run_dir, store_rows
 from workflows import phases
 
 __all__ = ["NAMES", "PAGE_BYTES", "PAGE_RECORDS", "list_resources", "read", "templates"]

@@ -39,6 +39,7 @@ from client.mcp.backend import Backend
 from client.mcp.follow import ProgressFn, follow_hint
 from client.profiles import ProfileStore, apply_profile
 from client.runs import new_run_id
+from client.tournament_inputs import build_input, build_mutate_input, build_rank_input
 from workflows.ask_types import AskInput
 from workflows.run_ids import check_run_id
 from workflows.tournament.profiles import BUILTIN_PROFILES
@@ -60,8 +61,6 @@ def _no_file(value: str, field: str) -> str:
 
 
 async def think(backend: Backend, args: ThinkArgs, progress: ProgressFn) -> dict[str, Any]:
-    from client.tournament_cli import build_input
-
     run_id = check_run_id(args.run_id or new_run_id("think"))
     b = args.budget
     options: dict[str, Any] = {
@@ -115,8 +114,6 @@ _OPTION = {"temperatures": "temperature"}
 
 
 async def rank(backend: Backend, args: RankArgs, progress: ProgressFn) -> dict[str, Any]:
-    from client.tournament_services import build_rank_input
-
     run_id = check_run_id(args.run_id or new_run_id("rank"))
     payload = build_rank_input(
         backend.settings,
@@ -139,8 +136,6 @@ async def rank(backend: Backend, args: RankArgs, progress: ProgressFn) -> dict[s
 
 
 async def mutate(backend: Backend, args: MutateArgs, progress: ProgressFn) -> dict[str, Any]:
-    from client.tournament_services import build_mutate_input
-
     run_id = check_run_id(args.run_id or new_run_id("mutate"))
     payload = build_mutate_input(
         backend.settings,

@@ -221,7 +221,8 @@ async def test_unknown_run_id_is_one_line_exit_2(tmp_path: Path) -> None:
 def _built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> TournamentInput:
     """The workflow input ``ponder think ARGS`` would start (parsed by the real command)."""
     from activities.config import load_settings
-    from client.tournament_cli import build_input, think
+    from client.tournament_cli import think
+    from client.tournament_inputs import build_input
 
     monkeypatch.setenv("PONDER_HOME", str(tmp_path))
     context = think.make_context("think", ["x", "--provider", "sim", "--dry-run", *args])
@@ -405,7 +406,7 @@ def test_progress_table_counts_from_the_start_and_names_limits() -> None:
     from rich.console import Console
     from temporalio.client import WorkflowExecutionStatus
 
-    from client.tournament_control import state_name
+    from client.run_list import state_name
     from client.tournament_follow import progress_table
     from workflows.budget import BudgetLimits, BudgetSpent
     from workflows.tournament.types import Progress
