@@ -300,11 +300,11 @@ def test_every_input_option_has_a_flag(tmp_path: Path, monkeypatch: pytest.Monke
 def test_bad_prompts_file_is_refused_with_its_field(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str, fragment: str
 ) -> None:
-    from activities.errors import ConfigError
+    from workflows.errors import PonderError
 
     prompts = tmp_path / "prompts.json"
     prompts.write_text(content)
-    with pytest.raises(ConfigError, match=re.escape(fragment)):
+    with pytest.raises(PonderError, match=re.escape(fragment)):
         _built(tmp_path, monkeypatch, "--prompts", str(prompts))
 
 
