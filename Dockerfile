@@ -11,12 +11,16 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 RUN useradd --create-home --uid 10001 ponder
 
 WORKDIR /src
+# Every dependency from the worker lock (versions and hashes; `make lock`), then ponder itself
+# without resolving anything more.
+COPY requirements-worker.lock ./
+RUN pip install --require-hashes --no-deps -r requirements-worker.lock
 COPY pyproject.toml README.md ./
 COPY activities ./activities
 COPY workflows ./workflows
 COPY worker ./worker
 COPY client ./client
-RUN pip install . && rm -rf /src
+RUN pip install . --no-deps && pip check && rm -rf /src
 
 # Created here, owned by ponder, so a fresh named volume mounted at /data inherits the owner.
 RUN mkdir -p /data/ponder /data/payloads && chown -R ponder:ponder /data

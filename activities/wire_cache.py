@@ -26,10 +26,11 @@ import httpx
 import orjson
 
 from activities.config import Settings
-from activities.errors import ConfigError, ReplayClosedError, ReplayMissError
+from activities.errors import ReplayClosedError, ReplayMissError
 from activities.providers.base import CallContext
 from activities.providers.http import error_for_status, is_final_status
 from activities.providers.registry import ResolvedModel
+from activities.providers.replay import read_recording
 from workflows.model_types import CallModelInput, ModelResponse
 from workflows.run_ids import check_run_id
 from workflows.wire_replay import REPLAY_CLOSED_STATUS, wire_key
@@ -106,12 +107,7 @@ def recording_files(run_id: str, settings: Settings) -> list[Path]:
 def _load(files: list[Path]) -> WireCache:
     cache = WireCache(files)
     for path in files:
-        try:
-            lines = path.read_bytes().splitlines()
-        except OSError as exc:
-            raise ConfigError(
-                "file.unreadable", f"replay recording {path} cannot be read ({exc.strerror})"
-            ) from exc
+        lines = read_recording(path)
         for line in lines:
             if not line.strip():
                 continue

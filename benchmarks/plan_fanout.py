@@ -18,15 +18,19 @@ import sys
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from temporalio.api.enums.v1 import EventType
+from temporalio.api.enums.v1 import EventType, TimeoutType, WorkflowTaskFailedCause
 from temporalio.client import Client, WorkflowHandle
+from temporalio.worker import WorkflowRunner
+from temporalio.worker._workflow_instance import WorkflowInstance
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
+import worker.worker as worker_module
 from activities.config import load_settings
 from client.connect import connect
 from client.embedded import EmbeddedServer
@@ -36,7 +40,66 @@ from workflows.plan.run_types import PlanRunInput, PlanRunResult
 
 __all__ = ["TaskTimes", "region_plan", "workflow_tasks"]
 
+ACTIVATIONS: list[tuple[float, float]] = []
+"""(CPU ms, wall ms) of each workflow activation's own code, on the thread that runs it: the
+CPU figure is what the workflow code costs whatever the machine's load (the wall figure, which
+the deadlock detector watches, stretches with it)."""
+
+
+class _TimedInstance(WorkflowInstance):
+    def __init__(self, inner: WorkflowInstance) -> None:
+        self.inner = inner
+
+    def activate(self, act: Any) -> Any:
+        cpu, wall = time.thread_time(), time.perf_counter()
+        try:
+            return self.inner.activate(act)
+        finally:
+            ACTIVATIONS.append(
+                ((time.thread_time() - cpu) * 1000, (time.perf_counter() - wall) * 1000)
+            )
+
+    def get_serialization_context(self, *args: Any) -> Any:
+        return self.inner.get_serialization_context(*args)
+
+    def get_external_store_context(self, *args: Any) -> Any:
+        return self.inner.get_external_store_context(*args)
+
+    def get_info(self) -> Any:
+        return self.inner.get_info()
+
+    def get_thread_id(self) -> int | None:
+        return self.inner.get_thread_id()
+
+
+class _TimedRunner(WorkflowRunner):
+    def __init__(self, inner: WorkflowRunner) -> None:
+        self.inner = inner
+
+    def prepare_workflow(self, defn: Any) -> None:
+        self.inner.prepare_workflow(defn)
+
+    def create_instance(self, det: Any) -> WorkflowInstance:
+        return _TimedInstance(self.inner.create_instance(det))
+
+    def set_worker_level_failure_exception_types(self, types: Any) -> None:
+        self.inner.set_worker_level_failure_exception_types(types)
+
+
+def _time_activations() -> None:
+    """The real worker's workflow worker, with its activations timed (benchmark only)."""
+    real = worker_module.Worker
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("workflows"):
+            kwargs["workflow_runner"] = _TimedRunner(SandboxedWorkflowRunner())
+        return real(*args, **kwargs)
+
+    worker_module.Worker = timed  # type: ignore[misc,assignment]
+
+
 MODEL = "sim:default,latency=0"
+_CAUSE = "WORKFLOW_TASK_FAILED_CAUSE_"
 
 
 def region_plan(items: int, concurrency: int, *, calls: int | None = None) -> dict[str, Any]:
@@ -67,43 +130,60 @@ class TaskTimes:
     tasks: int
     longest_ms: float
     failed: int
-    """Workflow tasks that failed or timed out (a deadlock is one)."""
+    """Workflow tasks that failed (a deadlock is one: TMPRL1101)."""
     timers: int
     events: int
     bytes: int
     slowest: list[tuple[float, int, str]]
-    """The three longest tasks: (ms, event id of its start, the commands it sent)."""
+    """The three longest tasks: (ms, activity completions it took in, the commands it sent)."""
+    sticky_timeouts: int = 0
+    """Tasks a busy worker did not pick up from its sticky queue in time (moved on, not lost)."""
+    timed_out: int = 0
+    """Tasks the worker did not complete within the 10 s start-to-close (retried)."""
+    causes: list[str] = field(default_factory=list)
+    """Each failed task's cause (``WORKFLOW_WORKER_UNHANDLED_FAILURE`` for a deadlock)."""
 
 
 async def workflow_tasks(handle: WorkflowHandle) -> TaskTimes:
     """The run's workflow tasks from its history: how many, the longest, the failed ones."""
     history = await handle.fetch_history()
     started: float | None = None
-    longest, tasks, failed, timers = 0.0, 0, 0, 0
+    longest, tasks, failed, timers, sticky_timeouts, timed_out = 0.0, 0, 0, 0, 0, 0
+    causes: list[str] = []
     durations: list[tuple[float, int, int]] = []
     events = list(history.events)
+    took_in, completions = 0, 0
     for n, event in enumerate(events):
         at = event.event_time.ToDatetime().timestamp()
         kind = event.event_type
-        if kind == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
-            started = at
+        if kind == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            completions += 1
+        elif kind == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+            started, took_in, completions = at, completions, 0
         elif kind == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED and started is not None:
             tasks += 1
             ms = (at - started) * 1000
             longest = max(longest, ms)
-            durations.append((ms, event.event_id - 1, n))
+            durations.append((ms, took_in, n))
             started = None
-        elif kind in (
-            EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED,
-            EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
-        ):
+        elif kind == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
+            cause = event.workflow_task_failed_event_attributes.cause
+            causes.append(WorkflowTaskFailedCause.Name(cause).removeprefix(_CAUSE))
             failed += 1
+            started = None
+        elif kind == EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
+            attrs = event.workflow_task_timed_out_event_attributes
+            # schedule-to-start on the sticky queue: the worker was busy, the task moved on;
+            # start-to-close: the worker did not answer within 10 s (a loaded machine)
+            sticky = attrs.timeout_type == TimeoutType.TIMEOUT_TYPE_SCHEDULE_TO_START
+            sticky_timeouts += int(sticky)
+            timed_out += int(not sticky)
             started = None
         elif kind == EventType.EVENT_TYPE_TIMER_STARTED:
             timers += 1
     size = sum(e.ByteSize() for e in events)
     slowest = []
-    for ms, event_id, n in sorted(durations, reverse=True)[:3]:
+    for ms, took_in, n in sorted(durations, reverse=True)[:3]:
         sent: dict[str, int] = {}
         for later in events[n + 1 :]:
             name = EventType.Name(later.event_type).removeprefix("EVENT_TYPE_")
@@ -112,8 +192,11 @@ async def workflow_tasks(handle: WorkflowHandle) -> TaskTimes:
                 break
             sent[name] = sent.get(name, 0) + 1
         shown = ", ".join(f"{count} {name.lower()}" for name, count in sent.items()) or "nothing"
-        slowest.append((ms, event_id, shown))
-    return TaskTimes(tasks, longest, failed, timers, len(events), size, slowest)
+        slowest.append((ms, took_in, shown))
+    return TaskTimes(
+        tasks, longest, failed, timers, len(events), size, slowest, sticky_timeouts, timed_out,
+        causes,
+    )  # fmt: skip
 
 
 async def run_once(client: Client, queue: str, items: int, concurrency: int) -> None:
@@ -131,14 +214,26 @@ async def run_once(client: Client, queue: str, items: int, concurrency: int) -> 
         f"({seconds * 1000 / items:.1f} ms/item), {result.calls} calls; "
         f"history {t.events} events ({t.events / items:.2f}/item), "
         f"{t.bytes / items:.0f} B/item; {t.tasks} workflow tasks, longest {t.longest_ms:.0f} ms, "
-        f"{t.failed} failed or timed out; {t.timers} pacing timers",
+        f"{t.failed} failed {t.causes}, {t.timed_out} timed out, {t.sticky_timeouts} sticky "
+        f"schedule-to-start timeouts; {t.timers} pacing timers",
         flush=True,
     )
-    for ms, event_id, sent in t.slowest:
-        print(f"  a {ms:.0f} ms task (started at event {event_id}) sent: {sent}", flush=True)
+    for ms, took_in, sent in t.slowest:
+        print(f"  a {ms:.0f} ms task took in {took_in} completions, sent: {sent}", flush=True)
+    if ACTIVATIONS:
+        cpu = sorted(a[0] for a in ACTIVATIONS)
+        wall = sorted(a[1] for a in ACTIVATIONS)
+        print(
+            f"  {len(cpu)} activations: workflow code CPU max {cpu[-1]:.0f} ms, p99 "
+            f"{cpu[int(len(cpu) * 0.99)]:.0f} ms, median {cpu[len(cpu) // 2]:.1f} ms; "
+            f"wall max {wall[-1]:.0f} ms (deadlock timeout 2,000 ms)",
+            flush=True,
+        )
+        ACTIVATIONS.clear()
 
 
 async def main(items: int, concurrency: int, rounds: int) -> None:
+    _time_activations()
     home = Path(tempfile.mkdtemp(prefix="ponder-bench-"))
     settings = load_settings(home=str(home))
     print(f"starting an embedded Temporal server in {home} ...", flush=True)
@@ -147,6 +242,7 @@ async def main(items: int, concurrency: int, rounds: int) -> None:
         queue = f"bench-{uuid.uuid4()}"
         async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
             await run_once(client, queue, 20, 8)  # warm imports and the sandbox
+            ACTIVATIONS.clear()
             for _ in range(rounds):
                 await run_once(client, queue, items, concurrency)
 

@@ -1,4 +1,6 @@
-"""What a plan costs to orchestrate: a 200-step linear plan and a 500-item region on ``sim``.
+"""What a plan costs to orchestrate: a 200-step linear plan and a 500-item region on ``sim``,
+and the same linear plan with an ``ensure`` expression on every step (what one ``evaluate_cel``
+local activity adds to a step).
 
 On a fresh embedded server (its own SQLite file in a temporary ``$PONDER_HOME``) the real worker
 runs ``PlanRun``; the baseline (``bare_calls``) awaits the same number of bare ``call_model``
@@ -67,6 +69,14 @@ def linear_plan(steps: int) -> dict[str, Any]:
     return {"schema": "ponder-plan/1", "name": f"linear-{steps}", "steps": out}
 
 
+def checked_plan(steps: int) -> dict[str, Any]:
+    """The linear plan with a CEL ensure on every step (one evaluate_cel marker each)."""
+    plan = linear_plan(steps)
+    for step in plan["steps"]:
+        step["ensure"] = [{"expr": "size(result) > 0 && !result.startsWith('error')"}]
+    return {**plan, "name": f"checked-{steps}"}
+
+
 def region_plan(items: int) -> dict[str, Any]:
     return {
         "schema": "ponder-plan/1",
@@ -130,6 +140,7 @@ async def main(steps: int, items: int, rounds: int, unsandboxed: bool) -> None:
         "bare": Row(f"bare call_model x{steps}", steps),
         "bare-u": Row(f"bare call_model x{steps}, unsandboxed", steps),
         "linear": Row(f"PlanRun linear {steps} steps", steps),
+        "checked": Row(f"PlanRun linear {steps}, an ensure each", steps),
         "bare-fan": Row(f"bare call_model x{items}, {LANES} lanes", items),
         "region": Row(f"PlanRun region {items} items ({LANES} lanes)", items),
     }
@@ -158,6 +169,7 @@ async def main(steps: int, items: int, rounds: int, unsandboxed: bool) -> None:
                 "bare": (f"{queue}-bare", BARE_CALLS, BareInput("", steps), int),
                 "bare-u": (f"{queue}-bare-u", BARE_CALLS, BareInput("", steps), int),
                 "linear": (queue, PLAN_RUN, PlanRunInput(plan=linear_plan(steps)), PlanRunResult),
+                "checked": (queue, PLAN_RUN, PlanRunInput(plan=checked_plan(steps)), PlanRunResult),
                 "bare-fan": (f"{queue}-bare", BARE_CALLS, BareInput("", items, LANES), int),
                 "region": (queue, PLAN_RUN, PlanRunInput(plan=region_plan(items)), PlanRunResult),
             }
@@ -193,6 +205,16 @@ async def main(steps: int, items: int, rounds: int, unsandboxed: bool) -> None:
         "orchestration overhead per linear step beyond a bare activity (same sandbox): "
         f"wall {statistics.median(paired):.1f} ms (rounds: "
         f"{', '.join(f'{p:.1f}' for p in paired)}), worker CPU {cpu:.2f} ms"
+    )
+    checked = rows["checked"]
+    pairs = zip(checked.samples, linear.samples, strict=True)
+    paired = [(c.wall_s - lin.wall_s) * 1000 / steps for c, lin in pairs]
+    cpu = (checked.median("cpu_s") - linear.median("cpu_s")) * 1000 / steps
+    extra = (checked.median("events") - linear.median("events")) / steps
+    print(
+        "an ensure expression per step (one evaluate_cel local activity in the worker's CEL "
+        f"process): wall {statistics.median(paired):.1f} ms, worker CPU {cpu:.2f} ms, "
+        f"{extra:.2f} history events"
     )
     fan, region = rows["bare-fan"], rows["region"]
     pairs = zip(region.samples, fan.samples, strict=True)

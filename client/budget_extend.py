@@ -17,7 +17,7 @@ from workflows.budget import BudgetLimits
 from workflows.names import UPDATE_EXTEND_BUDGET
 from workflows.tournament.types import ExtendBudgetInput, ExtendBudgetResult
 
-__all__ = ["extend_budget", "new_limits", "require_a_limit"]
+__all__ = ["extend_budget", "new_limit", "new_limits", "require_a_limit"]
 
 
 def require_a_limit(*values: str | None) -> None:
@@ -25,12 +25,15 @@ def require_a_limit(*values: str | None) -> None:
         raise ConfigError(
             "option.missing",
             "extend needs at least one new limit: give --calls, --usd, --input-tokens or "
-            "--output-tokens (absolute, or +N to add)",
+            "--output-tokens (a plan run: --calls, --usd, --tokens or --wall-ms), absolute or "
+            "+N to add",
         )
 
 
-def _limit(name: str, value: str | None, current: float | None, cast: type) -> float | int | None:
-    """An absolute limit, or ``+N`` added to the current one."""
+def new_limit(
+    name: str, value: str | None, current: float | None, cast: type
+) -> float | int | None:
+    """An absolute limit, or ``+N`` added to the current one (``--name`` names it in errors)."""
     if value is None:
         return None
     try:
@@ -53,10 +56,12 @@ def new_limits(
 ) -> ExtendBudgetInput:
     return ExtendBudgetInput.model_validate(
         {
-            "max_calls": _limit("calls", calls, current.max_calls, int),
-            "max_usd": _limit("usd", usd, current.max_usd, float),
-            "max_input_tokens": _limit("input-tokens", input_tokens, current.max_input_tokens, int),
-            "max_output_tokens": _limit(
+            "max_calls": new_limit("calls", calls, current.max_calls, int),
+            "max_usd": new_limit("usd", usd, current.max_usd, float),
+            "max_input_tokens": new_limit(
+                "input-tokens", input_tokens, current.max_input_tokens, int
+            ),
+            "max_output_tokens": new_limit(
                 "output-tokens", output_tokens, current.max_output_tokens, int
             ),
         }

@@ -17,7 +17,7 @@ from activities.model_types import Usage
 from activities.pricing import PRICES_AS_OF, cost_usd
 from activities.providers import price_table
 from client.campaign_control import follow, print_outcome, rerender_report
-from client.documents import load
+from client.documents import load, route_errors
 from client.runs import new_run_id, start_and_follow
 from client.tournament_control import extend as shared_extend
 from client.tournament_control import status as shared_status
@@ -66,11 +66,15 @@ def summary(result: Validation) -> str:
 @format_option
 @click.pass_context
 def validate(ctx: click.Context, file: str, fmt: str) -> None:
-    """Validate FILE (JSON or YAML; - reads stdin) without running anything.
+    """Validate FILE (JSON or YAML; - reads stdin), its route included, without running anything.
 
     Prints every error as `path: [code] message`; exit 2 when invalid, 0 when valid.
     """
-    result = load(file, _settings(ctx))
+    settings = _settings(ctx)
+    result = load(file, settings)
+    if result.ok and result.document is not None:
+        # The route first, as the run's preflight refuses it before anything else runs.
+        result.errors = route_errors(result.document, settings) + result.errors
     print_validation(
         file,
         fmt,

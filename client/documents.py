@@ -11,18 +11,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from activities.campaign.cells import route_check
 from activities.config import Settings, load_settings
 from activities.providers import default_model_for
 from client.profiles import expand_saved_profiles
-from workflows.campaign.configs import config_errors
+from workflows.campaign.configs import config_errors, variant_models
+from workflows.campaign.document import CampaignDocument, validate_value
 from workflows.campaign.document import Validation as CampaignValidation
-from workflows.campaign.document import validate_value
 from workflows.campaign.errors import CampaignError
+from workflows.campaign.types import RoutedModel
 from workflows.plan.document import parse_text
 from workflows.plan.errors import PlanError
 from workflows.plan.validate import Validation, validate_document, validate_text
 
-__all__ = ["check_text", "load", "read_plan", "validate_campaign"]
+__all__ = ["check_text", "load", "read_plan", "route_errors", "validate_campaign"]
 
 
 def read_plan(file: str) -> tuple[str | None, PlanError | None]:
@@ -87,6 +89,21 @@ def validate_campaign(
     if result.document is not None and not result.errors:
         result.errors += config_errors(result.document)
     return result
+
+
+def route_errors(doc: CampaignDocument, settings: Settings) -> list[CampaignError]:
+    """What the campaign's route assertion refuses, against this machine's endpoints: the
+    check a worker with the same ponder.toml runs before the first cell (``route.<reason>``)."""
+    check = route_check(
+        doc.route,
+        [RoutedModel(variant=v, model=m, base_url=u) for v, m, u in variant_models(doc)],
+        settings,
+        offline=doc.calls.replay is not None and doc.calls.replay.on_miss != "network",
+    )
+    return [
+        CampaignError(f"route.{i.reason}", "route", f"{i.variant} ({i.model}): {i.message}")
+        for i in check.issues
+    ]
 
 
 def _unreadable(path: str, file: str | Path, exc: Exception) -> CampaignError:

@@ -110,7 +110,8 @@ def describe(exc: BaseException) -> Failure:
     if isinstance(exc, WorkflowUpdateFailedError):
         cause = exc.cause
         code = _refusal_code(cause)
-        message = f"refused: {getattr(cause, 'message', None) or cause}"
+        said = str(getattr(cause, "message", None) or cause)
+        message = f"refused: {said.removeprefix(f'{code}: ')}"  # the code is shown once
         fix = "see ponder status ID for what the run waits for"
         return _failure(code, message, fix, EXIT_USAGE)
     if isinstance(exc, WorkflowQueryFailedError):

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from activities.config import Settings
 from activities.errors import ConfigError
 from workflows.plan.model import Plan
+from workflows.plan.predicates import file_predicates
 from workflows.plan.preflight import declared_paths
 
 __all__ = ["EXECUTOR_HELP", "WORKSPACE_HELP", "routing", "run_workspace"]
@@ -68,10 +69,10 @@ def routing(
 
 def run_workspace(explicit: str | None, plan: Plan | None) -> str | None:
     """The workspace the input names: an explicit one (absolute), else the cwd when the plan
-    needs one (declares files and has no ``workspace`` of its own), else none (a command agent
-    then runs in the worker's directory)."""
+    needs one (declares or checks files and has no ``workspace`` of its own), else none (a
+    command agent then runs in the worker's directory)."""
     if explicit:
         return os.path.abspath(explicit)
-    if plan is None or plan.workspace or not declared_paths(plan):
+    if plan is None or plan.workspace or not (declared_paths(plan) or file_predicates(plan)):
         return None
     return os.getcwd()

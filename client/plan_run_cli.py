@@ -25,6 +25,7 @@ from temporalio.service import RPCError
 from activities.config import Settings, load_settings
 from activities.errors import ConfigError
 from client.documents import check_text
+from client.plan_extend import blocking_limit, plan_limits
 from client.plan_input import EXECUTOR_HELP, WORKSPACE_HELP, routing, run_workspace
 from client.runs import (
     RunFailed,
@@ -46,7 +47,6 @@ from workflows.names import (
 )
 from workflows.plan.reasons import Reason
 from workflows.plan.run_types import (
-    ExtendPlanBudgetInput,
     LedgerStatus,
     PlanBudgetOverride,
     PlanRunInput,
@@ -157,10 +157,15 @@ def continue_command(s: PlanStatus) -> str:
         return f"ponder resume {s.run_id} --arg {s.pending_pause.resume_arg}={value}"
     if s.state == "awaiting_gate" and s.pending_gates:
         return f"ponder gate approve|revise|kill {s.run_id} {s.pending_gates[0].step}"
-    if s.budget and s.state == "awaiting_wall_clock":
-        return f"ponder plan extend {s.run_id} --wall-ms {max(s.budget.wall_cap_ms, 1)}"
-    if s.budget:
-        return f"ponder extend {s.run_id} --calls {s.budget.calls_cap}"
+    b = s.budget
+    if b and s.state == "awaiting_wall_clock":
+        return f"ponder extend {s.run_id} --wall-ms {max(b.wall_cap_ms, 1)}"
+    if b and blocking_limit(b) == "tokens":
+        return f"ponder extend {s.run_id} --tokens +{max(b.input_tokens + b.output_tokens, 1)}"
+    if b and blocking_limit(b) == "usd":
+        return f"ponder extend {s.run_id} --usd +{max(b.usd, 0.01):.2f}"
+    if b:
+        return f"ponder extend {s.run_id} --calls {b.calls_cap}"
     return f"ponder status {s.run_id}"
 
 
@@ -331,25 +336,13 @@ async def _send(
 
 
 async def extend_plan_run(
-    session: Session, handle: WorkflowHandle, calls: str | None, detach_after: bool
+    session: Session, handle: WorkflowHandle, detach_after: bool, **flags: str | None
 ) -> PlanRunResult | PlanStatus:
-    """``ponder extend ID --calls N|+N`` on a plan run (``plan extend`` also takes --wall-ms)."""
-    if calls is None:
-        raise ConfigError(
-            "option.invalid",
-            "a plan run's budget is extended with --calls N (or +N); for wall clock use "
-            "ponder plan extend ID --wall-ms M",
-        )
+    """``ponder extend ID`` (and ``ponder plan extend ID``) on a plan run: ``--calls``,
+    ``--wall-ms``, ``--tokens``, ``--usd``, each absolute or ``+N``."""
     handle = session.client.get_workflow_handle(handle.id, result_type=PlanRunResult)
     before = await handle.query(QUERY_STATUS, result_type=PlanStatus)
-    current = before.budget.calls_limit if before.budget else 0
-    try:
-        value = current + int(calls[1:]) if calls.startswith("+") else int(calls)
-    except ValueError:
-        raise ConfigError(
-            "option.invalid", f"extend: --calls {calls!r}: give a number such as 12 or +4"
-        ) from None
-    arg = ExtendPlanBudgetInput(calls=value)
+    arg = plan_limits(before.budget, **flags)
     return await _send(session, handle, UPDATE_EXTEND_BUDGET, arg, before, detach_after)
 
 
@@ -405,27 +398,24 @@ def gate(ctx: click.Context, decision: str, run_id: str, step: str, detach: bool
 
 @click.command("extend")
 @click.argument("run_id")
-@click.option("--calls", type=int, default=None, help="New absolute call limit.")
-@click.option("--wall-ms", type=int, default=None, help="New absolute wall-clock limit (ms).")
+@click.option("--calls", default=None, help="New call limit (absolute, or +N).")
+@click.option("--wall-ms", default=None, help="New wall-clock limit in ms (or +N).")
+@click.option("--tokens", default=None, help="New token limit, input + output (or +N).")
+@click.option("--usd", default=None, help="New USD limit (or +X).")
 @click.option("--detach", is_flag=True, help="Extend and return without following the run.")
 @click.pass_context
-def extend_plan(
-    ctx: click.Context, run_id: str, calls: int | None, wall_ms: int | None, detach: bool
-) -> None:
-    """Raise a plan run's budget (within its cap) so a budget pause continues."""
-    if calls is None and wall_ms is None:
-        raise ConfigError("option.missing", "give --calls N and/or --wall-ms M")
-    finish(
-        asyncio.run(
-            _answer(
-                _settings(ctx),
-                run_id,
-                UPDATE_EXTEND_BUDGET,
-                lambda _: ExtendPlanBudgetInput(calls=calls, wall_ms=wall_ms),
-                detach_after=detach,
-            )
-        )
-    )
+def extend_plan(ctx: click.Context, run_id: str, detach: bool, **flags: str | None) -> None:
+    """Raise a plan run's limits (calls and wall within the cap) so a budget pause continues."""
+    settings = _settings(ctx)
+
+    async def go() -> PlanRunResult | PlanStatus:
+        async with open_session(settings, worker=not detach) as session:
+            handle = session.client.get_workflow_handle(check_run_id(run_id))
+            if (await handle.describe()).workflow_type != PLAN_RUN:
+                raise ConfigError("run.kind_invalid", f"run {run_id} is not a plan run")
+            return await extend_plan_run(session, handle, detach, **flags)
+
+    finish(asyncio.run(go()))
 
 
 async def plan_status(handle: WorkflowHandle) -> PlanStatus:

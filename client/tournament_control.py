@@ -221,6 +221,8 @@ def watch(ctx: click.Context, run_id: str) -> None:
 @click.option("--usd", default=None, help="New max_usd (absolute, or +X).")
 @click.option("--input-tokens", default=None, help="New max_input_tokens (or +N).")
 @click.option("--output-tokens", default=None, help="New max_output_tokens (or +N).")
+@click.option("--tokens", default=None, help="Plan runs: new token limit, input + output (or +N).")
+@click.option("--wall-ms", default=None, help="Plan runs: new wall-clock limit in ms (or +N).")
 @click.option("--detach", is_flag=True, help="Extend and return without following the run.")
 @click.pass_context
 def extend(
@@ -230,10 +232,12 @@ def extend(
     usd: str | None,
     input_tokens: str | None,
     output_tokens: str | None,
+    tokens: str | None,
+    wall_ms: str | None,
     detach: bool,
 ) -> None:
     """Raise a run's budget limits; a paused run continues where it stopped."""
-    require_a_limit(calls, usd, input_tokens, output_tokens)
+    require_a_limit(calls, usd, input_tokens, output_tokens, tokens, wall_ms)
     settings = _settings(ctx)
     given = {
         "calls": calls,
@@ -248,7 +252,16 @@ def extend(
             handle = await _handle(session, run_id)
             kind = (await handle.describe()).workflow_type
             if kind == PLAN_RUN:
-                return await extend_plan_run(session, handle, calls, detach)
+                return await extend_plan_run(
+                    session, handle, detach, tokens=tokens, wall_ms=wall_ms, **given
+                )
+            if tokens is not None or wall_ms is not None:
+                flag = "--tokens" if tokens is not None else "--wall-ms"
+                raise ConfigError(
+                    "option.invalid",
+                    f"{flag} is a plan run's limit; a {kind} run's are --calls, --usd, "
+                    "--input-tokens and --output-tokens",
+                )
             if kind == CAMPAIGN:
                 handle = _as_campaign(session, handle)
                 current = (await campaign_control.query_progress(handle)).budget

@@ -24,11 +24,19 @@ os.environ.pop("TEMPORAL_ADDRESS", None)
 
 @pytest.fixture(scope="session")
 async def dev_server() -> AsyncIterator[WorkflowEnvironment]:
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=find_temporal_binary(),
-        dev_server_log_level="warn",
-        ui=False,
-    )
+    # The SDK core waits 5 s for the server to answer; on a loaded 2-core machine a start can
+    # miss that (seen: one xdist worker's whole share of the suite erred at setup), so try again.
+    for attempt in range(3):
+        try:
+            env = await WorkflowEnvironment.start_local(
+                dev_server_existing_path=find_temporal_binary(),
+                dev_server_log_level="warn",
+                ui=False,
+            )
+            break
+        except RuntimeError as exc:
+            if attempt == 2 or "did not start within" not in str(exc):
+                raise
     yield env
     await env.shutdown()
 

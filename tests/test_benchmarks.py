@@ -25,6 +25,7 @@ def test_every_benchmark_module_is_listed_in_make_bench() -> None:
     assert [name for name in BENCHMARKS if f"benchmarks.{name}" not in makefile] == []
 
 
+@pytest.mark.timeout(450)  # the tournament benchmark runs a 285-call paper profile several times
 @pytest.mark.parametrize("name", BENCHMARKS)
 async def test_the_benchmark_runs_in_smoke_mode(name: str, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PONDER_", "TEMPORAL_"))}
@@ -39,11 +40,11 @@ async def test_the_benchmark_runs_in_smoke_mode(name: str, tmp_path: Path) -> No
         stderr=asyncio.subprocess.STDOUT,
     )
     try:
-        out, _ = await asyncio.wait_for(process.communicate(), 170)
+        out, _ = await asyncio.wait_for(process.communicate(), 400)
     except TimeoutError:
         process.kill()
         await process.wait()
-        raise AssertionError(f"benchmarks.{name} --smoke did not finish within 170 s") from None
+        raise AssertionError(f"benchmarks.{name} --smoke did not finish within 400 s") from None
     text = out.decode(errors="replace")
     assert process.returncode == 0, text[-3000:]
     assert text.strip(), f"benchmarks.{name} printed nothing"

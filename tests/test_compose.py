@@ -135,5 +135,8 @@ def test_dockerfile_runs_the_worker_without_embedded_extra() -> None:
     installs = re.findall(r"pip install ([^\n&]+)", text)
     assert installs, "the Dockerfile must pip install the project"
     assert all("embedded" not in line for line in installs)
-    assert any(line.split()[0] == "." for line in installs)
+    assert any(line.split()[0] == "." and "--no-deps" in line for line in installs)
+    # Reproducible: the dependencies come from the hashed worker lock, before the project.
+    locked = "--require-hashes --no-deps -r requirements-worker.lock"
+    assert installs[0].strip() == locked, installs
     assert re.search(r"^USER (?!root\b)\S+", text, re.M), "the worker must not run as root"

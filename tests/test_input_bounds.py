@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from activities.config import Endpoint, Settings, load_settings
 from activities.errors import ConfigError, TransportError
@@ -33,6 +33,7 @@ from workflows.model_types import ModelRequest, Price, Usage
 from workflows.plan.run_types import ExtendPlanBudgetInput, PlanRunInput
 from workflows.plan.validate import validate_text as validate_plan
 from workflows.sim_options import SimOptions
+from workflows.tournament.profiles import Profile
 from workflows.tournament.types import ExtendBudgetInput, TournamentInput
 
 ASK = {"question": "q"}
@@ -289,3 +290,28 @@ def test_a_workers_own_sim_endpoint_is_held_to_the_same_bounds(settings: Setting
     with pytest.raises(ConfigError, match="chars=100000000000 must be between"):
         resolve_model("fast:default,chars=100000000000", custom)
     assert resolve_model("fast:default,chars=10", custom).endpoint.kind == "sim"
+
+
+@pytest.mark.parametrize(
+    ("model", "fields"),
+    [
+        (AskInput, {"question": "q", "temperature": 2.5}),
+        (Profile, {"n": 4, "k": 2, "t": 1, "m": 2, "generate_temperature": 9}),
+        (Profile, {"n": 4, "k": 2, "t": 1, "m": 2, "lambda": 1e6}),
+    ],
+)
+def test_temperatures_and_lambda_have_ceilings(model: type, fields: dict[str, object]) -> None:
+    with pytest.raises(ValidationError, match="less than or equal to"):
+        model.model_validate(fields)
+
+
+def test_a_recording_over_the_bound_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    from activities.providers.replay import read_recording
+
+    recording = tmp_path / "raw-events.jsonl"
+    with recording.open("wb") as file:  # sparse: costs no disk
+        file.truncate(bounds.MAX_RECORDING_BYTES + 1)
+    with pytest.raises(ConfigError, match="over the 268435456 bytes"):
+        read_recording(recording)
+    recording.write_bytes(b'{"call_key": "k"}\n')
+    assert read_recording(recording) == [b'{"call_key": "k"}']

@@ -26,6 +26,7 @@ def test_there_are_histories_to_replay() -> None:
         "tournament-paused-adaptive",
         "plan-paused",
         "plan-report",
+        "plan-checks",
         "plan-gate-deadline",
         "campaign",
     }

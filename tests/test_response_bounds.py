@@ -7,9 +7,11 @@ are checked directly.
 
 from __future__ import annotations
 
+import gzip
 import json
 import sys
 import time
+import tracemalloc
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -78,7 +80,7 @@ async def test_a_body_without_a_length_is_read_no_further_than_the_bound(
     await too_large(client, local)
     assert time.monotonic() - began < 30
     assert fake.bodies_cut == 1 and fake.bodies_sent == 0
-    (run_dir,) = settings.runs_dir.iterdir()
+    (run_dir,) = [d for d in settings.runs_dir.iterdir() if not d.name.startswith(".")]
     lines = (run_dir / "raw-events.jsonl").read_text().splitlines()
     events = [json.loads(line) for line in lines]
     assert events[-1]["response"]["error"] == (
@@ -150,3 +152,32 @@ async def test_a_command_agents_output_is_bounded_like_a_body(
     assert isinstance(cause, ApplicationError)
     assert cause.type == "provider.response_too_large"
     assert "printed more than 1048576 bytes" in cause.message
+
+
+async def test_a_gzip_bomb_is_refused_by_its_decoded_size(
+    client: Client, local: str, fake: FakeProvider
+) -> None:
+    # 256 MiB of JSON text in ~250 KiB of gzip: the bound is on what is decoded, chunk by chunk.
+    text = b'{"choices": [{"message": {"content": "' + b"x" * (256 * 1024 * 1024) + b'"}}]}'
+    bomb = gzip.compress(text, compresslevel=9)
+    assert len(bomb) < MAX_RESPONSE_BYTES
+    del text
+    fake.replies.append(Reply(raw=bomb, headers={"content-encoding": "gzip"}))
+    tracemalloc.start()
+    try:
+        await too_large(client, local)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # httpx's own decoder inflates a whole network chunk at once: tens of MiB for this bomb.
+    assert peak < 16 * 2**20, f"{peak / 2**20:.0f} MiB allocated while refusing the bomb"
+    assert fake.seen[-1].headers["accept-encoding"] == "identity"  # asked for, not honoured
+
+
+async def test_an_honest_gzip_answer_is_decoded(
+    client: Client, local: str, fake: FakeProvider
+) -> None:
+    body = gzip.compress(json.dumps(openai_completion("compressed but fine")).encode())
+    fake.replies.append(Reply(raw=body, headers={"content-encoding": "gzip"}))
+    result = await ask(client, local)
+    assert result.response.text == "compressed but fine"

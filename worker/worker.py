@@ -17,8 +17,10 @@ from activities.call_model import ModelActivities
 from activities.campaign.cells import CampaignCellActivities
 from activities.campaign.report import CampaignArtifactActivities
 from activities.config import Settings, known_secrets
+from activities.plan.cel import CelActivities, CelEvaluator
 from activities.plan.files import PlanFileActivities
 from activities.plan.notify import NotifierActivities
+from activities.plan.probes import FileProbeActivities
 from activities.plan.roots import worker_roots
 from activities.plan.training import TrainingActivities
 from activities.plan.workspace import WorkspaceActivities
@@ -26,7 +28,7 @@ from activities.routes import task_queue_polled
 from activities.run_store import RunFileActivities, RunStore
 from activities.tournament.artifacts import TournamentArtifactActivities
 from activities.tournament.fit import adaptive_batch, fit_leaderboard
-from worker.arity import SignalArity
+from worker.arity import ControlArity
 from workflows.ask import AskWorkflow
 from workflows.call_options import provider_task_queue
 from workflows.campaign.workflow import CampaignWorkflow
@@ -72,6 +74,9 @@ async def running_worker(
         workspace = WorkspaceActivities(roots)
         notifiers = NotifierActivities(settings.notifiers, http)
         training = TrainingActivities(settings.training_dir)
+        # Plan expressions are evaluated in one child process this worker owns (started on
+        # first use); their parser was built when the workflows were imported.
+        cel = CelEvaluator()
         activities: list[Callable[..., Any]] = [
             model.call_model,
             files.write_run_files,
@@ -84,6 +89,8 @@ async def running_worker(
             workspace.check_paths,
             workspace.snapshot_writes,
             workspace.check_landed,
+            FileProbeActivities(roots).probe_files,
+            CelActivities(cel).evaluate_cel,
             PlanFileActivities(store).write_plan_files,
             notifiers.check_notifiers,
             notifiers.notify_gate,
@@ -96,7 +103,7 @@ async def running_worker(
                 task_queue=options.task_queue,
                 workflows=WORKFLOWS,
                 activities=activities,
-                interceptors=[SignalArity()],
+                interceptors=[ControlArity()],
                 max_concurrent_activities=options.max_concurrent_activities,
                 sticky_queue_schedule_to_start_timeout=options.sticky_timeout,
                 graceful_shutdown_timeout=options.graceful_shutdown,
@@ -118,3 +125,4 @@ async def running_worker(
         finally:
             await asyncio.gather(*(w.shutdown() for w in workers), return_exceptions=True)
             await asyncio.gather(*tasks, return_exceptions=True)
+            await cel.close()

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from workflows.bounds import OutputTokens, Seed
+from workflows.bounds import OutputTokens, Seed, Temperature
 from workflows.call_options import CallOptions
 from workflows.inputs import StrictModel
 from workflows.model_types import DEFAULT_MODEL, ModelResponse
@@ -21,7 +21,7 @@ class AskInput(StrictModel):
     question: str = Field(min_length=1)
     model: ModelSpec = Field(default=DEFAULT_MODEL, min_length=1)
     system: str | None = None
-    temperature: float | None = Field(default=None, ge=0)
+    temperature: Temperature | None = None
     max_output_tokens: OutputTokens | None = None
     base_url: str | None = None
     json_mode: bool = False

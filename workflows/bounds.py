@@ -21,10 +21,13 @@ __all__ = [
     "MAX_HEARTBEAT_TIMEOUT_S",
     "MAX_INT",
     "MAX_JSON_CHARS",
+    "MAX_LAMBDA",
     "MAX_OUTPUT_TOKENS",
+    "MAX_RECORDING_BYTES",
     "MAX_RESPONSE_BYTES",
     "MAX_SCHEDULE_TO_CLOSE_S",
     "MAX_SEED",
+    "MAX_TEMPERATURE",
     "MAX_USAGE_TOKENS",
     "MAX_USD_PER_MTOK",
     "MAX_WALL_MS",
@@ -35,6 +38,7 @@ __all__ = [
     "CallCount",
     "OutputTokens",
     "Seed",
+    "Temperature",
     "UsageTokens",
     "UsdPerMTok",
     "WallMs",
@@ -71,6 +75,12 @@ MAX_RESPONSE_BYTES = 1024 * 1024
 MAX_JSON_CHARS = 131_072
 """Model output that is parsed as JSON (a judge verdict, a plan step's JSON output): longer text
 is not parsed, it is invalid output."""
+MAX_TEMPERATURE = 2.0
+"""A sampling temperature (OpenAI's range is 0-2, Anthropic's 0-1: the provider refuses more)."""
+MAX_LAMBDA = 1_000.0
+"""Bradley-Terry's ridge ``lambda`` (0.01 by default; past a few units every score is ~0)."""
+MAX_RECORDING_BYTES = 256 * 1024 * 1024
+"""One ``raw-events.jsonl`` a replay reads (``replay:``, ``calls.replay``): larger is refused."""
 MIN_INT, MAX_INT = -(2**63), 2**63 - 1
 """The backstop for every integer anywhere in workflow input (``workflows/inputs.py``)."""
 
@@ -82,3 +92,4 @@ BudgetUsd = Annotated[float, Field(ge=0, le=MAX_BUDGET_USD)]
 UsdPerMTok = Annotated[float, Field(ge=0, le=MAX_USD_PER_MTOK, allow_inf_nan=False)]
 UsageTokens = Annotated[int, Field(ge=0, le=MAX_USAGE_TOKENS)]
 WallMs = Annotated[int, Field(ge=0, le=MAX_WALL_MS)]
+Temperature = Annotated[float, Field(ge=0, le=MAX_TEMPERATURE)]

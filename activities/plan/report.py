@@ -95,7 +95,9 @@ def plan_rows(
             continue
         step_of_seq[e["seq"]] = step
         r = row(step)
-        if kind == "dispatched":
+        if kind == "dispatched" and data.get("phase") == "judged":
+            r.verdicts.append("judged")  # a judged ensure's model call, not an attempt
+        elif kind == "dispatched":
             r.attempts += 1
             r.state = "running"
             for cause in e.get("caused_by", []):

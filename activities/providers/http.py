@@ -10,6 +10,7 @@ from __future__ import annotations
 import email.utils
 import json
 import time
+import zlib
 from typing import Any
 
 import httpx
@@ -87,7 +88,12 @@ async def post_json(
     ctx: CallContext, url: str, payload: dict[str, Any], headers: dict[str, str], timeout: float
 ) -> Any:
     """POST ``payload`` and return the decoded JSON body, or raise a ProviderError."""
-    headers = {**headers, CALL_ID_HEADER: ctx.call_id, "Content-Type": "application/json"}
+    headers = {
+        **headers,
+        CALL_ID_HEADER: ctx.call_id,
+        "Content-Type": "application/json",
+        "Accept-Encoding": "identity",  # the size bound is on what we parse; see _bounded_body
+    }
     if ctx.endpoint.ponder_headers:  # opt-in: a real provider has no use for ponder's labels
         headers["X-Ponder-Role"] = ctx.role
         if ctx.tag:
@@ -144,19 +150,40 @@ TOO_LARGE = ResponseTooLargeError("").error_type
 
 
 async def _bounded_body(response: httpx.Response) -> bytes | None:
-    """The whole body, or None once it passes ``MAX_RESPONSE_BYTES`` (nothing more is read:
-    leaving the stream closes the connection)."""
+    """The whole body, decoded, or None once it passes ``MAX_RESPONSE_BYTES`` (nothing more is
+    read: leaving the stream closes the connection).
+
+    Requests ask for ``identity``; a server that compresses anyway is decoded here with the
+    bound applied to the *decoded* size, chunk by chunk, so a small gzip bomb cannot expand to
+    gigabytes inside one ``decompress`` call (httpx's own decoder has no output bound).
+    """
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > MAX_RESPONSE_BYTES:
         return None
+    encoding = response.headers.get("content-encoding", "").strip().lower()
+    wbits = _WBITS.get(encoding)
+    decoder = zlib.decompressobj(wbits) if wbits is not None else None
     chunks: list[bytes] = []
     size = 0
-    async for chunk in response.aiter_bytes():
+    async for raw in response.aiter_raw():
+        if decoder is None:
+            chunk = raw
+        else:
+            try:
+                chunk = decoder.decompress(raw, MAX_RESPONSE_BYTES + 1 - size)
+            except zlib.error:
+                return b""  # not the encoding it claims: no JSON, a broken envelope
+            if decoder.unconsumed_tail:
+                return None
         size += len(chunk)
         if size > MAX_RESPONSE_BYTES:
             return None
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+# Content encodings decoded with a bound (others arrive as they are, and do not parse as JSON).
+_WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 
 
 def broken_envelope(

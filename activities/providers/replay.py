@@ -9,6 +9,7 @@ normalizes its response body with the provider that made it.
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import Any
 
@@ -16,20 +17,34 @@ import orjson
 
 from activities.errors import ConfigError, MalformedOutputError
 from activities.providers.base import CallContext, Provider
+from workflows.bounds import MAX_RECORDING_BYTES
 from workflows.model_types import ModelRequest, ModelResponse
 
-__all__ = ["ReplayProvider"]
+__all__ = ["ReplayProvider", "read_recording"]
+
+
+def read_recording(path: Path) -> list[bytes]:
+    """A recording's lines, refused past ``MAX_RECORDING_BYTES`` (before reading it)."""
+    try:
+        with path.open("rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            if size > MAX_RECORDING_BYTES:
+                raise ConfigError(
+                    "replay.too_large",
+                    f"replay recording {path} is {size} bytes, over the "
+                    f"{MAX_RECORDING_BYTES} bytes (256 MiB) a replay reads: replay a smaller run",
+                )
+            return file.read(MAX_RECORDING_BYTES + 1).splitlines()
+    except OSError as exc:
+        raise ConfigError(
+            "file.unreadable", f"replay recording {path} cannot be read ({exc.strerror})"
+        ) from exc
 
 
 def _recorded(path: Path) -> dict[str, dict[str, Any]]:
     """The last successful exchange per call key. A line that is not a recorded exchange (cut
     short by a killed worker, or not an event at all) holds none: a miss, never a crash."""
-    try:
-        lines = path.read_bytes().splitlines()
-    except OSError as exc:
-        raise ConfigError(
-            "file.unreadable", f"replay file {path} cannot be read ({exc.strerror})"
-        ) from exc
+    lines = read_recording(path)
     exchanges: dict[str, dict[str, Any]] = {}
     for line in lines:
         try:

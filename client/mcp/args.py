@@ -13,7 +13,7 @@ from pydantic import ConfigDict, Field, JsonValue
 
 from client.run_list import KINDS, STATUSES
 from workflows.ask_types import AskInput
-from workflows.bounds import MAX_CALLS, CallCount, OutputTokens, Seed, WallMs
+from workflows.bounds import MAX_CALLS, BudgetTokens, CallCount, OutputTokens, Seed, WallMs
 from workflows.budget import BudgetLimits
 from workflows.inputs import StrictModel
 from workflows.plan.run_types import PlanBudgetOverride
@@ -145,12 +145,16 @@ class ResultArgs(RunArgs, WaitArgs):
 
 class ExtendArgs(ExtendBudgetInput, WaitArgs):
     """New absolute limits (fields left out keep theirs); a paused run continues. A plan run
-    takes max_calls and wall_ms (within its cap)."""
+    takes max_calls and wall_ms (within its cap), tokens (input + output together) and
+    max_usd."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     run_id: str
     wall_ms: WallMs | None = Field(default=None, description="plan runs: wall-clock limit")
+    tokens: BudgetTokens | None = Field(
+        default=None, description="plan runs: token limit, input + output together"
+    )
 
 
 class ListRunsArgs(StrictModel):

@@ -25,6 +25,7 @@ from client.mcp.backend import Backend
 from client.run_list import kind_of, list_runs, state_name
 from client.runs import failure_message
 from workflows.names import CAMPAIGN, PLAN_RUN
+from workflows.plan.run_types import ExtendPlanBudgetInput
 from workflows.tournament.types import Progress
 
 __all__ = ["ProgressFn", "cancel", "extend", "outcome", "result", "runs", "status"]
@@ -182,11 +183,12 @@ async def extend(backend: Backend, args: ExtendArgs, progress: ProgressFn) -> di
     limits = args.model_dump(
         include={"max_calls", "max_usd", "max_input_tokens", "max_output_tokens"}
     )
-    if all(v is None for v in limits.values()) and args.wall_ms is None:
+    if all(v is None for v in limits.values()) and args.wall_ms is None and args.tokens is None:
         raise ConfigError(
             "input.invalid",
             "extend needs at least one new limit",
-            fix="give max_calls, max_usd, max_input_tokens, max_output_tokens or (plans) wall_ms",
+            fix="give max_calls, max_usd, max_input_tokens, max_output_tokens or (plans) wall_ms, "
+            "tokens",
         )
     run = await backend.ponder.attach(args.run_id)
     if await _kind(run) == "campaign":
@@ -194,10 +196,24 @@ async def extend(backend: Backend, args: ExtendArgs, progress: ProgressFn) -> di
             backend, run.id, limits, wait=args.wait, wait_s=args.timeout_s, progress=progress
         )
     if await _kind(run) == "plan":
+        if args.max_input_tokens is not None or args.max_output_tokens is not None:
+            raise ConfigError(
+                "input.invalid",
+                "a plan run has one token limit, input and output together",
+                fix="give tokens (the new total) instead of max_input_tokens / max_output_tokens",
+            )
+        plan_limits = ExtendPlanBudgetInput(
+            calls=args.max_calls, wall_ms=args.wall_ms, tokens=args.tokens, usd=args.max_usd
+        )
         return await plans.extend(
-            backend, run.id, args.max_calls, args.wall_ms, wait=args.wait,
-            wait_s=args.timeout_s, progress=progress,
-        )  # fmt: skip
+            backend, run.id, plan_limits, wait=args.wait, wait_s=args.timeout_s, progress=progress
+        )
+    if args.tokens is not None or args.wall_ms is not None:
+        raise ConfigError(
+            "input.invalid",
+            "tokens and wall_ms are a plan run's limits",
+            fix="give max_calls, max_usd, max_input_tokens or max_output_tokens",
+        )
     if not isinstance(run, TournamentRun):
         raise ConfigError(
             "run.kind_invalid",

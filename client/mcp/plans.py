@@ -22,6 +22,7 @@ from activities.errors import ConfigError
 from client.documents import check_text
 from client.mcp.args import PlanRunArgs, ResolveGateArgs, ResumeArgs
 from client.mcp.backend import Backend
+from client.plan_extend import blocking_limit
 from client.plan_input import routing, run_workspace
 from client.runs import failure_message, new_run_id, report_path, start_run
 from workflows.names import PLAN_RUN, QUERY_STATUS, UPDATE_RESOLVE_GATE, UPDATE_RESUME
@@ -72,7 +73,14 @@ def _next(s: PlanStatus) -> str:
             f"one of {', '.join(gate.decisions)}"
         )
     if s.state in ("awaiting_budget", "awaiting_wall_clock") and s.budget:
-        return f"call extend with run_id {s.run_id!r} and max_calls or wall_ms within the cap"
+        blocked = blocking_limit(s.budget)
+        which = (
+            "tokens (input + output)" if blocked == "tokens"
+            else "max_usd" if blocked == "usd"
+            else "wall_ms within the cap" if s.state == "awaiting_wall_clock"
+            else "max_calls within the cap"
+        )  # fmt: skip
+        return f"call extend with run_id {s.run_id!r} and a higher {which}"
     return f"call status with run_id {s.run_id!r}"
 
 
@@ -257,13 +265,13 @@ async def resolve_gate(backend: Backend, args: ResolveGateArgs, progress: Any) -
 
 
 async def extend(
-    backend: Backend, run_id: str, calls: int | None, wall_ms: int | None, *, wait: bool,
+    backend: Backend, run_id: str, limits: ExtendPlanBudgetInput, *, wait: bool,
     wait_s: float, progress: Any,
 ) -> dict[str, Any]:  # fmt: skip
+    """Every limit that can pause a plan run: calls, wall_ms, tokens, usd."""
     from workflows.names import UPDATE_EXTEND_BUDGET
 
     before = await _paused(backend, run_id)
-    limits = ExtendPlanBudgetInput(calls=calls, wall_ms=wall_ms)
     return await _answer(
         backend, run_id, UPDATE_EXTEND_BUDGET, limits, wait=wait, wait_s=wait_s,
         progress=progress, before=before,

@@ -119,3 +119,31 @@ def test_patterns_re2_refuses_exit_2_with_their_paths(tmp_path: Path) -> None:
     refusal = "[scorer.pattern] the pattern does not compile with RE2 (missing )"
     assert f"scenarios[0].scorer.pattern: {refusal}" in result.output
     assert "route.block[0]: [route.pattern] " in result.output
+
+
+def test_validate_checks_the_route_first(tmp_path: Path) -> None:
+    """What `run` would refuse at preflight, validate refuses too, before the other errors."""
+    config = tmp_path / "ponder.toml"
+    config.write_text(
+        '[providers.corp]\nkind = "openai"\nbase_url = "http://10.1.2.3:8000/v1"\n'
+        'api_key_env = "PONDER_TEST_UNSET_KEY"\n'
+    )
+    doc = document()
+    doc["variants"][1] = {"id": "http", "kind": "single", "config": {"model": "corp:m"}}
+    doc["route"] = {"block": ["http://10.1.2.3"]}
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(doc))
+    env = {"PONDER_CONFIG": str(config), "PONDER_HOME": str(tmp_path / "home")}
+    result = CliRunner().invoke(campaign, ["validate", str(path)], env=env)
+    assert result.exit_code == 2, result.output
+    lines = result.output.splitlines()
+    assert lines[0].startswith(f"{path}: route: [route.base_url_blocked] http (corp:m): ")
+    assert lines[1].startswith(f"{path}: route: [route.no_auth] http (corp:m): no API key")
+    assert lines[-1].endswith("invalid, 2 error(s)")
+    # Allowed and keyed, the same document validates.
+    doc["route"] = {"allow": ["http://10.1.2.3"]}
+    path.write_text(json.dumps(doc))
+    env["PONDER_TEST_UNSET_KEY"] = "k"
+    result = CliRunner().invoke(campaign, ["validate", str(path), "--format", "json"], env=env)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["valid"] is True

@@ -100,6 +100,39 @@ async def test_plan_pauses_resumes_and_is_followed_with_watch(
     assert set(done["outputs"]) >= {"notes", "announce"}
 
 
+async def test_a_plan_paused_on_tokens_continues_with_the_extend_tool(
+    settings: Settings, server_address: str, worker_queue: str
+) -> None:
+    env = cli_env(settings.home, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE=worker_queue)
+    document = json.dumps(
+        {
+            "schema": "ponder-plan/1",
+            "name": "two",
+            "steps": [
+                {"id": "a", "kind": "agent", "prompt": "One.", "model": "sim:default"},
+                {"id": "b", "kind": "agent", "prompt": "Two.", "model": "sim:default"},
+            ],
+        }
+    )
+    async with stdio_client(env) as client:
+        paused = structured(
+            await client.call_tool(
+                "plan_run", {"document": document, "budget": {"tokens": 10}, "wait": True}
+            )
+        )
+        assert paused["status"] == "awaiting_budget", paused
+        assert "a higher tokens (input + output)" in paused["next"], paused
+        run_id = paused["run_id"]
+        split = tool_failure(
+            await client.call_tool("extend", {"run_id": run_id, "max_input_tokens": 10**6})
+        )
+        assert split["code"] == "input.invalid" and "one token limit" in split["message"]
+        done = structured(
+            await client.call_tool("extend", {"run_id": run_id, "tokens": 10**6, "wait": True})
+        )
+        assert done["status"] == "completed", done
+
+
 async def test_status_lists_the_nested_ledgers(
     settings: Settings, server_address: str, worker_queue: str, client: Client
 ) -> None:

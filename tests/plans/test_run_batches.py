@@ -30,4 +30,5 @@ async def test_a_wide_region_schedules_at_most_a_batch_per_workflow_task(
     per_task.append(scheduled)
     assert max(per_task) <= STARTS_PER_TASK + 1  # a batch, and at most the trace write
     times = await workflow_tasks(handle)
-    assert times.failed == 0 and times.timers >= 1  # held starts waited for a timer
+    assert "WORKFLOW_WORKER_UNHANDLED_FAILURE" not in times.causes, times
+    assert times.timers >= 1  # held starts waited for a timer

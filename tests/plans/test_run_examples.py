@@ -205,3 +205,36 @@ async def test_training_pairs_are_captured_once(
     plan_dir = settings.training_dir / safe_name("training-pairs")
     written = {p.name: p.read_text().splitlines() for p in plan_dir.glob("*.jsonl")}
     assert sorted(map(len, written.values())) == [1, 2]  # outline; one per section item
+
+
+async def test_a_set_step_computes_values_for_a_later_prompt(client: Client, queue: str) -> None:
+    plan = example("set-values.yaml")
+    handle = await start(client, queue, plan, args={"pages": "12", "audience": "engineers"})
+    result: PlanRunResult = await handle.result()
+    assert result.outputs["plan"] == {
+        "sections": 4, "pages_each": 3, "long": True, "title": "A guide for engineers"
+    }  # fmt: skip
+    assert 'Write "A guide for engineers": 4 sections of about 3 pages' in result.outputs["write"]
+    assert result.calls == 2 and result.simulated
+
+
+async def test_ensure_checks_retry_then_a_judge_passes(
+    client: Client, queue: str, workspace: Path
+) -> None:
+    (workspace / "CHANGELOG.md").write_text("## 1.2\n- Fixed a crash on start\n")
+    plan = example("ensure-checks.yaml")
+    handle = await start(
+        client, queue, plan, workspace=str(workspace), args={"changelog": "CHANGELOG.md"}
+    )
+    result: PlanRunResult = await handle.result()
+    assert json.loads(result.outputs["summarise"])["bullets"][0] == "Fixed a crash"
+    assert result.calls == 3  # two dispatches (the first had two bullets) and one judge call
+
+
+async def test_iterate_until_the_condition_holds(client: Client, queue: str) -> None:
+    plan = example("iterate-until.yaml")
+    handle = await start(client, queue, plan, args={"goal": "0.8"})
+    result: PlanRunResult = await handle.result()
+    assert json.loads(result.outputs["draft"])["score"] == 0.9
+    assert "fallback" not in result.outputs
+    assert "Long model work that survives anything." in result.outputs["publish"]

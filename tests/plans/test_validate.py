@@ -96,6 +96,11 @@ def on_flow_header(**fields: Any) -> Callable[[Doc], None]:
     return apply
 
 
+def _set(expression: str) -> Doc:
+    """A set step at the end of the base plan (steps[7]) with one value."""
+    return {"id": "computed", "kind": "set", "deps": ["t"], "set": {"v": expression}}
+
+
 def _late_dep(doc: Doc) -> None:
     doc["steps"].append({"id": "late", "kind": "agent", "prompt": "x"})
     step(doc, "ask")["deps"] = ["late"]
@@ -127,8 +132,6 @@ DOC_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
         "steps[1].retry.on[0]",
     ),
     ("value.not_finite", top(budget={"usd": float("nan")}), "budget.usd"),
-    ("feature.not_available", add({"id": "s", "kind": "set", "set": {"a": 1}}), "steps[7].kind"),
-    ("feature.not_available", on("draft", ensure=["file_exists"]), "steps[1].ensure"),
     (
         "feature.not_available",
         on("fan", fanout={"over": [1], "chain": ["fan.one"], "isolation": "worktree"}),
@@ -293,6 +296,39 @@ DOC_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
         "steps[0].pause.schema.pattern",
     ),
     ("tournament.profile", on("t", tournament={"profile": "huge"}), "steps[6].tournament.profile"),
+    ("expr.syntax", add(_set("1 +")), "steps[7].set.v"),
+    ("expr.too_complex", add(_set("x" * 2001)), "steps[7].set.v"),
+    ("expr.too_complex", add(_set("[1].map(a, [1].map(b, [1].map(c, c)))")), "steps[7].set.v"),
+    ("expr.unknown_name", add(_set("result.score")), "steps[7].set.v"),
+    ("expr.unknown_name", on("draft", ensure=[{"expr": "item == 1"}]), "steps[1].ensure[0].expr"),
+    ("expr.function", add(_set("timestamp('2024-01-01T00:00:00Z')")), "steps[7].set.v"),
+    ("expr.function", add(_set("[1].reduce(a, b, 0, a + b)")), "steps[7].set.v"),
+    ("expr.dynamic_ref", add(_set("steps[input.key]")), "steps[7].set.v"),
+    ("expr.dynamic_ref", add(_set("steps.draft")), "steps[7].set.v"),
+    ("ref.unknown_step", add(_set('steps["ghost"].x')), "steps[7].set.v"),
+    (
+        "ref.not_earlier",
+        on("draft", ensure=[{"expr": 'steps["t"] != ""'}]),
+        "steps[1].ensure[0].expr",
+    ),
+    ("ref.chain_member", add(_set('steps["fan.one"]')), "steps[7].set.v"),
+    ("ensure.form", on("draft", ensure=[{}]), "steps[1].ensure[0]"),
+    (
+        "ensure.form",
+        on("draft", ensure=[{"expr": "true", "file_exists": "a"}]),
+        "steps[1].ensure[0]",
+    ),
+    (
+        "path.escapes_root",
+        on("draft", ensure=[{"expr": "true"}, {"file_exists": "../${input.topic}"}]),
+        "steps[1].ensure[1].file_exists",
+    ),
+    ("field.range", on("draft", iterate={"max": 101, "until": "true"}), "steps[1].iterate.max"),
+    (
+        "step.field_not_for_kind",
+        on("review", iterate={"max": 2, "until": "true"}),
+        "steps[2].iterate",
+    ),
     ("budget.unsatisfiable", top(budget={"calls": 2}), "budget.calls"),
     ("budget.unsatisfiable", top(budget={"wall_ms": 1000}), "budget.wall_ms"),
     ("budget.unsatisfiable", on("draft", budget={"calls": 1}), "steps[1].budget.calls"),
@@ -362,6 +398,21 @@ LOOP_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
         "loop.unsupported",
         lambda d: d.update(subsystems={"trainingPairs": True}),
         "subsystems",
+    ),
+    (
+        "loop.unsupported",
+        lambda d: d["steps"][1].update(ensure=[{"expr": "true"}]),
+        "steps[1].ensure",
+    ),
+    (
+        "loop.unsupported",
+        lambda d: d["steps"][1].update(iterate={"max": 2, "until": "true"}),
+        "steps[1].iterate",
+    ),
+    (
+        "loop.unsupported",
+        lambda d: d["steps"].append({"stepId": "s", "kind": "set", "set": {"a": "1"}}),
+        "steps[7].kind",
     ),
     (
         "loop.fold_unknown",

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
-from workflows.bounds import OutputTokens
+from workflows.bounds import OutputTokens, Temperature
 from workflows.budget import BudgetLimits
 from workflows.call_options import CallOptions
 from workflows.campaign.errors import CampaignError
@@ -144,7 +144,7 @@ class SingleConfig(StrictModel):
     model: ModelSpec = Field(min_length=1)
     prompt_style: Style | None = None
     system: str | None = None
-    temperature: float | None = Field(default=None, ge=0)
+    temperature: Temperature | None = None
     max_output_tokens: OutputTokens | None = None
     base_url: str | None = None
 

@@ -38,6 +38,12 @@ CODES: dict[str, str] = {
     "scorer.argv_not_allowed": "a command scorer names a worker-declared command, never argv",
     "scorer.pattern": "a regex scorer's pattern does not compile with RE2, or is too long",
     "route.pattern": "a route rule's re:<regex> does not compile with RE2, or is too long",
+    "route.no_explicit_base_url": "a variant's HTTP provider uses its built-in default URL",
+    "route.base_url_blocked": "a variant's base URL is on the route's block list",
+    "route.base_url_not_allowed": "a variant's base URL is not on the route's allow list",
+    "route.no_auth": "a variant's HTTP provider has no API key",
+    "route.wrong_provider": "a variant's provider kind is not the route's",
+    "route.unknown_model": "a variant's model names no provider this machine declares",
     "variant.config": "a variant's config does not fit its kind",
     "campaign.too_large": "more cells than one campaign may hold",
 }

@@ -19,10 +19,12 @@ import asyncio
 from datetime import datetime, timedelta
 
 from temporalio import workflow
+from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from activities.errors import ReplayMissError
+    from workflows.budget import BudgetLimits
     from workflows.campaign.activity_calls import settle_cell, write_artifacts
     from workflows.campaign.cell_records import RecordInvalid, build_record, unsettled_record
     from workflows.campaign.cells_budget import CellBudget
@@ -322,24 +324,37 @@ class CampaignWorkflow:
         return self.state.events_after(cursor)
 
     @workflow.update(name=UPDATE_EXTEND_BUDGET)
-    def extend_budget(self, new: ExtendBudgetInput) -> ExtendBudgetResult:
-        budget = self.state.budget.budget
-        limits, _ = budget.checked_extension(new.model_dump())
+    def extend_budget(self, raw: RawValue = NO_INPUT) -> ExtendBudgetResult:
+        limits, _ = self._extension(raw)
         assert limits is not None  # the validator refused anything else
         self.state.extend(limits)
+        budget = self.state.budget.budget
         return ExtendBudgetResult(budget=budget.limits, spent=budget.spent)
 
     @extend_budget.validator
-    def _check_extension(self, new: ExtendBudgetInput) -> None:
-        _, problems = self.state.budget.budget.checked_extension(new.model_dump())
+    def _check_extension(self, raw: RawValue = NO_INPUT) -> None:
+        if isinstance(new := decode_raw(ExtendBudgetInput, raw), InputInvalid):
+            raise input_failure(new)  # coded: input.invalid, with the field's path and rule
+        _, problems = self._extension(raw)
         if problems:
             raise ValueError("; ".join(problems))
 
     @workflow.signal(name=SIGNAL_EXTEND_BUDGET)
-    def extend_budget_signal(self, new: ExtendBudgetInput) -> None:
-        limits, problems = self.state.budget.budget.checked_extension(new.model_dump())
+    def extend_budget_signal(self, raw: RawValue = NO_INPUT) -> None:
+        limits, problems = self._extension(raw)
         if limits is None:
-            self.state.refused.append("; ".join(problems))
-            self.state.event("control.refused", control="extend_budget", reason="; ".join(problems))
+            self.refuse_signal(SIGNAL_EXTEND_BUDGET, "; ".join(problems))
             return
         self.state.extend(limits)
+
+    def _extension(self, raw: RawValue) -> tuple[BudgetLimits | None, list[str]]:
+        """New limits from raw control input (it may not decode), or why not."""
+        new = decode_raw(ExtendBudgetInput, raw)
+        if isinstance(new, InputInvalid):
+            return None, [new.message]
+        return self.state.budget.budget.checked_extension(new.model_dump())
+
+    def refuse_signal(self, signal: str, message: str) -> None:
+        """A refused signal, its content or its arguments (``worker/arity``): recorded."""
+        self.state.refused.append(message)
+        self.state.event("control.refused", control=signal.removesuffix("_signal"), reason=message)

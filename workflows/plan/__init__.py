@@ -9,6 +9,7 @@ package file imports nothing, so importing one module stays pure. The ``PlanRun`
   (``errors``); ``rules.check_plan`` re-checks a plan decoded from workflow input;
 - boundaries: the walk's boundaries, worst-case reservations, plan totals and extension caps,
   the revise reset set; ledger: reserve/spend/extend on the shared ``workflows.budget`` model;
+  limits: the worst-case history estimate and the concurrency ceiling (``plan.too_large``);
 - refs (``${...}`` resolution), prompts (assembly, contract lines, retry feedback, invocation
   ids), gates (verdict grammar, defang), joins (all/any/quorum:N), contracts (output checks),
   paths (containment, with the file system injected), control (resume args, gate decisions),

@@ -4,12 +4,14 @@ Pure. The walk visits top-level steps in plan order; each is a *boundary* (a fan
 chain is one region boundary, reserved whole and never interrupted). Before a boundary runs, its
 worst case is reserved:
 
-- agent: ``w = max(1, min(max_agents, max_attempts))`` invocations and ``w`` stage timeouts;
+- agent: ``w = max(1, min(max_agents, max_attempts))`` invocations per attempt cycle, times
+  ``iterate.max`` cycles, times ``1 + judged`` calls per attempt (each ``judged`` ensure is one
+  model call), and as many stage timeouts;
 - model gate: ``w(gate)`` plus ``max_redos * (w(route) + w(gate))`` (no redo allowance for a
   terminal route or none);
 - region: activated items x the chain's ``w`` sum; wall divided by the concurrency;
 - tournament: the child's worst-case calls (its profile's, capped by ``max_calls``), one timeout;
-- human gate and pause: nothing (they dispatch nothing);
+- human gate, pause and set: nothing (they dispatch nothing);
 - ``run`` step: not a boundary; its flow's children are boundaries of their own (``children``,
   reserved one at a time as the body walks), counted in the defaults, caps and the worst case.
 
@@ -35,6 +37,7 @@ from workflows.plan.model import (
     PauseStep,
     Plan,
     RunStep,
+    SetStep,
     TournamentStep,
 )
 from workflows.tournament.profiles import get_profile
@@ -71,8 +74,8 @@ MAX_CONCURRENCY = 256
 """Branches of one region in flight at once, whatever ``concurrency`` or ``max_fanout`` says
 (validation refuses an explicit ``concurrency`` over it: ``workflows.plan.limits``)."""
 
-BoundaryKind = Literal["agent", "gate", "human_gate", "pause", "region", "tournament", "run"]
-AnyStep = AgentStep | GateStep | FanoutStep | PauseStep | TournamentStep | RunStep
+BoundaryKind = Literal["agent", "gate", "human_gate", "pause", "region", "tournament", "run", "set"]
+AnyStep = AgentStep | GateStep | FanoutStep | PauseStep | TournamentStep | RunStep | SetStep
 
 
 @dataclass(frozen=True)
@@ -168,7 +171,9 @@ def tournament_calls(step: TournamentStep) -> int:
 
 
 def _w(step: AnyStep) -> int:
-    if isinstance(step, AgentStep | GateStep):
+    if isinstance(step, AgentStep):
+        return step.attempts() * step.iterations() * (1 + step.judged())
+    if isinstance(step, GateStep):
         return step.attempts()
     if isinstance(step, TournamentStep):
         return tournament_calls(step)
@@ -254,6 +259,8 @@ def _boundaries(
             kind, dispatched, reservation = "human_gate", (), Reservation(0, 0)
         elif isinstance(step, PauseStep):
             kind, dispatched, reservation = "pause", (), Reservation(0, 0)
+        elif isinstance(step, SetStep):
+            kind, dispatched, reservation = "set", (), Reservation(0, 0)
         elif isinstance(step, RunStep):
             kind, reservation = "run", Reservation(0, 0)
             flow = flows.get(step.flow)

@@ -8,9 +8,11 @@ extension cap. A serializable pydantic model, so it can live in workflow state a
   (``awaiting_budget`` / ``awaiting_wall_clock``, reason ``budget-exhausted``);
 - ``open(step, res)`` / ``spend(step)`` / ``close()``: a spend outside an open reservation, or
   past it, raises ``BudgetInvariantViolated`` (a failure, never a pause);
-- ``extend(calls, wall_ms)``: absolute new limits; below what is spent is refused
+- ``extend(calls, wall_ms, tokens, usd)``: absolute new limits; below what is spent is refused
   (``extension-below-spent``), past the cap fails (``budget-extension-exhausted`` /
-  ``wall-extension-exhausted``).
+  ``wall-extension-exhausted``). Tokens and USD have no cap of their own beyond the input
+  ceilings (``workflows.bounds``): the work a run can do is bounded by the calls cap, and a
+  token or USD limit only stops it sooner.
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ class Open(BaseModel):
 class Extension(BaseModel):
     calls: int | None = None
     wall_ms: int | None = None
+    tokens: int | None = None
+    usd: float | None = None
 
 
 class PlanLedger(BaseModel):
@@ -109,14 +113,16 @@ class PlanLedger(BaseModel):
                 return PauseNeed(
                     "awaiting_budget",
                     Reason.BUDGET_EXHAUSTED,
-                    f"{tokens} tokens spent of {self.max_tokens}: raise the token limit",
+                    f"{tokens} tokens spent of {self.max_tokens}: raise the token limit "
+                    f"(extend tokens above {tokens})",
                 )
             usd = self.budget.limits.max_usd
             if usd is not None and spent.usd >= usd:
                 return PauseNeed(
                     "awaiting_budget",
                     Reason.BUDGET_EXHAUSTED,
-                    f"{spent.usd:.4f} USD spent of {usd:g}: raise the USD limit",
+                    f"{spent.usd:.4f} USD spent of {usd:g}: raise the USD limit (extend usd "
+                    f"above {spent.usd:.4f})",
                 )
         if res.wall_ms > self.wall_left_ms():
             return PauseNeed(
@@ -154,10 +160,29 @@ class PlanLedger(BaseModel):
     def close(self) -> None:
         self.active = None
 
-    def extend(self, *, calls: int | None, wall_ms: int | None) -> tuple[Reason | None, str]:
+    def extend(
+        self,
+        *,
+        calls: int | None,
+        wall_ms: int | None,
+        tokens: int | None = None,
+        usd: float | None = None,
+    ) -> tuple[Reason | None, str]:
         """Apply absolute new limits; returns (None, summary) or (reason, why refused)."""
-        if calls is None and wall_ms is None:
-            return Reason.EXTENSION_BELOW_SPENT, "give calls or wall_ms"
+        if calls is None and wall_ms is None and tokens is None and usd is None:
+            return Reason.EXTENSION_BELOW_SPENT, "give calls, wall_ms, tokens or usd"
+        spent = self.budget.spent
+        used_tokens = spent.input_tokens + spent.output_tokens
+        if tokens is not None and tokens <= used_tokens:
+            return Reason.EXTENSION_BELOW_SPENT, (
+                f"tokens={tokens} is not above what is already spent ({used_tokens}, input + "
+                f"output): give more than {used_tokens}"
+            )
+        if usd is not None and usd <= spent.usd:
+            return Reason.EXTENSION_BELOW_SPENT, (
+                f"usd={usd:g} is not above what is already spent ({spent.usd:.6g}): give more "
+                f"than {spent.usd:.6g}"
+            )
         if calls is not None:
             problems = self.budget.extension_problems(BudgetLimits(max_calls=calls))
             if problems:
@@ -182,5 +207,17 @@ class PlanLedger(BaseModel):
             self.budget.limits.max_calls = calls
         if wall_ms is not None:
             self.wall_limit_ms = wall_ms
-        self.extensions.append(Extension(calls=calls, wall_ms=wall_ms))
-        return None, f"limits now calls={self.calls_limit}, wall_ms={self.wall_limit_ms}"
+        if tokens is not None:
+            self.max_tokens = tokens
+        if usd is not None:
+            self.budget.limits.max_usd = usd
+        self.extensions.append(Extension(calls=calls, wall_ms=wall_ms, tokens=tokens, usd=usd))
+        return None, "limits now " + self.limits_text()
+
+    def limits_text(self) -> str:
+        shown = f"calls={self.calls_limit}, wall_ms={self.wall_limit_ms}"
+        if self.max_tokens is not None:
+            shown += f", tokens={self.max_tokens}"
+        if self.budget.limits.max_usd is not None:
+            shown += f", usd={self.budget.limits.max_usd:g}"
+        return shown

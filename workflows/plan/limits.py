@@ -14,8 +14,11 @@ validate`` (and a run's own validation of its input) refuses it before anything 
 The estimate, per boundary (``boundaries``), times the passes the walk can make over it:
 
 - an invocation is its activities (the model call; a path check when it declares artifacts;
-  the write snapshot and landed check of a file deliverable), each at most
-  ``EVENTS_PER_ACTIVITY`` events (scheduled, started, completed, and a workflow task of its own);
+  the write snapshot and landed check of a file deliverable; the ``evaluate_cel`` marker of its
+  ensure expressions, the file probe of its file predicates and the ``until`` marker of an
+  iterating step), each at most ``EVENTS_PER_ACTIVITY`` events (scheduled, started,
+  completed, and a workflow task of its own); a judged ensure's call is an invocation itself;
+- a set step is its evaluation marker and a file probe;
 - a region adds one pacing timer per ``STARTS_PER_TASK`` starts (``plan_run/pacing``);
 - a tournament step is a child workflow in the parent's history (its own history is its own);
 - a ``run`` step is its children, each a boundary of its own, per ``run`` step that calls it;
@@ -45,7 +48,17 @@ from workflows.plan.boundaries import (
 from workflows.plan.deadlines import notifiers_named
 from workflows.plan.errors import PlanError
 from workflows.plan.flows import invocations
-from workflows.plan.model import AgentStep, FanoutStep, GateStep, Plan, RunStep, TournamentStep
+from workflows.plan.model import (
+    AgentStep,
+    EnsureExpr,
+    EnsureFileContains,
+    EnsureFileExists,
+    FanoutStep,
+    GateStep,
+    Plan,
+    RunStep,
+    TournamentStep,
+)
 from workflows.tournament.preflight import HISTORY_EVENTS_BUDGET, TEMPORAL_HISTORY_EVENTS
 
 __all__ = [
@@ -90,6 +103,10 @@ def events_per_invocation(step: object) -> int:
         activities += 1
     if isinstance(step, AgentStep) and step.deliverable == "file":
         activities += 2
+    if isinstance(step, AgentStep):
+        activities += any(isinstance(p, EnsureExpr) for p in step.ensure)
+        activities += any(isinstance(p, EnsureFileExists | EnsureFileContains) for p in step.ensure)
+        activities += step.iterate is not None
     return activities * EVENTS_PER_ACTIVITY
 
 
@@ -118,6 +135,8 @@ def _boundary_events(
     invocations = boundary.reservation.invocations
     if boundary.kind in ("pause", "human_gate"):
         return EVENTS_PER_WAIT + _gate_timer_events(step)
+    if boundary.kind == "set":
+        return 2 * EVENTS_PER_ACTIVITY
     if isinstance(step, RunStep):  # not a boundary: its children are, each of its own
         body = {c.id: c for c in plan.flows[step.flow].steps}
         return sum(_boundary_events(plan, c, body.__getitem__) for c in boundary.children)

@@ -38,6 +38,9 @@ PART2_LOOP_KINDS = {"run"}
 PART2_LOOP_BUDGET = {"calls", "tokens", "usd", "wall_ms"}
 # Values the reference allows that ponder's part 1 implements exactly one way.
 ONLY_VALUE = {("fanouts", "overflow"): "window", ("joins", "onInvalid"): "named-failure"}
+# Part-2 features are ponder-plan/1 only (plans-part2.md): loop.unsupported in this form.
+PONDER_ONLY_KINDS = {"set"}
+PONDER_ONLY_STEP_KEYS = {"ensure", "iterate", "set"}
 
 
 @dataclass
@@ -232,7 +235,25 @@ def map_loop_plan(raw: Mapping[str, Any]) -> LoopMapping:
         m.paths[new] = where
         m.paths[join_path(new, "id")] = join_path(where, "stepId")  # also when it is missing
         step: dict[str, Any] = {}
+        if isinstance(source.get("kind"), str) and source["kind"] in PONDER_ONLY_KINDS:
+            _err(
+                m,
+                "loop.unsupported",
+                join_path(where, "kind"),
+                f"kind {source['kind']!r} is a ponder-plan/1 feature (plans-part2.md); "
+                "fix: write the plan as ponder-plan/1",
+            )
+            continue
         for key, value in source.items():
+            if key in PONDER_ONLY_STEP_KEYS:
+                _err(
+                    m,
+                    "loop.unsupported",
+                    join_path(where, key),
+                    f"{key!r} is a ponder-plan/1 feature (plans-part2.md); "
+                    "fix: write the plan as ponder-plan/1",
+                )
+                continue
             if key in STEP_RENAMES:
                 step[STEP_RENAMES[key]] = value
                 m.paths[join_path(new, STEP_RENAMES[key])] = join_path(where, key)

@@ -17,9 +17,11 @@ from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
     JsonValue,
     StringConstraints,
+    Tag,
     model_validator,
 )
 from pydantic.json_schema import SkipJsonSchema
@@ -30,11 +32,17 @@ from workflows.sim_options import check_model_spec
 from workflows.tournament.profiles import Profile
 
 __all__ = [
+    "ENSURE_FORMS",
     "FAILURE_CLASSES",
     "FLOW_STEP_KINDS",
     "STEP_KINDS",
     "AgentStep",
     "Artifacts",
+    "Ensure",
+    "EnsureExpr",
+    "EnsureFileContains",
+    "EnsureFileExists",
+    "EnsureJudged",
     "FanoutSpec",
     "FanoutStep",
     "Flow",
@@ -43,6 +51,7 @@ __all__ = [
     "GateEscalation",
     "GateStep",
     "HumanGate",
+    "Iterate",
     "LedgerBudget",
     "LoopPlanOrigin",
     "PauseSpec",
@@ -52,6 +61,7 @@ __all__ = [
     "PlanHeader",
     "Retry",
     "RunStep",
+    "SetStep",
     "Step",
     "StepBudget",
     "TournamentSpec",
@@ -75,13 +85,27 @@ Prompt = Annotated[str, StringConstraints(min_length=1, max_length=200_000)]
 # any | <contract name>, with `[]` suffixes for lists and a trailing `?` for optional fields.
 ContractName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")]
 TypeExpr = Annotated[str, StringConstraints(min_length=1, max_length=100)]
-FailureClass = Literal["timeout", "transport", "malformed-output", "policy-refusal"]
-FAILURE_CLASSES: tuple[str, ...] = ("timeout", "transport", "malformed-output", "policy-refusal")
-STEP_KINDS: tuple[str, ...] = ("agent", "gate", "fanout", "pause", "tournament", "run")
+FailureClass = Literal[
+    "timeout", "transport", "malformed-output", "policy-refusal", "ensure-failed"
+]
+FAILURE_CLASSES: tuple[str, ...] = (
+    "timeout",
+    "transport",
+    "malformed-output",
+    "policy-refusal",
+    "ensure-failed",
+)
+STEP_KINDS: tuple[str, ...] = ("agent", "gate", "fanout", "pause", "tournament", "run", "set")
 FLOW_STEP_KINDS: tuple[str, ...] = ("agent", "gate")
 """What a sub-flow body takes (model gates only: waits stay top-level; no recursion)."""
 FLOW_NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,63}$"
 FlowName = Annotated[str, StringConstraints(pattern=FLOW_NAME_PATTERN)]
+# A CEL expression (plans-part2.md section 1). Its bounds (2,000 characters, 400 nodes, ...)
+# are checked by workflows.plan.expressions with the expr.* codes, so only the schema shows the
+# length; a too-long text is expr.too_complex, not a generic range error.
+Cel = Annotated[str, Field(min_length=1, json_schema_extra={"maxLength": 2000})]
+SetKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")]
+MAX_ENSURES = 20
 MAX_STEPS = 10_000
 MAX_TIMEOUT_MS = 7 * 24 * 3600 * 1000
 MIN_DEADLINE_MS = 1000
@@ -154,7 +178,7 @@ class Retry(_Strict):
     """Immediate retries of one invocation, only for the failure classes listed in ``on``."""
 
     max_attempts: int = Field(default=1, ge=1, le=20)
-    on: list[FailureClass] = Field(default_factory=list, max_length=4)
+    on: list[FailureClass] = Field(default_factory=list, max_length=5)
 
 
 class Artifacts(_Strict):
@@ -181,6 +205,69 @@ class StepBudget(LedgerBudget):
     max_agents: int | None = Field(
         default=None, ge=1, le=1000, description="invocations one occurrence may spend (retries)"
     )
+
+
+class EnsureExpr(_Strict):
+    expr: Cel = Field(description="CEL; holds iff it evaluates to true")
+
+
+class EnsureFileExists(_Strict):
+    file_exists: str = Field(
+        min_length=1, max_length=4096, description="a workspace-relative path (may hold ${...})"
+    )
+
+
+class FileContains(_Strict):
+    path: str = Field(min_length=1, max_length=4096, description="may hold ${...}")
+    text: str = Field(min_length=1, max_length=10_000, description="UTF-8 text the file holds")
+
+
+class EnsureFileContains(_Strict):
+    file_contains: FileContains
+
+
+class Judged(_Strict):
+    statement: str = Field(min_length=1, max_length=2000)
+    model: ModelSpec | None = Field(default=None, description="default: the step's model")
+    stakes: OneLine | None = None
+
+
+class EnsureJudged(_Strict):
+    judged: Judged
+
+
+ENSURE_FORMS: tuple[str, ...] = ("expr", "file_exists", "file_contains", "judged")
+
+
+def _ensure_form(value: Any) -> str | None:
+    """Which form an ensure entry is (its one key); shape reports entries with no single form
+    as ``ensure.form`` before the model sees them."""
+    if isinstance(value, BaseModel):
+        return next(iter(type(value).model_fields))
+    if isinstance(value, dict):
+        forms = [k for k in value if k in ENSURE_FORMS]
+        return forms[0] if len(forms) == 1 else None
+    return None
+
+
+Ensure = Annotated[
+    Annotated[EnsureExpr, Tag("expr")]
+    | Annotated[EnsureFileExists, Tag("file_exists")]
+    | Annotated[EnsureFileContains, Tag("file_contains")]
+    | Annotated[EnsureJudged, Tag("judged")],
+    Discriminator(_ensure_form),
+]
+
+
+class Iterate(_Strict):
+    """Re-run the step until ``until`` holds (each iteration with its own retries)."""
+
+    max: int = Field(ge=1, le=100, description="iterations at most")
+    until: Cel
+
+
+def judged_count(ensure: list[Ensure]) -> int:
+    return sum(1 for e in ensure if isinstance(e, EnsureJudged))
 
 
 class _Invocation(_Vendor):
@@ -212,6 +299,15 @@ class AgentStep(_Invocation):
     deliverable: Literal["return-value", "file"] = "return-value"
     out: ContractName | None = None
     on_fail: StepId | None = None
+    ensure: list[Ensure] = Field(default_factory=list, max_length=MAX_ENSURES)
+    iterate: Iterate | None = None
+
+    def iterations(self) -> int:
+        return self.iterate.max if self.iterate is not None else 1
+
+    def judged(self) -> int:
+        """Judge calls one attempt may make (one per ``judged`` predicate)."""
+        return judged_count(self.ensure)
 
 
 class GateEscalation(_Strict):
@@ -356,8 +452,21 @@ class RunStep(_Vendor):
     on_fail: StepId | None = None
 
 
+class SetStep(_Vendor):
+    """Computed values: each key's CEL over ``input`` and ``steps``; the map is the output.
+    Deterministic, so never retried and never dispatched."""
+
+    kind: Literal["set"]
+    id: StepId
+    deps: list[StepId] = Field(default_factory=list, max_length=1000)
+    title: str | None = Field(default=None, max_length=500)
+    values: dict[SetKey, Cel] = Field(alias="set", min_length=1, max_length=64)
+    out: ContractName | None = None
+    ensure: list[Ensure] = Field(default_factory=list, max_length=MAX_ENSURES)
+
+
 Step = Annotated[
-    AgentStep | GateStep | FanoutStep | PauseStep | TournamentStep | RunStep,
+    AgentStep | GateStep | FanoutStep | PauseStep | TournamentStep | RunStep | SetStep,
     Field(discriminator="kind"),
 ]
 STEP_MODELS: dict[str, type[BaseModel]] = {
@@ -367,6 +476,7 @@ STEP_MODELS: dict[str, type[BaseModel]] = {
     "pause": PauseStep,
     "tournament": TournamentStep,
     "run": RunStep,
+    "set": SetStep,
 }
 FlowStep = Annotated[AgentStep | GateStep, Field(discriminator="kind")]
 MAX_FLOWS = 100
@@ -440,7 +550,7 @@ class Plan(PlanHeader):
 
     def step(
         self, step_id: str
-    ) -> AgentStep | GateStep | FanoutStep | PauseStep | TournamentStep | RunStep:
+    ) -> AgentStep | GateStep | FanoutStep | PauseStep | TournamentStep | RunStep | SetStep:
         for step in self.steps:
             if step.id == step_id:
                 return step

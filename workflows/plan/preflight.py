@@ -15,7 +15,8 @@ from __future__ import annotations
 from workflows.plan.boundaries import boundaries, plan_totals, unsatisfiable
 from workflows.plan.flows import invocations
 from workflows.plan.ledger import PlanLedger
-from workflows.plan.model import Plan, TournamentStep
+from workflows.plan.model import AgentStep, EnsureJudged, Plan, TournamentStep
+from workflows.plan.predicates import judged_route_key
 from workflows.plan.reasons import Reason
 from workflows.plan.routing import route, step_family
 from workflows.plan.run_record import PlanFailure
@@ -35,7 +36,8 @@ def check_trace(plan: Plan) -> None:
 def route_models(plan: Plan, input: PlanRunInput) -> dict[str, str]:
     """Step id -> the provider:model spec it runs on, resolved once for the whole run (a
     sub-flow child under its scoped id ``<run step>/<child>``, a tournament step's judge under
-    ``<id>/judge``)."""
+    ``<id>/judge``, a judged ensure's model under ``judged_route_key``: by default the
+    step's)."""
     models: dict[str, str] = {}
     unroutable = []
     for sid, invoked in invocations(plan):
@@ -49,6 +51,20 @@ def route_models(plan: Plan, input: PlanRunInput) -> dict[str, str]:
             unroutable.append(f"{sid} (model {invoked.model or '(none)'})")
         else:
             models[sid] = spec
+        judged = invoked.ensure if isinstance(invoked, AgentStep) else []
+        for k, predicate in enumerate(judged):
+            if not isinstance(predicate, EnsureJudged):
+                continue
+            model = predicate.judged.model
+            judge = spec
+            if model is not None:
+                judge = route(
+                    model, None, executors=input.executors, default_family=input.default_family
+                )
+                if judge is None:
+                    unroutable.append(f"{sid} ensure[{k}] judged (model {model})")
+            if judge is not None:
+                models[judged_route_key(sid, k)] = judge
     for step in plan.steps:
         if isinstance(step, TournamentStep):
             spec = route(

@@ -19,7 +19,7 @@ from typing import Any
 from workflows.plan.gates import defang
 from workflows.plan.model import AgentStep, GateStep
 
-__all__ = ["assemble_prompt", "contract_lines", "invocation_id", "retry_feedback"]
+__all__ = ["assemble_prompt", "contract_lines", "count_key", "invocation_id", "retry_feedback"]
 
 
 def contract_lines(step: AgentStep | GateStep, contract: dict[str, str] | None = None) -> list[str]:
@@ -76,3 +76,8 @@ def invocation_id(step_id: str, n: int, item_index: int | None = None) -> str:
     """``step[:item]#n``: the item is its index in the activated list (stable, never ambiguous
     the way arbitrary item values could be); ``n`` counts the step's dispatches from 1."""
     return f"{step_id}#{n}" if item_index is None else f"{step_id}:{item_index}#{n}"
+
+
+def count_key(step_id: str, item_index: int | None) -> str:
+    """What a step's dispatches are counted under (its invocation numbers): ``step[:item]``."""
+    return step_id if item_index is None else f"{step_id}:{item_index}"

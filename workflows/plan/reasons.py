@@ -33,6 +33,9 @@ class Reason(StrEnum):
     BUDGET_INVARIANT_VIOLATED = "budget-invariant-violated"
     BUDGET_EXTENSION_EXHAUSTED = "budget-extension-exhausted"
     WALL_EXTENSION_EXHAUSTED = "wall-extension-exhausted"
+    ENSURE_FAILED = "ensure-failed"
+    ITERATE_EXHAUSTED = "iterate-exhausted"
+    EXPR_FAILED = "expr-failed"
     STEP_BUDGET_EXHAUSTED = "step-budget-exhausted"
     SUBFLOW_BUDGET_EXHAUSTED = "subflow-budget-exhausted"
     GATE_DEADLINE_EXPIRED = "gate-deadline-expired"
@@ -73,6 +76,9 @@ GROUPS: dict[str, tuple[Reason, ...]] = {
         R.BUDGET_INVARIANT_VIOLATED,
         R.BUDGET_EXTENSION_EXHAUSTED,
         R.WALL_EXTENSION_EXHAUSTED,
+        R.ENSURE_FAILED,
+        R.ITERATE_EXHAUSTED,
+        R.EXPR_FAILED,
         R.STEP_BUDGET_EXHAUSTED,
         R.SUBFLOW_BUDGET_EXHAUSTED,
         R.GATE_DEADLINE_EXPIRED,
@@ -88,7 +94,7 @@ GROUPS: dict[str, tuple[Reason, ...]] = {
 }
 
 RUN_FATAL: frozenset[Reason] = frozenset(
-    {R.BUDGET_INVARIANT_VIOLATED, R.ARTIFACT_PATH_ESCAPES_ROOT}
+    {R.BUDGET_INVARIANT_VIOLATED, R.ARTIFACT_PATH_ESCAPES_ROOT, R.EXPR_FAILED}
 )
 """Failures about the run, not one step or item: no ``on_fail`` route or region branch absorbs
 them."""

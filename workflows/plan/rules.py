@@ -22,6 +22,8 @@ reference to it an error too). The rules:
   these rules inside it (``check_body``), and its ``output`` names one of its own steps;
 - a nested budget fits what it covers: a step's one occurrence, a fan-out's region, a sub-flow's
   worst child boundary; a chain member has none of its own (its ledger is its fan-out's);
+- CEL sites (``set`` values, ``ensure[].expr``, ``iterate.until``) and ensure predicates hold
+  to ``workflows.plan.expression_rules``;
 - an explicit plan budget fits the worst single boundary.
 """
 
@@ -51,8 +53,8 @@ from workflows.plan.boundaries import (
 from workflows.plan.contracts import parse_type
 from workflows.plan.deadlines import deadline_problems
 from workflows.plan.errors import PlanError, join_path
+from workflows.plan.expression_rules import ExpressionRules
 from workflows.plan.flows import FlowSignature, input_fields
-from workflows.plan.graph import StepGraph
 from workflows.plan.limits import limit_errors
 from workflows.plan.model import (
     MAX_STEPS,
@@ -65,6 +67,7 @@ from workflows.plan.model import (
     Plan,
     PlanBudget,
     RunStep,
+    SetStep,
     TournamentStep,
 )
 from workflows.plan.paths import lexical_problem
@@ -133,7 +136,7 @@ def budget_errors(plan: Plan) -> list[PlanError]:
     return [PlanError("budget.unsatisfiable", f"budget.{field}", why)]
 
 
-class _Checker(StepGraph):
+class _Checker(ExpressionRules):
     """The per-kind rules, on top of the graph rules."""
 
     flows: Mapping[str, FlowSignature]
@@ -185,7 +188,20 @@ class _Checker(StepGraph):
                 message=f"out {step.out!r} names no contract ({known}); "
                 "fix: declare it under contracts",
             )
+        self.predicates(i, step)
         self.on_fail(i, step)
+
+    def set_step(self, i: int, step: SetStep) -> None:
+        if step.out is not None and step.out not in self.contracts:
+            known = ", ".join(sorted(self.contracts)) or "none declared"
+            self.error(
+                "contract.unknown",
+                i,
+                "out",
+                message=f"out {step.out!r} names no contract ({known}); "
+                "fix: declare it under contracts",
+            )
+        self.predicates(i, step)
 
     def on_fail(self, i: int, step: AgentStep | RunStep) -> None:
         if step.on_fail is None:
@@ -572,6 +588,8 @@ class _Checker(StepGraph):
                 self.gate(i, step)
             elif isinstance(step, FanoutStep):
                 self.fanout(i, step)
+            elif isinstance(step, SetStep):
+                self.set_step(i, step)
             elif isinstance(step, PauseStep):
                 key = step.pause.resume_arg
                 if key in resume_args:

@@ -77,8 +77,10 @@ class PlanRecord:
         )
         return seq
 
-    def refuse(self, control: str, reason: Reason, message: str) -> None:
-        """A signal whose content is refused: visible in ``status`` and ``events``."""
+    def refuse(self, control: str, reason: Reason | str, message: str) -> None:
+        """A signal whose content is refused: visible in ``status`` and ``events``. ``reason``
+        is a control reason of the enum, or the platform's ``input.invalid`` for a message
+        that does not decode."""
         self.refused = [*self.refused, f"{control}: {reason}: {message}"][-MAX_REFUSED_SHOWN:]
         self.event("control.refused", control=control, reason=str(reason), message=message)
 

@@ -5,7 +5,8 @@ Control input models are plain JSON so ``temporal workflow update execute --inpu
 
 - ``resume``:       ``{"args": {"approved_by": "ada"}}``
 - ``resolve_gate``: ``{"step": "ship", "decision": "approve", "token": "<from status>"}``
-- ``extend_budget``: ``{"calls": 12, "wall_ms": 600000}`` (absolute new limits)
+- ``extend_budget``: ``{"calls": 12, "wall_ms": 600000, "tokens": 50000, "usd": 2.5}``
+  (absolute new limits; any subset)
 
 Fields are added only with defaults, so saved histories keep replaying.
 """
@@ -21,6 +22,8 @@ from workflows.bounds import (
     MAX_BUDGET_USD,
     MAX_CALLS,
     MAX_WALL_MS,
+    BudgetTokens,
+    BudgetUsd,
     CallCount,
     Seed,
     WallMs,
@@ -154,6 +157,9 @@ class PlanBudgetStatus(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     usd: float = 0.0
+    tokens_limit: int | None = None
+    """Input + output tokens the run may spend (None: no limit)."""
+    usd_limit: float | None = None
     need: str | None = None
     """Why the run waits for an extension (awaiting_budget / awaiting_wall_clock)."""
     waited_ms: int = 0
@@ -236,14 +242,20 @@ class GateDecisionResult(BaseModel):
 
 
 class ExtendPlanBudgetInput(StrictModel):
+    """New absolute limits (fields left None keep theirs): every limit that can pause a run."""
+
     calls: CallCount | None = None
     wall_ms: WallMs | None = None
+    tokens: BudgetTokens | None = Field(default=None, description="input + output tokens")
+    usd: BudgetUsd | None = None
 
 
 class ExtendPlanBudgetResult(BaseModel):
     calls_limit: int
     wall_limit_ms: int
     summary: str
+    tokens_limit: int | None = None
+    usd_limit: float | None = None
 
 
 # -- workspace activities ------------------------------------------------------------------

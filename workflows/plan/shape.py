@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from workflows.plan.errors import PlanError, join_path
-from workflows.plan.model import STEP_KINDS, STEP_MODELS, Plan
+from workflows.plan.model import ENSURE_FORMS, STEP_KINDS, STEP_MODELS, Plan
 
 __all__ = [
     "PART2_FIELDS",
@@ -28,12 +28,8 @@ __all__ = [
     "short",
 ]
 
-PART2_KINDS = {"set": "computed values (set)"}
-PART2_FIELDS = {
-    "ensure": "ensure[] predicates",
-    "iterate": "iterate{max, until}",
-    "set": "computed values (set)",
-}
+PART2_KINDS: dict[str, str] = {}
+PART2_FIELDS: dict[str, str] = {}
 PART2_TOP = {"checkpoints": "checkpoints"}
 # Nested part-2 fields: (container field, key) -> what it is.
 PART2_NESTED = {
@@ -207,6 +203,33 @@ def prune(
     return kept
 
 
+def _ensure_forms(entries: list[Any], where: str, errors: list[PlanError]) -> list[Any]:
+    """Entries that are one ensure form each, the others reported (``ensure.form``) and
+    replaced by a placeholder that holds (so the model reports only what is wrong inside a
+    form, and later entries keep their indices)."""
+    kept = []
+    for k, entry in enumerate(entries):
+        forms = [key for key in entry if key in ENSURE_FORMS] if isinstance(entry, dict) else []
+        others = (
+            [key for key in entry if key not in ENSURE_FORMS] if isinstance(entry, dict) else []
+        )
+        if len(forms) == 1 and not others:
+            kept.append(entry)
+            continue
+        given = ", ".join(sorted(map(str, entry))) if isinstance(entry, dict) else short(entry)
+        kept.append({"expr": "true"})
+        errors.append(
+            PlanError(
+                "ensure.form",
+                join_path(where, "ensure", k),
+                f"an ensure entry is exactly one of {{expr: CEL}}, {{file_exists: PATH}}, "
+                f"{{file_contains: {{path, text}}}}, {{judged: {{statement, model?, stakes?}}}} "
+                f"(got {given or 'an empty mapping'}); fix: write one form per entry",
+            )
+        )
+    return kept
+
+
 def parse_step(
     raw: Any, i: int, errors: list[PlanError], *, base: str = ""
 ) -> tuple[Any, str | None]:
@@ -253,6 +276,8 @@ def parse_step(
         )
         return None, step_id
     doc = prune(raw, _STEP_FIELDS[kind], where, errors, kind=kind)
+    if isinstance(doc.get("ensure"), list):
+        doc["ensure"] = _ensure_forms(doc["ensure"], where, errors)
     fanout = doc.get("fanout")
     if (
         kind == "fanout"

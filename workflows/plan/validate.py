@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from workflows.plan.document import MAX_DOCUMENT_CHARS, parse_text
 from workflows.plan.errors import PlanError, PlanInvalid
+from workflows.plan.expression_rules import expression_budget_error
 from workflows.plan.flow_shape import parse_flows
 from workflows.plan.limits import limit_errors
 from workflows.plan.loop_plan import map_loop_plan, translate
@@ -61,6 +62,9 @@ def _validate_ponder(doc: dict[str, Any], *, from_loop: bool) -> Validation:
     errors: list[PlanError] = []
     allowed = TOP_FIELDS | ({"loop_plan"} if from_loop else set())
     top = prune(doc, allowed, "", errors)
+    too_many = expression_budget_error(top)
+    if too_many is not None:  # refused before a single expression is parsed
+        return Validation("ponder-plan/1", None, [too_many])
     header_doc = {k: v for k, v in top.items() if k not in ("steps", "flows")}
     header: PlanHeader | None = None
     try:

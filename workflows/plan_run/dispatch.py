@@ -2,9 +2,12 @@
 
     re-check containment -> spend one invocation -> record ``dispatched`` -> snapshot writes
     (own activity) -> call the executor -> landed barrier -> output contract -> ``settled``
+    -> ensure predicates (``checks``)
 
-retried at once only for the failure classes in ``retry.on``; a contract failure is retried
-with the failure shown to the model, never when the output repeats the previous attempt's.
+retried at once only for the failure classes in ``retry.on``; a contract or ensure failure is
+retried with the failure shown to the model, never when the output repeats the previous
+attempt's (file predicates excepted). An ``iterate`` step repeats that attempt cycle until its
+``until`` holds (``iterate``).
 
 Each call of ``invoke`` is one *occurrence* of its step: the step's own ledger (its ``budget``)
 holds the occurrence's worst case first, and every dispatch spends and settles in each nested
@@ -34,11 +37,14 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.ledger import BudgetInvariantViolated, PlanLedger
     from workflows.plan.ledgers import Exhausted, Ledgers
     from workflows.plan.model import AgentStep, GateStep, Plan
-    from workflows.plan.prompts import assemble_prompt, invocation_id, retry_feedback
+    from workflows.plan.predicates import AttemptScope, result_of
+    from workflows.plan.prompts import assemble_prompt, count_key, invocation_id, retry_feedback
     from workflows.plan.reasons import Reason
     from workflows.plan.refs import RefError, render
     from workflows.plan.run_record import CallRow, PlanFailure, PlanRecord
     from workflows.plan.run_types import LandedInput, PathsInput, WriteSnapshot
+    from workflows.plan_run.checks import check_ensures
+    from workflows.plan_run.iterate import iterate
     from workflows.plan_run.pacing import Pacer
 
 __all__ = ["PROMPT_CEILING_CHARS", "Dispatcher", "SettledHook", "budget_failure"]
@@ -119,6 +125,8 @@ class Dispatcher:
         """``step[:item]`` -> dispatches so far (numbers invocation ids and call attempts)."""
         self.sim_index: dict[str, int] = {}
         """Step id -> dispatches of the step in the run (x-sim.outputs picks by it)."""
+        self.judge_index: dict[str, int] = {}
+        """Step id -> judge calls of its judged ensures in the run (x-sim.judged picks)."""
         self.pacer = Pacer()
         """Bounds the invocations one workflow task starts (a region's branches)."""
         self.on_settled: SettledHook | None = None
@@ -177,6 +185,22 @@ class Dispatcher:
             upstream=upstream,
         )
         self.pacer.charge(len(prompt))
+        scope = AttemptScope(inputs, outputs, item, item_index)
+        if isinstance(step, AgentStep) and step.iterate is not None:
+            return await iterate(self, step, sid, prompt, contract, scope)
+        return await self.attempts(step, sid, prompt, contract, scope)
+
+    async def attempts(
+        self,
+        step: AgentStep | GateStep,
+        sid: str,
+        prompt: str,
+        contract: Mapping[str, str] | None,
+        scope: AttemptScope,
+    ) -> str:
+        """One attempt cycle: dispatches until an output passes its contract and ensures, or
+        ``PlanFailure`` once the cycle's attempts are spent."""
+        item_index = scope.item_index
         attempts = step.attempts()
         previous: str | None = None
         for n in range(1, attempts + 1):
@@ -207,11 +231,33 @@ class Dispatcher:
                         raise PlanFailure(Reason.MALFORMED_OUTPUT, f"{sid}: {problem}", step=sid)
                     previous, prompt = text, retry
                     continue
+            if isinstance(step, AgentStep) and step.ensure:
+                failed = await check_ensures(
+                    self, step, sid, output=text, result=result_of(step, text), scope=scope
+                )
+                if failed is not None:
+                    problem = f"ensure {failed.form} failed: {failed.reason}"
+                    retry = retry_feedback(
+                        prompt,
+                        failure=problem,
+                        output=text,
+                        previous=previous if failed.identical_stops else None,
+                    )
+                    if retry is None or last or "ensure-failed" not in step.retry.on:
+                        repeated = " (no retry: identical output)" if retry is None else ""
+                        raise PlanFailure(
+                            Reason.ENSURE_FAILED,
+                            f"{sid}: ensure[{failed.index}] {failed.form} failed: "
+                            f"{failed.reason}{repeated}",
+                            step=sid,
+                        )
+                    previous, prompt = text, retry
+                    continue
             if self.on_settled is not None and isinstance(step, AgentStep):
                 # The capture hashes both texts and starts an activity: paced like a start.
                 await self.pacer.start()
                 self.pacer.charge(len(prompt) + len(text))
-                count = self.counts[_count_key(sid, item_index)]
+                count = self.counts[count_key(sid, item_index)]
                 invocation = invocation_id(sid, count, item_index)
                 await self.on_settled(step, prompt, text, item_index, invocation)
             return text
@@ -233,17 +279,10 @@ class Dispatcher:
                     f"{sid}: at dispatch: " + "; ".join(problems),
                     step=sid,
                 )
-        exhausted = self.ledgers.before_call(sid)
-        if exhausted is not None:  # a settled call overran tokens/usd: no next call in scope
-            raise budget_failure(self.record, exhausted, sid)
-        key = _count_key(sid, item_index)
+        self.spend_call(sid)
+        key = count_key(sid, item_index)
         n = self.counts[key] = self.counts.get(key, 0) + 1
         sim_i = self.sim_index[sid] = self.sim_index.get(sid, -1) + 1
-        try:
-            self.ledger.spend(sid)
-            self.ledgers.spend(sid)
-        except BudgetInvariantViolated as exc:
-            raise PlanFailure(Reason.BUDGET_INVARIANT_VIOLATED, str(exc), step=sid) from None
         model = self.models[sid]
         invocation = invocation_id(sid, n, item_index)
         prefix = sid[: -len(step.id)]  # "<run step>/" in a body: the deps are its siblings
@@ -295,17 +334,10 @@ class Dispatcher:
             )
         except ActivityError as exc:
             klass, message = failure_class(exc)
-            self.ledgers.settle(sid, tokens=0, usd=0.0, wall_ms=_ms_since(started))
-            self.record.calls.append(CallRow(invocation, sid, model, outcome=klass))
+            self.settle_call(invocation, sid, model, None, started, outcome=klass)
             self._settled(sid, seq, invocation, ok=False, failure=klass, message=message)
             return None, klass, message
-        self._bill(invocation, sid, model, response)
-        self.ledgers.settle(
-            sid,
-            tokens=response.usage.input_tokens + response.usage.output_tokens,
-            usd=response.usd or 0.0,
-            wall_ms=_ms_since(started),
-        )
+        self.settle_call(invocation, sid, model, response, started)
         if before is not None and self.workspace is not None:
             problems = await self._workspace(
                 CHECK_LANDED, LandedInput(workspace=self.workspace, before=before)
@@ -319,6 +351,42 @@ class Dispatcher:
                 )
         self._settled(sid, seq, invocation, ok=True, chars=len(response.text))
         return response.text, None, ""
+
+    def spend_call(self, sid: str) -> None:
+        """Before a model call (a dispatch, or a judged ensure's call): one invocation out of
+        every ledger that covers ``sid``; a nested ledger over its tokens/usd refuses it."""
+        exhausted = self.ledgers.before_call(sid)
+        if exhausted is not None:  # a settled call overran tokens/usd: no next call in scope
+            raise budget_failure(self.record, exhausted, sid)
+        try:
+            self.ledger.spend(sid)
+            self.ledgers.spend(sid)
+        except BudgetInvariantViolated as exc:
+            raise PlanFailure(Reason.BUDGET_INVARIANT_VIOLATED, str(exc), step=sid) from None
+
+    def settle_call(
+        self,
+        invocation: str,
+        sid: str,
+        model: str,
+        response: ModelResponse | None,
+        started: Any,
+        *,
+        outcome: str = "failed",
+    ) -> None:
+        """After a model call: its cost into every covering ledger (a failed call costs its
+        wall clock) and its row in ``calls``."""
+        if response is None:
+            self.ledgers.settle(sid, tokens=0, usd=0.0, wall_ms=_ms_since(started))
+            self.record.calls.append(CallRow(invocation, sid, model, outcome=outcome))
+            return
+        self._bill(invocation, sid, model, response)
+        self.ledgers.settle(
+            sid,
+            tokens=response.usage.input_tokens + response.usage.output_tokens,
+            usd=response.usd or 0.0,
+            wall_ms=_ms_since(started),
+        )
 
     def _settled(self, step_id: str, seq: int, invocation: str, **data: Any) -> None:
         settled = self.record.event(
@@ -362,10 +430,6 @@ class Dispatcher:
 
 def _ms_since(started: Any) -> int:
     return max(0, int((workflow.now() - started).total_seconds() * 1000))
-
-
-def _count_key(step_id: str, item_index: int | None) -> str:
-    return step_id if item_index is None else f"{step_id}:{item_index}"
 
 
 def _sim_output(step: AgentStep | GateStep, index: int) -> str | None:

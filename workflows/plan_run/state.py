@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from temporalio import workflow
+from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -56,11 +57,12 @@ with workflow.unsafe.imports_passed_through():
         ResumeResult,
         RunState,
     )
-    from workflows.raw_input import NO_INPUT, decode_run_input
+    from workflows.raw_input import NO_INPUT, decode_raw, decode_run_input
 
-__all__ = ["EVENTS_PAGE", "PlanRunState"]
+__all__ = ["CONTROL_REFUSED", "EVENTS_PAGE", "PlanRunState", "coded", "rejected"]
 
 EVENTS_PAGE = 500
+CONTROL_REFUSED = "control.refused"
 _STAND_IN = PlanRunInput.model_construct(plan={}, args={})
 
 
@@ -147,120 +149,127 @@ class PlanRunState:
             parsed[key] = value
         return parsed, None
 
-    def _resume_refusal(
-        self, supplied: dict[str, Any]
-    ) -> tuple[dict[str, Any], Refusal | str | None]:
+    def _resume(self, raw: RawValue) -> tuple[ResumeInput | None, dict[str, Any], Refused | None]:
+        """The decoded input and the merged args, or why the resume is refused."""
+        input = decode_raw(ResumeInput, raw)
+        if isinstance(input, InputInvalid):
+            return None, {}, input
         if self.state in ("completed", "failed", "cancelled"):
-            return {}, f"the run is {self.state}"
-        parsed, problem = self.parse_args(supplied)
+            return None, {}, f"the run is {self.state}"
+        parsed, problem = self.parse_args(input.args)
         if problem is not None:
-            return {}, f"{INPUT_INVALID}: {problem}"
+            return None, {}, InputInvalid(problem)
         merged, refusal = merge_resume_args(self.args, parsed)
-        return merged, refusal
+        return (None, {}, refusal) if refusal is not None else (input, merged, None)
 
     @workflow.update(name=UPDATE_RESUME)
-    def resume(self, input: ResumeInput) -> ResumeResult:
-        merged, refusal = self._resume_refusal(input.args)
-        if refusal is not None:  # the validator refused it: only a changed state gets here
-            raise ApplicationError(_refusal_text(refusal), type="control.refused")
+    def resume(self, raw: RawValue = NO_INPUT) -> ResumeResult:
+        input, merged, refusal = self._resume(raw)
+        if input is None:  # the validator refused it: only a changed state gets here
+            raise rejected(refusal or "refused")
         self.args = merged
         self.record.event("resume.accepted", keys=sorted(input.args))
         return ResumeResult(accepted=sorted(input.args), args=self.args)
 
     @resume.validator
-    def _check_resume(self, input: ResumeInput) -> None:
-        _, refusal = self._resume_refusal(input.args)
+    def _check_resume(self, raw: RawValue = NO_INPUT) -> None:
+        _, _, refusal = self._resume(raw)
         if refusal is not None:
-            raise _rejected(refusal)
+            raise rejected(refusal)
 
     @workflow.signal(name=SIGNAL_RESUME)
-    def resume_signal(self, input: ResumeInput) -> None:
-        merged, refusal = self._resume_refusal(input.args)
-        if refusal is not None:
-            self._refuse("resume", refusal)
+    def resume_signal(self, raw: RawValue = NO_INPUT) -> None:
+        input, merged, refusal = self._resume(raw)
+        if input is None:
+            self._refuse("resume", refusal or "refused")
             return
         self.args = merged
         self.record.event("resume.accepted", keys=sorted(input.args), via="signal")
 
-    def _gate_refusal(self, input: ResolveGateInput) -> Refusal | None:
+    def _gate(self, raw: RawValue) -> tuple[ResolveGateInput | None, Refused | None]:
+        input = decode_raw(ResolveGateInput, raw)
+        if isinstance(input, InputInvalid):
+            return None, input
         pending = {step: gate.token for step, gate in self.gates.items()}
-        return check_gate_decision(
+        refusal = check_gate_decision(
             pending,
             step=input.step,
             decision=input.decision,
             token=input.token,
             expired=self.expired_tokens,
         )
+        return (None, refusal) if refusal is not None else (input, None)
 
     @workflow.update(name=UPDATE_RESOLVE_GATE)
-    def resolve_gate(self, input: ResolveGateInput) -> GateDecisionResult:
-        refusal = self._gate_refusal(input)
-        if refusal is not None:
-            raise ApplicationError(_refusal_text(refusal), type=str(refusal.reason))
+    def resolve_gate(self, raw: RawValue = NO_INPUT) -> GateDecisionResult:
+        input, refusal = self._gate(raw)
+        if input is None:
+            raise rejected(refusal or "refused")
         self.decisions[input.step] = input.decision
         return GateDecisionResult(step=input.step, decision=input.decision)
 
     @resolve_gate.validator
-    def _check_gate(self, input: ResolveGateInput) -> None:
-        refusal = self._gate_refusal(input)
+    def _check_gate(self, raw: RawValue = NO_INPUT) -> None:
+        _, refusal = self._gate(raw)
         if refusal is not None:
-            raise _rejected(refusal)
+            raise rejected(refusal)
 
     @workflow.signal(name=SIGNAL_RESOLVE_GATE)
-    def resolve_gate_signal(self, input: ResolveGateInput) -> None:
-        refusal = self._gate_refusal(input)
-        if refusal is not None:
-            self._refuse("resolve_gate", refusal)
+    def resolve_gate_signal(self, raw: RawValue = NO_INPUT) -> None:
+        input, refusal = self._gate(raw)
+        if input is None:
+            self._refuse("resolve_gate", refusal or "refused")
             return
         self.decisions[input.step] = input.decision
 
-    def _extension_refusal(self, input: ExtendPlanBudgetInput) -> str | None:
+    def _extension(self, raw: RawValue) -> tuple[ExtendPlanBudgetInput | None, Refused | None]:
+        """Every limit that can pause the run (calls, wall, tokens, USD), checked on a copy."""
+        input = decode_raw(ExtendPlanBudgetInput, raw)
+        if isinstance(input, InputInvalid):
+            return None, input
         if self.ledger is None:
-            return "the run has not opened its budget yet"
-        reason, why = self.ledger.model_copy(deep=True).extend(
-            calls=input.calls, wall_ms=input.wall_ms
-        )
-        return None if reason is None else f"{reason}: {why}"
+            return None, "the run has not opened its budget yet"
+        reason, why = self.ledger.model_copy(deep=True).extend(**input.model_dump())
+        return (input, None) if reason is None else (None, Refusal(reason, why))
 
     @workflow.update(name=UPDATE_EXTEND_BUDGET)
-    def extend_budget(self, input: ExtendPlanBudgetInput) -> ExtendPlanBudgetResult:
-        refusal = self._extension_refusal(input)
-        if refusal is not None or self.ledger is None:
-            raise ApplicationError(refusal or "no budget", type="control.refused")
-        _, summary = self.ledger.extend(calls=input.calls, wall_ms=input.wall_ms)
-        self.record.event("budget.extended", calls=input.calls, wall_ms=input.wall_ms)
+    def extend_budget(self, raw: RawValue = NO_INPUT) -> ExtendPlanBudgetResult:
+        input, refusal = self._extension(raw)
+        if input is None or self.ledger is None:
+            raise rejected(refusal or "no budget")
+        _, summary = self.ledger.extend(**input.model_dump())
+        self.record.event("budget.extended", **input.model_dump(exclude_none=True))
         return ExtendPlanBudgetResult(
             calls_limit=self.ledger.calls_limit,
             wall_limit_ms=self.ledger.wall_limit_ms,
             summary=summary,
+            tokens_limit=self.ledger.max_tokens,
+            usd_limit=self.ledger.budget.limits.max_usd,
         )
 
     @extend_budget.validator
-    def _check_extension(self, input: ExtendPlanBudgetInput) -> None:
-        if self.ledger is None:
-            raise _rejected("the run has not opened its budget yet")
-        reason, why = self.ledger.model_copy(deep=True).extend(
-            calls=input.calls, wall_ms=input.wall_ms
-        )
-        if reason is not None:
-            raise _rejected(Refusal(reason, why))
+    def _check_extension(self, raw: RawValue = NO_INPUT) -> None:
+        _, refusal = self._extension(raw)
+        if refusal is not None:
+            raise rejected(refusal)
 
     @workflow.signal(name=SIGNAL_EXTEND_BUDGET)
-    def extend_budget_signal(self, input: ExtendPlanBudgetInput) -> None:
-        refusal = self._extension_refusal(input)
-        if refusal is not None or self.ledger is None:
-            self.record.refused.append(f"extend_budget: {refusal}")
-            self.record.event("control.refused", control="extend_budget", message=refusal)
+    def extend_budget_signal(self, raw: RawValue = NO_INPUT) -> None:
+        input, refusal = self._extension(raw)
+        if input is None or self.ledger is None:
+            self._refuse("extend_budget", refusal or "no budget")
             return
-        self.ledger.extend(calls=input.calls, wall_ms=input.wall_ms)
-        self.record.event("budget.extended", calls=input.calls, wall_ms=input.wall_ms, via="signal")
+        self.ledger.extend(**input.model_dump())
+        self.record.event("budget.extended", **input.model_dump(exclude_none=True), via="signal")
 
-    def _refuse(self, control: str, refusal: Refusal | str) -> None:
-        if isinstance(refusal, Refusal):
-            self.record.refuse(control, refusal.reason, refusal.message)
-        else:
-            self.record.refused.append(f"{control}: {refusal}")
-            self.record.event("control.refused", control=control, message=refusal)
+    def _refuse(self, control: str, refusal: Refused) -> None:
+        code, message = coded(refusal)
+        self.record.refuse(control, code, message)
+
+    def refuse_signal(self, signal: str, message: str) -> None:
+        """A signal whose arguments its handler cannot take (``worker/arity``): recorded as
+        refused, like one whose content is refused."""
+        self.record.refuse(signal.removesuffix("_signal"), INPUT_INVALID, message)
 
     # -- queries -----------------------------------------------------------------------------
 
@@ -280,6 +289,8 @@ class PlanRunState:
             input_tokens=spent.input_tokens,
             output_tokens=spent.output_tokens,
             usd=spent.usd,
+            tokens_limit=ledger.max_tokens,
+            usd_limit=ledger.budget.limits.max_usd,
             need=self.need,
             waited_ms=self.waited_ms,
         )
@@ -326,13 +337,21 @@ class PlanRunState:
         return [e for e in self.record.events if e.seq > cursor][:EVENTS_PAGE]
 
 
-def _refusal_text(refusal: Refusal | str) -> str:
-    return refusal if isinstance(refusal, str) else f"{refusal.reason}: {refusal.message}"
+Refused = Refusal | InputInvalid | str
+"""Why a control message is refused: a plan control reason, input that does not decode (or a
+typed value that does not parse), or the run's state (``control.refused``)."""
 
 
-def _rejected(refusal: Refusal | str) -> ApplicationError:
-    """A validator's refusal (it never enters history), coded: the plan reason as the type,
-    so a client shows the reason as the code; other refusals are ``control.refused``."""
+def coded(refusal: Refused) -> tuple[str, str]:
+    """(code, message) of a refusal."""
     if isinstance(refusal, Refusal):
-        return ApplicationError(refusal.message, type=str(refusal.reason), non_retryable=True)
-    return ApplicationError(refusal, type="control.refused", non_retryable=True)
+        return str(refusal.reason), refusal.message
+    if isinstance(refusal, InputInvalid):
+        return refusal.code, refusal.message
+    return CONTROL_REFUSED, refusal
+
+
+def rejected(refusal: Refused) -> ApplicationError:
+    """An update's refusal, typed with its code (the caller matches on ``type``)."""
+    code, message = coded(refusal)
+    return ApplicationError(f"{code}: {message}", type=code, non_retryable=True)

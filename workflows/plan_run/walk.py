@@ -2,7 +2,8 @@
 before it runs.
 
     for each boundary (an ``on_fail`` target runs only when a failure routed to it):
-        pause -> ``pauses`` | human gate -> ``gates`` (neither reserves: nothing is dispatched)
+        pause -> ``pauses`` | human gate -> ``gates`` | set -> ``set_steps`` (none of them
+        reserves: nothing is dispatched)
         run step -> ``subflows`` (not a boundary: its body walks here, each child a boundary)
         else: reserve innermost first -- the step's own ledger, a fan-out's, the enclosing
         sub-flow's (each fails its scope at once when it cannot fit), then the run's (wait
@@ -27,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
         PauseStep,
         Plan,
         RunStep,
+        SetStep,
         TournamentStep,
     )
     from workflows.plan.reasons import RUN_FATAL, Reason
@@ -37,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan_run.pauses import pause
     from workflows.plan_run.regions import region, region_items
     from workflows.plan_run.scope import Scope
+    from workflows.plan_run.set_steps import set_step
     from workflows.plan_run.state import PlanRunState
     from workflows.plan_run.subflows import run_subflow
     from workflows.plan_run.waits import wait_for_person
@@ -82,6 +85,9 @@ async def _boundary(
         return await human_gate(run, plan, step)
     if isinstance(step, RunStep):
         return await run_subflow(run, dispatcher, scope, step, boundary, walk_scope)
+    if isinstance(step, SetStep):
+        await set_step(run, dispatcher, scope, step)
+        return None
     reservation = boundary.reservation
     items: list[Any] = []
     if isinstance(step, FanoutStep):

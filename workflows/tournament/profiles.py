@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from workflows import phases as phase_names
-from workflows.bounds import MAX_CALLS, Seed
+from workflows.bounds import MAX_CALLS, MAX_LAMBDA, MAX_TEMPERATURE, Seed
 from workflows.inputs import StrictModel
 from workflows.tournament.errors import (
     BUDGET_PLANNED_CALLS_EXCEEDED,
@@ -69,11 +69,11 @@ class Profile(StrictModel):
     k: int = Field(le=MAX_N)
     t: int = Field(le=MAX_T)
     m: int = Field(le=MAX_N)
-    lambda_: float = Field(default=0.01, alias="lambda")
-    generate_temperature: float = 0.8
-    mutate_temperature: float = 0.6
-    judge_temperature: float = 0.0
-    finalize_temperature: float = FINALIZE_TEMPERATURE
+    lambda_: float = Field(default=0.01, alias="lambda", le=MAX_LAMBDA)
+    generate_temperature: float = Field(default=0.8, le=MAX_TEMPERATURE)
+    mutate_temperature: float = Field(default=0.6, le=MAX_TEMPERATURE)
+    judge_temperature: float = Field(default=0.0, le=MAX_TEMPERATURE)
+    finalize_temperature: float = Field(default=FINALIZE_TEMPERATURE, le=MAX_TEMPERATURE)
 
     def check(self) -> Profile:
         """Refuse a profile that cannot run; returns ``self`` so calls chain."""

@@ -364,6 +364,8 @@ class TournamentWorkflow:
 
     @extend_budget.validator
     def _check_extension(self, raw: RawValue = NO_INPUT) -> None:
+        if isinstance(new := decode_raw(ExtendBudgetInput, raw), InputInvalid):
+            raise input_failure(new)  # coded: input.invalid, with the field's path and rule
         _, problems = self._extension(raw)
         if problems:
             raise ValueError("; ".join(problems))
@@ -372,12 +374,14 @@ class TournamentWorkflow:
     def extend_budget_signal(self, raw: RawValue = NO_INPUT) -> None:
         limits, problems = self._extension(raw)
         if limits is None:
-            self.record.refused.append("; ".join(problems))
-            self.record.event(
-                "control.refused", control="extend_budget", reason="; ".join(problems)
-            )
+            self.refuse_signal(SIGNAL_EXTEND_BUDGET, "; ".join(problems))
             return
         self.calls.extend(limits)
+
+    def refuse_signal(self, signal: str, message: str) -> None:
+        """A refused signal, its content or its arguments (``worker/arity``): recorded."""
+        self.record.refused.append(message)
+        self.record.event("control.refused", control=signal.removesuffix("_signal"), reason=message)
 
     def _extension(self, raw: RawValue) -> tuple[BudgetLimits | None, list[str]]:
         """New limits from raw control input, or why not (never raises: see budget.py)."""
