@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import logging
 import os
 import signal
 import sys
@@ -20,7 +18,6 @@ from client.campaign_cli import campaign as campaign_group
 from client.embedded import EmbeddedServer
 from client.export import export
 from client.failures import EXIT_FAILED, INTERNAL_ERROR, describe
-from client.logs import configure_logging
 from client.mcp.cli import mcp as mcp_command
 from client.plan_cli import plan as plan_group
 from client.plan_run_cli import register_plan_run_commands
@@ -30,6 +27,8 @@ from client.runs_cli import runs as runs_command
 from client.session import open_session, spawn_background_worker, terminated
 from client.tournament_cli import register as register_tournament_commands
 from client.worker_cli import worker_command
+from worker.cli import leave
+from worker.logs import configure_logging
 from workflows.ask_types import AskInput, AskResult
 from workflows.names import ASK
 from workflows.run_ids import check_run_id
@@ -44,21 +43,6 @@ def _fail(message: str, code: int) -> NoReturn:
     raise SystemExit(code)
 
 
-def _leave(code: int) -> NoReturn:
-    """Every exit of a command: flush, then leave without interpreter finalization.
-
-    The Temporal core runtime's threads may still hold a callback into Python (an RPC that
-    completed as the command ended); finalizing under them aborts the process with
-    "PyGILState_Release ... finalizing" (exit 134). Leases are released and workers shut down
-    by now, so nothing is left to clean up; scripts get the atexit guard in client/connect.py.
-    """
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    logging.shutdown()
-    os._exit(code)
-
-
 def run_command(command: click.Command, **kwargs: Any) -> NoReturn:
     """Run a click command; a ponder error is one line and an exit code (``--debug``: traceback)."""
     try:
@@ -71,7 +55,7 @@ def run_command(command: click.Command, **kwargs: Any) -> NoReturn:
     except KeyboardInterrupt:
         click.echo("ponder: process.interrupted: interrupted (Ctrl-C)", err=True)
         code = 128 + signal.SIGINT
-    _leave(code)
+    leave(code)
 
 
 def _run(command: click.Command, **kwargs: Any) -> None:

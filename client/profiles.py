@@ -18,16 +18,16 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from activities.atomic import write_atomically
 from activities.errors import ConfigError
 from activities.raw_events import SECRET_KEY
+from client.tournament_options import TEMPERATURE_ROLES as THINK_TEMPERATURE_ROLES
+from client.tournament_options import TournamentSettings
 from workflows.budget import BudgetLimits
-from workflows.inputs import StrictModel
 from workflows.tournament.profiles import BUILTIN_PROFILES
-from workflows.tournament.prompts import Style
-from workflows.tournament.types import Concurrency, OnBudgetExhausted, RoleModels, Schedule
+from workflows.tournament.types import RoleModels
 
 __all__ = [
     "PROFILE_INVALID",
@@ -51,34 +51,17 @@ _MORE_SECRET_KEYS = re.compile(
     r"(bearer|private[_-]?key|access[_-]?key|(^|_)auth$|(^|_)pat$|session[_-]?key)", re.IGNORECASE
 )
 
-TEMPERATURE_ROLES = ("generate", "judge", "mutate", "finalize")
+TEMPERATURE_ROLES = tuple(THINK_TEMPERATURE_ROLES)  # the roles --temperature takes
 
 
-class SavedProfile(StrictModel):
-    """What a saved profile may hold; every field is optional (unset: the think default)."""
-
-    model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
+class SavedProfile(TournamentSettings):
+    """What a saved profile may hold: the think settings, a model per role and budget limits;
+    every field is optional (unset: the think default)."""
 
     description: str | None = Field(default=None, max_length=500)
     base: str = Field(default="quick", description="the built-in profile it starts from")
-    n: int | None = None
-    k: int | None = None
-    t: int | None = None
-    m: int | None = None
-    lambda_: float | None = Field(default=None, alias="lambda")
-    temperatures: dict[str, float] = Field(
-        default={}, description="sampling temperature by role: generate, judge, mutate, finalize"
-    )
-    provider: str | None = Field(default=None, description="provider for every role, e.g. sim")
-    model: str | None = Field(default=None, description="provider:model for every role")
     models: RoleModels = RoleModels()
-    rubric: str | None = None
-    prompt_style: Style | None = None
-    schedule: Schedule | None = None
     limits: BudgetLimits = BudgetLimits()
-    concurrency: Concurrency | None = None
-    on_budget_exhausted: OnBudgetExhausted | None = None
-    invalid_json_retries: int | None = Field(default=None, ge=0)
 
     def check(self) -> SavedProfile:
         if self.base not in BUILTIN_PROFILES:

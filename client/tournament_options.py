@@ -8,15 +8,18 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TypeVar
 
-from pydantic import ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from activities.errors import ConfigError
-from workflows.tournament.prompts import PromptOverrides
+from workflows.inputs import StrictModel
+from workflows.tournament.prompts import PromptOverrides, Style
+from workflows.tournament.types import Concurrency, OnBudgetExhausted, Schedule
 
 __all__ = [
     "CONCURRENCY_PHASES",
     "TEMPERATURE_ROLES",
     "TOKEN_ROLES",
+    "TournamentSettings",
     "load_prompts",
     "read_file",
     "read_task",
@@ -41,6 +44,31 @@ TOKEN_ROLES: Mapping[str, str] = {
     "finalize": "finalize",
 }
 CONCURRENCY_PHASES = ("generate", "judge", "mutate")
+
+
+class TournamentSettings(StrictModel):
+    """The ``ponder think`` settings a saved profile holds and the MCP ``think`` tool takes,
+    declared once (``client.profiles.SavedProfile`` and ``client.mcp.args.ThinkArgs`` extend
+    it); every field is optional: unset, the profile or the think default applies."""
+
+    model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
+
+    n: int | None = None
+    k: int | None = None
+    t: int | None = None
+    m: int | None = None
+    lambda_: float | None = Field(default=None, alias="lambda")
+    temperatures: dict[str, float] = Field(
+        default={}, description="sampling temperature by role: generate, judge, mutate, finalize"
+    )
+    provider: str | None = Field(default=None, description="provider for every role, e.g. sim")
+    model: str | None = Field(default=None, description="provider:model for every role")
+    rubric: str | None = None
+    prompt_style: Style | None = None
+    schedule: Schedule | None = None
+    concurrency: Concurrency | None = None
+    on_budget_exhausted: OnBudgetExhausted | None = None
+    invalid_json_retries: int | None = Field(default=None, ge=0)
 
 
 def read_file(name: str, *, what: str = "candidate") -> str:
