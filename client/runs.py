@@ -44,6 +44,7 @@ __all__ = [
     "detach",
     "failure_message",
     "failure_parts",
+    "failure_view",
     "new_run_id",
     "report_path",
     "run_result",
@@ -137,6 +138,13 @@ def failure_parts(exc: WorkflowFailureError) -> tuple[str, str]:
     if isinstance(cause, RunTimeoutError):
         return RUN_TIMED_OUT, str(cause) or "timed out"
     return RUN_FAILED, str(cause)
+
+
+def failure_view(exc: WorkflowFailureError) -> dict[str, str]:
+    """How a run that ended badly shows in a status view: its state, code and message."""
+    code, _ = failure_parts(exc)
+    state = "cancelled" if code == RUN_CANCELLED else "failed"
+    return {"status": state, "code": code, "error": failure_message(exc)}
 
 
 def failure_message(exc: WorkflowFailureError) -> str:

@@ -9,22 +9,28 @@ where the error is raised, never recovered from the message.
 PonderError(code, message, fix=None)     base of every error a user can see
 ├── InputInvalid       input.invalid                 workflow input that does not decode
 ├── RunIdInvalid       run.id_invalid                a run id that breaks the one rule
+├── RunDirRefused      run.dir_invalid               a run directory outside the run store
+├── RunIdInUse         run.id_in_use                 an id an earlier run's files are under
 ├── DocumentInvalid    its first error's code        a plan or campaign document; every error
 │   ├── PlanInvalid                                  (workflows.plan.errors)
 │   └── CampaignInvalid                              (workflows.campaign.errors)
 ├── TournamentError    profile.*, rank.*, budget.*, prompts.*, judge.*, run.*
-├── ConfigError        config.*, model.*, file.*, option.*, profile.*, run.*, ...   exit 2
+├── ConfigError        a flag, file, setting or state refused before anything runs:
+│                      config.*, model.*, file.*, option.*, profile.*, prompts.*,
+│                      replay.*, run.not_found, run.kind_invalid, budget.*, a plan
+│                      reason (stale-gate-token, unknown-step), ...
 ├── ServerError        server.*                      Temporal cannot be reached or started
 │   └── NoWorkerError  worker.missing                nothing polls the task queue
 ├── ProviderError      provider.<class>              a model call failed (activities.errors)
-└── RunFailed          the failure's type            a run ended failed or cancelled  exit 1
+└── RunFailed          the failure's type            a run ended failed or cancelled
                        (a plan reason such as gate-killed, provider.auth, run.cancelled)
 ```
 
 ``ConfigError``, ``ServerError``, ``NoWorkerError`` and ``ProviderError`` (with its own subtree)
-live in ``activities.errors``; ``RunFailed`` in ``client.runs``. What a run fails with inside
-Temporal is an ``ApplicationError`` whose ``type`` is one of these codes: that is the wire
-format of failures, and saved histories depend on it.
+live in ``activities.errors``, ``RunDirRefused`` and ``RunIdInUse`` in ``activities.run_store``,
+``RunFailed`` in ``client.runs``. A ``RunFailed`` exits 1, every other error 2. What a run fails
+with inside Temporal is an ``ApplicationError`` whose ``type`` is one of these codes: that is the
+wire format of failures, and saved histories depend on it.
 
 Exceptions from elsewhere that a person can meet (Temporal's RPC and update errors, pydantic's
 ``ValidationError``, click's usage errors) are translated in one place, ``client.failures``,

@@ -25,7 +25,7 @@ from activities.providers import default_model_for
 from client.mcp.args import CampaignRunArgs
 from client.mcp.backend import Backend
 from client.profiles import expand_saved_profiles
-from client.runs import failure_message, new_run_id, start_run
+from client.runs import failure_view, new_run_id, start_run
 from workflows.campaign.configs import config_errors
 from workflows.campaign.document import validate_value
 from workflows.campaign.errors import CampaignInvalid
@@ -110,9 +110,7 @@ async def outcome(backend: Backend, run_id: str, *, wait_s: float, progress: Any
     try:
         done: CampaignResult = await result
     except WorkflowFailureError as exc:
-        message = failure_message(exc)
-        state = "cancelled" if message == "cancelled" else "failed"
-        return {"run_id": run_id, "kind": "campaign", "status": state, "error": message}
+        return {"run_id": run_id, "kind": "campaign", **failure_view(exc)}
     return {
         "kind": "campaign",
         **done.model_dump(mode="json"),

@@ -23,7 +23,7 @@ from client.mcp import campaigns, plans
 from client.mcp.args import ExtendArgs, ListRunsArgs, ResultArgs, RunArgs
 from client.mcp.backend import Backend
 from client.run_list import kind_of, list_runs, state_name
-from client.runs import failure_message
+from client.runs import failure_view
 from workflows.names import CAMPAIGN, PLAN_RUN
 from workflows.plan.run_types import ExtendPlanBudgetInput
 from workflows.tournament.types import Progress
@@ -115,9 +115,9 @@ async def _ended(run: Run[Any], state: WorkflowExecutionStatus | None) -> dict[s
         done = await run.result()
     except RunFailed as exc:
         cause = exc.__cause__
-        failed = isinstance(cause, WorkflowFailureError)
-        view["error"] = failure_message(cause) if failed else str(exc)  # type: ignore[arg-type]
-        return view
+        if isinstance(cause, WorkflowFailureError):
+            return {**view, **failure_view(cause), "status": view["status"]}
+        return {**view, "code": exc.code, "error": exc.message}
     if isinstance(run, TournamentRun):
         return {
             **view,

@@ -24,7 +24,7 @@ from client.mcp.args import PlanRunArgs, ResolveGateArgs, ResumeArgs
 from client.mcp.backend import Backend
 from client.plan_extend import blocking_limit
 from client.plan_input import routing, run_workspace
-from client.runs import failure_message, new_run_id, report_path, start_run
+from client.runs import failure_view, new_run_id, report_path, start_run
 from workflows.names import PLAN_RUN, QUERY_STATUS, UPDATE_RESOLVE_GATE, UPDATE_RESUME
 from workflows.plan.errors import PlanInvalid
 from workflows.plan.run_types import (
@@ -163,8 +163,7 @@ async def outcome(
     try:
         done: PlanRunResult = await result
     except WorkflowFailureError as exc:
-        state = "cancelled" if failure_message(exc) == "cancelled" else "failed"
-        failed = {"run_id": run_id, "kind": "plan", "status": state, "error": failure_message(exc)}
+        failed = {"run_id": run_id, "kind": "plan", **failure_view(exc)}
         return await _with_report(backend, failed, paused=False)
     view = {"kind": "plan", **done.model_dump(mode="json")}
     return await _with_report(backend, view, paused=False)
