@@ -21,6 +21,7 @@ from client.failures import EXIT_FAILED, INTERNAL_ERROR, describe
 from client.mcp.cli import mcp as mcp_command
 from client.plan_cli import plan as plan_group
 from client.plan_run_cli import register_plan_run_commands
+from client.plan_step_cli import register_plan_step_commands
 from client.profile_cli import profile as profile_group
 from client.runs import new_run_id, start_run, wait_or_detach
 from client.runs_cli import runs as runs_command
@@ -236,6 +237,7 @@ cli.add_command(runs_command)
 cli.add_command(export)
 cli.add_command(mcp_command)
 register_plan_run_commands(cli, plan_group)
+register_plan_step_commands(cli)
 cli.add_command(campaign_group)
 
 

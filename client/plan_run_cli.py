@@ -26,7 +26,7 @@ from activities.config import Settings, load_settings
 from activities.errors import ConfigError
 from client.documents import check_text
 from client.plan_extend import blocking_limit, plan_limits
-from client.plan_input import EXECUTOR_HELP, WORKSPACE_HELP, routing, run_workspace
+from client.plan_input import EXECUTOR_HELP, WORKSPACE_HELP, from_checkpoint, routing, run_workspace
 from client.runs import (
     RunFailed,
     ctrl_c_detaches,
@@ -157,6 +157,9 @@ def continue_command(s: PlanStatus) -> str:
         return f"ponder resume {s.run_id} --arg {s.pending_pause.resume_arg}={value}"
     if s.state == "awaiting_gate" and s.pending_gates:
         return f"ponder gate approve|revise|kill {s.run_id} {s.pending_gates[0].step}"
+    if s.state == "awaiting_consumer" and s.issuances:
+        i = s.issuances[0]
+        return f"ponder step-done {s.run_id} {i.step} --token {i.token} --output @FILE"
     b = s.budget
     if b and s.state == "awaiting_wall_clock":
         return f"ponder extend {s.run_id} --wall-ms {max(b.wall_cap_ms, 1)}"
@@ -170,7 +173,8 @@ def continue_command(s: PlanStatus) -> str:
 
 
 def _signature(s: PlanStatus) -> tuple[str, str | None, tuple[str, ...]]:
-    return s.state, s.step, tuple(g.token for g in s.pending_gates)
+    tokens = [g.token for g in s.pending_gates] + [i.token for i in s.issuances]
+    return s.state, s.step, tuple(tokens)
 
 
 async def _status(handle: WorkflowHandle) -> PlanStatus | None:
@@ -258,6 +262,13 @@ def finish(outcome: PlanRunResult | PlanStatus) -> NoReturn:
 @click.option("--allow-same-family-qe", is_flag=True, help="Waive it (recorded loudly).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of simulated calls.")
 @click.option("--run-id", default=None, help="Workflow id (default: plan-<random>).")
+@click.option(
+    "--from",
+    "from_",
+    default=None,
+    metavar="RUN:LABEL",
+    help="Restore the settled steps of RUN's checkpoint LABEL whose fingerprint matches.",
+)
 @click.option("--detach", is_flag=True, help="Start the run, print its id and return.")
 @click.pass_context
 def run(ctx: click.Context, file: str, **options: Any) -> None:
@@ -291,6 +302,7 @@ def run(ctx: click.Context, file: str, **options: Any) -> None:
         coder_family=options["coder_family"],
         allow_same_family_qe=options["allow_same_family_qe"],
         seed=options["seed"],
+        from_checkpoint=from_checkpoint(options["from_"]),
     )
 
     finish(
@@ -303,15 +315,27 @@ def run(ctx: click.Context, file: str, **options: Any) -> None:
 
 
 async def _answer(
-    settings: Settings, run_id: str, update: str, make: Any, *, detach_after: bool
+    settings: Settings,
+    run_id: str,
+    update: str,
+    make: Any,
+    *,
+    detach_after: bool,
+    update_id: Any = None,
+    answers: Any = None,
 ) -> PlanRunResult | PlanStatus:
-    """Send ``make(status)`` as ``update`` to a paused run, then follow it (or return)."""
+    """Send ``make(status)`` as ``update`` to a paused run, then follow it (or return).
+    ``update_id(arg)``: the update's id (Temporal answers a retried id once); ``answers(status,
+    arg)``: whether ``arg`` answers the wait ``status`` shows (default: it does)."""
     async with open_session(settings, worker=not detach_after) as session:
         handle = session.client.get_workflow_handle(check_run_id(run_id), result_type=PlanRunResult)
         if (await handle.describe()).workflow_type != PLAN_RUN:
             raise ConfigError("run.kind_invalid", f"run {run_id} is not a plan run")
         before = await handle.query(QUERY_STATUS, result_type=PlanStatus)
-        return await _send(session, handle, update, make(before), before, detach_after)
+        arg = make(before)
+        chosen = update_id(arg) if update_id is not None else None
+        answered = before if answers is None or answers(before, arg) else None
+        return await _send(session, handle, update, arg, answered, detach_after, chosen)
 
 
 async def _send(
@@ -319,10 +343,12 @@ async def _send(
     handle: WorkflowHandle,
     update: str,
     arg: Any,
-    before: PlanStatus,
+    before: PlanStatus | None,
     detach_after: bool,
+    update_id: str | None = None,
 ) -> PlanRunResult | PlanStatus:
-    await handle.execute_update(update, arg)  # a refusal: coded by client.failures
+    """``before``: the wait this update answers (None: it answers none the run shows now)."""
+    await handle.execute_update(update, arg, id=update_id)  # a refusal: coded by client.failures
     if detach_after:
         if session.embedded:
             spawn_background_worker(session.settings)
@@ -330,7 +356,7 @@ async def _send(
         sys.exit(0)
     # An extension answers only a budget pause; a run waiting for a person still waits, and
     # following it must report that wait at once rather than wait for another.
-    budget_wait = before.state in ("awaiting_budget", "awaiting_wall_clock")
+    budget_wait = before is not None and before.state in ("awaiting_budget", "awaiting_wall_clock")
     answered = before if update != UPDATE_EXTEND_BUDGET or budget_wait else None
     return await follow(session, handle, answered=answered)
 
@@ -442,6 +468,19 @@ def print_plan_status(
             done = "escalated" if pending.escalated else "escalates"
             to = f" to {pending.notify}" if pending.notify else ""
             out.print(f"         {done} at {pending.escalate_at}{to}", markup=False)
+    for issued in shown.issuances:
+        item = "" if issued.item is None else f" item {issued.item}"
+        out.print(
+            f"consumer {issued.step}{item} token {issued.token} (attempt {issued.attempt}, "
+            f"until {issued.deadline_at})",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    if shown.checkpoints:
+        out.print("checkpoints " + ", ".join(shown.checkpoints), markup=False, highlight=False)
+    if shown.resumed:
+        out.print("resumed  " + ", ".join(shown.resumed), markup=False, highlight=False)
     for failure in shown.capture_failures:
         detail = f": {failure.detail}" if failure.detail else ""
         out.print(

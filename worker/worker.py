@@ -92,6 +92,7 @@ async def running_worker(
             FileProbeActivities(roots).probe_files,
             CelActivities(cel).evaluate_cel,
             PlanFileActivities(store).write_plan_files,
+            PlanFileActivities(store).read_checkpoint,
             notifiers.check_notifiers,
             notifiers.notify_gate,
             training.append_training_pair,

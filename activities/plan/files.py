@@ -3,11 +3,21 @@
 The workflow sends the files at every human wait and when the run ends (completed, failed,
 cancelled); this writes them through the run store (redacted, atomic) and renders report.html
 from the directory it just wrote, so the report always matches the trace beside it.
+
+``plan_read_checkpoint`` reads one label of another run's ``checkpoints.json`` for
+``plan run --from RUN:LABEL``: only that file of a run directory in the store (the run id is
+validated, the directory and the file must not be symlinks), at most 1 MiB, as JSON.
 """
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
+
+from pydantic import BaseModel
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from activities.heartbeats import in_thread
 from activities.plan.report import render_plan_report
@@ -18,10 +28,23 @@ from activities.run_store import (
     check_writer,
     refusal,
 )
+from workflows.inputs import INPUT_INVALID
+from workflows.plan.checkpoints import (
+    CHECKPOINTS_FILE,
+    MAX_CHECKPOINTS_FILE_BYTES,
+    RestorePoint,
+    restore_point,
+)
 
-__all__ = ["WRITE_PLAN_FILES", "PlanFileActivities"]
+__all__ = ["READ_CHECKPOINT", "WRITE_PLAN_FILES", "PlanFileActivities", "ReadCheckpointInput"]
 
 WRITE_PLAN_FILES = "plan_write_run_files"
+READ_CHECKPOINT = "plan_read_checkpoint"
+
+
+class ReadCheckpointInput(BaseModel):
+    run_id: str
+    label: str
 
 
 class PlanFileActivities:
@@ -41,3 +64,39 @@ class PlanFileActivities:
         run_dir = self.store.run_dir(input.run_id)
         report = self.store.write(input.run_id, "report.html", render_plan_report(run_dir))
         return [*written, str(report)]
+
+    @activity.defn(name=READ_CHECKPOINT)
+    async def read_checkpoint(self, input: ReadCheckpointInput) -> RestorePoint:
+        try:
+            return await in_thread(self._read_checkpoint, input)
+        except REFUSED as exc:
+            raise refusal(exc) from None
+
+    def _read_checkpoint(self, input: ReadCheckpointInput) -> RestorePoint:
+        run_dir = self.store.writable_dir(input.run_id)  # refuses a symlinked run directory
+        path = run_dir / CHECKPOINTS_FILE
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError as exc:
+            missing = exc.errno in (errno.ENOENT, errno.ENOTDIR)
+            why = "has no checkpoints (no checkpoints.json)" if missing else str(exc.strerror)
+            raise _refused(
+                f"checkpoint-not-found: run {input.run_id} {why}; fix: name a run that "
+                "committed a checkpoint"
+            ) from None
+        with os.fdopen(fd, "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_CHECKPOINTS_FILE_BYTES:
+                raise _refused(
+                    f"{INPUT_INVALID}: run {input.run_id}'s {CHECKPOINTS_FILE} is not a regular "
+                    f"file of at most {MAX_CHECKPOINTS_FILE_BYTES} bytes"
+                )
+            text = f.read(MAX_CHECKPOINTS_FILE_BYTES + 1).decode("utf-8", errors="replace")
+        point, problem = restore_point(text, run_id=input.run_id, label=input.label)
+        if point is None:
+            raise _refused(problem)
+        return point
+
+
+def _refused(message: str) -> ApplicationError:
+    return ApplicationError(message, type=INPUT_INVALID, non_retryable=True)

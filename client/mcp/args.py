@@ -28,7 +28,9 @@ from workflows.tournament.types import (
 __all__ = [
     "AskArgs",
     "CampaignRunArgs",
+    "CheckpointArgs",
     "ExtendArgs",
+    "IssuanceArgs",
     "ListRunsArgs",
     "MutateArgs",
     "NoArgs",
@@ -39,7 +41,9 @@ __all__ = [
     "ResolveGateArgs",
     "ResultArgs",
     "ResumeArgs",
+    "RevertArgs",
     "RunArgs",
+    "StepDoneArgs",
     "ThinkArgs",
     "WaitArgs",
 ]
@@ -188,6 +192,11 @@ class PlanRunArgs(WaitArgs):
     allow_same_family_qe: bool = False
     seed: Seed = 0
     run_id: str | None = None
+    from_checkpoint: str | None = Field(
+        default=None,
+        description="RUN:LABEL: restore the settled steps of another run's checkpoint whose "
+        "fingerprint matches (ponder plan run --from)",
+    )
 
 
 class ResumeArgs(WaitArgs):
@@ -203,6 +212,43 @@ class ResolveGateArgs(WaitArgs):
     run_id: str
     step: str
     decision: Literal["approve", "revise", "kill"]
+
+
+class StepDoneArgs(WaitArgs):
+    """``ponder step-done``: answer a consumer step's issuance (read it with ``issuance``)."""
+
+    run_id: str
+    step: str
+    token: str | None = Field(
+        default=None, description="the issuance's token (default: the step's only live one)"
+    )
+    output: JsonValue = Field(default=None, description="the step's output (text or JSON)")
+    failure: str | None = Field(default=None, description="or: why the work failed")
+    usage: dict[str, JsonValue] | None = Field(
+        default=None, description="{tokens, usd, wall_ms}: what the work cost"
+    )
+    telemetry: JsonValue = Field(default=None, description="free-form, at most 64 KiB")
+
+
+class IssuanceArgs(StrictModel):
+    """The live issuances of a consumer step: the prompt as an executor gets it, its contract."""
+
+    run_id: str
+    step: str
+
+
+class CheckpointArgs(StrictModel):
+    """``ponder checkpoint``: commit a plan run's settled state under a label."""
+
+    run_id: str
+    label: str
+
+
+class RevertArgs(WaitArgs):
+    """``ponder revert``: go back to a checkpoint while the run waits."""
+
+    run_id: str
+    label: str
 
 
 class CampaignRunArgs(WaitArgs):

@@ -23,7 +23,7 @@ from client.documents import check_text
 from client.mcp.args import PlanRunArgs, ResolveGateArgs, ResumeArgs
 from client.mcp.backend import Backend
 from client.plan_extend import blocking_limit
-from client.plan_input import routing, run_workspace
+from client.plan_input import from_checkpoint, routing, run_workspace
 from client.runs import failure_view, new_run_id, report_path, start_run
 from workflows.names import PLAN_RUN, QUERY_STATUS, UPDATE_RESOLVE_GATE, UPDATE_RESUME
 from workflows.plan.errors import PlanInvalid
@@ -57,7 +57,8 @@ async def _status(handle: WorkflowHandle) -> PlanStatus | None:
 
 
 def _signature(s: PlanStatus) -> Signature:
-    return s.state, s.step, tuple(g.token for g in s.pending_gates)
+    tokens = [g.token for g in s.pending_gates] + [i.token for i in s.issuances]
+    return s.state, s.step, tuple(tokens)
 
 
 def _next(s: PlanStatus) -> str:
@@ -71,6 +72,13 @@ def _next(s: PlanStatus) -> str:
         return (
             f"call resolve_gate with run_id {s.run_id!r}, step {gate.step!r} and decision "
             f"one of {', '.join(gate.decisions)}"
+        )
+    if s.state == "awaiting_consumer" and s.issuances:
+        i = s.issuances[0]
+        return (
+            f"call issuance with run_id {s.run_id!r} and step {i.step!r} for the prompt, do the "
+            f"work, then step_done with run_id {s.run_id!r}, step {i.step!r}, token {i.token!r} "
+            "and output (or failure)"
         )
     if s.state in ("awaiting_budget", "awaiting_wall_clock") and s.budget:
         blocked = blocking_limit(s.budget)
@@ -112,6 +120,12 @@ def status_view(s: PlanStatus) -> dict[str, Any]:
         view["pending_gates"] = [_gate_view(g) for g in s.pending_gates]
     if s.capture_failures:
         view["capture_failures"] = [f.model_dump() for f in s.capture_failures]
+    if s.issuances:
+        view["issuances"] = [i.model_dump() for i in s.issuances]
+    if s.checkpoints:
+        view["checkpoints"] = s.checkpoints
+    if s.resumed:
+        view["resumed"] = s.resumed
     if s.budget:
         view["budget"] = s.budget.model_dump()
     if s.ledgers:
@@ -199,6 +213,7 @@ async def plan_run(backend: Backend, args: PlanRunArgs, progress: Any) -> dict[s
         coder_family=args.coder_family,
         allow_same_family_qe=args.allow_same_family_qe,
         seed=args.seed,
+        from_checkpoint=from_checkpoint(args.from_checkpoint, field="from_checkpoint"),
     )
     await backend.ensure_worker()
     await start_run(backend.session, PLAN_RUN, payload, run_id, PlanRunResult)
@@ -209,10 +224,11 @@ async def plan_run(backend: Backend, args: PlanRunArgs, progress: Any) -> dict[s
 
 async def _answer(
     backend: Backend, run_id: str, update: str, payload: Any, *, wait: bool, wait_s: float,
-    progress: Any, before: PlanStatus,
+    progress: Any, before: PlanStatus, update_id: str | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     handle = _handle(backend, run_id)
-    await handle.execute_update(update, payload)  # a refusal: coded by client.failures
+    # A refusal (a validator's is typed with its plan reason): coded by client.failures.
+    await handle.execute_update(update, payload, id=update_id)
     if not wait:
         return {"run_id": run_id, "kind": "plan", "status": "accepted", "next": _follow(run_id)}
     return await outcome(

@@ -16,11 +16,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from activities.errors import ConfigError
-from client.mcp import campaigns, follow, plans
+from client.mcp import campaigns, follow, plan_steps, plans
 from client.mcp.args import (
     AskArgs,
     CampaignRunArgs,
+    CheckpointArgs,
     ExtendArgs,
+    IssuanceArgs,
     ListRunsArgs,
     MutateArgs,
     NoArgs,
@@ -31,7 +33,9 @@ from client.mcp.args import (
     ResolveGateArgs,
     ResultArgs,
     ResumeArgs,
+    RevertArgs,
     RunArgs,
+    StepDoneArgs,
     ThinkArgs,
     WaitArgs,
 )
@@ -300,6 +304,31 @@ TOOLS: dict[str, Tool] = {
             "Decide a plan run's pending human gate: approve, revise or kill.",
             ResolveGateArgs,
             plans.resolve_gate,
+        ),
+        Tool(
+            "issuance",
+            "A consumer step's live issuances: the prompt exactly as its executor gets it, the "
+            "output contract, the plan digest.",
+            IssuanceArgs,
+            plan_steps.issuance,
+        ),
+        Tool(
+            "step_done",
+            "Answer a consumer step's issuance with its output (or a failure); the run goes on.",
+            StepDoneArgs,
+            plan_steps.step_done,
+        ),
+        Tool(
+            "checkpoint",
+            "Commit a plan run's settled state under a label (revert or --from use it).",
+            CheckpointArgs,
+            plan_steps.checkpoint,
+        ),
+        Tool(
+            "revert",
+            "Go back to a plan run's checkpoint while it waits; live tokens rotate.",
+            RevertArgs,
+            plan_steps.revert,
         ),
     )
 }

@@ -68,6 +68,13 @@ def test_work_per_invocation_counts_in_the_estimate() -> None:
     assert plain < HISTORY_EVENTS_BUDGET
 
 
+def test_a_consumer_issuance_counts_its_timer_update_and_trace_write() -> None:
+    # 2,000 engine calls fit; 2,000 issuances (a timer, an update, a trace write each) do not.
+    assert estimate_history(load_plan(region(2_000))).events < HISTORY_EVENTS_BUDGET
+    consumers = region(2_000, member={"dispatch": "consumer", "model": None})
+    assert codes(consumers) == [("plan.too_large", "steps[0].fanout.over")]
+
+
 def test_revise_rounds_multiply_the_worst_case() -> None:
     doc = region(1_500)
     doc["steps"].append(

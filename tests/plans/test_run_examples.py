@@ -8,6 +8,7 @@ files run on the simulated provider.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 import uuid
@@ -23,7 +24,9 @@ from tests.conftest import with_endpoint
 from tests.plans.helpers import LOOP_EXAMPLE_PATH
 from tests.plans.run_helpers import events, failure, start, status, wait_state
 from worker.worker import WorkerOptions, running_worker
-from workflows.names import UPDATE_RESOLVE_GATE, UPDATE_RESUME
+from workflows.names import UPDATE_RESOLVE_GATE, UPDATE_RESUME, UPDATE_REVERT, UPDATE_STEP_DONE
+from workflows.plan.checkpoints import RevertInput
+from workflows.plan.consumer import StepDoneInput
 from workflows.plan.document import parse_text
 from workflows.plan.run_types import PlanRunResult, ResolveGateInput, ResumeInput
 from workflows.plan.training import safe_name
@@ -238,3 +241,40 @@ async def test_iterate_until_the_condition_holds(client: Client, queue: str) -> 
     assert json.loads(result.outputs["draft"])["score"] == 0.9
     assert "fallback" not in result.outputs
     assert "Long model work that survives anything." in result.outputs["publish"]
+
+
+async def test_a_consumer_step_answered_with_step_done(client: Client, queue: str) -> None:
+    plan = example("consumer-step.yaml")
+    handle = await start(client, queue, plan, args={"change": "add retries"})
+    issued = await wait_state(handle, "awaiting_consumer")
+    token = issued.issuances[0].token
+    patch = {"output": {"summary": "retries added", "files": ["client.py"]}}
+    await handle.execute_update(
+        UPDATE_STEP_DONE, StepDoneInput(step="implement", token=token, result=patch)
+    )
+    result: PlanRunResult = await handle.result()
+    assert "Review the change retries added." in result.outputs["review"]
+
+
+async def test_a_checkpoint_reverted_at_the_gate(client: Client, queue: str) -> None:
+    plan = example("checkpoint-revert.yaml")
+    handle = await start(client, queue, plan, args={"topic": "durable execution"})
+    first = (await wait_state(handle, "awaiting_gate")).pending_gates[0].token
+    await handle.execute_update(UPDATE_REVERT, RevertInput(label="outlined"))
+    again = await wait_for_token(handle, first)
+    await handle.execute_update(
+        UPDATE_RESOLVE_GATE, ResolveGateInput(step="approve", decision="approve", token=again)
+    )
+    result: PlanRunResult = await handle.result()
+    assert result.calls == 4  # outline, draft, draft again, publish
+    assert (await status(handle)).checkpoints == ["outlined", "drafted"]
+
+
+async def wait_for_token(handle: Any, old: str) -> str:
+    """The gate's token once it has reopened with a new one."""
+    for _ in range(400):
+        gates = (await status(handle)).pending_gates
+        if gates and gates[0].token != old:
+            return gates[0].token
+        await asyncio.sleep(0.05)
+    raise AssertionError("the gate did not reopen")

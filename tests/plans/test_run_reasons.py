@@ -29,7 +29,16 @@ from tests.conftest import with_endpoint
 from tests.fakes import FakeProvider, Reply, Seen, openai_completion
 from tests.plans.run_helpers import start, status
 from worker.worker import WorkerOptions, running_worker
-from workflows.names import UPDATE_EXTEND_BUDGET, UPDATE_RESOLVE_GATE, UPDATE_RESUME
+from workflows.names import (
+    UPDATE_CHECKPOINT,
+    UPDATE_EXTEND_BUDGET,
+    UPDATE_RESOLVE_GATE,
+    UPDATE_RESUME,
+    UPDATE_REVERT,
+    UPDATE_STEP_DONE,
+)
+from workflows.plan.checkpoints import CheckpointInput, RevertInput
+from workflows.plan.consumer import StepDoneInput
 from workflows.plan.document import parse_text
 from workflows.plan.reasons import Reason
 from workflows.plan.run_types import ExtendPlanBudgetInput, ResolveGateInput, ResumeInput
@@ -87,11 +96,37 @@ async def next_stop(handle: WorkflowHandle, answered: tuple[Any, ...] | None) ->
         if described.status != WorkflowExecutionStatus.RUNNING:
             return None
         current = await status(handle)
-        mark = (current.state, current.step, tuple(g.token for g in current.pending_gates))
+        mark = _mark(current)
         if current.state.startswith("awaiting_") and mark != answered:
             return current
         await asyncio.sleep(0.05)
     raise AssertionError("the run neither paused nor ended")
+
+
+def _mark(s: Any) -> tuple[Any, ...]:
+    """What makes a stop new: its state and step, its gates' and issuances' tokens."""
+    return (
+        s.state,
+        s.step,
+        tuple(g.token for g in s.pending_gates),
+        tuple(i.token for i in s.issuances),
+    )
+
+
+async def act_on_run(handle: WorkflowHandle, action: dict[str, Any], paused: Any) -> bool:
+    """The consumer and checkpoint actions (plans-part2.md 7, 8); False: not one of them."""
+    if "step_done" in action:
+        live = {(i.step, i.item): i.token for i in paused.issuances}
+        token = action.get("token") or live.get((action["step_done"], action.get("item")), "")
+        done = StepDoneInput(step=action["step_done"], token=token, result=action["result"])
+        await handle.execute_update(UPDATE_STEP_DONE, done)
+    elif "checkpoint" in action:
+        await handle.execute_update(UPDATE_CHECKPOINT, CheckpointInput(label=action["checkpoint"]))
+    elif "revert" in action:
+        await handle.execute_update(UPDATE_REVERT, RevertInput(label=action["revert"]))
+    else:
+        return False
+    return True
 
 
 async def act(handle: WorkflowHandle, action: dict[str, Any], tokens: dict[str, str]) -> None:
@@ -123,13 +158,15 @@ async def drive(handle: WorkflowHandle, actions: list[dict[str, Any]]) -> tuple[
             return "paused", paused.reason
         tokens = {g.step: g.token for g in paused.pending_gates}
         try:
-            await act(handle, actions.pop(0), tokens)
+            action = actions.pop(0)
+            if not await act_on_run(handle, action, paused):
+                await act(handle, action, tokens)
         except WorkflowUpdateFailedError as exc:
             assert not actions, f"an action was refused early: {exc.cause!r}"
             cause = exc.cause
             assert isinstance(cause, ApplicationError)
             return "refused", cause.message.split(":")[0]
-        answered = (paused.state, paused.step, tuple(tokens.values()))
+        answered = _mark(paused)
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.stem)

@@ -230,6 +230,23 @@ DOC_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
         on("fan", fanout={"over": [1, 2], "chain": ["fan.one"], "max_fanout": 2, "concurrency": 3}),
         "steps[3].fanout.concurrency",
     ),
+    ("consumer.not_allowed", on("review", dispatch="consumer"), "steps[2].dispatch"),
+    ("field.choice", on("draft", dispatch="someone"), "steps[1].dispatch"),
+    (
+        "checkpoint.duplicate",
+        lambda d: (on("draft", checkpoint="c")(d), on("review", checkpoint="c")(d)),
+        "steps[2].checkpoint",
+    ),
+    ("checkpoint.not_top_level", on("fan.one", checkpoint="c"), "steps[4].checkpoint"),
+    ("field.pattern", on("draft", checkpoint="no spaces"), "steps[1].checkpoint"),
+    (
+        "checkpoint.too_many",
+        lambda d: d["steps"].extend(
+            {"id": f"c{n}", "kind": "agent", "prompt": "x", "checkpoint": f"l{n}"}
+            for n in range(51)
+        ),
+        "steps[57].checkpoint",
+    ),
     (
         "plan.too_large",
         on("fan", fanout={"over": list(range(5_000)), "chain": ["fan.one"], "concurrency": 256}),
@@ -388,6 +405,8 @@ LOOP_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
     ("loop.unsupported", lambda d: d["fanouts"][0].update(overflow="spill"), "fanouts[0].overflow"),
     ("loop.unsupported", lambda d: d["steps"][2].update({"x-role": "judge"}), "steps[2].x-role"),
     ("loop.unsupported", lambda d: d.update(flows={}), "flows"),
+    ("loop.unsupported", lambda d: d["steps"][1].update(dispatch="consumer"), "steps[1].dispatch"),
+    ("loop.unsupported", lambda d: d["steps"][1].update(checkpoint="c"), "steps[1].checkpoint"),
     ("loop.unsupported", lambda d: d["steps"][1].update(kind="run"), "steps[1].kind"),
     (
         "loop.unsupported",

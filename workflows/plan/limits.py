@@ -18,6 +18,7 @@ The estimate, per boundary (``boundaries``), times the passes the walk can make 
   ensure expressions, the file probe of its file predicates and the ``until`` marker of an
   iterating step), each at most ``EVENTS_PER_ACTIVITY`` events (scheduled, started,
   completed, and a workflow task of its own); a judged ensure's call is an invocation itself;
+  a consumer step's issuance replaces the model call with ``EVENTS_PER_CONSUMER``;
 - a set step is its evaluation marker and a file probe;
 - a region adds one pacing timer per ``STARTS_PER_TASK`` starts (``plan_run/pacing``);
 - a tournament step is a child workflow in the parent's history (its own history is its own);
@@ -63,6 +64,7 @@ from workflows.tournament.preflight import HISTORY_EVENTS_BUDGET, TEMPORAL_HISTO
 
 __all__ = [
     "EVENTS_PER_ACTIVITY",
+    "EVENTS_PER_CONSUMER",
     "MAX_CONCURRENCY",
     "STARTS_PER_TASK",
     "HistoryEstimate",
@@ -81,6 +83,10 @@ EVENTS_PER_PACING_TIMER = 5
 EVENTS_PER_CHILD = 9
 EVENTS_PER_WAIT = 12
 EVENTS_PER_TIMER = 5
+EVENTS_PER_CONSUMER = 16
+"""A consumer issuance instead of the model call: its timeout timer, the step_done update's
+accepted and completed events with their workflow task, and the trace written as the run starts
+waiting (12 measured for one answered issuance)."""
 EVENTS_BASE = 30
 """Start, the first workflow task, markers, the final trace write and the close."""
 
@@ -98,7 +104,8 @@ class HistoryEstimate:
 def events_per_invocation(step: object) -> int:
     if not isinstance(step, AgentStep | GateStep):
         return EVENTS_PER_ACTIVITY
-    activities = 1
+    consumer = isinstance(step, AgentStep) and step.dispatch == "consumer"
+    activities = 0 if consumer else 1
     if step.artifacts.reads or step.artifacts.writes:
         activities += 1
     if isinstance(step, AgentStep) and step.deliverable == "file":
@@ -107,7 +114,7 @@ def events_per_invocation(step: object) -> int:
         activities += any(isinstance(p, EnsureExpr) for p in step.ensure)
         activities += any(isinstance(p, EnsureFileExists | EnsureFileContains) for p in step.ensure)
         activities += step.iterate is not None
-    return activities * EVENTS_PER_ACTIVITY
+    return activities * EVENTS_PER_ACTIVITY + (EVENTS_PER_CONSUMER if consumer else 0)
 
 
 def _per_invocation(plan: Plan, step: object) -> int:

@@ -128,6 +128,15 @@ def _part2_only(m: LoopMapping, source: Mapping[str, Any], where: str) -> None:
             f"kind {kind!r} is a ponder-plan/1 feature; fix: write the plan as "
             "ponder-plan/1 to use it",
         )
+    for key in ("dispatch", "checkpoint"):  # consumer steps, checkpoints (sections 7, 8)
+        if key in source:
+            _err(
+                m,
+                "loop.unsupported",
+                join_path(where, key),
+                f"{key!r} is a ponder-plan/1 feature; fix: write the plan as ponder-plan/1 to "
+                "use it",
+            )
     budget = source.get("budget")
     for key in budget if isinstance(budget, dict) else {}:
         if isinstance(key, str) and key in PART2_LOOP_BUDGET:

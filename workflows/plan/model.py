@@ -107,6 +107,10 @@ Cel = Annotated[str, Field(min_length=1, json_schema_extra={"maxLength": 2000})]
 SetKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")]
 MAX_ENSURES = 20
 MAX_STEPS = 10_000
+# Who executes an agent step: the engine (a provider call), or an external client that answers
+# the step's issuance with the step_done update (plans-part2.md section 7).
+Dispatch = Literal["engine", "consumer"]
+CHECKPOINT_DOC = "commit a checkpoint with this label when the step succeeds (top level only)"
 MAX_TIMEOUT_MS = 7 * 24 * 3600 * 1000
 MIN_DEADLINE_MS = 1000
 MAX_DEADLINE_MS = 90 * 24 * 3600 * 1000
@@ -286,6 +290,8 @@ class _Invocation(_Vendor):
     idempotent: bool = False
     budget: StepBudget = Field(default_factory=StepBudget)
     role: Literal["qe"] | None = None
+    dispatch: Dispatch = "engine"
+    checkpoint: Label | None = Field(default=None, description=CHECKPOINT_DOC)
 
     def attempts(self) -> int:
         """Worst-case invocations of one occurrence: ``max(1, min(max_agents, max_attempts))``
@@ -356,6 +362,8 @@ class GateStep(_Invocation):
     )
     max_redos: int = Field(default=0, ge=0, le=100)
     gate: HumanGate | None = None
+    dispatch: Dispatch = Field(default="engine", description="consumer is refused on a gate")
+    checkpoint: Label | None = Field(default=None, description=CHECKPOINT_DOC)
 
     def is_human(self) -> bool:
         return self.gate is not None
@@ -383,6 +391,7 @@ class FanoutStep(_Vendor):
     deps: list[StepId] = Field(default_factory=list, max_length=1000)
     title: str | None = Field(default=None, max_length=500)
     fanout: FanoutSpec
+    checkpoint: Label | None = Field(default=None, description=CHECKPOINT_DOC)
     budget: LedgerBudget = Field(
         default_factory=LedgerBudget, description="the region's ledger: every item's calls"
     )
@@ -404,6 +413,7 @@ class PauseStep(_Vendor):
     deps: list[StepId] = Field(default_factory=list, max_length=1000)
     title: str | None = Field(default=None, max_length=500)
     pause: PauseSpec
+    checkpoint: Label | None = Field(default=None, description=CHECKPOINT_DOC)
 
 
 class TournamentSpec(_Strict):
@@ -428,6 +438,7 @@ class TournamentStep(_Vendor):
     model: ModelSpec | None = None
     timeout_ms: int | None = Field(default=None, ge=1, le=MAX_TIMEOUT_MS)
     tournament: TournamentSpec = Field(default_factory=TournamentSpec)
+    checkpoint: Label | None = Field(default=None, description=CHECKPOINT_DOC)
 
 
 class RunStep(_Vendor):
@@ -450,6 +461,7 @@ class RunStep(_Vendor):
     )
     out: ContractName | None = None
     on_fail: StepId | None = None
+    checkpoint: Label | None = Field(default=None, description=CHECKPOINT_DOC)
 
 
 class SetStep(_Vendor):
@@ -463,6 +475,7 @@ class SetStep(_Vendor):
     values: dict[SetKey, Cel] = Field(alias="set", min_length=1, max_length=64)
     out: ContractName | None = None
     ensure: list[Ensure] = Field(default_factory=list, max_length=MAX_ENSURES)
+    checkpoint: Label | None = Field(default=None, description=CHECKPOINT_DOC)
 
 
 Step = Annotated[

@@ -13,6 +13,7 @@ containment probe, an activity) itself. Each refusal is a ``PlanFailure`` with i
 from __future__ import annotations
 
 from workflows.plan.boundaries import boundaries, plan_totals, unsatisfiable
+from workflows.plan.consumer import CONSUMER_MODEL
 from workflows.plan.flows import invocations
 from workflows.plan.ledger import PlanLedger
 from workflows.plan.model import AgentStep, EnsureJudged, Plan, TournamentStep
@@ -41,6 +42,9 @@ def route_models(plan: Plan, input: PlanRunInput) -> dict[str, str]:
     models: dict[str, str] = {}
     unroutable = []
     for sid, invoked in invocations(plan):
+        if isinstance(invoked, AgentStep) and invoked.dispatch == "consumer":
+            models[sid] = CONSUMER_MODEL  # an external client executes it: nothing to route
+            continue
         spec = route(
             invoked.model,
             invoked.family,

@@ -43,12 +43,18 @@ class Reason(StrEnum):
     BUDGET_EXHAUSTED = "budget-exhausted"
     PLAN_PAUSE = "plan-pause"
     GATE_PENDING = "gate-pending"
+    CONSUMER_PENDING = "consumer-pending"
     # control refusals (answers to updates and signals)
     STALE_INPUT_REFUSED = "stale-input-refused"
     STALE_GATE_TOKEN = "stale-gate-token"
     UNKNOWN_STEP = "unknown-step"
     INVALID_DECISION = "invalid-decision"
     EXTENSION_BELOW_SPENT = "extension-below-spent"
+    STALE_DISPATCH_TOKEN = "stale-dispatch-token"
+    INVALID_RESULT = "invalid-result"
+    INVALID_LABEL = "invalid-label"
+    CHECKPOINT_NOT_FOUND = "checkpoint-not-found"
+    CHECKPOINT_BUSY = "checkpoint-busy"
 
 
 R = Reason
@@ -83,13 +89,18 @@ GROUPS: dict[str, tuple[Reason, ...]] = {
         R.SUBFLOW_BUDGET_EXHAUSTED,
         R.GATE_DEADLINE_EXPIRED,
     ),
-    "pause": (R.BUDGET_EXHAUSTED, R.PLAN_PAUSE, R.GATE_PENDING),
+    "pause": (R.BUDGET_EXHAUSTED, R.PLAN_PAUSE, R.GATE_PENDING, R.CONSUMER_PENDING),
     "control": (
         R.STALE_INPUT_REFUSED,
         R.STALE_GATE_TOKEN,
         R.UNKNOWN_STEP,
         R.INVALID_DECISION,
         R.EXTENSION_BELOW_SPENT,
+        R.STALE_DISPATCH_TOKEN,
+        R.INVALID_RESULT,
+        R.INVALID_LABEL,
+        R.CHECKPOINT_NOT_FOUND,
+        R.CHECKPOINT_BUSY,
     ),
 }
 

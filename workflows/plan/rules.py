@@ -24,7 +24,9 @@ reference to it an error too). The rules:
   worst child boundary; a chain member has none of its own (its ledger is its fan-out's);
 - CEL sites (``set`` values, ``ensure[].expr``, ``iterate.until``) and ensure predicates hold
   to ``workflows.plan.expression_rules``;
-- an explicit plan budget fits the worst single boundary.
+- an explicit plan budget fits the worst single boundary;
+- ``dispatch: consumer`` only on agent steps outside worktree isolation; checkpoint labels
+  unique, on top-level steps, at most 50 (``consumer``, ``checkpoints``).
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ from workflows.plan.boundaries import (
     unsatisfiable,
     worst_items,
 )
+from workflows.plan.checkpoints import checkpoint_errors
+from workflows.plan.consumer import consumer_errors
 from workflows.plan.contracts import parse_type
 from workflows.plan.deadlines import deadline_problems
 from workflows.plan.errors import PlanError, join_path
@@ -627,6 +631,9 @@ class _Checker(ExpressionRules):
                             "custom",
                             message=f"{exc.message}; fix: adjust n, k, t, m",
                         )
+        self.errors += consumer_errors(self.steps, self.owner)
+        # A flow body's steps (own_contracts False) are not top-level: none takes a checkpoint.
+        self.errors += checkpoint_errors(self.steps, self.owner, top_level=own_contracts)
         return self.errors
 
 

@@ -30,6 +30,7 @@ from workflows.bounds import (
 )
 from workflows.call_options import CallOptions
 from workflows.inputs import StrictModel
+from workflows.plan.consumer import Issuance
 from workflows.sim_options import ModelSpec
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "CheckNotifiersInput",
     "ExtendPlanBudgetInput",
     "ExtendPlanBudgetResult",
+    "FromCheckpoint",
     "GateDecisionResult",
     "LandedInput",
     "LedgerStatus",
@@ -64,6 +66,7 @@ RunState = Literal[
     "awaiting_wall_clock",
     "awaiting_input",
     "awaiting_gate",
+    "awaiting_consumer",
     "completed",
     "failed",
     "cancelled",
@@ -77,6 +80,13 @@ class PlanBudgetOverride(StrictModel):
     wall_ms: int | None = Field(default=None, ge=1, le=MAX_WALL_MS)
     tokens: int | None = Field(default=None, ge=1, le=MAX_BUDGET_TOKENS)
     usd: float | None = Field(default=None, gt=0, le=MAX_BUDGET_USD)
+
+
+class FromCheckpoint(StrictModel):
+    """``--from RUN:LABEL``: a checkpoint in another run's ``checkpoints.json`` on the worker."""
+
+    run_id: str = Field(max_length=200)
+    label: str = Field(pattern=r"^[A-Za-z0-9_.:-]{1,64}$")
 
 
 class PlanRunInput(StrictModel):
@@ -104,6 +114,10 @@ class PlanRunInput(StrictModel):
     allow_same_family_qe: bool = False
     seed: Seed = 0
     calls: CallOptions = CallOptions()
+    from_checkpoint: FromCheckpoint | None = Field(
+        default=None,
+        description="restore matching settled steps from another run's checkpoint (--from)",
+    )
 
 
 class PlanEvent(BaseModel):
@@ -202,6 +216,12 @@ class PlanStatus(BaseModel):
     simulated: bool = False
     waiting_since: str | None = None
     """When the open wait for a person began (ISO 8601, UTC); None while agents run."""
+    issuances: list[Issuance] = []
+    """Live consumer issuances, with their tokens (``awaiting_consumer``)."""
+    checkpoints: list[str] = []
+    """Committed checkpoint labels, in first-commit order."""
+    resumed: list[str] = []
+    """Steps restored from another run's checkpoint (``--from``) instead of run."""
     ledgers: list[LedgerStatus] = []
     """The nested ledgers, in plan order (steps, fan-outs and sub-flows with a ``budget``)."""
     capture_failures: list[CaptureFailure] = []

@@ -84,8 +84,8 @@ async def wait_with_timers(
     """Wait for the gate's decision, escalating and defaulting on the way (see the module);
     the offsets count from ``opened``, the time ``pending`` shows them from."""
 
-    def decided() -> bool:
-        return step_id in run.decisions
+    def decided() -> bool:  # or abandoned: a revert ends every wait (plan_run.checkpoints)
+        return step_id in run.decisions or run.control.revert_to is not None
 
     if sched.escalate_ms is not None and not await _until(decided, opened, sched.escalate_ms):
         _escalate(run, step_id, pending)

@@ -13,6 +13,8 @@ Each call of ``invoke`` is one *occurrence* of its step: the step's own ledger (
 holds the occurrence's worst case first, and every dispatch spends and settles in each nested
 ledger that covers it (``workflows.plan.ledgers``), besides the run's. A step in a sub-flow's
 body is named by its scoped id (``<run step>/<child>``) in everything it records.
+The executor is a provider call, or for a ``dispatch: consumer`` step an issuance an external
+client answers (``consumer``): the same reservation, spend, barrier, contract and retries apply.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.model_calls import OnWait, call_model
     from workflows.model_types import CallModelInput, ModelRequest, ModelResponse
     from workflows.plan.boundaries import occurrence, stage_timeout_ms
+    from workflows.plan.checkpoints import Reverted, WalkControl
+    from workflows.plan.consumer import ConsumerCall, ConsumerFailure, ConsumerHook
     from workflows.plan.contracts import check_output
     from workflows.plan.flows import scoped
     from workflows.plan.gates import defang
@@ -71,8 +75,10 @@ _REASON_OF = {
 }
 
 
-def failure_class(exc: ActivityError) -> tuple[str, str]:
+def failure_class(exc: ActivityError | ConsumerFailure) -> tuple[str, str]:
     """(failure class, message) of a failed executor call."""
+    if isinstance(exc, ConsumerFailure):
+        return exc.klass, exc.message
     cause = exc.cause
     if isinstance(cause, TimeoutError):
         return "timeout", f"no answer before the stage timeout ({cause.type})"
@@ -107,6 +113,8 @@ class Dispatcher:
         workspace: str | None,
         options: CallOptions,
         on_wait: OnWait | None = None,
+        consumer: ConsumerHook | None = None,
+        control: WalkControl | None = None,
         ledgers: Ledgers | None = None,
     ) -> None:
         self.run_id = run_id
@@ -119,6 +127,9 @@ class Dispatcher:
         self.workspace = workspace
         self.options = options
         self.on_wait = on_wait
+        self.consumer = consumer
+        """Hands a ``dispatch: consumer`` attempt to an external executor and waits for it."""
+        self.control = control or WalkControl()
         self.ledgers = ledgers or Ledgers()
         """The nested ledgers (steps, fan-outs, sub-flows); the run's is ``ledger``."""
         self.counts: dict[str, int] = {}
@@ -267,6 +278,8 @@ class Dispatcher:
         self, step: AgentStep | GateStep, sid: str, prompt: str, item_index: int | None
     ) -> tuple[str | None, str | None, str]:
         """One invocation: (text, None, "") or (None, failure class, message)."""
+        if self.control.revert_to is not None:  # a revert was accepted: start nothing new
+            raise Reverted(self.control.revert_to)
         writes = list(step.artifacts.writes)
         declared = list(step.artifacts.reads) + writes
         if declared and self.workspace is not None:
@@ -325,16 +338,12 @@ class Dispatcher:
         )
         started = workflow.now()
         try:
-            response = await call_model(
-                call,
-                self.options,
-                on_wait=self.on_wait,
-                start_to_close_timeout=timeout,
-                schedule_to_close_timeout=timeout,
-            )
-        except ActivityError as exc:
+            response = await self._execute(step, call, timeout, seq)
+        except (ActivityError, ConsumerFailure) as exc:
             klass, message = failure_class(exc)
             self.settle_call(invocation, sid, model, None, started, outcome=klass)
+            if isinstance(exc, ConsumerFailure) and (exc.tokens or exc.usd):
+                self.settle_reported(sid, exc)
             self._settled(sid, seq, invocation, ok=False, failure=klass, message=message)
             return None, klass, message
         self.settle_call(invocation, sid, model, response, started)
@@ -351,6 +360,37 @@ class Dispatcher:
                 )
         self._settled(sid, seq, invocation, ok=True, chars=len(response.text))
         return response.text, None, ""
+
+    def settle_reported(self, sid: str, failed: ConsumerFailure) -> None:
+        """What a failing consumer reports it spent: into the run's ledger and every nested one
+        (the work happened, as a failed engine call's wall clock did)."""
+        self.ledger.budget.settle(
+            input_tokens=0,
+            output_tokens=failed.tokens,
+            usd=failed.usd,
+            transport_retries=0,
+        )
+        self.ledgers.settle(sid, tokens=failed.tokens, usd=failed.usd, wall_ms=0)
+
+    async def _execute(
+        self, step: AgentStep | GateStep, call: CallModelInput, timeout: timedelta, seq: int
+    ) -> ModelResponse:
+        """The executor's answer: a provider call, or (``dispatch: consumer``) an issuance that
+        an external client answers with ``step_done`` (``ConsumerFailure`` when it reports a
+        failure or misses the timeout)."""
+        if isinstance(step, AgentStep) and step.dispatch == "consumer" and self.consumer:
+            return await self.consumer(ConsumerCall(step=step, call=call, timeout=timeout, seq=seq))
+        self.control.engine_calls += 1  # a revert waits until no engine call is in flight
+        try:
+            return await call_model(
+                call,
+                self.options,
+                on_wait=self.on_wait,
+                start_to_close_timeout=timeout,
+                schedule_to_close_timeout=timeout,
+            )
+        finally:
+            self.control.engine_calls -= 1
 
     def spend_call(self, sid: str) -> None:
         """Before a model call (a dispatch, or a judged ensure's call): one invocation out of

@@ -1,7 +1,8 @@
 """How a run ends and what it leaves on disk: ``run.closed``, ``trace.jsonl`` and ``cost.json``.
 
-The trace is also written at every human wait (a pause, a gate, a budget wait), so a person
-looking at the run directory while it waits sees why.
+The trace is also written at every human wait (a pause, a gate, a budget wait) and when the run
+starts waiting for a consumer, so a person looking at the run directory while it waits sees why.
+``checkpoints.json`` (every committed label) is written once, when the run ends.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.heartbeats import HEARTBEAT_TIMEOUT
     from activities.plan.files import WRITE_PLAN_FILES
     from activities.run_store import WRITE_RUN_FILES, WriteRunFilesInput
+    from workflows.plan.checkpoints import CHECKPOINTS_FILE, checkpoints_json
     from workflows.plan.run_files import calls_jsonl, graph_json
     from workflows.plan.run_types import RunState
     from workflows.plan_run.preflight import WRITE_RETRY
@@ -42,6 +44,7 @@ async def end_run(
     run.error = f"{reason}: {detail}" if reason else None
     run.gates.clear()
     run.pending_pause = None
+    run.desk.rotate()  # no issuance outlives the run
     if run.waiting_since is not None:  # cancelled or failed while a person was awaited
         run.waited_ms += int((workflow.now() - run.waiting_since).total_seconds() * 1000)
         run.waiting_since = None
@@ -81,6 +84,9 @@ async def write_trace(run: PlanRunState, *, final: bool = False) -> None:
         "graph.json": graph_json(run.plan, run.record.steps),
         "calls.jsonl": calls_jsonl(run.record.calls),
     }
+    if final and run.book.snapshots:  # a closed run takes no revert: --from starts from these
+        plan = run.plan.name if run.plan else ""
+        files[CHECKPOINTS_FILE] = checkpoints_json(run.book, run_id=run.run_id, plan=plan)
     # report.html is rendered with them (the patch keeps earlier histories replaying).
     report = workflow.patched(PLAN_REPORT_PATCH)
     await workflow.execute_activity(

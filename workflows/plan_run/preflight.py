@@ -121,6 +121,7 @@ async def preflight(run: PlanRunState, plan: Plan) -> Dispatcher:
         workspace=workspace,
         options=run.input.calls,
         on_wait=provider_wait,
+        control=run.control,
         ledgers=run.ledgers,
     )
     if plan.training_pairs:  # opt-in: a plan without it runs the commands it always did

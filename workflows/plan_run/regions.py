@@ -14,6 +14,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from workflows.plan.boundaries import activated_items
     from workflows.plan.boundaries import lanes as branches_at_once
+    from workflows.plan.checkpoints import Reverted
     from workflows.plan.joins import Branch, join, parse_join
     from workflows.plan.model import AgentStep, FanoutStep, Plan
     from workflows.plan.reasons import RUN_FATAL, Reason
@@ -71,10 +72,16 @@ async def region(
                     local[member.id] = value
             except PlanFailure as exc:
                 return Branch(False, None, exc.reason, exc.detail)
+            except Reverted as exc:  # every branch ends before the revert unwinds the region
+                reverted.append(exc)
+                return Branch(False, None, None, "reverted")
             return Branch(True, value)
 
+    reverted: list[Reverted] = []
     tasks = [asyncio.create_task(branch(i, item)) for i, item in enumerate(items)]
     branches = list(await asyncio.gather(*tasks))
+    if reverted:
+        raise reverted[0]
     for b in branches:
         # A chain member spends in the fan-out's ledger: that running out fails the region.
         fatal = b.reason in RUN_FATAL or b.reason == Reason.STEP_BUDGET_EXHAUSTED

@@ -29,6 +29,13 @@ with workflow.unsafe.imports_passed_through():
         UPDATE_RESOLVE_GATE,
         UPDATE_RESUME,
     )
+    from workflows.plan.checkpoints import (
+        CheckpointBook,
+        RestorePoint,
+        RevertResult,
+        WalkControl,
+    )
+    from workflows.plan.consumer import ConsumerDesk
     from workflows.plan.control import (
         Refusal,
         check_gate_decision,
@@ -99,6 +106,22 @@ class PlanRunState:
         """Time spent waiting for a person (pauses, human gates, budget extensions): never
         charged to the wall budget (``waits``)."""
         self.waiting_since: datetime | None = None
+        # Consumer steps and checkpoints (plans-part2.md 7, 8): consumer_control,
+        # checkpoint_control and plan_run.checkpoints use these.
+        self.desk = ConsumerDesk()
+        self.consumer_steps: frozenset[str] = frozenset()
+        self.plan_digest = ""
+        self.control = WalkControl()
+        self.book = CheckpointBook()
+        self.epochs: dict[str, int] = {}
+        """Step id -> its epoch, bumped when a revert finds it unsettled in the snapshot."""
+        self.fingerprints: dict[str, str] = {}
+        self.retired_gate_tokens: list[str] = []
+        """Gate tokens a revert rotated (the newest few): refused as stale, not unknown."""
+        self.resumed: list[str] = []
+        self.restore_point: RestorePoint | None = None
+        """``--from RUN:LABEL``: the settled steps a matching step may be restored from."""
+        self.last_revert: RevertResult | None = None
         self.expired_tokens: dict[str, str] = {}
         """Gate step -> the token its deadline voided (a late decision is stale-gate-token)."""
         self.side_tasks: list[asyncio.Task[None]] = []
@@ -190,6 +213,12 @@ class PlanRunState:
         input = decode_raw(ResolveGateInput, raw)
         if isinstance(input, InputInvalid):
             return None, input
+        if input.step not in self.gates and input.token in self.retired_gate_tokens:
+            return None, Refusal(
+                Reason.STALE_GATE_TOKEN,
+                f"the token for {input.step!r} was rotated by a revert; read the current one "
+                "from status once the gate is open again",
+            )
         pending = {step: gate.token for step, gate in self.gates.items()}
         refusal = check_gate_decision(
             pending,
@@ -313,6 +342,9 @@ class PlanRunState:
             route=self.route_label,
             simulated=self.simulated(),
             waiting_since=self.waiting_since.isoformat() if self.waiting_since else None,
+            issuances=list(self.desk.live.values()),
+            checkpoints=self.book.labels(),
+            resumed=list(self.resumed),
             ledgers=[
                 LedgerStatus(
                     owner=n.owner,

@@ -7,6 +7,8 @@ long it lasts: a plan that waited a weekend for an approval must not then pause 
 clock. The waits are counted apart (``status.budget.waited_ms``, ``waiting_since`` while one
 is open, ``waited_ms`` on the event that ends it, and ``cost.json``), so "how long did this run
 take" and "how long did its agents take" are both answered.
+
+A revert accepted while the run waits ends the wait with ``Reverted`` (the walk restores).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from workflows.plan.checkpoints import Reverted
     from workflows.plan.reasons import Reason
     from workflows.plan.run_types import RunState
     from workflows.plan_run.finish import write_trace
@@ -37,13 +40,16 @@ async def wait_for_person(
     run.wait_state(state, reason)
     run.waiting_since = workflow.now()
     await write_trace(run)
+    control = run.control
     if wait is not None:
-        await wait()
+        await wait()  # its condition ends on a revert too (deadlines.wait_with_timers)
     else:
-        await workflow.wait_condition(until)
+        await workflow.wait_condition(lambda: until() or control.revert_to is not None)
     waited = workflow.now() - run.waiting_since
     waited_ms = max(0, int(waited.total_seconds() * 1000))
     run.waited_ms += waited_ms
     run.waiting_since = None
     run.running()
+    if control.revert_to is not None:  # a revert abandons the wait (plan_run.checkpoints)
+        raise Reverted(control.revert_to)
     return waited_ms

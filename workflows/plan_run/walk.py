@@ -11,6 +11,10 @@ before it runs.
         fit) --, open the reservation, run it -- agent step | model gate | region |
         tournament -- spend its wall time, close it
         a route (``on_fail``, a redo, a gate decision) jumps the walk to that step
+        a settled top-level step: its fingerprint; with ``checkpoint: LABEL``, a commit
+        ``--from RUN:LABEL``: a step whose fingerprint matches is restored, not run
+        a revert (``Reverted`` out of a wait): restore the snapshot, go on at its first
+        unsettled step (``checkpoints``)
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from workflows.plan.boundaries import Boundary, Reservation, boundaries, region_reservation
+    from workflows.plan.checkpoints import Reverted
     from workflows.plan.model import (
         AgentStep,
         FanoutStep,
@@ -33,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.plan.reasons import RUN_FATAL, Reason
     from workflows.plan.run_record import PlanFailure
+    from workflows.plan_run.checkpoints import apply_revert, commit, note_fingerprint, restore
     from workflows.plan_run.child import run_tournament
     from workflows.plan_run.dispatch import Dispatcher, budget_failure
     from workflows.plan_run.gates import human_gate, model_gate
@@ -64,10 +70,34 @@ async def walk_scope(
             run.record.steps[sid] = "skipped"
             i += 1
             continue
-        jump = await _boundary(run, dispatcher, scope, boundary)
+        if scope.prefix is None:  # checkpoints, reverts and --from are the top level's
+            try:
+                jump = await _top_level(run, dispatcher, scope, boundary)
+            except Reverted as exc:  # a wait was abandoned: restore, go on at the first unsettled
+                i = apply_revert(run, steps, exc.label)
+                continue
+        else:
+            jump = await _boundary(run, dispatcher, scope, boundary)
         if jump is not None:
             run.record.event("route", frm=sid, to=scope.sid(jump))
         i = index[jump] if jump is not None else i + 1
+
+
+async def _top_level(
+    run: PlanRunState, dispatcher: Dispatcher, scope: Scope, boundary: Boundary
+) -> str | None:
+    """A top-level boundary: restored from ``--from`` when it matches, else run; once settled,
+    its fingerprint, and its checkpoint committed."""
+    plan = scope.plan
+    step = plan.step(boundary.step_id)
+    restored, jump = await restore(run, dispatcher, plan, step)
+    if not restored:
+        jump = await _boundary(run, dispatcher, scope, boundary)
+    note_fingerprint(run, dispatcher, plan, step)
+    label = getattr(step, "checkpoint", None)
+    if label is not None and run.record.steps.get(step.id) == "settled":
+        commit(run, label, f"step:{step.id}")
+    return jump
 
 
 async def _boundary(

@@ -23,13 +23,17 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 with workflow.unsafe.imports_passed_through():
     from workflows.inputs import INPUT_INVALID
     from workflows.names import PLAN_RUN
+    from workflows.plan.consumer import consumer_step_ids, plan_digest
     from workflows.plan.flows import step_ids
     from workflows.plan.run_record import PlanFailure, TerminalRoute
     from workflows.plan.run_types import PlanRunResult
     from workflows.plan.validate import validate_document
+    from workflows.plan_run.checkpoint_control import CheckpointControl
+    from workflows.plan_run.checkpoints import open_restore_point
+    from workflows.plan_run.consumer import consumer_hook
+    from workflows.plan_run.consumer_control import ConsumerControl
     from workflows.plan_run.finish import end_run, fail_now
     from workflows.plan_run.preflight import check_start_args, preflight
-    from workflows.plan_run.state import PlanRunState
     from workflows.plan_run.walk import walk
     from workflows.raw_input import NO_INPUT, input_failure
     from workflows.run_ids import RUN_ID_INVALID, run_id_problem
@@ -40,7 +44,7 @@ PLAN_INVALID = "plan-invalid"
 
 
 @workflow.defn(name=PLAN_RUN)
-class PlanRunWorkflow(PlanRunState):
+class PlanRunWorkflow(ConsumerControl, CheckpointControl):
     @workflow.run
     async def run(self, raw: object = NO_INPUT, *extra: object) -> PlanRunResult:
         if self.input_error is not None:
@@ -57,13 +61,21 @@ class PlanRunWorkflow(PlanRunState):
         self.plan = plan = validation.plan
         self.wall_started = workflow.now()
         self.record.steps = {sid: "pending" for sid in step_ids(plan)}
+        self.consumer_steps = consumer_step_ids(plan)
+        self.plan_digest = plan_digest(self.input.plan)
         if (bad_args := check_start_args(self, plan)) is not None:
             fail_now(self, INPUT_INVALID, bad_args)
             raise ApplicationError(bad_args, type=INPUT_INVALID, non_retryable=True)
+        if self.input.from_checkpoint is not None:
+            refused = await open_restore_point(self, self.input.from_checkpoint)
+            if refused is not None:  # refused before the run opens, like a bad argument
+                fail_now(self, *refused)
+                raise ApplicationError(refused[1], type=refused[0], non_retryable=True)
         try:
             self.state = "running"
             self.record.event("run.opened", plan=plan.name, steps=len(plan.steps))
             dispatcher = await preflight(self, plan)
+            dispatcher.consumer = consumer_hook(self)
             await walk(self, dispatcher, plan)
         except TerminalRoute as exc:
             self.route_label = exc.label
