@@ -17,7 +17,7 @@ $(BIN)/ponder: pyproject.toml requirements.lock
 install: $(BIN)/ponder
 
 demo: install
-	PONDER_HOME=$${PONDER_HOME:-$$PWD/.ponder} $(BIN)/ponder think "Write a C++17 program that prints the length of the longest increasing subsequence of n integers read from stdin." --profile paper --provider sim --prompt-style paper-programming
+	$(BIN)/ponder think "Write a C++17 program that prints the length of the longest increasing subsequence of n integers read from stdin." --profile paper --provider sim --prompt-style paper-programming
 
 lint: install
 	$(BIN)/ruff check .

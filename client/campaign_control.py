@@ -19,6 +19,7 @@ from temporalio.service import RPCError
 from activities.campaign.report import ReportDesign, render_report
 from activities.config import Settings
 from activities.errors import ConfigError
+from client.hints import ponder_program
 from client.runs import (
     RunFailed,
     ctrl_c_detaches,
@@ -68,14 +69,14 @@ def progress_line(p: CampaignProgress) -> str:
 def resume_command(run_id: str, paused: CampaignProgress) -> str:
     """The ``ponder extend`` that lets a campaign awaiting its budget start its next cells."""
     if paused.blocking_limit == "max_usd":
-        return f"ponder extend {run_id} --usd +{max(paused.spent.usd, 0.01):.2f}"
+        return f"{ponder_program()} extend {run_id} --usd +{max(paused.spent.usd, 0.01):.2f}"
     if paused.blocking_limit in ("max_input_tokens", "max_output_tokens"):
         flag = paused.blocking_limit.removeprefix("max_").replace("_", "-")
         spent = getattr(paused.spent, paused.blocking_limit.removeprefix("max_"))
-        return f"ponder extend {run_id} --{flag} +{max(spent, 1)}"
+        return f"{ponder_program()} extend {run_id} --{flag} +{max(spent, 1)}"
     # Enough for every cell left at the waiting cell's worst case (a limit, not a spend).
     left = max(paused.cells_total - paused.cells_done, 1)
-    return f"ponder extend {run_id} --calls +{left * (paused.awaiting_cell_calls or 1)}"
+    return f"{ponder_program()} extend {run_id} --calls +{left * (paused.awaiting_cell_calls or 1)}"
 
 
 def print_status(progress: CampaignProgress) -> None:

@@ -241,5 +241,36 @@ register_plan_step_commands(cli)
 cli.add_command(campaign_group)
 
 
+def _remember_config(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        root = ctx.find_root()
+        root.obj = root.obj if isinstance(root.obj, dict) else {}
+        root.obj["config"] = value  # the dict every command's settings are loaded from
+
+
+def accept_config_everywhere(group: click.Group) -> None:
+    """``--config FILE`` after the subcommand too (``ponder ask --config F ...``), the same as
+    before it (``ponder --config F ask ...``); after it wins. Added once here, to every command
+    that does not declare its own (``ponder worker`` does, and falls back to the group's)."""
+    for command in group.commands.values():
+        if isinstance(command, click.Group):
+            accept_config_everywhere(command)
+        if any("--config" in param.opts for param in command.params):
+            continue
+        command.params.append(
+            click.Option(
+                ["--config"],
+                type=click.Path(),
+                expose_value=False,
+                is_eager=True,
+                callback=_remember_config,
+                help="Path to ponder.toml (before or after the subcommand).",
+            )
+        )
+
+
+accept_config_everywhere(cli)
+
+
 def main() -> None:
     run_command(cli, prog_name="ponder")

@@ -25,6 +25,7 @@ from temporalio.service import RPCError
 from activities.config import Settings, load_settings
 from activities.errors import ConfigError
 from client.documents import check_text
+from client.hints import ponder_program
 from client.plan_extend import blocking_limit, plan_limits
 from client.plan_input import EXECUTOR_HELP, WORKSPACE_HELP, from_checkpoint, routing, run_workspace
 from client.runs import (
@@ -154,22 +155,25 @@ def continue_command(s: PlanStatus) -> str:
     """The exact command that continues a paused run."""
     if s.state == "awaiting_input" and s.pending_pause:
         value = "JSON" if s.pending_pause.json_schema else "VALUE"
-        return f"ponder resume {s.run_id} --arg {s.pending_pause.resume_arg}={value}"
+        return f"{ponder_program()} resume {s.run_id} --arg {s.pending_pause.resume_arg}={value}"
     if s.state == "awaiting_gate" and s.pending_gates:
-        return f"ponder gate approve|revise|kill {s.run_id} {s.pending_gates[0].step}"
+        # Runnable as printed; the other decisions are named beside it.
+        step = s.pending_gates[0].step
+        return f"{ponder_program()} gate approve {s.run_id} {step}  (or: revise, kill)"
     if s.state == "awaiting_consumer" and s.issuances:
         i = s.issuances[0]
-        return f"ponder step-done {s.run_id} {i.step} --token {i.token} --output @FILE"
+        return f"{ponder_program()} step-done {s.run_id} {i.step} --token {i.token} --output @FILE"
     b = s.budget
+    p = ponder_program()
     if b and s.state == "awaiting_wall_clock":
-        return f"ponder extend {s.run_id} --wall-ms {max(b.wall_cap_ms, 1)}"
+        return f"{p} extend {s.run_id} --wall-ms {max(b.wall_cap_ms, 1)}"
     if b and blocking_limit(b) == "tokens":
-        return f"ponder extend {s.run_id} --tokens +{max(b.input_tokens + b.output_tokens, 1)}"
+        return f"{p} extend {s.run_id} --tokens +{max(b.input_tokens + b.output_tokens, 1)}"
     if b and blocking_limit(b) == "usd":
-        return f"ponder extend {s.run_id} --usd +{max(b.usd, 0.01):.2f}"
+        return f"{p} extend {s.run_id} --usd +{max(b.usd, 0.01):.2f}"
     if b:
-        return f"ponder extend {s.run_id} --calls {b.calls_cap}"
-    return f"ponder status {s.run_id}"
+        return f"{p} extend {s.run_id} --calls {b.calls_cap}"
+    return f"{p} status {s.run_id}"
 
 
 def _signature(s: PlanStatus) -> tuple[str, str | None, tuple[str, ...]]:
@@ -352,7 +356,8 @@ async def _send(
     if detach_after:
         if session.embedded:
             spawn_background_worker(session.settings)
-        click.echo(f"{update} accepted; the run goes on: ponder watch {handle.id}", err=True)
+        follow_it = f"{ponder_program()} watch {handle.id}"
+        click.echo(f"{update} accepted; the run goes on: {follow_it}", err=True)
         sys.exit(0)
     # An extension answers only a budget pause; a run waiting for a person still waits, and
     # following it must report that wait at once rather than wait for another.
@@ -428,18 +433,28 @@ def gate(ctx: click.Context, decision: str, run_id: str, step: str, detach: bool
 @click.option("--wall-ms", default=None, help="New wall-clock limit in ms (or +N).")
 @click.option("--tokens", default=None, help="New token limit, input + output (or +N).")
 @click.option("--usd", default=None, help="New USD limit (or +X).")
-@click.option("--detach", is_flag=True, help="Extend and return without following the run.")
+@click.option(
+    "--follow",
+    "keep_following",
+    is_flag=True,
+    help="Keep watching the run after the extension is accepted.",
+)
+@click.option("--detach", is_flag=True, hidden=True, help="The default now: return once accepted.")
 @click.pass_context
-def extend_plan(ctx: click.Context, run_id: str, detach: bool, **flags: str | None) -> None:
-    """Raise a plan run's limits (calls and wall within the cap) so a budget pause continues."""
+def extend_plan(
+    ctx: click.Context, run_id: str, keep_following: bool, detach: bool, **flags: str | None
+) -> None:
+    """Raise a plan run's limits (calls and wall within the cap) so a budget pause continues;
+    returns once the extension is accepted (--follow keeps watching the run)."""
     settings = _settings(ctx)
+    returns = detach or not keep_following
 
     async def go() -> PlanRunResult | PlanStatus:
-        async with open_session(settings, worker=not detach) as session:
+        async with open_session(settings) as session:
             handle = session.client.get_workflow_handle(check_run_id(run_id))
             if (await handle.describe()).workflow_type != PLAN_RUN:
                 raise ConfigError("run.kind_invalid", f"run {run_id} is not a plan run")
-            return await extend_plan_run(session, handle, detach, **flags)
+            return await extend_plan_run(session, handle, returns, **flags)
 
     finish(asyncio.run(go()))
 

@@ -32,6 +32,7 @@ from activities.config import Settings
 from activities.errors import ConfigError, PonderError
 from activities.run_store import RUN_ID_IN_USE
 from client.call_routes import route_calls
+from client.hints import ponder_program
 from client.session import Session, on_sigterm, open_session, spawn_background_worker
 
 _T = TypeVar("_T")
@@ -197,7 +198,7 @@ def detach(session: Session, run_id: str) -> NoReturn:
     """Leave the run going (a background worker takes over in embedded mode) and exit 0."""
     if session.embedded:
         spawn_background_worker(session.settings)
-    click.echo(f"\ndetached; the run goes on: ponder watch {run_id}", err=True)
+    click.echo(f"\ndetached; the run goes on: {ponder_program()} watch {run_id}", err=True)
     sys.exit(0)
 
 

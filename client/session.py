@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import fcntl
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -27,6 +28,7 @@ from activities.config import Settings
 from activities.errors import NoWorkerError
 from client.connect import connect
 from client.embedded import EmbeddedServer, child_environment
+from client.worker_fingerprint import worker_fingerprint
 from worker.worker import WorkerOptions, running_worker
 
 __all__ = [
@@ -35,6 +37,7 @@ __all__ = [
     "open_session",
     "reclaim_background_worker",
     "release_background_worker",
+    "replace_stale_background_worker",
     "spawn_background_worker",
     "terminated",
 ]
@@ -46,6 +49,10 @@ POLL_STALE_S = 90.0
 SDK_MAX_HEARTBEAT_S = 60.0
 """The longest worker-heartbeat interval the SDK allows (also its default, which a worker not
 started by ponder uses): the bound to assume until a second heartbeat shows the real one."""
+STALE_WORKER_EXIT_S = 10.0
+"""How long a command waits for a background worker it retired (another configuration) to exit:
+it stops polling at once, and an idle one is gone in about a second; one still finishing a long
+call is left to finish it after this wait."""
 IN_PROCESS_SHUTDOWN = timedelta(seconds=3)
 """A command's own worker lets calls in flight finish this long at exit, then hands them back to
 Temporal (retried elsewhere): a command must exit within seconds, not wait out a long call."""
@@ -200,6 +207,7 @@ async def open_session(
         server = EmbeddedServer(settings.home)
         async with server.lease() as info:
             client = await connect(settings, info.address)
+            await replace_stale_background_worker(settings, client)
             if not worker:
                 yield Session(client, settings, embedded=True)
                 return
@@ -246,24 +254,76 @@ def _is_background_worker(pid: int, settings: Settings) -> bool:
     )
 
 
-def running_background_worker(settings: Settings) -> int | None:
-    """The pid of this home's live background worker for the task queue, if any."""
+def _read_record(record: Path) -> dict[str, object]:
     try:
-        pid = int(json.loads(_worker_record(settings).read_text())["pid"])
-    except (OSError, ValueError, KeyError, TypeError):
+        data = json.loads(record.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _record_pid(record: Path, settings: Settings) -> int | None:
+    try:
+        pid = int(_read_record(record)["pid"])  # type: ignore[call-overload]
+    except (KeyError, TypeError, ValueError):
         return None
     return pid if _is_background_worker(pid, settings) else None
 
 
-def spawn_background_worker(settings: Settings, idle_seconds: int = 600) -> int:
-    """Reuse this home's background worker, or start ``ponder worker --embedded
-    --exit-when-idle N`` detached; returns its pid."""
+def running_background_worker(settings: Settings) -> int | None:
+    """The pid of this home's live background worker for the task queue, if any."""
+    return _record_pid(_worker_record(settings), settings)
+
+
+def _write_record(record: Path, pid: int, fingerprint: str) -> None:
+    record.write_text(json.dumps({"pid": pid, "fingerprint": fingerprint}) + "\n")
+
+
+def _retire_if_stale(record: Path, settings: Settings) -> int | None:
+    """Stop a live background worker whose configuration is not ``settings``' (under the record
+    lock); returns its pid. SIGTERM makes it stop polling at once and finish its calls in flight,
+    so from here on only workers with this configuration take the queue's tasks."""
+    pid = _record_pid(record, settings)
+    if pid is None or _read_record(record).get("fingerprint") == worker_fingerprint(settings):
+        return None
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    record.unlink(missing_ok=True)
+    return pid
+
+
+async def replace_stale_background_worker(settings: Settings, client: Client) -> None:
+    """A command whose configuration differs from the background worker's (a provider added to
+    ponder.toml, another ``--config``, a key set since) replaces that worker before it starts or
+    serves a run: the old one would take calls it cannot make ("unknown provider ...").
+
+    The runs it served go on in a new background worker with this configuration."""
     with _record_locked(settings) as record:
+        pid = _retire_if_stale(record, settings)
+    if pid is None:
+        return
+    logging.getLogger(__name__).info("retired background worker %d: configuration changed", pid)
+    deadline = time.monotonic() + STALE_WORKER_EXIT_S
+    while _is_background_worker(pid, settings) and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    if await _runs_open(client, settings.task_queue):
+        spawn_background_worker(settings)
+
+
+def spawn_background_worker(settings: Settings, idle_seconds: int = 600) -> int:
+    """Reuse this home's background worker if it has this configuration, else start ``ponder
+    worker --embedded --exit-when-idle N --config FILE`` detached; returns its pid."""
+    fingerprint = worker_fingerprint(settings)
+    with _record_locked(settings) as record:
+        _retire_if_stale(record, settings)
         running = running_background_worker(settings)
         if running is not None:
             return running
         log_dir = settings.home / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
+        # The worker loads the very file this command did (not whatever its cwd or environment
+        # would find), so it serves the configuration its fingerprint names.
+        config = ["--config", str(settings.config_file.absolute())] if settings.config_file else []
         with (log_dir / "background-worker.out").open("ab") as out:
             process = subprocess.Popen(
                 [
@@ -276,6 +336,7 @@ def spawn_background_worker(settings: Settings, idle_seconds: int = 600) -> int:
                     str(idle_seconds),
                     "--task-queue",
                     settings.task_queue,
+                    *config,
                 ],
                 stdin=subprocess.DEVNULL,
                 stdout=out,
@@ -286,23 +347,28 @@ def spawn_background_worker(settings: Settings, idle_seconds: int = 600) -> int:
         # Take the child's lease now: this process may exit (and drop its own lease) before the
         # child gets to it, and the last lease out stops the server.
         EmbeddedServer(settings.home).add_lease(process.pid)
-        record.write_text(json.dumps({"pid": process.pid}) + "\n")
+        _write_record(record, process.pid, fingerprint)
         return process.pid
 
 
-def release_background_worker(settings: Settings) -> None:
-    """An idle background worker (this process) stops being the one to reuse.
+def release_background_worker(settings: Settings) -> str | None:
+    """An idle background worker (this process) stops being the one to reuse; returns the
+    configuration fingerprint its record held (for ``reclaim``).
 
     It then counts the open runs once more before exiting: a command that read the record
     before this started its run first, so that count sees it (and ``reclaim`` undoes this).
     """
-    with _record_locked(settings) as record, contextlib.suppress(OSError, ValueError, KeyError):
-        if int(json.loads(record.read_text())["pid"]) == os.getpid():
-            record.unlink()
+    with _record_locked(settings) as record:
+        held = _read_record(record)
+        if held.get("pid") != os.getpid():
+            return None
+        record.unlink(missing_ok=True)
+        fingerprint = held.get("fingerprint")
+        return fingerprint if isinstance(fingerprint, str) else None
 
 
-def reclaim_background_worker(settings: Settings) -> None:
+def reclaim_background_worker(settings: Settings, fingerprint: str | None) -> None:
     """Be the background worker to reuse again, unless another one took the place meanwhile."""
     with _record_locked(settings) as record:
         if running_background_worker(settings) is None:
-            record.write_text(json.dumps({"pid": os.getpid()}) + "\n")
+            _write_record(record, os.getpid(), fingerprint or "")

@@ -22,6 +22,7 @@ from activities.config import Settings, load_settings
 from activities.errors import ConfigError
 from client import campaign_control
 from client.budget_extend import extend_budget, new_limits, require_a_limit
+from client.hints import ponder_program
 from client.plan_run_cli import (
     extend_plan_run,
     finish,
@@ -100,15 +101,14 @@ async def _ask_view(session: Session, handle: WorkflowHandle) -> dict[str, Any]:
 
 
 def _print_ask_view(view: dict[str, Any]) -> None:
-    out = Console()
-    table = Table(show_header=False, box=None, pad_edge=False)
+    """Plain lines, never a table cell: the answer's path is printed whole (a table cut it with
+    "…" in a narrow terminal), so it can be copied."""
     for key, value in view.items():
         if value is None:
             continue
         if key == "usd" and isinstance(value, float):
             value = f"{value:.4f}"
-        table.add_row(key.replace("_", " "), str(value))
-    out.print(table)
+        click.echo(f"{key.replace('_', ' '):<14} {value}")
 
 
 Shown = Progress | dict[str, Any] | PlanStatus | CampaignProgress
@@ -223,7 +223,13 @@ def watch(ctx: click.Context, run_id: str) -> None:
 @click.option("--output-tokens", default=None, help="New max_output_tokens (or +N).")
 @click.option("--tokens", default=None, help="Plan runs: new token limit, input + output (or +N).")
 @click.option("--wall-ms", default=None, help="Plan runs: new wall-clock limit in ms (or +N).")
-@click.option("--detach", is_flag=True, help="Extend and return without following the run.")
+@click.option(
+    "--follow",
+    "keep_following",
+    is_flag=True,
+    help="Keep watching the run after the new limits are accepted.",
+)
+@click.option("--detach", is_flag=True, hidden=True, help="The default now: return once accepted.")
 @click.pass_context
 def extend(
     ctx: click.Context,
@@ -234,9 +240,11 @@ def extend(
     output_tokens: str | None,
     tokens: str | None,
     wall_ms: str | None,
+    keep_following: bool,
     detach: bool,
 ) -> None:
-    """Raise a run's budget limits; a paused run continues where it stopped."""
+    """Raise a run's budget limits; a paused run continues where it stopped. Returns once the
+    new limits are accepted (--follow keeps watching the run)."""
     require_a_limit(calls, usd, input_tokens, output_tokens, tokens, wall_ms)
     settings = _settings(ctx)
     given = {
@@ -245,15 +253,24 @@ def extend(
         "input_tokens": input_tokens,
         "output_tokens": output_tokens,
     }
+    returns = detach or not keep_following
 
     async def go() -> Followed:
         # A worker here answers the query; with --detach a background one continues the run.
         async with open_session(settings) as session:
             handle = await _handle(session, run_id)
-            kind = (await handle.describe()).workflow_type
+            description = await handle.describe()
+            if description.status != WorkflowExecutionStatus.RUNNING:
+                # Temporal would refuse the update with "workflow not found": say what it is.
+                raise ConfigError(
+                    "run.ended",
+                    f"run {run_id} has already ended "
+                    f"({state_name(description.status)}): nothing to extend",
+                )
+            kind = description.workflow_type
             if kind == PLAN_RUN:
                 return await extend_plan_run(
-                    session, handle, detach, tokens=tokens, wall_ms=wall_ms, **given
+                    session, handle, returns, tokens=tokens, wall_ms=wall_ms, **given
                 )
             if tokens is not None or wall_ms is not None:
                 flag = "--tokens" if tokens is not None else "--wall-ms"
@@ -268,9 +285,10 @@ def extend(
             else:
                 current = (await handle.query(QUERY_PROGRESS, result_type=Progress)).budget
             await extend_budget(handle, new_limits(current, **given))
-            if detach:
+            if returns:
                 if session.embedded:
                     spawn_background_worker(settings)
+                click.echo(f"the run goes on: {ponder_program()} watch {run_id}", err=True)
                 sys.exit(0)
             if kind == CAMPAIGN:
                 return await campaign_control.follow(session, handle)

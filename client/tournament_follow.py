@@ -16,6 +16,7 @@ from rich.table import Table
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError
 
+from client.hints import ponder_program
 from client.runs import RunFailed, ctrl_c_detaches, detach, run_result
 from client.session import Session
 from workflows.budget import BudgetLimits
@@ -133,14 +134,14 @@ def resume_command(run_id: str, paused: Progress) -> str:
     """The exact ``ponder extend`` that lets a paused run go on past its blocking limit."""
     spent = paused.spent
     if paused.blocking_limit == "max_usd":
-        return f"ponder extend {run_id} --usd +{max(spent.usd, 0.01):.2f}"
+        return f"{ponder_program()} extend {run_id} --usd +{max(spent.usd, 0.01):.2f}"
     if paused.blocking_limit == "max_input_tokens":
-        return f"ponder extend {run_id} --input-tokens +{max(spent.input_tokens, 1)}"
+        return f"{ponder_program()} extend {run_id} --input-tokens +{max(spent.input_tokens, 1)}"
     if paused.blocking_limit == "max_output_tokens":
-        return f"ponder extend {run_id} --output-tokens +{max(spent.output_tokens, 1)}"
+        return f"{ponder_program()} extend {run_id} --output-tokens +{max(spent.output_tokens, 1)}"
     # The nominal calls left, plus a tenth for invalid-output retries.
     more = max(paused.calls_planned - spent.calls, 0) + max(paused.calls_planned // 10, 1)
-    return f"ponder extend {run_id} --calls +{more}"
+    return f"{ponder_program()} extend {run_id} --calls +{more}"
 
 
 def print_outcome(run_id: str, result: TournamentResult | Progress) -> None:

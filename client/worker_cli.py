@@ -2,8 +2,9 @@
 
 The flags, settings and serve loop are the worker's own (``worker/cli.py``, ``python -m
 worker``); this adds what needs the client: ``--embedded`` (a lease on the home's embedded
-server, also the default without ``TEMPORAL_ADDRESS``) and the background-worker record that
-``--exit-when-idle`` leaves and reclaims.
+server, also the default without ``TEMPORAL_ADDRESS``), ``ponder --config F worker``, and the
+background-worker record (with its configuration's fingerprint) that ``--exit-when-idle``
+leaves and reclaims.
 """
 
 from __future__ import annotations
@@ -18,18 +19,25 @@ from activities.config import Settings
 from client.connect import connect
 from client.embedded import EmbeddedServer
 from client.session import reclaim_background_worker, release_background_worker
+from client.worker_fingerprint import worker_fingerprint
 from worker.cli import serve, worker_options, worker_settings
 from worker.worker import WorkerOptions
 
 __all__ = ["worker_command"]
 
 
+def _reclaim(settings: Settings, held: object) -> None:
+    """Take the reuse record back: the fingerprint it held, else this configuration's."""
+    fingerprint = held if isinstance(held, str) and held else worker_fingerprint(settings)
+    reclaim_background_worker(settings, fingerprint)
+
+
 async def run_worker(
     settings: Settings, options: WorkerOptions, *, embedded: bool, exit_when_idle: float | None
 ) -> None:
-    hooks = {
+    hooks: dict[str, Any] = {
         "leaving": functools.partial(release_background_worker, settings),
-        "staying": functools.partial(reclaim_background_worker, settings),
+        "staying": functools.partial(_reclaim, settings),
     }
     if embedded or not settings.temporal_address:
         async with EmbeddedServer(settings.home).lease() as info:
@@ -43,8 +51,16 @@ async def run_worker(
 @click.command("worker")
 @worker_options
 @click.option("--embedded", is_flag=True, help="Use (and hold a lease on) the embedded server.")
-def worker_command(embedded: bool, exit_when_idle: float | None, **flags: Any) -> None:
+@click.pass_context
+def worker_command(
+    ctx: click.Context,
+    embedded: bool,
+    exit_when_idle: float | None,
+    config: str | None,
+    **flags: Any,
+) -> None:
     """Run a worker: TEMPORAL_ADDRESS for a cluster (TEMPORAL_API_KEY, TEMPORAL_TLS=1 for a
     hosted one), else the embedded server."""
-    settings, options = worker_settings(embedded=embedded, **flags)
+    config = config or (ctx.obj or {}).get("config")  # `ponder --config F worker` too
+    settings, options = worker_settings(embedded=embedded, config=config, **flags)
     asyncio.run(run_worker(settings, options, embedded=embedded, exit_when_idle=exit_when_idle))

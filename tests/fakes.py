@@ -102,7 +102,7 @@ def sim_responder(seen: Seen) -> Reply:
 class FakeProvider:
     """One fake endpoint. ``replies`` are served first, then ``responder``."""
 
-    def __init__(self, responder: Callable[[Seen], Reply] = sim_responder) -> None:
+    def __init__(self, responder: Callable[[Seen], Reply] = sim_responder, port: int = 0) -> None:
         self.responder = responder
         self.replies: list[Reply] = []
         self.seen: list[Seen] = []
@@ -149,7 +149,7 @@ class FakeProvider:
                     with fake._lock:
                         fake.bodies_cut += 1  # the client stopped reading and hung up
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()

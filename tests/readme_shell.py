@@ -1,16 +1,20 @@
-"""Run README lines as written: bash in a work directory that looks like a checkout.
+"""Run README lines as written: bash in a work directory that looks like a fresh clone.
 
-The work directory has ``.venv`` and ``examples`` linked from the repository, so the README's
-``.venv/bin/ponder`` and ``examples/...`` paths resolve, and the test writes the files a recipe
-names (``task.md``, ``a.md``, ...) there. One embedded server is held for the whole test
+The work directory has ``.venv`` and ``examples`` linked from the repository, and every command
+runs after the README's own activation line (its first block), so ``ponder`` is what that
+activated shell finds and ``examples/...`` resolves as in a clone. The README's lines run with no
+substitution: the files they name ship in ``examples/`` or are written by an earlier line, and
+run ids are the ones the lines choose. One embedded server is held for the whole file
 (``one_server``), so the commands share it instead of each starting its own.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
+import signal
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -19,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.cli import cli_env, one_server
+from tests.test_worker_cli import processes_using
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -31,17 +36,13 @@ def lines(block: str) -> list[str]:
     ]
 
 
-def alternatives(line: str) -> list[str]:
-    """``ponder status ID | watch ID  # comment`` -> ``ponder status ID``, ``ponder watch ID``.
+def activation() -> str:
+    """The README's activation line (its first block): every later recipe runs after it."""
+    from tests.test_readme import fenced, section
 
-    The README writes a verb's alternatives as one line; each becomes its own command, with the
-    first one's program (``.venv/bin/ponder`` or ``ponder``)."""
-    command = line.split("  #")[0].strip()
-    first, *rest = [part.strip() for part in command.split(" | ")]
-    program = re.match(r"(\S*ponder) ", first)
-    assert program, line
-    given = program.group(1)
-    return [first] + [part if part.startswith(given) else f"{given} {part}" for part in rest]
+    (block,) = fenced(section("# ponder"), "sh")
+    (line,) = [line for line in lines(block) if "activate" in line]
+    return line.split("#")[0].strip()
 
 
 @dataclass
@@ -60,10 +61,11 @@ class Shell:
     async def run(self, command: str, expect: int | None = 0, timeout: float = 150) -> str:
         """Run ``command`` with bash in the work directory; assert its exit code."""
         began = time.monotonic()
+        print(f"$ {command}", flush=True)  # shown with a timeout's report: which line hung
         process = await asyncio.create_subprocess_exec(
             "bash",
             "-c",
-            command,
+            f"{activation()}\n{command}",
             cwd=self.work,
             env=self.env,
             stdout=asyncio.subprocess.PIPE,
@@ -77,6 +79,18 @@ class Shell:
         if expect is not None:
             assert process.returncode == expect, "\n".join(self.log)[-6000:]
         return text
+
+    async def start(self, command: str) -> asyncio.subprocess.Process:
+        """Start ``command`` in the background, after the activation line (``ponder worker &``)."""
+        return await asyncio.create_subprocess_exec(
+            "bash",
+            "-c",
+            f"{activation()}\nexec {command}",
+            cwd=self.work,
+            env=self.env,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
 
     def write(self, name: str, text: str) -> Path:
         path = self.work / name
@@ -92,10 +106,15 @@ async def readme_shell(tmp_path: Path, **extra_env: str) -> AsyncIterator[Shell]
     home.mkdir()
     (work / ".venv").symlink_to(Path(sys.executable).parent.parent)
     (work / "examples").symlink_to(ROOT / "examples")
-    venv_bin = str(Path(sys.executable).parent)
-    env = cli_env(home, PATH=f"{venv_bin}:{os.environ['PATH']}", **extra_env)
-    async with one_server(home):
-        yield Shell(work, home, env)
+    # PYTHONPATH: the checkout under test, whichever checkout the venv was installed from.
+    env = cli_env(home, PYTHONPATH=str(ROOT), **extra_env)
+    try:
+        async with one_server(home):
+            yield Shell(work, home, env)
+    finally:
+        for pid in processes_using(home):  # a background worker the recipes left
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 RUN_ID = re.compile(r"\b((?:think|ask|plan|camp|campaign|rank|mutate)-[0-9a-z-]+)\b")

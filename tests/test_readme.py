@@ -40,7 +40,8 @@ def fenced(text: str, lang: str) -> list[str]:
 
 async def run_bash(script: str, home: Path, timeout: float) -> tuple[int, str]:
     venv_bin = str(Path(sys.executable).parent)
-    env = cli_env(home, PATH=f"{venv_bin}:{os.environ['PATH']}")
+    # The venv's bin first, as the README's activation line puts it; PYTHONPATH: this checkout.
+    env = cli_env(home, PATH=f"{venv_bin}:{os.environ['PATH']}", PYTHONPATH=str(README.parent))
     process = await asyncio.create_subprocess_exec(
         "bash",
         "-c",

@@ -1,24 +1,25 @@
-"""The README's tournament, rank/mutate and ask recipes run as written (taken from its text).
+"""The README's tournament, rank/mutate and ask recipes run as pasted, in order (its text).
 
 Lines that name ``openai:``/``anthropic:`` models run against a local fake (real HTTP): the
-test's ``ponder.toml`` points the built-in ``openai`` and ``anthropic`` endpoints at it and a
-dummy key is set, as a user would point them at a proxy.
+home's ``ponder.toml`` points the built-in ``openai`` and ``anthropic`` endpoints at it and a
+dummy key is set, as a user would point them at a proxy; that is the machine the recipes run
+on, not a change to them. The OpenAI-compatible server the ask recipe names on Ollama's port
+(127.0.0.1:11434) is the same kind of fake, listening there. One home and one embedded server
+serve the whole file, as one shell would.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.fakes import FakeProvider, Reply, Seen, anthropic_message, sim_responder
-from tests.readme_shell import alternatives, lines, readme_shell, run_id
+from tests.readme_shell import Shell, lines, readme_shell
 from tests.test_readme import fenced, section
-
-TASK = "Prove that sqrt(2) is irrational.\n"
 
 
 def answer_both(seen: Seen) -> Reply:
@@ -28,9 +29,20 @@ def answer_both(seen: Seen) -> Reply:
     return sim_responder(seen)
 
 
-@pytest.fixture
+OLLAMA_PORT = 11434
+
+
+@pytest.fixture(scope="module")
 def provider() -> Iterator[FakeProvider]:
     server = FakeProvider(answer_both)
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def ollama() -> Iterator[FakeProvider]:
+    """The README's OpenAI-compatible server on 127.0.0.1:11434 (Ollama's port)."""
+    server = FakeProvider(answer_both, port=OLLAMA_PORT)
     yield server
     server.close()
 
@@ -47,71 +59,81 @@ def point_builtins_at(home: Path, fake: FakeProvider) -> None:
 KEYS = {"OPENAI_API_KEY": "sk-readme-dummy", "ANTHROPIC_API_KEY": "sk-ant-readme-dummy"}
 
 
-@pytest.mark.timeout(300)
-async def test_tournament_recipes_run_as_written(tmp_path: Path, provider: FakeProvider) -> None:
+@pytest.fixture(scope="module")
+async def sh(
+    tmp_path_factory: pytest.TempPathFactory, provider: FakeProvider
+) -> AsyncIterator[Shell]:
+    async with readme_shell(tmp_path_factory.mktemp("readme-tournaments"), **KEYS) as shell:
+        point_builtins_at(shell.home, provider)
+        yield shell
+
+
+def summary(sh: Shell, run: str) -> dict[str, object]:
+    loaded: dict[str, object] = json.loads((sh.home / "runs" / run / "summary.json").read_text())
+    return loaded
+
+
+@pytest.mark.timeout(700)
+async def test_tournament_recipes_run_as_written(sh: Shell, provider: FakeProvider) -> None:
     think, _ = fenced(section("## Tournaments (`ponder think`)"), "sh")
-    (first, paper, dry_run, detach, verbs, extend) = lines(think)
-    async with readme_shell(tmp_path, **KEYS) as sh:
-        point_builtins_at(sh.home, provider)
-        sh.write("task.md", TASK)
-        assert "[sim q=" in await sh.run(first)
-        out = await sh.run(paper, timeout=150)
-        assert "285 / 285" in out and "usd" in out
-        assert {s.body["model"] for s in provider.seen} == {"gpt-4o-mini", "gpt-4o"}
-        assert "calls: 15" in await sh.run(dry_run)
-        # The detached run (slow sim calls, so it is still running for extend).
-        one = run_id(await sh.run(detach))
-        status, watch, report, cancel = alternatives(verbs.replace("ID", one))
-        # extend first, while the run surely still runs (4 rounds of 3 s calls); it follows
-        # the run to its end.
-        assert "max_calls=250, max_usd=10.00" in await sh.run(extend.replace("ID", one))
-        assert one in await sh.run(status)
-        assert "winner" in await sh.run(watch)
-        assert "report.html" in await sh.run(report)
-        # cancel needs a live run: the same detach line again, its id for ID.
-        two = run_id(await sh.run(detach))
-        await sh.run(cancel.replace(one, two), expect=1)
-        summary = json.loads((sh.home / "runs" / two / "summary.json").read_text())
-        assert summary["status"] == "cancelled"
+    (first, paper, dry_run, tight, status, extend, watch, report, detach, cancel) = lines(think)
+    provider.seen.clear()
+    assert "[sim q=" in await sh.run(first)
+    out = await sh.run(paper, timeout=200)
+    assert "285 / 285" in out and "usd" in out
+    assert {s.body["model"] for s in provider.seen} == {"gpt-4o-mini", "gpt-4o"}
+    assert "calls: 15" in await sh.run(dry_run)
+    # Judge retries use up the call limit: the run pauses, and says how to go on.
+    paused = await sh.run(tight, expect=75)
+    assert "ponder extend think-tight --calls +" in paused
+    assert "continue with: ponder extend think-tight" in await sh.run(status)
+    extended = await sh.run(extend)  # returns once accepted; a background worker goes on
+    assert "budget now max_calls=110, max_usd=10.00" in extended
+    assert "winner" in await sh.run(watch)
+    assert summary(sh, "think-tight")["status"] == "completed"
+    assert "report.html" in await sh.run(report)
+    assert (await sh.run(detach)).strip() == "think-bg"
+    await sh.run(cancel, expect=1)
+    assert summary(sh, "think-bg")["status"] == "cancelled"
 
 
 @pytest.mark.timeout(300)
-async def test_rank_and_mutate_recipes_run_as_written(tmp_path: Path) -> None:
+async def test_rank_and_mutate_recipes_run_as_written(sh: Shell) -> None:
     _, block = fenced(section("## Tournaments (`ponder think`)"), "sh")
-    async with readme_shell(tmp_path) as sh:
-        # The files they name, written here.
-        sh.write("task.md", "Print the length of the longest increasing subsequence.\n")
-        for name in ("a.md", "b.md", "c.md", "draft.md"):
-            sh.write(name, f"Answer {name}: read the numbers, patience-sort them.\n")
-        for line in lines(block):
-            out = await sh.run(line)
-            assert "completed" in out or "[sim q=" in out, out
+    for line in lines(block):
+        out = await sh.run(line)
+        assert "completed" in out or "[sim q=" in out, out
+        assert "README" not in out  # only the shipped answers are ranked
 
 
 @pytest.mark.timeout(300)
-async def test_ask_recipes_run_as_written(tmp_path: Path, provider: FakeProvider) -> None:
+async def test_ask_recipes_run_as_written(
+    sh: Shell, provider: FakeProvider, ollama: FakeProvider
+) -> None:
     (block,) = fenced(section("## Asking a model"), "sh")
-    sim, openai, local, anthropic, detach = lines(block)
-    # The OpenAI-compatible server on 127.0.0.1:11434 is the fake here.
-    local = local.replace("http://127.0.0.1:11434", provider.url)
-    async with readme_shell(tmp_path, **KEYS) as sh:
-        point_builtins_at(sh.home, provider)
-        assert "[sim q=" in await sh.run(sim)
-        assert "[sim q=" in await sh.run(openai)
-        assert "[sim q=" in await sh.run(local)
-        assert "Durable execution survives crashes." in await sh.run(anthropic)
-        assert [s.body["model"] for s in provider.seen] == [
-            "gpt-4o-mini",
-            "llama3",
-            "claude-sonnet-4-5",
-        ]
-        # The built-in endpoints, pointed here by ponder.toml, carry their configured keys.
-        assert provider.seen[0].headers["authorization"] == "Bearer sk-readme-dummy"
-        assert provider.seen[2].headers["x-api-key"] == "sk-ant-readme-dummy"
-        detached = run_id(await sh.run(detach))
-        summary = sh.home / "runs" / detached / "summary.json"
-        for _ in range(300):
-            if summary.exists() and json.loads(summary.read_text()).get("status") == "completed":
-                break
-            await asyncio.sleep(0.1)
-        assert json.loads(summary.read_text())["status"] == "completed"
+    sim, openai, local, anthropic, detach, status, declare, declared = lines(block)
+    provider.seen.clear()
+    assert "[sim q=" in await sh.run(sim)
+    assert "[sim q=" in await sh.run(openai)
+    assert "[sim q=" in await sh.run(local)
+    assert "Durable execution survives crashes." in await sh.run(anthropic)
+    assert [s.body["model"] for s in provider.seen] == ["gpt-4o-mini", "claude-sonnet-4-5"]
+    assert [s.body["model"] for s in ollama.seen] == ["llama3"]
+    # The built-in endpoints, pointed here by ponder.toml, carry their configured keys.
+    assert provider.seen[0].headers["authorization"] == "Bearer sk-readme-dummy"
+    assert provider.seen[1].headers["x-api-key"] == "sk-ant-readme-dummy"
+    assert (await sh.run(detach)).strip() == "ask-bg"
+    answer = str((sh.home / "runs" / "ask-bg" / "artifacts" / "answer.txt").resolve())
+    for _ in range(120):
+        shown = await sh.run(status)
+        if "completed" in shown:
+            break
+        await asyncio.sleep(0.5)
+    assert summary(sh, "ask-bg")["status"] == "completed"
+    assert answer in shown.split()  # the whole path, never cut with "…"
+    # A provider declared after the detach: the background worker with the old configuration
+    # is replaced, never asked to make a call it cannot (issue 15 §1).
+    await sh.run(declare)
+    out = await sh.run(declared)
+    assert "[sim q=" in out and "unknown provider" not in out
+    assert [s.body["model"] for s in ollama.seen] == ["llama3", "llama3"]

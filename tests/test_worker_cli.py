@@ -17,7 +17,8 @@ from pathlib import Path
 from temporalio.client import Client
 
 from activities.config import Settings
-from tests.cli import Done, cli_env, finish, ponder
+from tests.cli import Done, cli_env, finish, one_server, ponder
+from tests.fakes import FakeProvider
 from workflows.ask_types import AskInput, AskResult
 from workflows.names import ASK
 
@@ -227,3 +228,56 @@ async def test_a_gone_worker_is_noticed_within_seconds(
     assert refused.code == 2, refused.err
     assert "no worker polls task queue" in one_line(refused)
     assert time.monotonic() - gone < 40
+
+
+async def test_a_provider_added_after_a_detach_is_served_by_a_worker_that_has_it(
+    tmp_path: Path, fake: FakeProvider
+) -> None:
+    """Issue 15 §1: after a ``--detach`` the home's background worker polls the queue for ten
+    minutes; a provider added to ponder.toml since must not meet that worker's old
+    configuration ("unknown provider 'local' ... add [providers.NAME]")."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = cli_env(home)
+    try:
+        async with one_server(home):
+            first = await ponder("ask", "Before any config", "--detach", env=env)
+            assert first.code == 0, first.err
+            (old,) = [pid for pid in processes_using(home) if "worker" in cmdline(pid)]
+            (home / "ponder.toml").write_text(
+                f'[providers.local]\nkind = "openai"\nbase_url = "{fake.url}/v1"\n'
+            )
+            # Detached, the run has no worker but the background one: before the fix, always the
+            # old one. Followed, the command's own worker and the old one both poll the queue.
+            detached = f"ask-{uuid.uuid4().hex[:8]}"
+            args = ("--model", "local:qwen", "--detach", "--run-id", detached)
+            done = await ponder("ask", "Through local, detached", *args, env=env)
+            assert done.code == 0, done.err
+            summary = home / "runs" / detached / "summary.json"
+            await wait_until(summary.exists, 60)
+            assert json.loads(summary.read_text())["status"] == "completed", summary.read_text()
+            for n in range(3):
+                done = await ponder("ask", f"Through local {n}", "--model", "local:qwen", env=env)
+                assert done.code == 0, done.err
+                assert "unknown provider" not in done.err
+            assert [s.body["model"] for s in fake.seen] == ["qwen"] * 4
+            # The old worker is gone, not left polling beside the new configuration.
+            await wait_until(lambda: old not in processes_using(home), 30)
+
+            # A detached run given --config is served by a worker that loaded that file.
+            other = tmp_path / "other.toml"
+            other.write_text(
+                f'[providers.elsewhere]\nkind = "openai"\nbase_url = "{fake.url}/v1"\n'
+            )
+            run_id = f"ask-{uuid.uuid4().hex[:8]}"
+            args = ("--model", "elsewhere:m2", "--detach", "--run-id", run_id)
+            done = await ponder("--config", str(other), "ask", "Detached elsewhere", *args, env=env)
+            assert done.code == 0, done.err
+            summary = home / "runs" / run_id / "summary.json"
+            await wait_until(summary.exists, 60)
+            assert json.loads(summary.read_text())["status"] == "completed"
+            assert fake.seen[-1].body["model"] == "m2"
+    finally:
+        for pid in processes_using(home):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

@@ -174,18 +174,22 @@ def _nothing() -> None:
     return None
 
 
+def _stay(held: object) -> None:
+    return None
+
+
 async def serve(
     client: Client,
     settings: Settings,
     options: WorkerOptions,
     *,
     exit_when_idle: float | None,
-    leaving: Callable[[], None] = _nothing,
-    staying: Callable[[], None] = _nothing,
+    leaving: Callable[[], object] = _nothing,
+    staying: Callable[[object], None] = _stay,
 ) -> None:
     """Run the worker until SIGTERM or SIGINT, or ``exit_when_idle`` seconds with nothing
     running on its queue. ``leaving`` runs when it decides to go (then, if a run arrived in the
-    meantime, ``staying`` and it goes on) and when it stops."""
+    meantime, ``staying`` with what ``leaving`` returned, and it goes on) and when it stops."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -205,9 +209,9 @@ async def serve(
             elif time.monotonic() - idle_since >= exit_when_idle:
                 # A command may reuse this worker for a run it just started: recheck after
                 # ``leaving`` (the background worker leaves its reuse record there).
-                leaving()
+                held = leaving()
                 if await _running_count(client, options.task_queue):
-                    staying()
+                    staying(held)
                     idle_since = time.monotonic()
                     continue
                 click.echo("ponder worker idle; exiting", err=True)

@@ -264,7 +264,11 @@ def _spend(kind: str, summary: dict[str, Any]) -> CellOutcome:
             model=str(models.get("default", "")),
             simulated=bool(summary.get("simulated", False)),
         )
-    provider, model = summary.get("provider"), summary.get("model", "")
+    provider, model = summary.get("provider"), str(summary.get("model", ""))
+    # An Ask's summary names the model as given (`sim:default`): prefixing its provider again
+    # would label the cell `sim:sim:default`.
+    if provider and not model.startswith(f"{provider}:"):
+        model = f"{provider}:{model}"
     return CellOutcome(
         exists=True,
         completed=completed,
@@ -273,7 +277,7 @@ def _spend(kind: str, summary: dict[str, Any]) -> CellOutcome:
         input_tokens=int(usage.get("input_tokens", 0)),
         output_tokens=int(usage.get("output_tokens", 0)),
         usd=float(summary.get("usd") or 0.0),
-        model=f"{provider}:{model}" if provider else str(model),
+        model=model,
         simulated=bool(summary.get("simulated", False)),
     )
 

@@ -20,7 +20,7 @@ from temporalio import activity
 from activities.heartbeats import in_thread
 from activities.reports import render_page
 from activities.run_store import REFUSED, RunStore, check_writer, refusal
-from workflows.campaign.records import RunRecord
+from workflows.campaign.records import RunRecord, failed, was_cancelled
 from workflows.campaign.stats import BOOTSTRAP_SEED, Analysis, analyse
 from workflows.campaign.types import CampaignArtifactsInput, CampaignArtifactsResult
 
@@ -127,11 +127,11 @@ def _pareto_points(analysis: Analysis) -> list[dict[str, Any]]:
 
 
 def _context(design: ReportDesign, analysis: Analysis, records: Sequence[RunRecord]) -> dict:
-    failed = [r for r in records if r.failure_class is not None]
+    unscored = [r for r in records if r.failure_class is not None]  # failed or cancelled
     return {
         "design": design,
         "analysis": analysis,
-        "failed": failed,
+        "failed": unscored,
         "records": records,
         "fmt": _fmt,
         "signed": _signed,
@@ -191,7 +191,8 @@ def summary_json(input: CampaignArtifactsInput, analysis: Analysis) -> str:
         "cells": {
             "planned": input.planned_cells,
             "recorded": len(input.records),
-            "failed": sum(1 for r in input.records if r.failure_class is not None),
+            "failed": sum(1 for r in input.records if failed(r)),
+            "cancelled": sum(1 for r in input.records if was_cancelled(r)),
             "unsettled": sum(1 for r in input.records if r.failure_class == "unsettled"),
         },
         "decisions": analysis.decisions,

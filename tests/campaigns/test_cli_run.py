@@ -70,7 +70,7 @@ async def test_a_paused_campaign_exits_75_and_the_shared_commands_finish_it(
     assert "limits max_calls=2;" in status.out and f"continue with: {resume}" in status.out
     refused = await ponder("campaign", "extend", "camp-cli-2", "--calls", "1", env=env)
     assert refused.code == 2 and "extend refused: max_calls=1 is below" in refused.err
-    extended = await ponder("extend", "camp-cli-2", "--calls", "+4", env=env)
+    extended = await ponder("extend", "camp-cli-2", "--calls", "+4", "--follow", env=env)
     assert extended.code == 0, extended.err
     assert "budget now max_calls=6" in extended.err  # format_limits, not a Python dict
     assert extended.out.startswith("recommendation: ")

@@ -51,7 +51,7 @@ async def test_run_pause_resume_gate_through_the_cli(env: dict[str, str], tmp_pa
 
     gate = await ponder("resume", "cli-release", "--arg", "approved_by=ada", env=env)
     assert gate.code == 75, gate.err
-    assert "continue with: ponder gate approve|revise|kill cli-release ship" in gate.err
+    assert "continue with: ponder gate approve cli-release ship  (or: revise, kill)" in gate.err
 
     conflict = await ponder("resume", "cli-release", "--arg", "approved_by=bob", env=env)
     assert conflict.code == 2 and "stale-input-refused" in conflict.err
@@ -59,10 +59,11 @@ async def test_run_pause_resume_gate_through_the_cli(env: dict[str, str], tmp_pa
     shown = await ponder("status", "cli-release", env=env)
     assert shown.code == 0, shown.err
     assert "awaiting_gate (gate-pending)" in shown.out and "gate     ship token" in shown.out
-    assert "continue with: ponder gate approve|revise|kill cli-release ship" in shown.out
+    assert "continue with: ponder gate approve cli-release ship  (or: revise, kill)" in shown.out
     assert f"report   {tmp_path}/runs/cli-release/report.html" in shown.out
     watched = await ponder("watch", "cli-release", env=env)
-    assert watched.code == 75 and "ponder gate approve|revise|kill cli-release ship" in watched.err
+    assert watched.code == 75
+    assert "ponder gate approve cli-release ship  (or: revise, kill)" in watched.err
 
     unknown = await ponder("gate", "approve", "cli-release", "nope", env=env)
     assert unknown.code == 2 and "unknown-step" in unknown.err
@@ -90,7 +91,8 @@ async def test_exit_codes_for_invalid_and_failed_plans(env: dict[str, str], tmp_
         "plan", "run", str(RELEASE), "--arg", "version=2", "--arg", "approved_by=eve",
         "--run-id", "cli-kill", env=env,
     )  # fmt: skip
-    assert paused.code == 75 and "ponder gate approve|revise|kill cli-kill ship" in paused.err
+    assert paused.code == 75
+    assert "ponder gate approve cli-kill ship  (or: revise, kill)" in paused.err
     killed = await ponder("gate", "kill", "cli-kill", "ship", env=env)
     assert killed.code == 1 and "gate-killed" in killed.err
 
@@ -120,9 +122,13 @@ async def test_a_budget_pause_continues_with_ponder_extend(
     assert "continue with: ponder extend cli-fan --calls 3" in paused.err
     refused = await ponder("extend", "cli-fan", "--calls", "+9", env=env)
     assert refused.code == 2 and "budget-extension-exhausted" in refused.err
-    done = await ponder("extend", "cli-fan", "--calls", "+2", env=env)
+    done = await ponder("extend", "cli-fan", "--calls", "+2", "--follow", env=env)
     assert done.code == 0, done.err
     assert "run cli-fan completed: 3 calls (simulated)" in done.err
+    # An ended run says so, not "check the run id".
+    ended = await ponder("extend", "cli-fan", "--calls", "+2", env=env)
+    assert ended.code == 2, ended.err
+    assert "run.ended: run cli-fan has already ended (completed): nothing to extend" in ended.err
 
 
 async def test_executors_come_from_ponder_toml_and_flags(

@@ -1,4 +1,6 @@
-"""Every plan in examples/plans/ (and the spec's loop-plan/1 example) runs to completion.
+"""Every plan in examples/plans/ (and the spec's loop-plan/1 example) runs to completion: each
+found by glob runs through ``ponder plan run`` on the embedded default as its header says (the
+last test), and the tests before it check what each one does.
 
 Agents are a small command agent the test worker declares (``[providers.writer]``, the way a
 user declares ``claude -p``): run in the workspace, it writes the files a step declares, answers a
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 import uuid
 from collections.abc import AsyncIterator
@@ -278,3 +281,70 @@ async def wait_for_token(handle: Any, old: str) -> str:
             return gates[0].token
         await asyncio.sleep(0.05)
     raise AssertionError("the gate did not reopen")
+
+
+# -- every example, as its own header says to run it on the embedded default ------------------
+
+NOT_BY_ITS_HEADER = {
+    "code-change-qe.yaml": "test_code_change_with_a_cross_family_qe_gate",
+    "release-approval.yaml": "test_release_with_approval_gate_and_a_typed_pause",
+    "loop-plan-review.json": "test_loop_plan_examples",
+    "ensure-checks.yaml": "test_ensure_checks_retry_then_a_judge_passes",
+    "consumer-step.yaml": "test_a_consumer_step_answered_with_step_done",
+    "checkpoint-revert.yaml": "test_a_checkpoint_reverted_at_the_gate",
+}
+"""Examples that do not run on the embedded default alone, each run above by its own test:
+steps that deliver files (the sim writes none: a command agent writes them, the way a user
+declares ``claude -p``), a check of a file the workspace must hold, a step an external consumer
+answers, a revert made while the run waits. (Left: recipes that set these up from the README.)"""
+
+
+def recipe(path: Path) -> list[str]:
+    """The ``#   ponder ...`` lines of an example's leading comment: how it runs as is."""
+    found = []
+    for line in path.read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        command = line.lstrip("#").strip()
+        if command.startswith("ponder "):
+            found.append(command.split("  #")[0].strip())
+    return found
+
+
+ALL_EXAMPLES = sorted(p.name for p in EXAMPLES.glob("*") if p.suffix in {".yaml", ".json"})
+
+
+@pytest.fixture(scope="module")
+async def example_shell(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Any]:
+    from tests.readme_shell import readme_shell
+
+    async with readme_shell(tmp_path_factory.mktemp("examples")) as shell:
+        yield shell
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("name", ALL_EXAMPLES)
+async def test_every_example_runs_on_the_embedded_default_as_its_header_says(
+    name: str, example_shell: Any
+) -> None:
+    """Found by glob, so an example added later is covered: its leading comment gives the
+    ``ponder`` lines that run it on the embedded default (sim, or a family mapped to sim with
+    ``--executor``), the first with ``--run-id``; after them the run completes."""
+    if name in NOT_BY_ITS_HEADER:
+        source = Path(__file__).read_text()
+        assert f"def {NOT_BY_ITS_HEADER[name]}(" in source  # run above, by its own test
+        return
+    lines = recipe(EXAMPLES / name)
+    assert lines, f"examples/plans/{name}: give its header a `#   ponder plan run ...` line"
+    run = re.search(r"--run-id (\S+)", lines[0])
+    assert lines[0].startswith("ponder plan run ") and run, lines[0]
+    for line in lines:
+        await example_shell.run(line, expect=None, timeout=200)
+        assert "Traceback" not in example_shell.log[-1]
+    for _ in range(240):  # a gate's deadline decides by itself within seconds
+        shown = await example_shell.run(f"ponder status {run.group(1)}", expect=None)
+        if re.search(r"state\s+completed", shown):
+            return
+        assert not re.search(r"state\s+(failed|cancelled)", shown), "\n".join(example_shell.log)
+        await asyncio.sleep(0.5)
+    raise AssertionError("\n".join(example_shell.log)[-4000:])

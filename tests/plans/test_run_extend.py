@@ -139,7 +139,7 @@ async def test_ponder_extend_continues_token_and_usd_pauses(
     assert "continue with: ponder extend cli-tokens --tokens +" in paused.err
     split = await ponder("extend", "cli-tokens", "--input-tokens", "+5", env=env)
     assert split.code == 2 and "extend it with --tokens N (or +N)" in split.err
-    done = await ponder("plan", "extend", "cli-tokens", "--tokens", "+1000000", env=env)
+    done = await ponder("plan", "extend", "cli-tokens", "--tokens", "+1000000", "--follow", env=env)
     assert done.code == 0, done.err
     assert "run cli-tokens completed: 3 calls" in done.err
 
@@ -148,6 +148,6 @@ async def test_ponder_extend_continues_token_and_usd_pauses(
     )
     assert paused.code == 75, paused.err
     assert "continue with: ponder extend cli-usd --usd +" in paused.err
-    done = await ponder("extend", "cli-usd", "--usd", "+100", env=env)
+    done = await ponder("extend", "cli-usd", "--usd", "+100", "--follow", env=env)
     assert done.code == 0, done.err
     assert "run cli-usd completed: 3 calls" in done.err

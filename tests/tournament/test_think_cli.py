@@ -118,9 +118,11 @@ async def test_pause_exits_75_and_extend_finishes_the_same_run(tmp_path: Path) -
         assert "below what is already spent" in below.err
         paused_status = await ponder("status", "tight", env=env)
         assert "continue with: ponder extend tight --calls +" in paused_status.out
-        resumed = await ponder("extend", "tight", "--calls", "+100", "--detach", env=env)
+        # extend returns once the new limits are accepted; a background worker goes on.
+        resumed = await ponder("extend", "tight", "--calls", "+100", env=env)
         assert resumed.code == 0, resumed.err
         assert "budget now max_calls=160" in resumed.err  # not a Python dict
+        assert "the run goes on: ponder watch tight" in resumed.err
         from tests.test_worker_cli import wait_until
 
         summary_path = tmp_path / "runs/tight/summary.json"

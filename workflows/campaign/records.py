@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-__all__ = ["Decision", "FailureClass", "RunRecord", "TokenUsage"]
+__all__ = ["Decision", "FailureClass", "RunRecord", "TokenUsage", "failed", "was_cancelled"]
 
 Decision = Literal["promote", "hold", "equivalent", "reject", "needs_more_data"]
 FailureClass = Literal[
@@ -66,3 +66,13 @@ class RunRecord(BaseModel):
         if self.failure_class is not None and scored is not None:
             raise ValueError("a failed cell has no score")
         return self
+
+
+def failed(record: RunRecord) -> bool:
+    """The cell failed: it has a failure class other than ``cancelled`` (a cancelled cell was
+    stopped by its owner, not a failure of the variant; it is counted apart)."""
+    return record.failure_class is not None and record.failure_class != "cancelled"
+
+
+def was_cancelled(record: RunRecord) -> bool:
+    return record.failure_class == "cancelled"

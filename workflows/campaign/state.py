@@ -14,7 +14,7 @@ from workflows.budget import BudgetLimits
 from workflows.campaign.cell_records import leader
 from workflows.campaign.cells_budget import CellBudget
 from workflows.campaign.matrix import Cell
-from workflows.campaign.records import RunRecord
+from workflows.campaign.records import RunRecord, failed
 from workflows.campaign.types import (
     CampaignEvent,
     CampaignProgress,
@@ -60,7 +60,7 @@ class CampaignState:
         return [self.records[i] for i in sorted(self.records)]
 
     def failed_cells(self) -> int:
-        return sum(1 for r in self.records.values() if r.failure_class is not None)
+        return sum(1 for r in self.records.values() if failed(r))
 
     def try_reserve(self, calls: int) -> bool:
         """Reserve a cell's worst case, or say why not: an idle campaign awaits its budget."""

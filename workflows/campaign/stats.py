@@ -32,7 +32,7 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel
 
-from workflows.campaign.records import Decision, RunRecord
+from workflows.campaign.records import Decision, RunRecord, failed, was_cancelled
 
 __all__ = [
     "ALPHA",
@@ -66,6 +66,7 @@ class VariantSummary(BaseModel):
     cells: int
     scored: int
     failed: int
+    cancelled: int = 0
     mean: float | None
     ci_low: float | None
     ci_high: float | None
@@ -277,7 +278,8 @@ def analyse(
                 variant=variant,
                 cells=len(mine),
                 scored=len(scores),
-                failed=sum(1 for r in mine if r.failure_class is not None),
+                failed=sum(1 for r in mine if failed(r)),
+                cancelled=sum(1 for r in mine if was_cancelled(r)),
                 mean=mean,
                 ci_low=low,
                 ci_high=high,
