@@ -40,6 +40,7 @@ bench: install
 	$(BIN)/python -m benchmarks.plan_validation
 	$(BIN)/python -m benchmarks.plan_run
 	$(BIN)/python -m benchmarks.plan_fanout
+	$(BIN)/python -m benchmarks.plan_worktrees
 	$(BIN)/python -m benchmarks.campaign_scale
 
 # Mutation testing of the pure cores ([tool.mutmut] in pyproject.toml lists the modules and the

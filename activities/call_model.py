@@ -19,7 +19,7 @@ from activities.errors import (
     ProviderError,
 )
 from activities.heartbeats import heartbeating
-from activities.plan.roots import WORKSPACE_REFUSED, outside_roots
+from activities.plan.roots import WORKSPACE_REFUSED, outside_roots, with_run_worktrees
 from activities.pricing import cost_usd
 from activities.providers import CallContext, ResolvedModel, resolve_model
 from activities.raw_events import RawEventLog, redact
@@ -111,7 +111,11 @@ class ModelActivities:
         except REFUSED as exc:
             raise refusal(exc) from None
         if request.workspace is not None and self.workspace_roots is not None:
-            problem = outside_roots(request.workspace, self.workspace_roots)
+            # An isolated fan-out item runs in a worktree of this run's own directory.
+            roots = with_run_worktrees(
+                self.workspace_roots, self.store.root, activity.info().workflow_id
+            )
+            problem = outside_roots(request.workspace, roots)
             if problem is not None:
                 raise ApplicationError(problem, type=WORKSPACE_REFUSED, non_retryable=True)
         # A replay that may not reach the network needs no key (a CI box replays without one).

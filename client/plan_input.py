@@ -4,7 +4,8 @@ One home for ``ponder plan run`` and the MCP ``plan_run`` tool. Routing (``execu
 ``default_family``) comes from ``ponder.toml`` (``[executors]``, ``[plans] default_family``)
 overridden by flags or tool arguments, and goes into the workflow input: a worker never routes
 by its own settings. The workspace is an explicit ``--workspace``, else the plan's own, else the
-cwd when the plan declares files; the worker holds it to its declared roots.
+cwd when the plan declares or checks files or isolates a fan-out in worktrees; the worker holds
+it to its declared roots.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from workflows.plan.predicates import file_predicates
 from workflows.plan.preflight import declared_paths
 from workflows.plan.reasons import Reason
 from workflows.plan.run_types import FromCheckpoint
+from workflows.plan.worktrees import isolated_fanouts
 from workflows.run_ids import check_run_id
 
 __all__ = ["EXECUTOR_HELP", "WORKSPACE_HELP", "from_checkpoint", "routing", "run_workspace"]
@@ -73,11 +75,14 @@ def routing(
 
 def run_workspace(explicit: str | None, plan: Plan | None) -> str | None:
     """The workspace the input names: an explicit one (absolute), else the cwd when the plan
-    needs one (declares or checks files and has no ``workspace`` of its own), else none (a
-    command agent then runs in the worker's directory)."""
+    needs one (declares or checks files, or runs a fan-out in git worktrees, and has no
+    ``workspace`` of its own), else none (a command agent then runs in the worker's
+    directory)."""
     if explicit:
         return os.path.abspath(explicit)
-    if plan is None or plan.workspace or not (declared_paths(plan) or file_predicates(plan)):
+    if plan is None or plan.workspace:
+        return None
+    if not (declared_paths(plan) or file_predicates(plan) or isolated_fanouts(plan)):
         return None
     return os.getcwd()
 

@@ -28,6 +28,7 @@ def test_there_are_histories_to_replay() -> None:
         "plan-report",
         "plan-checks",
         "plan-gate-deadline",
+        "plan-worktrees",
         "plan-consumer",
         "campaign",
     }

@@ -24,6 +24,7 @@ from activities.plan.probes import FileProbeActivities
 from activities.plan.roots import worker_roots
 from activities.plan.training import TrainingActivities
 from activities.plan.workspace import WorkspaceActivities
+from activities.plan.worktrees import WorktreeActivities
 from activities.routes import task_queue_polled
 from activities.run_store import RunFileActivities, RunStore
 from activities.tournament.artifacts import TournamentArtifactActivities
@@ -71,7 +72,8 @@ async def running_worker(
         tournament_files = TournamentArtifactActivities(store)
         campaign_cells = CampaignCellActivities(settings)
         campaign_files = CampaignArtifactActivities(store)
-        workspace = WorkspaceActivities(roots)
+        workspace = WorkspaceActivities(roots, settings.runs_dir)
+        worktrees = WorktreeActivities(store, roots)
         notifiers = NotifierActivities(settings.notifiers, http)
         training = TrainingActivities(settings.training_dir)
         # Plan expressions are evaluated in one child process this worker owns (started on
@@ -89,7 +91,13 @@ async def running_worker(
             workspace.check_paths,
             workspace.snapshot_writes,
             workspace.check_landed,
-            FileProbeActivities(roots).probe_files,
+            worktrees.probe,
+            worktrees.base,
+            worktrees.add,
+            worktrees.finish,
+            worktrees.merge,
+            worktrees.land,
+            FileProbeActivities(roots, settings.runs_dir).probe_files,
             CelActivities(cel).evaluate_cel,
             PlanFileActivities(store).write_plan_files,
             PlanFileActivities(store).read_checkpoint,

@@ -11,6 +11,11 @@ it would declare everything.
 
 Containment is decided on real paths (symlinks resolved, on both sides), so a workspace that is
 a symlink out of a root, or a root reached through one, is judged by where it really is.
+
+A worktree-isolated fan-out runs each item in a worktree under its own run directory
+(``<runs_dir>/<run id>/worktrees``): that directory is a root too, for the workflow that owns
+the run and no other (``with_run_worktrees``, given the workflow id Temporal names, never
+input).
 """
 
 from __future__ import annotations
@@ -20,12 +25,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from workflows.plan.reasons import Reason
+from workflows.plan.worktrees import WORKTREES_DIR
+from workflows.run_ids import RunIdInvalid, check_run_id
 
 __all__ = [
     "WORKSPACE_REFUSED",
     "WORKSPACE_ROOTS_FIX",
     "default_roots",
     "outside_roots",
+    "with_run_worktrees",
     "worker_roots",
 ]
 
@@ -58,6 +66,17 @@ def worker_roots(
     if declared:
         return list(dict.fromkeys(_real(r) for r in declared))
     return default_roots(embedded=embedded, cwd=cwd)
+
+
+def with_run_worktrees(
+    roots: Sequence[str], runs_dir: str | Path, workflow_id: str | None
+) -> list[str]:
+    """``roots`` plus the real path of the calling workflow's own worktrees directory."""
+    try:
+        run_id = check_run_id(workflow_id or "")
+    except RunIdInvalid:
+        return list(roots)
+    return [*roots, _real(Path(runs_dir) / run_id / WORKTREES_DIR)]
 
 
 def outside_roots(workspace: str, roots: Sequence[str], *, field: str = "workspace") -> str | None:

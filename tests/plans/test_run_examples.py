@@ -26,6 +26,7 @@ from activities.config import Endpoint, Settings
 from tests.conftest import with_endpoint
 from tests.plans.helpers import LOOP_EXAMPLE_PATH
 from tests.plans.run_helpers import events, failure, start, status, wait_state
+from tests.plans.test_run_worktrees import git, make_repo
 from worker.worker import WorkerOptions, running_worker
 from workflows.names import UPDATE_RESOLVE_GATE, UPDATE_RESUME, UPDATE_REVERT, UPDATE_STEP_DONE
 from workflows.plan.checkpoints import RevertInput
@@ -46,6 +47,12 @@ for line in prompt.splitlines():
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "w") as f:
                 f.write("written for " + os.environ["PONDER_STEP_ID"] + "\\n")
+item = next((l.split(": ", 1)[1] for l in prompt.splitlines()
+             if l.startswith("This branch handles the item: ")), None)
+if item is not None and "notes/<item>.md" in prompt:  # one file per fan-out item
+    os.makedirs(os.path.join(root, "notes"), exist_ok=True)
+    with open(os.path.join(root, "notes", item + ".md"), "w") as f:
+        f.write("notes on " + item + "\\n")
 if "GATE: PASS or GATE: FAIL" in prompt:
     print("Checked.\\nGATE: PASS")
 elif '"questions"' in prompt:
@@ -199,6 +206,32 @@ async def test_a_gate_deadline_escalates_then_approves_by_default(
     assert kinds.index("gate.escalated") < kinds.index("gate.defaulted")
 
 
+async def test_a_worktree_fanout_lands_each_items_notes(
+    client: Client, queue: str, tmp_path: Path
+) -> None:
+    plan = example("worktree-fanout.yaml")
+    repo = make_repo(tmp_path / "repo")
+    before = git(repo, "status", "--porcelain")
+    handle = await start(
+        client, queue, plan, executors=WRITER_EXECUTORS, default_family="claude",
+        workspace=str(repo),
+    )  # fmt: skip
+    result: PlanRunResult = await handle.result()
+    assert result.outputs["summary"].startswith("done: Summarise these reviews")
+    for name in ("parser", "planner", "runner"):
+        assert (repo / "notes" / f"{name}.md").read_text() == f"notes on {name}\n"
+    assert git(repo, "diff", "--cached", "--name-only") == ""  # landed on the files only
+    landed = sorted(git(repo, "status", "--porcelain").splitlines())
+    assert landed == sorted([*before.splitlines(), "?? notes/"])
+    # On the simulated provider the items change nothing: the region lands an empty merge.
+    sim = await start(
+        client, queue, plan, executors={"claude": "sim:default"}, default_family="claude",
+        workspace=str(repo),
+    )  # fmt: skip
+    assert (await sim.result()).simulated
+    assert sorted(git(repo, "status", "--porcelain").splitlines()) == landed
+
+
 async def test_training_pairs_are_captured_once(
     client: Client, queue: str, settings: Settings
 ) -> None:
@@ -292,11 +325,14 @@ NOT_BY_ITS_HEADER = {
     "ensure-checks.yaml": "test_ensure_checks_retry_then_a_judge_passes",
     "consumer-step.yaml": "test_a_consumer_step_answered_with_step_done",
     "checkpoint-revert.yaml": "test_a_checkpoint_reverted_at_the_gate",
+    "worktree-fanout.yaml": "test_a_worktree_fanout_lands_each_items_notes",
 }
 """Examples that do not run on the embedded default alone, each run above by its own test:
 steps that deliver files (the sim writes none: a command agent writes them, the way a user
 declares ``claude -p``), a check of a file the workspace must hold, a step an external consumer
-answers, a revert made while the run waits. (Left: recipes that set these up from the README.)"""
+answers, a revert made while the run waits, a fan-out in git worktrees (the workspace must be a
+git work tree; its test runs it on the sim too). (Left: recipes that set these up from the
+README.)"""
 
 
 def recipe(path: Path) -> list[str]:

@@ -1,7 +1,8 @@
 """Every reason of the closed enum is produced by a plan fixture run through ``PlanRun``.
 
 Each ``tests/plans/reasons/<reason>.yaml`` is a plan whose ``x-fixture`` says how to run it (run
-input, workspace links, the control actions to take at each pause) and what must come out: the
+input, workspace links, a git repository as the workspace, the control actions to take at each
+pause) and what must come out: the
 reason and the exit code the CLI gives that outcome (1 failed, 75 paused, 2 refused control).
 Nothing here constructs an error: every reason comes from the workflow.
 """
@@ -9,6 +10,7 @@ Nothing here constructs an error: every reason comes from the workflow.
 from __future__ import annotations
 
 import asyncio
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -28,6 +30,8 @@ from activities.config import Endpoint, Settings
 from tests.conftest import with_endpoint
 from tests.fakes import FakeProvider, Reply, Seen, openai_completion
 from tests.plans.run_helpers import start, status
+from tests.plans.test_run_worktrees import WRITER as WORKTREE_WRITER
+from tests.plans.test_run_worktrees import make_repo
 from worker.worker import WorkerOptions, running_worker
 from workflows.names import (
     UPDATE_CHECKPOINT,
@@ -79,6 +83,9 @@ def refuse_on_policy(seen: Seen) -> Reply:
 async def fixture_queue(client: Client, settings: Settings) -> AsyncIterator[str]:
     fake = FakeProvider(refuse_on_policy)
     settings = with_endpoint(settings, "fake", Endpoint(kind="openai", base_url=fake.url))
+    # writer:agent writes the files its fan-out item names (tests/plans/worktree_writer.py).
+    writer = Endpoint(kind="command", argv=[sys.executable, str(WORKTREE_WRITER)])
+    settings = with_endpoint(settings, "writer", writer)
     queue = f"test-{uuid.uuid4()}"
     try:
         async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
@@ -178,6 +185,9 @@ async def test_the_fixture_produces_its_reason(
     workspace.mkdir()
     for name, target in fixture.get("links", {}).items():
         (workspace / name).symlink_to(target)
+    if fixture.get("git"):  # a git repository with one commit (worktree fan-outs)
+        make_repo(workspace / "repo")
+        workspace = workspace / "repo"
     run_input = dict(fixture.get("input", {}))
     if "big_arg" in fixture:
         run_input["args"] = {"big": "x" * fixture["big_arg"]}

@@ -106,6 +106,11 @@ def _late_dep(doc: Doc) -> None:
     step(doc, "ask")["deps"] = ["late"]
 
 
+def _consumer_in_worktrees(doc: Doc) -> None:
+    step(doc, "fan")["fanout"]["isolation"] = "worktree"
+    step(doc, "fan.one")["dispatch"] = "consumer"
+
+
 # (code, mutation of the valid base plan, expected path). Every code a document can produce
 # appears here or in TEXT_CASES; test_every_code_has_a_case fails on a code without one.
 DOC_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
@@ -133,10 +138,12 @@ DOC_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
     ),
     ("value.not_finite", top(budget={"usd": float("nan")}), "budget.usd"),
     (
-        "feature.not_available",
-        on("fan", fanout={"over": [1], "chain": ["fan.one"], "isolation": "worktree"}),
+        "field.choice",
+        on("fan", fanout={"over": [1], "chain": ["fan.one"], "isolation": "git"}),
         "steps[3].fanout.isolation",
     ),
+    ("feature.not_available", top(checkpoints={}), "checkpoints"),
+    ("fanout.isolation", _consumer_in_worktrees, "steps[3].fanout.isolation"),
     ("step.kind_unknown", add({"id": "z", "kind": "shell"}), "steps[7].kind"),
     ("step.field_not_for_kind", on("draft", fanout={}), "steps[1].fanout"),
     ("step.id_duplicate", add({"id": "draft", "kind": "agent", "prompt": "x"}), "steps[7].id"),
@@ -503,6 +510,29 @@ def test_every_code_has_a_case() -> None:
     covered |= {"field.invalid"}  # the fallback: test_unmapped_pydantic_errors_are_field_invalid
     unused = set(CODES) - covered
     assert unused == set()
+
+
+def test_worktree_isolation_is_accepted() -> None:
+    doc = base()
+    step(doc, "fan")["fanout"]["isolation"] = "worktree"
+    result = validate_document(doc)
+    assert result.errors == [] and result.plan is not None
+    fan = result.plan.step("fan")
+    assert isinstance(fan, FanoutStep) and fan.fanout.isolation == "worktree"
+    assert FanoutStep.model_validate(step(base(), "fan")).fanout.isolation == "none"
+
+
+def test_isolation_takes_engine_members() -> None:
+    """A member an external executor runs (``dispatch: consumer``) never sees the item's
+    worktree: ``fanout.isolation`` at the fan-out's field (and section 7's
+    ``consumer.not_allowed`` at the member's)."""
+    doc = base()
+    _consumer_in_worktrees(doc)
+    found = codes(validate_document(doc))
+    assert ("fanout.isolation", "steps[3].fanout.isolation") in found
+    assert ("consumer.not_allowed", "steps[4].dispatch") in found
+    step(doc, "fan.one")["dispatch"] = "engine"
+    assert validate_document(doc).errors == []
 
 
 def test_unknown_codes_are_refused() -> None:

@@ -62,6 +62,7 @@ CODES: dict[str, str] = {
     "fanout.max_required": "a fan-out over a reference needs max_fanout",
     "fanout.concurrency": "concurrency must not exceed max_fanout, nor the ceiling (256)",
     "fanout.over": "`over` must be a list or one ${...} reference",
+    "fanout.isolation": "isolation: worktree takes only chain members the engine dispatches",
     "join.quorum_unreachable": "quorum:N needs at least N activated items",
     "on_fail.target": "on_fail must name a later top-level agent step",
     "contract.unknown": "`out` names no contract",

@@ -28,6 +28,8 @@ The estimate, per boundary (``boundaries``), times the passes the walk can make 
   ``EVENTS_PER_TIMER`` each, its escalation post an activity (and preflight's notifier check
   one, once);
 - with ``training_pairs``, every agent invocation may add its capture activity;
+- an isolated region (``isolation: worktree``) adds its base, merge and land activities and two
+  per item (the worktree's add and finish), and preflight one git probe;
 - passes: one, plus every revise round a human gate allows; a human-gate route back to an
   earlier step can loop as long as the calls cap lets it, so such a plan is bounded by the cap
   (every pass dispatches at least one invocation) instead.
@@ -45,6 +47,7 @@ from workflows.plan.boundaries import (
     Boundary,
     boundaries,
     plan_totals,
+    worst_items,
 )
 from workflows.plan.deadlines import notifiers_named
 from workflows.plan.errors import PlanError
@@ -60,6 +63,7 @@ from workflows.plan.model import (
     RunStep,
     TournamentStep,
 )
+from workflows.plan.worktrees import isolated_fanouts
 from workflows.tournament.preflight import HISTORY_EVENTS_BUDGET, TEMPORAL_HISTORY_EVENTS
 
 __all__ = [
@@ -153,11 +157,19 @@ def _boundary_events(
         members = [step_of(m) for m in step.fanout.chain]
         per = max((_per_invocation(plan, m) for m in members), default=EVENTS_PER_ACTIVITY)
         timers = math.ceil(invocations / STARTS_PER_TASK) * EVENTS_PER_PACING_TIMER
-        return invocations * per + timers + EVENTS_PER_WAIT
+        return invocations * per + timers + EVENTS_PER_WAIT + _worktree_events(step)
     per = _per_invocation(plan, step)
     if isinstance(step, GateStep) and step.fail_route and not step.fail_route.startswith("term"):
         per = max(per, _per_invocation(plan, step_of(step.fail_route)))
     return invocations * per + EVENTS_PER_WAIT
+
+
+def _worktree_events(step: FanoutStep) -> int:
+    """An isolated region's git activities: its base, merge and land, and per item its
+    worktree's add and finish."""
+    if step.fanout.isolation != "worktree":
+        return 0
+    return (3 + 2 * worst_items(step)) * EVENTS_PER_ACTIVITY
 
 
 def _loops_back(plan: Plan) -> bool:
@@ -183,6 +195,7 @@ def estimate_history(plan: Plan) -> HistoryEstimate:
     )
     passes = 1 + rounds
     notifiers = EVENTS_PER_ACTIVITY if notifiers_named(plan) else 0  # preflight's check
+    notifiers += EVENTS_PER_ACTIVITY if isolated_fanouts(plan) else 0  # and its git probe
     events = EVENTS_BASE + notifiers + passes * one_pass
     if _loops_back(plan):
         cap = plan_totals(plan, walk).calls_cap

@@ -383,6 +383,11 @@ class FanoutSpec(_Strict):
     concurrency: int | None = Field(default=None, ge=1, le=10_000)
     join: str = Field(default="all", pattern=r"^(all|any|quorum:[1-9][0-9]{0,4})$")
     dedup: bool = False
+    isolation: Literal["none", "worktree"] = Field(
+        default="none",
+        description="worktree: each item's chain runs in its own git worktree at a snapshot of "
+        "the workspace; the succeeded items' patches merge in item order and land once",
+    )
 
 
 class FanoutStep(_Vendor):

@@ -18,6 +18,7 @@ class Reason(StrEnum):
     SAME_FAMILY_QE_REFUSED = "same-family-qe-refused"
     RESERVATION_UNSATISFIABLE = "reservation-unsatisfiable"
     ESCALATION_UNROUTABLE = "escalation-unroutable"
+    WORKTREE_UNAVAILABLE = "worktree-unavailable"
     # run failures
     DISPATCH_TIMEOUT = "dispatch-timeout"
     DISPATCH_DEAD = "dispatch-dead"
@@ -39,6 +40,7 @@ class Reason(StrEnum):
     STEP_BUDGET_EXHAUSTED = "step-budget-exhausted"
     SUBFLOW_BUDGET_EXHAUSTED = "subflow-budget-exhausted"
     GATE_DEADLINE_EXPIRED = "gate-deadline-expired"
+    WORKTREE_MERGE_CONFLICT = "worktree-merge-conflict"
     # pauses
     BUDGET_EXHAUSTED = "budget-exhausted"
     PLAN_PAUSE = "plan-pause"
@@ -66,6 +68,7 @@ GROUPS: dict[str, tuple[Reason, ...]] = {
         R.SAME_FAMILY_QE_REFUSED,
         R.RESERVATION_UNSATISFIABLE,
         R.ESCALATION_UNROUTABLE,
+        R.WORKTREE_UNAVAILABLE,
     ),
     "failure": (
         R.DISPATCH_TIMEOUT,
@@ -88,6 +91,7 @@ GROUPS: dict[str, tuple[Reason, ...]] = {
         R.STEP_BUDGET_EXHAUSTED,
         R.SUBFLOW_BUDGET_EXHAUSTED,
         R.GATE_DEADLINE_EXPIRED,
+        R.WORKTREE_MERGE_CONFLICT,
     ),
     "pause": (R.BUDGET_EXHAUSTED, R.PLAN_PAUSE, R.GATE_PENDING, R.CONSUMER_PENDING),
     "control": (
@@ -105,7 +109,13 @@ GROUPS: dict[str, tuple[Reason, ...]] = {
 }
 
 RUN_FATAL: frozenset[Reason] = frozenset(
-    {R.BUDGET_INVARIANT_VIOLATED, R.ARTIFACT_PATH_ESCAPES_ROOT, R.EXPR_FAILED}
+    {
+        R.BUDGET_INVARIANT_VIOLATED,
+        R.ARTIFACT_PATH_ESCAPES_ROOT,
+        R.EXPR_FAILED,
+        R.WORKTREE_UNAVAILABLE,
+        R.WORKTREE_MERGE_CONFLICT,
+    }
 )
 """Failures about the run, not one step or item: no ``on_fail`` route or region branch absorbs
 them."""

@@ -16,6 +16,7 @@ reference to it an error too). The rules:
   before it (``deadlines``);
 - a chain lists agent steps owned by this fan-out alone, whose deps stay inside the chain or
   before the fan-out; a fan-out over a reference needs ``max_fanout``; concurrency and quorum fit;
+  ``isolation: worktree`` takes only members the engine dispatches;
 - pause resume args are unique, pause schemas are usable bounded JSON Schemas
   (``workflows/json_schemas.py``); tournament profiles exist;
 - a ``run`` step names a flow, its ``with`` meets the flow's input contract; a flow's body keeps
@@ -461,6 +462,8 @@ class _Checker(ExpressionRules):
                     message=f"chain member {member!r} {why}; "
                     "fix: list agent steps that only this fan-out runs",
                 )
+        if spec.isolation == "worktree":
+            self.isolation(i, spec.chain)
         activated: int | None = None
         if isinstance(spec.over, str):
             ref = whole_reference(spec.over)
@@ -517,6 +520,25 @@ class _Checker(ExpressionRules):
                     "join",
                     message=f"{spec.join} needs {needed} settled branches and at most "
                     f"{activated} item(s) run; fix: lower the quorum or add items",
+                )
+
+    def isolation(self, i: int, chain: list[str]) -> None:
+        """``isolation: worktree``: an item's worktree is where the engine runs its executors,
+        so every member must be one the engine dispatches (an external executor never sees
+        the worktree)."""
+        for member in chain:
+            j = self.index.get(member)
+            target = self.steps[j] if j is not None else None
+            dispatch = getattr(target, "dispatch", "engine")
+            if isinstance(target, AgentStep) and dispatch != "engine":
+                self.error(
+                    "fanout.isolation",
+                    i,
+                    "fanout",
+                    "isolation",
+                    message=f"chain member {member!r} is dispatch: {dispatch}, and a worktree "
+                    "is seen only by the engine's executors; fix: isolation: none, or "
+                    "dispatch: engine on the member",
                 )
 
     def pause_schema(self, i: int, step: PauseStep) -> None:

@@ -32,9 +32,7 @@ PART2_KINDS: dict[str, str] = {}
 PART2_FIELDS: dict[str, str] = {}
 PART2_TOP = {"checkpoints": "checkpoints"}
 # Nested part-2 fields: (container field, key) -> what it is.
-PART2_NESTED = {
-    ("fanout", "isolation"): "fan-out isolation (worktree)",
-}
+PART2_NESTED: dict[tuple[str, str], str] = {}
 _FIX = {
     "field.missing": "add it",
     "field.unknown": "remove it (only x-* keys are free-form, on the plan and on steps)",

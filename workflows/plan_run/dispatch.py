@@ -19,6 +19,7 @@ client answers (``consumer``): the same reservation, spend, barrier, contract an
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from typing import Any
@@ -141,6 +142,14 @@ class Dispatcher:
         self.pacer = Pacer()
         """Bounds the invocations one workflow task starts (a region's branches)."""
         self.on_settled: SettledHook | None = None
+
+    def in_workspace(self, workspace: str) -> Dispatcher:
+        """This dispatcher with another workspace (an isolated fan-out item's worktree): its
+        executors' cwd, the root of its path checks and its landed barrier. Everything else
+        (ledgers, counters, the record, the pacer) is shared with this one."""
+        clone = copy.copy(self)
+        clone.workspace = workspace
+        return clone
 
     async def invoke(
         self,

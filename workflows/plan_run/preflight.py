@@ -3,7 +3,8 @@ before anything runs; what survives opens the ledger and the dispatcher.
 
     trace-emit-required -> plan-model-unroutable -> escalation-unroutable (an activity asks
     the worker for the notifiers gate escalations name) -> artifact-path-escapes-root (an
-    activity looks at the workspace) -> same-family-qe-refused (or a loud waiver) ->
+    activity looks at the workspace) -> worktree-unavailable (a worktree fan-out: git and a
+    work tree, asked of an activity) -> same-family-qe-refused (or a loud waiver) ->
     reservation-unsatisfiable (opening the ledger)
 """
 
@@ -33,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan_run.capture import capture_hook
     from workflows.plan_run.dispatch import Dispatcher
     from workflows.plan_run.state import PlanRunState
+    from workflows.plan_run.worktrees import check_worktrees
 
 __all__ = ["WRITE_RETRY", "check_start_args", "preflight"]
 
@@ -100,6 +102,7 @@ async def preflight(run: PlanRunState, plan: Plan) -> Dispatcher:
         )
         if problems:
             raise PlanFailure(Reason.ARTIFACT_PATH_ESCAPES_ROOT, "; ".join(problems))
+    await check_worktrees(plan, workspace)
     for step_id, waiver in qe_waivers(plan, models, run.input):
         run.record.waivers.append(waiver)
         run.record.event("waiver", step=step_id, message=waiver)

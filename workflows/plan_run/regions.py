@@ -1,7 +1,8 @@
 """Fan-out regions (plans.md "Run" 7): the first ``max_fanout`` items (after dedup) run their
 chain, ``concurrency`` at a time; a failed branch is null; the join (``all`` | ``any`` |
 ``quorum:N``) decides, and an unsatisfied one carries the first failing branch's reason by item
-index, not by completion time.
+index, not by completion time. With ``isolation: worktree`` each item runs in its own git
+worktree and the joined region merges and lands its items' patches (``worktrees``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.run_record import PlanFailure
     from workflows.plan_run.dispatch import Dispatcher
     from workflows.plan_run.state import PlanRunState
+    from workflows.plan_run.worktrees import RegionWorktrees, isolated
 
 __all__ = ["region", "region_items"]
 
@@ -58,27 +60,45 @@ async def region(
     chain = [plan.step(m) for m in step.fanout.chain]
     lanes = asyncio.Semaphore(branches_at_once(step, len(items)))
     run.record.event("region.opened", step=step.id, items=len(items))
+    trees = RegionWorktrees(run, dispatcher, step, items) if isolated(step) else None
+    if trees is not None:
+        await trees.open()
 
     async def branch(index: int, item: Any) -> Branch:
         async with lanes:
             local = dict(run.outputs)
             value: Any = None
+            # Isolated: the item's chain runs in its own worktree (a failure to make one is
+            # run-fatal, so it fails the region below).
+            at = dispatcher if trees is None else await trees.enter(index)
             try:
                 for member in chain:
                     assert isinstance(member, AgentStep)
-                    value = await dispatcher.invoke(
+                    value = await at.invoke(
                         member, inputs=run.args, outputs=local, item=item, item_index=index
                     )
                     local[member.id] = value
             except PlanFailure as exc:
+                if trees is not None:
+                    await trees.leave(index, ok=False)
                 return Branch(False, None, exc.reason, exc.detail)
             except Reverted as exc:  # every branch ends before the revert unwinds the region
+                if trees is not None:
+                    await trees.leave(index, ok=False)
                 reverted.append(exc)
                 return Branch(False, None, None, "reverted")
+            if trees is not None:
+                await trees.leave(index, ok=True)
             return Branch(True, value)
 
+    async def guarded(index: int, item: Any) -> Branch:
+        try:
+            return await branch(index, item)
+        except PlanFailure as exc:  # the worktree itself failed: never absorbed by the join
+            return Branch(False, None, exc.reason, exc.detail)
+
     reverted: list[Reverted] = []
-    tasks = [asyncio.create_task(branch(i, item)) for i, item in enumerate(items)]
+    tasks = [asyncio.create_task(guarded(i, item)) for i, item in enumerate(items)]
     branches = list(await asyncio.gather(*tasks))
     if reverted:
         raise reverted[0]
@@ -101,4 +121,6 @@ async def region(
     if not outcome.ok:
         run.record.steps[step.id] = "failed"
         raise PlanFailure(Reason.JOIN_UNSATISFIED, f"{step.id}: {outcome.detail}", step=step.id)
+    if trees is not None:  # the join held: merge in item order, land once
+        await trees.merge_and_land(branches)
     run.settle(step.id, outcome.values)

@@ -1,0 +1,278 @@
+"""The git moves of a worktree fan-out, called directly on real repositories (no Temporal).
+
+What the run tests cannot see from outside: the environment git gets (no inherited ``GIT_*``,
+no hooks), the timeout and output bounds, a workspace below the top of its work tree, each
+landing decision, the patch ceiling and retried moves.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+import activities.plan.worktrees as moves
+from activities.plan.git import git
+from activities.plan.worktrees import WorktreeActivities
+from activities.run_store import RunStore
+from client.plan_input import run_workspace
+from tests.plans.test_run_worktrees import fanout, files, make_repo
+from tests.plans.test_run_worktrees import git as run_git
+from workflows.plan.validate import load_plan
+from workflows.plan.worktrees import (
+    EMPTY_TREE,
+    ItemPatch,
+    WorktreeBase,
+    WorktreeItemInput,
+    WorktreeLandInput,
+    WorktreeMergeInput,
+    WorktreeRegionInput,
+    isolated_fanouts,
+    land_decision,
+    patch_file,
+    worktree_name,
+)
+
+RUN = "run-1"
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "repo")
+
+
+def region(tmp_path: Path, workspace: Path) -> tuple[WorktreeActivities, WorktreeRegionInput]:
+    store = RunStore(tmp_path / "runs")
+    acts = WorktreeActivities(store, [str(workspace)])
+    return acts, WorktreeRegionInput(run_id=RUN, workspace=str(workspace), step="fan")
+
+
+def item(at: WorktreeRegionInput, base: WorktreeBase, n: int, **kw: bool) -> WorktreeItemInput:
+    return WorktreeItemInput(**at.model_dump(), item=n, base=base, **kw)
+
+
+def one_item(
+    acts: WorktreeActivities, at: WorktreeRegionInput, base: WorktreeBase, n: int, **writes: str
+) -> ItemPatch:
+    inner = Path(acts._add(item(at, base, n)).workspace)
+    for rel, text in writes.items():
+        (inner / rel).parent.mkdir(parents=True, exist_ok=True)
+        (inner / rel).write_text(text)
+    patch = acts._finish(item(at, base, n))
+    assert patch.sha256 is not None
+    return ItemPatch(item=n, sha256=patch.sha256)
+
+
+def test_the_base_ignores_the_workers_git_variables_and_changes_nothing(
+    tmp_path: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = (
+        run_git(repo, "rev-parse", "HEAD"),
+        run_git(repo, "show-ref"),
+        run_git(repo, "status", "--porcelain"),
+    )
+    index = (repo / ".git" / "index").read_bytes()
+    monkeypatch.setenv("GIT_DIR", str(tmp_path / "elsewhere"))  # would point git at nothing
+    monkeypatch.setenv("GIT_INDEX_FILE", str(tmp_path / "other-index"))
+    acts, at = region(tmp_path, repo)
+    base = acts._base(at)
+    listed = run_git(repo, "ls-tree", "-r", "--name-only", base.commit).split()
+    assert listed == [".gitignore", "notes.txt", "shared.txt", "todo.txt"]  # untracked, not ignored
+    assert run_git(repo, "show", f"{base.commit}:notes.txt") == "draft, not committed\n"
+    assert base.prefix == "" and base.subtree == base.tree
+    monkeypatch.delenv("GIT_DIR")
+    after = (
+        run_git(repo, "rev-parse", "HEAD"),
+        run_git(repo, "show-ref"),
+        run_git(repo, "status", "--porcelain"),
+    )
+    assert after == before and (repo / ".git" / "index").read_bytes() == index
+    assert not (tmp_path / "other-index").exists()
+    assert acts._base(at).commit == base.commit  # a retried base is the same commit
+
+
+def test_no_hook_runs(tmp_path: Path, repo: Path) -> None:
+    ran = tmp_path / "hook-ran"
+    for hooks in (repo / ".git" / "hooks", tmp_path / "hooks"):
+        hooks.mkdir(exist_ok=True)
+        hook = hooks / "post-checkout"
+        hook.write_text(f"#!/bin/sh\ntouch {ran}\n")
+        hook.chmod(0o755)
+    run_git(repo, "config", "core.hooksPath", str(tmp_path / "hooks"))
+    acts, at = region(tmp_path, repo)
+    base = acts._base(at)
+    patch = one_item(acts, at, base, 0, **{"new.txt": "n\n"})
+    merged = acts._merge(WorktreeMergeInput(**at.model_dump(), base=base, patches=[patch]))
+    assert merged.ok and not ran.exists()
+    run_git(repo, "worktree", "add", "-q", "--detach", str(tmp_path / "plain"), "HEAD")
+    assert ran.exists()  # the hook is real: plain git runs it
+
+
+def test_a_workspace_below_the_top_lands_only_inside_itself(tmp_path: Path, repo: Path) -> None:
+    sub = repo / "pkg"
+    sub.mkdir()
+    (sub / "mod.txt").write_text("v1\n")
+    acts, at = region(tmp_path, sub)
+    base = acts._base(at)
+    assert base.prefix == "pkg/"
+    added = Path(acts._add(item(at, base, 0)).workspace)
+    assert added == (tmp_path / "runs" / RUN / "worktrees" / "fan-0" / "pkg").resolve()
+    (added / "mod.txt").write_text("v2\n")
+    (added.parent / "shared.txt").write_text("changed outside the workspace\n")
+    patch = acts._finish(item(at, base, 0))
+    assert patch.files == 1 and patch.sha256 is not None
+    merged = acts._merge(
+        WorktreeMergeInput(
+            **at.model_dump(), base=base, patches=[ItemPatch(item=0, sha256=patch.sha256)]
+        )
+    )
+    assert merged.ok and merged.subtree is not None and merged.sha256 is not None
+    land = WorktreeLandInput(
+        **at.model_dump(), base=base, merged_subtree=merged.subtree, sha256=merged.sha256
+    )
+    assert acts._land(land).outcome == "apply"
+    assert (sub / "mod.txt").read_text() == "v2\n"
+    assert (repo / "shared.txt").read_text().startswith("1\n")  # outside: untouched
+    assert acts._land(land).outcome == "done"  # landing again (a retry) changes nothing
+
+
+def test_an_empty_workspace_directory_still_has_a_subtree(tmp_path: Path, repo: Path) -> None:
+    empty = repo / "empty"
+    empty.mkdir()
+    acts, at = region(tmp_path, empty)
+    base = acts._base(at)
+    assert base.subtree == EMPTY_TREE
+    assert Path(acts._add(item(at, base, 0)).workspace).is_dir()
+
+
+def test_landing_refuses_a_workspace_changed_since_the_base(tmp_path: Path, repo: Path) -> None:
+    acts, at = region(tmp_path, repo)
+    base = acts._base(at)
+    patch = one_item(acts, at, base, 0, **{"new.txt": "n\n"})
+    merged = acts._merge(WorktreeMergeInput(**at.model_dump(), base=base, patches=[patch]))
+    assert merged.subtree is not None and merged.sha256 is not None
+    (repo / "todo.txt").write_text("someone edited this meanwhile\n")
+    before = files(repo)
+    land = WorktreeLandInput(
+        **at.model_dump(), base=base, merged_subtree=merged.subtree, sha256=merged.sha256
+    )
+    landed = acts._land(land)
+    assert landed.outcome == "conflict" and "changed since the region started" in landed.detail
+    assert files(repo) == before
+    tampered = land.model_copy(update={"sha256": "0" * 64})
+    (repo / "todo.txt").write_text("untracked\n")
+    assert "missing or changed" in acts._land(tampered).detail
+
+
+def test_land_decision() -> None:
+    assert land_decision("m", base="b", merged="m") == "done"
+    assert land_decision("b", base="b", merged="m") == "apply"
+    assert land_decision("x", base="b", merged="m") == "conflict"
+    assert land_decision("b", base="b", merged="b") == "done"  # nothing to land
+
+
+def test_a_patch_over_the_ceiling_keeps_nothing(
+    tmp_path: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(moves, "MAX_PATCH_BYTES", 2000)
+    acts, at = region(tmp_path, repo)
+    base = acts._base(at)
+    inner = Path(acts._add(item(at, base, 0)).workspace)
+    (inner / "big.txt").write_text("x" * 5000)
+    patch = acts._finish(item(at, base, 0))
+    assert patch.over_ceiling and patch.sha256 is None
+    assert not (tmp_path / "runs" / RUN / patch_file(worktree_name("fan", 0))).exists()
+    small = [one_item(acts, at, base, n, **{f"f{n}.txt": "y" * 900}) for n in (1, 2, 3)]
+    merged = acts._merge(WorktreeMergeInput(**at.model_dump(), base=base, patches=small))
+    assert not merged.ok and merged.conflict_item == 2 and "ceiling" in merged.detail
+
+
+def test_retried_moves_start_over_or_find_their_work(tmp_path: Path, repo: Path) -> None:
+    acts, at = region(tmp_path, repo)
+    base = acts._base(at)
+    first = Path(acts._add(item(at, base, 0)).workspace)
+    (first / "half.txt").write_text("an attempt that died\n")
+    again = Path(acts._add(item(at, base, 0)).workspace)  # the retried add starts clean
+    assert again == first and not (again / "half.txt").exists()
+    (again / "done.txt").write_text("d\n")
+    patch = acts._finish(item(at, base, 0))
+    retried = acts._finish(item(at, base, 0))  # the worktree is gone, the patch is kept
+    assert retried == patch and not again.exists()
+    failed = acts._add(item(at, base, 1))
+    assert acts._finish(item(at, base, 1, capture=False)).sha256 is None
+    assert not Path(failed.workspace).exists()
+    assert run_git(repo, "worktree", "list").count("\n") == 1
+
+
+def test_an_unborn_head_has_a_base_too(tmp_path: Path) -> None:
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    run_git(fresh, "init", "-q")
+    (fresh / "a.txt").write_text("a\n")
+    acts, at = region(tmp_path, fresh)
+    base = acts._base(at)
+    assert run_git(fresh, "cat-file", "-t", base.commit).strip() == "commit"
+    assert acts._probe(str(fresh)) is None
+
+
+def test_the_probe_names_what_is_missing(
+    tmp_path: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    acts = WorktreeActivities(RunStore(tmp_path / "runs"), [str(repo), str(plain)])
+    assert acts._probe(str(repo)) is None
+    assert "not in a git work tree" in (acts._probe(str(plain)) or "")
+    assert "outside every workspace root" in (acts._probe(str(tmp_path)) or "")
+    monkeypatch.setenv("PATH", str(plain))  # a worker without git
+    assert "no git executable on the worker's PATH" in (acts._probe(str(repo)) or "")
+
+
+def test_git_is_bounded_in_time_and_output(
+    tmp_path: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (repo / "big.txt").write_text("z" * 200_000)
+    run_git(repo, "add", "big.txt")
+    shown = git(str(repo), "show", ":big.txt", limit=1000)
+    assert shown.over_limit and not shown.ok and len(shown.stdout) <= 1000
+    slow = tmp_path / "slow-bin"
+    slow.mkdir()
+    (slow / "git").write_text("#!/bin/sh\nsleep 30\n")
+    (slow / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{slow}:{os.environ['PATH']}")
+    started = time.monotonic()
+    hung = git(str(repo), "status", timeout=0.5)
+    assert hung.timed_out and not hung.ok and "timeout" in hung.why()
+    assert time.monotonic() - started < 5
+
+
+def test_items_add_and_remove_their_worktrees_at_once(tmp_path: Path, repo: Path) -> None:
+    """``git worktree add`` reads every registration: unserialized, one half made by another
+    item fails it (``failed to read .git/worktrees/<name>/commondir``)."""
+    acts, at = region(tmp_path, repo)
+    base = acts._base(at)
+
+    def cycle(n: int) -> None:
+        for _ in range(4):
+            acts._add(item(at, base, n))
+            acts._finish(item(at, base, n, capture=False))
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        list(pool.map(cycle, range(32)))  # a failed add raises here
+    assert run_git(repo, "worktree", "list").count("\n") == 1
+
+
+def test_the_client_gives_a_worktree_plan_the_cwd_as_its_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan = load_plan(fanout([1, 2]))
+    monkeypatch.chdir(tmp_path)
+    assert isolated_fanouts(plan) == ["fan"]
+    assert run_workspace(None, plan) == str(tmp_path)
+    assert run_workspace("rel", plan) == str(tmp_path / "rel")
+    plain = plan.model_copy(deep=True)
+    plain.steps[0].fanout.isolation = "none"  # type: ignore[union-attr]
+    assert isolated_fanouts(plain) == [] and run_workspace(None, plain) is None
