@@ -4,10 +4,15 @@
 there only if its input says so (``calls.provider_queues``): routing is part of the run's history,
 never a setting of whichever worker happens to run it. So the client that starts a run looks for
 a worker polling each provider queue the run would use, and records the ones it finds.
+
+A long-lived client (a script's ``Ponder``, the MCP server) starting runs in a burst asks once
+per provider queue in ``ROUTES_FRESH_S``, so a start costs one RPC, not two (``RouteLookups``).
 """
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from temporalio.client import Client
@@ -18,9 +23,36 @@ from workflows.call_options import provider_of, provider_task_queue
 from workflows.plan.run_types import PlanRunInput
 from workflows.tournament.types import TournamentInput
 
-__all__ = ["POLLER_FRESH_S", "model_specs", "polled_provider_queues", "route_calls"]
+__all__ = [
+    "POLLER_FRESH_S",
+    "ROUTES_FRESH_S",
+    "RouteLookups",
+    "model_specs",
+    "polled_provider_queues",
+    "route_calls",
+]
 
 T = TypeVar("T")
+
+ROUTES_FRESH_S = 2.0
+"""How long a client reuses what it saw of a provider queue: short beside ``POLLER_FRESH_S``
+(how long the server's poller list lags a worker that left), so reuse adds little to the lag."""
+
+
+@dataclass
+class RouteLookups:
+    """Whether each provider queue was polled, as one client last asked (and when)."""
+
+    fresh_s: float = ROUTES_FRESH_S
+    seen: dict[str, tuple[float, bool]] = field(default_factory=dict)
+
+    async def polled(self, client: Client, queue: str) -> bool:
+        now = time.monotonic()
+        asked, polled = self.seen.get(queue, (float("-inf"), False))
+        if now - asked >= self.fresh_s:
+            polled = await queue_polled(client, queue)
+            self.seen[queue] = (now, polled)
+        return polled
 
 
 def _specs_in(value: Any) -> list[str]:
@@ -54,23 +86,27 @@ def model_specs(input: Any) -> list[str]:
 
 
 async def polled_provider_queues(
-    client: Client, task_queue: str, specs: list[str]
+    client: Client, task_queue: str, specs: list[str], lookups: RouteLookups | None = None
 ) -> dict[str, str]:
-    """Provider name -> its rate-limited queue, for those a worker polls now."""
+    """Provider name -> its rate-limited queue, for those a worker polls now (or, with
+    ``lookups``, in the last ``ROUTES_FRESH_S``)."""
+    lookups = lookups or RouteLookups()
     routes = {}
     for provider in sorted({provider_of(spec) for spec in specs}):
         queue = provider_task_queue(task_queue, provider)
-        if await queue_polled(client, queue):
+        if await lookups.polled(client, queue):
             routes[provider] = queue
     return routes
 
 
-async def route_calls(client: Client, task_queue: str, input: T) -> T:
+async def route_calls(
+    client: Client, task_queue: str, input: T, lookups: RouteLookups | None = None
+) -> T:
     """``input`` with ``calls.provider_queues`` filled in; routes the input names win."""
     specs = model_specs(input)
     if not specs:
         return input
-    found = await polled_provider_queues(client, task_queue, specs)
+    found = await polled_provider_queues(client, task_queue, specs, lookups)
     if not found:
         return input
     if isinstance(input, dict):

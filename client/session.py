@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, timedelta
 from pathlib import Path
 
@@ -26,6 +26,7 @@ from temporalio.service import RPCError
 
 from activities.config import Settings
 from activities.errors import NoWorkerError
+from client.call_routes import RouteLookups
 from client.connect import connect
 from client.embedded import EmbeddedServer, child_environment
 from client.worker_fingerprint import worker_fingerprint
@@ -63,6 +64,8 @@ class Session:
     client: Client
     settings: Settings
     embedded: bool
+    routes: RouteLookups = field(default_factory=RouteLookups)
+    """What this session saw of provider queues: runs started in a burst ask once."""
 
 
 # -- SIGTERM -------------------------------------------------------------------------------

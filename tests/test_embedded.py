@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
+import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -96,6 +98,11 @@ async def test_server_killed_mid_run_restarts_and_the_run_completes(
     )
     new = json.loads((home / "server.json").read_text())
     assert new["grpc_port"] == old["grpc_port"]
+    # Write-ahead logging (client/embedded.py's SQLITE_PRAGMAS): the run survived the kill.
+    with contextlib.closing(
+        sqlite3.connect(f"file:{home / 'temporal.db'}?mode=ro", uri=True)
+    ) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     fake.resume()
     done = await finish(run)
     assert done.code == 0, done.err

@@ -14,10 +14,10 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from activities.config import Settings
-from client.call_routes import model_specs, route_calls
+from client.call_routes import RouteLookups, model_specs, route_calls
 from worker.worker import WorkerOptions, running_worker
 from workflows.ask_types import AskInput, AskResult
-from workflows.call_options import provider_task_queue
+from workflows.call_options import CallOptions, provider_task_queue
 from workflows.names import ASK
 from workflows.plan.run_types import PlanRunInput
 from workflows.tournament.types import RoleModels, TournamentInput
@@ -64,6 +64,28 @@ async def test_no_rate_limited_worker_no_route(client: Client, settings: Setting
     async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
         routed = await route_calls(client, queue, AskInput(question="q"))
     assert routed.calls.provider_queues == {}
+
+
+async def test_runs_started_in_a_burst_ask_once_per_provider_queue(
+    client: Client, settings: Settings
+) -> None:
+    """A session's starts reuse what it last saw of a queue (one RPC per start, not two)."""
+    queue = f"test-{uuid.uuid4()}"
+    lookups = RouteLookups(fresh_s=3600.0)
+    assert (
+        await route_calls(client, queue, AskInput(question="q"), lookups)
+    ).calls == CallOptions()
+    options = WorkerOptions(task_queue=queue, rate_limits={"sim": 2.0})
+    async with running_worker(client, settings, options):
+        deadline = time.monotonic() + 60
+        while not (await route_calls(client, queue, AskInput(question="q"))).calls.provider_queues:
+            assert time.monotonic() < deadline, "the provider queue's poller never showed"
+            await asyncio.sleep(0.2)
+        cached = await route_calls(client, queue, AskInput(question="q"), lookups)
+        lookups.fresh_s = 0.0  # what it saw is stale now: asked again
+        asked = await route_calls(client, queue, AskInput(question="q"), lookups)
+    assert cached.calls.provider_queues == {}
+    assert asked.calls.provider_queues == {"sim": provider_task_queue(queue, "sim")}
 
 
 def test_every_run_kind_names_the_models_it_may_call() -> None:

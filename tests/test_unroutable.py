@@ -15,8 +15,8 @@ import uuid
 
 import httpx
 import pytest
-from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowFailureError
+from temporalio.api.enums.v1 import EventType, PendingActivityState
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
@@ -27,6 +27,17 @@ from workflows.bounds import UNROUTABLE_AFTER_S
 from workflows.call_options import CallOptions, provider_task_queue
 from workflows.inputs import InputInvalid, decode_json
 from workflows.names import ASK
+
+
+async def slow_call_started(handle: WorkflowHandle) -> None:
+    """Until the run's model call has been picked up by a worker (a generous ceiling)."""
+    deadline = time.monotonic() + 120
+    while not any(
+        activity.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
+        for activity in (await handle.describe()).raw_description.pending_activities
+    ):
+        assert time.monotonic() < deadline, "the slow call never started"
+        await asyncio.sleep(0.1)
 
 
 @pytest.mark.parametrize(
@@ -107,7 +118,7 @@ async def test_a_busy_routed_queue_is_waited_on_not_refused(
                 task_queue=worker_queue,
                 result_type=AskResult,
             )
-            await asyncio.sleep(1)  # the slow call takes the one slot first
+            await slow_call_started(slow)  # the slow call takes the one slot first
             waiting = await client.start_workflow(
                 ASK,
                 AskInput(question="waits", calls=routed),

@@ -38,6 +38,7 @@ __all__ = ["leave", "main", "serve", "worker_command", "worker_options", "worker
 F = TypeVar("F", bound=Callable[..., Any])
 EXIT_REFUSED = 2
 IDLE_CHECK_S = 5.0
+"""How often a worker with ``--exit-when-idle`` counts the open runs of its task queue."""
 
 _OPTIONS = (
     click.option(
@@ -199,9 +200,11 @@ async def serve(
         roots = worker_roots(settings.workspace_roots, embedded=options.embedded)
         click.echo(f"plan workspaces allowed under: {', '.join(roots) or 'nothing'}", err=True)
         idle_since = time.monotonic()
+        # An idle limit shorter than the check interval is checked as often as it asks.
+        interval = IDLE_CHECK_S if exit_when_idle is None else min(IDLE_CHECK_S, exit_when_idle)
         while not stop.is_set():
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), IDLE_CHECK_S)
+                await asyncio.wait_for(stop.wait(), max(interval, 0.1))
             if exit_when_idle is None:
                 continue
             if await _running_count(client, options.task_queue):

@@ -92,6 +92,11 @@ async def _exchange(process: asyncio.subprocess.Process, prompt: bytes) -> tuple
         while chunk := await process.stdout.read(64 * 1024):
             size += len(chunk)
             if size > MAX_RESPONSE_BYTES:
+                # Read to EOF after the kill: a pipe left unread pauses its transport, and
+                # then process.wait() never returns (the pipe never reports closed).
+                _kill_group(process)
+                while await process.stdout.read(64 * 1024):
+                    pass
                 raise _TooMuchOutput
             chunks.append(chunk)
         return b"".join(chunks)
@@ -135,7 +140,6 @@ class CommandProvider:
                 _exchange(process, request.prompt.encode()), ctx.endpoint.timeout_s
             )
         except _TooMuchOutput:
-            _kill_group(process)
             await process.wait()
             error = f"{ResponseTooLargeError('').error_type}: over {MAX_RESPONSE_BYTES} bytes"
             await ctx.raw_events.record({"argv": argv, "exit_code": None, "error": error})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workflows.budget import BudgetLimits
+from workflows.budget import BudgetLimits, BudgetSpent
 from workflows.campaign.cells_budget import CellBudget
 from workflows.campaign.state import CampaignState
 
@@ -74,3 +74,31 @@ def test_an_unsettled_cell_counts_its_worst_case_and_says_why() -> None:
     assert state.running == set() and state.unsettled == {cell.index}
     assert state.records[cell.index] is record and state.failed_cells() == 1
     assert state.events[-1].type == "cell.unsettled"
+
+
+def test_the_reservation_arithmetic_by_hand() -> None:
+    budget = CellBudget.of(BudgetLimits(max_calls=10, max_input_tokens=11))
+    assert budget.blocking_limit(10) is None and budget.blocking_limit(11) == "max_calls"
+    assert budget.reserve(4) and budget.reserve(6)  # exactly max_calls fits
+    assert not budget.reserve(1) and budget.reserved_calls == 10
+    budget.settle(4, calls=3, input_tokens=10, output_tokens=5, usd=0.25, failed=True)
+    budget.settle(6, calls=6, input_tokens=0, output_tokens=2, usd=0.5)
+    assert budget.reserved_calls == 0
+    assert budget.budget.spent == BudgetSpent(
+        calls=9, failed_calls=1, input_tokens=10, output_tokens=7, usd=0.75
+    )
+    assert budget.blocking_limit(1) is None  # 9 spent + 1 = 10 calls; 10 of 11 input tokens
+    budget.settle(0, calls=0, input_tokens=1, output_tokens=0, usd=0.0)
+    assert budget.blocking_limit(1) == "max_input_tokens"  # the one budget model's own limits
+    assert not budget.reserve(1) and budget.reserved_calls == 0
+
+
+def test_never_fits_only_past_max_calls_and_extend_keeps_unnamed_limits() -> None:
+    unlimited = CellBudget.of(BudgetLimits())
+    assert not unlimited.never_fits(10**6) and unlimited.reserve(10**6)
+    budget = CellBudget.of(BudgetLimits(max_calls=10, max_usd=1.0))
+    assert not budget.never_fits(10) and budget.never_fits(11)
+    budget.extend(BudgetLimits(max_usd=2.0))
+    assert budget.budget.limits == BudgetLimits(max_calls=10, max_usd=2.0)
+    budget.extend(BudgetLimits(max_calls=12))
+    assert budget.budget.limits == BudgetLimits(max_calls=12, max_usd=2.0)

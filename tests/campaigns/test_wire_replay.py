@@ -29,6 +29,9 @@ from tests.fakes import (
     openai_completion,
     sim_responder,
 )
+from tests.plans.run_helpers import agent, plan_doc
+from tests.plans.run_helpers import failure as plan_failure
+from tests.plans.run_helpers import run as run_plan
 from tests.plans.test_run_control import temporal
 from tests.test_command_replay import ask, failure_of
 from worker.worker import WorkerOptions, running_worker
@@ -37,6 +40,7 @@ from workflows.call_options import CallOptions
 from workflows.campaign.matrix import cell_run_id, child_seed
 from workflows.campaign.types import CampaignResult
 from workflows.names import CAMPAIGN
+from workflows.plan.run_types import PlanFailureDetail
 from workflows.wire_replay import WireReplay, canonical_request, wire_key
 
 KEY_ENV = "PONDER_TEST_CORP_KEY"
@@ -365,6 +369,81 @@ async def test_a_judge_scorer_miss_under_throw_stops_the_campaign_too(
     (row,) = records(settings.runs_dir / replay)
     assert row["failure_class"] == "scorer_failed"
     assert row["error"].startswith("judge call failed: provider.replay_miss:")
+
+
+async def test_a_plan_miss_under_throw_stops_the_campaign_with_its_code(
+    client: Client, settings: Settings, worker_queue: str
+) -> None:
+    """A plan cell's miss fails its PlanRun with the closed reason ``dispatch-dead``; the cell
+    tells the miss by the failure's structured cause, as a single shot's code tells it."""
+    loaded = load(str(PLAN_EXAMPLE))
+    assert loaded.document is not None
+    doc = loaded.document.model_dump(mode="json", by_alias=True)
+    doc |= {"seeds": [0], "concurrency": 1, "min_pairs": 2}
+    doc["variants"] = doc["variants"][::-1]  # the plan's cells first
+    doc["scenarios"] = doc["scenarios"][:1]
+    original, result = await run(client, worker_queue, doc)
+    assert isinstance(result, CampaignResult) and result.failed_cells == 0, result
+    replay, error = await run(
+        client, worker_queue, {**doc, "seeds": [0, 1]}, replay={"run_id": original}
+    )
+    assert isinstance(error, ApplicationError) and error.type == "provider.replay_miss", error
+    assert "call draft/0/0" in error.message and f"seed {child_seed(1, 'lis')}" in error.message
+    rows = records(settings.runs_dir / replay)
+    assert [(r["variant"], r["seed"], r["failure_class"]) for r in rows] == [
+        ("revise", 0, None),
+        ("revise", 1, "runner_threw"),
+    ]
+    assert rows[1]["error"].startswith("dispatch-dead: draft: provider.replay_miss: ")
+
+
+async def test_an_error_that_only_quotes_a_miss_is_the_cells_own_failure(
+    client: Client, http_queue: tuple[str, Settings], fake: FakeProvider
+) -> None:
+    """A server whose refusal merely says ``provider.replay_miss:`` fails its cell, not the
+    campaign: a miss is told by the error's type, never by its text."""
+    queue, settings = http_queue
+    quoted = "provider.replay_miss: this text is the server's"
+    fake.responder = lambda seen: Reply(status=400, body={"error": {"message": quoted}})
+    doc = document(seeds=[0], min_pairs=2, concurrency=1)
+    doc["variants"][1] = {"id": "http", "kind": "single", "config": {"model": "corp:m"}}
+    doc["scenarios"] = doc["scenarios"][:1]
+    run_id, result = await run(client, queue, doc)
+    assert isinstance(result, CampaignResult) and result.failed_cells == 1, result
+    (row,) = [r for r in records(settings.runs_dir / run_id) if r["variant"] == "http"]
+    assert row["failure_class"] == "runner_threw"
+    assert row["error"].startswith("provider.bad_request: ") and quoted in row["error"]
+
+
+async def test_no_route_or_join_absorbs_a_plan_miss(
+    client: Client, settings: Settings, worker_queue: str
+) -> None:
+    """A miss that an ``on_fail`` route or an ``any`` join would absorb still fails the run:
+    going on would make a run the recording never was. The failure carries the miss's code."""
+
+    # The recording holds "Answer one.", "Rescue." and a fan-out over one item. The replay asks
+    # "Answer two." (a miss) routed on to "Rescue." (recorded), and the fan-out over two items
+    # (the first recorded, the second a miss) joined by ``any``.
+    def fanout(*items: str) -> list[dict[str, Any]]:
+        over = {"over": list(items), "chain": ["fan.one"], "join": "any"}
+        return [{"id": "fan", "kind": "fanout", "fanout": over}, agent("fan.one", "Answer.")]
+
+    recorded = plan_doc(agent("a", "Answer one."), agent("b", "Rescue."), *fanout("one"))
+    routed = plan_doc(agent("a", "Answer two.", on_fail="rescue"), agent("rescue", "Rescue."))
+    joined = plan_doc(*fanout("one", "two"), budget={"calls": 2})  # a call per item
+    original = await run_plan(client, worker_queue, recorded)
+    calls = CallOptions(replay=WireReplay(run_id=original.run_id))
+    for plan in (routed, joined):
+        error = await plan_failure(client, worker_queue, plan, calls=calls)
+        assert error.type == "dispatch-dead" and "provider.replay_miss: " in error.message
+        assert PlanFailureDetail.of(error.details).cause == "provider.replay_miss"
+    # Any other failed call is the step's to route, as before: a miss under fail-closed is an
+    # HTTP 599, and the rescue step's call is replayed.
+    closed = calls.model_copy(
+        update={"replay": WireReplay(run_id=original.run_id, on_miss="fail-closed")}
+    )
+    done = await run_plan(client, worker_queue, routed, calls=closed)
+    assert "rescue" in done.outputs and "a" not in done.outputs
 
 
 async def test_a_miss_under_fail_closed_is_a_599_the_cell_records(

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from workflows.plan.gates import defang, gate_verdict
-from workflows.plan.joins import Branch, join, parse_join
+from workflows.plan.joins import Branch, JoinOutcome, JoinPolicy, join, parse_join
 from workflows.plan.reasons import GROUPS, Reason
 
 
@@ -123,3 +123,40 @@ def test_the_reason_enum_is_the_spec_table() -> None:
     assert [len(g) for g in GROUPS.values()] == [7, 21, 4, 10]
     assert {r for g in GROUPS.values() for r in g} == set(Reason)
     assert Reason("budget-extension-exhausted") is Reason.BUDGET_EXTENSION_EXHAUSTED
+
+
+def test_each_join_outcome_whole() -> None:
+    """Every field of the outcome, hand-written: settled counts, the first failure by index,
+    the reason and the detail an unsatisfied join fails its region with."""
+    assert parse_join("all") == JoinPolicy(None, "all")
+    assert parse_join("any") == JoinPolicy(1, "any")
+    assert parse_join("quorum:12") == JoinPolicy(12, "quorum:12")
+    for bad in ("quorum:01", " quorum:2", "quorum:2\n", "any "):
+        with pytest.raises(ValueError) as info:
+            parse_join(bad)
+        assert str(info.value) == f"join {bad!r} is not all, any or quorum:N (N >= 1)"
+    assert join(parse_join("quorum:2"), _branches(False, True, True)) == JoinOutcome(
+        True, [None, "v1", "v2"], 2, 0, None, None, ""
+    )
+    assert join(parse_join("all"), _branches(True, True)) == JoinOutcome(
+        True, ["v0", "v1"], 2, None, None, None, ""
+    )
+    assert join(parse_join("all"), _branches(True, False, False)) == JoinOutcome(
+        False,
+        ["v0", None, None],
+        1,
+        1,
+        "join-unsatisfied",
+        "dispatch-timeout",
+        "join all needs 3 settled branch(es), 1 of 3; first failing branch: item 1 "
+        "(dispatch-timeout: b1)",
+    )
+    assert join(parse_join("any"), []) == JoinOutcome(
+        False, [], 0, None, "join-unsatisfied", None, "join any needs 1 settled branch(es), 0 of 0"
+    )
+    # A failed branch is null, whatever it carried.
+    partial = [Branch(False, "partial", reason=Reason.MALFORMED_OUTPUT), Branch(True, "v1")]
+    assert join(parse_join("any"), partial).values == [None, "v1"]
+    assert join(parse_join("quorum:3"), _branches(True, True)).detail == (
+        "join quorum:3 needs 3 settled branch(es), 2 of 2"  # no branch failed: too few items
+    )

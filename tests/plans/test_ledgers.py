@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workflows.plan.boundaries import Reservation
+from workflows.plan.boundaries import DEFAULT_STAGE_TIMEOUT_MS, Reservation
 from workflows.plan.ledger import BudgetInvariantViolated
-from workflows.plan.ledgers import Ledgers, NestedLedger
+from workflows.plan.ledgers import Exhausted, Ledgers, NestedLedger
 from workflows.plan.model import LedgerBudget
 from workflows.plan.validate import load_plan
 
@@ -120,3 +120,106 @@ def test_calls_and_wall_are_hard_limits(
         ledger.settle(tokens=0, usd=0.0, wall_ms=min(wall, w * 10))
         ledger.release()
         assert ledger.calls <= limit and ledger.wall_ms <= limit * 10
+
+
+# -- each rule with its hand-computed values (what mutation testing found unpinned) ----------
+
+
+def test_refusals_and_stops_say_what_is_left_at_the_edge() -> None:
+    ledger = NestedLedger(
+        owner="s", scope="step", limits=LedgerBudget(calls=5, wall_ms=100, tokens=10, usd=0.5)
+    )
+    ledger.calls, ledger.wall_ms = 2, 30
+    assert ledger.refusal(Reservation(3, 70)) is None  # exactly what is left fits
+    assert ledger.refusal(Reservation(4, 0)) == "4 invocation(s) needed and 3 of calls=5 left"
+    assert ledger.refusal(Reservation(3, 71)) == (
+        "71 ms of wall clock needed and 70 of wall_ms=100 left"
+    )
+    ledger.tokens, ledger.usd = 9, 0.49
+    assert ledger.stop() is None
+    ledger.tokens = 10  # reaching the limit stops the next call
+    assert ledger.stop() == "10 tokens spent of tokens=10"
+    assert ledger.refusal(Reservation(0, 0)) == "10 tokens spent of tokens=10"
+    ledger.tokens, ledger.usd = 0, 0.5
+    assert ledger.stop() == "0.500000 USD spent of usd=0.5"
+
+
+def test_spend_and_settle_accumulate_and_name_the_step() -> None:
+    ledger = NestedLedger(owner="own", scope="subflow", limits=LedgerBudget(calls=5))
+    with pytest.raises(BudgetInvariantViolated) as nothing:
+        ledger.spend("r/a")
+    assert str(nothing.value) == (
+        "step 'r/a' tried to spend in the subflow ledger of 'own' with nothing held: the "
+        "reservation arithmetic is wrong; this is a failure, never a pause"
+    )
+    ledger.hold(Reservation(2, 0))
+    ledger.spend("r/a")
+    ledger.spend("r/a")
+    assert (ledger.calls, ledger.held) == (2, 0)
+    with pytest.raises(BudgetInvariantViolated) as past:
+        ledger.spend("r/a")
+    assert str(past.value) == (
+        "step 'r/a' tried to spend in the subflow ledger of 'own' past what it holds: the "
+        "reservation arithmetic is wrong; this is a failure, never a pause"
+    )
+    ledger.settle(tokens=5, usd=0.25, wall_ms=7)
+    ledger.settle(tokens=5, usd=0.25, wall_ms=7)
+    ledger.settle(tokens=0, usd=0.0, wall_ms=0)  # a call that cost nothing adds nothing
+    ledger.settle(tokens=-3, usd=-1.0, wall_ms=-2)  # nor does a negative report
+    assert (ledger.tokens, ledger.usd, ledger.wall_ms) == (10, 0.5, 14)
+
+
+def test_an_exhausted_ledger_names_its_scope_owner_and_step() -> None:
+    step = Exhausted("r/a", "step", "4 invocation(s) needed and 3 of calls=5 left")
+    assert step.reason == "step-budget-exhausted"
+    assert step.message("r/a") == (
+        "r/a: the step ledger of 'r/a' is exhausted (4 invocation(s) needed and 3 of calls=5 "
+        "left); nothing was dispatched, and it is not retried"
+    )
+    sub = Exhausted("r", "subflow", "x")
+    assert sub.reason == "subflow-budget-exhausted"
+    assert sub.message("r/b") == (
+        "r/b: the sub-flow ledger of 'r' is exhausted (x); nothing was dispatched, and it is "
+        "not retried"
+    )
+
+
+def test_each_boundary_checks_and_holds_exactly_its_ledgers() -> None:
+    doc = plan()
+    ledgers = Ledgers.for_plan(doc)
+    a, b = doc.flows["f"].steps
+    res = Reservation(3, 9)
+    one = Reservation(1, DEFAULT_STAGE_TIMEOUT_MS)  # one occurrence of a default agent step
+    assert ledgers.for_boundary("top", None, doc.step("top"), res) == ([("top", one)], [])
+    assert ledgers.for_boundary("fan", None, doc.step("fan"), res) == (
+        [("fan", res)],
+        [("fan", res)],
+    )
+    assert ledgers.for_boundary("r/a", "r", a, res) == ([("r/a", one), ("r", res)], [("r", res)])
+    assert ledgers.for_boundary("r/b", "r", b, res) == ([("r", res)], [("r", res)])
+    assert ledgers.for_boundary("q/a", "q", a, res) == ([("q/a", one)], [])  # q has no budget
+    assert ledgers.for_boundary("q/b", "q", b, res) == ([], [])
+    assert ledgers.check([("nobody", res)]) is None  # an owner without a ledger asks nothing
+    ledgers.nested["r"].calls = 3
+    assert ledgers.check([("r/a", one), ("r", res)]) == Exhausted(
+        "r", "subflow", "3 invocation(s) needed and 0 of calls=3 left"
+    )
+
+
+def test_only_covering_ledgers_see_a_call() -> None:
+    ledgers = Ledgers.for_plan(plan())
+    for sid in ("nobody", "q/b"):  # no covering ledger: nothing to refuse, spend or settle
+        assert ledgers.before_call(sid) is None
+        ledgers.spend(sid)
+        ledgers.settle(sid, tokens=99, usd=9.0, wall_ms=99)
+    assert all(n.tokens == 0 and n.calls == 0 for n in ledgers.nested.values())
+    with pytest.raises(BudgetInvariantViolated, match=r"step 'fan\.one' tried to spend"):
+        ledgers.spend("fan.one")  # its fan-out's ledger holds nothing yet
+    ledgers.settle("fan.one", tokens=10, usd=0.0, wall_ms=0)
+    assert ledgers.before_call("fan.one") == Exhausted(
+        "fan", "step", "10 tokens spent of tokens=10"
+    )
+    assert ledgers.hold([("fan", Reservation(2, 0)), ("nobody", Reservation(1, 0))]) == ["fan"]
+    assert ledgers.nested["fan"].held == 2
+    ledgers.release(["fan", "nobody"])
+    assert ledgers.nested["fan"].held is None

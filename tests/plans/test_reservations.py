@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
 from tests.plans.helpers import LOOP_EXAMPLE_PATH, base
-from workflows.budget import Budget
+from workflows.budget import Budget, BudgetLimits
 from workflows.plan.boundaries import (
     DEFAULT_STAGE_TIMEOUT_MS,
     Reservation,
@@ -17,7 +18,7 @@ from workflows.plan.boundaries import (
     tournament_calls,
     unsatisfiable,
 )
-from workflows.plan.ledger import BudgetInvariantViolated, PlanLedger
+from workflows.plan.ledger import BudgetInvariantViolated, Extension, PauseNeed, PlanLedger
 from workflows.plan.model import Plan, TournamentStep
 from workflows.plan.reasons import Reason
 from workflows.plan.validate import load_plan
@@ -209,3 +210,128 @@ def test_extensions_are_absolute_and_capped() -> None:
     reason, summary = ledger.extend(calls=22, wall_ms=None)
     assert reason is None and ledger.calls_left() == 20 and "calls=22" in summary
     assert [e.calls for e in ledger.extensions] == [22]
+
+
+# -- the run ledger's rules with hand-computed values (what mutation testing found unpinned) --
+
+
+def _bare(**limits: Any) -> PlanLedger:
+    """calls=4 of a cap of 8, wall 1000 of a cap of 2000 ms, plus ``limits`` (max_usd=...)."""
+    tokens = limits.pop("tokens", None)
+    return PlanLedger(
+        budget=Budget(limits=BudgetLimits(max_calls=4, **limits)),
+        max_tokens=tokens,
+        wall_limit_ms=1000,
+        calls_cap=8,
+        wall_cap_ms=2000,
+    )
+
+
+def test_each_pause_names_what_is_left_and_the_extension_that_fits() -> None:
+    ledger = _bare()
+    ledger.budget.spent.calls = 3
+    assert ledger.need("s", Reservation(1, 0)) is None  # exactly what is left fits
+    assert ledger.need("s", Reservation(2, 0)) == PauseNeed(
+        "awaiting_budget",
+        Reason.BUDGET_EXHAUSTED,
+        "step 's' reserves 2 invocation(s) and 1 of 4 are left: extend calls to at least 5",
+    )
+    ledger.wall_spent_ms = 400
+    assert ledger.need("s", Reservation(0, 600)) is None
+    assert ledger.need("s", Reservation(0, 700)) == PauseNeed(
+        "awaiting_wall_clock",
+        Reason.BUDGET_EXHAUSTED,
+        "step 's' reserves 700 ms of wall clock and 600 of 1000 ms are left: extend wall_ms to "
+        "at least 1100",
+    )
+
+
+def test_tokens_and_usd_pause_a_boundary_that_calls_and_not_one_that_does_not() -> None:
+    ledger = _bare(tokens=100, max_usd=0.5)
+    ledger.budget.settle(input_tokens=60, output_tokens=39, usd=0.0, transport_retries=0)
+    assert ledger.need("s", Reservation(1, 0)) is None  # 99 of 100 tokens
+    ledger.budget.settle(input_tokens=0, output_tokens=1, usd=0.0, transport_retries=0)
+    assert ledger.need("s", Reservation(0, 0)) is None  # a pause reserves no call
+    assert ledger.need("s", Reservation(1, 0)) == PauseNeed(
+        "awaiting_budget",
+        Reason.BUDGET_EXHAUSTED,
+        "100 tokens spent of 100: raise the token limit (extend tokens above 100)",
+    )
+    ledger.max_tokens = None
+    ledger.budget.settle(input_tokens=0, output_tokens=0, usd=0.5, transport_retries=0)
+    assert ledger.need("s", Reservation(0, 0)) is None
+    assert ledger.need("s", Reservation(1, 0)) == PauseNeed(
+        "awaiting_budget",
+        Reason.BUDGET_EXHAUSTED,
+        "0.5000 USD spent of 0.5: raise the USD limit (extend usd above 0.5000)",
+    )
+
+
+def test_the_invariant_failures_name_the_step_and_the_boundary() -> None:
+    ledger = _bare()
+    with pytest.raises(BudgetInvariantViolated) as none_open:
+        ledger.spend("s")
+    assert str(none_open.value) == (
+        "step 's' tried to dispatch with no open reservation (none): the reservation "
+        "arithmetic is wrong; this is a failure, never a pause"
+    )
+    ledger.open("b", Reservation(1, 10))
+    ledger.spend("s")
+    with pytest.raises(BudgetInvariantViolated) as past:
+        ledger.spend("s")
+    assert str(past.value) == (
+        "step 's' tried to dispatch past its reservation (b): the reservation arithmetic is "
+        "wrong; this is a failure, never a pause"
+    )
+    with pytest.raises(BudgetInvariantViolated) as twice:
+        ledger.open("c", Reservation(1, 10))
+    assert str(twice.value) == "boundary 'c' opened while 'b' is still open"
+    assert ledger.budget.spent.calls == 1 and ledger.active is not None
+    ledger.close()
+    assert ledger.active is None
+    for ms in (300, 200, -50):  # a negative clock reading adds nothing
+        ledger.spend_wall(ms)
+    assert ledger.wall_spent_ms == 500
+
+
+def test_extensions_refuse_at_each_edge_with_the_fix() -> None:
+    ledger = _bare(tokens=100, max_usd=1.0)
+    ledger.budget.spent.calls = 2
+    ledger.budget.settle(input_tokens=30, output_tokens=20, usd=0.25, transport_retries=0)
+    ledger.wall_spent_ms = 400
+    below, over = Reason.EXTENSION_BELOW_SPENT, Reason.BUDGET_EXTENSION_EXHAUSTED
+    refused = [
+        ({}, (below, "give calls, wall_ms, tokens or usd")),
+        ({"tokens": 50}, (below, "tokens=50 is not above what is already spent (50, input + "
+                                 "output): give more than 50")),
+        ({"usd": 0.25}, (below, "usd=0.25 is not above what is already spent (0.25): give "
+                                "more than 0.25")),
+        ({"calls": 1}, (below, "max_calls=1 is below what is already spent (2): give at least 2")),
+        ({"calls": 9}, (over, "calls=9 is over the extension cap 8 (max(2 x plan total, sum of "
+                              "reservations))")),
+        ({"wall_ms": 399}, (below, "wall_ms=399 is below what is already spent (400): give at "
+                                   "least 400")),
+        ({"wall_ms": 2001}, (Reason.WALL_EXTENSION_EXHAUSTED, "wall_ms=2001 is over the "
+                             "extension cap 2000 (max(2 x plan wall, sum of wall reservations))")),
+    ]  # fmt: skip
+    for given, expected in refused:
+        args: dict[str, Any] = {"calls": None, "wall_ms": None} | given
+        assert ledger.extend(**args) == expected, given
+    assert ledger.extensions == [] and ledger.limits_text() == (
+        "calls=4, wall_ms=1000, tokens=100, usd=1"
+    )
+    # The edges themselves are allowed: every limit at once, then one alone.
+    assert ledger.extend(calls=8, wall_ms=2000, tokens=51, usd=0.3) == (
+        None,
+        "limits now calls=8, wall_ms=2000, tokens=51, usd=0.3",
+    )
+    assert ledger.extend(calls=None, wall_ms=400) == (
+        None,
+        "limits now calls=8, wall_ms=400, tokens=51, usd=0.3",
+    )
+    assert ledger.extensions == [
+        Extension(calls=8, wall_ms=2000, tokens=51, usd=0.3),
+        Extension(wall_ms=400),
+    ]
+    assert (ledger.calls_left(), ledger.wall_left_ms()) == (6, 0)
+    assert _bare().limits_text() == "calls=4, wall_ms=1000"

@@ -2,13 +2,15 @@
 
 The child's id is the cell's deterministic run id, so a restarted campaign finds the run its
 cell already started. How a child ended becomes a cell failure here: cancelled (by the owner or
-by a genuine error's drain) or ``runner_threw`` with the child's own error code.
+by a genuine error's drain) or ``runner_threw`` with the child's own error code, and for a plan
+the code of the failed call underneath its closed reason (the failure's structured detail).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass
 
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError, ChildWorkflowError, is_cancelled_exception
@@ -19,10 +21,10 @@ with workflow.unsafe.imports_passed_through():
     from workflows.campaign.document import CampaignDocument, JudgeScorer
     from workflows.campaign.matrix import Cell
     from workflows.names import ASK, PLAN_RUN, TOURNAMENT
-    from workflows.plan.run_types import PlanRunResult
+    from workflows.plan.run_types import PlanFailureDetail, PlanRunResult
     from workflows.tournament.types import TournamentResult
 
-__all__ = ["CHILD_ENDED", "child_failure", "run_child"]
+__all__ = ["CHILD_ENDED", "ChildFailure", "child_failure", "run_child"]
 
 
 async def run_child(doc: CampaignDocument, cell: Cell, reserved: int) -> str | None:
@@ -66,8 +68,27 @@ async def run_child(doc: CampaignDocument, cell: Cell, reserved: int) -> str | N
     return None
 
 
-def child_failure(exc: BaseException, *, stopping: bool) -> str | None:
-    """``None`` when the child was cancelled, else ``"<code>: <message>"`` of its failure.
+@dataclass(frozen=True)
+class ChildFailure:
+    """How a cell's child failed: its error type and message, and for a plan run the type of
+    the failed call under its closed reason (``dispatch-dead`` over ``provider.replay_miss``)."""
+
+    code: str
+    message: str
+    cause: str | None = None
+
+    @property
+    def text(self) -> str:
+        """``"<code>: <message>"``, the cell record's error."""
+        return f"{self.code}: {self.message}"
+
+    def is_a(self, code: str) -> bool:
+        """The child failed with ``code``, its own or its failed call's."""
+        return code in (self.code, self.cause)
+
+
+def child_failure(exc: BaseException, *, stopping: bool) -> ChildFailure | None:
+    """``None`` when the child was cancelled, else how it failed.
 
     A child we cancelled may still end FAILED (it reports its own interrupted call), so while
     the campaign is stopping every failure counts as a cancel.
@@ -75,9 +96,11 @@ def child_failure(exc: BaseException, *, stopping: bool) -> str | None:
     if is_cancelled_exception(exc) or stopping:
         return None
     cause = exc.cause if isinstance(exc, ChildWorkflowError) else None
-    code = cause.type if isinstance(cause, ApplicationError) and cause.type else "error"
-    message = cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
-    return f"{code}: {message}"
+    if not isinstance(cause, ApplicationError):
+        return ChildFailure("error", str(cause or exc))
+    return ChildFailure(
+        cause.type or "error", cause.message, PlanFailureDetail.of(cause.details).cause
+    )
 
 
 CHILD_ENDED = (asyncio.CancelledError, ChildWorkflowError)

@@ -44,6 +44,7 @@ async def judge(
     except ActivityError as exc:
         code, message = call_failure(exc)  # the code lets the workflow tell a replay miss
         update["score_error"] = f"judge call failed: {code}: {message}"
+        update["score_error_code"] = code
         return outcome.model_copy(update=update)
     value, problem = judge_score(response.text, scale=scorer.scale)
     if value is None:

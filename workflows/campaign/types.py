@@ -88,6 +88,8 @@ class CellOutcome(BaseModel):
     simulated: bool = False
     score: float | None = None
     score_error: str | None = None
+    score_error_code: str | None = None
+    """The judge call's error type when that call failed (``provider.replay_miss``, ...)."""
     integrity_issues: list[str] = []
     answer: str | None = None
     wall_ms: float = 0.0

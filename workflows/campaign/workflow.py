@@ -28,7 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.campaign.activity_calls import settle_cell, write_artifacts
     from workflows.campaign.cell_records import RecordInvalid, build_record, unsettled_record
     from workflows.campaign.cells_budget import CellBudget
-    from workflows.campaign.children import CHILD_ENDED, child_failure, run_child
+    from workflows.campaign.children import CHILD_ENDED, ChildFailure, child_failure, run_child
     from workflows.campaign.configs import cell_calls
     from workflows.campaign.document import CampaignDocument, JudgeScorer
     from workflows.campaign.judging import judge
@@ -230,7 +230,7 @@ class CampaignWorkflow:
         state.running.add(cell.index)
         started = workflow.now()
         self.in_flight[cell.index] = (started, reserved)
-        child_error: str | None = None
+        failure: ChildFailure | None = None
         cancelled = False
         answer: str | None = None
         task = asyncio.create_task(run_child(doc, cell, reserved))
@@ -238,12 +238,13 @@ class CampaignWorkflow:
         try:
             answer = await task
         except CHILD_ENDED as exc:
-            child_error = child_failure(exc, stopping=self.cancelling or self.genuine is not None)
-            cancelled = child_error is None
+            failure = child_failure(exc, stopping=self.cancelling or self.genuine is not None)
+            cancelled = failure is None
         finally:
             self.children.pop(cell.index, None)
         if cell.index in state.unsettled:  # the drain bound gave up on it: already recorded
             return
+        child_error = failure.text if failure is not None else None
         scorer = scenario.scorer
         judged = isinstance(scorer, JudgeScorer) and not cancelled and child_error is None
         outcome = await settle_cell(
@@ -280,10 +281,12 @@ class CampaignWorkflow:
         except RecordInvalid as exc:
             raise GenuineError(exc.code, str(exc)) from None
         state.record(cell, record)
-        for failed in (child_error, outcome.score_error):  # the cell's calls, the judge's
-            if failed is not None and f"{REPLAY_MISS}:" in failed:
-                # calls.replay on_miss throw: a replay that cannot be faithful stops the campaign.
-                raise GenuineError(REPLAY_MISS, f"cell {cell.run_id}: {failed}")
+        # calls.replay on_miss throw: a replay that cannot be faithful stops the campaign. Told
+        # by the error's type: the cell's own (a plan's failed call's), or the judge call's.
+        if failure is not None and failure.is_a(REPLAY_MISS):
+            raise GenuineError(REPLAY_MISS, f"cell {cell.run_id}: {failure.text}")
+        if outcome.score_error_code == REPLAY_MISS:
+            raise GenuineError(REPLAY_MISS, f"cell {cell.run_id}: {outcome.score_error}")
         if outcome.integrity_issues and doc.integrity == "throw" and not cancelled:
             # A cell that also failed says why: its capture gap may only follow from that.
             failed = f"; the cell itself failed: {child_error}" if child_error else ""

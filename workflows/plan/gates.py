@@ -40,8 +40,9 @@ def gate_verdict(text: str) -> Verdict:
 def defang(text: str) -> str:
     out = []
     for line in text.splitlines(keepends=True):
-        body = line.rstrip("\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
-        if _LOOKS_LIKE.match(body.strip()) or _VERDICT.search(body):
+        # The line break is whitespace to strip() and no part of a verdict, so the line is
+        # tested as it is.
+        if _LOOKS_LIKE.match(line.strip()) or _VERDICT.search(line):
             line = _DEFANG_PREFIX + line
         out.append(line)
     return "".join(out)

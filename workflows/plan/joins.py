@@ -44,6 +44,9 @@ class Branch:
     reason: Reason | None = None
     """The branch's failure reason when not ok."""
     detail: str = ""
+    cause: str | None = None
+    """Set only on a failure no join may absorb (a replay miss): the error type that fails the
+    region, and with it the run."""
 
 
 @dataclass(frozen=True)

@@ -27,11 +27,16 @@ class PlanFailure(Exception):
     that does not parse or fails its pause's schema, ``run.id_invalid``) and ``plan-invalid``
     (the document does not validate)."""
 
-    def __init__(self, reason: Reason, detail: str, *, step: str | None = None) -> None:
+    def __init__(
+        self, reason: Reason, detail: str, *, step: str | None = None, cause: str | None = None
+    ) -> None:
         super().__init__(f"{reason}: {detail}")
         self.reason: Reason = reason
         self.detail = detail
         self.step = step
+        self.cause = cause
+        """The error type underneath a failed call or child (``provider.replay_miss``, ...): the
+        closed reason keeps only its class, and a caller (a campaign cell) may need the code."""
 
 
 class TerminalRoute(Exception):

@@ -13,6 +13,7 @@ Fields are added only with defaults, so saved histories keep replaying.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, JsonValue
@@ -49,6 +50,7 @@ __all__ = [
     "PlanBudgetOverride",
     "PlanBudgetStatus",
     "PlanEvent",
+    "PlanFailureDetail",
     "PlanRunInput",
     "PlanRunResult",
     "PlanStatus",
@@ -228,6 +230,22 @@ class PlanStatus(BaseModel):
     """Training pairs not written (``training_pairs: true``); capture never fails a run."""
     deadline_decided: list[str] = []
     """Gates their deadline decided: a decision sent to one now is ``stale-gate-token``."""
+
+
+class PlanFailureDetail(BaseModel):
+    """The structured detail of a failed ``PlanRun`` (the ``ApplicationError``'s first detail;
+    its type is the plan reason). ``cause``: the error type underneath the failed call or child
+    (``provider.replay_miss``, ``provider.bad_request``, ...), None when none was."""
+
+    cause: str | None = None
+
+    @classmethod
+    def of(cls, details: Sequence[Any]) -> PlanFailureDetail:
+        """From a failure's details as they arrive (decoded to plain JSON); empty when absent
+        (a run that failed before it opened, or one from before the detail existed)."""
+        first = details[0] if details else None
+        cause = first.get("cause") if isinstance(first, dict) else None
+        return cls(cause=cause if isinstance(cause, str) else None)
 
 
 class PlanRunResult(BaseModel):

@@ -86,7 +86,10 @@ async def run_tournament(
         )
         record.event("settled", caused_by=[seq], step=step.id, invocation=invocation, ok=False)
         raise PlanFailure(
-            Reason.DISPATCH_DEAD, f"{step.id}: tournament {child_id} failed: {detail}", step=step.id
+            Reason.DISPATCH_DEAD,
+            f"{step.id}: tournament {child_id} failed: {detail}",
+            step=step.id,
+            cause=cause.type if isinstance(cause, ApplicationError) else None,
         ) from None
     try:
         for _ in range(result.spent.calls):

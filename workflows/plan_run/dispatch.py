@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -29,6 +30,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 
 with workflow.unsafe.imports_passed_through():
+    from activities.errors import ReplayMissError
     from activities.plan.workspace import CHECK_LANDED, CHECK_PATHS, SNAPSHOT_WRITES
     from workflows.call_options import CallOptions
     from workflows.model_calls import OnWait, call_model
@@ -52,7 +54,15 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan_run.iterate import iterate
     from workflows.plan_run.pacing import Pacer
 
-__all__ = ["PROMPT_CEILING_CHARS", "Dispatcher", "SettledHook", "budget_failure"]
+__all__ = [
+    "PROMPT_CEILING_CHARS",
+    "REPLAY_MISS",
+    "CallFailed",
+    "Dispatcher",
+    "SettledHook",
+    "budget_failure",
+    "left_the_recording",
+]
 
 SettledHook = Callable[[AgentStep, str, str, "int | None", str], Awaitable[None]]
 """Called once an agent step's attempt succeeds: (step, prompt as sent, output, item index,
@@ -76,16 +86,36 @@ _REASON_OF = {
 }
 
 
-def failure_class(exc: ActivityError | ConsumerFailure) -> tuple[str, str]:
-    """(failure class, message) of a failed executor call."""
-    if isinstance(exc, ConsumerFailure):
-        return exc.klass, exc.message
+REPLAY_MISS = ReplayMissError("").error_type
+
+
+def left_the_recording(failure: PlanFailure) -> bool:
+    """A call that a wire replay (``calls.replay``, ``on_miss: throw``) found no recording for.
+    No ``on_fail`` route, join or sub-flow may absorb it: the run has left its recording, and
+    going on would make a run the recording never was, so it fails the run (its ``cause`` tells
+    a campaign cell it was a miss, as a single shot's or a tournament's own code does)."""
+    return failure.cause == REPLAY_MISS
+
+
+@dataclass(frozen=True)
+class CallFailed:
+    """A failed executor call: its plan failure class, what to show, the error's own type."""
+
+    klass: str
+    message: str
+    code: str | None
+
+
+def failure_class(exc: ActivityError | ConsumerFailure) -> CallFailed:
+    if isinstance(exc, ConsumerFailure):  # an external executor's report: no error type
+        return CallFailed(exc.klass, exc.message, None)
     cause = exc.cause
     if isinstance(cause, TimeoutError):
-        return "timeout", f"no answer before the stage timeout ({cause.type})"
+        return CallFailed("timeout", f"no answer before the stage timeout ({cause.type})", None)
     if isinstance(cause, ApplicationError):
-        return _CLASS_OF.get(cause.type or "", "transport"), f"{cause.type}: {cause.message}"
-    return "transport", str(cause or exc)
+        klass = _CLASS_OF.get(cause.type or "", "transport")
+        return CallFailed(klass, f"{cause.type}: {cause.message}", cause.type)
+    return CallFailed("transport", str(cause or exc), None)
 
 
 def budget_failure(record: PlanRecord, exhausted: Exhausted, sid: str) -> PlanFailure:
@@ -234,11 +264,16 @@ class Dispatcher:
                     f"{PROMPT_CEILING_CHARS} ceiling; fix: pass less upstream text",
                     step=sid,
                 )
-            text, klass, message = await self._dispatch(step, sid, prompt, item_index)
-            if klass is not None:
-                if klass in step.retry.on and not last:
+            text, call_failed = await self._dispatch(step, sid, prompt, item_index)
+            if call_failed is not None:
+                if call_failed.klass in step.retry.on and not last:
                     continue
-                raise PlanFailure(_REASON_OF[klass], f"{sid}: {message}", step=sid)
+                raise PlanFailure(
+                    _REASON_OF[call_failed.klass],
+                    f"{sid}: {call_failed.message}",
+                    step=sid,
+                    cause=call_failed.code,
+                )
             assert text is not None
             if contract is not None and isinstance(step, AgentStep) and step.out is not None:
                 _, problem = check_output(text, step.out, self.plan.contracts)
@@ -285,8 +320,8 @@ class Dispatcher:
 
     async def _dispatch(
         self, step: AgentStep | GateStep, sid: str, prompt: str, item_index: int | None
-    ) -> tuple[str | None, str | None, str]:
-        """One invocation: (text, None, "") or (None, failure class, message)."""
+    ) -> tuple[str | None, CallFailed | None]:
+        """One invocation: (text, None) or (None, how the call failed)."""
         if self.control.revert_to is not None:  # a revert was accepted: start nothing new
             raise Reverted(self.control.revert_to)
         writes = list(step.artifacts.writes)
@@ -349,12 +384,14 @@ class Dispatcher:
         try:
             response = await self._execute(step, call, timeout, seq)
         except (ActivityError, ConsumerFailure) as exc:
-            klass, message = failure_class(exc)
-            self.settle_call(invocation, sid, model, None, started, outcome=klass)
+            failed = failure_class(exc)
+            self.settle_call(invocation, sid, model, None, started, outcome=failed.klass)
             if isinstance(exc, ConsumerFailure) and (exc.tokens or exc.usd):
                 self.settle_reported(sid, exc)
-            self._settled(sid, seq, invocation, ok=False, failure=klass, message=message)
-            return None, klass, message
+            self._settled(
+                sid, seq, invocation, ok=False, failure=failed.klass, message=failed.message
+            )
+            return None, failed
         self.settle_call(invocation, sid, model, response, started)
         if before is not None and self.workspace is not None:
             problems = await self._workspace(
@@ -368,7 +405,7 @@ class Dispatcher:
                     step=sid,
                 )
         self._settled(sid, seq, invocation, ok=True, chars=len(response.text))
-        return response.text, None, ""
+        return response.text, None
 
     def settle_reported(self, sid: str, failed: ConsumerFailure) -> None:
         """What a failing consumer reports it spent: into the run's ledger and every nested one

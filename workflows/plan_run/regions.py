@@ -21,7 +21,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.reasons import RUN_FATAL, Reason
     from workflows.plan.refs import RefError, extract_json, resolve, whole_reference
     from workflows.plan.run_record import PlanFailure
-    from workflows.plan_run.dispatch import Dispatcher
+    from workflows.plan_run.dispatch import Dispatcher, left_the_recording
     from workflows.plan_run.state import PlanRunState
     from workflows.plan_run.worktrees import RegionWorktrees, isolated
 
@@ -81,6 +81,8 @@ async def region(
             except PlanFailure as exc:
                 if trees is not None:
                     await trees.leave(index, ok=False)
+                if left_the_recording(exc):  # no join absorbs it: the run fails with the miss
+                    return Branch(False, None, exc.reason, exc.detail, cause=exc.cause)
                 return Branch(False, None, exc.reason, exc.detail)
             except Reverted as exc:  # every branch ends before the revert unwinds the region
                 if trees is not None:
@@ -104,10 +106,12 @@ async def region(
         raise reverted[0]
     for b in branches:
         # A chain member spends in the fan-out's ledger: that running out fails the region.
-        fatal = b.reason in RUN_FATAL or b.reason == Reason.STEP_BUDGET_EXHAUSTED
+        fatal = (
+            b.reason in RUN_FATAL or b.reason == Reason.STEP_BUDGET_EXHAUSTED or b.cause is not None
+        )
         if not b.ok and b.reason is not None and fatal:
             run.record.steps[step.id] = "failed"
-            raise PlanFailure(b.reason, b.detail, step=step.id)
+            raise PlanFailure(b.reason, b.detail, step=step.id, cause=b.cause)
     outcome = join(parse_join(step.fanout.join), branches)
     run.record.event(
         "region.joined",

@@ -27,7 +27,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.reasons import RUN_LEVEL, Reason
     from workflows.plan.refs import RefError
     from workflows.plan.run_record import PlanFailure
-    from workflows.plan_run.dispatch import Dispatcher
+    from workflows.plan_run.dispatch import Dispatcher, left_the_recording
     from workflows.plan_run.scope import Scope
     from workflows.plan_run.state import PlanRunState
 
@@ -50,7 +50,7 @@ async def run_subflow(
         output = await _body(run, dispatcher, scope, step, boundary, walk_body)
     except PlanFailure as exc:
         run.record.steps[sid] = "failed"
-        if step.on_fail is None or exc.reason in RUN_LEVEL:
+        if step.on_fail is None or exc.reason in RUN_LEVEL or left_the_recording(exc):
             raise
         target = scope.sid(step.on_fail)
         run.record.event("step.failed", step=sid, reason=exc.reason, on_fail=target)
@@ -114,7 +114,7 @@ async def _body(
             reason=exc.reason,
         )
         detail = exc.detail if exc.detail.startswith(sid) else f"{sid}: {exc.detail}"
-        raise PlanFailure(exc.reason, detail, step=sid) from None
+        raise PlanFailure(exc.reason, detail, step=sid, cause=exc.cause) from None
     try:
         output = flow_output(flow, inputs=values, outputs=body.outputs)
     except RefError as exc:

@@ -40,7 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.run_record import PlanFailure
     from workflows.plan_run.checkpoints import apply_revert, commit, note_fingerprint, restore
     from workflows.plan_run.child import run_tournament
-    from workflows.plan_run.dispatch import Dispatcher, budget_failure
+    from workflows.plan_run.dispatch import Dispatcher, budget_failure, left_the_recording
     from workflows.plan_run.gates import human_gate, model_gate
     from workflows.plan_run.pauses import pause
     from workflows.plan_run.regions import region, region_items
@@ -184,6 +184,7 @@ def _failed(run: PlanRunState, scope: Scope, step: AgentStep, exc: PlanFailure) 
         step.on_fail is None
         or exc.reason in RUN_FATAL
         or exc.reason == Reason.SUBFLOW_BUDGET_EXHAUSTED
+        or left_the_recording(exc)
     ):
         raise exc
     target = scope.sid(step.on_fail)

@@ -26,7 +26,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.consumer import consumer_step_ids, plan_digest
     from workflows.plan.flows import step_ids
     from workflows.plan.run_record import PlanFailure, TerminalRoute
-    from workflows.plan.run_types import PlanRunResult
+    from workflows.plan.run_types import PlanFailureDetail, PlanRunResult
     from workflows.plan.validate import validate_document
     from workflows.plan_run.checkpoint_control import CheckpointControl
     from workflows.plan_run.checkpoints import open_restore_point
@@ -82,7 +82,11 @@ class PlanRunWorkflow(ConsumerControl, CheckpointControl):
             self.record.event("route.terminal", route=exc.label)
         except PlanFailure as exc:
             await end_run(self, "failed", exc.reason, exc.detail)
-            raise ApplicationError(exc.detail, type=exc.reason, non_retryable=True) from None
+            # The cause (a failed call's own error type) as structured detail: the reason is
+            # the closed enum, and a campaign cell tells a replay miss by the cause.
+            raise ApplicationError(
+                exc.detail, PlanFailureDetail(cause=exc.cause), type=exc.reason, non_retryable=True
+            ) from None
         except (asyncio.CancelledError, ActivityError) as exc:
             if not is_cancelled_exception(exc):
                 raise
