@@ -13,7 +13,11 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-__all__ = ["render_page"]
+__all__ = ["PREVIEW_CHARS", "render_page"]
+
+PREVIEW_CHARS = 4_000
+"""Long text a report shows (a plan step's output, a campaign scenario's task) is cut here; the
+run directory's data file holds it whole."""
 
 _ENV = Environment(
     loader=PackageLoader("activities", "templates"),

@@ -14,6 +14,11 @@ chain (``workflow.info().first_execution_run_id``, which resets and retries keep
 
 Every refusal is a ValueError with a ``code``; activities turn it into a non-retryable
 ApplicationError (``refusal``) since retrying cannot fix it.
+
+A file that only grows (a trace) may be sent as an *append*: the lines the writer sent before
+are already on disk, so only the new ones travel (and enter history). The append names how many
+lines the file held before it, so a retried write replaces the same tail; a file with fewer
+lines (deleted, or another worker's disk) is ``run.files_gap`` and the writer sends it whole.
 """
 
 from __future__ import annotations
@@ -35,11 +40,14 @@ from workflows.run_ids import RUN_ID, RunIdInvalid, check_run_id, writer_problem
 
 __all__ = [
     "CLAIMS",
+    "FILES_GAP",
     "REFUSED",
     "RUN_DIR_INVALID",
     "RUN_ID",
     "RUN_ID_IN_USE",
     "WRITE_RUN_FILES",
+    "FileAppend",
+    "FilesGap",
     "RunDirRefused",
     "RunFileActivities",
     "RunIdInUse",
@@ -53,6 +61,7 @@ __all__ = [
 WRITE_RUN_FILES = "write_run_files"
 RUN_DIR_INVALID = "run.dir_invalid"
 RUN_ID_IN_USE = "run.id_in_use"
+FILES_GAP = "run.files_gap"
 CLAIMS = ".claims"
 """Under the runs directory; not a run id (a leading dot), so no listing shows it."""
 
@@ -71,11 +80,18 @@ class RunIdInUse(PonderError, ValueError):
         super().__init__(RUN_ID_IN_USE, message)
 
 
+class FilesGap(PonderError, ValueError):
+    """An append whose file holds fewer lines than the writer sent before: send it whole."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(FILES_GAP, message)
+
+
 REFUSED = (RunIdInvalid, RunDirRefused, RunIdInUse)
 """Every refusal of the run store: catch these and raise :func:`refusal`."""
 
 
-def refusal(exc: RunIdInvalid | RunDirRefused | RunIdInUse) -> ApplicationError:
+def refusal(exc: RunIdInvalid | RunDirRefused | RunIdInUse | FilesGap) -> ApplicationError:
     """The run store's refusal as an activity failure: coded and never retried."""
     return ApplicationError(exc.message, type=exc.code, non_retryable=True)
 
@@ -96,10 +112,20 @@ def check_writer(run_id: str, store: RunStore | None = None, chain: str | None =
     return run_id
 
 
+class FileAppend(BaseModel):
+    after_lines: int
+    """Lines the file holds before ``text``: what the writer sent it before."""
+    text: str
+    """The new lines, each ending in a newline."""
+
+
 class WriteRunFilesInput(BaseModel):
     run_id: str
     files: dict[str, str]
     """Relative path -> full content. Re-executing writes the same bytes."""
+    appends: dict[str, FileAppend] = {}
+    """Relative path -> new lines after the first ``after_lines`` (re-executing writes the
+    same bytes too: the file is cut back to ``after_lines`` first)."""
     chain: str | None = None
     """The writing workflow's ``first_execution_run_id`` (see the module docstring)."""
 
@@ -139,8 +165,27 @@ class RunStore:
         data = redact(content, self.secrets).encode() if isinstance(content, str) else content
         return write_atomically(target, data)
 
-    def write_all(self, run_id: str, files: dict[str, str]) -> list[str]:
-        return [str(self.write(run_id, rel, text)) for rel, text in files.items()]
+    def write_all(
+        self, run_id: str, files: dict[str, str], appends: dict[str, FileAppend] | None = None
+    ) -> list[str]:
+        written = [str(self.write(run_id, rel, text)) for rel, text in files.items()]
+        return written + [str(self.append(run_id, rel, a)) for rel, a in (appends or {}).items()]
+
+    def append(self, run_id: str, relative: str, append: FileAppend) -> Path:
+        """The file's first ``after_lines`` lines, then ``text``, replaced whole (atomically, so
+        a reader never sees half, and a retry cuts back to the same lines); FilesGap when it
+        holds fewer lines than that."""
+        target = self.path(run_id, relative)
+        try:
+            kept = target.read_bytes().splitlines(keepends=True)
+        except FileNotFoundError:
+            kept = []
+        if len(kept) < append.after_lines:
+            raise FilesGap(
+                f"{relative} holds {len(kept)} lines, not the {append.after_lines} sent before"
+            )
+        head = b"".join(kept[: append.after_lines])
+        return self.write(run_id, relative, head + redact(append.text, self.secrets).encode())
 
     def claim(self, workflow_id: str, chain: str) -> None:
         """Claim ``workflow_id`` for execution chain ``chain``, or RunIdInUse if another chain
@@ -175,9 +220,9 @@ class RunFileActivities:
     async def write_run_files(self, input: WriteRunFilesInput) -> list[str]:
         try:
             return await in_thread(self._write, input)
-        except REFUSED as exc:
+        except (*REFUSED, FilesGap) as exc:
             raise refusal(exc) from None
 
     def _write(self, input: WriteRunFilesInput) -> list[str]:
         check_writer(input.run_id, self.store, input.chain)
-        return self.store.write_all(input.run_id, input.files)
+        return self.store.write_all(input.run_id, input.files, input.appends)

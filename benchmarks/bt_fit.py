@@ -1,8 +1,13 @@
-"""Bradley-Terry fit speed: ours (Newton) vs scipy L-BFGS-B on the same objective.
+"""Bradley-Terry fit speed: ours (Newton) vs scipy L-BFGS-B on the same objective, and the
+bootstrap intervals of the final leaderboard.
 
 Measures, never asserts. scipy runs with the spec's reference options (analytic gradient,
 gtol=1e-12, ftol=1e-15, maxiter=10000) from 0; the score difference is on z-scored scores.
 "Ours, from outcomes" adds what a caller pays for the id-level API (canonical sort, leaderboard).
+The bootstrap table times ``workflows/tournament/bootstrap.py`` in CPU seconds of this process
+(what a worker pays) on the paper profile's final ranking (20 candidates, 10-regular: 100
+comparisons) and bigger ones, and checks a few refits against one-at-a-time fits of the
+resampled comparisons.
 
     python -m benchmarks.bt_fit [--repeats 15]
 """
@@ -21,11 +26,21 @@ from scipy.optimize import minimize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from workflows.tournament.bradley_terry import Outcome, fit_arrays, leaderboard, zscore
+from workflows.tournament.bootstrap import Design, bootstrap, refit_weighted
+from workflows.tournament.bradley_terry import (
+    Outcome,
+    canonical_arrays,
+    fit_arrays,
+    leaderboard,
+    zscore,
+)
 from workflows.tournament.judge_parse import Winner
 
 LAMBDA = 0.01
 CASES = ((200, 4_000), (1_000, 50_000))
+# (candidates, degree): the paper profile's final ranking first.
+BOOTSTRAP_CASES = ((20, 10), (40, 10), (64, 16))
+RESAMPLES = 1_000
 
 
 def make_case(n: int, m: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -64,6 +79,64 @@ def median_ms(fn: Callable[[], object], repeats: int) -> float:
     return 1e3 * statistics.median(times)
 
 
+def regular_outcomes(n: int, degree: int, seed: int) -> tuple[list[str], list[Outcome]]:
+    rng = np.random.default_rng(seed)
+    strength = rng.normal(size=n) * 1.5
+    ids = [f"c{i:02d}" for i in range(n)]
+    outcomes = []
+    for offset in range(1, degree // 2 + 1):
+        for i in range(n):
+            j = (i + offset) % n
+            a_wins = rng.random() < 1 / (1 + np.exp(strength[j] - strength[i]))
+            outcomes.append(Outcome(ids[i], ids[j], "A" if a_wins else "B"))
+    return ids, outcomes
+
+
+def cpu_seconds(fn: Callable[[], object], repeats: int) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        start = time.process_time()
+        fn()
+        times.append(time.process_time() - start)
+    return statistics.median(times)
+
+
+def refit_error(ids: list[str], outcomes: list[Outcome]) -> float:
+    """Largest score difference between batched refits and one-at-a-time fits (5 resamples)."""
+    n = len(ids)
+    _, a, b, y = canonical_arrays(ids, outcomes)
+    counts = np.random.default_rng(1).multinomial(len(a), np.full(len(a), 1 / len(a)), size=5)
+    batched = refit_weighted(
+        Design(n, a, b, y), counts.astype(float), fit_arrays(n, a, b, y), LAMBDA
+    )
+    worst = 0.0
+    for row, fitted in zip(counts, batched, strict=True):
+        keep = np.repeat(np.arange(len(a)), row)
+        alone = fit_arrays(n, a[keep], b[keep], y[keep], LAMBDA)
+        worst = max(worst, float(np.max(np.abs(zscore(alone) - zscore(fitted)))))
+    return worst
+
+
+def bootstrap_table(repeats: int, cases: tuple[tuple[int, int], ...]) -> None:
+    print(
+        f"\n{'n':>5} {'comparisons':>11}  {'resamples':>9}  {'CPU s':>7}  "
+        f"{'max |refit - alone|':>19}"
+    )
+    for n, degree in cases:
+        ids, outcomes = regular_outcomes(n, degree, seed=n)
+        seconds = cpu_seconds(
+            lambda: bootstrap(ids, outcomes, lambda_=LAMBDA, resamples=RESAMPLES, seed=7),  # noqa: B023
+            repeats,
+        )
+        used = bootstrap(ids, outcomes, lambda_=LAMBDA, resamples=RESAMPLES, seed=7).resamples
+        print(
+            f"{n:>5} {len(outcomes):>11,}  {used:>9,}  {seconds:>7.3f}  "
+            f"{refit_error(ids, outcomes):>19.1e}"
+        )
+    print("(bootstrap: median CPU seconds of this process per leaderboard, 1,000 resamples asked)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15)
@@ -100,6 +173,9 @@ def main() -> None:
         )
     print("(medians of repeated runs in one process: compare ratios, not absolute times; the")
     print(" score difference is bounded by scipy's stopping point, see the gradient norms)")
+    bootstrap_table(
+        max(1, args.repeats // 3), BOOTSTRAP_CASES[:1] if args.smoke else BOOTSTRAP_CASES
+    )
 
 
 if __name__ == "__main__":

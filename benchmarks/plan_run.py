@@ -1,6 +1,9 @@
 """What a plan costs to orchestrate: a 200-step linear plan and a 500-item region on ``sim``,
-and the same linear plan with an ``ensure`` expression on every step (what one ``evaluate_cel``
-local activity adds to a step).
+the same linear plan with an ``ensure`` expression on every step (what one ``evaluate_cel``
+local activity adds to a step), and a part-2 plan of the same number of model calls: units of
+an agent step with an ``ensure`` and an ``iterate`` (``until`` holding at once) and a ``run``
+step whose sub-flow computes a value (a ``set`` child) and asks a model with it (an agent
+child), so per model call: three expressions, one sub-flow and one set step besides the call.
 
 On a fresh embedded server (its own SQLite file in a temporary ``$PONDER_HOME``) the real worker
 runs ``PlanRun``; the baseline (``bare_calls``) awaits the same number of bare ``call_model``
@@ -77,6 +80,38 @@ def checked_plan(steps: int) -> dict[str, Any]:
     return {**plan, "name": f"checked-{steps}"}
 
 
+def part2_plan(calls: int) -> dict[str, Any]:
+    """``calls // 2`` units of an ensured, iterating agent step and a sub-flow call (a set
+    child and an agent child): ``calls`` model calls (one less when odd)."""
+    out: list[dict[str, Any]] = []
+    for k in range(max(1, calls // 2)):
+        deps = [f"r{k - 1}"] if k else []
+        out.append(
+            {"id": f"a{k}", "kind": "agent", "deps": deps, "model": MODEL, "prompt": f"Unit {k}.",
+             "ensure": [{"expr": "size(result) > 0"}],
+             "iterate": {"max": 3, "until": "!result.startsWith('error')"}}
+        )  # fmt: skip
+        out.append(
+            {"id": f"r{k}", "kind": "run", "deps": [f"a{k}"], "flow": "polish",
+             "with": {"text": f"${{steps.a{k}.output}}"}}
+        )  # fmt: skip
+    body = [
+        {"id": "measure", "kind": "set", "set": {"chars": "size(input.text)"}},
+        {"id": "edit", "kind": "agent", "deps": ["measure"], "model": MODEL,
+         "prompt": "Tighten ${steps.measure.output.chars} characters."},
+    ]  # fmt: skip
+    return {
+        "schema": "ponder-plan/1",
+        "name": f"part2-{calls}",
+        "flows": {"polish": {"input": {"text": "string"}, "steps": body}},
+        "steps": out,
+    }
+
+
+def part2_calls(calls: int) -> int:
+    return 2 * max(1, calls // 2)
+
+
 def region_plan(items: int) -> dict[str, Any]:
     return {
         "schema": "ponder-plan/1",
@@ -141,6 +176,7 @@ async def main(steps: int, items: int, rounds: int, unsandboxed: bool) -> None:
         "bare-u": Row(f"bare call_model x{steps}, unsandboxed", steps),
         "linear": Row(f"PlanRun linear {steps} steps", steps),
         "checked": Row(f"PlanRun linear {steps}, an ensure each", steps),
+        "part2": Row(f"PlanRun part 2, {part2_calls(steps)} calls", part2_calls(steps)),
         "bare-fan": Row(f"bare call_model x{items}, {LANES} lanes", items),
         "region": Row(f"PlanRun region {items} items ({LANES} lanes)", items),
     }
@@ -170,6 +206,7 @@ async def main(steps: int, items: int, rounds: int, unsandboxed: bool) -> None:
                 "bare-u": (f"{queue}-bare-u", BARE_CALLS, BareInput("", steps), int),
                 "linear": (queue, PLAN_RUN, PlanRunInput(plan=linear_plan(steps)), PlanRunResult),
                 "checked": (queue, PLAN_RUN, PlanRunInput(plan=checked_plan(steps)), PlanRunResult),
+                "part2": (queue, PLAN_RUN, PlanRunInput(plan=part2_plan(steps)), PlanRunResult),
                 "bare-fan": (f"{queue}-bare", BARE_CALLS, BareInput("", items, LANES), int),
                 "region": (queue, PLAN_RUN, PlanRunInput(plan=region_plan(items)), PlanRunResult),
             }
@@ -215,6 +252,16 @@ async def main(steps: int, items: int, rounds: int, unsandboxed: bool) -> None:
         "an ensure expression per step (one evaluate_cel local activity in the worker's CEL "
         f"process): wall {statistics.median(paired):.1f} ms, worker CPU {cpu:.2f} ms, "
         f"{extra:.2f} history events"
+    )
+    part2 = rows["part2"]
+    per_bare = [b.wall_s * 1000 / steps for b in bare.samples]
+    paired = [p.wall_s * 1000 / part2.n - b for p, b in zip(part2.samples, per_bare, strict=True)]
+    cpu = part2.median("cpu_s") * 1000 / part2.n - bare.median("cpu_s") * 1000 / steps
+    print(
+        "part 2 per model call beyond a bare activity (an ensured, iterating agent step or a "
+        f"sub-flow's agent child, with a set child): wall {statistics.median(paired):.1f} ms "
+        f"(rounds: {', '.join(f'{p:.1f}' for p in paired)}), worker CPU {cpu:.2f} ms, "
+        f"{part2.median('events') / part2.n:.2f} history events"
     )
     fan, region = rows["bare-fan"], rows["region"]
     pairs = zip(region.samples, fan.samples, strict=True)

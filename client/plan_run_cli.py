@@ -10,6 +10,7 @@ the workflow's updates (a refusal is one line, exit 2) and then follow it the sa
 from __future__ import annotations
 
 import asyncio
+import getpass
 import json
 import sys
 from pathlib import Path
@@ -17,7 +18,6 @@ from typing import Any, NoReturn
 
 import click
 from rich.console import Console
-from rich.live import Live
 from rich.table import Table
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError
@@ -26,6 +26,7 @@ from activities.config import Settings, load_settings
 from activities.errors import ConfigError
 from client.documents import check_text
 from client.hints import ponder_program
+from client.live import live_panel
 from client.plan_extend import blocking_limit, plan_limits
 from client.plan_input import EXECUTOR_HELP, WORKSPACE_HELP, from_checkpoint, routing, run_workspace
 from client.runs import (
@@ -39,6 +40,7 @@ from client.runs import (
 )
 from client.session import Session, open_session, spawn_background_worker
 from client.validate_output import print_invalid
+from workflows.bounds import MAX_DECIDER_CHARS
 from workflows.names import (
     PLAN_RUN,
     QUERY_STATUS,
@@ -189,6 +191,15 @@ async def _status(handle: WorkflowHandle) -> PlanStatus | None:
     return status
 
 
+async def _final_status(handle: WorkflowHandle) -> PlanStatus | None:
+    """The status of a run that just ended (a closed run answers from its worker's replay);
+    none within 10 s leaves the last frame as it was."""
+    try:
+        return await asyncio.wait_for(_status(handle), 10)
+    except TimeoutError:
+        return None
+
+
 async def follow(
     session: Session, handle: WorkflowHandle, *, answered: PlanStatus | None = None
 ) -> PlanRunResult | PlanStatus:
@@ -197,7 +208,7 @@ async def follow(
     result = asyncio.ensure_future(run_result(handle))
     stale = _signature(answered) if answered else None
     paused: PlanStatus | None = None
-    with ctrl_c_detaches() as interrupted, Live(console=console, transient=False) as live:
+    with ctrl_c_detaches() as interrupted, live_panel(console, transient=False) as live:
         while not result.done():
             if interrupted.is_set():
                 result.cancel()
@@ -209,6 +220,10 @@ async def follow(
                     paused = current
                     break
             await asyncio.wait({result}, timeout=POLL_S)
+        if paused is None and (final := await _final_status(handle)) is not None:
+            # The last poll may predate the end (an extension lands, the run finishes between
+            # two polls): the panel left on screen shows the state the run ended in.
+            live.update(_table(final))
     if paused is not None:
         result.cancel()
         await _print_report(session, handle.id, paused=True)
@@ -398,6 +413,16 @@ def resume(ctx: click.Context, run_id: str, args: tuple[str, ...], detach: bool)
     )
 
 
+def _who() -> str | None:
+    """Who decides a gate from this shell: the local user name (the report's "by")."""
+    try:
+        name = getpass.getuser()
+    except (OSError, KeyError):  # no user name in the environment or the password database
+        return None
+    name = "".join(c for c in name if c.isprintable())[:MAX_DECIDER_CHARS]
+    return name or None
+
+
 @click.command()
 @click.argument("decision", type=click.Choice(["approve", "revise", "kill"]))
 @click.argument("run_id")
@@ -420,7 +445,7 @@ def gate(ctx: click.Context, decision: str, run_id: str, step: str, detach: bool
             raise ConfigError(
                 Reason.UNKNOWN_STEP, f"{step!r} is not a pending gate (pending: {waiting})"
             )
-        return ResolveGateInput(step=step, decision=decision, token=tokens[step])
+        return ResolveGateInput(step=step, decision=decision, token=tokens[step], by=_who())
 
     finish(
         asyncio.run(_answer(_settings(ctx), run_id, UPDATE_RESOLVE_GATE, make, detach_after=detach))

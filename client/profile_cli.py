@@ -11,9 +11,10 @@ import yaml
 from activities.config import load_settings
 from activities.errors import ConfigError
 from client.profiles import ProfileStore, SavedProfile, parse_profile
+from client.tournament_options import model_list
 from workflows.tournament.profiles import BUILTIN_PROFILES
 from workflows.tournament.prompts import Style
-from workflows.tournament.types import OnBudgetExhausted, Schedule
+from workflows.tournament.types import JudgeOrders, OnBudgetExhausted, Schedule
 
 __all__ = ["profile"]
 
@@ -107,6 +108,10 @@ def _pairs(option: str, items: tuple[str, ...], cast: type) -> dict[str, Any]:
 @click.option(
     "--schedule", type=click.Choice(get_args(Schedule)), default=None, help="Pair schedule."
 )
+@click.option(
+    "--judge-orders", type=click.Choice(get_args(JudgeOrders)), default=None, help="one or both."
+)
+@click.option("--judges", multiple=True, metavar="A,B,...", help="A judge panel (2-9 models).")
 @click.option("--max-calls", type=click.IntRange(min=0), default=None, help="Budget: calls.")
 @click.option("--max-usd", type=click.FloatRange(min=0), default=None, help="Budget: USD.")
 @click.option(
@@ -161,6 +166,8 @@ def save(ctx: click.Context, name: str, from_file: str | None, force: bool, **o:
         "rubric": o["rubric"],
         "prompt_style": o["prompt_style"],
         "schedule": o["schedule"],
+        "judge_orders": o["judge_orders"],
+        "judges": model_list(o["judges"]) or None,
         "on_budget_exhausted": o["on_budget_exhausted"],
         "invalid_json_retries": o["invalid_json_retries"],
     }

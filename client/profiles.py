@@ -26,8 +26,9 @@ from activities.raw_events import SECRET_KEY
 from client.tournament_options import TEMPERATURE_ROLES as THINK_TEMPERATURE_ROLES
 from client.tournament_options import TournamentSettings
 from workflows.budget import BudgetLimits
+from workflows.sim_options import ModelSpec
 from workflows.tournament.profiles import BUILTIN_PROFILES
-from workflows.tournament.types import RoleModels
+from workflows.tournament.types import MAX_JUDGES, JudgeOrders, RoleModels
 
 __all__ = [
     "PROFILE_INVALID",
@@ -61,6 +62,10 @@ class SavedProfile(TournamentSettings):
     description: str | None = Field(default=None, max_length=500)
     base: str = Field(default="quick", description="the built-in profile it starts from")
     models: RoleModels = RoleModels()
+    judge_orders: JudgeOrders | None = Field(default=None, description="one | both")
+    judges: list[ModelSpec] | None = Field(
+        default=None, min_length=2, max_length=MAX_JUDGES, description="a judge panel"
+    )
     limits: BudgetLimits = BudgetLimits()
 
     def check(self) -> SavedProfile:
@@ -210,6 +215,7 @@ _FLAT = {
     "rubric": "rubric",
     "prompt_style": "prompt_style",
     "schedule": "schedule",
+    "judge_orders": "judge_orders",
     "on_budget_exhausted": "on_budget_exhausted",
     "invalid_json_retries": "invalid_json_retries",
 }
@@ -232,6 +238,8 @@ def profile_options(saved: SavedProfile) -> dict[str, Any]:
             o[option] = value
     if roles.generate is not None and "model" not in o:
         o["model"] = roles.generate
+    if saved.judges is not None:
+        o["judges"] = tuple(saved.judges)
     if saved.temperatures:
         o["temperature"] = tuple(f"{r}={v}" for r, v in saved.temperatures.items())
     limits = saved.limits
@@ -294,7 +302,14 @@ def tournament_fields(saved: SavedProfile, model_for: Callable[[str], str]) -> d
     models = saved.models.model_dump(mode="json", exclude_none=True)
     if models:
         out["models"] = models
-    for field in ("rubric", "prompt_style", "schedule", "invalid_json_retries"):
+    for field in (
+        "rubric",
+        "prompt_style",
+        "schedule",
+        "judge_orders",
+        "judges",
+        "invalid_json_retries",
+    ):
         if getattr(saved, field) is not None:
             out[field] = getattr(saved, field)
     budget = saved.limits.model_dump(mode="json", exclude_none=True)

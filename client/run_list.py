@@ -172,7 +172,7 @@ def _plan_row(run_dir: Path, run_id: str, cost: dict[str, Any]) -> RunRow:
         kind="plan",
         status=str(cost.get("outcome") or "running"),
         created=_created(run_dir),
-        calls=cost.get("invocations"),
+        calls=cost.get("calls", cost.get("invocations")),  # model calls (older: invocations)
         usd=cost.get("usd"),
         outcome=outcome or (f"plan {cost['plan']}" if cost.get("plan") else None),
         simulated=bool(cost.get("simulated")),

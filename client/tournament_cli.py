@@ -28,10 +28,11 @@ from client.tournament_services import mutate, rank
 from workflows import phases
 from workflows.names import TOURNAMENT
 from workflows.run_ids import check_run_id
-from workflows.tournament.adaptive import batch_sizes
+from workflows.tournament.adaptive import opening_sizes
 from workflows.tournament.preflight import preflight
 from workflows.tournament.prompts import Style
 from workflows.tournament.types import (
+    JudgeOrders,
     OnBudgetExhausted,
     Schedule,
     TournamentInput,
@@ -99,6 +100,28 @@ __all__ = ["register", "think"]
     help="Pair schedule of judging: k-regular (the paper) or adaptive (Thompson sampling).",
 )
 @click.option(
+    "--judge-orders",
+    type=click.Choice(get_args(JudgeOrders)),
+    default="one",
+    show_default=True,
+    help="both: judge every pair A/B and B/A (2x judge calls); agreement is a win, "
+    "disagreement a tie, so a judge's position bias cancels out.",
+)
+@click.option(
+    "--judges",
+    multiple=True,
+    metavar="A,B,...",
+    help="A judge panel of 2-9 models (preferably of different families): each pair by "
+    "majority, a tie without one. Replaces --judge-model.",
+)
+@click.option(
+    "--bootstrap-resamples",
+    type=click.IntRange(min=0),
+    default=TournamentInput.model_fields["bootstrap_resamples"].default,
+    show_default=True,
+    help="Resamples behind each final score's 95% interval (0: no intervals).",
+)
+@click.option(
     "--concurrency",
     multiple=True,
     metavar="N|PHASE=N",
@@ -161,9 +184,12 @@ def think(ctx: click.Context, **options: Any) -> None:
     payload = build_input(settings, **options)
     if options["dry_run"]:
         models = payload.models
-        in_use = [m or payload.model for m in (models.generate, models.judge, models.mutate)]
-        _print_plan(payload, in_use + ([models.finalize] if models.finalize else []))
+        in_use = [m or payload.model for m in (models.generate, models.mutate)]
+        in_use += payload.judge_panel + ([models.finalize] if models.finalize else [])
+        _print_plan(payload, list(dict.fromkeys(in_use)))
         return
+    for risk in preflight(payload).self_preference:
+        click.echo(f"warning: {risk.message}", err=True)
 
     started = start_and_follow(
         settings, TOURNAMENT, payload, run_id, TournamentResult, follow, detach=options["detach"]
@@ -184,7 +210,8 @@ def _adaptive_rounds(payload: TournamentInput, n: int, phase: str, calls: int) -
         return []
     if name not in (phases.GENERATION_JUDGING, phases.FINAL_JUDGING):
         return []
-    return batch_sizes(n, calls, payload.concurrency.judge)
+    # Rounds of pairs; each pair costs calls_per_pair calls (the phase's calls count them all).
+    return opening_sizes(n, calls // payload.calls_per_pair, payload.concurrency.judge)
 
 
 def _print_plan(payload: TournamentInput, models_in_use: list[str]) -> None:
@@ -202,6 +229,11 @@ def _print_plan(payload: TournamentInput, models_in_use: list[str]) -> None:
         f"calls: {plan.planned_calls} (worst case {plan.worst_case_calls} with judge "
         f"retries), sequential rounds: {sequential}"
     )
+    if plan.calls_per_pair > 1:
+        panel = payload.judge_panel
+        who = f"{len(panel)} judges" if len(panel) > 1 else "1 judge"
+        orders = "both orders" if payload.judge_orders == "both" else "one order"
+        click.echo(f"judge calls per pair: {plan.calls_per_pair} ({who}, {orders})")
     for phase in plan.phases:
         line = f"  {phase.phase:<24} {phase.calls}"
         if rounds[phase.phase]:
@@ -221,6 +253,8 @@ def _print_plan(payload: TournamentInput, models_in_use: list[str]) -> None:
     click.echo(f"prices: built-in table as of {PRICES_AS_OF}; ponder.toml [prices] overrides")
     if plan.warning:
         click.echo(f"warning: {plan.warning}")
+    for risk in checked.self_preference:
+        click.echo(f"warning: {risk.message}")
 
 
 def register(group: click.Group) -> None:

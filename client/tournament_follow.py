@@ -11,12 +11,12 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.live import Live
 from rich.table import Table
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError
 
 from client.hints import ponder_program
+from client.live import live_panel
 from client.runs import RunFailed, ctrl_c_detaches, detach, run_result
 from client.session import Session
 from workflows.budget import BudgetLimits
@@ -96,7 +96,7 @@ async def follow(session: Session, handle: WorkflowHandle) -> TournamentResult |
     result_task = asyncio.ensure_future(run_result(handle))
     paused: Progress | None = None
     # Detaching from the first await on: a SIGTERM during the first RPC still hands over.
-    with ctrl_c_detaches() as interrupted, Live(console=console, refresh_per_second=4) as live:
+    with ctrl_c_detaches() as interrupted, live_panel(console, refresh_per_second=4) as live:
         with contextlib.suppress(RPCError):  # a restarting server: the clock is only shown
             started, _ = await run_times(handle)
         while not result_task.done():
@@ -120,8 +120,6 @@ async def follow(session: Session, handle: WorkflowHandle) -> TournamentResult |
                 final = await handle.query(QUERY_PROGRESS, result_type=Progress)
                 _, ended = await run_times(handle)
                 live.update(progress_table(final, started, ended))
-    # Without a terminal the last frame ends mid-line: what follows starts on a line of its own.
-    console.line()
     if paused is not None:
         return paused
     try:
@@ -164,6 +162,23 @@ def print_outcome(run_id: str, result: TournamentResult | Progress) -> None:
         click.echo(
             f"simulated: winner true quality {summary['winner_true_quality']:.3f}, best "
             f"candidate {summary['best_candidate_id']} {summary['best_true_quality']:.3f}",
+            err=True,
+        )
+    confidence = summary.get("confidence") or {}
+    if confidence.get("resamples") and "winner_separated" in confidence:
+        separated = "separates it from" if confidence["winner_separated"] else "overlaps"
+        click.echo(
+            f"confidence: the winner's 95% interval {separated} runner-up "
+            f"{confidence['runner_up_id']}'s (tops {100 * confidence['winner_top_share']:.0f}% "
+            f"of {confidence['resamples']} resamples)",
+            err=True,
+        )
+    bias = (summary.get("judge") or {}).get("position_bias") or {}
+    if bias.get("significant"):
+        click.echo(
+            f"judge: favours the {'first' if bias['estimate'] > 0 else 'second'}-shown "
+            f"candidate (position bias {bias['estimate']:+.2f}, 95% CI {bias['low']:+.2f} to "
+            f"{bias['high']:+.2f})",
             err=True,
         )
     click.echo(f"report: {run_dir / 'report.html'}", err=True)

@@ -17,6 +17,7 @@ from client.tournament_options import (
     TEMPERATURE_ROLES,
     TOKEN_ROLES,
     load_prompts,
+    model_list,
     read_file,
     read_task,
     role_values,
@@ -88,15 +89,21 @@ def build_input(settings: Settings, **o: Any) -> TournamentInput:
     keys_here = not (settings.temporal_address or o["dry_run"])
     provider = o["provider"]
     base = o["model"] or (default_model_for(provider, settings) if provider else None)
+    judges = model_list(o["judges"]) or None
+    if judges and o["judge_model"]:
+        raise ConfigError(
+            "option.invalid", "give --judges (a panel) or --judge-model (one judge), not both"
+        )
     models = RoleModels(
         generate=base,
-        judge=o["judge_model"] or base,
+        judge=None if judges else o["judge_model"] or base,
         mutate=o["mutator_model"] or base,
         finalize=o["finalizer_model"],
     )
     default = base or TournamentInput.model_fields["model"].default
     in_use = [m or default for m in (models.generate, models.judge, models.mutate)]
     in_use += [models.finalize] if models.finalize else []
+    in_use += judges or []
     for spec in in_use:
         resolve_model(spec, settings, require_key=keys_here)
     budget_output_tokens, output_caps = _output_tokens(o["max_output_tokens"])
@@ -128,6 +135,9 @@ def build_input(settings: Settings, **o: Any) -> TournamentInput:
         on_budget_exhausted=o["on_budget_exhausted"],
         critique_chars=o["max_critique_chars"],
         output_token_caps=output_caps,
+        judge_orders=o["judge_orders"],
+        judges=judges,
+        bootstrap_resamples=o["bootstrap_resamples"],
     )
     preflight(payload)  # a TournamentError: coded, one line (client.failures)
     return payload

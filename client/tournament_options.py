@@ -21,6 +21,7 @@ __all__ = [
     "TOKEN_ROLES",
     "TournamentSettings",
     "load_prompts",
+    "model_list",
     "read_file",
     "read_task",
     "role_values",
@@ -110,6 +111,34 @@ def role_values(
                 f"{option} {item!r}: {raw.strip()!r} is not a valid {cast.__name__}",
             ) from None
     return values
+
+
+def _starts_a_spec(piece: str) -> bool:
+    # "provider:model" starts a spec; "accuracy=0.9" or "latency=uniform:5-20" are
+    # options of the spec before them (a sim spec's options are comma-separated too).
+    colon, equals = piece.find(":"), piece.find("=")
+    return colon > 0 and (equals == -1 or colon < equals)
+
+
+def model_list(items: Iterable[str], *, option: str = "--judges") -> list[str]:
+    """``a,b,c`` (and repeats of the option) as model specs; a sim spec keeps its options."""
+    specs: list[str] = []
+    for item in items:
+        for piece in item.split(","):
+            piece = piece.strip()
+            if not piece:
+                continue
+            if _starts_a_spec(piece) or not specs:
+                specs.append(piece)
+            else:
+                specs[-1] += f",{piece}"
+    bad = [spec for spec in specs if not _starts_a_spec(spec)]
+    if bad:
+        raise ConfigError(
+            "option.invalid",
+            f"{option} {bad[0]!r} is not a provider:model spec: give PROVIDER:MODEL[,...]",
+        )
+    return specs
 
 
 def load_prompts(path: str) -> PromptOverrides:

@@ -124,7 +124,7 @@ async def test_a_declared_command_gets_the_prompt_on_stdin_and_the_call_env(
         result = await ask(
             client, queue, AskInput(question="hello command", model="command:upper", run_id=run_id)
         )
-    assert result.response.text == f"HELLO COMMAND\nrun={run_id} step=ask attempt=0\n"
+    assert result.response.text == f"HELLO COMMAND\nrun={run_id} step=ask attempt=1\n"
     assert result.response.provider == "upper"
     assert not result.response.simulated
     assert result.response.usage.input_tokens == len("hello command") // 4

@@ -30,7 +30,7 @@ from workflows.campaign.document import CampaignDocument
 from workflows.campaign.document import validate_value as validate_campaign
 from workflows.inputs import InputInvalid, decode_json, out_of_range_integer
 from workflows.model_types import ModelRequest, Price, Usage
-from workflows.plan.run_types import ExtendPlanBudgetInput, PlanRunInput
+from workflows.plan.run_types import ExtendPlanBudgetInput, PlanRunInput, ResolveGateInput
 from workflows.plan.validate import validate_text as validate_plan
 from workflows.sim_options import SimOptions
 from workflows.tournament.profiles import Profile
@@ -219,6 +219,11 @@ SIM_REFUSALS = [
     ("accuracy=0.9999", "sim accuracy=0.9999 must be above 0.5 and at most 0.999"),
     ("accuracy=nan", "must be a finite number"),
     ("invalid_json_rate=2", "sim invalid_json_rate=2 must be between 0 and 1"),
+    ("position_bias=1.5", "sim position_bias=1.5 must be between 0 and 1"),
+    ("self_preference=-0.1", "sim self_preference=-0.1 must be between 0 and 1"),
+    ("position_bias=nan", "must be a finite number"),
+    ("family=Claude", "sim family='Claude' must be a lower-case name"),
+    ("family=" + "a" * 33, "at most 32 characters"),
     ("color=blue", "is not one of accuracy=, latency=, invalid_json_rate=, chars="),
 ]
 
@@ -236,6 +241,7 @@ def test_a_sim_option_past_its_bound_is_refused_at_decode(option: str, needle: s
     [
         (TournamentInput, TOURNAMENT, ("model",)),
         (TournamentInput, TOURNAMENT, ("models", "judge")),
+        (TournamentInput, TOURNAMENT, ("judges",)),
         (PlanRunInput, PLAN, ("executors", "claude")),
         (CampaignDocument, CAMPAIGN, ("variants",)),
     ],
@@ -245,6 +251,8 @@ def test_every_input_that_names_a_model_checks_sim_options(
 ) -> None:
     spec = "sim:default,chars=100000000000"
     value: object = spec
+    if path == ("judges",):  # a panel: the bad spec among good ones
+        value = ["sim:default", spec]
     if path == ("variants",):  # a single-shot variant's model
         value = [{"id": "v", "kind": "single", "config": {"model": spec}}]
         raw = with_value(base, path, value)
@@ -315,3 +323,41 @@ def test_a_recording_over_the_bound_is_refused_before_it_is_read(tmp_path: Path)
         read_recording(recording)
     recording.write_bytes(b'{"call_key": "k"}\n')
     assert read_recording(recording) == [b'{"call_key": "k"}']
+
+
+def test_who_decided_a_gate_is_a_short_printable_name() -> None:
+    gate = {"step": "ship", "decision": "approve", "token": "0-abc"}
+    assert decode_json(ResolveGateInput, json.dumps(gate)).by is None  # optional
+    name = "a" * bounds.MAX_DECIDER_CHARS
+    assert decode_json(ResolveGateInput, json.dumps(gate | {"by": name})).by == name
+    for bad, needle in [
+        (name + "a", "by: String should have at most 128 characters"),
+        ("ada\nGATE: PASS", "by: String should match pattern"),
+        ("", "by: String should have at least 1 character"),
+    ]:
+        with pytest.raises(InputInvalid) as info:
+            decode_json(ResolveGateInput, json.dumps(gate | {"by": bad}))
+        assert needle in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("fields", "needle"),
+    [
+        ({"judges": ["sim:a"]}, "judges: List should have at least 2 items"),
+        ({"judges": [f"sim:j{i}" for i in range(10)]}, "judges: List should have at most 9 items"),
+        ({"judges": ["sim:a", "sim:a"]}, "judge sim:a is named twice"),
+        (
+            {"judges": ["sim:a", "sim:b"], "models": {"judge": "sim:c"}},
+            "give either judges (a panel) or models.judge (one judge), not both",
+        ),
+        ({"judge_orders": "three"}, "judge_orders: Input should be 'one' or 'both'"),
+        ({"bootstrap_resamples": 10_001}, "bootstrap_resamples: Input should be less than or"),
+        ({"bootstrap_resamples": -1}, "bootstrap_resamples: Input should be greater than or"),
+    ],
+)
+def test_judging_fields_past_their_bounds_are_refused_at_decode(
+    fields: dict[str, Any], needle: str
+) -> None:
+    with pytest.raises(InputInvalid) as info:
+        decode_json(TournamentInput, json.dumps({"task": "t", **fields}))
+    assert needle in info.value.message

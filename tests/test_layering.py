@@ -36,6 +36,9 @@ PROVIDER_NAME_ALLOWED: dict[str, set[str]] = {
     "client/api.py": {"sim"},
     # loop-plan/1 model *family* names (claude, openai), routed through the run's executors.
     "workflows/plan/routing.py": {"openai"},
+    # Model families (a judge's self-preference, plan routing): names of vendors' model lines
+    # and what a sim model's family= says, not a branch on which provider runs a call.
+    "workflows/families.py": {"sim", "openai", "anthropic"},
     # The USD column's label for a simulated run, and the MCP help pointing at the free sim.
     "client/runs_cli.py": {"sim"},
     "client/mcp/server.py": {"sim"},

@@ -151,3 +151,18 @@ def test_names_are_words_and_flags_win(tmp_path: Path) -> None:
     assert (merged["mutator_model"], merged["finalizer_model"]) == ("sim:m", "sim:f")
     assert merged["max_usd"] == 2.5 and merged["max_output_tokens"] == ("900",)
     assert "judge=2" in merged["concurrency"]
+
+
+def test_a_saved_profile_carries_judge_orders_and_a_panel(tmp_path: Path) -> None:
+    # Issue 17: judge_orders and a judge panel are profile settings too; flags still win.
+    store = ProfileStore(tmp_path)
+    panel = ["sim:default,accuracy=0.95", "sim:default,position_bias=0.5"]
+    store.save("trusted", SavedProfile.model_validate({"judge_orders": "both", "judges": panel}))
+    merged, _ = apply_profile({"profile": "trusted"}, {"profile"}, tmp_path)
+    assert merged["judge_orders"] == "both" and merged["judges"] == tuple(panel)
+    merged, _ = apply_profile(
+        {"profile": "trusted", "judge_orders": "one"}, {"profile", "judge_orders"}, tmp_path
+    )
+    assert merged["judge_orders"] == "one"
+    with pytest.raises(ValueError, match="judges"):
+        SavedProfile.model_validate({"judges": ["sim:default"]})  # a panel is two or more

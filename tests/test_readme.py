@@ -65,16 +65,19 @@ async def run_bash(script: str, home: Path, timeout: float) -> tuple[int, str]:
 async def test_temporal_cli_recipes_run_as_written(tmp_path: Path) -> None:
     text = section("### Driving workflows with the `temporal` CLI")
     blocks = fenced(text, "sh")
-    assert len(blocks) == 3, "setup, Ask, Tournament"
+    assert len(blocks) == 4, "setup, Ask, Tournament, Campaign"
     # The README's own stop line ends the script: worker, then server.
     stop = re.search(r"`(kill %2 %1)`", text)
     assert stop, "the README says how to stop the worker and the server"
     script = "set -euo pipefail\n" + "\n".join(blocks) + f"\n{stop.group(1)}\nwait\n"
     home = tmp_path / "home"
     home.mkdir()
+    (home / "examples").symlink_to(README.parent / "examples")  # as a fresh clone has it
     code, out = await run_bash(script, home, timeout=200)
     assert code == 0, out[-4000:]
     assert "[sim q=" in out  # the Ask's result
+    assert '"recommendedVariant"' in out or '"recommended_variant"' in out  # the Campaign's
+    assert (home / "runs" / "camp-cli" / "report.html").is_file()
     assert '"phase"' in out or "phase" in out  # the progress query
     assert not (home / "server.json").exists(), "the server stops with its last lease"
 

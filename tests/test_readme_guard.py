@@ -23,6 +23,9 @@ CLAIMS: dict[tuple[str, str, int], str] = {
     ("## Tournaments (`ponder think`)", "sh", 1): (
         "test_readme_tournaments.py::test_rank_and_mutate_recipes_run_as_written"
     ),
+    ("## Tournaments (`ponder think`)", "sh", 2): (
+        "test_readme_tournaments.py::test_trust_recipes_run_as_written"
+    ),
     ("## Asking a model", "sh", 0): "test_readme_tournaments.py::test_ask_recipes_run_as_written",
     ("### Errors", "sh", 0): (
         "test_readme_errors.py::test_every_readme_error_example_prints_one_line_with_its_code"
@@ -37,7 +40,7 @@ CLAIMS: dict[tuple[str, str, int], str] = {
         ("### Driving workflows with the `temporal` CLI", "sh", i): (
             "test_readme.py::test_temporal_cli_recipes_run_as_written"
         )
-        for i in range(3)
+        for i in range(4)
     },
     (
         "### Python client",

@@ -14,6 +14,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,7 +76,7 @@ def summary(sh: Shell, run: str) -> dict[str, object]:
 
 @pytest.mark.timeout(700)
 async def test_tournament_recipes_run_as_written(sh: Shell, provider: FakeProvider) -> None:
-    think, _ = fenced(section("## Tournaments (`ponder think`)"), "sh")
+    think, _, _ = fenced(section("## Tournaments (`ponder think`)"), "sh")
     (first, paper, dry_run, tight, status, extend, watch, report, detach, cancel) = lines(think)
     provider.seen.clear()
     assert "[sim q=" in await sh.run(first)
@@ -99,11 +100,27 @@ async def test_tournament_recipes_run_as_written(sh: Shell, provider: FakeProvid
 
 @pytest.mark.timeout(300)
 async def test_rank_and_mutate_recipes_run_as_written(sh: Shell) -> None:
-    _, block = fenced(section("## Tournaments (`ponder think`)"), "sh")
+    _, block, _ = fenced(section("## Tournaments (`ponder think`)"), "sh")
     for line in lines(block):
         out = await sh.run(line)
         assert "completed" in out or "[sim q=" in out, out
         assert "README" not in out  # only the shipped answers are ranked
+
+
+@pytest.mark.timeout(300)
+async def test_trust_recipes_run_as_written(sh: Shell) -> None:
+    _, _, block = fenced(section("## Tournaments (`ponder think`)"), "sh")
+    both, panel, flagged = lines(block)
+    assert "confidence: the winner's 95% interval" in await sh.run(both, timeout=200)
+    judge: dict[str, Any] = summary(sh, "think-both")["judge"]  # type: ignore[assignment]
+    assert judge["orders"] == "both" and judge["flip_rate"]["total"] == 12 + 12 + 16
+    assert "[sim q=" in await sh.run(panel, timeout=200)
+    panel_summary = summary(sh, "think-panel")
+    judge = panel_summary["judge"]  # type: ignore[assignment]
+    assert len(judge["by_judge"]) == 3
+    assert panel_summary["confidence"]["resamples"] == 1000  # type: ignore[index]
+    out = await sh.run(flagged)
+    assert "warning: judge sim:default,family=claude is of the claude family" in out
 
 
 @pytest.mark.timeout(300)

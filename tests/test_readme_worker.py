@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.readme_shell import lines, readme_shell
+from tests.readme_shell import activation, lines, readme_shell
 from tests.test_readme import fenced, section
 
 
@@ -17,14 +16,15 @@ from tests.test_readme import fenced, section
 async def test_worker_command_runs_as_written(tmp_path: Path, server_address: str) -> None:
     (block,) = fenced(section("With `TEMPORAL_ADDRESS` set, `ponder` is a plain client"), "sh")
     (command,) = lines(block)
-    # temporal.example:7233 is this session's dev server; `python` is this venv's.
-    command = command.replace("temporal.example:7233", server_address)
-    command = command.replace(" python -m worker", f" {sys.executable} -m worker")
+    assert "TEMPORAL_ADDRESS" not in command.split("#")[0]  # the reader's export gives it
     async with readme_shell(tmp_path) as sh:
+        # The prose's export: this session's dev server is "your cluster". The block runs as
+        # pasted, after the README's activation line (so `python` is the venv's).
+        sh.env["TEMPORAL_ADDRESS"] = server_address
         worker = await asyncio.create_subprocess_exec(
             "bash",
             "-c",
-            f"exec env {command}",
+            f"{activation()}\nexec {command}",
             cwd=sh.work,
             env=sh.env,
             stdout=asyncio.subprocess.PIPE,
@@ -35,7 +35,6 @@ async def test_worker_command_runs_as_written(tmp_path: Path, server_address: st
             banner = await asyncio.wait_for(worker.stdout.readline(), 60)
             assert b"polling 'ponder'" in banner, banner
             # A plain client on the same address and the default queue: the worker answers.
-            sh.env["TEMPORAL_ADDRESS"] = server_address
             out = await sh.run('ponder ask "What is durable execution?"')
             assert "[sim q=" in out
         finally:

@@ -6,6 +6,9 @@ re-record (``python -m tests.histories.record``) for changes no running history 
 
 from __future__ import annotations
 
+import base64
+import itertools
+import json
 from pathlib import Path
 
 import pytest
@@ -30,6 +33,8 @@ def test_there_are_histories_to_replay() -> None:
         "plan-gate-deadline",
         "plan-worktrees",
         "plan-consumer",
+        "tournament-judging",
+        "tournament-final-fit-split",
         "campaign",
     }
     assert {p.stem for p in HISTORIES} >= expected
@@ -41,3 +46,20 @@ async def test_history_replays(path: Path, settings: Settings) -> None:
     replayer = Replayer(workflows=WORKFLOWS, data_converter=data_converter(settings))
     result = await replayer.replay_workflow(history, raise_on_replay_failure=True)
     assert result.replay_failure is None
+
+
+def test_a_history_covers_a_local_activity_that_ends_a_workflow_task() -> None:
+    """tournament-final-fit-split (a ``ponder think --profile quick`` run): the final fit's
+    local-activity marker closes a workflow task and the code after it (the bootstrap) runs in
+    the next. ``workflow.patched`` asked at that point answered False on replay and failed it
+    ("patch marker encountered ... no corresponding change command"); the Tournament now asks
+    its patches in its first task."""
+    events = json.loads((Path(__file__).parent / "histories/tournament-final-fit-split.json")
+                        .read_text())["events"]  # fmt: skip
+    ends = []
+    for event, after in itertools.pairwise(events):
+        marker = event.get("markerRecordedEventAttributes")
+        if marker and after["eventType"] == "EVENT_TYPE_WORKFLOW_TASK_SCHEDULED":
+            data = base64.b64decode(marker["details"]["data"]["payloads"][0]["data"])
+            ends.append(json.loads(data)["activity_type"])
+    assert "fit_leaderboard" in ends

@@ -22,6 +22,8 @@ from activities.run_store import (
     CLAIMS,
     RUN_DIR_INVALID,
     RUN_ID_IN_USE,
+    FileAppend,
+    FilesGap,
     RunDirRefused,
     RunFileActivities,
     RunIdInvalid,
@@ -233,3 +235,20 @@ async def test_a_reused_workflow_id_cannot_overwrite_the_earlier_run(tmp_path: P
     with pytest.raises(ApplicationError, match="already used"):
         await env.run(files.write_run_files, child)
     assert not (runs / "ask-ok-1.c").exists()
+
+
+def test_an_append_keeps_the_lines_sent_before_and_a_retry_writes_the_same_bytes(
+    tmp_path: Path,
+) -> None:
+    store = RunStore(tmp_path, secrets=["sk-secret-123"])
+    store.write("r1", "trace.jsonl", "1\n2\n")
+    again = FileAppend(after_lines=2, text="3 sk-secret-123\n4\n")
+    store.append("r1", "trace.jsonl", again)
+    store.append("r1", "trace.jsonl", again)  # a retried write cuts back to the 2 lines first
+    assert (tmp_path / "r1" / "trace.jsonl").read_text() == "1\n2\n3 [redacted]\n4\n"
+    with pytest.raises(FilesGap, match="holds 4 lines, not the 9"):
+        store.append("r1", "trace.jsonl", FileAppend(after_lines=9, text="10\n"))
+    with pytest.raises(FilesGap):  # a file this disk never had
+        store.append("r1", "calls.jsonl", FileAppend(after_lines=1, text="x\n"))
+    store.append("r1", "new.jsonl", FileAppend(after_lines=0, text="a\n"))
+    assert (tmp_path / "r1" / "new.jsonl").read_text() == "a\n"

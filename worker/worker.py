@@ -28,7 +28,7 @@ from activities.plan.worktrees import WorktreeActivities
 from activities.routes import task_queue_polled
 from activities.run_store import RunFileActivities, RunStore
 from activities.tournament.artifacts import TournamentArtifactActivities
-from activities.tournament.fit import adaptive_batch, fit_leaderboard
+from activities.tournament.fit import adaptive_batch, bootstrap_leaderboard, fit_leaderboard
 from worker.arity import ControlArity
 from workflows.ask import AskWorkflow
 from workflows.call_options import provider_task_queue
@@ -85,6 +85,7 @@ async def running_worker(
             tournament_files.write_tournament_artifacts,
             fit_leaderboard,
             adaptive_batch,
+            bootstrap_leaderboard,
             campaign_cells.check_campaign_route,
             campaign_cells.settle_campaign_cell,
             campaign_files.write_campaign_artifacts,

@@ -18,6 +18,7 @@ __all__ = [
     "MAX_BUDGET_USD",
     "MAX_CALLS",
     "MAX_CONTEXT_TOKENS",
+    "MAX_DECIDER_CHARS",
     "MAX_HEARTBEAT_TIMEOUT_S",
     "MAX_INT",
     "MAX_JSON_CHARS",
@@ -81,6 +82,8 @@ MAX_LAMBDA = 1_000.0
 """Bradley-Terry's ridge ``lambda`` (0.01 by default; past a few units every score is ~0)."""
 MAX_RECORDING_BYTES = 256 * 1024 * 1024
 """One ``raw-events.jsonl`` a replay reads (``replay:``, ``calls.replay``): larger is refused."""
+MAX_DECIDER_CHARS = 128
+"""Who decided a plan's human gate (``resolve_gate``'s ``by``): a name, not a document."""
 MIN_INT, MAX_INT = -(2**63), 2**63 - 1
 """The backstop for every integer anywhere in workflow input (``workflows/inputs.py``)."""
 

@@ -11,6 +11,8 @@ PonderError(code, message, fix=None)     base of every error a user can see
 ├── RunIdInvalid       run.id_invalid                a run id that breaks the one rule
 ├── RunDirRefused      run.dir_invalid               a run directory outside the run store
 ├── RunIdInUse         run.id_in_use                 an id an earlier run's files are under
+├── FilesGap           run.files_gap                 an append the file on disk cannot take
+│                                                    (the writer sends the file whole)
 ├── DocumentInvalid    its first error's code        a plan or campaign document; every error
 │   ├── PlanInvalid                                  (workflows.plan.errors)
 │   └── CampaignInvalid                              (workflows.campaign.errors)
@@ -27,10 +29,10 @@ PonderError(code, message, fix=None)     base of every error a user can see
 ```
 
 ``ConfigError``, ``ServerError``, ``NoWorkerError`` and ``ProviderError`` (with its own subtree)
-live in ``activities.errors``, ``RunDirRefused`` and ``RunIdInUse`` in ``activities.run_store``,
-``RunFailed`` in ``client.runs``. A ``RunFailed`` exits 1, every other error 2. What a run fails
-with inside Temporal is an ``ApplicationError`` whose ``type`` is one of these codes: that is the
-wire format of failures, and saved histories depend on it.
+live in ``activities.errors``, ``RunDirRefused``, ``RunIdInUse`` and ``FilesGap`` in
+``activities.run_store``, ``RunFailed`` in ``client.runs``. A ``RunFailed`` exits 1, every other
+error 2. What a run fails with inside Temporal is an ``ApplicationError`` whose ``type`` is one
+of these codes: that is the wire format of failures, and saved histories depend on it.
 
 Exceptions from elsewhere that a person can meet (Temporal's RPC and update errors, pydantic's
 ``ValidationError``, click's usage errors) are translated in one place, ``client.failures``,

@@ -5,12 +5,20 @@ pass a ceiling is ``input.invalid`` before any activity runs, and the sim provid
 same way (a worker's own ``kind = "sim"`` endpoint under another name is refused there, as
 ``provider.config``). The ceilings keep one simulated call small and short: its text at most
 ``MAX_SIM_CHARS`` characters, its latency at most ``MAX_SIM_LATENCY_MS``.
+
+The judge's biases, for measuring them (``workflows/tournament/judge_stats.py``):
+``position_bias=P`` (0 to 1) picks the first presented candidate with probability P whatever
+the qualities; ``self_preference=P`` (0 to 1) picks, with probability P, the one candidate of a
+pair whose trailer names the judge's own ``family=`` (a name like ``claude``: letters, digits,
+``_`` and ``-``, at most 32 characters). A generated or mutated candidate's trailer names its
+model's ``family=`` when it has one.
 """
 
 from __future__ import annotations
 
 import math
 import random
+import re
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -39,6 +47,10 @@ MAX_SIM_SIGMA = 3.0
 MAX_SIM_ACCURACY = 0.999
 """``accuracy=`` is in (0.5, 0.999]: closer to 1 the judge's beta has no finite calibration."""
 
+_FAMILY = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+_OPTION_NAMES = (
+    "accuracy=, latency=, invalid_json_rate=, chars=, position_bias=, self_preference=, family="
+)
 _LATENCY_FORMS = "0, fixed:MS, uniform:A-B or lognormal:MEDIAN_MS,SIGMA"
 
 
@@ -72,6 +84,9 @@ class SimOptions:
     latency: str = "0"
     invalid_json_rate: float = 0.0
     chars: int = 400
+    position_bias: float = 0.0
+    self_preference: float = 0.0
+    family: str | None = None
 
     @classmethod
     def parse(cls, model_name: str) -> SimOptions:
@@ -86,8 +101,7 @@ class SimOptions:
                 continue
             if not sep or key not in cls.__dataclass_fields__:
                 raise SimOptionsError(
-                    f"sim model option {part!r} is not one of accuracy=, latency=, "
-                    "invalid_json_rate=, chars=: fix the model spec"
+                    f"sim model option {part!r} is not one of {_OPTION_NAMES}: fix the model spec"
                 )
             values[key] = value
             previous = key
@@ -98,6 +112,9 @@ class SimOptions:
                 values.get("invalid_json_rate", str(cls.invalid_json_rate)), "invalid_json_rate"
             ),
             chars=_chars(values.get("chars", str(cls.chars))),
+            position_bias=_probability(values, "position_bias"),
+            self_preference=_probability(values, "self_preference"),
+            family=_family(values.get("family")),
         )
         if not 0.5 < options.accuracy <= MAX_SIM_ACCURACY:
             raise SimOptionsError(
@@ -133,6 +150,23 @@ class SimOptions:
                 )
             return min(median * rng.lognormvariate(0.0, sigma), MAX_SIM_LATENCY_MS)
         raise SimOptionsError(f"sim latency {self.latency!r} is not {_LATENCY_FORMS}")
+
+
+def _probability(values: dict[str, Any], name: str) -> float:
+    """A judge bias knob: a probability, 0 (the default: no bias) to 1."""
+    value = _number(values.get(name, "0"), name)
+    if not 0.0 <= value <= 1.0:
+        raise SimOptionsError(f"sim {name}={value:g} must be between 0 and 1: fix the model spec")
+    return value
+
+
+def _family(text: str | None) -> str | None:
+    if text is not None and not _FAMILY.fullmatch(text):
+        raise SimOptionsError(
+            f"sim family={text!r} must be a lower-case name (a letter, then letters, digits, "
+            "'_' or '-'; at most 32 characters), e.g. family=claude"
+        )
+    return text
 
 
 def _chars(text: str) -> int:

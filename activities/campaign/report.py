@@ -17,8 +17,9 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from temporalio import activity
 
+from activities.campaign.plot import Plot, pareto_plot
 from activities.heartbeats import in_thread
-from activities.reports import render_page
+from activities.reports import PREVIEW_CHARS, render_page
 from activities.run_store import REFUSED, RunStore, check_writer, refusal
 from workflows.campaign.records import RunRecord, failed, was_cancelled
 from workflows.campaign.stats import BOOTSTRAP_SEED, Analysis, analyse
@@ -32,7 +33,6 @@ __all__ = [
 ]
 
 WRITE_CAMPAIGN_ARTIFACTS = "write_campaign_artifacts"
-PLOT_W, PLOT_H, PAD = 520, 300, 48
 
 _MD = Environment(
     loader=PackageLoader("activities", "templates"),
@@ -42,6 +42,60 @@ _MD = Environment(
     lstrip_blocks=True,
     keep_trailing_newline=True,
 )
+
+
+@dataclass(frozen=True)
+class ScenarioRow:
+    """A scenario as the report shows it: its task (cut at ``PREVIEW_CHARS``) and scorer."""
+
+    id: str
+    task: str
+    task_chars: int
+    scorer: str  # its kind
+    rule: str  # what the scorer checks, in words
+
+    @classmethod
+    def of(cls, scenario: dict[str, Any]) -> ScenarioRow:
+        task = str(scenario.get("task", ""))
+        scorer: dict[str, Any] = scenario.get("scorer") or {}
+        return cls(
+            id=str(scenario.get("id", "")),
+            task=task[:PREVIEW_CHARS],
+            task_chars=len(task),
+            scorer=str(scorer.get("kind", "")),
+            rule=scorer_rule(scorer),
+        )
+
+
+def scorer_rule(scorer: dict[str, Any]) -> str:
+    """What a scorer checks, in words (from the document's JSON)."""
+    kind = scorer.get("kind")
+    if kind == "exact":
+        how = " (trimmed, case and spacing folded)" if scorer.get("normalize", True) else ""
+        return f"the answer equals {json.dumps(scorer.get('expected'))}{how}: 1, else 0"
+    if kind == "numeric":
+        tolerance = float(scorer.get("tolerance", 1e-6))
+        share = " of |expected|" if scorer.get("relative") else ""
+        return (
+            f"the last number in the answer is {scorer.get('expected')} within {tolerance:g}"
+            f"{share}: 1, else 0"
+        )
+    if kind == "regex":
+        return f"RE2 {scorer.get('pattern')!r} matches anywhere in the answer: 1, else 0"
+    if kind == "command":
+        return (
+            f"the worker's command {scorer.get('name')!r} reads the answer on stdin: exit 0 "
+            "is 1 (else 0), unless its last line is a number, the score"
+        )
+    if kind == "judge":
+        scale = float(scorer.get("scale", 1.0))
+        return (
+            f"judge {scorer.get('model')} grades on [0, {scale:g}] against the rubric "
+            f"{json.dumps(scorer.get('rubric'))}; the score is the grade / {scale:g}"
+        )
+    if kind == "sim_truth":
+        return "the simulated answer's hidden quality (sim variants only)"
+    return ""
 
 
 @dataclass(frozen=True)
@@ -59,6 +113,7 @@ class ReportDesign:
     status: str
     planned_cells: int
     analysis_seed: int = BOOTSTRAP_SEED
+    scenarios: tuple[ScenarioRow, ...] = ()
 
     @classmethod
     def of(cls, input: CampaignArtifactsInput) -> ReportDesign:
@@ -97,6 +152,7 @@ class ReportDesign:
             status=status,
             planned_cells=planned_cells,
             analysis_seed=BOOTSTRAP_SEED if seed is None else int(seed),
+            scenarios=tuple(ScenarioRow.of(s) for s in doc.get("scenarios", [])),
         )
 
 
@@ -108,22 +164,15 @@ def _signed(value: float | None) -> str:
     return "-" if value is None else f"{value:+.3f}"
 
 
-def _pareto_points(analysis: Analysis) -> list[dict[str, Any]]:
-    """Variants placed on the cost (x) vs mean score (y) plot, in SVG coordinates."""
-    rows = [s for s in analysis.variants if s.mean is not None]
-    if not rows:
-        return []
-    costs = [s.mean_cost_usd for s in rows]
-    means = [s.mean for s in rows if s.mean is not None]
-    c_lo, c_hi = min(costs), max(costs)
-    m_lo, m_hi = min(means), max(means)
-    points = []
-    for s in rows:
-        assert s.mean is not None
-        x = PAD + (s.mean_cost_usd - c_lo) / ((c_hi - c_lo) or 1.0) * (PLOT_W - 2 * PAD)
-        y = PLOT_H - PAD - (s.mean - m_lo) / ((m_hi - m_lo) or 1.0) * (PLOT_H - 2 * PAD)
-        points.append({"variant": s.variant, "x": f"{x:.1f}", "y": f"{y:.1f}", "pareto": s.pareto})
-    return points
+def _plot(analysis: Analysis) -> Plot:
+    """The variants with a mean score on the cost (x) vs mean score (y) plot."""
+    return pareto_plot(
+        [
+            (s.variant, s.mean_cost_usd, s.mean, s.pareto)
+            for s in analysis.variants
+            if s.mean is not None
+        ]
+    )
 
 
 def _context(design: ReportDesign, analysis: Analysis, records: Sequence[RunRecord]) -> dict:
@@ -135,8 +184,9 @@ def _context(design: ReportDesign, analysis: Analysis, records: Sequence[RunReco
         "records": records,
         "fmt": _fmt,
         "signed": _signed,
-        "points": _pareto_points(analysis),
-        "plot": {"w": PLOT_W, "h": PLOT_H, "pad": PAD},
+        "plot": _plot(analysis),
+        "scenarios": design.scenarios,
+        "preview_chars": PREVIEW_CHARS,
     }
 
 

@@ -1,12 +1,15 @@
 """``report.html`` for a plan run, from its run directory.
 
 Read: ``trace.jsonl`` (every event), ``cost.json`` (the run's row), and when present
-``graph.json`` (the plan's steps, deps and current states) and ``calls.jsonl`` (one row per
-invocation). Shown: the step graph (steps in columns by depth, each with its state, attempts
-and cost), the step table (state, what it runs after, attempts, gate verdicts and human
-decisions, waits with how long they lasted, invocations, tokens, USD), then the whole trace.
-Written by the run itself at every wait and when it ends; ``ponder report ID`` re-renders it.
-Rendered through the shared Jinja2 layout (autoescape on: model text is untrusted).
+``graph.json`` (the plan's steps, deps and current states), ``calls.jsonl`` (one row per
+invocation), ``args.json`` (the run's arguments) and ``outputs.json`` (each step's output).
+Shown: the run's arguments (and which a resume gave), the step graph (steps in columns by
+depth, each with its state, attempts and cost), the step table (state, what it runs after,
+attempts, gate verdicts and human decisions, waits with how long they lasted, model calls, a
+tournament step's child calls and its report included, tokens, USD), every wait and gate
+decision (who decided and when), each step's output, then the whole trace. Written by the run
+itself at every wait and when it ends; ``ponder report ID`` re-renders it. Rendered through the
+shared Jinja2 layout (autoescape on: model text is untrusted).
 """
 
 from __future__ import annotations
@@ -17,9 +20,19 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from activities.reports import render_page
+from activities.reports import PREVIEW_CHARS, render_page
 
-__all__ = ["StepRow", "plan_rows", "render_plan_report"]
+__all__ = [
+    "OUTPUT_PREVIEW_CHARS",
+    "StepRow",
+    "WaitRow",
+    "plan_rows",
+    "plan_waits",
+    "render_plan_report",
+]
+
+OUTPUT_PREVIEW_CHARS = PREVIEW_CHARS
+"""Each step's output is shown up to this many characters; ``outputs.json`` holds it whole."""
 
 
 @dataclass
@@ -34,6 +47,8 @@ class StepRow:
     verdicts: list[str] = field(default_factory=list)
     waits: list[str] = field(default_factory=list)
     calls: int = 0
+    """Model calls: a tournament step's child calls, or 1 per invocation of any other step."""
+    invocations: int = 0
     failed_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
@@ -41,6 +56,22 @@ class StepRow:
     unpriced: int = 0
     models: list[str] = field(default_factory=list)
     level: int = 0
+    child_runs: list[str] = field(default_factory=list)
+    """A tournament step's child run ids (their reports sit beside this run's directory)."""
+
+
+@dataclass
+class WaitRow:
+    """One wait for a person (a human gate, a pause, a budget pause) and how it ended."""
+
+    step: str
+    kind: str  # gate | pause | budget
+    what: str
+    opened: str
+    closed: str = ""
+    waited: str = ""
+    outcome: str = "waiting"
+    by: str = ""
 
 
 def _waited(e: dict[str, Any], start: str | None) -> str:
@@ -106,6 +137,8 @@ def plan_rows(
                     r.after.append(before)  # no graph: what it ran after, from the trace
         elif kind == "settled":
             r.state = "settled" if data.get("ok") else "failed"
+            if isinstance(data.get("child_run"), str) and data["child_run"] not in r.child_runs:
+                r.child_runs.append(data["child_run"])
         elif kind == "gate.verdict":
             r.verdicts.append(str(data.get("verdict")))
         elif kind == "gate.opened":
@@ -130,7 +163,8 @@ def plan_rows(
             rows[node["id"]].state = str(node["state"])
     for call in calls or []:
         r = row(str(call.get("step", "")))
-        r.calls += 1
+        r.invocations += 1
+        r.calls += int(call.get("model_calls") or 1)
         r.failed_calls += call.get("outcome", "ok") != "ok"
         r.input_tokens += int(call.get("input_tokens") or 0)
         r.output_tokens += int(call.get("output_tokens") or 0)
@@ -146,6 +180,81 @@ def plan_rows(
     return list(rows.values())
 
 
+def plan_waits(events: list[dict[str, Any]]) -> list[WaitRow]:
+    """Every wait for a person in the order it opened: a human gate (its decision, who made
+    it and when), a pause (the argument that answered it), a budget pause (the extension)."""
+    waits: list[WaitRow] = []
+    open_at: dict[str, WaitRow] = {}  # step -> its open wait
+    for e in events:
+        data, kind, ts = e.get("data", {}), e.get("type", ""), str(e.get("ts", ""))
+        step = data.get("step")
+        if not isinstance(step, str):
+            continue
+        if kind == "gate.opened":
+            what = f"round {data.get('round', 0)}"
+            if data.get("deadline_at"):
+                what += f", deadline {data['deadline_at']} then {data.get('default')}"
+            open_at[step] = WaitRow(step, "gate", what, ts)
+            waits.append(open_at[step])
+        elif kind == "paused":
+            resume_arg = data.get("resume_arg")
+            what = str(data.get("state", ""))
+            if resume_arg:
+                what += f" (resume_arg {resume_arg})"
+            elif data.get("need"):
+                what += f": {data['need']}"
+            open_at[step] = WaitRow(step, "pause" if resume_arg else "budget", what, ts)
+            waits.append(open_at[step])
+        elif kind in ("gate.decided", "resumed") and step in open_at:
+            w = open_at.pop(step)
+            w.closed, w.waited = ts, _waited(e, w.opened).strip()
+            if kind == "gate.decided":
+                w.outcome = str(data.get("decision"))
+                w.by = str(data.get("decided_by") or "a person (unnamed)")
+            else:
+                w.outcome = "resumed" if w.kind == "pause" else "limits extended"
+    return waits
+
+
+def _args(run_dir: Path, events: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """The run's arguments, each with where it came from: the start, or a resume (when)."""
+    path = run_dir / "args.json"
+    args: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    given: dict[str, str] = {}
+    for e in events:
+        if e.get("type") == "resume.accepted":
+            for key in e.get("data", {}).get("keys", []):
+                given.setdefault(str(key), f"resume at {e.get('ts', '')}")
+    return [
+        {
+            "key": key,
+            "value": value if isinstance(value, str) else json.dumps(value, ensure_ascii=False),
+            "source": given.get(key, "start"),
+        }
+        for key, value in args.items()
+    ]
+
+
+def _outputs(run_dir: Path, rows: list[StepRow]) -> list[dict[str, Any]]:
+    """Each step's output in plan order, cut at ``OUTPUT_PREVIEW_CHARS`` (whole in the file)."""
+    path = run_dir / "outputs.json"
+    outputs: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    order = [r.step for r in rows] + [s for s in outputs if s not in {r.step for r in rows}]
+    shown = []
+    for step in (s for s in order if s in outputs):
+        value = outputs[step]
+        text = value if isinstance(value, str) else json.dumps(value, indent=1, ensure_ascii=False)
+        shown.append(
+            {
+                "step": step,
+                "text": text[:OUTPUT_PREVIEW_CHARS],
+                "chars": len(text),
+                "cut": len(text) > OUTPUT_PREVIEW_CHARS,
+            }
+        )
+    return shown
+
+
 def _usd(usd: float, unpriced: int) -> str:
     """USD, or unknown when a call's model has no price (never shown as free)."""
     if unpriced:
@@ -156,7 +265,15 @@ def _usd(usd: float, unpriced: int) -> str:
 def _cost(r: StepRow) -> str:
     if not r.calls:
         return ""
-    return f"{r.input_tokens} in, {r.output_tokens} out, USD {_usd(r.usd, r.unpriced)}"
+    calls = f"{r.calls} call{'s' if r.calls != 1 else ''}, "
+    return calls + f"{r.input_tokens} in, {r.output_tokens} out, USD {_usd(r.usd, r.unpriced)}"
+
+
+def _calls(r: StepRow) -> str:
+    """Model calls, with the invocations that made them when they differ (a tournament)."""
+    if r.calls == r.invocations:
+        return str(r.calls)
+    return f"{r.calls} ({r.invocations} invocation{'s' if r.invocations != 1 else ''})"
 
 
 def render_plan_report(run_dir: Path) -> str:
@@ -171,10 +288,14 @@ def render_plan_report(run_dir: Path) -> str:
     facts = [
         ("plan", str(cost.get("plan", ""))),
         ("status", outcome + (f" ({closed['reason']})" if closed.get("reason") else "")),
+        # Model calls, a tournament step's child calls included (older cost.json: invocations).
+        ("calls", str(cost.get("calls", cost.get("invocations", 0)))),
         ("invocations", str(cost.get("invocations", 0))),
         ("tokens", f"{cost.get('input_tokens', 0)} in, {cost.get('output_tokens', 0)} out"),
         ("usd", _usd(float(cost.get("usd", 0.0)), int(cost.get("unpriced_invocations", 0)))),
-        ("wall", f"{cost.get('wall_ms', 0) / 1000:.1f} s"),
+        ("wall", f"{cost.get('wall_ms', 0) / 1000:.1f} s charged"),
+        ("waited", f"{cost.get('waited_ms', 0) / 1000:.1f} s for a person (not charged to wall)"),
+        ("elapsed", f"{cost.get('elapsed_ms', cost.get('wall_ms', 0)) / 1000:.1f} s"),
     ]
     if closed.get("route"):
         facts.append(("route", f"terminal:{closed['route']}"))
@@ -192,8 +313,9 @@ def render_plan_report(run_dir: Path) -> str:
             "attempts": r.attempts,
             "verdicts": ", ".join(r.verdicts),
             "waits": ", ".join(r.waits),
-            "calls": r.calls,
+            "calls": _calls(r),
             "failed_calls": r.failed_calls,
+            "child_runs": r.child_runs,
             "tokens": f"{r.input_tokens} in, {r.output_tokens} out" if r.calls else "",
             "usd": _usd(r.usd, r.unpriced) if r.calls else "",
             "cost": _cost(r),
@@ -211,10 +333,14 @@ def render_plan_report(run_dir: Path) -> str:
         title=f"ponder plan {run_id}" + (" (simulated)" if simulated else ""),
         heading=f"Plan run {run_id}",
         facts=facts,
-        fact_ids={"status": "status", "usd": "usd"},
+        fact_ids={"status": "status", "usd": "usd", "calls": "calls"},
         simulated=simulated,
+        args=_args(run_dir, events),
         steps=steps,
         levels=levels,
+        waits=plan_waits(events),
+        outputs=_outputs(run_dir, rows),
+        preview_chars=OUTPUT_PREVIEW_CHARS,
         events=[
             {
                 "seq": e["seq"],

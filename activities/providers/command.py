@@ -55,7 +55,8 @@ def command_env(ctx: CallContext) -> dict[str, str]:
     return env | {
         "PONDER_RUN_ID": ctx.run_id,
         "PONDER_STEP_ID": ctx.phase,
-        "PONDER_ATTEMPT": str(ctx.attempt),
+        # 1-based, as the plan trace's ``attempt`` (the call's own ``attempt`` counts from 0).
+        "PONDER_ATTEMPT": str(ctx.attempt + 1),
         "PONDER_ITEM": ctx.extra_env.get("PONDER_ITEM", ""),
     }
 

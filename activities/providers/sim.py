@@ -5,7 +5,11 @@ invalid_json_rate=0.1,chars=600``. Every output is a pure function of ``(seed, c
 and the prompt: a generated candidate hides its quality ``q ~ N(0, 1)`` in a visible trailer
 ``[sim q=0.731 id=g0-c3]``; the judge reads the trailers of the two candidates in its prompt
 (A first) and picks A with ``P = sigmoid(beta * (qA - qB))``, beta calibrated to the accuracy;
-a mutant gets ``q = parent q + |N(0.3, 0.2)|``.
+a mutant gets ``q = parent q + |N(0.3, 0.2)|``. A model with ``family=F`` writes ``family=F``
+into its candidates' trailers; a judge with ``position_bias=P`` picks A with probability P
+regardless of quality, and one with ``self_preference=P`` and ``family=F`` picks, with
+probability P, the candidate whose trailer alone names F (drawn from a stream of their own, so a
+judge without them answers exactly as before).
 """
 
 from __future__ import annotations
@@ -29,10 +33,11 @@ __all__ = [
     "parse_trailers",
     "sim_options",
     "simulate",
+    "trailer_families",
     "true_quality",
 ]
 
-TRAILER = re.compile(r"\[sim q=(-?\d+(?:\.\d+)?) id=([^\]\s]*)\]")
+TRAILER = re.compile(r"\[sim q=(-?\d+(?:\.\d+)?) id=([^\]\s]*)(?: family=([a-z0-9_-]+))?\]")
 _WORDS = [
     "consider",
     "the",
@@ -70,7 +75,12 @@ def sim_options(model_name: str) -> SimOptions:
 
 def parse_trailers(text: str) -> list[tuple[float, str]]:
     """The ``(q, id)`` of every sim trailer in ``text``, in order."""
-    return [(float(q), cid) for q, cid in TRAILER.findall(text)]
+    return [(float(q), cid) for q, cid, _family in TRAILER.findall(text)]
+
+
+def trailer_families(text: str) -> list[str | None]:
+    """The ``family=`` of every sim trailer in ``text`` (None where it names none), in order."""
+    return [family or None for _q, _cid, family in TRAILER.findall(text)]
 
 
 def true_quality(text: str) -> float | None:
@@ -94,8 +104,25 @@ def _filler(rng: random.Random, chars: int) -> str:
     return " ".join(words)
 
 
-def _candidate(heading: str, q: float, tag: str, rng: random.Random, chars: int) -> str:
-    return f"{heading}\n{_filler(rng, chars)}\n[sim q={q:.3f} id={tag}]"
+def _candidate(heading: str, q: float, tag: str, rng: random.Random, options: SimOptions) -> str:
+    family = f" family={options.family}" if options.family else ""
+    return f"{heading}\n{_filler(rng, options.chars)}\n[sim q={q:.3f} id={tag}{family}]"
+
+
+def _biased(
+    winner: str, request: ModelRequest, seed: int, call_key: str, options: SimOptions
+) -> str:
+    """The verdict after the judge's configured biases (position first, then self-preference)."""
+    if not (options.position_bias or options.self_preference):
+        return winner
+    rng = _rng(seed, call_key, "bias")
+    if options.position_bias and rng.random() < options.position_bias:
+        return "A"
+    families = [*trailer_families(request.prompt), None, None][:2]
+    own = [letter for letter, f in zip("AB", families, strict=True) if f == options.family]
+    if options.family and len(own) == 1 and rng.random() < options.self_preference:
+        return own[0]
+    return winner
 
 
 def simulate(request: ModelRequest, seed: int, call_key: str, options: SimOptions) -> str:
@@ -109,7 +136,7 @@ def simulate(request: ModelRequest, seed: int, call_key: str, options: SimOption
             return "Both have merit; I lean towards the first one."
         (q_a, _), (q_b, _) = ([*trailers, (0.0, "?"), (0.0, "?")])[:2]
         p_a = sim_math.p_a_wins(q_a, q_b, sim_math.beta_for_accuracy(options.accuracy))
-        winner = "A" if rng.random() < p_a else "B"
+        winner = _biased("A" if rng.random() < p_a else "B", request, seed, call_key, options)
         loser = "B" if winner == "A" else "A"
         return json.dumps(
             {
@@ -124,12 +151,12 @@ def simulate(request: ModelRequest, seed: int, call_key: str, options: SimOption
         parent_q, parent_id = trailers[0]
         if request.role == "finalize":
             return _candidate(
-                f"Simulated final answer from {parent_id}.", parent_q, parent_id, rng, options.chars
+                f"Simulated final answer from {parent_id}.", parent_q, parent_id, rng, options
             )
         q = parent_q + sim_math.mutation_gain(rng)
-        return _candidate(f"Simulated improvement of {parent_id}.", q, tag, rng, options.chars)
+        return _candidate(f"Simulated improvement of {parent_id}.", q, tag, rng, options)
     q = sim_math.draw_quality(rng)
-    return _candidate(f"Simulated answer to: {task}", q, tag, rng, options.chars)
+    return _candidate(f"Simulated answer to: {task}", q, tag, rng, options)
 
 
 class SimProvider:

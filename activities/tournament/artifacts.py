@@ -18,8 +18,12 @@ from activities.providers.sim import true_quality
 from activities.raw_events import redact
 from activities.run_store import REFUSED, RunStore, check_writer, refusal
 from activities.tournament.report import render_report, report_data_from_run_dir
+from workflows.families import model_family
+from workflows.tournament.bootstrap import LEVEL
+from workflows.tournament.judge_stats import judge_summary
+from workflows.tournament.preflight import self_preference_risks
 from workflows.tournament.schedule import FINAL_JUDGING_PHASE
-from workflows.tournament.types import TournamentSnapshot
+from workflows.tournament.types import ScoreRow, TournamentSnapshot
 
 __all__ = ["WRITE_TOURNAMENT_ARTIFACTS", "TournamentArtifactActivities", "redact_config"]
 
@@ -37,6 +41,62 @@ def _line(obj: Any) -> str:
 
 def _jsonl(rows: list[Any]) -> str:
     return "".join(_line(row.model_dump(mode="json")) + "\n" for row in rows)
+
+
+def _judge(snap: TournamentSnapshot) -> dict[str, Any]:
+    """How far to trust the verdicts: position bias, flips, panel agreement, family flags."""
+    families = {
+        c.id: model_family(f"{c.provider}:{c.model}") for c in snap.candidates if c.model != "given"
+    }
+    judge = judge_summary(
+        snap.comparisons,
+        both_orders=snap.input.judge_orders == "both",
+        panel=snap.input.judge_panel,
+        families=families,
+    )
+    risks = self_preference_risks(snap.input, snap.profile) if snap.profile else []
+    judge["self_preference_risk"] = [
+        {"judge": r.judge, "family": r.family, "generators": list(r.generators), "note": r.message}
+        for r in risks
+    ]
+    return judge
+
+
+def _final_scores(snap: TournamentSnapshot, final: list[ScoreRow]) -> list[dict[str, Any]]:
+    rows = [s.model_dump(mode="json") for s in final]
+    intervals = snap.intervals
+    if intervals and intervals.resamples:
+        for row in rows:
+            cid = row["candidate_id"]
+            row |= {
+                "score_low": intervals.low.get(cid),
+                "score_high": intervals.high.get(cid),
+                "top_share": intervals.top_share.get(cid),
+            }
+    return rows
+
+
+def _confidence(snap: TournamentSnapshot, final: list[ScoreRow]) -> dict[str, Any] | None:
+    """The bootstrap behind the intervals, and whether the winner's clears the runner-up's."""
+    intervals = snap.intervals
+    if intervals is None:
+        return None
+    out: dict[str, Any] = {
+        "method": "bootstrap percentile (comparisons resampled, Bradley-Terry refitted)",
+        "level": LEVEL,
+        "resamples": intervals.resamples,
+        "requested": intervals.requested,
+        "seed": intervals.seed,
+    }
+    if intervals.resamples and len(final) >= 2:
+        winner, runner_up = final[0].candidate_id, final[1].candidate_id
+        out |= {
+            "winner_id": winner,
+            "runner_up_id": runner_up,
+            "winner_separated": intervals.low[winner] > intervals.high[runner_up],
+            "winner_top_share": intervals.top_share.get(winner),
+        }
+    return out
 
 
 def _summary(snap: TournamentSnapshot) -> dict[str, Any]:
@@ -60,7 +120,9 @@ def _summary(snap: TournamentSnapshot) -> dict[str, Any]:
         "usage": snap.spent.model_dump(),
         "usd_known": all(row.priced for row in snap.usage),  # false: usage.usd is not the cost
         "budget": snap.budget.model_dump(),
-        "final_scores": [s.model_dump(mode="json") for s in final_scores],
+        "final_scores": _final_scores(snap, final_scores),
+        "confidence": _confidence(snap, final_scores),
+        "judge": _judge(snap),
         "final_answer_is_postprocessed": snap.final_answer_is_postprocessed,
         "error": snap.error,
         "completed_at": snap.written_at if snap.status == "completed" else None,

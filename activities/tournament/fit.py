@@ -14,20 +14,26 @@ from pydantic import BaseModel
 from temporalio import activity
 
 from workflows.tournament import adaptive
+from workflows.tournament.bootstrap import bootstrap
 from workflows.tournament.bradley_terry import LeaderboardRow, Outcome, leaderboard
 from workflows.tournament.schedule import ScheduledPair
+from workflows.tournament.types import ScoreIntervals
 
 __all__ = [
     "ADAPTIVE_BATCH",
+    "BOOTSTRAP_LEADERBOARD",
     "FIT_LEADERBOARD",
     "AdaptiveBatchInput",
+    "BootstrapInput",
     "FitInput",
     "adaptive_batch",
+    "bootstrap_leaderboard",
     "fit_leaderboard",
 ]
 
 FIT_LEADERBOARD = "fit_leaderboard"
 ADAPTIVE_BATCH = "adaptive_batch"
+BOOTSTRAP_LEADERBOARD = "bootstrap_leaderboard"
 
 
 class FitOutcome(BaseModel):
@@ -62,15 +68,47 @@ class AdaptiveBatchInput(BaseModel):
     phase: str
     round_no: int
     size: int
+    rule: Literal["thompson", "champion"] = "thompson"
+    """champion: the sparse opening's pair rule; thompson: runs started before it."""
 
 
 @activity.defn(name=ADAPTIVE_BATCH)
 async def adaptive_batch(input: AdaptiveBatchInput) -> list[ScheduledPair]:
-    """The next batch of the adaptive schedule (a posterior fit and Thompson draws)."""
+    """The next batch of the adaptive schedule (a posterior fit and its draws)."""
+    chooser = adaptive.champion_batch if input.rule == "champion" else adaptive.next_batch
     return await asyncio.to_thread(
-        adaptive.next_batch,
+        chooser,
         input.candidate_ids,
         [Outcome(o.presented_a, o.presented_b, o.winner) for o in input.outcomes],
         rng=adaptive.round_rng(input.seed, input.phase, input.round_no),
         size=input.size,
+    )
+
+
+class BootstrapInput(BaseModel):
+    candidate_ids: list[str]
+    outcomes: list[FitOutcome]
+    lambda_: float = 0.01
+    resamples: int
+    seed: int
+
+
+@activity.defn(name=BOOTSTRAP_LEADERBOARD)
+async def bootstrap_leaderboard(input: BootstrapInput) -> ScoreIntervals:
+    """Bootstrap intervals of the final scores (``workflows/tournament/bootstrap.py``)."""
+    result = await asyncio.to_thread(
+        bootstrap,
+        input.candidate_ids,
+        [Outcome(o.presented_a, o.presented_b, o.winner) for o in input.outcomes],
+        lambda_=input.lambda_,
+        resamples=input.resamples,
+        seed=input.seed,
+    )
+    return ScoreIntervals(
+        resamples=result.resamples,
+        requested=result.requested,
+        seed=result.seed,
+        low=result.low,
+        high=result.high,
+        top_share=result.top_share,
     )

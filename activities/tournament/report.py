@@ -23,7 +23,13 @@ from pydantic import BaseModel, ConfigDict
 from activities.model_types import Usage
 from activities.providers.sim import true_quality
 from activities.reports import render_page
-from activities.tournament.report_svg import line_chart, score_ladder
+from activities.tournament.report_svg import interval_chart, line_chart, score_ladder
+from activities.tournament.report_trust import (
+    interval_text,
+    judge_rows,
+    judge_sentences,
+    winner_line,
+)
 from workflows import phases as phase_names
 from workflows.tournament import types as strict
 
@@ -108,6 +114,11 @@ class ReportData(BaseModel):
     profile: str | None = None
     seed: int | None = None
     limits: dict[str, int | float] = {}
+    # How far to trust the ranking: summary.json's judge and confidence objects, and the final
+    # scores with their intervals.
+    judge: dict[str, Any] = {}
+    confidence: dict[str, Any] | None = None
+    final_scores: list[dict[str, Any]] = []
 
 
 _phase_order = phase_names.order_key  # generation_judging:G in G order, then final_judging
@@ -154,7 +165,9 @@ def _leaderboard(
     data: ReportData, rows: list[ScoreRow], cands: dict[str, CandidateRow]
 ) -> list[dict[str, Any]]:
     shown = []
+    intervals = {s.get("candidate_id"): s for s in data.final_scores}
     for r in rows:
+        interval = intervals.get(r.candidate_id, {}) if r.phase == FINAL_PHASE else {}
         cand = cands.get(r.candidate_id)
         # The candidate's own generation; a score row's generation is that of its phase.
         gen = cand.generation if cand else ("–" if r.generation is None else r.generation)
@@ -166,6 +179,7 @@ def _leaderboard(
                 "true_q": _fmt(cand.true_quality if cand else None),
                 "generation": gen,
                 "score": f"{r.score:+.3f}",
+                "interval": interval_text(interval.get("score_low"), interval.get("score_high")),
                 "wlt": f"{r.wins}/{r.losses}/{r.ties}",
                 "comparisons": r.comparisons,
                 "parent": (cand.parent_id if cand else None) or "",
@@ -264,6 +278,11 @@ def render_report(data: ReportData) -> str:
         text = (cand.text or f"(stored apart: {cand.text_ref})") if cand else ""
         texts.append({"id": cid, "text": text})
     ladder = score_ladder([(r.candidate_id, r.score) for r in board], highlight=data.winner_id)
+    final = [s for s in data.final_scores if s.get("score_low") is not None]
+    intervals = interval_chart(
+        [(s["candidate_id"], s["score"], s["score_low"], s["score_high"]) for s in final],
+        highlight=data.winner_id,
+    )
     return render_page(
         "tournament.html",
         title=f"ponder tournament {data.run_id}" + (" (simulated)" if data.simulated else ""),
@@ -275,6 +294,11 @@ def render_report(data: ReportData) -> str:
         final_phase=final_phase,
         leaderboard=_leaderboard(data, board, cands),
         ladder=Markup(ladder),  # the SVG helper escapes every label itself
+        has_intervals=bool(final),
+        intervals=Markup(intervals),  # escaped by the SVG helper too
+        winner_line=winner_line(data.confidence, data.final_scores),
+        judge_rows=judge_rows(data.judge) if data.judge else [],
+        judge_sentences=judge_sentences(data.judge) if data.judge else [],
         ids=ids,
         matrix=_win_matrix(ids, matrix_comparisons),
         progress=progress,
@@ -409,4 +433,9 @@ def report_data_from_run_dir(run_dir: Path) -> ReportData:
         profile=_profile_text(summary),
         seed=seed if isinstance(seed, int) else None,
         limits={k: v for k, v in budget.items() if v is not None},
+        judge=summary.get("judge") if isinstance(summary.get("judge"), dict) else {},
+        confidence=summary.get("confidence")
+        if isinstance(summary.get("confidence"), dict)
+        else None,
+        final_scores=[s for s in summary.get("final_scores") or [] if isinstance(s, dict)],
     )

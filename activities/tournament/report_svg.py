@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from html import escape
 
-__all__ = ["line_chart", "score_ladder"]
+__all__ = ["interval_chart", "line_chart", "score_ladder"]
 
 _PALETTE = ("#2563eb", "#d97706", "#059669", "#7c3aed")
 _LABEL_GAP = 16  # px between label baselines, so close scores never print on top of each other
@@ -128,4 +128,47 @@ def line_chart(
     return (
         f'<svg class="line-chart" xmlns="http://www.w3.org/2000/svg" width="{width}" '
         f'height="{height}" role="img" aria-label="progress chart">{"".join(parts)}</svg>'
+    )
+
+
+def interval_chart(
+    rows: Sequence[tuple[str, float, float, float]], *, highlight: str | None = None
+) -> str:
+    """One line per candidate (best first): its 95% interval as a bar, its score as a dot."""
+    if not rows:
+        return '<svg class="score-intervals" width="0" height="0"></svg>'
+    width, left, right, top, gap = 560, 90, 20, 16, 18
+    lo = min(low for _, _, low, _ in rows)
+    hi = max(high for _, _, _, high in rows)
+    if hi - lo < 1e-12:
+        lo, hi = lo - 1, hi + 1
+
+    def x_of(v: float) -> float:
+        return left + (v - lo) / (hi - lo) * (width - left - right)
+
+    parts = []
+    for i, (cid, score, low, high) in enumerate(rows):
+        y = top + i * gap
+        color = "#b45309" if cid == highlight else "#2563eb"
+        parts.append(
+            f'<g class="score-interval" data-candidate-id="{escape(cid)}">'
+            f'<text x="{left - 8}" y="{y + 4}" font-size="11" text-anchor="end">'
+            f"{escape(cid)}</text>"
+            f'<line x1="{x_of(low):.1f}" y1="{y}" x2="{x_of(high):.1f}" y2="{y}" '
+            f'stroke="{color}" stroke-width="3"/>'
+            f'<circle cx="{x_of(score):.1f}" cy="{y}" r="4" fill="{color}">'
+            f"<title>{escape(cid)}: {score:+.3f} [{low:+.3f}, {high:+.3f}]</title></circle></g>"
+        )
+    height = top + len(rows) * gap + 24
+    axis_y = height - 20
+    ticks = "".join(
+        f'<text x="{x_of(v):.1f}" y="{axis_y + 14}" font-size="11" text-anchor="middle" '
+        f'fill="#64748b">{v:+.1f}</text>'
+        for v in sorted({lo, hi} | ({0.0} if lo < 0 < hi else set()))
+    )
+    return (
+        f'<svg class="score-intervals" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+        f'height="{height}" role="img" aria-label="score intervals">'
+        f'<line x1="{left}" y1="{axis_y}" x2="{width - right}" y2="{axis_y}" stroke="#475569"/>'
+        f"{ticks}{''.join(parts)}</svg>"
     )

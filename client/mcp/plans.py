@@ -272,7 +272,9 @@ async def resolve_gate(backend: Backend, args: ResolveGateArgs, progress: Any) -
             f"{args.step!r} is not a pending gate (pending: {', '.join(tokens) or 'none'})",
             fix="give the step of a pending gate (see the status tool)",
         )
-    decision = ResolveGateInput(step=args.step, decision=args.decision, token=tokens[args.step])
+    decision = ResolveGateInput(
+        step=args.step, decision=args.decision, token=tokens[args.step], by="an MCP client"
+    )
     return await _answer(
         backend, args.run_id, UPDATE_RESOLVE_GATE, decision, wait=args.wait,
         wait_s=args.timeout_s, progress=progress, before=before,

@@ -95,6 +95,10 @@ async def think(backend: Backend, args: ThinkArgs, progress: ProgressFn) -> dict
         "max_input_tokens": b.max_input_tokens,
         "max_output_tokens": () if b.max_output_tokens is None else (str(b.max_output_tokens),),
         "max_critique_chars": TournamentInput.model_fields["critique_chars"].default,
+        # The CLI's defaults; a saved profile may set judge_orders and a judge panel.
+        "judge_orders": TournamentInput.model_fields["judge_orders"].default,
+        "judges": (),
+        "bootstrap_resamples": TournamentInput.model_fields["bootstrap_resamples"].default,
         "on_budget_exhausted": args.on_budget_exhausted or "pause",
         "invalid_json_retries": 1
         if args.invalid_json_retries is None

@@ -132,3 +132,12 @@ async def test_a_judge_grade_is_read_on_its_declared_scale(
         one = rows[variant, "one"]
         assert (one["failure_class"], one["holdout_score"]) == ("scorer_failed", None)
         assert "grade 8 is outside the scorer's scale [0, 1]" in one["error"]
+        # Each record keeps its judge: the model, the raw verdict, the grade on its scale.
+        for scenario, scale in (("ten", 10.0), ("one", 1.0)):
+            meta = rows[variant, scenario]["judge_metadata"]
+            assert (meta["model"], meta["raw_verdict"], meta["grade"], meta["scale"]) == (
+                "corp:m", "Graded.\n8", 8.0, scale,
+            )  # fmt: skip
+            assert meta["answered_by"] and meta["usage"]["output_tokens"] > 0
+    html = (Path(result.run_dir) / "report.html").read_text()
+    assert html.count('<pre class="verdict">Graded.\n8</pre>') == 4

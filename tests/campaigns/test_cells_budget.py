@@ -64,7 +64,7 @@ def test_an_unsettled_cell_counts_its_worst_case_and_says_why() -> None:
     state = CampaignState(run_id="c", now=lambda: "t")
     assert state.try_reserve(7)
     state.running.add(cell.index)
-    record = unsettled_record(doc, cell, calls=7, wall_ms=1500.0)
+    record = unsettled_record(doc, cell, calls=7, wall_ms=1500.0, prompt_hash="p")
     state.unsettle(cell, 7, record)
     assert record.failure_class == "unsettled" and record.score is None and record.calls == 7
     assert record.error is not None and "drain bound (2 s, drain_timeout_s)" in record.error

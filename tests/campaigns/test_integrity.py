@@ -134,8 +134,9 @@ def test_policies_decide_what_an_issue_does_to_the_record() -> None:
         assert doc is not None
         cell = cells(doc, "c")[0]
         return build_record(
-            doc, cell, outcome, calls=1, wall_ms=1.0, child_error=None, cancelled=False
-        )
+            doc, cell, outcome, calls=1, wall_ms=1.0, child_error=None, cancelled=False,
+            prompt_hash="p",
+        )  # fmt: skip
 
     marked = record("mark_failed")
     assert (marked.failure_class, marked.holdout_score) == ("integrity_failed", None)

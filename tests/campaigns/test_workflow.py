@@ -14,7 +14,9 @@ from temporalio.exceptions import ApplicationError
 
 from activities.config import Settings
 from tests.campaigns.helpers import document
-from workflows.campaign.document import MAX_CELLS
+from tests.tournament.test_report import parse
+from workflows.campaign.configs import prompt_hash
+from workflows.campaign.document import MAX_CELLS, Variant
 from workflows.campaign.types import CampaignProgress, CampaignResult
 from workflows.names import CAMPAIGN, QUERY_PROGRESS
 
@@ -55,6 +57,18 @@ async def test_deep_thinking_beats_a_single_shot_on_sim_truth(
     run_dir = Path(result.run_dir)
     assert run_dir == settings.runs_dir / handle.id
     rows = records(run_dir)
+    # prompt_hash is of what each variant sends (a tournament's generate prompt), not the task.
+    hashes = {(r["variant"], r["scenario"]): r["prompt_hash"] for r in rows}
+    assert hashes["deep", "s0"] != hashes["single", "s0"] != hashes["single", "s1"]
+    assert hashes["deep", "s0"] == prompt_hash(
+        Variant.model_validate(document()["variants"][1]), task="Task number 0."
+    )
+    # The report names each scenario's task and scorer.
+    page = parse((run_dir / "report.html").read_text()).root
+    shown = [
+        [td.text() for td in r.find_all("td")][:3] for r in page.find_all("tr", cls="scenario-row")
+    ]
+    assert shown == [[f"s{i}", f"Task number {i}.", "sim_truth"] for i in range(3)]
     assert [(r["variant"], r["scenario"], r["seed"]) for r in rows[:3]] == [
         ("single", "s0", 0),
         ("single", "s0", 1),
@@ -97,6 +111,18 @@ async def test_a_variant_identical_to_the_comparator_is_not_promoted(
     result = await (await start(client, worker_queue, doc)).result()
     assert result.decisions == {"same": "equivalent"}
     assert result.recommended_variant == "single"
+    # Both sit at one cost and one mean: still two marks on the plot, apart, in two shapes.
+    root = parse((Path(result.run_dir) / "report.html").read_text()).root
+    points = root.one("svg", id="pareto").find_all("path", cls="point")
+    assert [p.attrs["data-variant"] for p in points] == ["single", "same"]
+    assert len({(p.attrs["data-x"], p.attrs["data-y"]) for p in points}) == 2
+    assert len({p.attrs["data-shape"] for p in points}) == 2
+    # The two ask the same question the same way: one prompt hash, the prompt's.
+    task = doc["scenarios"][0]["task"]
+    sent = prompt_hash(Variant.model_validate(doc["variants"][0]), task=task)
+    assert {r["prompt_hash"] for r in records(Path(result.run_dir)) if r["scenario"] == "s0"} == {
+        sent
+    }
 
 
 async def test_too_few_pairs_need_more_data(client: Client, worker_queue: str) -> None:

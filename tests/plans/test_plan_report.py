@@ -1,7 +1,8 @@
 """Every plan run writes report.html beside its trace: at each wait and when it ends.
 
 Real runs on the dev server; the report is parsed as a DOM (stdlib HTMLParser), and each step's
-node and row are read: state, attempts, gate verdicts and decisions, waits, cost.
+node and row are read: state, attempts, gate verdicts and decisions, waits, cost; then the run's
+arguments, each wait with who decided it and when, and each step's output.
 """
 
 from __future__ import annotations
@@ -96,9 +97,9 @@ async def test_a_run_writes_its_report_at_each_wait_and_at_the_end(
     assert nodes["ship"].attrs["data-state"] == "waiting"
     assert _cells(rows["review"])[4] == "fail, pass"  # the redo shows as two verdicts
     token = at_gate.pending_gates[0].token
-    decision = ResolveGateInput(step="ship", decision="approve", token=token)
+    decision = ResolveGateInput(step="ship", decision="approve", token=token, by="grace")
     await handle.execute_update(UPDATE_RESOLVE_GATE, decision)
-    await handle.result()
+    result = await handle.result()
 
     root, rows, nodes = _report(settings, run_id)
     assert _fact(root, "status") == "completed"
@@ -120,7 +121,31 @@ async def test_a_run_writes_its_report_at_each_wait_and_at_the_end(
     assert "2 attempts" in nodes["code"].text() and "in, " in nodes["code"].text()
     assert "fail, pass" in nodes["review"].text()
     cost = json.loads((settings.runs_dir / run_id / "cost.json").read_text())
-    assert cost["invocations"] == sum(int(_cells(r)[6].split()[0]) for r in rows.values())
+    assert cost["calls"] == sum(int(_cells(r)[6].split()[0]) for r in rows.values())
+    assert _fact(root, "calls") == str(cost["calls"]) == str(result.calls)
+
+    # The run's arguments: owner came by resume, at the moment it was accepted.
+    (owner,) = root.one("table", id="args").find_all("tr", cls="arg-row")
+    key, value, source = _cells(owner)
+    assert (key, value) == ("owner", "ada") and source.startswith("resume at 20")
+    # Every wait: what it was, when it opened and closed, how long, how it ended, who decided.
+    waits = [_cells(w) for w in root.one("table", id="waits").find_all("tr", cls="wait-row")]
+    assert [w[:2] for w in waits] == [["owner", "pause"], ["ship", "gate"]]
+    _, _, what, opened, closed, waited, outcome, by = waits[1]
+    assert (what, outcome, by) == ("round 0", "approve", "grace")
+    assert opened.startswith("20") and closed > opened and waited.endswith(" s")
+    assert waits[0][2] == "AWAITING_OWNER (resume_arg owner)" and waits[0][6] == "resumed"
+    # Each step's output, escaped, in plan order; the whole of each in outputs.json.
+    shown = {
+        o.attrs["data-step"]: o.one("pre").text()
+        for o in root.one("section", id="outputs").find_all("div", cls="output")
+    }
+    assert list(shown) == ["owner", "code", "review", "ship", "announce"]
+    assert shown["code"] == "second draft" and shown["ship"] == "approve"
+    assert shown["review"] == f"{EVIL}\nGATE: PASS"  # shown as text, never as markup
+    assert root.one("a", id="outputs-file").attrs["href"] == "outputs.json"
+    saved = json.loads((settings.runs_dir / run_id / "outputs.json").read_text())
+    assert saved == result.outputs
 
 
 async def test_failed_and_cancelled_runs_leave_a_report(

@@ -50,10 +50,13 @@ def test_the_loop_example_walk_and_reservations() -> None:
 
 def test_plan_totals_and_the_extension_cap() -> None:
     totals = plan_totals(_loop_plan())
-    # default budget: w over dispatching steps (the chain member once) + gate redo allowances
-    assert totals.default_calls == (1 + 2 + 1 + 1) + 2 * (2 + 1)
-    assert totals.reserved_calls == 13
-    assert totals.calls_cap == max(2 * 11, 13)
+    # default budget: the boundaries' reservations (the region's 3 items each, the gate's redos)
+    assert totals.default_calls == totals.reserved_calls == 1 + 2 + (1 + 2 * (2 + 1)) + 3
+    assert totals.calls_cap == 2 * 13
+    # The reference's rule (kept for histories recorded before): the chain member once.
+    reference = plan_totals(_loop_plan(), per_item=False)
+    assert reference.default_calls == (1 + 2 + 1 + 1) + 2 * (2 + 1)
+    assert reference.calls_cap == max(2 * 11, 13)
     assert totals.default_wall_ms == int(1.5 * totals.reserved_wall_ms)
     assert totals.wall_cap_ms == max(2 * totals.default_wall_ms, totals.reserved_wall_ms)
 
@@ -76,8 +79,9 @@ def test_a_region_can_reserve_more_than_twice_the_plan_total() -> None:
     (region,) = boundaries(plan)
     assert region.reservation == Reservation(60, -(-30 * (T + 1000) // 4))
     totals = plan_totals(plan)
-    assert (totals.calls, totals.reserved_calls) == (2, 60)
-    assert totals.calls_cap == 60  # max(2 x 2, 60): the valid plan can still finish
+    assert (totals.calls, totals.reserved_calls) == (60, 60)  # no budget: the whole region
+    reference = plan_totals(plan, per_item=False)
+    assert (reference.calls, reference.calls_cap) == (2, 60)  # max(2 x 2, 60): can finish
 
 
 def test_activation_caps_items_after_dedup() -> None:
@@ -140,7 +144,7 @@ def _ledger(calls: int | None = None, wall_ms: int | None = None) -> PlanLedger:
 def test_the_ledger_builds_on_the_one_budget_model() -> None:
     ledger = _ledger()
     assert isinstance(ledger.budget, Budget)
-    assert ledger.budget.limits.max_calls == 11 and ledger.calls_cap == 22
+    assert ledger.budget.limits.max_calls == 13 and ledger.calls_cap == 26
     again = PlanLedger.model_validate_json(ledger.model_dump_json())
     assert again == ledger
 
@@ -203,13 +207,13 @@ def test_extensions_are_absolute_and_capped() -> None:
     ledger.spend("code")
     ledger.close()
     assert ledger.extend(calls=1, wall_ms=None)[0] == Reason.EXTENSION_BELOW_SPENT
-    assert ledger.extend(calls=23, wall_ms=None)[0] == Reason.BUDGET_EXTENSION_EXHAUSTED
+    assert ledger.extend(calls=27, wall_ms=None)[0] == Reason.BUDGET_EXTENSION_EXHAUSTED
     too_long = ledger.wall_cap_ms + 1
     assert ledger.extend(calls=None, wall_ms=too_long)[0] == Reason.WALL_EXTENSION_EXHAUSTED
     assert ledger.budget.limits.max_calls == 3  # refused extensions change nothing
-    reason, summary = ledger.extend(calls=22, wall_ms=None)
-    assert reason is None and ledger.calls_left() == 20 and "calls=22" in summary
-    assert [e.calls for e in ledger.extensions] == [22]
+    reason, summary = ledger.extend(calls=26, wall_ms=None)
+    assert reason is None and ledger.calls_left() == 24 and "calls=26" in summary
+    assert [e.calls for e in ledger.extensions] == [26]
 
 
 # -- the run ledger's rules with hand-computed values (what mutation testing found unpinned) --

@@ -258,7 +258,7 @@ async def test_revert_while_fanout_items_and_a_flow_child_wait_for_consumers(
             "id": "fan",
             "kind": "fanout",
             "deps": ["a"],
-            "fanout": {"over": ["x", "y"], "chain": ["fan.do"]},
+            "fanout": {"over": ["x", "y"], "chain": ["fan.do"], "concurrency": 2},
             "checkpoint": "fanned",
         },
         consumer("fan.do", "Do the item."),

@@ -72,6 +72,8 @@ async def test_run_pause_resume_gate_through_the_cli(env: dict[str, str], tmp_pa
     assert done.code == 0, done.err
     assert done.out.startswith("Simulated answer to: Announce the release.")
     assert re.search(r"run cli-release completed: 2 calls \(simulated\)", done.err)
+    assert panel_state(done.err) == "completed"
+    assert report_line(done.err, tmp_path, "cli-release")  # its own line, after the panel
     report = await ponder("report", "cli-release", env=env)
     assert report.code == 0, report.err
     html = Path(report.out.strip()).read_text()
@@ -79,6 +81,19 @@ async def test_run_pause_resume_gate_through_the_cli(env: dict[str, str], tmp_pa
     assert rows["ship"].count("approve") == 1 and "<td>settled</td>" in rows["ship"]
     assert "AWAITING_OWNER" in rows["owner"]  # the pause's wait
     assert "<td>1</td>" in rows["notes"] and "owner" in rows["notes"]  # one attempt, after owner
+
+
+def panel_state(err: str) -> str:
+    """The state row of the last status panel a follow printed."""
+    return re.findall(r"^state\s+(.+?)\s*$", err, re.M)[-1]
+
+
+def report_line(err: str, home: Path, run_id: str) -> bool:
+    """``report: PATH`` printed on a line of its own (never glued to the panel's tokens row)."""
+    line = f"report: {home}/runs/{run_id}/report.html"
+    glued = [row for row in err.splitlines() if "report:" in row and row != line]
+    assert not glued, glued
+    return line in err.splitlines()
 
 
 async def test_exit_codes_for_invalid_and_failed_plans(env: dict[str, str], tmp_path: Path) -> None:
@@ -125,6 +140,8 @@ async def test_a_budget_pause_continues_with_ponder_extend(
     done = await ponder("extend", "cli-fan", "--calls", "+2", "--follow", env=env)
     assert done.code == 0, done.err
     assert "run cli-fan completed: 3 calls (simulated)" in done.err
+    assert panel_state(done.err) == "completed"  # the panel left behind: how the run ended
+    assert report_line(done.err, tmp_path, "cli-fan")
     # An ended run says so, not "check the run id".
     ended = await ponder("extend", "cli-fan", "--calls", "+2", env=env)
     assert ended.code == 2, ended.err

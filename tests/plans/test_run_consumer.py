@@ -204,7 +204,11 @@ async def test_temporal_cli_update_and_signal_and_fanout_items_in_item_order(
     client: Client, worker_queue: str, server_address: str
 ) -> None:
     plan = plan_doc(
-        {"id": "fan", "kind": "fanout", "fanout": {"over": ["a", "b"], "chain": ["fan.do"]}},
+        {
+            "id": "fan",
+            "kind": "fanout",
+            "fanout": {"over": ["a", "b"], "chain": ["fan.do"], "concurrency": 2},
+        },
         consumer("fan.do", "Do the item."),
         agent("sum", "Sum up.", deps=["fan"]),
         budget={"calls": 6},

@@ -140,21 +140,28 @@ async def test_a_region_over_an_upstream_array(client: Client, worker_queue: str
     )
 
 
-async def test_the_default_budget_pauses_before_a_region_and_an_extension_finishes_it(
+async def test_the_default_budget_runs_a_region_and_a_short_one_pauses_before_it(
     client: Client, worker_queue: str
 ) -> None:
-    # The default budget counts a chain member once (plans.md); the region reserves 3 items.
+    # The default budget counts every activated item (README, differences from the
+    # reference): a plan without a budget runs its region without asking.
     plan = region("all", ['{"v": 1}'], max_fanout=3)
     del plan["budget"]
+    result = await run(client, worker_queue, plan)
+    assert result.outputs["fan"] == ['{"v": 1}'] * 3 and result.calls == 3
+
+    # A budget that fits the region but not what came first pauses before it, within the cap.
+    plan["steps"].insert(0, agent("first", "Begin.", "begun"))
+    plan["budget"] = {"calls": 3}
     handle = await start(client, worker_queue, plan)
     paused = await wait_state(handle, "awaiting_budget")
-    assert paused.step == "fan" and paused.budget and paused.budget.calls_cap == 3
-    assert "extend calls to at least 3" in (paused.budget.need or "")
+    assert paused.step == "fan" and paused.budget and paused.budget.calls_cap == 6
+    assert "extend calls to at least 4" in (paused.budget.need or "")
     with pytest.raises(WorkflowUpdateFailedError) as capped:
-        await handle.execute_update(UPDATE_EXTEND_BUDGET, ExtendPlanBudgetInput(calls=4))
+        await handle.execute_update(UPDATE_EXTEND_BUDGET, ExtendPlanBudgetInput(calls=7))
     assert "budget-extension-exhausted" in str(capped.value.cause)
-    await handle.execute_update(UPDATE_EXTEND_BUDGET, ExtendPlanBudgetInput(calls=3))
-    result: PlanRunResult = await handle.result()
+    await handle.execute_update(UPDATE_EXTEND_BUDGET, ExtendPlanBudgetInput(calls=4))
+    result = await handle.result()
     assert result.outputs["fan"] == ['{"v": 1}'] * 3
 
 

@@ -17,7 +17,7 @@ from temporalio.exceptions import ApplicationError
 from activities.config import Endpoint, Settings
 from tests.conftest import with_endpoint
 from tests.plans.helpers import LOOP_EXAMPLE_PATH
-from tests.plans.run_helpers import agent, failure, plan_doc, run, start, wait_state
+from tests.plans.run_helpers import agent, failure, plan_doc, run, start, trace, wait_state
 from worker.worker import WorkerOptions, running_worker
 from workflows.names import UPDATE_RESUME
 from workflows.plan.run_types import PlanRunResult, ResumeInput
@@ -63,8 +63,8 @@ async def test_preflight_refuses_in_the_spec_order(
     assert error.type == "reservation-unsatisfiable" and "calls=1" in error.message
 
 
-async def test_a_same_family_qe_waiver_is_loud(
-    client: Client, worker_queue: str, workspace: Path
+async def test_a_same_family_qe_waiver_is_loud_and_owes_a_re_qe(
+    client: Client, worker_queue: str, workspace: Path, settings: Settings
 ) -> None:
     plan = plan_doc(
         agent("code", "Write it.", "done"),
@@ -82,9 +82,24 @@ async def test_a_same_family_qe_waiver_is_loud(
     )  # fmt: skip
     paused = await wait_state(handle, "awaiting_input")
     assert len(paused.waivers) == 1 and paused.waivers[0].startswith("WAIVER")
+    assert "a re-QE is owed (reqe-due.json)" in paused.waivers[0]
     await handle.execute_update(UPDATE_RESUME, ResumeInput(args={"go": "yes"}))
     result: PlanRunResult = await handle.result()
     assert result.outputs["qe"] == "GATE: PASS"
+    # The debt is a record in the run directory, as the reference's reqe-due-1 is.
+    debt = json.loads((settings.runs_dir / handle.id / "reqe-due.json").read_text())
+    assert debt["schema"] == "ponder-reqe-due/1" and debt["steps"] == ["qe"]
+    assert debt["coder_family"] == debt["qe_family"] == "claude"
+    assert debt["run_id"] == handle.id and "independent review is owed" in debt["reason"]
+
+    # Without --coder-family nothing can be checked, and the trace says so (no debt either).
+    handle = await start(client, worker_queue, plan, executors=EXECUTORS)
+    await wait_state(handle, "awaiting_input")
+    await handle.execute_update(UPDATE_RESUME, ResumeInput(args={"go": "yes"}))
+    await handle.result()
+    rows = trace(settings.runs_dir, handle.id)
+    assert [r["data"]["step"] for r in rows if r["type"] == "qe.unchecked"] == ["qe"]
+    assert not (settings.runs_dir / handle.id / "reqe-due.json").exists()
 
 
 def file_step(step_id: str = "write", **fields: Any) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.config import Settings
 from tests.plans.run_helpers import agent, events, plan_doc, start, status
+from tests.tournament.test_report import parse
 from workflows.call_options import CallOptions
 from workflows.plan.boundaries import tournament_calls
 from workflows.plan.model import TournamentStep
@@ -27,7 +28,7 @@ TOURNAMENT_STEP = {
 
 
 async def test_a_tournament_step_is_a_child_workflow_billed_to_the_plan(
-    client: Client, worker_queue: str
+    client: Client, worker_queue: str, settings: Settings
 ) -> None:
     plan = plan_doc(
         agent("topic", "Pick a topic.", "rivers"),
@@ -47,6 +48,20 @@ async def test_a_tournament_step_is_a_child_workflow_billed_to_the_plan(
     assert settled[0].data["calls"] == child_calls
     child = client.get_workflow_handle(settled[0].data["child_run"])
     assert (await child.describe()).workflow_type == "Tournament"
+    # The child's calls are counted everywhere the plan's are: the result (the CLI's
+    # "completed: N calls"), cost.json and the report (its fact, the step's row and node).
+    assert (result.calls, result.invocations) == (final.budget.calls_spent, 3)
+    run_dir = settings.runs_dir / handle.id
+    cost = json.loads((run_dir / "cost.json").read_text())
+    assert (cost["calls"], cost["invocations"]) == (result.calls, 3)
+    root = parse((run_dir / "report.html").read_text()).root
+    assert root.one("dd", id="calls").text() == str(result.calls)
+    (row,) = root.find_all("tr", cls="step-row", data_step="best")
+    calls = row.one("td", cls="calls")
+    assert calls.text().startswith(f"{child_calls} (1 invocation) ")
+    link = calls.one("a", cls="child-report")
+    assert link.attrs["href"] == f"../{child.id}/report.html"
+    assert (run_dir / str(link.attrs["href"])).resolve().is_file()  # the child's own report
 
 
 async def test_a_failing_tournament_fails_its_step(client: Client, worker_queue: str) -> None:

@@ -129,7 +129,8 @@ async def test_items_merge_in_item_order_and_land_on_the_files_only(
         {"sleep": 0.7, "write": {"b/b.txt": "B\n"}},
         {"write": {"c.txt": "C\n", "shared.txt": "1\n2\n3\n4\n5\n6\n7\neight\n"}},
     ]  # fmt: skip
-    result = await run(client, queue, fanout(items), workspace=str(repo))
+    # concurrency 3: the items run at once (unset, a fan-out runs one item at a time).
+    result = await run(client, queue, fanout(items, concurrency=3), workspace=str(repo))
     outputs = [json.loads(o) for o in result.outputs["fan"]]
     runs = wt_settings.runs_dir / result.run_id
     assert [Path(o["cwd"]) for o in outputs] == [

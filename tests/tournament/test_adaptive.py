@@ -1,9 +1,11 @@
-"""The adaptive schedule: first round, batches, caps, determinism, and that it finds the top."""
+"""The adaptive schedule: openings, batches, caps, determinism, and that it finds the top (both
+the sparse opening with champion pairs, and the rule runs started before it keep)."""
 
 from __future__ import annotations
 
 import random
 from collections import Counter
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,9 +17,12 @@ from workflows.tournament.adaptive import (
     DEFAULT_PRIOR_PRECISION,
     _argmax,
     batch_sizes,
+    champion_batch,
     first_round,
     fit_posterior,
     next_batch,
+    opening,
+    opening_sizes,
     round_rng,
 )
 from workflows.tournament.bradley_terry import fit_arrays, leaderboard
@@ -50,20 +55,65 @@ def judge_all(
     ]
 
 
+RULES = ("champion", "before")
+
+
 def run(
-    ids: list[str], quality: dict[str, float], budget: int, seed: int, beta: float = 3.0
+    ids: list[str],
+    quality: dict[str, float],
+    budget: int,
+    seed: int,
+    beta: float = 3.0,
+    rule: str = "champion",
 ) -> list[Outcome]:
     """The loop a workflow runs, with a simulated judge."""
     judge_rng = random.Random(seed)
     outcomes: list[Outcome] = []
-    for round_no, size in enumerate(batch_sizes(len(ids), budget)):
+    before = rule == "before"
+    sizes = (batch_sizes if before else opening_sizes)(len(ids), budget)
+    for round_no, size in enumerate(sizes):
         rng = round_rng(seed, "final_judging", round_no)
         if round_no == 0:
-            pairs = first_round(ids, rng, budget=size)
+            pairs = (first_round if before else opening)(ids, rng, budget=size)
         else:
-            pairs = next_batch(ids, outcomes, rng=rng, size=size)
+            pairs = (next_batch if before else champion_batch)(ids, outcomes, rng=rng, size=size)
         outcomes += judge_all(pairs, quality, beta, judge_rng)
     return outcomes
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 8, 20])
+def test_the_opening_is_a_matching_that_meets_everyone(n: int) -> None:
+    ids = ids_of(n)
+    pairs = opening(ids, random.Random(n))
+    assert len(pairs) == (n + 1) // 2 == opening_sizes(n, 100)[0]
+    degree = Counter(c for p in pairs for c in (p.scheduled_a, p.scheduled_b))
+    assert set(degree) == set(ids)  # everyone plays
+    assert sorted(degree.values())[-1] <= 2 and sum(v == 2 for v in degree.values()) == n % 2
+    assert all(p.scheduled_a != p.scheduled_b for p in pairs)
+    assert len(opening(ids, random.Random(n), budget=1)) == 1
+
+
+def test_opening_sizes_spend_exactly_the_budget() -> None:
+    assert opening_sizes(20, 30, 8) == [10, 8, 8, 4]
+    assert opening_sizes(20, 6, 8) == [6]
+    assert opening_sizes(5, 7, 8) == [3, 4]
+    assert opening_sizes(1, 7) == [] and opening_sizes(4, 0) == []
+    with pytest.raises(ValueError, match="batch_size"):
+        opening_sizes(5, 10, 0)
+
+
+def test_champion_pairs_meet_the_likeliest_champions() -> None:
+    ids = ids_of(8)
+    # c00 and c01 beat everyone else; nobody else has a chance at the top.
+    history = [Outcome(w, lost, "A") for w in ("c00", "c01") for lost in ids[2:]] * 2
+    batch = champion_batch(ids, history, rng=random.Random(3), size=1)
+    assert [frozenset((p.scheduled_a, p.scheduled_b)) for p in batch] == [frozenset(("c00", "c01"))]
+    # Once they have met twice (both orders), the pair is closed.
+    done = [*history, Outcome("c00", "c01", "A"), Outcome("c01", "c00", "B")]
+    assert all(
+        {p.scheduled_a, p.scheduled_b} != {"c00", "c01"}
+        for p in champion_batch(ids, done, rng=random.Random(3), size=5)
+    )
 
 
 def test_first_round_is_2_regular() -> None:
@@ -115,7 +165,14 @@ def test_batches_respect_the_rules(n: int, played: int, size: int, seed: int) ->
     ids = ids_of(n)
     rng = random.Random(seed)
     history = [random_outcome(rng, ids) for _ in range(played)]
-    batch = next_batch(ids, history, rng=random.Random(seed), size=size)
+    for choose in (next_batch, champion_batch):
+        check_batch(ids, history, choose(ids, history, rng=random.Random(seed), size=size), size)
+
+
+def check_batch(
+    ids: list[str], history: list[Outcome], batch: list[ScheduledPair], size: int
+) -> None:
+    n = len(ids)
     assert len(batch) <= size
     keys = [frozenset((p.scheduled_a, p.scheduled_b)) for p in batch]
     assert all(len(k) == 2 for k in keys), "self pair"
@@ -129,17 +186,17 @@ def test_batches_respect_the_rules(n: int, played: int, size: int, seed: int) ->
         assert {p.presented_a, p.presented_b} == {p.scheduled_a, p.scheduled_b}
 
 
-def test_same_inputs_same_batch() -> None:
+@pytest.mark.parametrize("choose", [next_batch, champion_batch])
+def test_same_inputs_same_batch(choose: Any) -> None:
     ids = ids_of(10)
     history = [Outcome("c00", "c01", "A"), Outcome("c02", "c03", "B"), Outcome("c04", "c00", "tie")]
-    first = next_batch(ids, history, rng=round_rng(7, "final_judging", 1))
-    assert first == next_batch(
-        list(reversed(ids)), history[::-1], rng=round_rng(7, "final_judging", 1)
-    )
-    assert first != next_batch(ids, history, rng=round_rng(7, "final_judging", 2))
+    first = choose(ids, history, rng=round_rng(7, "final_judging", 1))
+    assert first == choose(list(reversed(ids)), history[::-1], rng=round_rng(7, "final_judging", 1))
+    assert first != choose(ids, history, rng=round_rng(7, "final_judging", 2))
 
 
-def test_a_repeat_shows_the_other_order() -> None:
+@pytest.mark.parametrize("next_batch", [next_batch, champion_batch])
+def test_a_repeat_shows_the_other_order(next_batch: Any) -> None:
     ids = ["a", "b"]
     batch = next_batch(ids, [Outcome("b", "a", "A")], rng=random.Random(0), size=3)
     assert len(batch) == 1
@@ -182,16 +239,18 @@ def test_posterior_samples_spread_like_the_laplace_covariance() -> None:
     assert np.allclose(np.cov(draws.T), covariance, atol=0.05)
 
 
-def test_budget_is_never_exceeded() -> None:
+@pytest.mark.parametrize("rule", RULES)
+def test_budget_is_never_exceeded(rule: str) -> None:
     ids = ids_of(6)
     quality = {c: float(i) for i, c in enumerate(ids)}
     for budget in (0, 3, 6, 7, 14, 40):
-        assert len(run(ids, quality, budget, seed=budget)) <= budget
+        assert len(run(ids, quality, budget, seed=budget, rule=rule)) <= budget
     # 6 candidates, 15 pairs, 2 repeats each: 30 calls at most, whatever the budget.
-    assert len(run(ids, quality, 100, seed=1)) == 30
+    assert len(run(ids, quality, 100, seed=1, rule=rule)) == 30
 
 
-def test_it_spends_calls_on_the_contenders_and_finds_the_top() -> None:
+@pytest.mark.parametrize("rule", RULES)
+def test_it_spends_calls_on_the_contenders_and_finds_the_top(rule: str) -> None:
     # Deterministic seeds: the assertion is a property of these runs, not a flaky statistic.
     beta = beta_for_accuracy(0.9)
     hits = 0
@@ -201,7 +260,7 @@ def test_it_spends_calls_on_the_contenders_and_finds_the_top() -> None:
         ids = ids_of(16)
         quality = {c: world.gauss(0.0, 1.0) for c in ids}
         best = max(ids, key=quality.__getitem__)
-        outcomes = run(ids, quality, 48, seed, beta)
+        outcomes = run(ids, quality, 48, seed, beta, rule)
         appearances = Counter(c for o in outcomes for c in (o.presented_a, o.presented_b))
         best_share.append(appearances[best] / len(outcomes))
         hits += leaderboard(ids, outcomes)[0].candidate_id == best

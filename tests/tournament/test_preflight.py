@@ -53,6 +53,21 @@ def test_ten_thousand_candidates_are_refused_with_the_limit_and_the_fix() -> Non
     assert "pick a smaller profile" in error.message
 
 
+def test_every_judge_call_of_a_pair_counts_towards_the_plan_and_the_estimate() -> None:
+    paper = BUILTIN_PROFILES["paper"]
+    one = plan(paper)
+    both = plan(paper, calls_per_pair=2)
+    judging = 3 * 40 + 100  # pairs: three generations of 20*4/2, then 20*10/2
+    assert both.planned_calls == one.planned_calls + judging
+    assert both.retry_headroom == 2 * one.retry_headroom
+    # Nine judges in both orders: 18 calls a pair makes the paper profile too big to run.
+    check_history_size(plan(paper, calls_per_pair=2))
+    with pytest.raises(TournamentError, match="history events"):
+        check_history_size(plan(paper, calls_per_pair=18))
+    with pytest.raises(ValueError, match="calls_per_pair"):
+        plan(paper, calls_per_pair=0)
+
+
 def test_judge_retries_count_towards_the_estimate() -> None:
     big = Profile(n=100, k=4, t=3, m=10)
     check_history_size(plan(big, invalid_json_retries=1))
@@ -66,8 +81,9 @@ async def test_a_too_large_run_from_the_temporal_cli_fails_at_once(
     workflow_id = f"t-large-{uuid.uuid4().hex[:8]}"
     raw = json.dumps({"task": "x", "custom": {"n": 2000, "k": 2, "t": 1, "m": 2}})
     await temporal_start(server_address, worker_queue, TOURNAMENT, workflow_id, raw)
-    # A domain refusal writes the run directory first (one activity), nothing else.
-    error = await refusal(client, workflow_id, max_events=12)
+    # A domain refusal writes the run directory first (one activity), nothing else; the first
+    # workflow task also records the run's two patch markers and their search-attribute upsert.
+    error = await refusal(client, workflow_id, max_events=15)
     assert error.type == "profile.too_large"
 
 

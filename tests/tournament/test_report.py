@@ -407,3 +407,52 @@ def test_ask_report_uses_the_shared_layout() -> None:
     assert facts["cost"] == "unknown"
     assert dom.root.one("pre", id="answer").text() == f"answer {EVIL}"
     assert dom.tags["style"] == 1 and dom.tags["script"] == 0
+
+
+def _trust_data(*, separated: bool, significant: bool) -> ReportData:
+    data = _data(simulated=False)
+    intervals = {"g0-c1": (0.9, 1.6), "g0-c0": (-0.2, 0.8 if separated else 1.0)}
+    intervals |= {"g0-c2": (-1.3, 0.1), "g0-c3": (-1.4, 0.0)}
+    finals = [s for s in SCORES if s.phase == "final_judging"]
+    data.final_scores = [
+        s.model_dump() | {"score_low": intervals[s.candidate_id][0],
+                          "score_high": intervals[s.candidate_id][1], "top_share": 0.5}
+        for s in finals
+    ]  # fmt: skip
+    data.confidence = {"resamples": 1000, "winner_separated": separated, "winner_top_share": 0.9}
+    rate = {"count": 70, "total": 100, "rate": 0.7, "low": 0.6, "high": 0.78, "level": 0.95}
+    data.judge = {
+        "orders": "one",
+        "judges": ["sim:a"],
+        "first_position_win_rate": rate,
+        "position_bias": {"estimate": 0.4, "low": 0.2, "high": 0.56, "significant": significant},
+        "self_preference_risk": [{"note": "judge sim:a is of the claude family, like x"}],
+    }
+    return data
+
+
+def test_intervals_judge_table_and_winner_line_are_in_the_dom() -> None:
+    dom = parse(render_report(_trust_data(separated=True, significant=True)))
+    rows = dom.root.one("table", id="leaderboard").find_all("tr", cls="leaderboard-row")
+    assert [r.one("td", cls="interval").text() for r in rows] == [
+        "[+0.90, +1.60]",
+        "[-0.20, +0.80]",
+        "[-1.30, +0.10]",
+        "[-1.40, +0.00]",
+    ]
+    bars = dom.root.one("svg", cls="score-intervals").find_all("g", cls="score-interval")
+    assert [b.attrs["data-candidate-id"] for b in bars] == RANKED
+    line = dom.root.one("p", id="winner-line").text()
+    assert "lies above runner-up g0-c0's [-0.20, +0.80]" in line and "90%" in line
+    judge = dom.root.one("table", id="judge").find_all("tr", cls="judge-row")
+    assert "70% (70 of 100; 95% CI 60%–78%)" in [td.text() for td in judge[0].find_all("td")]
+    notes = [p.text() for p in dom.root.find_all("p", cls="judge-note")]
+    assert any("favours the first-shown candidate" in n for n in notes)
+    assert any(n.startswith("Possible self-preference: judge sim:a") for n in notes)
+
+
+def test_overlapping_intervals_and_an_unbiased_judge_say_so() -> None:
+    dom = parse(render_report(_trust_data(separated=False, significant=False)))
+    assert "do not separate them" in dom.root.one("p", id="winner-line").text()
+    notes = [p.text() for p in dom.root.find_all("p", cls="judge-note")]
+    assert not any("favours" in n for n in notes)

@@ -78,6 +78,9 @@ async def test_think_on_the_sim_prints_winner_true_quality_and_report(tmp_path: 
         assert f"winner: {summary['winner_id']} after 15 calls" in done.err
         assert "simulated: winner true quality" in done.err
         assert "report.html" in done.err
+        confidence = summary["confidence"]
+        assert f"runner-up {confidence['runner_up_id']}'s (tops " in done.err
+        assert "of 1000 resamples)" in done.err
         assert "[sim q=" in done.out
         shown = await ponder("status", "cli-think", env=cli_env(tmp_path))
         assert shown.code == 0, shown.err
@@ -281,7 +284,17 @@ def test_every_input_option_has_a_flag(tmp_path: Path, monkeypatch: pytest.Monke
         "--prompts",
         str(prompts),
         "--include-prompts",
+        "--judge-orders",
+        "both",
+        "--judges",
+        "sim:default,accuracy=0.9,sim:default,family=claude",
+        "--bootstrap-resamples",
+        "500",
     )
+    assert built.judge_orders == "both"
+    assert built.judges == ["sim:default,accuracy=0.9", "sim:default,family=claude"]
+    assert built.models.judge is None  # the panel replaces the one judge
+    assert built.bootstrap_resamples == 500
     assert built.critique_chars == 900
     assert built.concurrency.model_dump() == {"generate": 2, "judge": 5, "mutate": 2}
     assert built.output_token_caps == {"compare": 300, "finalize": 99}
@@ -316,10 +329,17 @@ async def test_dry_run_shows_the_adaptive_rounds(tmp_path: Path) -> None:
     adaptive = await ponder(*args, "--schedule", "adaptive", env=cli_env(tmp_path))
     assert regular.code == adaptive.code == 0, adaptive.err
     assert "adaptive" not in regular.out and "sequential rounds: 6" in regular.out
-    # 12 judge calls over 8 candidates: a first round of 8, then one batch of 4.
-    assert "generation_judging:1     12  (adaptive: 2 rounds of 8 + 4)" in adaptive.out
-    assert "final_judging            16  (adaptive: 2 rounds of 8 + 8)" in adaptive.out
-    assert "sequential rounds: 9" in adaptive.out
+    # 12 judge calls over 8 candidates: an opening matching of 4, then one batch of 8.
+    assert "generation_judging:1     12  (adaptive: 2 rounds of 4 + 8)" in adaptive.out
+    assert "final_judging            16  (adaptive: 3 rounds of 4 + 8 + 4)" in adaptive.out
+    assert "sequential rounds: 10" in adaptive.out
+    # Both orders: twice the calls, the same rounds of pairs.
+    both = await ponder(
+        *args, "--schedule", "adaptive", "--judge-orders", "both", env=cli_env(tmp_path)
+    )
+    assert both.code == 0, both.err
+    assert "generation_judging:1     24  (adaptive: 2 rounds of 4 + 8)" in both.out
+    assert "judge calls per pair: 2 (1 judge, both orders)" in both.out
 
 
 async def test_openai_models_are_priced_and_the_table_is_dated(tmp_path: Path) -> None:
@@ -449,3 +469,33 @@ async def test_status_and_report_on_an_ask_run_give_an_ask_view(tmp_path: Path) 
         assert report.code == 0, report.err
         page = Path(report.out.strip()).read_text()
         assert 'id="answer"' in page and "leaderboard" not in page
+
+
+async def test_dry_run_flags_a_judge_of_a_generators_family(tmp_path: Path) -> None:
+    args = ("think", "x", "--profile", "quick", "--dry-run")
+    families = (
+        "--model",
+        "sim:default,family=claude",
+        "--mutator-model",
+        "sim:default,family=openai",
+    )
+    flagged = await ponder(*args, *families, env=cli_env(tmp_path))
+    assert flagged.code == 0, flagged.err
+    assert "warning: judge sim:default,family=claude is of the claude family" in flagged.out
+    # A judge of neither family, or one family for all generators: nothing to flag.
+    neutral = await ponder(
+        *args, *families, "--judge-model", "sim:default,family=qwen", env=cli_env(tmp_path)
+    )
+    assert neutral.code == 0 and "family" not in neutral.out
+    same = await ponder(*args, "--model", "sim:default,family=claude", env=cli_env(tmp_path))
+    assert same.code == 0 and "family" not in same.out
+    both = await ponder(
+        *args,
+        *families,
+        "--judges",
+        "sim:a,family=claude",
+        "--judge-model",
+        "sim:b",
+        env=cli_env(tmp_path),
+    )
+    assert both.code == 2 and "not both" in both.err

@@ -13,17 +13,19 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from workflows.campaign.document import CampaignDocument
+from workflows.campaign.document import CampaignDocument, JudgeScorer
 from workflows.campaign.matrix import Cell
-from workflows.campaign.records import RunRecord, TokenUsage
+from workflows.campaign.records import MAX_VERDICT_CHARS, JudgeMetadata, RunRecord, TokenUsage
 from workflows.campaign.scoring import last_number
 from workflows.campaign.types import CellOutcome
+from workflows.model_types import ModelResponse
 
 __all__ = [
     "JUDGE_PROMPT",
     "RECORD_INVALID",
     "RecordInvalid",
     "build_record",
+    "judge_metadata",
     "judge_prompt",
     "judge_score",
     "leader",
@@ -66,6 +68,24 @@ def judge_score(text: str, *, scale: float = 1.0) -> tuple[float | None, str | N
     return grade / scale, None
 
 
+def judge_metadata(scorer: JudgeScorer, response: ModelResponse) -> JudgeMetadata:
+    """What the cell's record keeps of its judge: the model, its raw verdict (cut at
+    ``MAX_VERDICT_CHARS``), the grade on its last line, the scale, the call's spend."""
+    lines = response.text.strip().splitlines()
+    return JudgeMetadata(
+        model=scorer.model,
+        answered_by=response.model,
+        raw_verdict=response.text[:MAX_VERDICT_CHARS],
+        verdict_cut=len(response.text) > MAX_VERDICT_CHARS,
+        grade=last_number(lines[-1]) if lines else None,
+        scale=scorer.scale,
+        usage=TokenUsage(
+            input_tokens=response.usage.input_tokens, output_tokens=response.usage.output_tokens
+        ),
+        cost_usd=response.usd or 0.0,
+    )
+
+
 def build_record(
     doc: CampaignDocument,
     cell: Cell,
@@ -75,9 +95,12 @@ def build_record(
     wall_ms: float,
     child_error: str | None,
     cancelled: bool,
+    prompt_hash: str,
 ) -> RunRecord:
-    """The cell's validated record; its failure class in the order a cell can fail."""
-    variant, scenario = doc.variant(cell.variant), doc.scenario(cell.scenario)
+    """The cell's validated record; its failure class in the order a cell can fail.
+    ``prompt_hash``: the sha256 of the effective prompt the cell's variant sends
+    (``workflows/campaign/configs.py::prompt_hash``), not of the task text alone."""
+    variant = doc.variant(cell.variant)
     failure, error, score = None, None, outcome.score
     if cancelled:
         failure, error = "cancelled", "cancelled before it finished"
@@ -99,7 +122,7 @@ def build_record(
         "cell_seed": cell.child_seed,
         "split": doc.split,
         "model": outcome.model or str(variant.config.get("model", "")),
-        "prompt_hash": _sha(scenario.task),
+        "prompt_hash": prompt_hash,
         "config_hash": _sha({"kind": variant.kind, "config": variant.config}),
         "commit_sha": doc.commit_sha,
         "wall_ms": round(wall_ms, 3),
@@ -112,6 +135,7 @@ def build_record(
         "error": error,
         "integrity_issues": outcome.integrity_issues,
         "simulated": outcome.simulated,
+        "judge_metadata": outcome.judge,
     }
     try:
         return RunRecord.model_validate(fields)
@@ -119,12 +143,21 @@ def build_record(
         raise RecordInvalid(f"cell {cell.run_id}: {exc.errors()[0]['msg']}") from None
 
 
-def unsettled_record(doc: CampaignDocument, cell: Cell, *, calls: int, wall_ms: float) -> RunRecord:
+def unsettled_record(
+    doc: CampaignDocument, cell: Cell, *, calls: int, wall_ms: float, prompt_hash: str
+) -> RunRecord:
     """The record of a cell still draining when the drain bound ran out: no outcome, its
     worst-case ``calls`` counted (they may have been paid), and why."""
     outcome = CellOutcome(exists=False, completed=False, integrity_issues=["unsettled"])
     record = build_record(
-        doc, cell, outcome, calls=calls, wall_ms=wall_ms, child_error=None, cancelled=True
+        doc,
+        cell,
+        outcome,
+        calls=calls,
+        wall_ms=wall_ms,
+        child_error=None,
+        cancelled=True,
+        prompt_hash=prompt_hash,
     )
     return record.model_copy(
         update={

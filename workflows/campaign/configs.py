@@ -8,6 +8,8 @@ CLI accepts is one the workflow accepts.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 from pydantic import ValidationError
@@ -31,7 +33,7 @@ from workflows.plan.run_types import PlanRunInput
 from workflows.plan.validate import load_plan
 from workflows.tournament.errors import TournamentError
 from workflows.tournament.preflight import preflight
-from workflows.tournament.prompts import DEFAULT_RUBRIC, render
+from workflows.tournament.prompts import DEFAULT_RUBRIC, RenderedPrompt, render
 from workflows.tournament.types import TournamentInput
 
 __all__ = [
@@ -40,6 +42,7 @@ __all__ = [
     "config_errors",
     "final_step",
     "plan_input",
+    "prompt_hash",
     "tournament_input",
     "variant_models",
 ]
@@ -104,6 +107,36 @@ def plan_input(
         run_id=run_id,
         calls=calls or CallOptions(),
     )
+
+
+def prompt_hash(variant: Variant, *, task: str) -> str:
+    """The sha256 of the effective prompt a cell of ``variant`` sends for ``task`` (its record's
+    ``prompt_hash``), so two variants that ask differently hash differently:
+
+    - single: the system and user message of its one call (a prompt style's generate prompt);
+    - tournament: its generate prompt, the task and rubric substituted (a ``prompts.generate``
+      override and the prompt style applied), which every first-generation call sends;
+    - plan: its document and arguments (the task included), from which each step's prompt is
+      rendered as the run goes.
+
+    A single shot and a tournament in the same style ask the same question: the same hash.
+    """
+    if variant.kind == "plan":
+        config = PlanConfig.model_validate(variant.config)
+        blob = json.dumps(
+            {"plan": config.plan, "args": {"task": task, **config.args}},
+            sort_keys=True,
+            ensure_ascii=False,
+        )
+        return hashlib.sha256(blob.encode()).hexdigest()
+    if variant.kind == "single":
+        ask = ask_input(variant, task=task, seed=0, run_id="prompt-hash")
+        sent = RenderedPrompt("generate", ask.system or "", ask.question, 0)
+        return sent.sha256
+    t = tournament_input(variant, task=task, seed=0, run_id="prompt-hash")
+    override = t.prompts.generate if t.prompts else None
+    values = {"task": t.task, "rubric": t.rubric or DEFAULT_RUBRIC}
+    return render("generate", values, style=t.prompt_style, override=override).sha256
 
 
 def final_step(variant: Variant) -> str:

@@ -13,7 +13,7 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from workflows.call_options import CallOptions
-    from workflows.campaign.cell_records import judge_prompt, judge_score
+    from workflows.campaign.cell_records import judge_metadata, judge_prompt, judge_score
     from workflows.campaign.document import JudgeScorer
     from workflows.campaign.matrix import Cell
     from workflows.campaign.types import CellOutcome
@@ -51,6 +51,7 @@ async def judge(
         update["score_error"] = problem
     else:
         update["score"] = value
+    update["judge"] = judge_metadata(scorer, response)
     update |= {
         "input_tokens": outcome.input_tokens + response.usage.input_tokens,
         "output_tokens": outcome.output_tokens + response.usage.output_tokens,

@@ -11,7 +11,20 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-__all__ = ["Decision", "FailureClass", "RunRecord", "TokenUsage", "failed", "was_cancelled"]
+__all__ = [
+    "MAX_VERDICT_CHARS",
+    "Decision",
+    "FailureClass",
+    "JudgeMetadata",
+    "RunRecord",
+    "TokenUsage",
+    "failed",
+    "was_cancelled",
+]
+
+MAX_VERDICT_CHARS = 4_000
+"""A judge's raw verdict kept in its cell's record (the rest is cut, and ``verdict_cut`` says so:
+the judge is asked for one line of reasoning and the grade)."""
 
 Decision = Literal["promote", "hold", "equivalent", "reject", "needs_more_data"]
 FailureClass = Literal[
@@ -26,6 +39,26 @@ class TokenUsage(BaseModel):
     output_tokens: int = Field(default=0, ge=0)
 
 
+class JudgeMetadata(BaseModel):
+    """Who judged a cell scored by a ``judge`` scorer, and what it said (the reference's
+    ``judgeMetadata``): a cell's score can be audited against the verdict it was read from."""
+
+    model_config = {"extra": "forbid", "allow_inf_nan": False}
+
+    model: str = Field(description="the judge as the scorer names it (provider:model)")
+    answered_by: str = Field(
+        default="", description="the model that answered, as its provider names it"
+    )
+    raw_verdict: str = Field(max_length=MAX_VERDICT_CHARS, description="the judge's reply")
+    verdict_cut: bool = Field(
+        default=False, description=f"longer than {MAX_VERDICT_CHARS} characters"
+    )
+    grade: float | None = Field(default=None, description="the number on the verdict's last line")
+    scale: float = Field(gt=0)
+    usage: TokenUsage = TokenUsage()
+    cost_usd: float = Field(default=0.0, ge=0)
+
+
 class RunRecord(BaseModel):
     model_config = {"extra": "forbid", "allow_inf_nan": False}
 
@@ -37,7 +70,7 @@ class RunRecord(BaseModel):
     cell_seed: int = Field(default=0, ge=0, description="the seed the cell's child ran with")
     split: Literal["search", "dev", "holdout"]
     model: str = Field(description="provider:model (with a dated snapshot when known)")
-    prompt_hash: str
+    prompt_hash: str = Field(description="sha256 of the effective prompt sent to the model")
     config_hash: str
     commit_sha: str = Field(min_length=1)
     wall_ms: float = Field(ge=0)
@@ -50,6 +83,9 @@ class RunRecord(BaseModel):
     error: str | None = None
     integrity_issues: list[str] = []
     simulated: bool = False
+    judge_metadata: JudgeMetadata | None = Field(
+        default=None, description="the judge's model and raw verdict, when a judge scored it"
+    )
 
     @property
     def score(self) -> float | None:

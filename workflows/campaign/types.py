@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from workflows.budget import BudgetLimits, BudgetSpent
 from workflows.campaign.document import Route, Scorer
-from workflows.campaign.records import Decision, RunRecord
+from workflows.campaign.records import Decision, JudgeMetadata, RunRecord
 
 __all__ = [
     "CampaignArtifactsInput",
@@ -93,6 +93,7 @@ class CellOutcome(BaseModel):
     integrity_issues: list[str] = []
     answer: str | None = None
     wall_ms: float = 0.0
+    judge: JudgeMetadata | None = Field(default=None, description="set by the judge scorer")
 
 
 class CampaignArtifactsInput(BaseModel):

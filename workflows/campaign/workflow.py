@@ -29,7 +29,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.campaign.cell_records import RecordInvalid, build_record, unsettled_record
     from workflows.campaign.cells_budget import CellBudget
     from workflows.campaign.children import CHILD_ENDED, ChildFailure, child_failure, run_child
-    from workflows.campaign.configs import cell_calls
+    from workflows.campaign.configs import cell_calls, prompt_hash
     from workflows.campaign.document import CampaignDocument, JudgeScorer
     from workflows.campaign.judging import judge
     from workflows.campaign.matrix import Cell, cells, fingerprint
@@ -194,7 +194,10 @@ class CampaignWorkflow:
                 cell = state.cells[index]
                 started, reserved = self.in_flight[index]
                 wall_ms = (workflow.now() - started).total_seconds() * 1000
-                record = unsettled_record(doc, cell, calls=reserved, wall_ms=wall_ms)
+                sent = prompt_hash(doc.variant(cell.variant), task=doc.scenario(cell.scenario).task)
+                record = unsettled_record(
+                    doc, cell, calls=reserved, wall_ms=wall_ms, prompt_hash=sent
+                )
                 state.unsettle(cell, reserved, record)
             state.event("campaign.drain_timeout", unsettled=len(state.unsettled))
 
@@ -277,6 +280,7 @@ class CampaignWorkflow:
                 wall_ms=wall_ms,
                 child_error=child_error,
                 cancelled=cancelled,
+                prompt_hash=prompt_hash(variant, task=scenario.task),
             )
         except RecordInvalid as exc:
             raise GenuineError(exc.code, str(exc)) from None

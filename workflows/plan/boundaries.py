@@ -15,8 +15,9 @@ worst case is reserved:
 - ``run`` step: not a boundary; its flow's children are boundaries of their own (``children``,
   reserved one at a time as the body walks), counted in the defaults, caps and the worst case.
 
-The plan's default call budget is the sum of ``w`` over dispatching steps (a chain member once)
-plus gate redo allowances; the default wall ceiling is 1.5 x the sum of boundary wall
+The plan's default call budget is the sum of the boundaries' reservations (a region counts each
+activated item; the reference counts a chain member once, so a plan without a budget paused
+before its first fan-out); the default wall ceiling is 1.5 x the sum of boundary wall
 reservations. Extensions are capped at ``max(2 x plan total, sum of reservations)`` so a valid
 plan can always be finished (the reference's own fix for the plain doubling rule).
 """
@@ -208,9 +209,10 @@ def region_reservation(step: FanoutStep, chain: Sequence[AnyStep], items: int) -
 
 
 def lanes(step: FanoutStep, items: int) -> int:
-    """Branches in flight at once: ``concurrency``, else ``max_fanout``, at most the items and
-    never over ``MAX_CONCURRENCY``."""
-    wanted = step.fanout.concurrency or step.fanout.max_fanout or max(items, 1)
+    """Branches in flight at once: ``concurrency``, else ``max_fanout``, else one at a time
+    (as in the reference: nothing asked for parallel branches), at most the items and never
+    over ``MAX_CONCURRENCY``."""
+    wanted = step.fanout.concurrency or step.fanout.max_fanout or 1
     return max(1, min(wanted, items, MAX_CONCURRENCY))
 
 
@@ -302,7 +304,8 @@ def flat(walk: Sequence[Boundary]) -> list[Boundary]:
 @dataclass(frozen=True)
 class PlanTotals:
     default_calls: int
-    """Sum of ``w`` over dispatching steps (members once) plus gate redo allowances."""
+    """The sum of the boundaries' reservations (a region counts each activated item; a gate
+    its redo allowance): what the walk can spend without a human gate's revise."""
     default_wall_ms: int
     """1.5 x the sum of boundary wall reservations."""
     reserved_calls: int
@@ -324,13 +327,21 @@ def _default_calls(in_order: Sequence[AnyStep]) -> int:
     )
 
 
-def plan_totals(plan: Plan, walk: Sequence[Boundary] | None = None) -> PlanTotals:
+def plan_totals(
+    plan: Plan, walk: Sequence[Boundary] | None = None, *, per_item: bool = True
+) -> PlanTotals:
+    """``per_item``: the default call budget is the sum of the boundaries' reservations, a
+    region counting every activated item, so a plan without a budget is not paused before
+    its first fan-out; False is the reference's rule (a chain member once), which runs
+    recorded before the change replay with."""
     walk = flat(boundaries(plan) if walk is None else walk)
+    reserved_calls = sum(b.reservation.invocations for b in walk)
     default_calls = _default_calls(plan.steps)
     for step in plan.steps:  # a flow's children count once per run step that calls it
         flow = plan.flows.get(step.flow) if isinstance(step, RunStep) else None
         default_calls += _default_calls(flow.steps) if flow is not None else 0
-    reserved_calls = sum(b.reservation.invocations for b in walk)
+    if per_item:
+        default_calls = max(default_calls, reserved_calls)
     reserved_wall = sum(b.reservation.wall_ms for b in walk)
     default_wall = math.ceil(reserved_wall * WALL_CEILING_MULTIPLIER)
     declared = plan.budget

@@ -30,6 +30,7 @@ from workflows.plan.model import (
     EnsureFileContains,
     EnsureFileExists,
     EnsureJudged,
+    RunStep,
     SetStep,
 )
 from workflows.plan.paths import lexical_problem
@@ -38,7 +39,7 @@ from workflows.plan.refs import Ref, RefError, parse_template
 __all__ = ["ExpressionRules", "bound_names", "expression_budget_error", "step_expressions"]
 
 
-def bound_names(step: AgentStep | SetStep, *, member: bool, result: bool) -> set[str]:
+def bound_names(step: AgentStep | SetStep | RunStep, *, member: bool, result: bool) -> set[str]:
     """The names an expression of ``step`` may read: ``input`` and ``steps`` everywhere,
     ``result`` in predicates, ``item``/``item_index`` in a fan-out chain member, ``iteration``
     in an iterating step."""
@@ -57,7 +58,7 @@ def step_expressions(step: object) -> Iterator[tuple[str, tuple[str | int, ...],
     if isinstance(step, SetStep):
         for key, text in step.values.items():
             yield text, ("set", key), False
-    if isinstance(step, AgentStep | SetStep):
+    if isinstance(step, AgentStep | SetStep | RunStep):
         for k, predicate in enumerate(step.ensure):
             if isinstance(predicate, EnsureExpr):
                 yield predicate.expr, ("ensure", k, "expr"), True
@@ -136,22 +137,27 @@ class ExpressionRules(StepGraph):
                 code, why = problem
                 self.error(code, i, *parts, message=f'steps["{target}"]: {why}')
 
-    def predicates(self, i: int, step: AgentStep | SetStep) -> None:
-        """The CEL sites and ensure predicates of an agent or set step."""
+    def predicates(self, i: int, step: AgentStep | SetStep | RunStep) -> None:
+        """The CEL sites and ensure predicates of an agent, set or run step."""
         member = step.id in self.owner
         for text, parts, result in step_expressions(step):
             self.cel(i, text, bound_names(step, member=member, result=result), *parts)
         for k, predicate in enumerate(step.ensure):
             self.file_predicate(i, k, predicate)
-            if isinstance(step, SetStep) and isinstance(predicate, EnsureJudged):
+            if isinstance(step, SetStep | RunStep) and isinstance(predicate, EnsureJudged):
+                what = (
+                    "a set step dispatches nothing"
+                    if isinstance(step, SetStep)
+                    else "a run step is not a boundary (nothing reserves its call)"
+                )
+                where = "an agent step" if isinstance(step, SetStep) else "the flow's last step"
                 self.error(
                     "ensure.form",
                     i,
                     "ensure",
                     k,
-                    message="a set step takes expr, file_exists and file_contains predicates: "
-                    "judged is a model call, and a set step dispatches nothing; fix: judge in "
-                    "an agent step",
+                    message=f"a {step.kind} step takes expr, file_exists and file_contains "
+                    f"predicates: judged is a model call, and {what}; fix: judge in {where}",
                 )
 
     def file_predicate(self, i: int, k: int, predicate: Ensure) -> None:

@@ -1,9 +1,9 @@
 """The shape pass of a plan's ``flows``: each flow's header, then each body step on its own.
 
-Pure. A body takes agent steps and model gates only (``flow.step_kind``: waits stay top-level
-and a ``run`` step cannot call a flow from a flow, so there is no recursion); every body step is
-parsed as a top-level step is (``shape.parse_step``, paths ``flows.NAME.steps[i]``), then the
-body is checked under part 1's rules (``rules.check_body``). The result is each flow's
+Pure. A body takes agent steps, model gates and set steps only (``flow.step_kind``: waits stay
+top-level and a ``run`` step cannot call a flow from a flow, so there is no recursion); every body
+step is parsed as a top-level step is (``shape.parse_step``, paths ``flows.NAME.steps[i]``), then
+the body is checked under part 1's rules (``rules.check_body``). The result is each flow's
 signature, which the ``run`` steps that call it are checked against.
 """
 
@@ -138,8 +138,8 @@ def _parse_flow(
                 PlanError(
                     "flow.step_kind",
                     join_path(base, "steps", i, "kind"),
-                    f"{problem}; fix: a flow body takes {' and '.join(FLOW_STEP_KINDS)} (model "
-                    "gate) steps: put the rest at the top level",
+                    f"{problem}; fix: a flow body takes agent, gate (model gate) and set "
+                    "steps: put the rest at the top level",
                 )
             )
             steps.append(None)

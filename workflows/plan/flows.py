@@ -152,7 +152,8 @@ def invocations(plan: Plan) -> Iterator[tuple[str, AgentStep | GateStep]]:
     for step in plan.steps:
         if isinstance(step, RunStep) and step.flow in plan.flows:
             for child in plan.flows[step.flow].steps:
-                yield scoped(step.id, child.id), child
+                if isinstance(child, AgentStep | GateStep):  # a set child dispatches nothing
+                    yield scoped(step.id, child.id), child
 
 
 def step_ids(plan: Plan) -> list[str]:

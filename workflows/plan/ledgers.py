@@ -149,6 +149,8 @@ class Ledgers(BaseModel):
                 if step.budget.is_set():
                     ledgers._add(step.id, "subflow", step.budget)
                 for child in plan.flows[step.flow].steps:
+                    if not isinstance(child, AgentStep | GateStep):
+                        continue  # a set child dispatches nothing: no ledger covers it
                     sid = scoped(step.id, child.id)
                     owners = [sid] if child.budget.is_set() else []
                     if child.budget.is_set():

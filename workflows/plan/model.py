@@ -96,7 +96,7 @@ FAILURE_CLASSES: tuple[str, ...] = (
     "ensure-failed",
 )
 STEP_KINDS: tuple[str, ...] = ("agent", "gate", "fanout", "pause", "tournament", "run", "set")
-FLOW_STEP_KINDS: tuple[str, ...] = ("agent", "gate")
+FLOW_STEP_KINDS: tuple[str, ...] = ("agent", "gate", "set")
 """What a sub-flow body takes (model gates only: waits stay top-level; no recursion)."""
 FLOW_NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,63}$"
 FlowName = Annotated[str, StringConstraints(pattern=FLOW_NAME_PATTERN)]
@@ -465,6 +465,11 @@ class RunStep(_Vendor):
         default_factory=LedgerBudget, description="the sub-flow's ledger: every child's calls"
     )
     out: ContractName | None = None
+    ensure: list[Ensure] = Field(
+        default_factory=list,
+        max_length=MAX_ENSURES,
+        description="checked on the flow's output (result), after out; never retried",
+    )
     on_fail: StepId | None = None
     checkpoint: Label | None = Field(default=None, description=CHECKPOINT_DOC)
 
@@ -496,7 +501,7 @@ STEP_MODELS: dict[str, type[BaseModel]] = {
     "run": RunStep,
     "set": SetStep,
 }
-FlowStep = Annotated[AgentStep | GateStep, Field(discriminator="kind")]
+FlowStep = Annotated[AgentStep | GateStep | SetStep, Field(discriminator="kind")]
 MAX_FLOWS = 100
 MAX_FLOW_STEPS = 1000
 

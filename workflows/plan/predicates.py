@@ -27,6 +27,7 @@ from workflows.plan.model import (
     FanoutStep,
     Judged,
     Plan,
+    RunStep,
     SetStep,
 )
 from workflows.plan.refs import extract_json
@@ -58,6 +59,11 @@ class AttemptScope:
     item: Any = None
     item_index: int | None = None
     iteration: int | None = None
+    causes: tuple[int, ...] = ()
+    """Caused-by edges of the attempt's dispatches besides its deps' (a chain member's
+    region)."""
+    prefix: str | None = None
+    """The ``run`` step whose body the attempt is in (None: the top level)."""
 
 
 def file_predicates(plan: Plan) -> bool:
@@ -66,7 +72,7 @@ def file_predicates(plan: Plan) -> bool:
     return any(
         isinstance(p, EnsureFileExists | EnsureFileContains)
         for s in plan.steps
-        if isinstance(s, AgentStep | SetStep)
+        if isinstance(s, AgentStep | SetStep | RunStep)
         for p in s.ensure
     )
 
@@ -85,10 +91,24 @@ def _parsed(text: Any) -> Any:
         return text  # an output that broke its contract later still has its text
 
 
-def output_value(plan: Plan, step_id: str, raw: Any) -> Any:
-    """A settled output as an expression reads it (``steps["<id>"]``)."""
+def _step_in(plan: Plan, step_id: str, prefix: str | None) -> Any:
+    """The step ``step_id`` names in a scope: the top level, or the body of the ``run`` step
+    ``prefix`` (a child id may repeat a top-level id; flows do not nest)."""
+    if prefix is None:
+        return plan.step(step_id)
+    caller = plan.step(prefix)
+    flow = plan.flows.get(caller.flow) if isinstance(caller, RunStep) else None
+    for child in flow.steps if flow is not None else []:
+        if child.id == step_id:
+            return child
+    raise KeyError(step_id)
+
+
+def output_value(plan: Plan, step_id: str, raw: Any, prefix: str | None = None) -> Any:
+    """A settled output as an expression reads it (``steps["<id>"]``; ``prefix``: the run
+    step whose body the expression is in)."""
     try:
-        step = plan.step(step_id)
+        step = _step_in(plan, step_id, prefix)
     except KeyError:
         return raw
     if isinstance(step, AgentStep) and step.out is not None:
@@ -121,7 +141,9 @@ def bindings(
         out["input"] = dict(scope.inputs)
     if "steps" in names:
         out["steps"] = {
-            s: output_value(plan, s, scope.outputs[s]) for s in read if s in scope.outputs
+            s: output_value(plan, s, scope.outputs[s], scope.prefix)
+            for s in read
+            if s in scope.outputs
         }
     if "result" in names and result is not _NOT_BOUND:
         out["result"] = result
@@ -139,9 +161,10 @@ def bound_bytes(values: Mapping[str, Any]) -> int:
     return len(text.encode("utf-8", "backslashreplace"))
 
 
-def result_of(step: AgentStep | SetStep, text: Any) -> Any:
-    """``result`` of an attempt: parsed JSON with an ``out`` contract, else the text."""
-    return _parsed(text) if step.out is not None else text
+def result_of(step: AgentStep | SetStep | RunStep, text: Any) -> Any:
+    """``result`` of an attempt: parsed JSON with an ``out`` contract, else the text (a run
+    step's typed output, a list or a map, is its result as it is)."""
+    return _parsed(text) if step.out is not None and isinstance(text, str) else text
 
 
 def judge_prompt(judged: Judged, output: str) -> str:

@@ -6,11 +6,14 @@ containment probe, an activity) itself. Each refusal is a ``PlanFailure`` with i
 1. ``trace-emit-required``: a ``loop-plan/1`` plan whose ``trace.emit`` is not true;
 2. ``plan-model-unroutable``: a dispatching step no executor runs;
 3. ``artifact-path-escapes-root``: (the probe) a declared path leaves the workspace;
-4. ``same-family-qe-refused``: a ``role: qe`` step in the coder's family, unless waived loudly;
+4. ``same-family-qe-refused``: a ``role: qe`` step in the coder's family, unless waived loudly
+   (a waiver owes a re-QE: ``reqe_debt``, written to the run directory);
 5. ``reservation-unsatisfiable``: an explicit budget below the worst single boundary.
 """
 
 from __future__ import annotations
+
+import json
 
 from workflows.plan.boundaries import boundaries, plan_totals, unsatisfiable
 from workflows.plan.consumer import CONSUMER_MODEL
@@ -23,7 +26,17 @@ from workflows.plan.routing import route, step_family
 from workflows.plan.run_record import PlanFailure
 from workflows.plan.run_types import PlanRunInput
 
-__all__ = ["check_trace", "declared_paths", "open_ledger", "qe_waivers", "route_models"]
+__all__ = [
+    "REQE_DEBT_FILE",
+    "check_trace",
+    "declared_paths",
+    "default_calls_differ",
+    "open_ledger",
+    "qe_unchecked",
+    "qe_waivers",
+    "reqe_debt",
+    "route_models",
+]
 
 
 def check_trace(plan: Plan) -> None:
@@ -101,6 +114,36 @@ def declared_paths(plan: Plan) -> list[str]:
     )
 
 
+REQE_DEBT_FILE = "reqe-due.json"
+"""The run directory's record of the re-QE a waiver owes (the reference writes ``reqe-due-1``
+to its state directory; a run writes only its own directory)."""
+
+
+def qe_unchecked(plan: Plan, input: PlanRunInput) -> list[str]:
+    """The ``role: qe`` steps nobody can check: the run was not told who wrote the code."""
+    if input.coder_family:
+        return []
+    return [sid for sid, step in invocations(plan) if step.role == "qe"]
+
+
+def reqe_debt(
+    *, run_id: str, plan: str, coder_family: str, steps: list[str], emitted_at: str
+) -> str:
+    """The re-QE debt record of the steps run under ``--allow-same-family-qe`` (JSON)."""
+    record = {
+        "schema": "ponder-reqe-due/1",
+        "run_id": run_id,
+        "plan": plan,
+        "coder_family": coder_family,
+        "qe_family": coder_family,  # that identity is the waiver
+        "steps": steps,
+        "reason": f"plan run {run_id}: QE step(s) {', '.join(steps)} ran in the coder's family "
+        f"{coder_family} under --allow-same-family-qe; an independent review is owed",
+        "emitted_at": emitted_at,
+    }
+    return json.dumps(record, indent=2) + "\n"
+
+
 def qe_waivers(plan: Plan, models: dict[str, str], input: PlanRunInput) -> list[tuple[str, str]]:
     """(step, waiver) for each QE step in the coder's family that the run waives."""
     coder = input.coder_family
@@ -118,11 +161,22 @@ def qe_waivers(plan: Plan, models: dict[str, str], input: PlanRunInput) -> list[
                 Reason.SAME_FAMILY_QE_REFUSED,
                 message + "; fix: give it another family, or --allow-same-family-qe",
             )
-        waivers.append((sid, f"WAIVER (--allow-same-family-qe): {message}"))
+        waivers.append(
+            (sid, f"WAIVER (--allow-same-family-qe): {message}; a re-QE is owed ({REQE_DEBT_FILE})")
+        )
     return waivers
 
 
-def open_ledger(plan: Plan, input: PlanRunInput) -> PlanLedger:
+def default_calls_differ(plan: Plan) -> bool:
+    """Whether the default call budget is a per-item one that the reference's rule (a chain
+    member once) would set lower: only then does the workflow ask which rule its history
+    ran with."""
+    walk = boundaries(plan)
+    per_item = plan_totals(plan, walk)
+    return per_item.default_calls != plan_totals(plan, walk, per_item=False).default_calls
+
+
+def open_ledger(plan: Plan, input: PlanRunInput, *, per_item: bool = True) -> PlanLedger:
     """The run's ledger; refused when an explicit budget cannot fit the worst boundary."""
     walk = boundaries(plan)
     override, declared = input.budget, plan.budget
@@ -136,7 +190,7 @@ def open_ledger(plan: Plan, input: PlanRunInput) -> PlanLedger:
     if bad is not None:
         raise PlanFailure(Reason.RESERVATION_UNSATISFIABLE, bad[1])
     return PlanLedger.start(
-        plan_totals(plan, walk),
+        plan_totals(plan, walk, per_item=per_item),
         calls=calls,
         wall_ms=wall,
         tokens=override.tokens if override else None,

@@ -50,15 +50,23 @@ def assemble_prompt(
     item: Any = None,
     has_item: bool = False,
     upstream: Any = None,
+    redo_of: str | None = None,
 ) -> str:
-    """``rendered`` is the step prompt with its references resolved (``refs.render``)."""
+    """``rendered`` is the step prompt with its references resolved (``refs.render``).
+    ``redo_of``: a model gate re-runs this step (its fail route); ``upstream`` is then the
+    step's own previous output, shown whatever its deps, as the reference does."""
     parts = [rendered, *contract_lines(step, contract)]
     if has_item:
         text = item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
         parts.append("This branch handles the item: " + defang(text))
-    if upstream is not None and len(step.deps) == 1:
+    if upstream is not None and (len(step.deps) == 1 or redo_of is not None):
         text = upstream if isinstance(upstream, str) else json.dumps(upstream, ensure_ascii=False)
-        parts.append("Upstream value:\n" + defang(text))
+        label = (
+            "Upstream value:"
+            if redo_of is None
+            else (f"Upstream value (your previous output; gate {redo_of} asked for a redo):")
+        )
+        parts.append(label + "\n" + defang(text))
     return "\n".join(parts)
 
 

@@ -11,17 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from workflows.families import canonical_family
+
 __all__ = ["canonical_family", "route", "step_family"]
-
-
-def canonical_family(name: str) -> str | None:
-    """The family a model or family name stands for, or None when it names none."""
-    lowered = name.strip().lower()
-    if lowered in ("sonnet", "opus", "haiku") or lowered.startswith("claude"):
-        return "claude"
-    if lowered.startswith(("codex", "gpt", "openai")):
-        return "openai"
-    return None
 
 
 def route(

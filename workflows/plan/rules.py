@@ -246,6 +246,7 @@ class _Checker(ExpressionRules):
                 "out",
                 message=f"out {step.out!r} names no contract; fix: declare it under contracts",
             )
+        self.predicates(i, step)
         self.on_fail(i, step)
         signature = self.flows.get(step.flow)
         if signature is None:

@@ -4,6 +4,9 @@ Pure. ``graph.json`` is the plan's step graph (ids, kinds, titles, deps, a regio
 step's flow, followed by its children under their scoped ids, after it) with each step's
 current state; ``calls.jsonl`` is one row per invocation (step, model, tokens, USD,
 latency, outcome), so the report can show each step's cost. Both are small next to the trace.
+``args.json`` holds the run's arguments (those it started with, and those ``resume`` gave) and
+``outputs.json`` each settled step's output (the values the run's result returns), so a person
+reads what each step produced without the workflow's history.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from workflows.plan.flows import scoped
 from workflows.plan.model import FanoutStep, Plan, RunStep
 from workflows.plan.run_record import CallRow
 
-__all__ = ["calls_jsonl", "graph_json"]
+__all__ = ["args_json", "calls_jsonl", "graph_json", "outputs_json"]
 
 
 def graph_json(plan: Plan | None, states: Mapping[str, str]) -> str:
@@ -54,3 +57,12 @@ def calls_jsonl(calls: Sequence[CallRow]) -> str:
     # ``vars``, not ``dataclasses.asdict``: the rows are flat, and asdict's deep copy made the
     # final write of a 2,000-item region outlast the deadlock timeout in the workflow sandbox.
     return "".join(json.dumps(vars(c), sort_keys=True) + "\n" for c in calls)
+
+
+def args_json(args: Mapping[str, Any]) -> str:
+    return json.dumps(dict(args), indent=1, ensure_ascii=False) + "\n"
+
+
+def outputs_json(outputs: Mapping[str, Any]) -> str:
+    """Step id -> output (text, or the JSON a contract, a set step or a region produced)."""
+    return json.dumps(dict(outputs), indent=1, ensure_ascii=False) + "\n"

@@ -92,14 +92,23 @@ class PlanRecord:
     def causes(self, deps: list[str]) -> list[int]:
         return [self.last_settled[d] for d in deps if d in self.last_settled]
 
-    def trace_jsonl(self) -> str:
-        return "".join(e.model_dump_json() + "\n" for e in self.events)
+    def trace_jsonl(self, start: int = 0) -> str:
+        """The trace's lines from event ``start`` on (0: the whole trace)."""
+        return "".join(e.model_dump_json() + "\n" for e in self.events[start:])
 
     def cost_json(
-        self, *, run_id: str, plan: str, outcome: str, wall_ms: int, waited_ms: int = 0
+        self,
+        *,
+        run_id: str,
+        plan: str,
+        outcome: str,
+        wall_ms: int,
+        waited_ms: int = 0,
+        elapsed_ms: int | None = None,
     ) -> str:
-        """``wall_ms`` is the run's elapsed time, its waits for a person included;
-        ``waited_ms`` is those waits alone."""
+        """``wall_ms`` is the wall clock the budget charged (agent time: the ``wall spent`` of
+        ``status``); ``elapsed_ms`` the run's elapsed time, its waits for a person included;
+        ``waited_ms`` those waits alone."""
         row = {
             "run_id": run_id,
             "plan": plan,
@@ -112,6 +121,7 @@ class PlanRecord:
             "usd": round(sum(c.usd for c in self.calls), 6),
             "unpriced_invocations": sum(1 for c in self.calls if not c.priced),
             "wall_ms": wall_ms,
+            "elapsed_ms": wall_ms + waited_ms if elapsed_ms is None else elapsed_ms,
             "waited_ms": waited_ms,
             "simulated": bool(self.calls) and all(c.simulated for c in self.calls),
         }

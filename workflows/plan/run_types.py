@@ -5,6 +5,7 @@ Control input models are plain JSON so ``temporal workflow update execute --inpu
 
 - ``resume``:       ``{"args": {"approved_by": "ada"}}``
 - ``resolve_gate``: ``{"step": "ship", "decision": "approve", "token": "<from status>"}``
+  (and ``"by": "ada"``, who decided, optional)
 - ``extend_budget``: ``{"calls": 12, "wall_ms": 600000, "tokens": 50000, "usd": 2.5}``
   (absolute new limits; any subset)
 
@@ -22,6 +23,7 @@ from workflows.bounds import (
     MAX_BUDGET_TOKENS,
     MAX_BUDGET_USD,
     MAX_CALLS,
+    MAX_DECIDER_CHARS,
     MAX_WALL_MS,
     BudgetTokens,
     BudgetUsd,
@@ -253,7 +255,10 @@ class PlanRunResult(BaseModel):
     status: Literal["completed"] = "completed"
     route: str | None = Field(default=None, description="the terminal route that ended the run")
     outputs: dict[str, JsonValue] = {}
-    calls: int = 0
+    calls: int = Field(
+        default=0, description="model calls, a tournament step's child calls included"
+    )
+    invocations: int = Field(default=0, description="step invocations (a tournament step is one)")
     usd: float = 0.0
     simulated: bool = False
     capture_failures: list[CaptureFailure] = []
@@ -272,6 +277,13 @@ class ResolveGateInput(StrictModel):
     step: str
     decision: str
     token: str
+    by: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_DECIDER_CHARS,
+        pattern=r"^[^\x00-\x1f\x7f]+$",
+        description="who decided (the CLI sends the local user name): the report's 'by'",
+    )
 
 
 class GateDecisionResult(BaseModel):

@@ -22,8 +22,23 @@ SCHEMA_FILE = "ponder-plan-1.schema.json"
 SCHEMA_ID = "https://ponder.invalid/schemas/ponder-plan-1.schema.json"
 
 
+def _closed_maps(node: Any) -> None:
+    """A map with pattern keys (``set``, ``with``, ``contracts``, ``flows``) takes no other key,
+    as the validator says: pydantic writes ``patternProperties`` alone, which JSON Schema reads
+    as "any other key is fine"."""
+    if isinstance(node, dict):
+        if "patternProperties" in node and "additionalProperties" not in node:
+            node["additionalProperties"] = False
+        for value in node.values():
+            _closed_maps(value)
+    elif isinstance(node, list):
+        for value in node:
+            _closed_maps(value)
+
+
 def generate_schema() -> dict[str, Any]:
     schema = Plan.model_json_schema(by_alias=True, mode="validation")
+    _closed_maps(schema)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": SCHEMA_ID,

@@ -46,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
         EnsureFileContains,
         EnsureFileExists,
         EnsureJudged,
+        RunStep,
         SetStep,
     )
     from workflows.plan.predicates import (
@@ -139,7 +140,7 @@ def _event(
 
 async def check_ensures(
     dispatcher: Dispatcher,
-    step: AgentStep | SetStep,
+    step: AgentStep | SetStep | RunStep,
     sid: str,
     *,
     output: str,
@@ -189,7 +190,7 @@ async def check_ensures(
 
 
 async def _probe(
-    dispatcher: Dispatcher, step: AgentStep | SetStep, scope: AttemptScope
+    dispatcher: Dispatcher, step: AgentStep | SetStep | RunStep, scope: AttemptScope
 ) -> dict[int, ProbeOutcome]:
     """The file predicates, rendered (``${...}``) and probed in one activity."""
     out: dict[int, ProbeOutcome] = {}

@@ -59,6 +59,7 @@ __all__ = [
     "REPLAY_MISS",
     "CallFailed",
     "Dispatcher",
+    "Redo",
     "SettledHook",
     "budget_failure",
     "left_the_recording",
@@ -84,6 +85,16 @@ _REASON_OF = {
     "policy-refusal": Reason.POLICY_REFUSAL,
     "transport": Reason.DISPATCH_DEAD,
 }
+
+
+@dataclass(frozen=True)
+class Redo:
+    """A model gate re-runs its fail route: the route step's upstream is its own previous
+    output (plans.md "Run" 4, as the reference does)."""
+
+    gate: str
+    """The gate's scoped id."""
+    previous: Any
 
 
 REPLAY_MISS = ReplayMissError("").error_type
@@ -172,6 +183,9 @@ class Dispatcher:
         self.pacer = Pacer()
         """Bounds the invocations one workflow task starts (a region's branches)."""
         self.on_settled: SettledHook | None = None
+        self.settled_at: dict[str, int] = {}
+        """``step[:item]`` -> seq of its last successful ``settled`` (a chain member's edge
+        to the member before it in the same branch)."""
 
     def in_workspace(self, workspace: str) -> Dispatcher:
         """This dispatcher with another workspace (an isolated fan-out item's worktree): its
@@ -190,19 +204,23 @@ class Dispatcher:
         item: Any = None,
         item_index: int | None = None,
         scope: str | None = None,
+        redo: Redo | None = None,
+        causes: tuple[int, ...] = (),
     ) -> str:
         """The step's output text, or ``PlanFailure`` once its attempts are spent. ``scope``:
-        the run step whose body the step is in (None: the top level)."""
+        the run step whose body the step is in (None: the top level); ``causes``: caused-by
+        edges its dispatches carry besides its deps' (a region's, for a chain member)."""
         sid = scoped(scope, step.id)
         own = self.ledgers.own(sid)
+        at = _At(item, item_index, redo, causes, scope)
         if own is None:
-            return await self._occurrence(step, sid, inputs, outputs, item, item_index)
+            return await self._occurrence(step, sid, inputs, outputs, at)
         why = own.refusal(occurrence(step))
         if why is not None:
             raise budget_failure(self.record, Exhausted(sid, "step", why), sid)
         own.hold(occurrence(step))
         try:
-            return await self._occurrence(step, sid, inputs, outputs, item, item_index)
+            return await self._occurrence(step, sid, inputs, outputs, at)
         finally:
             own.release()
 
@@ -212,9 +230,9 @@ class Dispatcher:
         sid: str,
         inputs: Mapping[str, Any],
         outputs: Mapping[str, Any],
-        item: Any,
-        item_index: int | None,
+        at: _At,
     ) -> str:
+        item, item_index, redo = at.item, at.item_index, at.redo
         contract = (
             self.plan.contracts.get(step.out) if isinstance(step, AgentStep) and step.out else None
         )
@@ -232,10 +250,11 @@ class Dispatcher:
             contract=contract,
             item=item,
             has_item=item_index is not None,
-            upstream=upstream,
+            upstream=upstream if redo is None else redo.previous,
+            redo_of=None if redo is None else redo.gate,
         )
         self.pacer.charge(len(prompt))
-        scope = AttemptScope(inputs, outputs, item, item_index)
+        scope = AttemptScope(inputs, outputs, item, item_index, causes=at.causes, prefix=at.prefix)
         if isinstance(step, AgentStep) and step.iterate is not None:
             return await iterate(self, step, sid, prompt, contract, scope)
         return await self.attempts(step, sid, prompt, contract, scope)
@@ -264,7 +283,7 @@ class Dispatcher:
                     f"{PROMPT_CEILING_CHARS} ceiling; fix: pass less upstream text",
                     step=sid,
                 )
-            text, call_failed = await self._dispatch(step, sid, prompt, item_index)
+            text, call_failed = await self._dispatch(step, sid, prompt, item_index, scope.causes)
             if call_failed is not None:
                 if call_failed.klass in step.retry.on and not last:
                     continue
@@ -319,7 +338,12 @@ class Dispatcher:
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def _dispatch(
-        self, step: AgentStep | GateStep, sid: str, prompt: str, item_index: int | None
+        self,
+        step: AgentStep | GateStep,
+        sid: str,
+        prompt: str,
+        item_index: int | None,
+        causes: tuple[int, ...] = (),
     ) -> tuple[str | None, CallFailed | None]:
         """One invocation: (text, None) or (None, how the call failed)."""
         if self.control.revert_to is not None:  # a revert was accepted: start nothing new
@@ -345,7 +369,7 @@ class Dispatcher:
         prefix = sid[: -len(step.id)]  # "<run step>/" in a body: the deps are its siblings
         seq = self.record.event(
             "dispatched",
-            caused_by=self.record.causes([prefix + d for d in step.deps]),
+            caused_by=sorted({*self.record.causes([prefix + d for d in step.deps]), *causes}),
             step=sid,
             invocation=invocation,
             attempt=n,
@@ -404,7 +428,9 @@ class Dispatcher:
                     f"{sid}: " + "; ".join(problems) + " (never retried)",
                     step=sid,
                 )
-        self._settled(sid, seq, invocation, ok=True, chars=len(response.text))
+        self.settled_at[key] = self._settled(
+            sid, seq, invocation, ok=True, chars=len(response.text)
+        )
         return response.text, None
 
     def settle_reported(self, sid: str, failed: ConsumerFailure) -> None:
@@ -474,11 +500,12 @@ class Dispatcher:
             wall_ms=_ms_since(started),
         )
 
-    def _settled(self, step_id: str, seq: int, invocation: str, **data: Any) -> None:
+    def _settled(self, step_id: str, seq: int, invocation: str, **data: Any) -> int:
         settled = self.record.event(
             "settled", caused_by=[seq], step=step_id, invocation=invocation, **data
         )
         self.record.last_settled[step_id] = settled
+        return settled
 
     def _bill(self, invocation: str, step_id: str, model: str, response: ModelResponse) -> None:
         usd = response.usd or 0.0
@@ -512,6 +539,17 @@ class Dispatcher:
             retry_policy=WORKSPACE_RETRY,
         )
         return result
+
+
+@dataclass(frozen=True)
+class _At:
+    """Where one occurrence runs: its fan-out item, a gate's redo, extra caused-by edges."""
+
+    item: Any = None
+    item_index: int | None = None
+    redo: Redo | None = None
+    causes: tuple[int, ...] = ()
+    prefix: str | None = None
 
 
 def _ms_since(started: Any) -> int:

@@ -26,12 +26,20 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.run_record import PlanFailure, TerminalRoute
     from workflows.plan.run_types import PendingGate
     from workflows.plan_run.deadlines import open_timed_gate, wait_with_timers
-    from workflows.plan_run.dispatch import Dispatcher
+    from workflows.plan_run.dispatch import Dispatcher, Redo
     from workflows.plan_run.scope import Scope
     from workflows.plan_run.state import PlanRunState
     from workflows.plan_run.waits import wait_for_person
 
-__all__ = ["human_gate", "model_gate"]
+__all__ = ["TERMINAL_ON_UNPARSEABLE_PATCH", "human_gate", "model_gate"]
+
+TERMINAL_ON_UNPARSEABLE_PATCH = "plan-terminal-route-on-unparseable"
+
+
+def _unparseable_routes() -> bool:
+    """An unparseable verdict takes the terminal route too (histories from before the rule
+    failed ``gate-verdict-unparseable`` there, and replay so)."""
+    return workflow.patched(TERMINAL_ON_UNPARSEABLE_PATCH)
 
 
 async def model_gate(
@@ -53,7 +61,9 @@ async def model_gate(
         if verdict == "pass":
             scope.settle(gate.id, text)
             return
-        if verdict == "fail" and route_to and terminal:
+        if route_to and terminal and (verdict == "fail" or _unparseable_routes()):
+            # Any non-PASS verdict takes a terminal route, as in the reference: the plan said
+            # where a failing gate goes, and an unparseable verdict is not a pass.
             scope.settle(gate.id, text)
             raise TerminalRoute(route_to.removeprefix("terminal:"))
         if redos < gate.max_redos and route_to and not terminal:
@@ -61,8 +71,14 @@ async def model_gate(
             run.record.event("gate.redo", step=sid, route=scope.sid(route_to), redo=redos)
             target = scope.step(route_to)
             assert isinstance(target, AgentStep)
+            # The route step re-runs with its own previous output as the upstream value (as
+            # in the reference), so the redo sees what the gate failed.
             output = await dispatcher.invoke(
-                target, inputs=scope.inputs, outputs=scope.outputs, scope=scope.prefix
+                target,
+                inputs=scope.inputs,
+                outputs=scope.outputs,
+                scope=scope.prefix,
+                redo=Redo(gate=sid, previous=scope.outputs.get(target.id)),
             )
             scope.settle(target.id, output)
             continue
@@ -108,7 +124,10 @@ async def human_gate(run: PlanRunState, plan: Plan, step: GateStep) -> str | Non
     decision = run.decisions.pop(step.id)
     run.gates.pop(step.id, None)
     by_deadline = run.expired_tokens.get(step.id) == token
+    by = run.deciders.pop(step.id, None)
     decided: dict[str, Any] = {"decided_by": "deadline"} if by_deadline else {}
+    if by is not None and not by_deadline:
+        decided["decided_by"] = by  # a person who gave their name (the CLI: the local user)
     run.record.event(
         "gate.decided",
         step=step.id,

@@ -22,10 +22,14 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.ledgers import Ledgers
     from workflows.plan.model import PauseStep, Plan
     from workflows.plan.preflight import (
+        REQE_DEBT_FILE,
         check_trace,
         declared_paths,
+        default_calls_differ,
         open_ledger,
+        qe_unchecked,
         qe_waivers,
+        reqe_debt,
         route_models,
     )
     from workflows.plan.reasons import Reason
@@ -40,6 +44,7 @@ __all__ = ["WRITE_RETRY", "check_start_args", "preflight"]
 
 WRITE_RETRY = RetryPolicy(maximum_attempts=10, non_retryable_error_types=["ValueError"])
 WORKSPACE_ROOTS_PATCH = "plan-workspace-roots"
+DEFAULT_PER_ITEM_PATCH = "plan-default-budget-per-item"
 
 
 def check_start_args(run: PlanRunState, plan: Plan) -> str | None:
@@ -103,10 +108,26 @@ async def preflight(run: PlanRunState, plan: Plan) -> Dispatcher:
         if problems:
             raise PlanFailure(Reason.ARTIFACT_PATH_ESCAPES_ROOT, "; ".join(problems))
     await check_worktrees(plan, workspace)
+    waived = []
     for step_id, waiver in qe_waivers(plan, models, run.input):
         run.record.waivers.append(waiver)
-        run.record.event("waiver", step=step_id, message=waiver)
-    run.ledger = open_ledger(plan, run.input)
+        run.record.event("waiver", step=step_id, message=waiver, debt=REQE_DEBT_FILE)
+        waived.append(step_id)
+    if waived and run.input.coder_family:
+        run.reqe_debt = reqe_debt(
+            run_id=run.run_id,
+            plan=plan.name,
+            coder_family=run.input.coder_family,
+            steps=waived,
+            emitted_at=workflow.now().isoformat(),
+        )
+    for step_id in qe_unchecked(plan, run.input):
+        # Nobody said who wrote the code, so nothing can be checked: say so in the trace.
+        run.record.event("qe.unchecked", step=step_id, fix="--coder-family FAMILY")
+    # The default call budget counts every region item (histories from before the rule
+    # replay with the reference's, a chain member once).
+    per_item = not default_calls_differ(plan) or workflow.patched(DEFAULT_PER_ITEM_PATCH)
+    run.ledger = open_ledger(plan, run.input, per_item=per_item)
     run.ledgers = Ledgers.for_plan(plan)
 
     def provider_wait(until: datetime | None) -> None:

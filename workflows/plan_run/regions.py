@@ -13,11 +13,12 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from workflows.plan.boundaries import activated_items
+    from workflows.plan.boundaries import MAX_CONCURRENCY, activated_items
     from workflows.plan.boundaries import lanes as branches_at_once
     from workflows.plan.checkpoints import Reverted
     from workflows.plan.joins import Branch, join, parse_join
     from workflows.plan.model import AgentStep, FanoutStep, Plan
+    from workflows.plan.prompts import count_key
     from workflows.plan.reasons import RUN_FATAL, Reason
     from workflows.plan.refs import RefError, extract_json, resolve, whole_reference
     from workflows.plan.run_record import PlanFailure
@@ -25,7 +26,19 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan_run.state import PlanRunState
     from workflows.plan_run.worktrees import RegionWorktrees, isolated
 
-__all__ = ["region", "region_items"]
+__all__ = ["SERIAL_DEFAULT_PATCH", "region", "region_items"]
+
+SERIAL_DEFAULT_PATCH = "plan-fanout-serial-default"
+
+
+def _lanes(step: FanoutStep, items: int) -> int:
+    """Branches at once (``boundaries.lanes``). With neither ``concurrency`` nor
+    ``max_fanout`` the items run one at a time, as in the reference; histories from before
+    that rule ran them all at once, and replay so."""
+    unset = step.fanout.concurrency is None and step.fanout.max_fanout is None
+    if unset and items > 1 and not workflow.patched(SERIAL_DEFAULT_PATCH):
+        return min(items, MAX_CONCURRENCY)
+    return branches_at_once(step, items)
 
 
 def region_items(run: PlanRunState, step: FanoutStep) -> list[Any]:
@@ -58,8 +71,11 @@ async def region(
     run: PlanRunState, dispatcher: Dispatcher, plan: Plan, step: FanoutStep, items: list[Any]
 ) -> None:
     chain = [plan.step(m) for m in step.fanout.chain]
-    lanes = asyncio.Semaphore(branches_at_once(step, len(items)))
-    run.record.event("region.opened", step=step.id, items=len(items))
+    lanes = asyncio.Semaphore(_lanes(step, len(items)))
+    # Every branch is caused by what the region depends on (as in the reference); a later
+    # chain member also by the member before it in its branch.
+    region_causes = tuple(run.record.causes(step.deps))
+    run.record.event("region.opened", caused_by=list(region_causes), step=step.id, items=len(items))
     trees = RegionWorktrees(run, dispatcher, step, items) if isolated(step) else None
     if trees is not None:
         await trees.open()
@@ -68,6 +84,7 @@ async def region(
         async with lanes:
             local = dict(run.outputs)
             value: Any = None
+            causes = region_causes
             # Isolated: the item's chain runs in its own worktree (a failure to make one is
             # run-fatal, so it fails the region below).
             at = dispatcher if trees is None else await trees.enter(index)
@@ -75,9 +92,16 @@ async def region(
                 for member in chain:
                     assert isinstance(member, AgentStep)
                     value = await at.invoke(
-                        member, inputs=run.args, outputs=local, item=item, item_index=index
+                        member,
+                        inputs=run.args,
+                        outputs=local,
+                        item=item,
+                        item_index=index,
+                        causes=causes,
                     )
                     local[member.id] = value
+                    previous = at.settled_at.get(count_key(member.id, index))
+                    causes = region_causes + ((previous,) if previous is not None else ())
             except PlanFailure as exc:
                 if trees is not None:
                     await trees.leave(index, ok=False)

@@ -33,7 +33,7 @@ async def set_step(run: PlanRunState, dispatcher: Dispatcher, where: Scope, step
     """Evaluate, check and settle ``step`` in ``where`` (the top level, or a sub-flow body)."""
     plan = dispatcher.plan
     sid = where.sid(step.id)
-    scope = AttemptScope(where.inputs, where.outputs)
+    scope = AttemptScope(where.inputs, where.outputs, prefix=where.prefix)
     keys = list(step.values)
     texts = [step.values[k] for k in keys]
     names = bound_names(step, member=False, result=False)

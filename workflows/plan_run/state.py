@@ -96,6 +96,8 @@ class PlanRunState:
         """A pause's resume_arg -> its JSON Schema (None: the value is a string)."""
         self.gates: dict[str, PendingGate] = {}
         self.decisions: dict[str, str] = {}
+        self.deciders: dict[str, str] = {}
+        """Gate step -> who decided it (``resolve_gate``'s ``by``), for ``gate.decided``."""
         self.rounds: dict[str, int] = {}
         self.epoch = 0
         self.pending_pause: PendingPause | None = None
@@ -126,6 +128,11 @@ class PlanRunState:
         """Gate step -> the token its deadline voided (a late decision is stale-gate-token)."""
         self.side_tasks: list[asyncio.Task[None]] = []
         """Work the walk does not wait for (escalation posts); the run's end waits for it."""
+        self.reqe_debt: str | None = None
+        """The re-QE debt record a same-family QE waiver owes (``reqe-due.json``)."""
+        self.shipped_lines: dict[str, int] = {}
+        """``trace.jsonl`` / ``calls.jsonl`` -> lines written to the run directory so far:
+        later writes send only what is new (``finish.write_trace``)."""
         self.capture_failures: list[CaptureFailure] = []
         """Training pairs not written, the first ``MAX_CAPTURE_FAILURES`` (all are traced)."""
 
@@ -235,6 +242,8 @@ class PlanRunState:
         if input is None:
             raise rejected(refusal or "refused")
         self.decisions[input.step] = input.decision
+        if input.by is not None:
+            self.deciders[input.step] = input.by
         return GateDecisionResult(step=input.step, decision=input.decision)
 
     @resolve_gate.validator
@@ -250,6 +259,8 @@ class PlanRunState:
             self._refuse("resolve_gate", refusal or "refused")
             return
         self.decisions[input.step] = input.decision
+        if input.by is not None:
+            self.deciders[input.step] = input.by
 
     def _extension(self, raw: RawValue) -> tuple[ExtendPlanBudgetInput | None, Refused | None]:
         """Every limit that can pause the run (calls, wall, tokens, USD), checked on a copy."""

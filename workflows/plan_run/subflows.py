@@ -3,7 +3,8 @@
     render ``with`` over the caller's scope, check it against the flow's input contract
     (``malformed-output``) -> ``subflow.started`` -> walk the body in its own scope, each
     child a boundary of its own, scoped ``<run step>/<child>`` -> the body's output, checked
-    by the run step's ``out`` -> ``subflow.settled``: the run step's output
+    by the run step's ``out``, then its ``ensure`` (never retried: a run step is never
+    re-run) -> ``subflow.settled``: the run step's output
 
 A ``run`` step is not a boundary: it reserves nothing itself; its children reserve in its
 ledger (``budget``), then the run's. A child failure ends the body and fails the run step with
@@ -15,6 +16,7 @@ reference runs sub-flows concurrently).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 
 from temporalio import workflow
@@ -24,9 +26,11 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.contracts import check_output, check_record
     from workflows.plan.flows import check_with, flow_output, input_fields, render_with
     from workflows.plan.model import RunStep
+    from workflows.plan.predicates import AttemptScope, result_of
     from workflows.plan.reasons import RUN_LEVEL, Reason
     from workflows.plan.refs import RefError
     from workflows.plan.run_record import PlanFailure
+    from workflows.plan_run.checks import check_ensures
     from workflows.plan_run.dispatch import Dispatcher, left_the_recording
     from workflows.plan_run.scope import Scope
     from workflows.plan_run.state import PlanRunState
@@ -130,8 +134,32 @@ async def _body(
             problem = f"contract {step.out}: expected an object, got {type(output).__name__}"
         if problem is not None:
             raise PlanFailure(Reason.MALFORMED_OUTPUT, f"{sid}: {problem}", step=sid)
+    if step.ensure:
+        await _ensure(dispatcher, scope, step, output)
     settled = run.record.event(
         "subflow.settled", caused_by=[started], step=sid, flow=step.flow, ok=True
     )
     run.record.last_settled[sid] = settled
     return output
+
+
+async def _ensure(dispatcher: Dispatcher, scope: Scope, step: RunStep, output: object) -> None:
+    """The run step's ensure predicates on the settled body's output (``result``), after
+    ``out``; a run step is never re-run, so a failure is ``ensure-failed`` at once."""
+    sid = scope.sid(step.id)
+    text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+    failed = await check_ensures(
+        dispatcher,
+        step,
+        sid,
+        output=text,
+        result=result_of(step, output),
+        scope=AttemptScope(scope.inputs, scope.outputs, prefix=scope.prefix),
+    )
+    if failed is not None:
+        raise PlanFailure(
+            Reason.ENSURE_FAILED,
+            f"{sid}: ensure[{failed.index}] {failed.form} failed: {failed.reason} "
+            "(a run step is never re-run: not retried)",
+            step=sid,
+        )

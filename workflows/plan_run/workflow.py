@@ -97,7 +97,8 @@ class PlanRunWorkflow(ConsumerControl, CheckpointControl):
             run_id=self.run_id,
             route=self.route_label,
             outputs=self.outputs,
-            calls=len(self.record.calls),
+            calls=sum(c.model_calls for c in self.record.calls),  # a tournament step's too
+            invocations=len(self.record.calls),
             usd=round(sum(c.usd for c in self.record.calls), 6),
             simulated=self.simulated(),
             capture_failures=self.capture_failures,

@@ -170,8 +170,10 @@ class TournamentCalls:
         values: dict[str, str],
         tag: str | None = None,
         attempt: int = 0,
+        model: str | None = None,
     ) -> ModelResponse:
-        """Render ``role``'s prompt from ``values`` and make one billed call."""
+        """Render ``role``'s prompt from ``values`` and make one billed call (on ``model``, a
+        panel judge, else the role's model)."""
         override = getattr(self.input.prompts, role) if self.input.prompts else None
         prompt = render(
             role,  # type: ignore[arg-type]
@@ -181,7 +183,7 @@ class TournamentCalls:
             caps=self.input.output_token_caps,
         )
         request = ModelRequest(
-            model=self.model_for(role),
+            model=model or self.model_for(role),
             prompt=prompt.user,
             system=prompt.system,
             role=_REQUEST_ROLE[role],
@@ -226,6 +228,7 @@ class TournamentCalls:
         values: dict[str, str],
         parse: Callable[[str], T],
         errors: tuple[type[Exception], ...],
+        model: str | None = None,
     ) -> Judged[T]:
         """A judge call, retried (and billed) while its output does not parse."""
         raw: list[str] = []
@@ -233,7 +236,7 @@ class TournamentCalls:
         last_error = ""
         for attempt in range(self.input.invalid_json_retries + 1):
             response = await self.model(
-                phase, index, role="compare", values=values, attempt=attempt
+                phase, index, role="compare", values=values, attempt=attempt, model=model
             )
             raw.append(response.text)
             usage = usage + response.usage

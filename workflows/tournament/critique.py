@@ -21,6 +21,7 @@ __all__ = [
     "JudgedComparison",
     "aggregate_critique",
     "aggregate_critiques",
+    "swap_letters",
 ]
 
 DEFAULT_CRITIQUE_CHARS = 16_000
@@ -55,6 +56,17 @@ def _rewrite(text: str, own_letter: str) -> str:
 
     # One pass with a callback, so a replacement is never rewritten again.
     return _LETTER.sub(name, text)
+
+
+def swap_letters(text: str) -> str:
+    """ "Solution A" <-> "Solution B" (same rule as above): a critique written with the pair shown
+    B/A, read in the A/B order (``judge_orders: both``)."""
+
+    def other(match: re.Match[str]) -> str:
+        letter = "B" if match[1] == "A" else "A"
+        return match[0][: match.start(1) - match.start(0)] + letter
+
+    return _LETTER.sub(other, text)
 
 
 def aggregate_critique(

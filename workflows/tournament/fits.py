@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
+from typing import Literal
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -16,16 +17,18 @@ from temporalio.common import RetryPolicy
 with workflow.unsafe.imports_passed_through():
     from activities.tournament.fit import (
         ADAPTIVE_BATCH,
+        BOOTSTRAP_LEADERBOARD,
         FIT_LEADERBOARD,
         AdaptiveBatchInput,
+        BootstrapInput,
         FitInput,
         FitOutcome,
     )
     from workflows.tournament.bradley_terry import LeaderboardRow
     from workflows.tournament.schedule import ScheduledPair
-    from workflows.tournament.types import ComparisonRow
+    from workflows.tournament.types import ComparisonRow, ScoreIntervals
 
-__all__ = ["FIT_RETRY_POLICY", "adaptive_pairs", "fit_leaderboard"]
+__all__ = ["FIT_RETRY_POLICY", "adaptive_pairs", "bootstrap_intervals", "fit_leaderboard"]
 
 FIT_RETRY_POLICY = RetryPolicy(maximum_attempts=3)
 FIT_TIMEOUT = timedelta(seconds=60)
@@ -61,6 +64,7 @@ async def adaptive_pairs(
     phase: str,
     round_no: int,
     size: int,
+    rule: Literal["thompson", "champion"],
 ) -> list[ScheduledPair]:
     """The next adaptive batch: up to ``size`` pairs drawn from the fit of ``rows`` so far."""
     return await workflow.execute_local_activity(
@@ -72,8 +76,33 @@ async def adaptive_pairs(
             phase=phase,
             round_no=round_no,
             size=size,
+            rule=rule,
         ),
         result_type=list[ScheduledPair],
+        start_to_close_timeout=FIT_TIMEOUT,
+        retry_policy=FIT_RETRY_POLICY,
+    )
+
+
+async def bootstrap_intervals(
+    population: list[str],
+    rows: Sequence[ComparisonRow],
+    *,
+    lambda_: float,
+    resamples: int,
+    seed: int,
+) -> ScoreIntervals:
+    """Bootstrap 95% intervals of the scores fitted from ``rows`` (the final ranking)."""
+    return await workflow.execute_local_activity(
+        BOOTSTRAP_LEADERBOARD,
+        BootstrapInput(
+            candidate_ids=population,
+            outcomes=[_outcome(r) for r in rows],
+            lambda_=lambda_,
+            resamples=resamples,
+            seed=seed,
+        ),
+        result_type=ScoreIntervals,
         start_to_close_timeout=FIT_TIMEOUT,
         retry_policy=FIT_RETRY_POLICY,
     )

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from workflows.families import model_family
 from workflows.run_ids import RUN_ID
 from workflows.tournament.errors import (
     PROFILE_INVALID,
@@ -27,11 +28,13 @@ __all__ = [
     "HISTORY_EVENTS_BUDGET",
     "HistoryEstimate",
     "Preflight",
+    "SelfPreferenceRisk",
     "check_history_size",
     "estimate_history",
     "preflight",
     "profile_of",
     "rank_profile",
+    "self_preference_risks",
 ]
 
 # Temporal terminates a workflow whose history passes 50,000 events or 50 MB. A run may grow
@@ -53,10 +56,52 @@ BYTES_PER_CALL = 16 * 1024
 
 
 @dataclass(frozen=True)
+class SelfPreferenceRisk:
+    """A judge of the same family as some candidates' generators, but not all of them."""
+
+    judge: str
+    family: str
+    generators: tuple[str, ...]
+    """The generator models (generate, mutate) of that family."""
+
+    @property
+    def message(self) -> str:
+        return (
+            f"judge {self.judge} is of the {self.family} family, like generator "
+            f"{', '.join(self.generators)} but not the others: LLM judges tend to prefer their "
+            "own family's answers; add judges of other families (--judges a,b,c) or judge with "
+            "a model of none of the generators' families"
+        )
+
+
+def self_preference_risks(input: TournamentInput, profile: Profile) -> list[SelfPreferenceRisk]:
+    """Judges that share a family with some, not all, of the models that write candidates.
+
+    Given candidates (the rank service) have no known model, so nothing is flagged for them.
+    """
+    if input.candidates is not None:
+        return []
+    generators = [input.models.generate or input.model]
+    if profile.t > 0:  # mutants are written by the mutator
+        generators.append(input.models.mutate or input.model)
+    families = {spec: model_family(spec) for spec in dict.fromkeys(generators)}
+    if len(set(families.values())) < 2:
+        return []
+    risks = []
+    for judge in input.judge_panel:
+        family = model_family(judge)
+        same = tuple(spec for spec, f in families.items() if f == family)
+        if same:
+            risks.append(SelfPreferenceRisk(judge, family, same))
+    return risks
+
+
+@dataclass(frozen=True)
 class Preflight:
     profile: Profile
     profile_name: str | None
     tournament: TournamentPlan
+    self_preference: tuple[SelfPreferenceRisk, ...] = field(default=())
 
     @property
     def temperatures(self) -> dict[str, float]:
@@ -170,7 +215,9 @@ def preflight(
         invalid_json_retries=input.invalid_json_retries,
         usd_per_call=usd_per_call,
         given=input.candidates is not None,
+        calls_per_pair=input.calls_per_pair,
     )
     check_planned_calls(tournament, input.budget.max_calls)
     check_history_size(tournament)
-    return Preflight(profile, profile_name(profile), tournament)
+    risks = tuple(self_preference_risks(input, profile))
+    return Preflight(profile, profile_name(profile), tournament, risks)

@@ -264,6 +264,7 @@ class TournamentPlan(BaseModel):
     """A dry run: what a tournament would cost, without making a call."""
 
     calls: int = Field(description="nominal calls: generation, judging, mutation, final ranking")
+    calls_per_pair: int = Field(default=1, description="judge calls per pair: judges x orders")
     phases: list[PhaseCalls]
     finalizer_calls: int
     planned_calls: int = Field(description="calls + finalizer: what max_calls is checked against")
@@ -284,29 +285,34 @@ def plan(
     invalid_json_retries: int = 1,
     usd_per_call: float | None = None,
     given: bool = False,
+    calls_per_pair: int = 1,
 ) -> TournamentPlan:
     """The dry-run plan of one tournament; refuses an invalid profile or rank block.
 
     ``given``: the initial population is supplied (the ``rank`` service), so no generation
-    call is made for it.
+    call is made for it. ``calls_per_pair``: judge calls per scheduled pair (judges times
+    orders: 2 with ``judge_orders: both``), counted in every judging phase and its retries.
     """
     profile.check()
     if invalid_json_retries < 0:
         raise ValueError(f"invalid_json_retries must be >= 0 (got {invalid_json_retries})")
+    if calls_per_pair < 1:
+        raise ValueError(f"calls_per_pair must be >= 1 (got {calls_per_pair})")
     n, k, t = profile.n, profile.k, profile.t
-    final = final_judging_calls(profile, rank)
+    final = final_judging_calls(profile, rank) * calls_per_pair
+    judging = n * k // 2 * calls_per_pair
     generated = 0 if given else n
     phases = [PhaseCalls(phase=phase_names.INITIAL_GENERATION, calls=generated)]
     for g in range(1, t + 1):
-        phases.append(PhaseCalls(phase=phase_names.generation_judging(g), calls=n * k // 2))
+        phases.append(PhaseCalls(phase=phase_names.generation_judging(g), calls=judging))
         phases.append(PhaseCalls(phase=phase_names.generation_mutation(g), calls=mutant_count(n)))
     phases.append(PhaseCalls(phase=phase_names.FINAL_JUDGING, calls=final))
     finalizer_calls = 1 if finalizer else 0
     if finalizer:
         phases.append(PhaseCalls(phase=phase_names.FINALIZING, calls=1))
-    calls = generated + t * (n * k // 2 + mutant_count(n)) + final
+    calls = generated + t * (judging + mutant_count(n)) + final
     planned = calls + finalizer_calls
-    headroom = (t * n * k // 2 + final) * invalid_json_retries
+    headroom = (t * judging + final) * invalid_json_retries
     worst = planned + headroom
     warning = None
     if planned >= PLAN_WARNING_CALLS:
@@ -316,6 +322,7 @@ def plan(
         )
     return TournamentPlan(
         calls=calls,
+        calls_per_pair=calls_per_pair,
         phases=phases,
         finalizer_calls=finalizer_calls,
         planned_calls=planned,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from workflows.budget import Budget
 from workflows.model_types import ModelResponse, Usage
-from workflows.tournament import rng
+from workflows.tournament import rng, verdicts
 from workflows.tournament.judge_parse import JudgeVerdict
 from workflows.tournament.profiles import Profile
 from workflows.tournament.schedule import ScheduledPair
@@ -26,11 +26,13 @@ from workflows.tournament.types import (
     ComparisonRow,
     Event,
     GivenCandidate,
+    ScoreIntervals,
     ScoreRow,
     Status,
     TournamentInput,
     TournamentSnapshot,
     UsageRow,
+    Verdict,
 )
 
 if TYPE_CHECKING:  # the fit's rows arrive from a local activity; numpy stays out of here
@@ -58,6 +60,8 @@ class TournamentRecord:
         """True when a finalizer rewrote the winner's text."""
         self.error: str | None = None
         """``code: message`` of a failed run."""
+        self.intervals: ScoreIntervals | None = None
+        """Bootstrap intervals of the final scores."""
 
     def event(self, type: str, **data: Any) -> None:
         self.events.append(Event(seq=len(self.events) + 1, ts=self.now(), type=type, data=data))
@@ -136,6 +140,59 @@ class TournamentRecord:
         self.comparisons.append(row)
         return row
 
+    def add_combined(
+        self,
+        phase: str,
+        generation: int | None,
+        index: int,
+        pair: ScheduledPair,
+        results: Sequence[verdicts.SlotResult],
+        *,
+        include_raw_outputs: bool,
+    ) -> ComparisonRow:
+        """One pair judged by several calls (both orders, a panel): their combined verdict, and
+        every call's own in ``verdicts``; recorded when the pair's last call lands."""
+        calls = [
+            Verdict(
+                judge=r.slot.judge,
+                presented_a=r.slot.presented_a,
+                presented_b=r.slot.presented_b,
+                winner=r.verdict.winner,
+                confidence=r.verdict.confidence,
+                attempts=r.attempts,
+            )
+            for r in results
+        ]
+        critique_a, critique_b = verdicts.merged_critiques(
+            pair, calls, [(r.verdict.feedback_a, r.verdict.feedback_b) for r in results]
+        )
+        usage = Usage()
+        for r in results:
+            usage = usage + r.usage
+        row = ComparisonRow(
+            id=f"{phase}#{index}",
+            phase=phase,
+            generation=generation,
+            presented_a=pair.presented_a,
+            presented_b=pair.presented_b,
+            scheduled_a=pair.scheduled_a,
+            scheduled_b=pair.scheduled_b,
+            winner=verdicts.combine(pair, calls),
+            confidence=None,  # a combination of verdicts has no one judge's confidence
+            critique_a=critique_a,
+            critique_b=critique_b,
+            model=" + ".join(dict.fromkeys(r.model for r in results)),
+            provider=" + ".join(dict.fromkeys(r.provider for r in results)),
+            attempts=sum(r.attempts for r in results),
+            usage=usage,
+            raw_outputs=[t for r in results for t in r.raw_outputs]
+            if include_raw_outputs
+            else None,
+            verdicts=calls,
+        )
+        self.comparisons.append(row)
+        return row
+
     def discard(self, dropped: list[Discarded]) -> None:
         for d in dropped:
             self.candidates[d.candidate_id] = self.candidates[d.candidate_id].model_copy(
@@ -210,6 +267,7 @@ class TournamentRecord:
             final_answer_is_postprocessed=self.postprocessed,
             error=self.error,
             written_at=self.now(),
+            intervals=self.intervals,
         )
 
     def candidates_in_order(self) -> list[CandidateRow]:

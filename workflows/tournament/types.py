@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from workflows.bounds import BudgetTokens, BudgetUsd, CallCount, OutputTokens, Seed
 from workflows.budget import BudgetLimits, BudgetSpent
@@ -16,6 +16,7 @@ from workflows.sim_options import ModelSpec
 from workflows.tournament.critique import MIN_CRITIQUE_CHARS
 from workflows.tournament.profiles import Profile, RankBlock
 from workflows.tournament.prompts import PromptOverrides, Style
+from workflows.tournament.verdicts import JudgeOrders
 
 __all__ = [
     "CandidateRow",
@@ -25,16 +26,19 @@ __all__ = [
     "ExtendBudgetInput",
     "ExtendBudgetResult",
     "GivenCandidate",
+    "JudgeOrders",
     "OnBudgetExhausted",
     "Progress",
     "RoleModels",
     "Schedule",
+    "ScoreIntervals",
     "ScoreRow",
     "Status",
     "TournamentInput",
     "TournamentResult",
     "TournamentSnapshot",
     "UsageRow",
+    "Verdict",
 ]
 
 Status = Literal[
@@ -50,6 +54,9 @@ MAX_CONCURRENCY = 256
 MAX_INVALID_JSON_RETRIES = 10
 MAX_CRITIQUE_CHARS = 1_000_000
 MAX_GIVEN_CANDIDATES = 1_000
+MAX_JUDGES = 9
+MAX_BOOTSTRAP_RESAMPLES = 10_000
+DEFAULT_BOOTSTRAP_RESAMPLES = 1_000
 GIVEN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -122,6 +129,51 @@ class TournamentInput(StrictModel):
         description="rank these instead of generating; needs t = 0",
     )
     calls: CallOptions = CallOptions()
+    judge_orders: JudgeOrders = Field(
+        default="one",
+        description="both: judge every pair A/B and B/A (agreement a win, else a tie); 2x calls",
+    )
+    judges: list[ModelSpec] | None = Field(
+        default=None,
+        min_length=2,
+        max_length=MAX_JUDGES,
+        description="a judge panel (replaces models.judge): each pair by majority, else a tie",
+    )
+    bootstrap_resamples: int = Field(
+        default=DEFAULT_BOOTSTRAP_RESAMPLES,
+        ge=0,
+        le=MAX_BOOTSTRAP_RESAMPLES,
+        description="resamples of the final comparisons behind each score's 95% interval; 0: none",
+    )
+
+    @field_validator("judges")
+    @classmethod
+    def _judges_differ(cls, value: list[str] | None) -> list[str] | None:
+        repeated = sorted({j for j in value or [] if (value or []).count(j) > 1})
+        if repeated:
+            raise ValueError(
+                f"judge {repeated[0]} is named twice: a panel needs different models "
+                "(preferably of different families)"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _one_judge_source(self) -> TournamentInput:
+        if self.judges is not None and self.models.judge is not None:
+            raise ValueError(
+                "give either judges (a panel) or models.judge (one judge), not both: "
+                "drop models.judge or put it in the panel"
+            )
+        return self
+
+    @property
+    def judge_panel(self) -> list[str]:
+        """The judges of every pair: the panel, else the one judge model."""
+        return list(self.judges) if self.judges else [self.models.judge or self.model]
+
+    @property
+    def calls_per_pair(self) -> int:
+        return len(self.judge_panel) * (2 if self.judge_orders == "both" else 1)
 
 
 CandidateKind = Literal["initial", "mutation", "elite-copy"]
@@ -143,6 +195,17 @@ class CandidateRow(BaseModel):
     simulated: bool = False
 
 
+class Verdict(BaseModel):
+    """One judge call's raw verdict on a pair, in the order that judge was shown it."""
+
+    judge: str
+    presented_a: str
+    presented_b: str
+    winner: Literal["A", "B", "tie"]
+    confidence: float | None = None
+    attempts: int = 1
+
+
 class ComparisonRow(BaseModel):
     id: str
     phase: str
@@ -160,6 +223,10 @@ class ComparisonRow(BaseModel):
     attempts: int
     usage: Usage
     raw_outputs: list[str] | None = None
+    verdicts: list[Verdict] | None = Field(
+        default=None,
+        description="both orders or a panel: every call's verdict (winner is their combination)",
+    )
 
 
 class ScoreRow(BaseModel):
@@ -173,6 +240,19 @@ class ScoreRow(BaseModel):
     losses: int
     ties: int
     comparisons: int
+
+
+class ScoreIntervals(BaseModel):
+    """Bootstrap 95% intervals of the final scores, per candidate id (empty: none made)."""
+
+    resamples: int
+    requested: int
+    seed: int
+    low: dict[str, float] = {}
+    high: dict[str, float] = {}
+    top_share: dict[str, float] = Field(
+        default={}, description="share of resamples in which the candidate has the top score"
+    )
 
 
 class UsageRow(BaseModel):
@@ -267,6 +347,8 @@ class TournamentSnapshot(BaseModel):
     prompts: dict[str, dict[str, str]] = Field(
         default={}, description="rendered prompts by sha256 not yet written (include_prompts)"
     )
+    intervals: ScoreIntervals | None = None
+    """The final scores' bootstrap intervals, once made."""
 
 
 class TournamentResult(BaseModel):

@@ -33,8 +33,9 @@ with workflow.unsafe.imports_passed_through():
     from workflows.tournament.calls import TournamentCalls
     from workflows.tournament.critique import aggregate_critiques
     from workflows.tournament.errors import RUN_ID_INVALID, TournamentError
-    from workflows.tournament.fits import adaptive_pairs, fit_leaderboard
+    from workflows.tournament.fits import adaptive_pairs, bootstrap_intervals, fit_leaderboard
     from workflows.tournament.judge_parse import JudgeParseError, parse_judge_output
+    from workflows.tournament.panel import judge_by_panel
     from workflows.tournament.preflight import Preflight, preflight
     from workflows.tournament.prompts import DEFAULT_RUBRIC
     from workflows.tournament.record import TournamentRecord
@@ -60,6 +61,13 @@ with workflow.unsafe.imports_passed_through():
 __all__ = ["TournamentWorkflow"]
 
 EVENTS_PAGE = 500
+# Behaviour added after histories were recorded: runs started before it replay without it.
+# Both are asked once, in the run's first workflow task: core answers ``patched`` from the
+# markers of the task it replays, and a call made right after a local activity resolves can
+# land in the task before the one whose completion recorded its marker (seen: a replay of
+# such a run failed "patch marker encountered ... no corresponding change command").
+SPARSE_OPENING_PATCH = "adaptive-sparse-opening"
+BOOTSTRAP_PATCH = "final-score-bootstrap"
 _STAND_IN = TournamentInput.model_construct(task="")
 
 
@@ -80,6 +88,8 @@ class TournamentWorkflow:
         self.generation = 0
         self.plan: Preflight | None = None
         self.writer = ArtifactWriter()
+        self.sparse_opening = self.bootstrap = False
+        """Patches (see above), asked in the first workflow task of ``run``."""
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -91,6 +101,8 @@ class TournamentWorkflow:
             self.record.event("run.failed", error=self.record.error)
             raise input_failure(self.input_error)
         input = self.input
+        self.sparse_opening = workflow.patched(SPARSE_OPENING_PATCH)
+        self.bootstrap = workflow.patched(BOOTSTRAP_PATCH)
         seed = input.seed if input.seed is not None else workflow.random().randint(0, 2**31 - 1)
         self.calls.seed = seed
         try:
@@ -114,6 +126,7 @@ class TournamentWorkflow:
             pairs = final_schedule(population, m=profile.m, seed=seed, rank=input.rank)
             board = await self._judge(phase, None, population, pairs, adaptive=not input.rank)
             self.record.winner_id = board[0].candidate_id
+            await self._score_intervals(population)
             await self._finalize(self.record.winner_id)
         except TournamentError as exc:
             await self._end("failed", f"{exc.code}: {exc.message}")
@@ -181,6 +194,10 @@ class TournamentWorkflow:
     async def _judge_batch(
         self, phase: str, generation: int | None, pairs: list[ScheduledPair], first_index: int
     ) -> list[ComparisonRow]:
+        if self.input.calls_per_pair > 1:  # both orders, or a panel: several calls per pair
+            return await judge_by_panel(
+                self.calls, self.record, self._context(), phase, generation, pairs, first_index
+            )
         return await self.calls.run_all(
             [
                 functools.partial(self._compare, phase, generation, first_index + i, p)
@@ -192,13 +209,17 @@ class TournamentWorkflow:
     async def _judge_adaptively(
         self, phase: str, generation: int | None, population: list[str], calls: int
     ) -> list[ComparisonRow]:
-        """A random 2-regular round, then Thompson-sampled batches of the judge concurrency."""
+        """A random matching, then batches of the judge concurrency by champion pairs (runs
+        started before that: a 2-regular round, then Thompson sampling; ``adaptive.py``)."""
         rows: list[ComparisonRow] = []
-        sizes = adaptive.batch_sizes(len(population), calls, self.input.concurrency.judge)
+        sparse = self.sparse_opening
+        sizing = adaptive.opening_sizes if sparse else adaptive.batch_sizes
+        sizes = sizing(len(population), calls, self.input.concurrency.judge)
         for round_no, size in enumerate(sizes):
             if round_no == 0:
                 draw = adaptive.round_rng(self.calls.seed, phase, round_no)
-                pairs = adaptive.first_round(population, draw, budget=size)
+                open_with = adaptive.opening if sparse else adaptive.first_round
+                pairs = open_with(population, draw, budget=size)
             else:
                 pairs = await adaptive_pairs(
                     population,
@@ -207,6 +228,7 @@ class TournamentWorkflow:
                     phase=phase,
                     round_no=round_no,
                     size=size,
+                    rule="champion" if sparse else "thompson",
                 )
             if not pairs:
                 break
@@ -297,6 +319,19 @@ class TournamentWorkflow:
             generations={cid: self.record.candidates[cid].generation for cid in population},
         )
         return self.record.add_scores(phase, generation, fitted)
+
+    async def _score_intervals(self, population: list[str]) -> None:
+        """Bootstrap intervals on the final scores (resampled comparisons, refitted)."""
+        resamples = self.input.bootstrap_resamples
+        if not resamples or not self.bootstrap:
+            return
+        self.record.intervals = await bootstrap_intervals(
+            population,
+            self.record.comparisons_in_order(FINAL_JUDGING_PHASE),
+            lambda_=self.plan.profile.lambda_ if self.plan else 0.01,
+            resamples=resamples,
+            seed=rng.phase_seed(self.calls.seed, "final_judging:bootstrap") % 2**63,
+        )
 
     async def _end(self, status: str, error: str | None) -> None:
         """Drain calls in flight, record the outcome and write the artifacts."""

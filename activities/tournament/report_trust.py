@@ -1,0 +1,102 @@
+"""The report's "how far to trust this ranking" part: the judge's biases and the intervals.
+
+Reads ``summary.json``'s ``judge`` and ``confidence`` objects and the final scores' intervals
+(``workflows/tournament/judge_stats.py``, ``workflows/tournament/bootstrap.py``) and says in
+sentences what they mean; the template escapes every value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["interval_text", "judge_rows", "judge_sentences", "winner_line"]
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.0f}%"
+
+
+def _rate_text(rate: dict[str, Any] | None) -> str:
+    if not rate or rate.get("rate") is None:
+        return "–"
+    return (
+        f"{_pct(rate['rate'])} ({rate['count']} of {rate['total']}; 95% CI "
+        f"{_pct(rate['low'])}–{_pct(rate['high'])})"
+    )
+
+
+def interval_text(low: float | None, high: float | None) -> str:
+    return "–" if low is None or high is None else f"[{low:+.2f}, {high:+.2f}]"
+
+
+def judge_rows(judge: dict[str, Any]) -> list[dict[str, str]]:
+    """One row per judge (the run as a whole first): position, flips, agreement."""
+    rows = [
+        {
+            "judge": "all verdicts" if len(judge.get("judges", [])) > 1 else "judge",
+            "first": _rate_text(judge.get("first_position_win_rate")),
+            "flips": _rate_text(judge.get("flip_rate")),
+            "agreement": "–",
+        }
+    ]
+    for name, entry in (judge.get("by_judge") or {}).items():
+        rows.append(
+            {
+                "judge": name,
+                "first": _rate_text(entry.get("first_position_win_rate")),
+                "flips": _rate_text(entry.get("flip_rate")),
+                "agreement": _rate_text(entry.get("agreement_with_majority")),
+            }
+        )
+    return rows
+
+
+def judge_sentences(judge: dict[str, Any]) -> list[str]:
+    """What a reader should know: a significant position bias, flips, self-preference risks."""
+    sentences = []
+    bias = judge.get("position_bias") or {}
+    first = judge.get("first_position_win_rate") or {}
+    if bias.get("significant"):
+        side = "first" if bias["estimate"] > 0 else "second"
+        remedy = (
+            "both orders were judged, so it cancels out in the verdicts (an order-sensitive "
+            "pair counts as a tie)"
+            if judge.get("orders") == "both"
+            else "presentation order was randomised per pair, so it adds noise rather than "
+            "favouring a candidate; judge both orders (--judge-orders both) to cancel it"
+        )
+        sentences.append(
+            f"The judge favours the {side}-shown candidate: it won {_pct(first.get('rate'))} of "
+            f"decisive verdicts (95% CI {_pct(first.get('low'))}–{_pct(first.get('high'))}), "
+            f"where an unbiased judge gives 50%; {remedy}."
+        )
+    flips = judge.get("flip_rate") or {}
+    if flips.get("rate"):
+        sentences.append(
+            f"{_pct(flips['rate'])} of the pairs seen in both orders got a different verdict "
+            "when the order was swapped; each of those counts as a tie."
+        )
+    for risk in judge.get("self_preference_risk") or []:
+        sentences.append(f"Possible self-preference: {risk['note']}.")
+    return sentences
+
+
+def winner_line(confidence: dict[str, Any] | None, final: list[dict[str, Any]]) -> str | None:
+    """Whether the winner's interval separates it from the runner-up's."""
+    if not confidence or not confidence.get("resamples") or len(final) < 2:
+        return None
+    winner, runner_up = final[0], final[1]
+    w = interval_text(winner.get("score_low"), winner.get("score_high"))
+    r = interval_text(runner_up.get("score_low"), runner_up.get("score_high"))
+    top = confidence.get("winner_top_share")
+    share = f"; it tops {_pct(top)} of the {confidence['resamples']} resamples" if top else ""
+    if confidence.get("winner_separated"):
+        return (
+            f"Winner {winner['candidate_id']}: its 95% interval {w} lies above runner-up "
+            f"{runner_up['candidate_id']}'s {r}, so the comparisons separate them{share}."
+        )
+    return (
+        f"Winner {winner['candidate_id']}: its 95% interval {w} overlaps runner-up "
+        f"{runner_up['candidate_id']}'s {r}, so the comparisons do not separate them{share}; "
+        "more judge calls (a higher m) would."
+    )

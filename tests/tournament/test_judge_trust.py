@@ -1,0 +1,265 @@
+"""The pure parts of issue 17, tested directly: combining verdicts, the judge statistics (and
+that they recover the sim judge's configured bias), bootstrap intervals, model families."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+
+from activities.providers.sim import simulate, trailer_families
+from client.tournament_options import model_list
+from workflows.families import model_family
+from workflows.model_types import ModelRequest
+from workflows.sim_options import SimOptions, SimOptionsError
+from workflows.tournament.bootstrap import (
+    MIN_RESAMPLES,
+    Design,
+    bootstrap,
+    refit_weighted,
+    resamples_within_ceiling,
+)
+from workflows.tournament.bradley_terry import canonical_arrays, fit_arrays, leaderboard, zscore
+from workflows.tournament.judge_parse import Outcome, parse_judge_output
+from workflows.tournament.judge_stats import judge_summary, rate
+from workflows.tournament.schedule import ScheduledPair
+from workflows.tournament.verdicts import call_slots, combine, majority, merged_critiques
+
+
+@dataclass(frozen=True)
+class Call:
+    judge: str
+    presented_a: str
+    presented_b: str
+    winner: str
+
+
+@dataclass(frozen=True)
+class Row:
+    id: str
+    presented_a: str
+    presented_b: str
+    winner: str
+    model: str
+    verdicts: list[Call] | None = None
+
+
+PAIR = ScheduledPair("x", "y", "x", "y")
+
+
+def test_slots_spread_orders_over_the_panel() -> None:
+    one = call_slots(PAIR, ["j"], "one")
+    assert [(s.presented_a, s.presented_b) for s in one] == [("x", "y")]
+    both = call_slots(PAIR, ["j"], "both")
+    assert [(s.presented_a, s.presented_b) for s in both] == [("x", "y"), ("y", "x")]
+    panel = call_slots(PAIR, ["j0", "j1", "j2"], "one")
+    assert [(s.judge, s.presented_a) for s in panel] == [("j0", "x"), ("j1", "y"), ("j2", "x")]
+    assert len(call_slots(PAIR, ["j0", "j1"], "both")) == 4
+
+
+@pytest.mark.parametrize(
+    ("calls", "expected"),
+    [
+        ([("j", "x", "y", "A"), ("j", "y", "x", "B")], "A"),  # x both times: a win
+        ([("j", "x", "y", "A"), ("j", "y", "x", "A")], "tie"),  # the first shown both times
+        ([("j", "x", "y", "B"), ("j", "y", "x", "tie")], "tie"),  # a win and a tie
+        ([("j", "x", "y", "tie"), ("j", "y", "x", "tie")], "tie"),
+        # Panels: a majority of judges names x, or nobody has one.
+        ([("a", "x", "y", "A"), ("b", "y", "x", "B"), ("c", "x", "y", "B")], "A"),
+        ([("a", "x", "y", "A"), ("b", "y", "x", "A"), ("c", "x", "y", "tie")], "tie"),
+        ([("a", "x", "y", "B"), ("b", "x", "y", "tie")], "tie"),  # 1 of 2 is no majority
+        ([("a", "x", "y", "B"), ("b", "y", "x", "A")], "B"),
+    ],
+)
+def test_agreement_wins_and_anything_else_ties(
+    calls: list[tuple[str, str, str, str]], expected: str
+) -> None:
+    assert combine(PAIR, [Call(*c) for c in calls]) == expected
+
+
+def test_majority_needs_more_than_half() -> None:
+    assert majority(["x", "x", None]) == "x"
+    assert majority(["x", "y", None]) is None
+    assert majority(["x", None]) is None
+    assert majority([]) is None
+
+
+def test_critiques_of_a_swapped_call_are_read_in_the_pair_order() -> None:
+    calls = [Call("j", "x", "y", "A"), Call("j", "y", "x", "B")]
+    critiques = [
+        ("Solution A is sound.", "Solution B misses n=0."),
+        ("Worse than solution B.", "Good."),
+    ]
+    for_x, for_y = merged_critiques(PAIR, calls, critiques)
+    # In the second call x was B: its critique ("Good.") is x's; letters swap with the sides.
+    assert for_x == "Solution A is sound.\n\nGood."
+    assert for_y == "Solution B misses n=0.\n\nWorse than solution A."
+
+
+def test_rates_carry_wilson_intervals() -> None:
+    got = rate(30, 40)
+    expected = binomtest(30, 40).proportion_ci(0.95, method="wilson")
+    assert (got.low, got.high) == pytest.approx((expected.low, expected.high))
+    assert rate(0, 0).rate is None
+
+
+def test_flips_and_panel_agreement_are_counted_per_pair() -> None:
+    flipped = [Call("j", "x", "y", "A"), Call("j", "y", "x", "A")]
+    steady = [Call("j", "x", "y", "A"), Call("j", "y", "x", "B")]
+    rows = [Row("p#0", "x", "y", "tie", "m", flipped), Row("p#1", "x", "y", "A", "m", steady)]
+    summary = judge_summary(rows, both_orders=True, panel=["j"])
+    assert summary["flip_rate"]["count"] == 1 and summary["flip_rate"]["total"] == 2
+    assert summary["first_position_win_rate"]["count"] == 3  # A, A, A of 4 decisive
+    panel = [Call("a", "x", "y", "A"), Call("b", "y", "x", "B"), Call("c", "x", "y", "B")]
+    summary = judge_summary(
+        [Row("p#0", "x", "y", "A", "m", panel)], both_orders=False, panel=["a", "b", "c"]
+    )
+    agreement = {j: e["agreement_with_majority"]["count"] for j, e in summary["by_judge"].items()}
+    assert agreement == {"a": 1, "b": 1, "c": 0}
+
+
+def sim_judge_verdicts(options: str, calls: int, seed: int) -> tuple[list[Row], dict[str, str]]:
+    """The real sim judge on random pairs, each shown in a coin's order (as schedules do), of
+    candidates from two families; and each candidate's family."""
+    rng = random.Random(seed)
+    parsed = SimOptions.parse(f"default,{options}")
+    rows, families = [], {}
+    for i in range(calls):
+        ids = (f"a{i}", f"b{i}")
+        families |= dict(zip(ids, rng.sample(["claude", "openai"], 2), strict=True))
+        prompt = "\n".join(
+            f"[sim q={rng.gauss(0, 1):.3f} id={cid} family={families[cid]}]" for cid in ids
+        )
+        request = ModelRequest(model=f"sim:default,{options}", prompt=prompt, role="judge")
+        verdict = parse_judge_output(simulate(request, seed, f"final_judging/{i}/0", parsed))
+        rows.append(Row(f"final_judging#{i}", *ids, verdict.winner, "sim"))
+    return rows, families
+
+
+@pytest.mark.parametrize("bias", [0.0, 0.3, 0.6])
+def test_the_measured_position_bias_recovers_the_sim_judges(bias: float) -> None:
+    # A 95% interval misses 1 run in 20 by design: ask it of most of ten seeded runs.
+    covered, estimates = 0, []
+    for seed in range(10):
+        rows, _ = sim_judge_verdicts(f"position_bias={bias}", 1000, seed=seed)
+        measured = judge_summary(rows, both_orders=False, panel=["sim"])["position_bias"]
+        covered += measured["low"] <= bias <= measured["high"]
+        estimates.append(measured["estimate"])
+        assert measured["high"] - measured["low"] < 0.15  # and the interval is informative
+        assert measured["significant"] == (bias > 0)
+    assert covered >= 8
+    assert abs(float(np.mean(estimates)) - bias) < 0.03
+
+
+@pytest.mark.parametrize("preference", [0.0, 0.4])
+def test_the_own_family_win_rate_recovers_the_sim_judges_self_preference(preference: float) -> None:
+    judge = f"sim:default,family=claude,self_preference={preference}"
+    rows, families = sim_judge_verdicts(judge.removeprefix("sim:default,"), 2000, seed=1)
+    summary = judge_summary(rows, both_orders=False, panel=[judge], families=families)
+    own = summary["own_family_win_rate"][judge]
+    # Families are dealt at random, so only the preference moves the rate off one half.
+    assert own["total"] == 2000 and own["low"] <= 0.5 + preference / 2 <= own["high"]
+
+
+def test_sim_bias_knobs_are_bounded_and_off_by_default() -> None:
+    assert SimOptions.parse("default").position_bias == 0.0
+    for bad in ("position_bias=1.5", "self_preference=-0.1", "family=Claude", "family=a b"):
+        with pytest.raises(SimOptionsError):
+            SimOptions.parse(f"default,{bad}")
+    # Without the knobs the judge's verdicts are exactly what they were.
+    request = ModelRequest(
+        model="sim:default", prompt="[sim q=0.5 id=a]\n[sim q=0.1 id=b]", role="judge"
+    )
+    plain = simulate(request, 3, "k/0/0", SimOptions.parse("default"))
+    assert plain == simulate(request, 3, "k/0/0", SimOptions.parse("default,family=x"))
+
+
+def test_a_generator_with_a_family_names_it_in_its_trailer() -> None:
+    request = ModelRequest(model="sim:default,family=claude", prompt="Task", role="generate")
+    text = simulate(request, 1, "g/0/0", SimOptions.parse("default,family=claude"))
+    assert trailer_families(text) == ["claude"]
+    plain = simulate(request, 1, "g/0/0", SimOptions.parse("default"))
+    assert trailer_families(plain) == [None]
+
+
+@pytest.mark.parametrize(
+    ("spec", "family"),
+    [
+        ("openai:gpt-4o-mini", "openai"),
+        ("anthropic:claude-sonnet-4-5", "claude"),
+        ("openrouter:anthropic/claude-3.5-sonnet", "claude"),
+        ("openrouter:meta-llama/llama-3-70b", "meta"),
+        ("google:gemini-2.0-flash", "google"),
+        ("local:qwen2.5", "qwen"),
+        ("local:something", "local"),
+        ("sim:default", "sim"),
+        ("sim:default,family=claude", "claude"),
+    ],
+)
+def test_model_families(spec: str, family: str) -> None:
+    assert model_family(spec) == family
+
+
+def test_judge_lists_keep_sim_options_with_their_spec() -> None:
+    assert model_list(["sim:a,accuracy=0.9,latency=uniform:1-2,openai:gpt-4o"]) == [
+        "sim:a,accuracy=0.9,latency=uniform:1-2",
+        "openai:gpt-4o",
+    ]
+    assert model_list(["sim:a", "sim:b,latency=lognormal:100,0.5"]) == [
+        "sim:a",
+        "sim:b,latency=lognormal:100,0.5",
+    ]
+
+
+# -- bootstrap -----------------------------------------------------------------------------
+
+
+def outcomes_of(n: int, calls: int, seed: int) -> tuple[list[str], list[Outcome]]:
+    rng = random.Random(seed)
+    ids = [f"c{i:02d}" for i in range(n)]
+    strength = {c: rng.gauss(0, 1.5) for c in ids}
+    outcomes = []
+    for _ in range(calls):
+        a, b = rng.sample(ids, 2)
+        p = 1 / (1 + np.exp(strength[b] - strength[a]))
+        outcomes.append(Outcome(a, b, "A" if rng.random() < p else "B"))
+    return ids, outcomes
+
+
+def test_batched_refits_equal_one_at_a_time_fits() -> None:
+    ids, outcomes = outcomes_of(12, 60, seed=2)
+    _, a, b, y = canonical_arrays(ids, outcomes)
+    counts = np.random.default_rng(0).multinomial(60, np.full(60, 1 / 60), size=6)
+    start = fit_arrays(12, a, b, y)
+    batched = refit_weighted(Design(12, a, b, y), counts.astype(float), start, 0.01)
+    for row, fitted in zip(counts, batched, strict=True):
+        keep = np.repeat(np.arange(60), row)
+        alone = fit_arrays(12, a[keep], b[keep], y[keep])
+        assert np.max(np.abs(zscore(alone) - zscore(fitted))) < 1e-6
+
+
+def test_intervals_are_seeded_and_bracket_the_scores() -> None:
+    ids, outcomes = outcomes_of(10, 80, seed=5)
+    first = bootstrap(ids, outcomes, resamples=400, seed=9)
+    assert first == bootstrap(list(reversed(ids)), outcomes[::-1], resamples=400, seed=9)
+    assert first != bootstrap(ids, outcomes, resamples=400, seed=10)
+    board = {r.candidate_id: r.score for r in leaderboard(ids, outcomes)}
+    inside = sum(first.low[c] <= board[c] <= first.high[c] for c in ids)
+    assert inside >= 9
+    assert sum(first.top_share.values()) == pytest.approx(1.0)
+    # The leader tops most resamples of a clear ranking.
+    leader = max(board, key=board.__getitem__)
+    assert first.top_share[leader] == max(first.top_share.values())
+
+
+def test_work_is_bounded() -> None:
+    assert resamples_within_ceiling(1000, 20, 100) == 1000
+    assert resamples_within_ceiling(10_000, 20, 100) < 10_000  # cut to the work ceiling
+    assert resamples_within_ceiling(1000, 400, 80_000) == 0  # too big: no intervals
+    assert resamples_within_ceiling(50, 20, 100) == 50  # a small request is not refused
+    assert MIN_RESAMPLES == 100
+    ids, _ = outcomes_of(4, 0, seed=1)
+    assert bootstrap(ids, [], resamples=1000).resamples == 0

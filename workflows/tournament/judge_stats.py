@@ -1,0 +1,186 @@
+"""How far to trust the judge: position bias, order flips and panel agreement, per run.
+
+Pure (scipy.stats, no Temporal import); the artifact writer calls it on the run's comparisons
+for ``summary.json``'s ``judge`` object. Every rate comes with a 95% Wilson score interval
+(``scipy.stats.binomtest(...).proportion_ci``).
+
+- ``first_position_win_rate``: of the decisive verdicts (ties left out), the share won by the
+  candidate shown first. Presentation order is a fair coin per pair (or balanced: all pairs, both
+  orders), so an unbiased judge is at 0.5 whatever the qualities; a judge that picks the first
+  shown with probability P regardless is at ``0.5 + P/2``, hence ``position_bias = 2*rate - 1``
+  (its interval likewise). ``significant``: the interval leaves out 0.5.
+- ``flip_rate`` (both orders only): of the pairs one judge saw both ways, the share whose two
+  verdicts do not name the same outcome (a win for each side, or a win and a tie).
+- ``by_judge`` (a panel): each judge's rates, and its ``agreement_with_majority``: the share of
+  pairs where its vote (its orders combined) is the panel's verdict.
+- ``own_family_win_rate`` (per judge, where candidates' families are known): of its decisive
+  verdicts on pairs with exactly one candidate of its own family, the share that candidate won.
+  Quality is not held fixed here: read it against the other judges' rate on the same pairs.
+
+Each verdict is one judge call: a ``comparisons.jsonl`` row without ``verdicts`` is one, a row
+with them contributes each.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from workflows.families import model_family
+from workflows.tournament.verdicts import JudgedCall, majority, vote, winner_id
+
+__all__ = ["LEVEL", "Rate", "judge_summary", "rate"]
+
+LEVEL = 0.95
+
+
+@dataclass(frozen=True)
+class Rate:
+    """``count`` of ``total`` with its Wilson interval; an empty total has no rate."""
+
+    count: int
+    total: int
+    rate: float | None
+    low: float | None
+    high: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "total": self.total,
+            "rate": self.rate,
+            "low": self.low,
+            "high": self.high,
+            "level": LEVEL,
+        }
+
+
+def rate(count: int, total: int) -> Rate:
+    if total == 0:
+        return Rate(0, 0, None, None, None)
+    from scipy.stats import binomtest  # imported here: scipy.stats costs every process ~1 s
+
+    interval = binomtest(count, total).proportion_ci(confidence_level=LEVEL, method="wilson")
+    return Rate(count, total, count / total, float(interval.low), float(interval.high))
+
+
+class _Row(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def presented_a(self) -> str: ...
+    @property
+    def presented_b(self) -> str: ...
+    @property
+    def winner(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def verdicts(self) -> Sequence[JudgedCall] | None: ...
+
+
+@dataclass(frozen=True)
+class _Call:
+    judge: str
+    presented_a: str
+    presented_b: str
+    winner: str
+
+
+def _calls(row: _Row) -> list[JudgedCall]:
+    if row.verdicts:
+        return list(row.verdicts)
+    return [_Call(row.model, row.presented_a, row.presented_b, row.winner)]
+
+
+def _position(calls: Iterable[JudgedCall]) -> dict[str, Any]:
+    decisive = [c for c in calls if c.winner != "tie"]
+    first = rate(sum(c.winner == "A" for c in decisive), len(decisive))
+    out: dict[str, Any] = {"first_position_win_rate": first.as_dict()}
+    if first.rate is not None and first.low is not None and first.high is not None:
+        out["position_bias"] = {
+            "estimate": 2 * first.rate - 1,
+            "low": 2 * first.low - 1,
+            "high": 2 * first.high - 1,
+            "significant": not first.low <= 0.5 <= first.high,
+        }
+    return out
+
+
+def _flips(rows: Sequence[Sequence[JudgedCall]]) -> Rate:
+    """Pairs a judge saw in both orders whose verdicts name different outcomes."""
+    flips = total = 0
+    for calls in rows:
+        by_judge: dict[str, list[JudgedCall]] = defaultdict(list)
+        for c in calls:
+            by_judge[c.judge].append(c)
+        for mine in by_judge.values():
+            if len({c.presented_a for c in mine}) < 2:
+                continue  # seen in one order only
+            total += 1
+            flips += len({winner_id(c) for c in mine}) > 1
+    return rate(flips, total)
+
+
+def _own_family(calls: Iterable[JudgedCall], family: str, families: Mapping[str, str]) -> Rate:
+    own = total = 0
+    for c in calls:
+        mine = [cid for cid in (c.presented_a, c.presented_b) if families.get(cid) == family]
+        if c.winner == "tie" or len(mine) != 1:
+            continue
+        total += 1
+        own += winner_id(c) == mine[0]
+    return rate(own, total)
+
+
+def judge_summary(
+    rows: Sequence[_Row],
+    *,
+    both_orders: bool,
+    panel: Sequence[str],
+    families: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """``summary.json``'s ``judge`` object for the run's comparison rows (every phase);
+    ``families``: candidate id -> its model's family, where known."""
+    per_row = [_calls(r) for r in rows]
+    every = [c for calls in per_row for c in calls]
+    summary: dict[str, Any] = {
+        "verdicts": len(every),
+        "pairs": len(rows),
+        "ties": sum(c.winner == "tie" for c in every),
+        "orders": "both" if both_orders else "one",
+        "judges": list(panel),
+    }
+    summary |= _position(every)
+    if both_orders:
+        summary["flip_rate"] = _flips(per_row).as_dict()
+    if families and len(set(families.values())) > 1:
+        summary["own_family_win_rate"] = {
+            judge: _own_family(
+                (c for c in every if c.judge == judge or len(panel) == 1),
+                model_family(judge),
+                families,
+            ).as_dict()
+            for judge in panel
+        }
+    if len(panel) > 1:
+        by_judge: dict[str, Any] = {}
+        for judge in panel:
+            mine_rows = [[c for c in calls if c.judge == judge] for calls in per_row]
+            entry = _position(c for calls in mine_rows for c in calls)
+            if both_orders:
+                entry["flip_rate"] = _flips(mine_rows).as_dict()
+            agreed = total = 0
+            for calls, mine in zip(per_row, mine_rows, strict=True):
+                if not mine:
+                    continue
+                judges = list(dict.fromkeys(c.judge for c in calls))
+                verdict = majority([vote([c for c in calls if c.judge == j]) for j in judges])
+                total += 1
+                agreed += vote(mine) == verdict
+            entry["agreement_with_majority"] = rate(agreed, total).as_dict()
+            by_judge[judge] = entry
+        summary["by_judge"] = by_judge
+    return summary
