@@ -16,6 +16,8 @@ from tests.cli import cli_env, ponder
 from tests.tournament.helpers import start
 from workflows.errors import PonderError
 
+pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
+
 
 async def test_runs_and_export_from_the_command_line(
     settings: Settings, server_address: str, worker_queue: str

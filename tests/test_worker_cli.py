@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from temporalio.client import Client
 
 from activities.config import Settings
@@ -21,6 +22,8 @@ from tests.cli import Done, cli_env, finish, one_server, ponder
 from tests.fakes import FakeProvider
 from workflows.ask_types import AskInput, AskResult
 from workflows.names import ASK
+
+pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
 
 
 async def start_worker(*args: str, env: dict[str, str]) -> asyncio.subprocess.Process:

@@ -17,6 +17,8 @@ from temporalio.client import Client
 from client.session import wait_for_worker
 from tests.cli import cli_env, ponder, start_ponder
 
+pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
+
 ROOT = Path(__file__).resolve().parents[2]
 RELEASE = ROOT / "examples" / "plans" / "release.yaml"
 

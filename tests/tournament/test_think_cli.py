@@ -13,7 +13,7 @@ from tests.cli import cli_env, one_server, ponder
 from workflows.tournament.profiles import BUILTIN_PROFILES
 from workflows.tournament.types import TournamentInput
 
-pytestmark = pytest.mark.usefixtures("no_leftover_processes")
+pytestmark = [pytest.mark.usefixtures("no_leftover_processes"), pytest.mark.slow]
 
 
 async def status_json(run_id: str, env: dict[str, str]) -> dict:
