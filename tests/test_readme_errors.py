@@ -40,6 +40,7 @@ def test_the_examples_cover_the_issue_s_error_paths() -> None:
     } <= codes
 
 
+@pytest.mark.slow  # a shell running every example: started first (tests/conftest.py)
 @pytest.mark.timeout(300)
 async def test_every_readme_error_example_prints_one_line_with_its_code(tmp_path: Path) -> None:
     async with readme_shell(tmp_path) as sh:
