@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import logging
 import os
 import signal
 import sys
@@ -12,35 +10,31 @@ import traceback
 from typing import Any, NoReturn
 
 import click
-from pydantic import ValidationError
-from temporalio.client import WorkflowQueryFailedError
-from temporalio.service import RPCError, RPCStatusCode
 
 from activities.config import Settings, load_settings
-from activities.errors import PonderError, ServerError
+from activities.errors import ServerError
 from activities.providers import DEFAULT_MODEL, MODEL_EXAMPLES, resolve_model
 from client.campaign_cli import campaign as campaign_group
 from client.embedded import EmbeddedServer
 from client.export import export
-from client.logs import configure_logging
+from client.failures import EXIT_FAILED, INTERNAL_ERROR, describe
 from client.mcp.cli import mcp as mcp_command
 from client.plan_cli import plan as plan_group
 from client.plan_run_cli import register_plan_run_commands
 from client.plan_step_cli import register_plan_step_commands
 from client.profile_cli import profile as profile_group
-from client.runs import RunFailed, check_run_id, new_run_id, start_run, wait_or_detach
+from client.runs import new_run_id, start_run, wait_or_detach
 from client.runs_cli import runs as runs_command
 from client.session import open_session, spawn_background_worker, terminated
 from client.tournament_cli import register as register_tournament_commands
 from client.worker_cli import worker_command
+from worker.cli import leave
+from worker.logs import configure_logging
 from workflows.ask_types import AskInput, AskResult
 from workflows.names import ASK
+from workflows.run_ids import check_run_id
 
 __all__ = ["cli", "main", "run_command"]
-
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-
 
 EXIT_TERMINATED = 128 + signal.SIGTERM
 
@@ -48,21 +42,6 @@ EXIT_TERMINATED = 128 + signal.SIGTERM
 def _fail(message: str, code: int) -> NoReturn:
     click.echo(f"ponder: {message}", err=True)
     raise SystemExit(code)
-
-
-def _leave(code: int) -> NoReturn:
-    """Every exit of a command: flush, then leave without interpreter finalization.
-
-    The Temporal core runtime's threads may still hold a callback into Python (an RPC that
-    completed as the command ended); finalizing under them aborts the process with
-    "PyGILState_Release ... finalizing" (exit 134). Leases are released and workers shut down
-    by now, so nothing is left to clean up; scripts get the atexit guard in client/connect.py.
-    """
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    logging.shutdown()
-    os._exit(code)
 
 
 def run_command(command: click.Command, **kwargs: Any) -> NoReturn:
@@ -75,9 +54,9 @@ def run_command(command: click.Command, **kwargs: Any) -> NoReturn:
         if exc.code is not None and not isinstance(exc.code, int):
             click.echo(str(exc.code), err=True)
     except KeyboardInterrupt:
-        click.echo("ponder: interrupted", err=True)
+        click.echo("ponder: process.interrupted: interrupted (Ctrl-C)", err=True)
         code = 128 + signal.SIGINT
-    _leave(code)
+    leave(code)
 
 
 def _run(command: click.Command, **kwargs: Any) -> None:
@@ -87,44 +66,23 @@ def _run(command: click.Command, **kwargs: Any) -> None:
         command.main(standalone_mode=False, **kwargs)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(EXIT_USAGE)
     except click.exceptions.Abort:
-        _fail("aborted", EXIT_FAILED)
+        _fail("process.interrupted: aborted", EXIT_FAILED)
     except asyncio.CancelledError:
         if not terminated():
             raise
-        _fail("terminated (SIGTERM); open runs go on in a background worker", EXIT_TERMINATED)
-    except RunFailed as exc:
-        if debug:
-            traceback.print_exc()
-        _fail(str(exc), EXIT_FAILED)
-    except RPCError as exc:
-        if debug:
-            traceback.print_exc()
-        if exc.status == RPCStatusCode.NOT_FOUND:
-            _fail(f"{exc.message}: check the run id (ponder status ID)", EXIT_USAGE)
-        _fail(f"the Temporal server refused: {exc.message}", EXIT_USAGE)
-    except WorkflowQueryFailedError as exc:
-        if debug:
-            traceback.print_exc()
-        _fail(f"the run cannot answer that ({exc.message}): is it a tournament?", EXIT_USAGE)
-    except ValidationError as exc:
-        if debug:
-            traceback.print_exc()
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or exc.title}: {e['msg']}" for e in exc.errors()
+        _fail(
+            "process.terminated: terminated (SIGTERM); open runs go on in a background worker",
+            EXIT_TERMINATED,
         )
-        _fail(f"invalid {exc.title}: {problems}", EXIT_USAGE)
-    except PonderError as exc:
+    except Exception as exc:  # ponder's, click's, Temporal's or a bug: one coded line
         if debug:
             traceback.print_exc()
-        _fail(str(exc).replace("\n", "; "), EXIT_USAGE)
-    except Exception as exc:  # a bug or an unforeseen failure: still one line
-        if debug:
-            traceback.print_exc()
-        _fail(f"{type(exc).__name__}: {exc} (--debug shows the traceback)", EXIT_FAILED)
+        failure = describe(exc)
+        line = failure.line()
+        if failure.code == INTERNAL_ERROR and not debug:
+            line += " (--debug shows the traceback)"
+        _fail(line, failure.exit_code)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -264,8 +222,9 @@ def server_address(ctx: click.Context, wait_s: float) -> None:
     found = asyncio.run(EmbeddedServer(settings.home).running(wait_s))
     if found is None:
         raise ServerError(
+            "server.not_running",
             f"no embedded server runs for {settings.home}: start one with `ponder server` "
-            "(add --wait SECONDS if it is starting)"
+            "(add --wait SECONDS if it is starting)",
         )
     click.echo(found.address)
 
