@@ -17,6 +17,7 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle
 from temporalio.exceptions import ApplicationError
+from temporalio.worker import Replayer
 
 from activities.config import Settings
 from activities.run_store import FILES_GAP, RunStore
@@ -30,6 +31,7 @@ from client.connect import data_converter
 from tests.test_run_store import as_workflow
 from tests.tournament.helpers import read_jsonl, start
 from tests.tournament.test_budget_control import JITTERY_JUDGE
+from worker.worker import WORKFLOWS
 from workflows import phases
 from workflows.budget import BudgetLimits
 from workflows.names import QUERY_PROGRESS, UPDATE_EXTEND_BUDGET
@@ -44,8 +46,13 @@ from workflows.tournament.types import (
 
 
 async def _writes(client: Client, settings: Settings, run_id: str) -> list[TournamentSnapshot]:
+    """The run's artifact writes, after checking that its history replays (the patch and the
+    gap's whole resend are deterministic)."""
     history = await client.get_workflow_handle(run_id).fetch_history()
     converter = data_converter(settings)
+    replayer = Replayer(workflows=WORKFLOWS, data_converter=converter)
+    replayed = await replayer.replay_workflow(history, raise_on_replay_failure=True)
+    assert replayed.replay_failure is None
     writes = []
     for event in history.events:
         if event.event_type != EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
