@@ -20,7 +20,7 @@ __all__ = ["plan"]
 
 @click.group()
 def plan() -> None:
-    """Plans: validate a ponder-plan/1 or loop-plan/1 document (running comes later)."""
+    """Plans: validate, run and extend ponder-plan/1 and loop-plan/1 documents."""
 
 
 def _totals(result: Validation) -> dict[str, int | str]:

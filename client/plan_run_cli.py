@@ -60,7 +60,7 @@ from workflows.plan.run_types import (
 )
 from workflows.run_ids import check_run_id
 
-__all__ = ["extend_plan", "gate", "register_plan_run_commands", "resume", "run"]
+__all__ = ["extend_plan", "gate", "plan_commands", "resume", "run"]
 
 EXIT_PAUSED = 75
 POLL_S = 0.25
@@ -551,8 +551,11 @@ async def watch_plan(session: Session, run_id: str) -> PlanRunResult | PlanStatu
     return await follow(session, handle)
 
 
-def register_plan_run_commands(cli: click.Group, plan: click.Group) -> None:
+def plan_commands() -> click.Group:
+    """``ponder plan``: validate (client.plan_cli) with run and extend added (``ponder resume`` and
+    ``ponder gate`` are top-level commands of their own)."""
+    from client.plan_cli import plan
+
     plan.add_command(run)
     plan.add_command(extend_plan)
-    cli.add_command(resume)
-    cli.add_command(gate)
+    return plan

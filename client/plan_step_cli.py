@@ -27,7 +27,7 @@ from workflows.plan.reasons import Reason
 from workflows.plan.run_types import PlanStatus
 from workflows.run_ids import check_run_id
 
-__all__ = ["checkpoint", "register_plan_step_commands", "revert", "step_done", "usage_of"]
+__all__ = ["checkpoint", "revert", "step_done", "usage_of"]
 
 
 def usage_of(text: str | None) -> dict[str, Any] | None:
@@ -165,9 +165,3 @@ def revert(ctx: click.Context, run_id: str, label: str, detach: bool) -> None:
             )
         )
     )
-
-
-def register_plan_step_commands(cli: click.Group) -> None:
-    cli.add_command(step_done)
-    cli.add_command(checkpoint)
-    cli.add_command(revert)

@@ -17,14 +17,12 @@ from activities.model_types import Usage
 from activities.pricing import PRICES_AS_OF, cost_usd
 from client.profiles import apply_profile
 from client.runs import new_run_id, start_and_follow
-from client.tournament_control import cancel, extend, report, status, watch
 from client.tournament_follow import follow, print_outcome
 from client.tournament_inputs import build_input
 from client.tournament_options import (
     CONCURRENCY_PHASES,
     TEMPERATURE_ROLES,
 )
-from client.tournament_services import mutate, rank
 from workflows import phases
 from workflows.names import TOURNAMENT
 from workflows.run_ids import check_run_id
@@ -39,7 +37,7 @@ from workflows.tournament.types import (
     TournamentResult,
 )
 
-__all__ = ["register", "think"]
+__all__ = ["think"]
 
 
 @click.command()
@@ -255,8 +253,3 @@ def _print_plan(payload: TournamentInput, models_in_use: list[str]) -> None:
         click.echo(f"warning: {plan.warning}")
     for risk in checked.self_preference:
         click.echo(f"warning: {risk.message}")
-
-
-def register(group: click.Group) -> None:
-    for command in (think, status, watch, extend, cancel, report, rank, mutate):
-        group.add_command(command)

@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
-import os
 import signal
-import sys
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -29,6 +26,7 @@ from activities.config import Settings, load_settings
 from activities.errors import ConfigError, ServerError
 from activities.plan.roots import worker_roots
 from worker.connect import connect
+from worker.exits import leave
 from worker.logs import configure_logging
 from worker.worker import WorkerOptions, running_worker
 from workflows.errors import PonderError
@@ -240,21 +238,6 @@ def worker_command(exit_when_idle: float | None, **flags: Any) -> None:
         await serve(client, settings, options, exit_when_idle=exit_when_idle)
 
     asyncio.run(go())
-
-
-def leave(code: int) -> NoReturn:
-    """Every exit of a ponder process: flush, then leave without interpreter finalization.
-
-    The Temporal core runtime's threads may still hold a callback into Python (an RPC that
-    completed as the process ended); finalizing under them aborts the process with
-    "PyGILState_Release ... finalizing" (exit 134). Workers are shut down by now, so nothing is
-    left to clean up.
-    """
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    logging.shutdown()
-    os._exit(code)
 
 
 def main() -> NoReturn:

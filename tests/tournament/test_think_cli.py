@@ -411,12 +411,14 @@ async def test_small_refusals_name_what_is_wrong(tmp_path: Path) -> None:
 
 
 def test_every_option_has_help_text() -> None:
-    from client.cli import cli
+    from client.cli import COMMANDS, cli
 
+    with click.Context(cli) as ctx:
+        commands = {name: cli.get_command(ctx, name) for name in COMMANDS}
     missing = [
         f"{name} {param.opts[0]}"
-        for name, command in cli.commands.items()
-        for param in command.params
+        for name, command in commands.items()
+        for param in (command.params if command else [])
         if isinstance(param, click.Option) and not param.help
     ]
     assert missing == []
