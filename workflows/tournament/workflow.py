@@ -332,7 +332,7 @@ class TournamentWorkflow:
             self.record.comparisons_in_order(FINAL_JUDGING_PHASE),
             lambda_=self.plan.profile.lambda_ if self.plan else 0.01,
             resamples=resamples,
-            seed=rng.phase_seed(self.calls.seed, "final_judging:bootstrap") % 2**63,
+            seed=rng.phase_seed(self.calls.seed, f"{FINAL_JUDGING_PHASE}:bootstrap") % 2**63,
         )
 
     async def _end(self, status: str, error: str | None) -> None:
