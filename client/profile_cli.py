@@ -10,7 +10,7 @@ import yaml
 
 from activities.config import load_settings
 from activities.errors import ConfigError
-from client.profiles import ProfileStore, SavedProfile, parse_profile
+from client.profiles import PROFILE_EXISTS, ProfileStore, SavedProfile, parse_profile
 from client.tournament_options import model_list
 from workflows.tournament.profiles import BUILTIN_PROFILES
 from workflows.tournament.prompts import Style
@@ -201,7 +201,7 @@ def save(ctx: click.Context, name: str, from_file: str | None, force: bool, **o:
     saved: SavedProfile = parse_profile(data, f"profile {name!r}")
     if store.exists(name) and not force:
         raise ConfigError(
-            "profile.exists",
+            PROFILE_EXISTS,
             f"profile {name!r} is already saved: pass --force to replace it, or pick another name",
         )
     click.echo(str(store.save(name, saved)))

@@ -31,6 +31,7 @@ from workflows.tournament.profiles import BUILTIN_PROFILES
 from workflows.tournament.types import MAX_JUDGES, JudgeOrders, RoleModels
 
 __all__ = [
+    "PROFILE_EXISTS",
     "PROFILE_INVALID",
     "PROFILE_NAME",
     "PROFILE_NOT_FOUND",
@@ -46,6 +47,7 @@ PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 PROFILE_SECRET = "profile.secret"
 PROFILE_INVALID = "profile.invalid"
 PROFILE_NOT_FOUND = "profile.not_found"
+PROFILE_EXISTS = "profile.exists"
 
 # Besides the run store's redaction pattern: names a credential goes by in other tools' configs.
 _MORE_SECRET_KEYS = re.compile(

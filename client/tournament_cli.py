@@ -13,20 +13,17 @@ import click
 from click.core import ParameterSource
 
 from activities.config import load_settings
-from activities.model_types import Usage
-from activities.pricing import PRICES_AS_OF, cost_usd
 from client.profiles import apply_profile
 from client.runs import new_run_id, start_and_follow
+from client.tournament_estimate import TournamentEstimate, estimate
 from client.tournament_follow import follow, print_outcome
 from client.tournament_inputs import build_input
 from client.tournament_options import (
     CONCURRENCY_PHASES,
     TEMPERATURE_ROLES,
 )
-from workflows import phases
 from workflows.names import TOURNAMENT
 from workflows.run_ids import check_run_id
-from workflows.tournament.adaptive import opening_sizes
 from workflows.tournament.preflight import preflight
 from workflows.tournament.prompts import Style
 from workflows.tournament.types import (
@@ -181,10 +178,7 @@ def think(ctx: click.Context, **options: Any) -> None:
     options["run_id"] = run_id
     payload = build_input(settings, **options)
     if options["dry_run"]:
-        models = payload.models
-        in_use = [m or payload.model for m in (models.generate, models.mutate)]
-        in_use += payload.judge_panel + ([models.finalize] if models.finalize else [])
-        _print_plan(payload, list(dict.fromkeys(in_use)))
+        _print_plan(estimate(payload))
         return
     for risk in preflight(payload).self_preference:
         click.echo(f"warning: {risk.message}", err=True)
@@ -195,61 +189,31 @@ def think(ctx: click.Context, **options: Any) -> None:
     print_outcome(run_id, asyncio.run(started))
 
 
-# A dry run cannot know token counts; this per-call shape gives a rough USD figure.
-ROUGH_CALL_USAGE = Usage(input_tokens=2_000, output_tokens=1_000)
-
-
-def _adaptive_rounds(payload: TournamentInput, n: int, phase: str, calls: int) -> list[int]:
-    """Judge calls per round of an adaptive judging phase (the rank block is not adaptive)."""
-    if payload.schedule != "adaptive" or calls == 0:
-        return []
-    name, _ = phases.split(phase)
-    if name == phases.FINAL_JUDGING and payload.rank is not None:
-        return []
-    if name not in (phases.GENERATION_JUDGING, phases.FINAL_JUDGING):
-        return []
-    # Rounds of pairs; each pair costs calls_per_pair calls (the phase's calls count them all).
-    return opening_sizes(n, calls // payload.calls_per_pair, payload.concurrency.judge)
-
-
-def _print_plan(payload: TournamentInput, models_in_use: list[str]) -> None:
-    usd_per_call = None
-    if models_in_use and all(m in payload.prices for m in models_in_use):
-        usd_per_call = max(cost_usd(payload.prices[m], ROUGH_CALL_USAGE) for m in models_in_use)
-    checked = preflight(payload, usd_per_call=usd_per_call)
-    plan = checked.tournament
-    rounds = {
-        p.phase: _adaptive_rounds(payload, checked.profile.n, p.phase, p.calls) for p in plan.phases
-    }
-    # Each adaptive batch waits for the fit of the one before: one more sequential round each.
-    sequential = plan.sequential_rounds + sum(max(len(r) - 1, 0) for r in rounds.values())
+def _print_plan(plan: TournamentEstimate) -> None:
     click.echo(
         f"calls: {plan.planned_calls} (worst case {plan.worst_case_calls} with judge "
-        f"retries), sequential rounds: {sequential}"
+        f"retries), sequential rounds: {plan.sequential_rounds}"
     )
     if plan.calls_per_pair > 1:
-        panel = payload.judge_panel
-        who = f"{len(panel)} judges" if len(panel) > 1 else "1 judge"
-        orders = "both orders" if payload.judge_orders == "both" else "one order"
+        who = f"{plan.judges} judges" if plan.judges > 1 else "1 judge"
+        orders = "both orders" if plan.judge_orders == "both" else "one order"
         click.echo(f"judge calls per pair: {plan.calls_per_pair} ({who}, {orders})")
     for phase in plan.phases:
         line = f"  {phase.phase:<24} {phase.calls}"
-        if rounds[phase.phase]:
-            sizes = rounds[phase.phase]
+        if phase.adaptive_rounds:
+            sizes = phase.adaptive_rounds
             line += f"  (adaptive: {len(sizes)} rounds of {' + '.join(map(str, sizes))})"
         click.echo(line)
-    if plan.estimated_usd is not None:
+    if plan.estimated_usd is not None and plan.worst_case_usd is not None:
         click.echo(
             f"estimated USD: {plan.estimated_usd:.2f} (worst case {plan.worst_case_usd:.2f}; "
             "rough: ~2k input + ~1k output tokens per call at the dearest model in use)"
         )
     else:
-        unpriced = sorted({m for m in models_in_use if m not in payload.prices})
         click.echo(
-            f"estimated USD: unknown (no price for {', '.join(unpriced)}; add it to ponder.toml)"
+            f"estimated USD: unknown (no price for {', '.join(plan.unpriced)}; add it to "
+            "ponder.toml)"
         )
-    click.echo(f"prices: built-in table as of {PRICES_AS_OF}; ponder.toml [prices] overrides")
-    if plan.warning:
-        click.echo(f"warning: {plan.warning}")
-    for risk in checked.self_preference:
-        click.echo(f"warning: {risk.message}")
+    click.echo(f"prices: built-in table as of {plan.prices_as_of}; ponder.toml [prices] overrides")
+    for warning in plan.warnings:
+        click.echo(f"warning: {warning}")

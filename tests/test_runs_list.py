@@ -10,7 +10,7 @@ import pytest
 from temporalio.client import Client
 
 from activities.config import Settings
-from client.export import bundle, render
+from client.bundles import bundle, render
 from client.run_list import list_runs, parse_since
 from tests.cli import cli_env, ponder
 from tests.tournament.helpers import start

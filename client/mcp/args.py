@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, JsonValue
 
+from client.bundles import Format as ExportFormat
 from client.run_list import KINDS, STATUSES
 from client.tournament_options import TournamentSettings
 from workflows.ask_types import AskInput
@@ -29,14 +30,17 @@ __all__ = [
     "AskArgs",
     "CampaignRunArgs",
     "CheckpointArgs",
+    "ExportArgs",
     "ExtendArgs",
     "IssuanceArgs",
     "ListRunsArgs",
     "MutateArgs",
     "NoArgs",
+    "PlanArgs",
     "PlanRunArgs",
     "PlanValidateArgs",
     "ProfileArgs",
+    "ProfileSaveArgs",
     "RankArgs",
     "ResolveGateArgs",
     "ResultArgs",
@@ -45,6 +49,7 @@ __all__ = [
     "RunArgs",
     "StepDoneArgs",
     "ThinkArgs",
+    "TournamentArgs",
     "WaitArgs",
 ]
 
@@ -62,8 +67,8 @@ class WaitArgs(StrictModel):
     )
 
 
-class ThinkArgs(WaitArgs, TournamentSettings):
-    """``ponder think``: a tournament on a task (the think settings a saved profile also holds,
+class TournamentArgs(TournamentSettings):
+    """A tournament on a task (the think settings a saved profile also holds,
     ``client.tournament_options.TournamentSettings``, and what only a run has)."""
 
     model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
@@ -79,6 +84,14 @@ class ThinkArgs(WaitArgs, TournamentSettings):
     seed: Seed | None = None
     budget: BudgetLimits = BudgetLimits()
     run_id: str | None = None
+
+
+class ThinkArgs(WaitArgs, TournamentArgs):
+    """``ponder think``: start a tournament."""
+
+
+class PlanArgs(TournamentArgs):
+    """``ponder think --dry-run``: the same arguments as think; nothing starts."""
 
 
 class RankArgs(WaitArgs):
@@ -157,7 +170,29 @@ class NoArgs(StrictModel):
 
 
 class ProfileArgs(StrictModel):
-    name: str
+    name: str = Field(max_length=64)
+
+
+class ProfileSaveArgs(ProfileArgs):
+    """``ponder profile save``: the settings as ``profile_show`` prints a saved profile."""
+
+    settings: dict[str, JsonValue] = Field(
+        default={},
+        max_length=64,
+        description="base, n, k, t, m, lambda, temperatures, provider, model, models, rubric, "
+        "prompt_style, schedule, judge_orders, judges, limits, concurrency, "
+        "on_budget_exhausted, invalid_json_retries, description (see profile_show); "
+        "secret-shaped keys are refused",
+    )
+    force: bool = Field(default=False, description="replace a saved profile of the same name")
+
+
+class ExportArgs(RunArgs):
+    """``ponder export``: one run as a portable bundle, secrets redacted."""
+
+    format: ExportFormat = Field(
+        default="json", description="json: the bundle; jsonl: one record a line; markdown"
+    )
 
 
 class PlanValidateArgs(StrictModel):

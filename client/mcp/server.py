@@ -15,7 +15,7 @@ import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from client.mcp import resources
+from client.mcp import prompts, resources
 from client.mcp.backend import Backend
 from client.mcp.errors import describe, tool_error
 from client.mcp.tools import TOOLS
@@ -28,7 +28,8 @@ INSTRUCTIONS = (
     "ponder runs durable LLM jobs on Temporal. Start one with think, rank, mutate or ask "
     "(wait: false returns the run id at once and the run goes on without this server); "
     "follow it with status or result; read ponder://runs/{run_id}/summary|leaderboard|"
-    "comparisons|trace|report. Use provider 'sim' for a free simulated run."
+    "comparisons|trace|report. Use provider 'sim' for a free simulated run. plan estimates a "
+    "tournament's calls and USD before think starts it; the prompts walk the common jobs."
 )
 
 
@@ -91,6 +92,16 @@ def build_server(backend: Backend) -> Server[Any]:
             ) from None
         return types.ReadResourceResult(contents=[contents])
 
+    async def list_prompts(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=prompts.list_prompts())
+
+    async def get_prompt(
+        ctx: ServerRequestContext[Any], params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        return prompts.get_prompt(params.name, params.arguments)
+
     return Server(
         "ponder",
         version=_version(),
@@ -100,6 +111,8 @@ def build_server(backend: Backend) -> Server[Any]:
         on_list_resources=list_resources,
         on_list_resource_templates=list_templates,
         on_read_resource=read_resource,
+        on_list_prompts=list_prompts,
+        on_get_prompt=get_prompt,
     )
 
 

@@ -9,6 +9,7 @@ a worker, never to this process, and outlives it.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,19 +17,23 @@ from typing import Any
 from pydantic import BaseModel
 
 from activities.errors import ConfigError
+from client.bundles import bundle, render
 from client.mcp import campaigns, follow, plan_steps, plans
 from client.mcp.args import (
     AskArgs,
     CampaignRunArgs,
     CheckpointArgs,
+    ExportArgs,
     ExtendArgs,
     IssuanceArgs,
     ListRunsArgs,
     MutateArgs,
     NoArgs,
+    PlanArgs,
     PlanRunArgs,
     PlanValidateArgs,
     ProfileArgs,
+    ProfileSaveArgs,
     RankArgs,
     ResolveGateArgs,
     ResultArgs,
@@ -37,12 +42,14 @@ from client.mcp.args import (
     RunArgs,
     StepDoneArgs,
     ThinkArgs,
+    TournamentArgs,
     WaitArgs,
 )
 from client.mcp.backend import Backend
 from client.mcp.follow import ProgressFn, follow_hint
-from client.profiles import ProfileStore, apply_profile
+from client.profiles import PROFILE_EXISTS, ProfileStore, apply_profile, parse_profile
 from client.runs import new_run_id
+from client.tournament_estimate import estimate
 from client.tournament_inputs import build_input, build_mutate_input, build_rank_input
 from workflows.ask_types import AskInput
 from workflows.run_ids import check_run_id
@@ -64,8 +71,11 @@ def _no_file(value: str, field: str) -> str:
     return value
 
 
-async def think(backend: Backend, args: ThinkArgs, progress: ProgressFn) -> dict[str, Any]:
-    run_id = check_run_id(args.run_id or new_run_id("think"))
+def _tournament_input(
+    backend: Backend, args: TournamentArgs, run_id: str, *, dry_run: bool
+) -> tuple[TournamentInput, str | None]:
+    """The workflow input ``ponder think`` builds from the same settings, and the saved
+    profile it drew on (None: a built-in one)."""
     b = args.budget
     options: dict[str, Any] = {
         "task": _no_file(args.task, "task"),
@@ -105,13 +115,18 @@ async def think(backend: Backend, args: ThinkArgs, progress: ProgressFn) -> dict
         else args.invalid_json_retries,
         "include_raw_outputs": False,
         "run_id": run_id,
-        "dry_run": False,
+        "dry_run": dry_run,
     }
     # What the caller gave beats a saved profile; what it left out, the profile may fill.
     given = {_OPTION.get(f, f) for f in args.model_fields_set} | {"run_id", "task"}
     given |= {limit for limit, value in b if value is not None}
     options, saved = apply_profile(options, given, backend.settings.home)
-    payload = build_input(backend.settings, **options)
+    return build_input(backend.settings, **options), saved
+
+
+async def think(backend: Backend, args: ThinkArgs, progress: ProgressFn) -> dict[str, Any]:
+    run_id = check_run_id(args.run_id or new_run_id("think"))
+    payload, saved = _tournament_input(backend, args, run_id, dry_run=False)
     await backend.ensure_worker()
     await backend.ponder.tournament(payload)
     started = {"run_id": run_id, "kind": "tournament", "profile": saved or args.profile}
@@ -119,6 +134,19 @@ async def think(backend: Backend, args: ThinkArgs, progress: ProgressFn) -> dict
 
 
 _OPTION = {"temperatures": "temperature"}
+
+
+async def plan(backend: Backend, args: PlanArgs, progress: ProgressFn) -> dict[str, Any]:
+    """``ponder think --dry-run``: the calls, rounds and rough USD; nothing starts."""
+    run_id = check_run_id(args.run_id or new_run_id("think"))
+    payload, saved = _tournament_input(backend, args, run_id, dry_run=True)
+    # Off the event loop: preflight plans every phase, which can take a while for a large n.
+    forecast = await asyncio.to_thread(estimate, payload)
+    return {
+        "profile": saved or args.profile,
+        **forecast.model_dump(mode="json"),
+        "next": "call think with the same arguments to start it",
+    }
 
 
 async def rank(backend: Backend, args: RankArgs, progress: ProgressFn) -> dict[str, Any]:
@@ -209,6 +237,58 @@ async def profile_show(backend: Backend, args: ProfileArgs, progress: ProgressFn
     }
 
 
+async def profile_save(
+    backend: Backend, args: ProfileSaveArgs, progress: ProgressFn
+) -> dict[str, Any]:
+    """``ponder profile save``: the same checks (name, secrets, fields) and the same file."""
+    store = ProfileStore(backend.settings.home)
+    store.check_name(args.name)
+    saved = parse_profile(args.settings, f"profile {args.name!r}")
+    if store.exists(args.name) and not args.force:
+        raise ConfigError(
+            PROFILE_EXISTS,
+            f"profile {args.name!r} is already saved",
+            fix="pass force: true to replace it, or pick another name",
+        )
+    store.save(args.name, saved)
+    return {
+        "name": args.name,
+        "saved": True,
+        "profile": saved.model_dump(mode="json", by_alias=True, exclude_defaults=True),
+        "next": f"call think with profile: {args.name!r}",
+    }
+
+
+async def profile_delete(
+    backend: Backend, args: ProfileArgs, progress: ProgressFn
+) -> dict[str, Any]:
+    ProfileStore(backend.settings.home).delete(args.name)
+    return {"name": args.name, "deleted": True}
+
+
+# A tool result travels whole in one JSON-RPC message: past this, ponder export on the
+# worker's machine (or the paged ponder://runs/ resources) is the way.
+MAX_EXPORT_CHARS = 4 * 1024 * 1024
+
+
+async def export(backend: Backend, args: ExportArgs, progress: ProgressFn) -> dict[str, Any]:
+    """``ponder export``: the same bundle, through the run store's redaction."""
+    run_id = check_run_id(args.run_id)
+    data = await asyncio.to_thread(bundle, backend.settings, run_id)
+    text = await asyncio.to_thread(render, data, args.format)
+    if len(text) > MAX_EXPORT_CHARS:
+        raise ConfigError(
+            "export.too_large",
+            f"run {run_id}'s {args.format} bundle is {len(text)} characters, over the "
+            f"{MAX_EXPORT_CHARS} a tool result carries",
+            fix=f"run ponder export {run_id} where the runs live, or read the paged "
+            f"ponder://runs/{run_id}/ resources",
+        )
+    if args.format == "json":
+        return {"run_id": run_id, "format": "json", "bundle": data}
+    return {"run_id": run_id, "format": args.format, "text": text}
+
+
 async def plan_validate(
     backend: Backend, args: PlanValidateArgs, progress: ProgressFn
 ) -> dict[str, Any]:
@@ -276,6 +356,29 @@ TOOLS: dict[str, Tool] = {
         Tool("list_runs", "Past and live runs, newest first.", ListRunsArgs, follow.runs),
         Tool("profile_list", "Built-in and saved profile names.", NoArgs, profile_list),
         Tool("profile_show", "One profile's settings.", ProfileArgs, profile_show),
+        Tool(
+            "profile_save",
+            "Save think settings as a named profile (think profile: NAME uses it); secrets are "
+            "refused.",
+            ProfileSaveArgs,
+            profile_save,
+        ),
+        Tool("profile_delete", "Delete a saved profile.", ProfileArgs, profile_delete),
+        Tool(
+            "plan",
+            "Estimate a tournament before starting it (ponder think --dry-run): calls, worst "
+            "case, sequential rounds, calls per phase and rough USD. Takes think's arguments; "
+            "nothing runs.",
+            PlanArgs,
+            plan,
+        ),
+        Tool(
+            "export",
+            "One run as a portable bundle (ponder export): json, jsonl or markdown; secrets "
+            "redacted.",
+            ExportArgs,
+            export,
+        ),
         Tool(
             "plan_validate",
             "Validate a plan document (ponder-plan/1 or loop-plan/1, YAML or JSON) without "

@@ -6,7 +6,7 @@ import json
 import uuid
 
 from activities.config import Settings
-from client.export import bundle, render
+from client.bundles import bundle, render
 from tests.campaigns.helpers import document
 from tests.cli import cli_env
 from tests.mcp.helpers import stdio_client, structured, tool_failure

@@ -9,7 +9,7 @@ from pathlib import Path
 from temporalio.client import Client
 
 from activities.config import Settings
-from client.export import bundle, render
+from client.bundles import bundle, render
 from tests.cli import cli_env, ponder
 from tests.mcp.helpers import stdio_client, structured, tool_failure
 
