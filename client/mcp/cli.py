@@ -10,7 +10,7 @@ from activities.config import load_settings, read_secret
 from activities.errors import ConfigError
 from client.mcp.backend import Backend
 from client.mcp.http import PATH, TOKEN_ENV, Guard, allowed_hosts, is_loopback, parse_listen
-from client.session import open_session
+from client.session import on_sigterm, open_session, terminated
 
 __all__ = ["mcp"]
 
@@ -87,6 +87,12 @@ def mcp(
             config = uvicorn.Config(
                 guarded, host=where.host, port=where.port, log_level="warning", lifespan="on"
             )
-            await uvicorn.Server(config).serve()
+            http_server = uvicorn.Server(config)
+            # SIGTERM stops uvicorn its own way (should_exit); cancelling the task under it, as
+            # other commands are stopped, makes its lifespan log a CancelledError traceback.
+            with on_sigterm(lambda: setattr(http_server, "should_exit", True)):
+                await http_server.serve()
+            if terminated():
+                raise asyncio.CancelledError  # ends as every command SIGTERM ends: one line
 
     asyncio.run(go())

@@ -132,3 +132,21 @@ def test_listen_addresses() -> None:
     assert parse_listen("[::1]:9").url == "http://[::1]:9/mcp"
     with pytest.raises(Exception, match="port 1-65535"):
         parse_listen("localhost:http")
+
+
+async def test_sigterm_is_one_line_with_a_code(settings: Settings, server_address: str) -> None:
+    env = cli_env(settings.home, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE="no-worker")
+    port = free_port()
+    process = await start_ponder("mcp", "--http", f"127.0.0.1:{port}", env=env)
+    try:
+        await wait_for_port(port, process)
+    finally:
+        process.terminate()
+    done = await finish(process, timeout=60)
+    lines = [line for line in done.err.splitlines() if line.strip()]
+    assert lines[0].startswith("ponder MCP server at "), done.err
+    # No uvicorn CancelledError traceback: the one line every ponder command ends with.
+    assert lines[1:] == [
+        "ponder: process.terminated: terminated (SIGTERM); open runs go on in a background worker"
+    ], done.err
+    assert done.code == 128 + 15
