@@ -14,6 +14,7 @@ from workflows.tournament.bradley_terry import (
     _Problem,
     fit_arrays,
     fit_scores,
+    hessian,
     leaderboard,
     zscore,
 )
@@ -187,3 +188,52 @@ def test_bad_input_is_refused() -> None:
         fit_scores(["a", "a"], [])
     with pytest.raises(ValueError, match="lambda"):
         fit_arrays(2, np.array([0]), np.array([1]), np.array([1.0]), 0.0)
+
+
+# -- rules pinned by hand-written values (what mutation testing found unpinned) --------------
+
+
+def test_the_hessian_is_the_ridge_plus_the_weighted_laplacian() -> None:
+    # One comparison at s = (ln 3, 0): p = 0.75, w = p (1 - p) = 0.1875.
+    h = hessian(np.array([np.log(3.0), 0.0]), np.array([0]), np.array([1]), 0.5)
+    assert np.allclose(h, [[0.6875, -0.1875], [-0.1875, 0.6875]], atol=1e-12)
+    # At s = 0 every w is 0.25; the pair 0-1 judged twice adds up.
+    h = hessian(np.zeros(3), np.array([0, 0, 1]), np.array([1, 1, 2]), 0.01)
+    expected = [[0.51, -0.5, 0.0], [-0.5, 0.76, -0.25], [0.0, -0.25, 0.26]]
+    assert np.allclose(h, expected, atol=1e-12)
+
+
+def test_fit_scores_is_the_ridge_fit_at_the_given_lambda() -> None:
+    rng = random.Random(11)
+    ids = [f"c{i}" for i in range(8)]
+    outcomes = [random_outcome(rng, ids) for _ in range(30)]
+    index = {c: i for i, c in enumerate(sorted(ids))}
+    a = np.array([index[o.presented_a] for o in outcomes])
+    b = np.array([index[o.presented_b] for o in outcomes])
+    y = np.array([o.y for o in outcomes])
+    for lam, scores in (
+        (0.01, fit_scores(ids, outcomes)),
+        (1.0, fit_scores(ids, outcomes, lambda_=1.0)),
+    ):
+        reference = scipy_reference(len(ids), a, b, y, lam)
+        assert max(abs(scores[c] - reference[index[c]]) for c in ids) < 1e-6, lam
+    default, strong = fit_scores(ids, outcomes), fit_scores(ids, outcomes, lambda_=1.0)
+    assert max(abs(default[c] - strong[c]) for c in ids) > 1e-3  # lambda matters here
+    for lam in (0.01, 1.0):
+        rows = leaderboard(ids, outcomes, **({} if lam == 0.01 else {"lambda_": lam}))
+        assert {r.candidate_id: r.score for r in rows} == fit_scores(ids, outcomes, lambda_=lam)
+
+
+def test_leaderboard_tallies_every_win_loss_and_tie() -> None:
+    outcomes = [
+        Outcome("a", "b", "tie"),
+        Outcome("a", "c", "tie"),
+        Outcome("c", "b", "tie"),
+        Outcome("b", "a", "A"),
+        Outcome("c", "a", "A"),
+    ]
+    tally = {
+        r.candidate_id: (r.wins, r.losses, r.ties, r.comparisons)
+        for r in leaderboard(["a", "b", "c"], outcomes)
+    }
+    assert tally == {"a": (0, 2, 2, 4), "b": (1, 0, 2, 3), "c": (1, 0, 2, 3)}
