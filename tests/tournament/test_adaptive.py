@@ -409,6 +409,10 @@ def test_champion_probabilities_are_the_laplace_posteriors() -> None:
     expected = 0.5 * (1 + math.erf(d / sd / math.sqrt(2)))  # about 0.78
     p = champion_probabilities(posterior, random.Random(1), draws=20_000)
     assert abs(p[0] - expected) < 0.015 and abs(p[0] + p[1] - 1.0) < 1e-12
+    # One value per candidate, also for the last one when no draw puts it on top.
+    lost = [Outcome(w, "c", "A") for w in ("a", "b") for _ in range(20)]
+    p = champion_probabilities(fit_posterior(["a", "b", "c"], lost, lambda_=0.3), random.Random(1))
+    assert len(p) == 3 and p[2] == 0.0
 
 
 def test_champion_pairs_rank_by_product_then_sum_at_the_given_prior() -> None:
