@@ -44,6 +44,11 @@ def _remaining_s(info: activity.Info) -> float | None:
     return (deadline - datetime.now(UTC)).total_seconds()
 
 
+def _config_failure(exc: ConfigError) -> ApplicationError:
+    """The worker's configuration refused the call: ``provider.config``, never retried."""
+    return ApplicationError(exc.message, type=CONFIG_ERROR_TYPE, non_retryable=True)
+
+
 def _application_error(
     error: ProviderError, secrets: list[str], *, attempt: int, transport_retries: int
 ) -> ApplicationError:
@@ -53,7 +58,7 @@ def _application_error(
     shows them); a Retry-After too long to wait here becomes ``provider.retry_later`` (the
     workflow sleeps on a durable timer, then calls again).
     """
-    message = redact(str(error), secrets)
+    message = redact(error.message, secrets)
     details = {
         "status": error.status,
         "model": error.model,
@@ -120,7 +125,9 @@ class ModelActivities:
                 request.model, self.settings, base_url=request.base_url, require_key=not offline
             )
         except ConfigError as exc:
-            raise ApplicationError(str(exc), type=CONFIG_ERROR_TYPE, non_retryable=True) from None
+            raise ApplicationError(
+                exc.message, type=CONFIG_ERROR_TYPE, non_retryable=True
+            ) from None
         secrets = [
             resolved.api_key or "",
             *known_secrets(self.settings),
@@ -189,7 +196,9 @@ class ModelActivities:
                 transport_retries=info.attempt - 1 + ctx.fallbacks,
             ) from None
         except ConfigError as exc:
-            raise ApplicationError(str(exc), type=CONFIG_ERROR_TYPE, non_retryable=True) from None
+            raise ApplicationError(
+                exc.message, type=CONFIG_ERROR_TYPE, non_retryable=True
+            ) from None
         price = self.settings.prices.get(f"{resolved.provider_name}:{resolved.model_name}")
         return response.model_copy(
             update={

@@ -61,11 +61,19 @@ def check_base_url(url: str) -> str:
         parsed = urlsplit(url)
         parsed.port  # noqa: B018 - raises ValueError on a port that is not a number
     except ValueError as exc:
-        raise ConfigError(f"base URL {url!r} does not parse ({exc}): {_BASE_URL_FIX}") from None
+        raise ConfigError(
+            "model.base_url_invalid", f"base URL {url!r} does not parse ({exc}): {_BASE_URL_FIX}"
+        ) from None
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        raise ConfigError(f"base URL {url!r} needs http:// or https:// and a host: {_BASE_URL_FIX}")
+        raise ConfigError(
+            "model.base_url_invalid",
+            f"base URL {url!r} needs http:// or https:// and a host: {_BASE_URL_FIX}",
+        )
     if parsed.query or parsed.fragment or any(c.isspace() for c in url):
-        raise ConfigError(f"base URL {url!r} has a query, fragment or whitespace: {_BASE_URL_FIX}")
+        raise ConfigError(
+            "model.base_url_invalid",
+            f"base URL {url!r} has a query, fragment or whitespace: {_BASE_URL_FIX}",
+        )
     return url
 
 
@@ -156,12 +164,16 @@ class Notifier(BaseModel):
         assert self.url_env is not None
         value = read_secret(self.url_env)
         if not value:
-            raise ConfigError(f"the notifier's url_env {self.url_env} is not set on the worker")
+            raise ConfigError(
+                "notifier.url_missing",
+                f"the notifier's url_env {self.url_env} is not set on the worker",
+            )
         try:
             return check_webhook_url(value)
         except ValueError:
             raise ConfigError(
-                f"the notifier's url_env {self.url_env} does not hold an http(s) URL"
+                "notifier.url_invalid",
+                f"the notifier's url_env {self.url_env} does not hold an http(s) URL",
             ) from None
 
 
@@ -319,10 +331,13 @@ def _read_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(f)
     except OSError as exc:
         raise ConfigError(
-            f"config file {path} cannot be read ({exc.strerror}): fix its path or permissions"
+            "config.unreadable",
+            f"config file {path} cannot be read ({exc.strerror}): fix its path or permissions",
         ) from exc
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"config file {path} is not valid TOML ({exc}): fix the syntax") from exc
+        raise ConfigError(
+            "config.syntax", f"config file {path} is not valid TOML ({exc}): fix the syntax"
+        ) from exc
 
 
 def load_settings(config: str | Path | None = None, **flags: Any) -> Settings:
@@ -344,7 +359,9 @@ def load_settings(config: str | Path | None = None, **flags: Any) -> Settings:
         prices[key] = _validated(Price, price, where, f"prices.{key}")
     executors = data.get("executors", {})
     if not isinstance(executors, dict) or not all(isinstance(v, str) for v in executors.values()):
-        raise ConfigError(f'config {where}: executors: give FAMILY = "provider:model" entries')
+        raise ConfigError(
+            "config.invalid", f'config {where}: executors: give FAMILY = "provider:model" entries'
+        )
     plans = _validated(PlansTable, data.get("plans", {}), where, "plans")
     notifiers = _notifiers(data.get("notifiers", {}), where)
     given = {k: v for k, v in flags.items() if v is not None and k != "home"}
@@ -375,13 +392,16 @@ def load_settings(config: str | Path | None = None, **flags: Any) -> Settings:
 
 def _notifiers(tables: Any, where: Path | str) -> dict[str, Notifier]:
     if not isinstance(tables, dict):
-        raise ConfigError(f"config {where}: notifiers: give [notifiers.NAME] tables: fix them")
+        raise ConfigError(
+            "config.invalid", f"config {where}: notifiers: give [notifiers.NAME] tables: fix them"
+        )
     out = {}
     for name, table in tables.items():
         if not NOTIFIER_NAME.match(name):
             raise ConfigError(
+                "config.invalid",
                 f"config {where}: notifiers.{name}: a notifier name is [a-z][a-z0-9_-]{{0,63}} "
-                "(plans name it in escalate.notify): rename it"
+                "(plans name it in escalate.notify): rename it",
             )
         out[name] = _validated(Notifier, table, where, f"notifiers.{name}")
     return out
@@ -401,7 +421,7 @@ def _validated(model: type[_M], data: Any, where: Path | str, entry: str) -> _M:
 def _config_error(exc: ValidationError, where: Path | str, entry: str) -> ConfigError:
     error = exc.errors()[0]
     field = ".".join(str(p) for p in (entry, *error["loc"]))
-    return ConfigError(f"config {where}: {field}: {error['msg']}: fix that entry")
+    return ConfigError("config.invalid", f"config {where}: {field}: {error['msg']}: fix that entry")
 
 
 def _secrets_file() -> dict[str, str]:
@@ -411,7 +431,9 @@ def _secrets_file() -> dict[str, str]:
     try:
         lines = Path(path).read_text().splitlines()
     except OSError as exc:
-        raise ConfigError(f"secrets file {path} cannot be read ({exc.strerror})") from exc
+        raise ConfigError(
+            "secrets.unreadable", f"secrets file {path} cannot be read ({exc.strerror})"
+        ) from exc
     secrets = {}
     for line in lines:
         key, sep, value = line.strip().partition("=")

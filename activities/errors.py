@@ -1,11 +1,11 @@
-"""The one ponder error tree.
+"""The worker-side branches of the one error tree (``workflows.errors`` draws all of it).
 
 ```
-PonderError                      base of everything ponder raises on purpose
+PonderError(code, message)       base of everything ponder raises on purpose (workflows.errors)
 ├── ConfigError                  bad flag, config file, model spec or missing secret (exit 2)
 ├── ServerError                  the Temporal server cannot be reached, started or shared (exit 2)
-│   └── NoWorkerError            nothing polls the task queue
-└── ProviderError                a model call failed; ``failure_class`` names the family
+│   └── NoWorkerError            nothing polls the task queue (worker.missing)
+└── ProviderError                a model call failed; its code is ``provider.<failure_class>``
     ├── TransportError           connection trouble or 5xx             retryable
     ├── RateLimitedError         429; ``retry_after`` seconds if sent  retryable
     ├── ModelTimeoutError        no answer within the call timeout      retryable
@@ -32,10 +32,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from workflows.errors import PonderError
+
 __all__ = [
     "CONFIG_ERROR_TYPE",
     "NON_RETRYABLE_TYPES",
     "RETRY_LATER_TYPE",
+    "WORKER_MISSING",
     "AuthError",
     "BadRequestError",
     "ConfigError",
@@ -55,24 +58,27 @@ __all__ = [
 ]
 
 
-class PonderError(Exception):
-    """Base of every error ponder raises on purpose."""
-
-
 class ConfigError(PonderError):
     """A flag, config file, model spec or secret is wrong; the message says how to fix it."""
 
 
 class ServerError(PonderError):
-    """The Temporal server cannot be reached, started or shared."""
+    """The Temporal server cannot be reached, started or shared (codes ``server.*``)."""
 
 
 class NoWorkerError(ServerError):
     """No worker polls the task queue."""
 
+    def __init__(self, message: str) -> None:
+        super().__init__(WORKER_MISSING, message)
+
+
+WORKER_MISSING = "worker.missing"
+
 
 class ProviderError(PonderError):
-    """A model call failed. Subclasses set ``failure_class`` and ``retryable``."""
+    """A model call failed. Subclasses set ``failure_class`` and ``retryable``; the code is
+    ``provider.<failure_class>``, the ``ApplicationError.type`` it travels under."""
 
     failure_class = "error"
     retryable = False
@@ -87,7 +93,7 @@ class ProviderError(PonderError):
         headers: Mapping[str, str] | None = None,
         retry_after: float | None = None,
     ) -> None:
-        super().__init__(message)
+        super().__init__(f"provider.{self.failure_class}", message)
         self.model = model
         self.status = status
         self.body = body[:2000]
@@ -96,8 +102,8 @@ class ProviderError(PonderError):
 
     @property
     def error_type(self) -> str:
-        """The ``ApplicationError.type`` this error travels under."""
-        return f"provider.{self.failure_class}"
+        """The ``ApplicationError.type`` this error travels under (its code)."""
+        return self.code
 
 
 class TransportError(ProviderError):

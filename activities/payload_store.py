@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 import re
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,6 +20,8 @@ from temporalio.converter import (
     StorageDriverRetrieveContext,
     StorageDriverStoreContext,
 )
+
+from activities.atomic import write_atomically
 
 __all__ = ["FileSystemStorageDriver"]
 
@@ -48,10 +48,7 @@ class FileSystemStorageDriver(StorageDriver):
         target = self.path_for(digest)
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, target)
+            write_atomically(target, data)
         return StorageDriverClaim({"sha256": digest})
 
     def _retrieve_one(self, claim: StorageDriverClaim) -> Payload:

@@ -32,8 +32,10 @@ from pydantic import BaseModel
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.atomic import write_atomically
 from activities.heartbeats import in_thread
 from activities.raw_events import redact
+from workflows.errors import PonderError
 from workflows.run_ids import RUN_ID, RunIdInvalid, check_run_id, writer_problem
 
 __all__ = [
@@ -64,22 +66,25 @@ CLAIMS = ".claims"
 """Under the runs directory; not a run id (a leading dot), so no listing shows it."""
 
 
-class RunDirRefused(ValueError):
+class RunDirRefused(PonderError, ValueError):
     """A run directory or a path in it that would lead outside the runs directory."""
 
-    code = RUN_DIR_INVALID
+    def __init__(self, message: str) -> None:
+        super().__init__(RUN_DIR_INVALID, message)
 
 
-class RunIdInUse(ValueError):
+class RunIdInUse(PonderError, ValueError):
     """A workflow id that an earlier execution (another chain) already wrote a run under."""
 
-    code = RUN_ID_IN_USE
+    def __init__(self, message: str) -> None:
+        super().__init__(RUN_ID_IN_USE, message)
 
 
-class FilesGap(ValueError):
+class FilesGap(PonderError, ValueError):
     """An append whose file holds fewer lines than the writer sent before: send it whole."""
 
-    code = FILES_GAP
+    def __init__(self, message: str) -> None:
+        super().__init__(FILES_GAP, message)
 
 
 REFUSED = (RunIdInvalid, RunDirRefused, RunIdInUse)
@@ -88,7 +93,7 @@ REFUSED = (RunIdInvalid, RunDirRefused, RunIdInUse)
 
 def refusal(exc: RunIdInvalid | RunDirRefused | RunIdInUse | FilesGap) -> ApplicationError:
     """The run store's refusal as an activity failure: coded and never retried."""
-    return ApplicationError(str(exc), type=exc.code, non_retryable=True)
+    return ApplicationError(exc.message, type=exc.code, non_retryable=True)
 
 
 def check_writer(run_id: str, store: RunStore | None = None, chain: str | None = None) -> str:
@@ -158,15 +163,7 @@ class RunStore:
         target = self.path(run_id, relative)
         target.parent.mkdir(parents=True, exist_ok=True)
         data = redact(content, self.secrets).encode() if isinstance(content, str) else content
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return target
+        return write_atomically(target, data)
 
     def write_all(
         self, run_id: str, files: dict[str, str], appends: dict[str, FileAppend] | None = None

@@ -26,12 +26,9 @@ from pydantic import BaseModel
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 
 from activities.config import Settings, load_settings
-from activities.errors import ConfigError
-from client.campaign_cli import load, validate_document
+from client.documents import load, validate_campaign
 from client.runs import (
     RunFailed,
-    check_run_id,
-    failure_message,
     new_run_id,
     run_result,
     start_run,
@@ -39,6 +36,7 @@ from client.runs import (
 )
 from client.session import Session, open_session, spawn_background_worker
 from workflows.ask_types import AskInput, AskResult
+from workflows.campaign.errors import CampaignInvalid
 from workflows.campaign.types import CampaignEvent, CampaignProgress, CampaignResult
 from workflows.names import (
     ASK,
@@ -50,6 +48,7 @@ from workflows.names import (
     UPDATE_EXTEND_BUDGET,
 )
 from workflows.plan.run_types import PlanRunResult
+from workflows.run_ids import check_run_id
 from workflows.tournament.types import (
     Event,
     ExtendBudgetInput,
@@ -82,7 +81,7 @@ class Run(Generic[ResultT]):
         try:
             return await run_result(self.handle)  # type: ignore[no-any-return]
         except WorkflowFailureError as exc:
-            raise RunFailed(f"run {self.id} ended: {failure_message(exc)}") from exc
+            raise RunFailed.of(self.id, exc) from exc
 
     async def status(self) -> WorkflowExecutionStatus | None:
         return (await through_restarts(self.handle.describe)).status
@@ -242,14 +241,14 @@ class Ponder:
     ) -> CampaignRun:
         """Start a campaign from a ``ponder-campaign/1`` file (plan paths inlined, saved
         profiles expanded) or its document as a dict, validated as ``ponder campaign validate``
-        does: an invalid one raises ``ConfigError`` listing every error."""
+        does: an invalid one raises ``CampaignInvalid`` listing every error."""
         checked = (
-            validate_document(document, self.settings)
+            validate_campaign(document, self.settings)
             if isinstance(document, dict)
             else load(str(document), self.settings)
         )
         if not checked.ok or checked.document is None:
-            raise ConfigError("invalid campaign: " + "; ".join(e.line() for e in checked.errors))
+            raise CampaignInvalid(checked.errors)
         run_id = check_run_id(run_id or new_run_id(CampaignRun.id_prefix))
         payload = checked.document.model_dump(mode="json", by_alias=True)
         handle = await start_run(self._session, CAMPAIGN, payload, run_id, CampaignResult)

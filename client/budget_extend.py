@@ -23,9 +23,10 @@ __all__ = ["extend_budget", "new_limit", "new_limits", "require_a_limit"]
 def require_a_limit(*values: str | None) -> None:
     if all(v is None for v in values):
         raise ConfigError(
+            "option.missing",
             "extend needs at least one new limit: give --calls, --usd, --input-tokens or "
             "--output-tokens (a plan run: --calls, --usd, --tokens or --wall-ms), absolute or "
-            "+N to add"
+            "+N to add",
         )
 
 
@@ -41,7 +42,7 @@ def new_limit(
         return cast(value)  # type: ignore[no-any-return]
     except ValueError:
         raise ConfigError(
-            f"extend: --{name} {value!r} is not a number: give e.g. 300 or +50"
+            "option.invalid", f"extend: --{name} {value!r} is not a number: give e.g. 300 or +50"
         ) from None
 
 
@@ -75,6 +76,8 @@ async def extend_budget(handle: WorkflowHandle, new: ExtendBudgetInput) -> Exten
         )
     except WorkflowUpdateFailedError as exc:
         cause = exc.cause
-        raise ConfigError(f"extend refused: {getattr(cause, 'message', cause)}") from None
+        raise ConfigError(
+            "budget.extend_refused", f"extend refused: {getattr(cause, 'message', cause)}"
+        ) from None
     click.echo(f"budget now {format_limits(done.budget)}", err=True)
     return done

@@ -7,27 +7,23 @@ error printed, one per line: ``path: [code] message``), 75 paused awaiting budge
 from __future__ import annotations
 
 import asyncio
-import copy
-import json
-import sys
 from pathlib import Path
 
 import click
 
-from activities.campaign.cells import route_check
 from activities.config import Settings, load_settings
 from activities.errors import ConfigError
 from activities.model_types import Usage
 from activities.pricing import PRICES_AS_OF, cost_usd
-from activities.providers import default_model_for, price_table
+from activities.providers import price_table
 from client.campaign_control import follow, print_outcome, rerender_report
-from client.profiles import expand_saved_profiles
-from client.runs import check_run_id, new_run_id, start_and_follow
+from client.documents import load, route_errors
+from client.runs import new_run_id, start_and_follow
 from client.tournament_control import extend as shared_extend
 from client.tournament_control import status as shared_status
-from workflows.campaign.configs import cell_calls, config_errors, variant_models
-from workflows.campaign.document import CampaignDocument, Validation, validate_value
-from workflows.campaign.errors import CampaignError
+from client.validate_output import format_option, print_invalid, print_validation
+from workflows.campaign.configs import cell_calls, variant_models
+from workflows.campaign.document import CampaignDocument, Validation
 from workflows.campaign.records import RunRecord
 from workflows.campaign.stats import (
     ALPHA,
@@ -36,14 +32,13 @@ from workflows.campaign.stats import (
     paired_power,
     pilot_diff_sd,
 )
-from workflows.campaign.types import CampaignResult, RoutedModel
+from workflows.campaign.types import CampaignResult
 from workflows.names import CAMPAIGN
-from workflows.plan.document import parse_text
+from workflows.run_ids import check_run_id
 from workflows.wire_replay import WireReplay
 
-__all__ = ["campaign", "load"]
+__all__ = ["campaign"]
 
-EXIT_INVALID = 2
 # A forecast cannot know token counts: this per-call shape gives a rough worst-case USD figure.
 ROUGH_INPUT_TOKENS = 2_000
 ROUGH_OUTPUT_TOKENS = 1_000
@@ -52,87 +47,6 @@ ROUGH_OUTPUT_TOKENS = 1_000
 @click.group()
 def campaign() -> None:
     """Campaigns: variants x scenarios x seeds, ending in a report that says what to promote."""
-
-
-def load(file: str, settings: Settings | None = None) -> Validation:
-    """The document in FILE (``-`` reads stdin), plan paths inlined, saved profiles expanded,
-    validated as the workflow will validate it."""
-    try:
-        text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return Validation(None, [_unreadable("", file, exc)])
-    value, problems = parse_text(text, filename=None if file == "-" else file)
-    if problems:
-        return Validation(None, [CampaignError(p.code, p.path, p.message) for p in problems])
-    base = Path.cwd() if file == "-" else Path(file).resolve().parent
-    return validate_document(value, settings, base=base)
-
-
-def validate_document(
-    value: object, settings: Settings | None = None, *, base: Path | None = None
-) -> Validation:
-    """A parsed document: plan paths inlined (relative to ``base``, default the working
-    directory), saved profiles expanded, validated as the workflow will validate it."""
-    value = copy.deepcopy(value)  # the caller's document is left as it was
-    errors = _inline_plans(value, base or Path.cwd())
-    settings = settings or load_settings()
-    errors += [
-        CampaignError("variant.config", path, str(exc))
-        for path, exc in expand_saved_profiles(
-            value, settings.home, lambda p: default_model_for(p, settings)
-        )
-    ]
-    if errors:
-        return Validation(None, errors)
-    result = validate_value(value)
-    if result.document is not None and not result.errors:
-        result.errors += config_errors(result.document)
-    return result
-
-
-def route_errors(doc: CampaignDocument, settings: Settings) -> list[CampaignError]:
-    """What the campaign's route assertion refuses, against this machine's endpoints: the
-    check a worker with the same ponder.toml runs before the first cell (``route.<reason>``)."""
-    check = route_check(
-        doc.route,
-        [RoutedModel(variant=v, model=m, base_url=u) for v, m, u in variant_models(doc)],
-        settings,
-        offline=doc.calls.replay is not None and doc.calls.replay.on_miss != "network",
-    )
-    return [
-        CampaignError(f"route.{i.reason}", "route", f"{i.variant} ({i.model}): {i.message}")
-        for i in check.issues
-    ]
-
-
-def _unreadable(path: str, file: str | Path, exc: Exception) -> CampaignError:
-    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-    return CampaignError("document.unreadable", path, f"cannot read {file}: {reason}")
-
-
-def _inline_plans(value: object, base: Path) -> list[CampaignError]:
-    """Replace each plan variant's ``plan: PATH`` by the parsed document (client side: the
-    worker never reads a file a campaign names)."""
-    variants = value.get("variants") if isinstance(value, dict) else None
-    errors: list[CampaignError] = []
-    for i, variant in enumerate(variants if isinstance(variants, list) else []):
-        config = variant.get("config") if isinstance(variant, dict) else None
-        if variant.get("kind") != "plan" or not isinstance(config, dict):
-            continue
-        source = config.get("plan")
-        if not isinstance(source, str):
-            continue
-        path = base / source
-        where = f"variants[{i}].config.plan"
-        try:
-            plan_text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            errors.append(_unreadable(where, path, exc))
-            continue
-        plan, problems = parse_text(plan_text, filename=str(path))
-        errors += [CampaignError(p.code, f"{where}.{p.path}", p.message) for p in problems]
-        config["plan"] = plan
-    return errors
 
 
 def summary(result: Validation) -> str:
@@ -147,24 +61,9 @@ def summary(result: Validation) -> str:
     )
 
 
-def fail_invalid(file: str, result: Validation) -> None:
-    for error in result.errors:
-        click.echo(f"{file}: {error.line()}", err=True)
-    click.echo(f"{file}: invalid, {len(result.errors)} error(s)", err=True)
-    # sys.exit, not ctx.exit: ponder runs click with standalone_mode=False.
-    sys.exit(EXIT_INVALID)
-
-
 @campaign.command()
 @click.argument("file")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="json: one object with validity and every error.",
-)
+@format_option
 @click.pass_context
 def validate(ctx: click.Context, file: str, fmt: str) -> None:
     """Validate FILE (JSON or YAML; - reads stdin), its route included, without running anything.
@@ -176,24 +75,14 @@ def validate(ctx: click.Context, file: str, fmt: str) -> None:
     if result.ok and result.document is not None:
         # The route first, as the run's preflight refuses it before anything else runs.
         result.errors = route_errors(result.document, settings) + result.errors
-    if fmt == "json":
-        click.echo(
-            json.dumps(
-                {
-                    "file": file,
-                    "valid": result.ok,
-                    "errors": [e.as_dict() for e in result.errors],
-                    "summary": summary(result) if result.ok else None,
-                },
-                indent=2,
-            )
-        )
-        if not result.ok:
-            sys.exit(EXIT_INVALID)
-    elif result.ok:
-        click.echo(f"{file}: {summary(result)}")
-    else:
-        fail_invalid(file, result)
+    print_validation(
+        file,
+        fmt,
+        result.ok,
+        result.errors,
+        summary=lambda: summary(result),
+        totals=lambda: summary(result),
+    )
 
 
 def _settings(ctx: click.Context) -> Settings:
@@ -247,8 +136,7 @@ def run(
     settings = _settings(ctx)
     result = load(file, settings)
     if not result.ok or result.document is None:
-        fail_invalid(file, result)
-        return
+        print_invalid(file, result.errors)
     if dry_run:
         forecast(result.document, settings, effect=effect, pilot=pilot)
         return
@@ -275,7 +163,9 @@ def _pilot_records(pilot: str, settings: Settings) -> list[RunRecord]:
     try:
         lines = path.read_text().splitlines()
     except OSError as exc:
-        raise ConfigError(f"cannot read the pilot's records {path}: {exc.strerror}") from None
+        raise ConfigError(
+            "file.unreadable", f"cannot read the pilot's records {path}: {exc.strerror}"
+        ) from None
     return [RunRecord.model_validate_json(line) for line in lines if line.strip()]
 
 

@@ -22,10 +22,8 @@ from activities.errors import ConfigError
 from client.hints import ponder_program
 from client.runs import (
     RunFailed,
-    check_run_id,
     ctrl_c_detaches,
     detach,
-    failure_message,
     run_result,
 )
 from client.session import Session
@@ -33,6 +31,7 @@ from client.tournament_follow import format_limits
 from workflows.campaign.records import RunRecord
 from workflows.campaign.types import CampaignProgress, CampaignResult
 from workflows.names import QUERY_PROGRESS
+from workflows.run_ids import check_run_id
 
 __all__ = [
     "EXIT_PAUSED",
@@ -125,7 +124,7 @@ async def follow(session: Session, handle: WorkflowHandle) -> CampaignResult | C
     try:
         return result.result()
     except WorkflowFailureError as exc:
-        raise RunFailed(f"campaign {handle.id} ended: {failure_message(exc)}") from exc
+        raise RunFailed.of(handle.id, exc, what="campaign") from exc
 
 
 def print_outcome(run_id: str, outcome: CampaignResult | CampaignProgress) -> None:
@@ -165,8 +164,9 @@ def rerender_report(settings: Settings, run_id: str) -> tuple[Path, dict[str, st
         lines = (run_dir / "records.jsonl").read_text().splitlines()
     except (OSError, ValueError) as exc:
         raise ConfigError(
+            "run.not_found",
             f"no campaign report for {run_id!r} in {run_dir} ({exc}): check the run id; a "
-            "campaign writes its report when it ends"
+            "campaign writes its report when it ends",
         ) from None
     records = [RunRecord.model_validate_json(line) for line in lines if line.strip()]
     design = ReportDesign.from_document(

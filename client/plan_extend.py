@@ -41,13 +41,15 @@ def plan_limits(
 ) -> ExtendPlanBudgetInput:
     if input_tokens is not None or output_tokens is not None:
         raise ConfigError(
+            "option.invalid",
             "a plan run has one token limit, input and output together: extend it with "
-            "--tokens N (or +N)"
+            "--tokens N (or +N)",
         )
     if calls is None and wall_ms is None and tokens is None and usd is None:
         raise ConfigError(
+            "option.missing",
             "extend a plan run with --calls, --wall-ms, --tokens or --usd (absolute, or +N to "
-            "add to the current limit)"
+            "add to the current limit)",
         )
     b = current
     values = {
@@ -59,4 +61,4 @@ def plan_limits(
     try:
         return ExtendPlanBudgetInput.model_validate(values)
     except ValidationError as exc:
-        raise ConfigError(f"extend: {describe_errors(exc)}") from None
+        raise ConfigError("option.invalid", f"extend: {describe_errors(exc)}") from None

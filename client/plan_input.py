@@ -15,12 +15,16 @@ from collections.abc import Mapping
 
 from activities.config import Settings
 from activities.errors import ConfigError
+from workflows.inputs import INPUT_INVALID
 from workflows.plan.model import Plan
 from workflows.plan.predicates import file_predicates
 from workflows.plan.preflight import declared_paths
+from workflows.plan.reasons import Reason
+from workflows.plan.run_types import FromCheckpoint
 from workflows.plan.worktrees import isolated_fanouts
+from workflows.run_ids import check_run_id
 
-__all__ = ["EXECUTOR_HELP", "WORKSPACE_HELP", "routing", "run_workspace"]
+__all__ = ["EXECUTOR_HELP", "WORKSPACE_HELP", "from_checkpoint", "routing", "run_workspace"]
 
 EXECUTOR_HELP = (
     "FAMILY=PROVIDER:MODEL: which provider (a built-in or a [providers.NAME] of ponder.toml) "
@@ -39,13 +43,16 @@ WORKSPACE_HELP = (
 def _check_executor(family: str, spec: str, where: str) -> None:
     if not family.strip():
         raise ConfigError(
-            f"{where} {family}={spec}: the family is empty; fix: FAMILY=PROVIDER:MODEL"
+            "plan.executor_invalid",
+            f"{where} {family}={spec}: the family is empty; fix: FAMILY=PROVIDER:MODEL",
         )
     provider, sep, model = spec.partition(":")
     if spec and not (sep and provider and model):
         raise ConfigError(
+            "plan.executor_invalid",
             f"{where} {family}={spec}: {spec!r} is not PROVIDER:MODEL; fix: give a provider "
-            f"(built-in or [providers.NAME]) and a model, {family}=PROVIDER:MODEL (empty unsets it)"
+            f"(built-in or [providers.NAME]) and a model, {family}=PROVIDER:MODEL "
+            "(empty unsets it)",
         )
 
 
@@ -60,7 +67,9 @@ def routing(
     for family, spec in executors.items():
         _check_executor(family, spec, "--executor")
     if default_family is not None and not default_family.strip():
-        raise ConfigError("--default-family is empty; fix: give a family such as claude")
+        raise ConfigError(
+            "plan.executor_invalid", "--default-family is empty; fix: give a family such as claude"
+        )
     return settings.executors | dict(executors), default_family or settings.default_family
 
 
@@ -76,3 +85,21 @@ def run_workspace(explicit: str | None, plan: Plan | None) -> str | None:
     if not (declared_paths(plan) or file_predicates(plan) or isolated_fanouts(plan)):
         return None
     return os.getcwd()
+
+
+def from_checkpoint(text: str | None, *, field: str = "--from") -> FromCheckpoint | None:
+    """``--from RUN:LABEL`` (``field`` names it: the MCP argument is ``from_checkpoint``); a run
+    id has no ``:``, a label may."""
+    if text is None:
+        return None
+    run_id, sep, label = text.partition(":")
+    if not sep or not label:
+        raise ConfigError(
+            INPUT_INVALID,
+            f"{field} {text!r} must be RUN:LABEL (a run and one of its checkpoints)",
+        )
+    run_id = check_run_id(run_id)  # run.id_invalid, before the label's own rule
+    try:
+        return FromCheckpoint(run_id=run_id, label=label)
+    except ValueError as exc:
+        raise ConfigError(Reason.INVALID_LABEL, f"{field} {text!r}: {exc}") from None

@@ -19,27 +19,27 @@ from typing import Any, NoReturn
 import click
 from rich.console import Console
 from rich.table import Table
-from temporalio.client import WorkflowFailureError, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError
 
 from activities.config import Settings, load_settings
 from activities.errors import ConfigError
+from client.documents import check_text
 from client.hints import ponder_program
 from client.live import live_panel
-from client.plan_cli import check_text
 from client.plan_extend import blocking_limit, plan_limits
-from client.plan_input import EXECUTOR_HELP, WORKSPACE_HELP, routing, run_workspace
+from client.plan_input import EXECUTOR_HELP, WORKSPACE_HELP, from_checkpoint, routing, run_workspace
 from client.runs import (
     RunFailed,
-    check_run_id,
     ctrl_c_detaches,
     detach,
-    failure_message,
     new_run_id,
+    report_path,
     run_result,
     start_and_follow,
 )
 from client.session import Session, open_session, spawn_background_worker
+from client.validate_output import print_invalid
 from workflows.bounds import MAX_DECIDER_CHARS
 from workflows.names import (
     PLAN_RUN,
@@ -48,8 +48,8 @@ from workflows.names import (
     UPDATE_RESOLVE_GATE,
     UPDATE_RESUME,
 )
+from workflows.plan.reasons import Reason
 from workflows.plan.run_types import (
-    FromCheckpoint,
     LedgerStatus,
     PlanBudgetOverride,
     PlanRunInput,
@@ -58,11 +58,11 @@ from workflows.plan.run_types import (
     ResolveGateInput,
     ResumeInput,
 )
+from workflows.run_ids import check_run_id
 
-__all__ = ["extend_plan", "gate", "register_plan_run_commands", "resume", "run"]
+__all__ = ["extend_plan", "gate", "plan_commands", "resume", "run"]
 
 EXIT_PAUSED = 75
-EXIT_INVALID = 2
 POLL_S = 0.25
 console = Console(stderr=True)
 
@@ -76,7 +76,7 @@ def _pairs(values: tuple[str, ...], flag: str) -> dict[str, str]:
     for value in values:
         key, sep, rest = value.partition("=")
         if not sep or not key:
-            raise ConfigError(f"{flag} {value!r} must be KEY=VALUE")
+            raise ConfigError("option.invalid", f"{flag} {value!r} must be KEY=VALUE")
         out[key.strip()] = rest
     return out
 
@@ -87,11 +87,15 @@ def _budget(text: str | None) -> PlanBudgetOverride | None:
     fields: dict[str, Any] = {}
     for key, value in _pairs(tuple(p for p in text.split(",") if p), "--budget").items():
         if key not in ("calls", "wall_ms", "tokens", "usd"):
-            raise ConfigError(f"--budget {key}= is not one of calls, wall_ms, tokens, usd")
+            raise ConfigError(
+                "option.invalid", f"--budget {key}= is not one of calls, wall_ms, tokens, usd"
+            )
         try:
             fields[key] = float(value) if key == "usd" else int(value)
         except ValueError:
-            raise ConfigError(f"--budget {key}={value!r} needs a number") from None
+            raise ConfigError(
+                "option.invalid", f"--budget {key}={value!r} needs a number"
+            ) from None
     return PlanBudgetOverride(**fields)
 
 
@@ -229,21 +233,9 @@ async def follow(
     except WorkflowFailureError as exc:
         report = await report_path(session.settings, handle.id, paused=False)
         where = f"; report: {report}" if report else ""
-        raise RunFailed(f"run {handle.id} failed: {failure_message(exc)}{where}") from exc
+        raise RunFailed.of(handle.id, exc, where=where) from exc
     await _print_report(session, handle.id, paused=False)
     return outcome
-
-
-async def report_path(settings: Settings, run_id: str, *, paused: bool) -> Path | None:
-    """The run's report.html when this machine sees the worker's run store (the embedded case,
-    or a shared runs_dir). An ended run wrote it before it ended; a pause is seen a moment
-    before its report lands, so that waits a little."""
-    path = settings.runs_dir / run_id / "report.html"
-    for _ in range(30 if paused else 0):
-        if path.exists():
-            break
-        await asyncio.sleep(0.1)
-    return path if path.exists() else None
 
 
 async def _print_report(session: Session, run_id: str, *, paused: bool) -> None:
@@ -308,13 +300,12 @@ def run(ctx: click.Context, file: str, **options: Any) -> None:
     try:
         text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read {file}: {exc}; fix: check the path") from None
+        raise ConfigError(
+            "file.unreadable", f"cannot read {file}: {exc}; fix: check the path"
+        ) from None
     checked, document = check_text(text, None if file == "-" else file, settings)
     if not checked.ok:
-        for error in checked.errors:
-            click.echo(f"{file}: {error.line()}", err=True)
-        click.echo(f"{file}: invalid, {len(checked.errors)} error(s)", err=True)
-        sys.exit(EXIT_INVALID)
+        print_invalid(file, checked.errors)
     run_id = check_run_id(options["run_id"] or new_run_id("plan"))
     executors, default_family = routing(
         settings, _pairs(options["executors"], "--executor"), options["default_family"]
@@ -342,19 +333,6 @@ def run(ctx: click.Context, file: str, **options: Any) -> None:
     )
 
 
-def from_checkpoint(text: str | None) -> FromCheckpoint | None:
-    """``--from RUN:LABEL`` (a run id has no ``:``; a label may)."""
-    if text is None:
-        return None
-    run_id, sep, label = text.partition(":")
-    if not sep or not label:
-        raise ConfigError(f"--from {text!r} must be RUN:LABEL (a run and one of its checkpoints)")
-    try:
-        return FromCheckpoint(run_id=check_run_id(run_id), label=label)
-    except ValueError as exc:
-        raise ConfigError(f"--from {text!r}: invalid-label: {exc}") from None
-
-
 async def _answer(
     settings: Settings,
     run_id: str,
@@ -371,7 +349,7 @@ async def _answer(
     async with open_session(settings, worker=not detach_after) as session:
         handle = session.client.get_workflow_handle(check_run_id(run_id), result_type=PlanRunResult)
         if (await handle.describe()).workflow_type != PLAN_RUN:
-            raise ConfigError(f"run {run_id} is not a plan run")
+            raise ConfigError("run.kind_invalid", f"run {run_id} is not a plan run")
         before = await handle.query(QUERY_STATUS, result_type=PlanStatus)
         arg = make(before)
         chosen = update_id(arg) if update_id is not None else None
@@ -389,10 +367,7 @@ async def _send(
     update_id: str | None = None,
 ) -> PlanRunResult | PlanStatus:
     """``before``: the wait this update answers (None: it answers none the run shows now)."""
-    try:
-        await handle.execute_update(update, arg, id=update_id)
-    except WorkflowUpdateFailedError as exc:
-        raise ConfigError(f"refused: {exc.cause}") from None
+    await handle.execute_update(update, arg, id=update_id)  # a refusal: coded by client.failures
     if detach_after:
         if session.embedded:
             spawn_background_worker(session.settings)
@@ -461,12 +436,15 @@ def gate(ctx: click.Context, decision: str, run_id: str, step: str, detach: bool
         tokens = {g.step: g.token for g in status.pending_gates}
         if step not in tokens and step in status.deadline_decided:
             raise ConfigError(
-                f"stale-gate-token: the deadline of gate {step!r} passed and its default "
-                "decision applied; nobody can decide it now"
+                Reason.STALE_GATE_TOKEN,
+                f"the deadline of gate {step!r} passed and its default "
+                "decision applied; nobody can decide it now",
             )
         if step not in tokens:
             waiting = ", ".join(tokens) or "none"
-            raise ConfigError(f"unknown-step: {step!r} is not a pending gate (pending: {waiting})")
+            raise ConfigError(
+                Reason.UNKNOWN_STEP, f"{step!r} is not a pending gate (pending: {waiting})"
+            )
         return ResolveGateInput(step=step, decision=decision, token=tokens[step], by=_who())
 
     finish(
@@ -500,7 +478,7 @@ def extend_plan(
         async with open_session(settings) as session:
             handle = session.client.get_workflow_handle(check_run_id(run_id))
             if (await handle.describe()).workflow_type != PLAN_RUN:
-                raise ConfigError(f"run {run_id} is not a plan run")
+                raise ConfigError("run.kind_invalid", f"run {run_id} is not a plan run")
             return await extend_plan_run(session, handle, returns, **flags)
 
     finish(asyncio.run(go()))
@@ -573,8 +551,11 @@ async def watch_plan(session: Session, run_id: str) -> PlanRunResult | PlanStatu
     return await follow(session, handle)
 
 
-def register_plan_run_commands(cli: click.Group, plan: click.Group) -> None:
+def plan_commands() -> click.Group:
+    """``ponder plan``: validate (client.plan_cli) with run and extend added (``ponder resume`` and
+    ``ponder gate`` are top-level commands of their own)."""
+    from client.plan_cli import plan
+
     plan.add_command(run)
     plan.add_command(extend_plan)
-    cli.add_command(resume)
-    cli.add_command(gate)
+    return plan

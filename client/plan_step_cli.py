@@ -16,18 +16,18 @@ from pathlib import Path
 from typing import Any
 
 import click
-from temporalio.client import WorkflowUpdateFailedError
 
 from activities.errors import ConfigError
 from client.plan_run_cli import _answer, _pairs, _settings, finish
-from client.runs import check_run_id
 from client.session import open_session
 from workflows.names import PLAN_RUN, UPDATE_CHECKPOINT, UPDATE_REVERT, UPDATE_STEP_DONE
 from workflows.plan.checkpoints import CheckpointInput, CheckpointResult, RevertInput
 from workflows.plan.consumer import StepDoneInput
+from workflows.plan.reasons import Reason
 from workflows.plan.run_types import PlanStatus
+from workflows.run_ids import check_run_id
 
-__all__ = ["checkpoint", "register_plan_step_commands", "revert", "step_done", "usage_of"]
+__all__ = ["checkpoint", "revert", "step_done", "usage_of"]
 
 
 def usage_of(text: str | None) -> dict[str, Any] | None:
@@ -37,11 +37,13 @@ def usage_of(text: str | None) -> dict[str, Any] | None:
     usage: dict[str, Any] = {}
     for key, value in _pairs(tuple(p for p in text.split(",") if p), "--usage").items():
         if key not in ("tokens", "usd", "wall_ms"):
-            raise ConfigError(f"--usage {key}= is not one of tokens, usd, wall_ms")
+            raise ConfigError(
+                "option.invalid", f"--usage {key}= is not one of tokens, usd, wall_ms"
+            )
         try:
             usage[key] = float(value) if key == "usd" else int(value)
         except ValueError:
-            raise ConfigError(f"--usage {key}={value!r} needs a number") from None
+            raise ConfigError("option.invalid", f"--usage {key}={value!r} needs a number") from None
     return usage
 
 
@@ -53,7 +55,7 @@ def _output(value: str) -> str:
         return sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(
-            f"--output {value}: cannot read it ({exc}); fix: check the path"
+            "file.unreadable", f"--output {value}: cannot read it ({exc}); fix: check the path"
         ) from None
 
 
@@ -78,7 +80,9 @@ def step_done(
 ) -> None:
     """Answer a consumer step's issuance (its prompt: the issuance query, or status)."""
     if (output is None) == (failure is None):
-        raise ConfigError("invalid-result: give exactly one of --output @FILE and --failure TEXT")
+        raise ConfigError(
+            Reason.INVALID_RESULT, "give exactly one of --output @FILE and --failure TEXT"
+        )
     result: dict[str, Any] = {"output": _output(output)} if output is not None else {}
     if failure is not None:
         result["failure"] = failure
@@ -92,8 +96,8 @@ def step_done(
         if len(live) != 1:
             tokens = ", ".join(f"item {i.item}: {i.token}" for i in live) or "none live"
             raise ConfigError(
-                f"stale-dispatch-token: {step!r} has {len(live)} live issuance(s) ({tokens}); "
-                "fix: give --token"
+                Reason.STALE_DISPATCH_TOKEN,
+                f"{step!r} has {len(live)} live issuance(s) ({tokens}); fix: give --token",
             )
         return StepDoneInput(step=step, token=live[0].token, result=result)
 
@@ -124,15 +128,13 @@ def checkpoint(ctx: click.Context, run_id: str, label: str) -> None:
         async with open_session(_settings(ctx), worker=True) as session:
             handle = session.client.get_workflow_handle(check_run_id(run_id))
             if (await handle.describe()).workflow_type != PLAN_RUN:
-                raise ConfigError(f"run {run_id} is not a plan run")
-            try:
-                done: CheckpointResult = await handle.execute_update(
-                    UPDATE_CHECKPOINT,
-                    CheckpointInput(label=label),
-                    result_type=CheckpointResult,
-                )
-            except WorkflowUpdateFailedError as exc:
-                raise ConfigError(f"refused: {exc.cause}") from None
+                raise ConfigError("run.kind_invalid", f"run {run_id} is not a plan run")
+            # A refusal is typed with its plan reason: coded by client.failures.
+            done: CheckpointResult = await handle.execute_update(
+                UPDATE_CHECKPOINT,
+                CheckpointInput(label=label),
+                result_type=CheckpointResult,
+            )
             return done
 
     done = asyncio.run(send())
@@ -163,9 +165,3 @@ def revert(ctx: click.Context, run_id: str, label: str, detach: bool) -> None:
             )
         )
     )
-
-
-def register_plan_step_commands(cli: click.Group) -> None:
-    cli.add_command(step_done)
-    cli.add_command(checkpoint)
-    cli.add_command(revert)

@@ -42,7 +42,7 @@ def list_(ctx: click.Context, as_json: bool) -> None:
         try:
             description = store.load(name).description or ""
         except ConfigError as exc:  # listed, so a broken file can be found and fixed
-            description = f"unusable: {exc}"
+            description = f"unusable: {exc.line()}"
         rows.append({"name": name, "kind": "saved", "description": description})
     if as_json:
         click.echo(json.dumps(rows, indent=2))
@@ -69,11 +69,13 @@ def _pairs(option: str, items: tuple[str, ...], cast: type) -> dict[str, Any]:
     for item in items:
         key, sep, raw = item.partition("=")
         if not sep:
-            raise ConfigError(f"{option} {item!r} must be ROLE=VALUE")
+            raise ConfigError("option.invalid", f"{option} {item!r} must be ROLE=VALUE")
         try:
             out[key.strip()] = cast(raw.strip())
         except ValueError:
-            raise ConfigError(f"{option} {item!r}: {raw!r} is not a {cast.__name__}") from None
+            raise ConfigError(
+                "option.invalid", f"{option} {item!r}: {raw!r} is not a {cast.__name__}"
+            ) from None
     return out
 
 
@@ -143,9 +145,13 @@ def save(ctx: click.Context, name: str, from_file: str | None, force: bool, **o:
             with open(from_file) as f:
                 loaded = yaml.safe_load(f)
         except OSError as exc:
-            raise ConfigError(f"profile file {from_file} cannot be read ({exc.strerror})") from None
+            raise ConfigError(
+                "file.unreadable", f"profile file {from_file} cannot be read ({exc.strerror})"
+            ) from None
         except yaml.YAMLError as exc:
-            raise ConfigError(f"profile file {from_file} is not valid YAML ({exc})") from None
+            raise ConfigError(
+                "profile.invalid", f"profile file {from_file} is not valid YAML ({exc})"
+            ) from None
         data = dict(parse_profile(loaded, from_file).model_dump(by_alias=True, exclude_unset=True))
     flat = {
         "description": o["description"],
@@ -195,7 +201,8 @@ def save(ctx: click.Context, name: str, from_file: str | None, force: bool, **o:
     saved: SavedProfile = parse_profile(data, f"profile {name!r}")
     if store.exists(name) and not force:
         raise ConfigError(
-            f"profile {name!r} is already saved: pass --force to replace it, or pick another name"
+            "profile.exists",
+            f"profile {name!r} is already saved: pass --force to replace it, or pick another name",
         )
     click.echo(str(store.save(name, saved)))
 

@@ -12,31 +12,23 @@ hand-edited file cannot smuggle one into a run's input, history or artifacts.
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
+from activities.atomic import write_atomically
 from activities.errors import ConfigError
 from activities.raw_events import SECRET_KEY
+from client.tournament_options import TEMPERATURE_ROLES as THINK_TEMPERATURE_ROLES
+from client.tournament_options import TournamentSettings
 from workflows.budget import BudgetLimits
-from workflows.inputs import StrictModel
 from workflows.sim_options import ModelSpec
 from workflows.tournament.profiles import BUILTIN_PROFILES
-from workflows.tournament.prompts import Style
-from workflows.tournament.types import (
-    MAX_JUDGES,
-    Concurrency,
-    JudgeOrders,
-    OnBudgetExhausted,
-    RoleModels,
-    Schedule,
-)
+from workflows.tournament.types import MAX_JUDGES, JudgeOrders, RoleModels
 
 __all__ = [
     "PROFILE_INVALID",
@@ -60,50 +52,35 @@ _MORE_SECRET_KEYS = re.compile(
     r"(bearer|private[_-]?key|access[_-]?key|(^|_)auth$|(^|_)pat$|session[_-]?key)", re.IGNORECASE
 )
 
-TEMPERATURE_ROLES = ("generate", "judge", "mutate", "finalize")
+TEMPERATURE_ROLES = tuple(THINK_TEMPERATURE_ROLES)  # the roles --temperature takes
 
 
-class SavedProfile(StrictModel):
-    """What a saved profile may hold; every field is optional (unset: the think default)."""
-
-    model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
+class SavedProfile(TournamentSettings):
+    """What a saved profile may hold: the think settings, a model per role and budget limits;
+    every field is optional (unset: the think default)."""
 
     description: str | None = Field(default=None, max_length=500)
     base: str = Field(default="quick", description="the built-in profile it starts from")
-    n: int | None = None
-    k: int | None = None
-    t: int | None = None
-    m: int | None = None
-    lambda_: float | None = Field(default=None, alias="lambda")
-    temperatures: dict[str, float] = Field(
-        default={}, description="sampling temperature by role: generate, judge, mutate, finalize"
-    )
-    provider: str | None = Field(default=None, description="provider for every role, e.g. sim")
-    model: str | None = Field(default=None, description="provider:model for every role")
     models: RoleModels = RoleModels()
-    rubric: str | None = None
-    prompt_style: Style | None = None
-    schedule: Schedule | None = None
     judge_orders: JudgeOrders | None = Field(default=None, description="one | both")
     judges: list[ModelSpec] | None = Field(
         default=None, min_length=2, max_length=MAX_JUDGES, description="a judge panel"
     )
     limits: BudgetLimits = BudgetLimits()
-    concurrency: Concurrency | None = None
-    on_budget_exhausted: OnBudgetExhausted | None = None
-    invalid_json_retries: int | None = Field(default=None, ge=0)
 
     def check(self) -> SavedProfile:
         if self.base not in BUILTIN_PROFILES:
             raise ConfigError(
-                f"{PROFILE_INVALID}: base {self.base!r} is not a built-in profile: use one of "
-                f"{', '.join(BUILTIN_PROFILES)}"
+                PROFILE_INVALID,
+                f"base {self.base!r} is not a built-in profile: use one of "
+                f"{', '.join(BUILTIN_PROFILES)}",
             )
         unknown = sorted(set(self.temperatures) - set(TEMPERATURE_ROLES))
         if unknown:
             raise ConfigError(
-                f"{PROFILE_INVALID}: temperatures has unknown role(s) {', '.join(unknown)}: "
-                f"use {', '.join(TEMPERATURE_ROLES)}"
+                PROFILE_INVALID,
+                f"temperatures has unknown role(s) {', '.join(unknown)}: "
+                f"use {', '.join(TEMPERATURE_ROLES)}",
             )
         return self
 
@@ -130,9 +107,10 @@ def _refuse_secrets(data: Any, where: str) -> None:
     if found:
         # The values are never echoed: only where they are.
         raise ConfigError(
-            f"{PROFILE_SECRET}: {where} has secret-shaped key(s) {', '.join(found)}: profiles "
+            PROFILE_SECRET,
+            f"{where} has secret-shaped key(s) {', '.join(found)}: profiles "
             "never hold secrets; keep keys in the environment (ponder.toml api_key_env) "
-            "and remove them from the profile"
+            "and remove them from the profile",
         )
 
 
@@ -141,7 +119,7 @@ def parse_profile(data: Any, where: str) -> SavedProfile:
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
-        raise ConfigError(f"{PROFILE_INVALID}: {where} must be a mapping of settings")
+        raise ConfigError(PROFILE_INVALID, f"{where} must be a mapping of settings")
     _refuse_secrets(data, where)
     try:
         return SavedProfile.model_validate(dict(data)).check()
@@ -150,7 +128,7 @@ def parse_profile(data: Any, where: str) -> SavedProfile:
             f"{'.'.join(str(p) for p in e['loc']) or 'profile'}: {e['msg']}" for e in exc.errors()
         )
         raise ConfigError(
-            f"{PROFILE_INVALID}: {where}: {problems} (see ponder profile save --help)"
+            PROFILE_INVALID, f"{where}: {problems} (see ponder profile save --help)"
         ) from None
 
 
@@ -164,12 +142,13 @@ class ProfileStore:
     def check_name(name: str) -> str:
         if not PROFILE_NAME.fullmatch(name):
             raise ConfigError(
-                f"{PROFILE_INVALID}: profile name {name!r} must match [A-Za-z0-9][A-Za-z0-9._-]* "
-                "(at most 64 characters, no slashes): choose another"
+                PROFILE_INVALID,
+                f"profile name {name!r} must match [A-Za-z0-9][A-Za-z0-9._-]* "
+                "(at most 64 characters, no slashes): choose another",
             )
         if name in BUILTIN_PROFILES:
             raise ConfigError(
-                f"{PROFILE_INVALID}: {name!r} is a built-in profile: save under another name"
+                PROFILE_INVALID, f"{name!r} is a built-in profile: save under another name"
             )
         return name
 
@@ -194,13 +173,14 @@ class ProfileStore:
             text = path.read_text()
         except FileNotFoundError:
             raise ConfigError(
-                f"{PROFILE_NOT_FOUND}: no saved profile {name!r}: see ponder profile list "
-                f"(built-in: {', '.join(BUILTIN_PROFILES)})"
+                PROFILE_NOT_FOUND,
+                f"no saved profile {name!r}: see ponder profile list "
+                f"(built-in: {', '.join(BUILTIN_PROFILES)})",
             ) from None
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
-            raise ConfigError(f"{PROFILE_INVALID}: {path} is not valid YAML ({exc})") from None
+            raise ConfigError(PROFILE_INVALID, f"{path} is not valid YAML ({exc})") from None
         return parse_profile(data, str(path))
 
     def save(self, name: str, profile: SavedProfile) -> Path:
@@ -209,15 +189,7 @@ class ProfileStore:
         # The same check as on load, on exactly what is written.
         _refuse_secrets(yaml.safe_load(text), f"profile {name!r}")
         self.root.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.root, prefix=f".{name}.")
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+        return write_atomically(path, text.encode())
 
     def delete(self, name: str) -> None:
         path = self.path(name)
@@ -225,7 +197,7 @@ class ProfileStore:
             path.unlink()
         except FileNotFoundError:
             raise ConfigError(
-                f"{PROFILE_NOT_FOUND}: no saved profile {name!r}: see ponder profile list"
+                PROFILE_NOT_FOUND, f"no saved profile {name!r}: see ponder profile list"
             ) from None
 
 
@@ -296,8 +268,9 @@ def apply_profile(
     store = ProfileStore(home)
     if not store.exists(name):
         raise ConfigError(
-            f"{PROFILE_NOT_FOUND}: --profile {name!r} is neither built-in "
-            f"({', '.join(BUILTIN_PROFILES)}) nor saved: see ponder profile list"
+            PROFILE_NOT_FOUND,
+            f"--profile {name!r} is neither built-in "
+            f"({', '.join(BUILTIN_PROFILES)}) nor saved: see ponder profile list",
         )
     saved = store.load(name)
     merged = dict(options)

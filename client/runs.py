@@ -10,6 +10,7 @@ import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import click
@@ -19,13 +20,17 @@ from temporalio.exceptions import (
     ApplicationError,
     CancelledError,
     FailureError,
+    TerminatedError,
     WorkflowAlreadyStartedError,
+)
+from temporalio.exceptions import (
+    TimeoutError as RunTimeoutError,
 )
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.config import Settings
 from activities.errors import ConfigError, PonderError
-from activities.run_store import RUN_ID
+from activities.run_store import RUN_ID_IN_USE
 from client.call_routes import route_calls
 from client.hints import ponder_program
 from client.session import Session, on_sigterm, open_session, spawn_background_worker
@@ -34,12 +39,15 @@ _T = TypeVar("_T")
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "RUN_CANCELLED",
     "RunFailed",
-    "check_run_id",
     "ctrl_c_detaches",
     "detach",
     "failure_message",
+    "failure_parts",
+    "failure_view",
     "new_run_id",
+    "report_path",
     "run_result",
     "start_and_follow",
     "start_run",
@@ -48,21 +56,27 @@ __all__ = [
 ]
 
 
+RUN_CANCELLED = "run.cancelled"
+RUN_TERMINATED = "run.terminated"
+RUN_TIMED_OUT = "run.timed_out"
+RUN_FAILED = "run.failed"
+
+
 class RunFailed(PonderError):
-    """A workflow ended failed or cancelled (exit 1)."""
+    """A workflow ended failed or cancelled (exit 1); its code is what the run failed with (the
+    ``ApplicationError.type`` in history, such as ``provider.auth`` or a plan reason)."""
+
+    @classmethod
+    def of(
+        cls, run_id: str, exc: WorkflowFailureError, *, what: str = "run", where: str = ""
+    ) -> RunFailed:
+        code, message = failure_parts(exc)
+        ended = "was cancelled" if code == RUN_CANCELLED else f"failed: {message}"
+        return cls(code, f"{what} {run_id} {ended}{where}")
 
 
 def new_run_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
-
-
-def check_run_id(run_id: str) -> str:
-    if not RUN_ID.fullmatch(run_id):
-        raise ConfigError(
-            f"run.id_invalid: run id {run_id!r} must match [A-Za-z0-9][A-Za-z0-9._-]* and be "
-            "at most 128 characters"
-        )
-    return run_id
 
 
 async def start_run(
@@ -87,7 +101,7 @@ async def start_run(
         )
     except WorkflowAlreadyStartedError:
         raise ConfigError(
-            f"run.id_in_use: run id {run_id!r} is already used: pick another --run-id"
+            RUN_ID_IN_USE, f"run id {run_id!r} is already used: pick another --run-id"
         ) from None
 
 
@@ -113,18 +127,36 @@ async def start_and_follow(
         return await follow(session, handle)
 
 
-def failure_message(exc: WorkflowFailureError) -> str:
-    """``code: message`` of the domain failure under ``exc`` (or ``cancelled``)."""
+def failure_parts(exc: WorkflowFailureError) -> tuple[str, str]:
+    """The code and message of the domain failure under ``exc``: the ``ApplicationError``'s
+    type (the code in history), else what ended the run (cancelled, terminated, timed out)."""
     cause: BaseException | None = exc.cause
     while isinstance(cause, FailureError) and not isinstance(cause, ApplicationError):
         if cause.cause is None:
             break
         cause = cause.cause
     if isinstance(cause, CancelledError):
-        return "cancelled"
+        return RUN_CANCELLED, "cancelled"
     if isinstance(cause, ApplicationError) and cause.type:
-        return f"{cause.type}: {cause.message}"
-    return str(cause)
+        return cause.type, cause.message
+    if isinstance(cause, TerminatedError):
+        return RUN_TERMINATED, str(cause) or "terminated"
+    if isinstance(cause, RunTimeoutError):
+        return RUN_TIMED_OUT, str(cause) or "timed out"
+    return RUN_FAILED, str(cause)
+
+
+def failure_view(exc: WorkflowFailureError) -> dict[str, str]:
+    """How a run that ended badly shows in a status view: its state, code and message."""
+    code, _ = failure_parts(exc)
+    state = "cancelled" if code == RUN_CANCELLED else "failed"
+    return {"status": state, "code": code, "error": failure_message(exc)}
+
+
+def failure_message(exc: WorkflowFailureError) -> str:
+    """``code: message`` of the domain failure under ``exc`` (or ``cancelled``)."""
+    code, message = failure_parts(exc)
+    return message if code == RUN_CANCELLED else f"{code}: {message}"
 
 
 @contextlib.contextmanager
@@ -188,4 +220,16 @@ async def wait_or_detach(session: Session, handle: WorkflowHandle) -> Any:
     try:
         return result.result()
     except WorkflowFailureError as exc:
-        raise RunFailed(f"run {handle.id} failed: {failure_message(exc)}") from exc
+        raise RunFailed.of(handle.id, exc) from exc
+
+
+async def report_path(settings: Settings, run_id: str, *, paused: bool) -> Path | None:
+    """The run's report.html when this machine sees the worker's run store (the embedded case,
+    or a shared runs_dir). An ended run wrote it before it ended; a pause is seen a moment
+    before its report lands, so that waits a little."""
+    path = settings.runs_dir / run_id / "report.html"
+    for _ in range(30 if paused else 0):
+        if path.exists():
+            break
+        await asyncio.sleep(0.1)
+    return path if path.exists() else None

@@ -332,6 +332,7 @@ def spawn_background_worker(settings: Settings, idle_seconds: int = 600) -> int:
                 [
                     sys.executable,
                     "-m",
+                    "client",  # `ponder worker`: python -m worker serves a cluster only
                     "worker",
                     "--embedded",
                     "--exit-when-idle",

@@ -12,157 +12,32 @@ from typing import Any, get_args
 import click
 from click.core import ParameterSource
 
-from activities.config import Settings, load_settings
-from activities.errors import ConfigError
+from activities.config import load_settings
 from activities.model_types import Usage
 from activities.pricing import PRICES_AS_OF, cost_usd
-from activities.providers import default_model_for, price_table, resolve_model
 from client.profiles import apply_profile
-from client.runs import check_run_id, new_run_id, start_and_follow
-from client.tournament_control import cancel, extend, report, status, watch
+from client.runs import new_run_id, start_and_follow
 from client.tournament_follow import follow, print_outcome
+from client.tournament_inputs import build_input
 from client.tournament_options import (
     CONCURRENCY_PHASES,
     TEMPERATURE_ROLES,
-    TOKEN_ROLES,
-    load_prompts,
-    model_list,
-    read_task,
-    refuse,
-    role_values,
 )
-from client.tournament_services import mutate, rank
 from workflows import phases
-from workflows.budget import BudgetLimits
 from workflows.names import TOURNAMENT
+from workflows.run_ids import check_run_id
 from workflows.tournament.adaptive import opening_sizes
-from workflows.tournament.errors import TournamentError
 from workflows.tournament.preflight import preflight
-from workflows.tournament.profiles import BUILTIN_PROFILES, Profile
 from workflows.tournament.prompts import Style
 from workflows.tournament.types import (
-    Concurrency,
     JudgeOrders,
     OnBudgetExhausted,
-    RoleModels,
     Schedule,
     TournamentInput,
     TournamentResult,
 )
 
-__all__ = ["build_input", "register", "think"]
-
-
-def _profile(o: dict[str, Any]) -> Profile | None:
-    """The built-in profile with exactly the named overrides; None when nothing is overridden."""
-    updates: dict[str, Any] = {key: o[key] for key in ("n", "k", "t", "m") if o[key] is not None}
-    if o["lambda_"] is not None:
-        updates["lambda_"] = o["lambda_"]
-    temperatures = role_values("--temperature", o["temperature"], TEMPERATURE_ROLES, float)
-    for role, value in temperatures.items():
-        updates[TEMPERATURE_ROLES[role]] = value
-    if not updates:
-        return None
-    # Validated (model_copy is not), so the model's bounds refuse an absurd --n at once.
-    base = BUILTIN_PROFILES[o["profile"]].model_dump(by_alias=False)
-    return Profile.model_validate(base | updates)
-
-
-def _output_tokens(items: tuple[str, ...]) -> tuple[int | None, dict[str, int]]:
-    """``--max-output-tokens``: a bare N is the run's budget, ROLE=N caps each call of ROLE."""
-    budget: int | None = None
-    per_role: list[str] = []
-    for item in items:
-        if "=" in item:
-            per_role.append(item)
-            continue
-        try:
-            budget = int(item)
-        except ValueError:
-            raise click.BadParameter(
-                f"{item!r} is neither a number (the run's output-token budget) nor ROLE=N",
-                param_hint="--max-output-tokens",
-            ) from None
-    caps = role_values("--max-output-tokens", per_role, TOKEN_ROLES, int)
-    return budget, {TOKEN_ROLES[role]: cap for role, cap in caps.items()}
-
-
-def _concurrency(items: tuple[str, ...]) -> Concurrency:
-    """``--concurrency``: a bare N for every phase, PHASE=N for one."""
-    every: dict[str, int] = {}
-    per_phase: list[str] = []
-    for item in items:
-        if "=" in item:
-            per_phase.append(item)
-            continue
-        try:
-            every = dict.fromkeys(CONCURRENCY_PHASES, int(item))
-        except ValueError:
-            raise click.BadParameter(
-                f"{item!r} is neither a number nor PHASE=N", param_hint="--concurrency"
-            ) from None
-    return Concurrency(**(every | role_values("--concurrency", per_phase, CONCURRENCY_PHASES, int)))
-
-
-def build_input(settings: Settings, **o: Any) -> TournamentInput:
-    """The workflow input from ``ponder think`` options; refuses what preflight refuses."""
-    # Keys matter where calls are made: here in embedded mode, not for a dry run or a cluster.
-    keys_here = not (settings.temporal_address or o["dry_run"])
-    provider = o["provider"]
-    base = o["model"] or (default_model_for(provider, settings) if provider else None)
-    judges = model_list(o["judges"]) or None
-    if judges and o["judge_model"]:
-        raise ConfigError("give --judges (a panel) or --judge-model (one judge), not both")
-    models = RoleModels(
-        generate=base,
-        judge=None if judges else o["judge_model"] or base,
-        mutate=o["mutator_model"] or base,
-        finalize=o["finalizer_model"],
-    )
-    default = base or TournamentInput.model_fields["model"].default
-    in_use = [m or default for m in (models.generate, models.judge, models.mutate)]
-    in_use += [models.finalize] if models.finalize else []
-    in_use += judges or []
-    for spec in in_use:
-        resolve_model(spec, settings, require_key=keys_here)
-    budget_output_tokens, output_caps = _output_tokens(o["max_output_tokens"])
-    payload = TournamentInput(
-        task=read_task(o["task"]),
-        rubric=o["rubric"],
-        profile=o["profile"],
-        custom=_profile(o),
-        model=default,
-        models=models,
-        prompt_style=o["prompt_style"],
-        prompts=load_prompts(o["prompts"]) if o["prompts"] else None,
-        budget=BudgetLimits(
-            max_calls=o["max_calls"],
-            max_usd=o["max_usd"],
-            max_input_tokens=o["max_input_tokens"],
-            max_output_tokens=budget_output_tokens,
-        ),
-        prices=price_table(
-            in_use, settings, require=o["max_usd"] is not None, require_key=keys_here
-        ),
-        schedule=o["schedule"],
-        concurrency=_concurrency(o["concurrency"]),
-        seed=o["seed"],
-        run_id=o["run_id"],
-        include_raw_outputs=o["include_raw_outputs"],
-        include_prompts=o["include_prompts"],
-        invalid_json_retries=o["invalid_json_retries"],
-        on_budget_exhausted=o["on_budget_exhausted"],
-        critique_chars=o["max_critique_chars"],
-        output_token_caps=output_caps,
-        judge_orders=o["judge_orders"],
-        judges=judges,
-        bootstrap_resamples=o["bootstrap_resamples"],
-    )
-    try:
-        preflight(payload)
-    except TournamentError as exc:
-        raise refuse(exc) from None
-    return payload
+__all__ = ["think"]
 
 
 @click.command()
@@ -378,8 +253,3 @@ def _print_plan(payload: TournamentInput, models_in_use: list[str]) -> None:
         click.echo(f"warning: {plan.warning}")
     for risk in checked.self_preference:
         click.echo(f"warning: {risk.message}")
-
-
-def register(group: click.Group) -> None:
-    for command in (think, status, watch, extend, cancel, report, rank, mutate):
-        group.add_command(command)

@@ -30,7 +30,8 @@ from client.plan_run_cli import (
     print_plan_status,
     watch_plan,
 )
-from client.runs import check_run_id, failure_message, through_restarts
+from client.run_list import state_name
+from client.runs import failure_message, through_restarts
 from client.session import Session, open_session, spawn_background_worker
 from client.tournament_follow import (
     follow,
@@ -43,9 +44,10 @@ from workflows.ask_types import AskResult
 from workflows.campaign.types import CampaignProgress, CampaignResult
 from workflows.names import ASK, CAMPAIGN, PLAN_RUN, QUERY_PROGRESS
 from workflows.plan.run_types import PlanRunResult, PlanStatus
+from workflows.run_ids import check_run_id
 from workflows.tournament.types import Progress, TournamentResult
 
-__all__ = ["cancel", "extend", "report", "state_name", "status", "watch"]
+__all__ = ["cancel", "extend", "report", "status", "watch"]
 
 # How following a run ends, by kind: its result, or its progress when it paused on its budget.
 Followed = (
@@ -56,15 +58,6 @@ Followed = (
 def _settings(ctx: click.Context) -> Settings:
     # The root's obj: these commands also sit under ``ponder campaign``.
     return load_settings((ctx.find_root().obj or {}).get("config"))
-
-
-def state_name(status: WorkflowExecutionStatus | None) -> str:
-    """A Temporal execution status in ponder's words (one spelling: ``cancelled``)."""
-    if status is None:
-        return "unknown"
-    if status == WorkflowExecutionStatus.CANCELED:
-        return "cancelled"
-    return status.name.lower()
 
 
 async def _handle(session: Session, run_id: str) -> WorkflowHandle:
@@ -270,8 +263,9 @@ def extend(
             if description.status != WorkflowExecutionStatus.RUNNING:
                 # Temporal would refuse the update with "workflow not found": say what it is.
                 raise ConfigError(
-                    f"run.ended: run {run_id} has already ended "
-                    f"({state_name(description.status)}): nothing to extend"
+                    "run.ended",
+                    f"run {run_id} has already ended "
+                    f"({state_name(description.status)}): nothing to extend",
                 )
             kind = description.workflow_type
             if kind == PLAN_RUN:
@@ -281,8 +275,9 @@ def extend(
             if tokens is not None or wall_ms is not None:
                 flag = "--tokens" if tokens is not None else "--wall-ms"
                 raise ConfigError(
+                    "option.invalid",
                     f"{flag} is a plan run's limit; a {kind} run's are --calls, --usd, "
-                    "--input-tokens and --output-tokens"
+                    "--input-tokens and --output-tokens",
                 )
             if kind == CAMPAIGN:
                 handle = _as_campaign(session, handle)
@@ -367,7 +362,9 @@ def report(ctx: click.Context, run_id: str) -> None:
     try:
         summary = json.loads((run_dir / "summary.json").read_text())
     except (OSError, ValueError):
-        raise ConfigError(f"no run artifacts in {run_dir}: check the run id") from None
+        raise ConfigError(
+            "run.not_found", f"no run artifacts in {run_dir}: check the run id"
+        ) from None
     if "winner_id" not in summary:  # an Ask run: its answer and usage, no leaderboard
         answer = run_dir / "artifacts/answer.txt"
         text = answer.read_text() if answer.exists() else None

@@ -17,7 +17,7 @@ from temporalio.service import RPCError
 
 from client.hints import ponder_program
 from client.live import live_panel
-from client.runs import RunFailed, ctrl_c_detaches, detach, failure_message, run_result
+from client.runs import RunFailed, ctrl_c_detaches, detach, run_result
 from client.session import Session
 from workflows.budget import BudgetLimits
 from workflows.names import QUERY_PROGRESS
@@ -125,7 +125,7 @@ async def follow(session: Session, handle: WorkflowHandle) -> TournamentResult |
     try:
         return result_task.result()
     except WorkflowFailureError as exc:
-        raise RunFailed(f"run {handle.id} ended: {failure_message(exc)}") from exc
+        raise RunFailed.of(handle.id, exc) from exc
 
 
 def resume_command(run_id: str, paused: Progress) -> str:

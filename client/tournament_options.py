@@ -8,21 +8,22 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TypeVar
 
-from pydantic import ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from activities.errors import ConfigError
-from workflows.tournament.errors import TournamentError
-from workflows.tournament.prompts import PromptOverrides
+from workflows.inputs import StrictModel
+from workflows.tournament.prompts import PromptOverrides, Style
+from workflows.tournament.types import Concurrency, OnBudgetExhausted, Schedule
 
 __all__ = [
     "CONCURRENCY_PHASES",
     "TEMPERATURE_ROLES",
     "TOKEN_ROLES",
+    "TournamentSettings",
     "load_prompts",
     "model_list",
     "read_file",
     "read_task",
-    "refuse",
     "role_values",
 ]
 
@@ -46,20 +47,43 @@ TOKEN_ROLES: Mapping[str, str] = {
 CONCURRENCY_PHASES = ("generate", "judge", "mutate")
 
 
+class TournamentSettings(StrictModel):
+    """The ``ponder think`` settings a saved profile holds and the MCP ``think`` tool takes,
+    declared once (``client.profiles.SavedProfile`` and ``client.mcp.args.ThinkArgs`` extend
+    it); every field is optional: unset, the profile or the think default applies."""
+
+    model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
+
+    n: int | None = None
+    k: int | None = None
+    t: int | None = None
+    m: int | None = None
+    lambda_: float | None = Field(default=None, alias="lambda")
+    temperatures: dict[str, float] = Field(
+        default={}, description="sampling temperature by role: generate, judge, mutate, finalize"
+    )
+    provider: str | None = Field(default=None, description="provider for every role, e.g. sim")
+    model: str | None = Field(default=None, description="provider:model for every role")
+    rubric: str | None = None
+    prompt_style: Style | None = None
+    schedule: Schedule | None = None
+    concurrency: Concurrency | None = None
+    on_budget_exhausted: OnBudgetExhausted | None = None
+    invalid_json_retries: int | None = Field(default=None, ge=0)
+
+
 def read_file(name: str, *, what: str = "candidate") -> str:
     try:
         return Path(name).read_text()
     except OSError as exc:
-        raise ConfigError(f"{what} file {name} cannot be read ({exc.strerror})") from None
+        raise ConfigError(
+            "file.unreadable", f"{what} file {name} cannot be read ({exc.strerror})"
+        ) from None
 
 
 def read_task(value: str, *, what: str = "task") -> str:
     """``value`` itself, or the text of the file named after an ``@``."""
     return read_file(value[1:], what=what) if value.startswith("@") else value
-
-
-def refuse(exc: TournamentError) -> ConfigError:
-    return ConfigError(f"{exc.code}: {exc.message}")
 
 
 def role_values(
@@ -76,13 +100,15 @@ def role_values(
         role = role.strip()
         if not sep or role not in known:
             raise ConfigError(
-                f"{option} {item!r} must be ROLE=VALUE with ROLE one of {', '.join(known)}"
+                "option.invalid",
+                f"{option} {item!r} must be ROLE=VALUE with ROLE one of {', '.join(known)}",
             )
         try:
             values[role] = cast(raw.strip())
         except ValueError:
             raise ConfigError(
-                f"{option} {item!r}: {raw.strip()!r} is not a valid {cast.__name__}"
+                "option.invalid",
+                f"{option} {item!r}: {raw.strip()!r} is not a valid {cast.__name__}",
             ) from None
     return values
 
@@ -108,7 +134,10 @@ def model_list(items: Iterable[str], *, option: str = "--judges") -> list[str]:
                 specs[-1] += f",{piece}"
     bad = [spec for spec in specs if not _starts_a_spec(spec)]
     if bad:
-        raise ConfigError(f"{option} {bad[0]!r} is not a provider:model spec")
+        raise ConfigError(
+            "option.invalid",
+            f"{option} {bad[0]!r} is not a provider:model spec: give PROVIDER:MODEL[,...]",
+        )
     return specs
 
 
@@ -123,7 +152,9 @@ def load_prompts(path: str) -> PromptOverrides:
         data = tomllib.loads(text) if path.endswith(".toml") else json.loads(text)
     except (ValueError, tomllib.TOMLDecodeError) as exc:
         kind = "TOML" if path.endswith(".toml") else "JSON"
-        raise ConfigError(f"prompts file {path} is not valid {kind}: {exc}") from None
+        raise ConfigError(
+            "prompts.invalid", f"prompts file {path} is not valid {kind}: {exc}"
+        ) from None
     try:
         return PromptOverrides.model_validate(data)
     except ValidationError as exc:
@@ -131,6 +162,7 @@ def load_prompts(path: str) -> PromptOverrides:
             f"{'.'.join(str(p) for p in e['loc']) or 'file'}: {e['msg']}" for e in exc.errors()
         )
         raise ConfigError(
+            "prompts.invalid",
             f"prompts file {path}: {problems} (roles: generate, compare, mutate, finalize; "
-            "each with system and/or user)"
+            "each with system and/or user)",
         ) from None

@@ -9,76 +9,22 @@ from typing import get_args
 import click
 
 from activities.config import Settings, load_settings
-from activities.errors import ConfigError
-from activities.providers import price_table, resolve_model
-from client.runs import check_run_id, new_run_id, start_run
+from client.runs import new_run_id, start_run
 from client.session import open_session
 from client.tournament_follow import follow, print_outcome
-from client.tournament_options import read_file, read_task, refuse
-from workflows.ask_types import AskInput
-from workflows.budget import BudgetLimits
+from client.tournament_inputs import build_mutate_input, build_rank_input
+from client.tournament_options import read_file, read_task
 from workflows.names import TOURNAMENT
-from workflows.tournament.errors import TournamentError
-from workflows.tournament.preflight import preflight, rank_profile
-from workflows.tournament.profiles import ALL_PAIRS_FREE_LIMIT, RankMode, rank_block
+from workflows.run_ids import check_run_id
+from workflows.tournament.profiles import ALL_PAIRS_FREE_LIMIT, RankMode
 from workflows.tournament.prompts import Style
-from workflows.tournament.types import GivenCandidate, Progress, TournamentInput, TournamentResult
+from workflows.tournament.types import Progress, TournamentResult
 
-__all__ = ["build_mutate_input", "build_rank_input", "mutate", "rank"]
+__all__ = ["mutate", "rank"]
 
 
 def _settings(ctx: click.Context) -> Settings:
     return load_settings(ctx.obj["config"])
-
-
-def build_rank_input(
-    settings: Settings,
-    files: tuple[str, ...],
-    *,
-    task: str,
-    rubric: str | None,
-    model: str | None,
-    mode: RankMode,
-    rank_k: int | None,
-    rank_seed: int | None,
-    rank_max_calls: int | None,
-    max_calls: int | None,
-    seed: int | None,
-    run_id: str,
-    given: list[GivenCandidate] | None = None,
-) -> TournamentInput:
-    """The workflow input that ranks ``files`` (or the ``given`` texts, for the MCP server);
-    refuses what preflight refuses."""
-    if given is None:
-        if len(files) < 2:
-            raise ConfigError(
-                f"rank needs at least two candidate files to compare (got {len(files)}): "
-                "give two or more files"
-            )
-        given = [GivenCandidate(id=Path(name).stem, text=read_file(name)) for name in files]
-    judge = model or TournamentInput.model_fields["model"].default
-    keys_here = not settings.temporal_address
-    resolve_model(judge, settings, require_key=keys_here)
-    # Without its own cap the rank block may use the whole call budget.
-    cap = rank_max_calls if rank_max_calls is not None else max_calls
-    try:
-        block = rank_block(len(given), mode, k=rank_k, seed=rank_seed, max_calls=cap)
-        payload = TournamentInput(
-            task=read_task(task),
-            rubric=rubric,
-            custom=rank_profile(len(given)),
-            model=judge,
-            rank=block,
-            budget=BudgetLimits(max_calls=max_calls),
-            seed=seed,
-            run_id=run_id,
-            candidates=given,
-            prices=price_table([judge], settings, require_key=keys_here),
-        )
-        preflight(payload)
-    except TournamentError as exc:
-        raise refuse(exc) from None
-    return payload
 
 
 @click.command()
@@ -207,41 +153,3 @@ def mutate(
             return await wait_or_detach(session, handle)
 
     click.echo(asyncio.run(go()).response.text)
-
-
-def build_mutate_input(
-    settings: Settings,
-    candidate: str,
-    *,
-    task: str,
-    critique: str,
-    rubric: str | None,
-    model: str | None,
-    prompt_style: str,
-    seed: int,
-    run_id: str,
-) -> AskInput:
-    """The Ask input of one mutate call (the CLI's and the MCP server's)."""
-    from workflows.tournament.prompts import DEFAULT_RUBRIC, render
-
-    mutator = model or TournamentInput.model_fields["model"].default
-    resolve_model(mutator, settings, require_key=not settings.temporal_address)
-    prompt = render(
-        "mutate",
-        {
-            "task": task,
-            "rubric": rubric or DEFAULT_RUBRIC,
-            "candidate": candidate,
-            "critique": critique,
-        },
-        style=prompt_style,  # type: ignore[arg-type]
-    )
-    return AskInput(
-        question=prompt.user,
-        system=prompt.system,
-        model=mutator,
-        role="mutate",
-        seed=seed,
-        max_output_tokens=prompt.max_output_tokens,
-        run_id=run_id,
-    )

@@ -22,6 +22,12 @@ from worker.worker import WorkerOptions, running_worker
 os.environ.pop("TEMPORAL_ADDRESS", None)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked ``slow`` run first. xdist hands tests out in collection order, so a slow test
+    collected late starts when the quick ones are gone and the suite waits on it alone."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(scope="session")
 async def dev_server() -> AsyncIterator[WorkflowEnvironment]:
     # The SDK core waits 5 s for the server to answer; on a loaded 2-core machine a start can

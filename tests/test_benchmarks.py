@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
+
 BENCHMARKS = sorted(
     path.stem
     for path in (Path(__file__).parent.parent / "benchmarks").glob("*.py")

@@ -19,7 +19,7 @@ from client.embedded import EmbeddedServer, find_temporal_binary, server_answers
 from tests.cli import cli_env, finish, ponder, start_ponder
 from tests.fakes import FakeProvider
 
-pytestmark = pytest.mark.usefixtures("no_leftover_processes")
+pytestmark = [pytest.mark.usefixtures("no_leftover_processes"), pytest.mark.slow]
 
 
 def write_config(home: Path, fake: FakeProvider) -> None:

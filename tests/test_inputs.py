@@ -402,7 +402,9 @@ def test_strict_model_refuses_unknown_fields_and_non_finite_numbers() -> None:
         with pytest.raises(InputInvalid) as info:
             decode_input(Point, bad)
         assert info.value.code == "input.invalid"
-    with pytest.raises(InputInvalid, match=r"^Point: \(the input itself\): Invalid JSON"):
+    with pytest.raises(
+        InputInvalid, match=r"^input\.invalid: Point: \(the input itself\): Invalid JSON"
+    ):
         decode_json(Point, b'{"x": ')
 
 

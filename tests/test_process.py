@@ -27,7 +27,7 @@ from tests.test_embedded import server_pids, wait_until
 from tests.test_worker_cli import cmdline, processes_using
 from workflows.names import TASK_QUEUE
 
-pytestmark = pytest.mark.usefixtures("no_leftover_processes")
+pytestmark = [pytest.mark.usefixtures("no_leftover_processes"), pytest.mark.slow]
 
 SLOW_SIM = "sim:default,latency=fixed:1500"
 

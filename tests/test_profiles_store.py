@@ -14,7 +14,7 @@ from activities.errors import ConfigError
 from client.profiles import ProfileStore, SavedProfile, apply_profile
 from tests.cli import cli_env, ponder
 
-pytestmark = pytest.mark.usefixtures("no_leftover_processes")
+pytestmark = [pytest.mark.usefixtures("no_leftover_processes"), pytest.mark.slow]
 
 
 async def test_save_show_use_and_delete(

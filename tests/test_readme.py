@@ -15,6 +15,8 @@ import pytest
 from tests.cli import cli_env
 from tests.test_worker_cli import processes_using
 
+pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
+
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 

@@ -11,6 +11,8 @@ import pytest
 from tests.readme_shell import Shell, lines, readme_shell
 from tests.test_readme import fenced, section
 
+pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
+
 
 @pytest.fixture(scope="module")
 async def sh(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Shell]:

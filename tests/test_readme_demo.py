@@ -12,6 +12,8 @@ from tests.cli import cli_env
 from tests.readme_shell import ROOT, lines
 from tests.test_readme import fenced, section
 
+pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
+
 
 @pytest.mark.timeout(240)
 async def test_make_demo_runs_as_written(tmp_path: Path) -> None:

@@ -27,6 +27,9 @@ CLAIMS: dict[tuple[str, str, int], str] = {
         "test_readme_tournaments.py::test_trust_recipes_run_as_written"
     ),
     ("## Asking a model", "sh", 0): "test_readme_tournaments.py::test_ask_recipes_run_as_written",
+    ("### Errors", "sh", 0): (
+        "test_readme_errors.py::test_every_readme_error_example_prints_one_line_with_its_code"
+    ),
     ("## Configuration", "toml", 0): (
         "plans/test_workspace_roots.py::test_the_readme_configuration_loads"
     ),

@@ -15,6 +15,8 @@ import yaml
 from tests.readme_shell import ROOT, Shell, lines, readme_shell
 from tests.test_readme import fenced, section
 
+pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
+
 PLANS = "## Plans"
 TEMPORAL = "The same control through the `temporal` CLI"
 

@@ -9,6 +9,8 @@ import pytest
 from tests.readme_shell import lines, readme_shell
 from tests.test_readme import fenced, section
 
+pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
+
 
 @pytest.mark.timeout(240)
 async def test_profile_runs_and_export_recipes_run_as_written(tmp_path: Path) -> None:

@@ -22,6 +22,8 @@ from tests.fakes import FakeProvider, Reply, Seen, anthropic_message, sim_respon
 from tests.readme_shell import Shell, lines, readme_shell
 from tests.test_readme import fenced, section
 
+pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
+
 
 def answer_both(seen: Seen) -> Reply:
     """OpenAI chat completions answered like the sim; Anthropic messages with a fixed text."""

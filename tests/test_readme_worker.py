@@ -11,6 +11,8 @@ import pytest
 from tests.readme_shell import activation, lines, readme_shell
 from tests.test_readme import fenced, section
 
+pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
+
 
 @pytest.mark.timeout(120)
 async def test_worker_command_runs_as_written(tmp_path: Path, server_address: str) -> None:

@@ -10,11 +10,13 @@ import pytest
 from temporalio.client import Client
 
 from activities.config import Settings
-from activities.errors import ConfigError
 from client.export import bundle, render
-from client.runs_cli import list_runs, parse_since
+from client.run_list import list_runs, parse_since
 from tests.cli import cli_env, ponder
 from tests.tournament.helpers import start
+from workflows.errors import PonderError
+
+pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
 
 
 async def test_runs_and_export_from_the_command_line(
@@ -88,7 +90,7 @@ async def test_runs_and_export_from_the_command_line(
     refused = await ponder("export", "../etc", env=env)
     assert refused.code == 2 and "run.id_invalid" in refused.err, refused.err
     for bad_id in ("a/b", "..", "/etc/passwd"):
-        with pytest.raises(ConfigError, match=r"run\.id_invalid"):
+        with pytest.raises(PonderError, match=r"run\.id_invalid"):
             bundle(settings, bad_id)
     unknown = await ponder("export", "no-such-run", env=env)
     assert unknown.code == 2 and "run.not_found" in unknown.err

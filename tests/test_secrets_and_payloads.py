@@ -18,11 +18,11 @@ import pytest
 from temporalio.client import Client, WorkflowFailureError
 
 from activities.config import Endpoint, Settings
-from client.logs import log_file
 from tests.conftest import with_endpoint
 from tests.fakes import FakeProvider, Reply, Seen, openai_completion, sim_responder
 from tests.history_search import decoded_history, files_under, search_run
 from tests.worker_process import start_worker
+from worker.logs import log_file
 from worker.worker import WorkerOptions, running_worker
 from workflows.ask_types import AskInput, AskResult
 from workflows.names import ASK, TOURNAMENT

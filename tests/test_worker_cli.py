@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from temporalio.client import Client
 
 from activities.config import Settings
@@ -21,6 +22,8 @@ from tests.cli import Done, cli_env, finish, one_server, ponder
 from tests.fakes import FakeProvider
 from workflows.ask_types import AskInput, AskResult
 from workflows.names import ASK
+
+pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
 
 
 async def start_worker(*args: str, env: dict[str, str]) -> asyncio.subprocess.Process:
@@ -128,8 +131,20 @@ async def test_bad_rate_limit_is_one_line_exit_2(tmp_path: Path, server_address:
     done = await finish(worker, timeout=30)
     assert done.code == 2
     line = one_line(done)
-    assert "--rate-limit 'bad'" in line
+    assert "option.invalid: --rate-limit 'bad'" in line
     assert "PROVIDER=N/s" in line
+
+
+async def test_python_m_worker_serves_a_cluster_and_says_so_without_one(tmp_path: Path) -> None:
+    """The worker's own entry point imports no client: no embedded server, one coded line."""
+    done = await finish(await start_worker(env=cli_env(tmp_path)), timeout=30)
+    assert done.code == 2
+    line = one_line(done)
+    assert line.startswith("python -m worker: server.unavailable: "), line
+    assert "TEMPORAL_ADDRESS" in line and "ponder worker" in line
+    assert not (tmp_path / "server.json").exists()
+    usage = await finish(await start_worker("--no-such-flag", env=cli_env(tmp_path)), timeout=30)
+    assert usage.code == 2 and one_line(usage).startswith("python -m worker: usage.invalid: ")
 
 
 async def test_exit_when_idle_exits_by_itself(tmp_path: Path, server_address: str) -> None:

@@ -1,7 +1,5 @@
-"""``python -m worker``: the entry point of ``ponder worker``, whose command lives in the client
-(it connects, leases the embedded server, parses flags); ``worker`` itself never imports client."""
+"""``python -m worker``: the worker's own entry point (``worker/cli.py``); it imports no client."""
 
-from client.cli import run_command
-from client.worker_cli import worker_command
+from worker.cli import main
 
-run_command(worker_command, prog_name="python -m worker")
+main()

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from workflows.bounds import MAX_INT, MIN_INT
+from workflows.errors import PonderError
 
 __all__ = [
     "INPUT_INVALID",
@@ -46,14 +47,11 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, strict=True)
 
 
-class InputInvalid(Exception):
+class InputInvalid(PonderError):
     """Input that does not decode into its model; ``message`` names each path and rule."""
 
-    code = INPUT_INVALID
-
     def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
+        super().__init__(INPUT_INVALID, message)
 
 
 def decode_json(model: type[M], data: bytes | str) -> M:

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import re
 
+from workflows.errors import PonderError
+
 __all__ = [
     "RUN_ID",
     "RUN_ID_INVALID",
+    "RUN_NOT_FOUND",
     "RunIdInvalid",
     "check_run_id",
     "foreign_run_id_problem",
@@ -26,12 +29,15 @@ __all__ = [
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 RUN_ID_INVALID = "run.id_invalid"
+RUN_NOT_FOUND = "run.not_found"
+"""No run has this id (on the server, or in the run store for what reads only files)."""
 
 
-class RunIdInvalid(ValueError):
+class RunIdInvalid(PonderError, ValueError):
     """A run id that breaks the rule; ``code`` is the error code it travels under."""
 
-    code = RUN_ID_INVALID
+    def __init__(self, message: str) -> None:
+        super().__init__(RUN_ID_INVALID, message)
 
 
 def run_id_problem(run_id: str) -> str | None:

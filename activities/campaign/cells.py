@@ -91,7 +91,7 @@ def route_check(
                 item.model, settings, base_url=item.base_url, require_key=False
             )
         except ConfigError as exc:
-            issue("unknown_model", str(exc))
+            issue("unknown_model", exc.message)
             continue
         kind = resolved.endpoint.kind
         if kind not in HTTP_KINDS:

@@ -65,7 +65,9 @@ class NotifierActivities:
             url = notifier.resolved_url()
         except ConfigError as exc:
             raise ApplicationError(
-                f"notifier {input.notifier!r}: {exc}", type=NOTIFY_UNKNOWN, non_retryable=True
+                f"notifier {input.notifier!r}: {exc.message}",
+                type=NOTIFY_UNKNOWN,
+                non_retryable=True,
             ) from None
         body = json.dumps(
             {

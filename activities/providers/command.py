@@ -42,8 +42,9 @@ def _argv(ctx: CallContext) -> list[str]:
         return list(ctx.endpoint.argv)
     # The registry refuses this before dispatch; kept so no path can reach exec without argv.
     raise ConfigError(
+        "model.command_undeclared",
         f"command provider {ctx.provider_name!r} has no argv: declare it in ponder.toml as "
-        '[providers.NAME] kind = "command", argv = [...]'
+        '[providers.NAME] kind = "command", argv = [...]',
     )
 
 
@@ -131,7 +132,10 @@ class CommandProvider:
                 start_new_session=True,
             )
         except OSError as exc:
-            raise ConfigError(f"command {argv[0]!r} cannot be started: {exc.strerror}") from exc
+            raise ConfigError(
+                "model.command_unstartable",
+                f"command {argv[0]!r} cannot be started: {exc.strerror}",
+            ) from exc
         try:
             stdout, stderr = await asyncio.wait_for(
                 _exchange(process, request.prompt.encode()), ctx.endpoint.timeout_s

@@ -59,7 +59,8 @@ def parse_model_spec(spec: str) -> tuple[str, str]:
     match = _SPEC.fullmatch(spec.strip())
     if not match:
         raise ConfigError(
-            f"model {spec!r} is not of the form provider:model (e.g. {MODEL_EXAMPLES})"
+            "model.invalid",
+            f"model {spec!r} is not of the form provider:model (e.g. {MODEL_EXAMPLES})",
         )
     return match["provider"], match["model"]
 
@@ -81,8 +82,9 @@ def resolve_model(
     if endpoint is None:
         known = ", ".join(sorted(settings.providers))
         raise ConfigError(
+            "model.provider_unknown",
             f"unknown provider {provider!r} in model {spec!r}: use one of {known} "
-            "or add [providers.NAME] to ponder.toml"
+            "or add [providers.NAME] to ponder.toml",
         )
     if base_url:
         check_base_url(base_url)
@@ -97,8 +99,9 @@ def resolve_model(
     api_key = read_secret(endpoint.api_key_env) if endpoint.api_key_env else None
     if require_key and api_key is None and endpoint.api_key_env:
         raise ConfigError(
+            "model.key_missing",
             f"provider {provider!r} needs an API key: set {endpoint.api_key_env} in the "
-            "environment or in the file named by PONDER_SECRETS_FILE"
+            "environment or in the file named by PONDER_SECRETS_FILE",
         )
     return ResolvedModel(provider, model, endpoint, api_key)
 
@@ -118,14 +121,16 @@ def replay_source(source: str, settings: Settings) -> Path:
     allowed = [settings.runs_dir, *settings.replay_dirs]
     if not any(path.is_relative_to(Path(root).resolve()) for root in allowed):
         raise ConfigError(
+            "replay.source_invalid",
             f"replay source {source!r} is outside the run store {settings.runs_dir}: name a "
             "recorded run id (replay:RUN_ID) or add its directory to replay_dirs in [ponder] "
-            "of the worker's ponder.toml"
+            "of the worker's ponder.toml",
         )
     if path.name != RAW_EVENTS:
         raise ConfigError(
+            "replay.source_invalid",
             f"replay source {source!r} is not a recording: replay: reads a run's {RAW_EVENTS} "
-            "(name the run id, replay:RUN_ID, or the path of its raw-events.jsonl)"
+            "(name the run id, replay:RUN_ID, or the path of its raw-events.jsonl)",
         )
     return path
 
@@ -142,18 +147,20 @@ def _run_recording(run_id: str, settings: Settings) -> Path:
         or (run_dir.exists() and not run_dir.resolve().is_relative_to(root))
     ):
         raise ConfigError(
+            "replay.source_invalid",
             f"replay source {run_id!r}: its run directory or {RAW_EVENTS} is a symlink or "
             f"leads outside the run store {settings.runs_dir}: replay reads only recordings "
-            "inside the run store; name another run"
+            "inside the run store; name another run",
         )
     return path
 
 
 def _command_refused(spec: str) -> ConfigError:
     return ConfigError(
+        "model.command_undeclared",
         f"model {spec!r}: a command agent must be declared by the worker, never given by input "
         '(no paths or command lines): add [providers.NAME] with kind = "command" and '
-        "argv = [...] to the worker's ponder.toml, then use NAME:MODEL or command:NAME"
+        "argv = [...] to the worker's ponder.toml, then use NAME:MODEL or command:NAME",
     )
 
 
@@ -189,8 +196,9 @@ def price_table(
             table[spec] = price
         elif require:
             raise ConfigError(
-                f"budget.unpriced_model: {spec} has no price and --max-usd is set: add "
+                "budget.unpriced_model",
+                f"{spec} has no price and --max-usd is set: add "
                 f'[providers.{resolved.provider_name}.prices."{resolved.model_name}"] to '
-                "ponder.toml or drop --max-usd"
+                "ponder.toml or drop --max-usd",
             )
     return table

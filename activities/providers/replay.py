@@ -30,12 +30,15 @@ def read_recording(path: Path) -> list[bytes]:
             size = os.fstat(file.fileno()).st_size
             if size > MAX_RECORDING_BYTES:
                 raise ConfigError(
+                    "replay.too_large",
                     f"replay recording {path} is {size} bytes, over the "
-                    f"{MAX_RECORDING_BYTES} bytes (256 MiB) a replay reads: replay a smaller run"
+                    f"{MAX_RECORDING_BYTES} bytes (256 MiB) a replay reads: replay a smaller run",
                 )
             return file.read(MAX_RECORDING_BYTES + 1).splitlines()
     except OSError as exc:
-        raise ConfigError(f"replay recording {path} cannot be read ({exc.strerror})") from exc
+        raise ConfigError(
+            "file.unreadable", f"replay recording {path} cannot be read ({exc.strerror})"
+        ) from exc
 
 
 def _recorded(path: Path) -> dict[str, dict[str, Any]]:

@@ -70,7 +70,7 @@ def sim_options(model_name: str) -> SimOptions:
     try:
         return SimOptions.parse(model_name)
     except SimOptionsError as exc:
-        raise ConfigError(str(exc)) from None
+        raise ConfigError("model.options_invalid", str(exc)) from None
 
 
 def parse_trailers(text: str) -> list[tuple[float, str]]:

@@ -11,7 +11,8 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field, JsonValue
 
-from client.runs_cli import KINDS, STATUSES
+from client.run_list import KINDS, STATUSES
+from client.tournament_options import TournamentSettings
 from workflows.ask_types import AskInput
 from workflows.bounds import MAX_CALLS, BudgetTokens, CallCount, OutputTokens, Seed, WallMs
 from workflows.budget import BudgetLimits
@@ -20,11 +21,8 @@ from workflows.plan.run_types import PlanBudgetOverride
 from workflows.tournament.profiles import BUILTIN_PROFILES, RankMode
 from workflows.tournament.prompts import Style
 from workflows.tournament.types import (
-    Concurrency,
     ExtendBudgetInput,
     GivenCandidate,
-    OnBudgetExhausted,
-    Schedule,
 )
 
 __all__ = [
@@ -64,8 +62,9 @@ class WaitArgs(StrictModel):
     )
 
 
-class ThinkArgs(WaitArgs):
-    """``ponder think``: a tournament on a task."""
+class ThinkArgs(WaitArgs, TournamentSettings):
+    """``ponder think``: a tournament on a task (the think settings a saved profile also holds,
+    ``client.tournament_options.TournamentSettings``, and what only a run has)."""
 
     model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
 
@@ -74,27 +73,11 @@ class ThinkArgs(WaitArgs):
         default="quick",
         description=f"built-in ({', '.join(BUILTIN_PROFILES)}) or a saved profile name",
     )
-    n: int | None = None
-    k: int | None = None
-    t: int | None = None
-    m: int | None = None
-    lambda_: float | None = Field(default=None, alias="lambda")
-    temperatures: dict[str, float] = Field(
-        default={}, description="by role: generate, judge, mutate, finalize"
-    )
-    provider: str | None = Field(default=None, description="provider for every role, e.g. sim")
-    model: str | None = Field(default=None, description="provider:model for every role")
     judge_model: str | None = None
     mutator_model: str | None = None
     finalizer_model: str | None = None
-    rubric: str | None = None
-    prompt_style: Style | None = None
-    schedule: Schedule | None = None
     seed: Seed | None = None
     budget: BudgetLimits = BudgetLimits()
-    concurrency: Concurrency | None = None
-    on_budget_exhausted: OnBudgetExhausted | None = None
-    invalid_json_retries: int | None = Field(default=None, ge=0)
     run_id: str | None = None
 
 

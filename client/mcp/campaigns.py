@@ -20,17 +20,19 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError
 
+from activities.errors import ConfigError
 from activities.providers import default_model_for
 from client.mcp.args import CampaignRunArgs
 from client.mcp.backend import Backend
-from client.mcp.errors import CodedError
 from client.profiles import expand_saved_profiles
-from client.runs import check_run_id, failure_message, new_run_id, start_run
+from client.runs import failure_view, new_run_id, start_run
 from workflows.campaign.configs import config_errors
 from workflows.campaign.document import validate_value
+from workflows.campaign.errors import CampaignInvalid
 from workflows.campaign.types import CampaignProgress, CampaignResult
 from workflows.names import CAMPAIGN, QUERY_PROGRESS, UPDATE_EXTEND_BUDGET
 from workflows.plan.document import parse_text
+from workflows.run_ids import check_run_id
 from workflows.tournament.types import ExtendBudgetInput, ExtendBudgetResult
 
 __all__ = ["campaign_run", "extend", "outcome", "progress_view"]
@@ -108,9 +110,7 @@ async def outcome(backend: Backend, run_id: str, *, wait_s: float, progress: Any
     try:
         done: CampaignResult = await result
     except WorkflowFailureError as exc:
-        message = failure_message(exc)
-        state = "cancelled" if message == "cancelled" else "failed"
-        return {"run_id": run_id, "kind": "campaign", "status": state, "error": message}
+        return {"run_id": run_id, "kind": "campaign", **failure_view(exc)}
     return {
         "kind": "campaign",
         **done.model_dump(mode="json"),
@@ -122,29 +122,26 @@ async def campaign_run(backend: Backend, args: CampaignRunArgs, progress: Any) -
     value, problems = parse_text(args.document, filename=args.filename)
     if problems:
         lines = [f"{p.path or '(document)'}: [{p.code}] {p.message}" for p in problems]
-        raise CodedError(problems[0].code, "; ".join(lines), "fix the document's syntax")
+        raise ConfigError(problems[0].code, "; ".join(lines), fix="fix the document's syntax")
     variants = value.get("variants") if isinstance(value, dict) else None
     for i, variant in enumerate(variants if isinstance(variants, list) else []):
         config = variant.get("config") if isinstance(variant, dict) else None
         if isinstance(config, dict) and isinstance(config.get("plan"), str):
-            raise CodedError(
+            raise ConfigError(
                 "document.plan_path",
                 f"variants[{i}].config.plan names a file, which this server does not read",
-                "put the plan document itself (an object) under config.plan",
+                fix="put the plan document itself (an object) under config.plan",
             )
     settings = backend.settings
     for path, exc in expand_saved_profiles(
         value, settings.home, lambda p: default_model_for(p, settings)
     ):
-        code = str(exc).split(":", 1)[0]
-        raise CodedError(code, f"{path}: {exc}", "fix the saved profile it names")
+        raise ConfigError(exc.code, f"{path}: {exc.message}", fix="fix the saved profile it names")
     checked = validate_value(value)
     if checked.document is not None and not checked.errors:
         checked.errors += config_errors(checked.document)
     if checked.document is None or checked.errors:
-        lines = [e.line() for e in checked.errors] or ["not a campaign document"]
-        code = checked.errors[0].code if checked.errors else "document.invalid"
-        raise CodedError(code, "invalid campaign: " + "; ".join(lines), "fix each path listed")
+        raise CampaignInvalid(checked.errors)
     run_id = check_run_id(args.run_id or new_run_id("campaign"))
     payload = checked.document.model_dump(mode="json", by_alias=True)
     await backend.ensure_worker()
@@ -171,10 +168,10 @@ async def extend(
         )
     except WorkflowUpdateFailedError as exc:
         cause = exc.cause
-        raise CodedError(
+        raise ConfigError(
             "budget.extend_refused",
             str(getattr(cause, "message", cause)),
-            "give limits above what the campaign has already spent (see the status tool)",
+            fix="give limits above what the campaign has already spent (see the status tool)",
         ) from None
     view = {"run_id": run_id, "budget": done.budget.model_dump(exclude_none=True)}
     if not wait:

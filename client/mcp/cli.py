@@ -49,13 +49,15 @@ def mcp(
     if where is not None and not is_loopback(where.host):
         if not allow_remote:
             raise ConfigError(
+                "mcp.remote_refused",
                 f"--http {listen}: {where.host} is not a loopback address: pass --allow-remote "
-                f"(with a bearer token in ${TOKEN_ENV}) or bind 127.0.0.1"
+                f"(with a bearer token in ${TOKEN_ENV}) or bind 127.0.0.1",
             )
         if token is None or len(token) < 16:
             raise ConfigError(
+                "mcp.token_missing",
                 f"--allow-remote needs a bearer token of at least 16 characters in ${TOKEN_ENV}: "
-                "set it (e.g. to the output of `openssl rand -hex 24`) and give it to clients"
+                "set it (e.g. to the output of `openssl rand -hex 24`) and give it to clients",
             )
 
     # Imported here: the MCP SDK costs every other ponder command about a second to import.

@@ -17,14 +17,13 @@ from temporalio.client import (
     WorkflowUpdateFailedError,
 )
 
+from activities.errors import ConfigError
 from client.api import AskRun, Run, RunFailed, TournamentRun
 from client.mcp import campaigns, plans
 from client.mcp.args import ExtendArgs, ListRunsArgs, ResultArgs, RunArgs
 from client.mcp.backend import Backend
-from client.mcp.errors import CodedError
-from client.runs import failure_message
-from client.runs_cli import kind_of, list_runs
-from client.tournament_control import state_name
+from client.run_list import kind_of, list_runs, state_name
+from client.runs import failure_view
 from workflows.names import CAMPAIGN, PLAN_RUN
 from workflows.plan.run_types import ExtendPlanBudgetInput
 from workflows.tournament.types import Progress
@@ -116,9 +115,9 @@ async def _ended(run: Run[Any], state: WorkflowExecutionStatus | None) -> dict[s
         done = await run.result()
     except RunFailed as exc:
         cause = exc.__cause__
-        failed = isinstance(cause, WorkflowFailureError)
-        view["error"] = failure_message(cause) if failed else str(exc)  # type: ignore[arg-type]
-        return view
+        if isinstance(cause, WorkflowFailureError):
+            return {**view, **failure_view(cause), "status": view["status"]}
+        return {**view, "code": exc.code, "error": exc.message}
     if isinstance(run, TournamentRun):
         return {
             **view,
@@ -185,10 +184,10 @@ async def extend(backend: Backend, args: ExtendArgs, progress: ProgressFn) -> di
         include={"max_calls", "max_usd", "max_input_tokens", "max_output_tokens"}
     )
     if all(v is None for v in limits.values()) and args.wall_ms is None and args.tokens is None:
-        raise CodedError(
+        raise ConfigError(
             "input.invalid",
             "extend needs at least one new limit",
-            "give max_calls, max_usd, max_input_tokens, max_output_tokens or (plans) wall_ms, "
+            fix="give max_calls, max_usd, max_input_tokens, max_output_tokens or (plans) wall_ms, "
             "tokens",
         )
     run = await backend.ponder.attach(args.run_id)
@@ -198,10 +197,10 @@ async def extend(backend: Backend, args: ExtendArgs, progress: ProgressFn) -> di
         )
     if await _kind(run) == "plan":
         if args.max_input_tokens is not None or args.max_output_tokens is not None:
-            raise CodedError(
+            raise ConfigError(
                 "input.invalid",
                 "a plan run has one token limit, input and output together",
-                "give tokens (the new total) instead of max_input_tokens / max_output_tokens",
+                fix="give tokens (the new total) instead of max_input_tokens / max_output_tokens",
             )
         plan_limits = ExtendPlanBudgetInput(
             calls=args.max_calls, wall_ms=args.wall_ms, tokens=args.tokens, usd=args.max_usd
@@ -210,24 +209,26 @@ async def extend(backend: Backend, args: ExtendArgs, progress: ProgressFn) -> di
             backend, run.id, plan_limits, wait=args.wait, wait_s=args.timeout_s, progress=progress
         )
     if args.tokens is not None or args.wall_ms is not None:
-        raise CodedError(
+        raise ConfigError(
             "input.invalid",
             "tokens and wall_ms are a plan run's limits",
-            "give max_calls, max_usd, max_input_tokens or max_output_tokens",
+            fix="give max_calls, max_usd, max_input_tokens or max_output_tokens",
         )
     if not isinstance(run, TournamentRun):
-        raise CodedError(
-            "run.kind_invalid", f"run {run.id} is not a tournament", "extend a tournament's run id"
+        raise ConfigError(
+            "run.kind_invalid",
+            f"run {run.id} is not a tournament",
+            fix="extend a tournament's run id",
         )
     await backend.ensure_worker()
     try:
         done = await run.extend(**limits)
     except WorkflowUpdateFailedError as exc:
         cause = exc.cause
-        raise CodedError(
+        raise ConfigError(
             "budget.extend_refused",
             str(getattr(cause, "message", cause)),
-            "give limits above what the run has already spent (see the status tool)",
+            fix="give limits above what the run has already spent (see the status tool)",
         ) from None
     view = {
         "run_id": run.id,

@@ -43,14 +43,17 @@ def parse_listen(value: str) -> Listen:
     if text.startswith("["):
         inner, sep, rest = text[1:].partition("]")
         if not sep or not rest.startswith(":"):
-            raise ConfigError(f"--http {value!r}: write an IPv6 host as [::1]:8765")
+            raise ConfigError(
+                "option.invalid", f"--http {value!r}: write an IPv6 host as [::1]:8765"
+            )
         host, port = inner, rest[1:]
     elif ":" in text:
         head, _, port = text.rpartition(":")
         host = head or host
     if not port.isdigit() or not 0 < int(port) < 65536:
         raise ConfigError(
-            f"--http {value!r}: give HOST:PORT with a port 1-65535, e.g. 127.0.0.1:8765"
+            "option.invalid",
+            f"--http {value!r}: give HOST:PORT with a port 1-65535, e.g. 127.0.0.1:8765",
         )
     return Listen(host, int(port))
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from temporalio.client import WorkflowQueryFailedError, WorkflowUpdateFailedError
+from temporalio.client import WorkflowQueryFailedError
 
+from activities.errors import ConfigError
 from client.mcp.args import CheckpointArgs, IssuanceArgs, RevertArgs, StepDoneArgs
 from client.mcp.backend import Backend
-from client.mcp.errors import CodedError
-from client.mcp.plans import REASONS, _answer, _handle, _paused
+from client.mcp.plans import _answer, _handle, _paused
 from workflows.names import QUERY_ISSUANCE, UPDATE_CHECKPOINT, UPDATE_REVERT, UPDATE_STEP_DONE
 from workflows.plan.checkpoints import CheckpointInput, CheckpointResult, RevertInput
 from workflows.plan.consumer import IssuanceView, StepDoneInput
@@ -31,7 +31,7 @@ async def issuance(backend: Backend, args: IssuanceArgs, progress: Any) -> dict[
         )
     except WorkflowQueryFailedError as exc:
         message = str(exc).removeprefix("unknown-step: ")
-        raise CodedError("unknown-step", message, "give a consumer step of the plan") from None
+        raise ConfigError("unknown-step", message, fix="give a consumer step of the plan") from None
     return {"run_id": args.run_id, "kind": "plan", **view.model_dump(mode="json")}
 
 
@@ -41,10 +41,10 @@ async def step_done(backend: Backend, args: StepDoneArgs, progress: Any) -> dict
     if token is None:
         live = [i.token for i in before.issuances if i.step == args.step]
         if len(live) != 1:
-            raise CodedError(
+            raise ConfigError(
                 "stale-dispatch-token",
                 f"{args.step!r} has {len(live)} live issuance(s)",
-                "give the token of the one you answer (see the status tool)",
+                fix="give the token of the one you answer (see the status tool)",
             )
         token = live[0]
     result: dict[str, Any] = {}
@@ -61,15 +61,10 @@ async def step_done(backend: Backend, args: StepDoneArgs, progress: Any) -> dict
 
 async def checkpoint(backend: Backend, args: CheckpointArgs, progress: Any) -> dict[str, Any]:
     await _paused(backend, args.run_id)
-    try:
-        done: CheckpointResult = await _handle(backend, args.run_id).execute_update(
-            UPDATE_CHECKPOINT, CheckpointInput(label=args.label), result_type=CheckpointResult
-        )
-    except WorkflowUpdateFailedError as exc:
-        message = str(getattr(exc.cause, "message", exc.cause))
-        prefix = message.split(":", 1)[0]
-        code = prefix if prefix in REASONS else "control.refused"
-        raise CodedError(code, message, "give a label [A-Za-z0-9_.:-]{1,64}") from None
+    # A refusal is typed with its plan reason (invalid-label ...): coded by client.failures.
+    done: CheckpointResult = await _handle(backend, args.run_id).execute_update(
+        UPDATE_CHECKPOINT, CheckpointInput(label=args.label), result_type=CheckpointResult
+    )
     return {"run_id": args.run_id, "kind": "plan", **done.model_dump()}
 
 

@@ -15,24 +15,20 @@ from temporalio.client import (
     WorkflowExecutionStatus,
     WorkflowFailureError,
     WorkflowHandle,
-    WorkflowUpdateFailedError,
 )
 from temporalio.service import RPCError
 
 from activities.errors import ConfigError
+from client.documents import check_text
 from client.mcp.args import PlanRunArgs, ResolveGateArgs, ResumeArgs
 from client.mcp.backend import Backend
-from client.mcp.errors import CodedError
-from client.plan_cli import check_text
 from client.plan_extend import blocking_limit
-from client.plan_input import routing, run_workspace
-from client.plan_run_cli import from_checkpoint, report_path
-from client.runs import check_run_id, failure_message, new_run_id, start_run
+from client.plan_input import from_checkpoint, routing, run_workspace
+from client.runs import failure_view, new_run_id, report_path, start_run
 from workflows.names import PLAN_RUN, QUERY_STATUS, UPDATE_RESOLVE_GATE, UPDATE_RESUME
-from workflows.plan.reasons import Reason
+from workflows.plan.errors import PlanInvalid
 from workflows.plan.run_types import (
     ExtendPlanBudgetInput,
-    FromCheckpoint,
     PendingGate,
     PlanRunInput,
     PlanRunResult,
@@ -40,8 +36,7 @@ from workflows.plan.run_types import (
     ResolveGateInput,
     ResumeInput,
 )
-
-REASONS = frozenset(r.value for r in Reason)
+from workflows.run_ids import check_run_id
 
 __all__ = ["extend", "outcome", "plan_run", "resolve_gate", "resume", "status_view"]
 
@@ -182,8 +177,7 @@ async def outcome(
     try:
         done: PlanRunResult = await result
     except WorkflowFailureError as exc:
-        state = "cancelled" if failure_message(exc) == "cancelled" else "failed"
-        failed = {"run_id": run_id, "kind": "plan", "status": state, "error": failure_message(exc)}
+        failed = {"run_id": run_id, "kind": "plan", **failure_view(exc)}
         return await _with_report(backend, failed, paused=False)
     view = {"kind": "plan", **done.model_dump(mode="json")}
     return await _with_report(backend, view, paused=False)
@@ -195,13 +189,6 @@ async def _with_report(backend: Backend, view: dict[str, Any], *, paused: bool) 
     return {**view, "report": str(path)} if path is not None else view
 
 
-def _from(text: str | None) -> FromCheckpoint | None:
-    try:
-        return from_checkpoint(text)
-    except ConfigError as exc:
-        raise CodedError("input.invalid", str(exc), "give RUN:LABEL") from None
-
-
 def _follow(run_id: str) -> str:
     return f"call result with run_id {run_id!r} (wait: true to block), or: ponder watch {run_id}"
 
@@ -210,14 +197,9 @@ async def plan_run(backend: Backend, args: PlanRunArgs, progress: Any) -> dict[s
     # Saved profiles in tournament steps expanded, as ponder plan run does.
     checked, document = check_text(args.document, args.filename, backend.settings)
     if not checked.ok:
-        lines = [e.line() for e in checked.errors] or ["the document is not a plan"]
-        code = checked.errors[0].code if checked.errors else "plan.invalid"
-        raise CodedError(code, "invalid plan: " + "; ".join(lines), "fix each path listed")
+        raise PlanInvalid(checked.errors)
     run_id = check_run_id(args.run_id or new_run_id("plan"))
-    try:
-        executors, default_family = routing(backend.settings, args.executors, args.default_family)
-    except ConfigError as exc:
-        raise CodedError("plan.executor_invalid", str(exc), "give FAMILY: PROVIDER:MODEL") from None
+    executors, default_family = routing(backend.settings, args.executors, args.default_family)
     payload = PlanRunInput(
         plan=document,
         run_id=run_id,
@@ -231,7 +213,7 @@ async def plan_run(backend: Backend, args: PlanRunArgs, progress: Any) -> dict[s
         coder_family=args.coder_family,
         allow_same_family_qe=args.allow_same_family_qe,
         seed=args.seed,
-        from_checkpoint=_from(args.from_checkpoint),
+        from_checkpoint=from_checkpoint(args.from_checkpoint, field="from_checkpoint"),
     )
     await backend.ensure_worker()
     await start_run(backend.session, PLAN_RUN, payload, run_id, PlanRunResult)
@@ -245,16 +227,8 @@ async def _answer(
     progress: Any, before: PlanStatus, update_id: str | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     handle = _handle(backend, run_id)
-    try:
-        await handle.execute_update(update, payload, id=update_id)
-    except WorkflowUpdateFailedError as exc:
-        cause = exc.cause
-        message = str(getattr(cause, "message", cause))
-        code = getattr(cause, "type", None) or "control.refused"
-        prefix = message.split(":", 1)[0]
-        if prefix in REASONS:  # a validator's refusal leads with its reason
-            code = prefix
-        raise CodedError(code, message, "see the status tool for what the run waits for") from None
+    # A refusal (a validator's is typed with its plan reason): coded by client.failures.
+    await handle.execute_update(update, payload, id=update_id)
     if not wait:
         return {"run_id": run_id, "kind": "plan", "status": "accepted", "next": _follow(run_id)}
     return await outcome(
@@ -265,11 +239,13 @@ async def _answer(
 async def _paused(backend: Backend, run_id: str) -> PlanStatus:
     handle = _handle(backend, run_id)
     if (await handle.describe()).workflow_type != PLAN_RUN:
-        raise CodedError("run.kind_invalid", f"run {run_id} is not a plan run", "give a plan run")
+        raise ConfigError(
+            "run.kind_invalid", f"run {run_id} is not a plan run", fix="give a plan run"
+        )
     await backend.ensure_worker()
     status = await _status(handle)
     if status is None:
-        raise CodedError("run.not_ready", f"run {run_id} does not answer yet", "try again")
+        raise ConfigError("run.not_ready", f"run {run_id} does not answer yet", fix="try again")
     return status
 
 
@@ -285,16 +261,16 @@ async def resolve_gate(backend: Backend, args: ResolveGateArgs, progress: Any) -
     before = await _paused(backend, args.run_id)
     tokens = {g.step: g.token for g in before.pending_gates}
     if args.step not in tokens and args.step in before.deadline_decided:
-        raise CodedError(
+        raise ConfigError(
             "stale-gate-token",
             f"the deadline of gate {args.step!r} passed and its default decision applied",
-            "nothing to decide: see the status tool for what the run waits for now",
+            fix="nothing to decide: see the status tool for what the run waits for now",
         )
     if args.step not in tokens:
-        raise CodedError(
+        raise ConfigError(
             "unknown-step",
             f"{args.step!r} is not a pending gate (pending: {', '.join(tokens) or 'none'})",
-            "give the step of a pending gate (see the status tool)",
+            fix="give the step of a pending gate (see the status tool)",
         )
     decision = ResolveGateInput(
         step=args.step, decision=args.decision, token=tokens[args.step], by="an MCP client"

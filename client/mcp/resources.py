@@ -19,8 +19,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import mcp_types as types
 
 from activities.config import Settings
-from client.mcp.errors import CodedError
-from client.runs_cli import checked_run_dir, store_rows
+from activities.errors import ConfigError
+from client.run_list import checked_run_dir, store_rows
 from workflows import phases
 
 __all__ = ["NAMES", "PAGE_BYTES", "PAGE_RECORDS", "list_resources", "read", "templates"]
@@ -69,15 +69,17 @@ def _parse(uri: str) -> tuple[str, str, dict[str, list[str]]]:
     parts = urlsplit(uri)
     segments = parts.path.split("/")
     if parts.scheme != "ponder" or parts.netloc != "runs" or len(segments) != 3 or segments[0]:
-        raise CodedError(
+        raise ConfigError(
             "resource.invalid",
             f"{uri!r} is not a ponder resource",
-            "use ponder://runs/{run_id}/" + "|".join(NAMES),
+            fix="use ponder://runs/{run_id}/" + "|".join(NAMES),
         )
     run_id, name = unquote(segments[1]), segments[2]
     if name not in NAMES:
-        raise CodedError(
-            "resource.invalid", f"no resource {name!r} for a run", f"use one of {', '.join(NAMES)}"
+        raise ConfigError(
+            "resource.invalid",
+            f"no resource {name!r} for a run",
+            fix=f"use one of {', '.join(NAMES)}",
         )
     return run_id, name, parse_qs(parts.query)
 
@@ -87,10 +89,10 @@ def _int(query: dict[str, list[str]], key: str) -> int:
     2^63 was an ``internal.error``, and so was a number too long for ``int``)."""
     raw = query.get(key, ["0"])[0]
     if not (raw.isascii() and raw.isdigit()) or len(raw) > MAX_QUERY_DIGITS:
-        raise CodedError(
+        raise ConfigError(
             "input.invalid",
             f"{key}={raw[:40]!r} is not a number from 0 to {MAX_QUERY_INT}",
-            f"give {key}=N (0 <= N <= {MAX_QUERY_INT}), as the page's next link does",
+            fix=f"give {key}=N (0 <= N <= {MAX_QUERY_INT}), as the page's next link does",
         )
     return int(raw)
 
@@ -98,10 +100,10 @@ def _int(query: dict[str, list[str]], key: str) -> int:
 def _file(run_dir: Path, name: str) -> Path:
     path = run_dir / name
     if path.is_symlink() or not path.is_file():
-        raise CodedError(
+        raise ConfigError(
             "run.not_found",
             f"run {run_dir.name!r} has no {name} here",
-            "check the run id with list_runs; a remote worker keeps artifacts on its machine",
+            fix="check the run id with list_runs; a remote worker keeps artifacts on its machine",
         )
     return path
 

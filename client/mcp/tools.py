@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from activities.errors import ConfigError
 from client.mcp import campaigns, follow, plan_steps, plans
 from client.mcp.args import (
     AskArgs,
@@ -39,11 +40,12 @@ from client.mcp.args import (
     WaitArgs,
 )
 from client.mcp.backend import Backend
-from client.mcp.errors import CodedError
 from client.mcp.follow import ProgressFn, follow_hint
 from client.profiles import ProfileStore, apply_profile
-from client.runs import check_run_id, new_run_id
+from client.runs import new_run_id
+from client.tournament_inputs import build_input, build_mutate_input, build_rank_input
 from workflows.ask_types import AskInput
+from workflows.run_ids import check_run_id
 from workflows.tournament.profiles import BUILTIN_PROFILES
 from workflows.tournament.types import TournamentInput
 
@@ -54,17 +56,15 @@ def _no_file(value: str, field: str) -> str:
     # The CLI reads "@file" on the caller's own machine; over MCP the caller is elsewhere and
     # must not read the server's files through a task.
     if value.startswith("@"):
-        raise CodedError(
+        raise ConfigError(
             "input.invalid",
             f"{field} starts with @, which the CLI reads as a file name",
-            "give the text itself (a leading space keeps a literal @)",
+            fix="give the text itself (a leading space keeps a literal @)",
         )
     return value
 
 
 async def think(backend: Backend, args: ThinkArgs, progress: ProgressFn) -> dict[str, Any]:
-    from client.tournament_cli import build_input
-
     run_id = check_run_id(args.run_id or new_run_id("think"))
     b = args.budget
     options: dict[str, Any] = {
@@ -95,6 +95,10 @@ async def think(backend: Backend, args: ThinkArgs, progress: ProgressFn) -> dict
         "max_input_tokens": b.max_input_tokens,
         "max_output_tokens": () if b.max_output_tokens is None else (str(b.max_output_tokens),),
         "max_critique_chars": TournamentInput.model_fields["critique_chars"].default,
+        # The CLI's defaults; a saved profile may set judge_orders and a judge panel.
+        "judge_orders": TournamentInput.model_fields["judge_orders"].default,
+        "judges": (),
+        "bootstrap_resamples": TournamentInput.model_fields["bootstrap_resamples"].default,
         "on_budget_exhausted": args.on_budget_exhausted or "pause",
         "invalid_json_retries": 1
         if args.invalid_json_retries is None
@@ -118,8 +122,6 @@ _OPTION = {"temperatures": "temperature"}
 
 
 async def rank(backend: Backend, args: RankArgs, progress: ProgressFn) -> dict[str, Any]:
-    from client.tournament_services import build_rank_input
-
     run_id = check_run_id(args.run_id or new_run_id("rank"))
     payload = build_rank_input(
         backend.settings,
@@ -142,8 +144,6 @@ async def rank(backend: Backend, args: RankArgs, progress: ProgressFn) -> dict[s
 
 
 async def mutate(backend: Backend, args: MutateArgs, progress: ProgressFn) -> dict[str, Any]:
-    from client.tournament_services import build_mutate_input
-
     run_id = check_run_id(args.run_id or new_run_id("mutate"))
     payload = build_mutate_input(
         backend.settings,
@@ -213,15 +213,12 @@ async def plan_validate(
     backend: Backend, args: PlanValidateArgs, progress: ProgressFn
 ) -> dict[str, Any]:
     from workflows.plan.boundaries import boundaries, plan_totals
+    from workflows.plan.errors import PlanInvalid
     from workflows.plan.validate import validate_text
 
     checked = validate_text(args.document, filename=args.filename)
     if not checked.ok or checked.plan is None:
-        lines = [e.line() for e in checked.errors] or ["the document is not a plan"]
-        code = checked.errors[0].code if checked.errors else "plan.invalid"
-        raise CodedError(
-            code, f"invalid plan, {len(lines)} error(s): " + "; ".join(lines), "fix each path"
-        )
+        raise PlanInvalid(checked.errors)
     totals = plan_totals(checked.plan, boundaries(checked.plan))
     return {
         "valid": True,

@@ -18,6 +18,8 @@ from tests.campaigns.test_control import progress_until
 from tests.cli import cli_env, ponder
 from workflows.budget import BudgetLimits
 
+pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
+
 
 async def test_run_shows_progress_and_the_decision_and_report_rerenders_the_same_bytes(
     tmp_path: Path, settings: Settings, server_address: str, worker_queue: str

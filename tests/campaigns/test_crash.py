@@ -14,6 +14,7 @@ from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
@@ -27,6 +28,8 @@ from tests.worker_process import KilledWorker, declare_fake
 from worker.worker import WorkerOptions, running_worker
 from workflows.campaign.types import CampaignResult
 from workflows.names import CAMPAIGN
+
+pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
 
 
 def crash_document() -> dict:  # type: ignore[type-arg]

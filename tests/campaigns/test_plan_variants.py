@@ -8,7 +8,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from activities.config import Settings
-from client.campaign_cli import campaign, load
+from client.campaign_cli import campaign
+from client.documents import load
 from tests.campaigns.test_workflow import records
 from tests.cli import cli_env, ponder
 

@@ -17,7 +17,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.config import Endpoint, Settings
 from activities.wire_cache import WireCaches, recording_files
-from client.campaign_cli import load
+from client.documents import load
 from tests.campaigns.helpers import document, run_campaign
 from tests.cli import cli_env, ponder
 from tests.conftest import with_endpoint

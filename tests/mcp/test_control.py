@@ -56,3 +56,4 @@ async def test_pause_extend_and_cancel(
             await client.call_tool("result", {"run_id": slow["run_id"], "wait": True})
         )
         assert ended["status"] == "cancelled" and ended["error"] == "cancelled"
+        assert ended["code"] == "run.cancelled"

@@ -13,7 +13,7 @@ from workflows.tournament.errors import PROFILE_INVALID, TournamentError
 
 def test_codes_messages_and_fixes() -> None:
     coded = describe(
-        ConfigError("run.id_invalid: run id '../x' must match [A-Za-z0-9]: choose another")
+        ConfigError("run.id_invalid", "run id '../x' must match [A-Za-z0-9]: choose another")
     )
     assert (coded.code, coded.fix) == ("run.id_invalid", "choose another")
     assert coded.message.startswith("run id '../x' must match")

@@ -77,6 +77,7 @@ async def test_plan_pauses_resumes_and_is_followed_with_watch(
         assert refused["status"] == "failed", refused
         assert "workspace '/' is outside every" in refused["error"], refused
         assert "artifact-path-escapes-root" in refused["error"], refused
+        assert refused["code"] == "artifact-path-escapes-root", refused  # the reason, as a code
 
     # Followed from the CLI, after the MCP server is gone.
     watched = await ponder("watch", run_id, env=env)

@@ -16,7 +16,8 @@ CASES: list[tuple[str, dict[str, Any], str, str]] = [
     ("ask", {"question": "q", "seed": 10**38}, "input.invalid", "seed"),
     ("ask", {"question": "q", "max_output_tokens": 10**30}, "input.invalid", "max_output_tokens"),
     # The model is resolved (as the CLI does) before the arguments become workflow input.
-    ("ask", {"question": "q", "model": "sim:x,chars=100000000000"}, "config.invalid", "chars"),
+    ("ask", {"question": "q", "model": "sim:x,chars=100000000000"},
+     "model.options_invalid", "chars"),
     ("think", {"task": "t", "provider": "sim", "seed": 2**70}, "input.invalid", "seed"),
     ("rank", {"task": "t", "candidates": [{"id": "a", "text": "a"}] * 2, "seed": 2**70},
      "input.invalid", "seed"),

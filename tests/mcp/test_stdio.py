@@ -11,10 +11,10 @@ from mcp import MCPError
 
 from activities.config import Settings
 from client.mcp import resources
-from client.mcp.errors import CodedError
 from client.profiles import ProfileStore, SavedProfile
 from tests.cli import cli_env
 from tests.mcp.helpers import stdio_client, structured, tool_failure
+from workflows.errors import PonderError
 
 TOOLS = {
     "think",
@@ -213,7 +213,7 @@ def test_a_page_query_out_of_bounds_is_input_invalid(
     run_dir.mkdir(parents=True)
     for file in ("summary.json", "report.html", "events.jsonl"):
         (run_dir / file).write_text("{}\n")
-    with pytest.raises(CodedError) as info:
+    with pytest.raises(PonderError) as info:
         resources.read(settings, f"ponder://runs/bounded/{name}?{query}")
     assert info.value.code == "input.invalid"
     assert str(resources.MAX_QUERY_INT) in info.value.message

@@ -13,7 +13,7 @@ from mcp import Client
 from tests.cli import cli_env, finish, ponder, start_ponder
 from tests.mcp.helpers import free_port, stdio_client, structured, wait_for_port
 
-pytestmark = pytest.mark.usefixtures("no_leftover_processes")
+pytestmark = [pytest.mark.usefixtures("no_leftover_processes"), pytest.mark.slow]
 
 
 async def test_a_killed_mcp_server_leaves_its_run_going(tmp_path: Path) -> None:

@@ -17,6 +17,8 @@ from temporalio.client import Client
 from client.session import wait_for_worker
 from tests.cli import cli_env, ponder, start_ponder
 
+pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
+
 ROOT = Path(__file__).resolve().parents[2]
 RELEASE = ROOT / "examples" / "plans" / "release.yaml"
 
@@ -127,19 +129,21 @@ async def test_a_budget_pause_continues_with_ponder_extend(
 ) -> None:
     plan = tmp_path / "fan.yaml"
     plan.write_text(
-        "schema: ponder-plan/1\nname: fan\nsteps:\n"
-        "  - {id: fan, kind: fanout, fanout: {over: [a, b, c], chain: [fan.one]}}\n"
+        # The budget fits the region's three items but not the call spent before it.
+        "schema: ponder-plan/1\nname: fan\nbudget: {calls: 3}\nsteps:\n"
+        "  - {id: first, kind: agent, prompt: first, model: 'sim:default'}\n"
+        "  - {id: fan, kind: fanout, deps: [first], fanout: {over: [a, b, c], chain: [fan.one]}}\n"
         "  - {id: fan.one, kind: agent, prompt: one, model: 'sim:default'}\n"
     )
     paused = await ponder("plan", "run", str(plan), "--run-id", "cli-fan", env=env)
     assert paused.code == 75, paused.err
-    assert "needs: step 'fan' reserves 3 invocation(s)" in paused.err
-    assert "continue with: ponder extend cli-fan --calls 3" in paused.err
+    assert "needs: step 'fan' reserves 3 invocation(s) and 2 of 3 are left" in paused.err
+    assert "continue with: ponder extend cli-fan --calls " in paused.err
     refused = await ponder("extend", "cli-fan", "--calls", "+9", env=env)
     assert refused.code == 2 and "budget-extension-exhausted" in refused.err
-    done = await ponder("extend", "cli-fan", "--calls", "+2", "--follow", env=env)
+    done = await ponder("extend", "cli-fan", "--calls", "+1", "--follow", env=env)
     assert done.code == 0, done.err
-    assert "run cli-fan completed: 3 calls (simulated)" in done.err
+    assert "run cli-fan completed: 4 calls (simulated)" in done.err
     assert panel_state(done.err) == "completed"  # the panel left behind: how the run ended
     assert report_line(done.err, tmp_path, "cli-fan")
     # An ended run says so, not "check the run id".

@@ -6,10 +6,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from temporalio.client import Client
 
 from tests.cli import ponder
 from tests.plans.test_run_cli import env  # noqa: F401 (the fixture)
+
+pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
 
 PLAN = """\
 schema: ponder-plan/1

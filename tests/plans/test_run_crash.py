@@ -11,6 +11,7 @@ import uuid
 from collections import Counter
 from datetime import timedelta
 
+import pytest
 from temporalio.client import Client
 
 from activities.config import Settings
@@ -19,6 +20,8 @@ from tests.worker_process import KilledWorker, declare_fake, start_worker
 from workflows.call_options import CallOptions
 from workflows.names import PLAN_RUN, QUERY_EVENTS, QUERY_STATUS
 from workflows.plan.run_types import PlanEvent, PlanRunInput, PlanRunResult, PlanStatus
+
+pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
 
 PLAN = {
     "schema": "ponder-plan/1",

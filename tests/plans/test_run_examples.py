@@ -38,6 +38,8 @@ from workflows.plan.training import safe_name
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "plans"
 WRITER = """
 import json, os, sys
+
+pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
 prompt = sys.stdin.read()
 root = os.getcwd()  # the plan's workspace: ponder runs the agent there
 for line in prompt.splitlines():

@@ -28,6 +28,8 @@ from workflows.plan.reasons import Reason
 from workflows.plan.run_types import PlanBudgetOverride, PlanBudgetStatus, PlanRunResult
 from workflows.plan.validate import load_plan
 
+pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
+
 THREE = plan_doc(agent("a", "One."), agent("b", "Two.", deps=["a"]), agent("c", "Three."))
 PRICED = {"sim:default": Price(input=1000.0, output=1000.0)}  # a sim call costs about $0.1
 

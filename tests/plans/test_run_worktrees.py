@@ -35,6 +35,8 @@ from workflows.plan.limits import estimate_history
 from workflows.plan.run_types import PlanRunInput, PlanRunResult
 from workflows.plan.validate import load_plan
 
+pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
+
 WRITER = Path(__file__).with_name("worktree_writer.py")
 
 

@@ -11,6 +11,7 @@ from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
@@ -24,6 +25,8 @@ from worker.worker import WorkerOptions, running_worker
 from workflows.call_options import CallOptions
 from workflows.names import TOURNAMENT
 from workflows.tournament.types import TournamentInput, TournamentResult
+
+pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
 
 KILL_PHASES = ["initial_generation", "generation_judging:2", "generation_mutation:3"]
 

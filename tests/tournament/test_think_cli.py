@@ -13,7 +13,7 @@ from tests.cli import cli_env, one_server, ponder
 from workflows.tournament.profiles import BUILTIN_PROFILES
 from workflows.tournament.types import TournamentInput
 
-pytestmark = pytest.mark.usefixtures("no_leftover_processes")
+pytestmark = [pytest.mark.usefixtures("no_leftover_processes"), pytest.mark.slow]
 
 
 async def status_json(run_id: str, env: dict[str, str]) -> dict:
@@ -226,7 +226,8 @@ async def test_unknown_run_id_is_one_line_exit_2(tmp_path: Path) -> None:
 def _built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> TournamentInput:
     """The workflow input ``ponder think ARGS`` would start (parsed by the real command)."""
     from activities.config import load_settings
-    from client.tournament_cli import build_input, think
+    from client.tournament_cli import think
+    from client.tournament_inputs import build_input
 
     monkeypatch.setenv("PONDER_HOME", str(tmp_path))
     context = think.make_context("think", ["x", "--provider", "sim", "--dry-run", *args])
@@ -314,11 +315,11 @@ def test_every_input_option_has_a_flag(tmp_path: Path, monkeypatch: pytest.Monke
 def test_bad_prompts_file_is_refused_with_its_field(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str, fragment: str
 ) -> None:
-    from activities.errors import ConfigError
+    from workflows.errors import PonderError
 
     prompts = tmp_path / "prompts.json"
     prompts.write_text(content)
-    with pytest.raises(ConfigError, match=re.escape(fragment)):
+    with pytest.raises(PonderError, match=re.escape(fragment)):
         _built(tmp_path, monkeypatch, "--prompts", str(prompts))
 
 
@@ -410,12 +411,14 @@ async def test_small_refusals_name_what_is_wrong(tmp_path: Path) -> None:
 
 
 def test_every_option_has_help_text() -> None:
-    from client.cli import cli
+    from client.cli import COMMANDS, cli
 
+    with click.Context(cli) as ctx:
+        commands = {name: cli.get_command(ctx, name) for name in COMMANDS}
     missing = [
         f"{name} {param.opts[0]}"
-        for name, command in cli.commands.items()
-        for param in command.params
+        for name, command in commands.items()
+        for param in (command.params if command else [])
         if isinstance(param, click.Option) and not param.help
     ]
     assert missing == []
@@ -427,7 +430,7 @@ def test_progress_table_counts_from_the_start_and_names_limits() -> None:
     from rich.console import Console
     from temporalio.client import WorkflowExecutionStatus
 
-    from client.tournament_control import state_name
+    from client.run_list import state_name
     from client.tournament_follow import progress_table
     from workflows.budget import BudgetLimits, BudgetSpent
     from workflows.tournament.types import Progress

@@ -7,10 +7,9 @@ public surface: add codes, never rename them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from workflows.coded_errors import CodedError
+from workflows.coded_errors import CodedError, DocumentInvalid
 
 __all__ = ["CODES", "CampaignError", "CampaignInvalid"]
 
@@ -56,10 +55,7 @@ class CampaignError(CodedError):
     kind = "campaign"
 
 
-class CampaignInvalid(ValueError):
+class CampaignInvalid(DocumentInvalid):
     """A campaign that did not validate; ``errors`` lists every problem, ``code`` the first."""
 
-    def __init__(self, errors: Sequence[CampaignError]) -> None:
-        self.errors = list(errors)
-        self.code = self.errors[0].code if self.errors else "field.invalid"
-        super().__init__("; ".join(e.line() for e in self.errors) or "invalid campaign")
+    kind = "campaign"

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from workflows.coded_errors import CodedError
+from workflows.coded_errors import CodedError, DocumentInvalid
 
 __all__ = ["CODES", "PlanError", "PlanInvalid", "format_path", "join_path"]
 
@@ -105,12 +105,10 @@ class PlanError(CodedError):
     kind = "plan"
 
 
-class PlanInvalid(ValueError):
+class PlanInvalid(DocumentInvalid):
     """A plan that did not validate; ``errors`` lists every problem found."""
 
-    def __init__(self, errors: Sequence[PlanError]) -> None:
-        self.errors = list(errors)
-        super().__init__("; ".join(e.line() for e in self.errors) or "invalid plan")
+    kind = "plan"
 
 
 def join_path(base: str, *parts: str | int) -> str:

@@ -351,24 +351,12 @@ class HumanGate(_Strict):
     escalate: GateEscalation | None = None
 
 
-class GateStep(_Vendor):
+class GateStep(_Invocation):
     """A model gate (``prompt``: its own output carries ``GATE: PASS|FAIL``) or a human gate
     (``gate: {...}``: the run waits for a decision). ``rules`` refuses both or neither."""
 
     kind: Literal["gate"]
-    id: StepId
-    deps: list[StepId] = Field(default_factory=list, max_length=1000)
-    title: str | None = Field(default=None, max_length=500)
-    prompt: Prompt | None = None
-    model: ModelSpec | None = None
-    family: Family | None = None
-    timeout_ms: int | None = Field(default=None, ge=1, le=MAX_TIMEOUT_MS)
-    tools: list[OneLine] = Field(default_factory=list, max_length=100)
-    artifacts: Artifacts = Field(default_factory=Artifacts)
-    retry: Retry = Field(default_factory=Retry)
-    idempotent: bool = False
-    budget: StepBudget = Field(default_factory=StepBudget)
-    role: Literal["qe"] | None = None
+    prompt: Prompt | None = None  # type: ignore[assignment]  # a human gate has none
     fail_route: str | None = Field(
         default=None, max_length=80, description="an earlier agent step id, or terminal:<label>"
     )
@@ -381,10 +369,7 @@ class GateStep(_Vendor):
         return self.gate is not None
 
     def attempts(self) -> int:
-        if self.is_human():
-            return 0
-        agents = self.budget.max_agents or self.retry.max_attempts
-        return max(1, min(agents, self.retry.max_attempts))
+        return 0 if self.is_human() else super().attempts()  # a person decides: no model call
 
 
 class FanoutSpec(_Strict):

@@ -19,12 +19,15 @@ TournamentError(code, message)     a domain refusal or failure of a tournament r
 ```
 
 The code travels as ``ApplicationError.type`` when a workflow fails for a domain reason. Messages
-name the field, the rule it broke and the fix, in one line.
+name the field, the rule it broke and the fix, in one line. A ``PonderError`` (the one error
+model, ``workflows.errors``): ``str()`` is ``code: message``, as saved histories have it.
 """
 
 from __future__ import annotations
 
 import re
+
+from workflows.errors import PonderError
 
 __all__ = [
     "BUDGET_EXHAUSTED",
@@ -98,7 +101,7 @@ def provider_code(failure_class: str) -> str:
     return code
 
 
-class TournamentError(Exception):
+class TournamentError(PonderError):
     """A tournament refusal or failure with a stable code from the closed list."""
 
     def __init__(self, code: str, message: str) -> None:
@@ -106,13 +109,4 @@ class TournamentError(Exception):
         # documented list stays the whole truth.
         if not is_known_code(code):
             raise ValueError(f"unknown tournament error code {code!r}: add it to errors.CODES")
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-    def __str__(self) -> str:
-        return f"{self.code}: {self.message}"
-
-    def __reduce__(self) -> tuple[type[TournamentError], tuple[str, str]]:
-        # Keep the two-argument constructor picklable (exceptions pickle their args).
-        return (type(self), (self.code, self.message))
+        super().__init__(code, message)

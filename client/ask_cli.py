@@ -1,0 +1,92 @@
+"""``ponder ask``: one question through Temporal, the answer printed."""
+
+from __future__ import annotations
+
+import asyncio
+
+import click
+
+from activities.config import Settings, load_settings
+from activities.providers import DEFAULT_MODEL, MODEL_EXAMPLES, resolve_model
+from client.runs import new_run_id, start_run, wait_or_detach
+from client.session import open_session, spawn_background_worker
+from workflows.ask_types import AskInput, AskResult
+from workflows.names import ASK
+from workflows.run_ids import check_run_id
+
+__all__ = ["ask"]
+
+
+def _settings(ctx: click.Context) -> Settings:
+    return load_settings(ctx.obj["config"])
+
+
+@click.command()
+@click.argument("question")
+@click.option(
+    "--model",
+    default=DEFAULT_MODEL,
+    show_default=True,
+    help=f"provider:model, e.g. {MODEL_EXAMPLES}",
+)
+@click.option("--base-url", default=None, help="Endpoint base URL (OpenAI-compatible etc.).")
+@click.option("--system", default=None, help="System prompt.")
+@click.option("--temperature", type=float, default=None, help="Sampling temperature.")
+@click.option("--max-output-tokens", type=int, default=None, help="Cap on the answer's tokens.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for sim draws.")
+@click.option("--run-id", default=None, help="Workflow id (default: ask-<random>).")
+@click.option("--detach", is_flag=True, help="Start the run, print its id and return.")
+@click.option("--local-worker", is_flag=True, help="With TEMPORAL_ADDRESS: run a worker here.")
+@click.pass_context
+def ask(
+    ctx: click.Context,
+    question: str,
+    model: str,
+    base_url: str | None,
+    system: str | None,
+    temperature: float | None,
+    max_output_tokens: int | None,
+    seed: int,
+    run_id: str | None,
+    detach: bool,
+    local_worker: bool,
+) -> None:
+    """Ask one question through Temporal and print the answer."""
+    settings = _settings(ctx)
+    resolve_model(model, settings, base_url=base_url, require_key=not settings.temporal_address)
+    run_id = check_run_id(run_id or new_run_id("ask"))
+    payload = AskInput(
+        question=question,
+        model=model,
+        system=system,
+        temperature=temperature,
+        max_output_tokens=max_output_tokens,
+        base_url=base_url,
+        seed=seed,
+        run_id=run_id,
+    )
+
+    async def go() -> AskResult | None:
+        async with open_session(
+            settings, local_worker=local_worker, worker=not (detach and not local_worker)
+        ) as session:
+            handle = await start_run(session, ASK, payload, run_id, AskResult)
+            if detach:
+                if session.embedded:
+                    spawn_background_worker(settings)
+                click.echo(run_id)
+                return None
+            return await wait_or_detach(session, handle)
+
+    result = asyncio.run(go())
+    if result is None:
+        return
+    click.echo(result.response.text)
+    usage = result.response.usage
+    label = " (simulated)" if result.response.simulated else ""
+    click.echo(
+        f"-- run {result.run_id}: {result.response.provider}:{result.response.model}{label}, "
+        f"{usage.input_tokens} in / {usage.output_tokens} out tokens, "
+        f"{result.response.latency_ms:.0f} ms; answer in {result.answer_path}",
+        err=True,
+    )

@@ -1,0 +1,152 @@
+"""Every error a person can meet, mapped once: a code, a one-line message, the fix, an exit code.
+
+The CLI (``client.cli``) prints ``ponder: CODE: MESSAGE`` and exits with the exit code; the MCP
+server (``client.mcp.errors``) answers the same code, message and fix as a tool error. Neither
+maps an exception itself.
+
+| what was raised                         | code                                  | exit |
+| --------------------------------------- | ------------------------------------- | ---- |
+| ``RunFailed`` (a run ended badly)       | its failure type (``provider.auth``,  | 1    |
+|                                         | ``gate-killed``, ``run.cancelled``)   |      |
+| any other ``PonderError``               | its own code (``workflows.errors``)   | 2    |
+| a click usage error (a flag, an arg)    | ``usage.invalid``                     | 2    |
+| pydantic ``ValidationError``            | ``input.invalid``                     | 2    |
+| Temporal: no such workflow (NOT_FOUND)  | ``run.not_found``                     | 2    |
+| Temporal: any other RPC refusal         | ``server.refused``                    | 2    |
+| a run that cannot answer a query        | ``run.query_failed``                  | 2    |
+| a refused update (validator or handler) | the refusal's type (a plan reason),   | 2    |
+|                                         | else ``control.refused``              |      |
+| a workflow failure met directly         | as ``RunFailed``                      | 1    |
+| anything else (a bug)                   | ``internal.error``                    | 1    |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import click
+from pydantic import ValidationError
+from temporalio.client import (
+    WorkflowFailureError,
+    WorkflowQueryFailedError,
+    WorkflowUpdateFailedError,
+)
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
+
+from client.runs import RunFailed, failure_parts
+from workflows.errors import PonderError
+from workflows.inputs import INPUT_INVALID
+from workflows.run_ids import RUN_NOT_FOUND
+
+__all__ = [
+    "CONTROL_REFUSED",
+    "EXIT_FAILED",
+    "EXIT_USAGE",
+    "INTERNAL_ERROR",
+    "USAGE_INVALID",
+    "Failure",
+    "describe",
+]
+
+EXIT_FAILED = 1
+"""A run ended failed or cancelled, or ponder itself failed."""
+EXIT_USAGE = 2
+"""Refused: bad input, configuration or state; nothing ran, or the run was left as it was."""
+
+USAGE_INVALID = "usage.invalid"
+CONTROL_REFUSED = "control.refused"
+SERVER_REFUSED = "server.refused"
+QUERY_FAILED = "run.query_failed"
+INTERNAL_ERROR = "internal.error"
+
+FIXES = {
+    INPUT_INVALID: "check the values against the command's --help (or the tool's inputSchema)",
+    RUN_NOT_FOUND: "check the id with `ponder runs` (or the list_runs tool)",
+    "run.id_invalid": "use a run id matching [A-Za-z0-9][A-Za-z0-9._-]* (no slashes)",
+    "worker.missing": "start `ponder worker` on the same task queue",
+    "server.unavailable": "check TEMPORAL_ADDRESS, or unset it to use the embedded server",
+    USAGE_INVALID: "see the command's --help",
+    INTERNAL_ERROR: "see $PONDER_HOME/logs (--debug shows the traceback) and report it",
+}
+"""The fix of a code whose error does not say its own."""
+
+
+@dataclass(frozen=True)
+class Failure:
+    code: str
+    message: str
+    """The whole one-line message (the CLI prints it after the code)."""
+    fix: str
+    exit_code: int
+    problem: str
+    """The message without the fix it ends with, when it ends with one (MCP shows them apart)."""
+
+    def line(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+def describe(exc: BaseException) -> Failure:
+    """The one mapping of an exception to what a person is shown (the table above)."""
+    if isinstance(exc, RunFailed):
+        return _failure(exc.code, exc.message, exc.fix, EXIT_FAILED)
+    if isinstance(exc, PonderError):
+        return _failure(exc.code, exc.message, exc.fix, EXIT_USAGE)
+    if isinstance(exc, click.UsageError):
+        where = exc.ctx.command_path if exc.ctx is not None else "ponder"
+        message = f"{where}: {exc.format_message()}"
+        return _failure(USAGE_INVALID, message, f"see {where} --help", EXIT_USAGE)
+    if isinstance(exc, click.ClickException):  # e.g. a file click could not open
+        return _failure(USAGE_INVALID, exc.format_message(), FIXES[USAGE_INVALID], EXIT_USAGE)
+    if isinstance(exc, ValidationError):
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or exc.title}: {e['msg']}" for e in exc.errors()
+        )
+        message = f"invalid {exc.title}: {problems}"
+        return _failure(INPUT_INVALID, message, FIXES[INPUT_INVALID], EXIT_USAGE)
+    if isinstance(exc, WorkflowFailureError):
+        code, message = failure_parts(exc)
+        return _failure(code, message, "see the run's trace (ponder status ID)", EXIT_FAILED)
+    if isinstance(exc, WorkflowUpdateFailedError):
+        cause = exc.cause
+        code = _refusal_code(cause)
+        said = str(getattr(cause, "message", None) or cause)
+        message = f"refused: {said.removeprefix(f'{code}: ')}"  # the code is shown once
+        fix = "see ponder status ID for what the run waits for"
+        return _failure(code, message, fix, EXIT_USAGE)
+    if isinstance(exc, WorkflowQueryFailedError):
+        return _failure(
+            QUERY_FAILED,
+            f"the run cannot answer that ({exc.message})",
+            "check that the id names a run of the command's kind (ponder runs)",
+            EXIT_USAGE,
+        )
+    if isinstance(exc, RPCError):
+        if exc.status == RPCStatusCode.NOT_FOUND:
+            message = f"no such run ({exc.message}): check the id with ponder runs"
+            return _failure(RUN_NOT_FOUND, message, FIXES[RUN_NOT_FOUND], EXIT_USAGE)
+        message = f"the Temporal server refused: {exc.message}"
+        return _failure(SERVER_REFUSED, message, "check the run id and its state", EXIT_USAGE)
+    message = f"{type(exc).__name__}: {exc}"
+    return _failure(INTERNAL_ERROR, message, FIXES[INTERNAL_ERROR], EXIT_FAILED)
+
+
+def _refusal_code(cause: BaseException | None) -> str:
+    """A refused update's code: the ``ApplicationError`` type ponder gave it (a plan reason,
+    ``control.refused``); a bare validator ``ValueError`` arrives typed by its class name."""
+    if isinstance(cause, ApplicationError) and cause.type and cause.type[0].islower():
+        return cause.type
+    return CONTROL_REFUSED
+
+
+def _failure(code: str, message: str, fix: str | None, exit_code: int) -> Failure:
+    message = " ".join(message.split())  # one line, whatever the message held
+    problem, tail = _split_fix(message)
+    fix = fix or tail or FIXES.get(code) or "see the message"
+    return Failure(code, message, fix, exit_code, problem if tail and fix == tail else message)
+
+
+def _split_fix(message: str) -> tuple[str, str | None]:
+    """``problem: fix`` (ponder's one-line convention) into its parts; no fix if too short."""
+    problem, sep, fix = message.rpartition(": ")
+    return (problem, fix) if sep and len(fix) >= 8 else (message, None)

@@ -1,0 +1,229 @@
+"""The workflow inputs of the tournament commands, built from their options: ``think`` (a
+tournament), ``rank`` (judge given answers) and ``mutate`` (one mutate call). The CLI, the MCP
+tools and the Python client all build here; nothing here parses flags or prints. Each refuses what
+preflight refuses (a coded ``TournamentError``) and a model spec or key that cannot be used.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from activities.config import Settings
+from activities.errors import ConfigError
+from activities.providers import default_model_for, price_table, resolve_model
+from client.tournament_options import (
+    CONCURRENCY_PHASES,
+    TEMPERATURE_ROLES,
+    TOKEN_ROLES,
+    load_prompts,
+    model_list,
+    read_file,
+    read_task,
+    role_values,
+)
+from workflows.ask_types import AskInput
+from workflows.budget import BudgetLimits
+from workflows.tournament.preflight import preflight, rank_profile
+from workflows.tournament.profiles import BUILTIN_PROFILES, Profile, RankMode, rank_block
+from workflows.tournament.types import Concurrency, GivenCandidate, RoleModels, TournamentInput
+
+__all__ = ["build_input", "build_mutate_input", "build_rank_input"]
+
+
+def _profile(o: dict[str, Any]) -> Profile | None:
+    """The built-in profile with exactly the named overrides; None when nothing is overridden."""
+    updates: dict[str, Any] = {key: o[key] for key in ("n", "k", "t", "m") if o[key] is not None}
+    if o["lambda_"] is not None:
+        updates["lambda_"] = o["lambda_"]
+    temperatures = role_values("--temperature", o["temperature"], TEMPERATURE_ROLES, float)
+    for role, value in temperatures.items():
+        updates[TEMPERATURE_ROLES[role]] = value
+    if not updates:
+        return None
+    # Validated (model_copy is not), so the model's bounds refuse an absurd --n at once.
+    base = BUILTIN_PROFILES[o["profile"]].model_dump(by_alias=False)
+    return Profile.model_validate(base | updates)
+
+
+def _output_tokens(items: tuple[str, ...]) -> tuple[int | None, dict[str, int]]:
+    """``--max-output-tokens``: a bare N is the run's budget, ROLE=N caps each call of ROLE."""
+    budget: int | None = None
+    per_role: list[str] = []
+    for item in items:
+        if "=" in item:
+            per_role.append(item)
+            continue
+        try:
+            budget = int(item)
+        except ValueError:
+            raise ConfigError(
+                "option.invalid",
+                f"--max-output-tokens {item!r} is neither a number (the run's output-token "
+                "budget) nor ROLE=N",
+            ) from None
+    caps = role_values("--max-output-tokens", per_role, TOKEN_ROLES, int)
+    return budget, {TOKEN_ROLES[role]: cap for role, cap in caps.items()}
+
+
+def _concurrency(items: tuple[str, ...]) -> Concurrency:
+    """``--concurrency``: a bare N for every phase, PHASE=N for one."""
+    every: dict[str, int] = {}
+    per_phase: list[str] = []
+    for item in items:
+        if "=" in item:
+            per_phase.append(item)
+            continue
+        try:
+            every = dict.fromkeys(CONCURRENCY_PHASES, int(item))
+        except ValueError:
+            raise ConfigError(
+                "option.invalid", f"--concurrency {item!r} is neither a number nor PHASE=N"
+            ) from None
+    return Concurrency(**(every | role_values("--concurrency", per_phase, CONCURRENCY_PHASES, int)))
+
+
+def build_input(settings: Settings, **o: Any) -> TournamentInput:
+    """The workflow input from ``ponder think`` options; refuses what preflight refuses."""
+    # Keys matter where calls are made: here in embedded mode, not for a dry run or a cluster.
+    keys_here = not (settings.temporal_address or o["dry_run"])
+    provider = o["provider"]
+    base = o["model"] or (default_model_for(provider, settings) if provider else None)
+    judges = model_list(o["judges"]) or None
+    if judges and o["judge_model"]:
+        raise ConfigError(
+            "option.invalid", "give --judges (a panel) or --judge-model (one judge), not both"
+        )
+    models = RoleModels(
+        generate=base,
+        judge=None if judges else o["judge_model"] or base,
+        mutate=o["mutator_model"] or base,
+        finalize=o["finalizer_model"],
+    )
+    default = base or TournamentInput.model_fields["model"].default
+    in_use = [m or default for m in (models.generate, models.judge, models.mutate)]
+    in_use += [models.finalize] if models.finalize else []
+    in_use += judges or []
+    for spec in in_use:
+        resolve_model(spec, settings, require_key=keys_here)
+    budget_output_tokens, output_caps = _output_tokens(o["max_output_tokens"])
+    payload = TournamentInput(
+        task=read_task(o["task"]),
+        rubric=o["rubric"],
+        profile=o["profile"],
+        custom=_profile(o),
+        model=default,
+        models=models,
+        prompt_style=o["prompt_style"],
+        prompts=load_prompts(o["prompts"]) if o["prompts"] else None,
+        budget=BudgetLimits(
+            max_calls=o["max_calls"],
+            max_usd=o["max_usd"],
+            max_input_tokens=o["max_input_tokens"],
+            max_output_tokens=budget_output_tokens,
+        ),
+        prices=price_table(
+            in_use, settings, require=o["max_usd"] is not None, require_key=keys_here
+        ),
+        schedule=o["schedule"],
+        concurrency=_concurrency(o["concurrency"]),
+        seed=o["seed"],
+        run_id=o["run_id"],
+        include_raw_outputs=o["include_raw_outputs"],
+        include_prompts=o["include_prompts"],
+        invalid_json_retries=o["invalid_json_retries"],
+        on_budget_exhausted=o["on_budget_exhausted"],
+        critique_chars=o["max_critique_chars"],
+        output_token_caps=output_caps,
+        judge_orders=o["judge_orders"],
+        judges=judges,
+        bootstrap_resamples=o["bootstrap_resamples"],
+    )
+    preflight(payload)  # a TournamentError: coded, one line (client.failures)
+    return payload
+
+
+def build_rank_input(
+    settings: Settings,
+    files: tuple[str, ...],
+    *,
+    task: str,
+    rubric: str | None,
+    model: str | None,
+    mode: RankMode,
+    rank_k: int | None,
+    rank_seed: int | None,
+    rank_max_calls: int | None,
+    max_calls: int | None,
+    seed: int | None,
+    run_id: str,
+    given: list[GivenCandidate] | None = None,
+) -> TournamentInput:
+    """The workflow input that ranks ``files`` (or the ``given`` texts, for the MCP server);
+    refuses what preflight refuses."""
+    if given is None:
+        if len(files) < 2:
+            raise ConfigError(
+                "option.missing",
+                f"rank needs at least two candidate files to compare (got {len(files)}): "
+                "give two or more files",
+            )
+        given = [GivenCandidate(id=Path(name).stem, text=read_file(name)) for name in files]
+    judge = model or TournamentInput.model_fields["model"].default
+    keys_here = not settings.temporal_address
+    resolve_model(judge, settings, require_key=keys_here)
+    # Without its own cap the rank block may use the whole call budget.
+    cap = rank_max_calls if rank_max_calls is not None else max_calls
+    block = rank_block(len(given), mode, k=rank_k, seed=rank_seed, max_calls=cap)
+    payload = TournamentInput(
+        task=read_task(task),
+        rubric=rubric,
+        custom=rank_profile(len(given)),
+        model=judge,
+        rank=block,
+        budget=BudgetLimits(max_calls=max_calls),
+        seed=seed,
+        run_id=run_id,
+        candidates=given,
+        prices=price_table([judge], settings, require_key=keys_here),
+    )
+    preflight(payload)  # a TournamentError: coded, one line (client.failures)
+    return payload
+
+
+def build_mutate_input(
+    settings: Settings,
+    candidate: str,
+    *,
+    task: str,
+    critique: str,
+    rubric: str | None,
+    model: str | None,
+    prompt_style: str,
+    seed: int,
+    run_id: str,
+) -> AskInput:
+    """The Ask input of one mutate call (the CLI's and the MCP server's)."""
+    from workflows.tournament.prompts import DEFAULT_RUBRIC, render
+
+    mutator = model or TournamentInput.model_fields["model"].default
+    resolve_model(mutator, settings, require_key=not settings.temporal_address)
+    prompt = render(
+        "mutate",
+        {
+            "task": task,
+            "rubric": rubric or DEFAULT_RUBRIC,
+            "candidate": candidate,
+            "critique": critique,
+        },
+        style=prompt_style,  # type: ignore[arg-type]
+    )
+    return AskInput(
+        question=prompt.user,
+        system=prompt.system,
+        model=mutator,
+        role="mutate",
+        seed=seed,
+        max_output_tokens=prompt.max_output_tokens,
+        run_id=run_id,
+    )

@@ -1,0 +1,49 @@
+"""``ponder``'s subcommands load on use: the table ``ponder --help`` lists from is the commands'
+own help, and listing them imports none of them (issue 16: commands answer at once)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import click
+import pytest
+
+from client.cli import COMMANDS, cli
+from client.lazy_group import load_command
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_the_listed_help_is_the_commands_own(name: str) -> None:
+    target, listed = COMMANDS[name]
+    command = load_command(target)
+    assert command.name == name
+    assert command.get_short_help_str(limit=1000) == listed
+
+
+def test_every_command_resolves_with_config_after_the_subcommand() -> None:
+    with click.Context(cli) as ctx:
+        for name in COMMANDS:
+            command = cli.get_command(ctx, name)
+            assert command is not None
+            assert any("--config" in param.opts for param in command.params), name
+
+
+def test_ponder_help_imports_no_command_and_no_temporal() -> None:
+    probe = (
+        "import sys\n"
+        "from client.cli import cli\n"
+        "sys.argv = ['ponder', '--help']\n"
+        "try:\n"
+        "    cli.main(['--help'], standalone_mode=False)\n"
+        "finally:\n"
+        "    loaded = sorted(m for m in sys.modules if m.startswith(('client.', 'temporalio', "
+        "'workflows', 'activities', 'numpy', 'mcp')))\n"
+        "    print('LOADED', loaded)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    assert "Commands:" in out and "think" in out
+    loaded = out.split("LOADED", 1)[1]
+    assert loaded.strip() == "['client.cli', 'client.lazy_group']", loaded

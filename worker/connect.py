@@ -1,0 +1,98 @@
+"""The one client factory: every client, worker and test connects through here (also as
+``client.connect``)."""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import time
+from collections.abc import Sequence
+
+from temporalio.api.common.v1 import Payload
+from temporalio.client import Client
+from temporalio.common import RawValue
+from temporalio.contrib.pydantic import PydanticPayloadConverter, pydantic_data_converter
+from temporalio.converter import DataConverter, ExternalStorage
+
+from activities.config import Settings, read_secret
+from activities.errors import ServerError
+from activities.payload_store import FileSystemStorageDriver
+
+__all__ = ["PonderPayloadConverter", "connect", "data_converter"]
+
+# The SDK's Rust threads resolve a Python future through ``loop.call_soon_threadsafe``, which
+# drops the GIL for the loop's self-pipe write and takes it back afterwards. A main thread that
+# reaches interpreter finalization inside that gap aborts the process with "Fatal Python error:
+# PyGILState_Release ... finalizing" (exit 134; temporalio/sdk-python#300): it hit 1 script in 5
+# here. atexit handlers run before finalization starts, so giving the GIL away for a moment lets
+# such a callback finish first. Registered on import, so every script that connects gets it.
+EXIT_GRACE_S = 0.05
+
+
+def _let_sdk_callbacks_finish() -> None:
+    time.sleep(EXIT_GRACE_S)
+
+
+atexit.register(_let_sdk_callbacks_finish)
+
+
+class PonderPayloadConverter(PydanticPayloadConverter):
+    """Pydantic JSON; without a type hint, a payload that does not decode (an encoding no
+    converter knows, bytes that are not JSON) is its ``RawValue`` instead of a decode error.
+
+    Workflows take their arguments variadic and so decoded without type hints
+    (workflows/raw_input.py): a start with ``--input-meta encoding=...`` or a client's broken
+    JSON would otherwise fail the workflow task forever, where the raw value lets the workflow
+    refuse it with a code.
+    """
+
+    def from_payloads(
+        self, payloads: Sequence[Payload], type_hints: list[type] | None = None
+    ) -> list[object]:
+        if type_hints is not None:
+            return super().from_payloads(payloads, type_hints)
+        values: list[object] = []
+        for payload in payloads:
+            try:
+                values.extend(super().from_payloads([payload]))
+            except Exception:  # KeyError (unknown encoding) or RuntimeError (does not decode)
+                values.append(RawValue(payload))
+        return values
+
+
+def data_converter(settings: Settings) -> DataConverter:
+    """Pydantic JSON, with payloads over the threshold kept in the shared payload directory."""
+    storage = ExternalStorage(
+        drivers=[FileSystemStorageDriver(settings.payload_dir)],
+        payload_size_threshold=settings.payload_threshold,
+    )
+    return dataclasses.replace(
+        pydantic_data_converter,
+        payload_converter_class=PonderPayloadConverter,
+        external_storage=storage,
+    )
+
+
+async def connect(settings: Settings, address: str | None = None) -> Client:
+    """Connect to ``address`` (default: the settings' ``temporal_address``)."""
+    target = address or settings.temporal_address
+    if not target:
+        raise ServerError(
+            "server.unavailable",
+            "no Temporal address: set TEMPORAL_ADDRESS or use the embedded server",
+        )
+    api_key = read_secret(settings.temporal_api_key_env)
+    try:
+        return await Client.connect(
+            target,
+            namespace=settings.namespace,
+            data_converter=data_converter(settings),
+            api_key=api_key,
+            tls=bool(api_key) or settings.temporal_tls,
+        )
+    except RuntimeError as exc:
+        raise ServerError(
+            "server.unavailable",
+            f"cannot reach Temporal at {target} ({exc}): check TEMPORAL_ADDRESS or unset it "
+            "to use the embedded server",
+        ) from exc
