@@ -9,6 +9,7 @@ import pytest
 from scipy.optimize import minimize
 
 from workflows.tournament.bradley_terry import (
+    DENSE_MAX_N,
     LeaderboardRow,
     Outcome,
     _Problem,
@@ -237,3 +238,33 @@ def test_leaderboard_tallies_every_win_loss_and_tie() -> None:
         for r in leaderboard(["a", "b", "c"], outcomes)
     }
     assert tally == {"a": (0, 2, 2, 4), "b": (1, 0, 2, 3), "c": (1, 0, 2, 3)}
+
+
+def test_zscore_by_hand() -> None:
+    # NaN counts as 0: (1, 0, 3) centred is (-1, -4, 5) / 3, population std sqrt(14) / 3.
+    expected = np.array([-1.0, -4.0, 5.0]) / np.sqrt(14.0)
+    assert np.allclose(zscore(np.array([1.0, np.nan, 3.0])), expected, atol=1e-12)
+    assert list(zscore(np.array([0.0, 1.0]))) == [-1.0, 1.0]  # std 0.5 < 1 is still divided
+    assert list(zscore(np.array([5.0]))) == [0.0]  # one candidate: centred to 0
+
+
+def test_auto_is_the_dense_newton_up_to_dense_max_n_then_cg() -> None:
+    rng = np.random.default_rng(3)
+    for n in (12, DENSE_MAX_N, DENSE_MAX_N + 1):
+        m = 5 * n
+        a = rng.integers(0, n, m)
+        b = rng.integers(0, n - 1, m)
+        b = np.where(b >= a, b + 1, b)
+        y = (rng.random(m) < 0.6).astype(np.float64)
+        auto = fit_arrays(n, a, b, y)
+        dense = fit_arrays(n, a, b, y, method="dense")
+        cg = fit_arrays(n, a, b, y, method="cg")
+        # The two solvers agree to ~1e-11 but not bit for bit, so bits tell which one ran.
+        assert not np.array_equal(dense, cg) and np.max(np.abs(dense - cg)) < 1e-8, n
+        assert np.array_equal(auto, dense if n <= DENSE_MAX_N else cg), n
+
+
+def test_a_loose_tolerance_still_steps_from_zero() -> None:
+    # At s = 0 the gradient's norm is sqrt(0.5) ~ 0.71: under tol = 1, above tol * 1e-3.
+    s = fit_arrays(2, np.array([0]), np.array([1]), np.array([1.0]), tol=1.0)
+    assert s[0] > 0.5 and s[0] == pytest.approx(-s[1])
