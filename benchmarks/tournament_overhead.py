@@ -73,6 +73,7 @@ with workflow.unsafe.imports_passed_through():
         WRITE_TOURNAMENT_ARTIFACTS,
         TournamentArtifactActivities,
         render_files,
+        stacked,
     )
     from client.connect import connect
     from client.embedded import EmbeddedServer
@@ -110,6 +111,8 @@ PHASES: list[tuple[str, int]] = [
 ]
 CALLS = sum(size for _, size in PHASES)
 CALL_TYPES = {CALL_MODEL, TRIVIAL}
+GOAL = 1.15
+"""The real run's median wall over the bare workflow's (issue 16): printed as the last line."""
 _REQUEST_ROLE = {"generate": "generate", "compare": "judge", "mutate": "mutate"}
 
 
@@ -588,7 +591,7 @@ async def offline_timings(
     rows.append(
         (
             "artifact snapshots per run",
-            f"{len(snaps)}, JSON {sizes[0] / 1024:.0f} .. {sizes[-1] / 1024:.0f} KiB, "
+            f"{len(snaps)}, JSON {min(sizes) / 1024:.0f} .. {max(sizes) / 1024:.0f} KiB, "
             f"{sum(sizes) / 1024:.0f} KiB in all",
         )
     )
@@ -601,8 +604,9 @@ async def offline_timings(
         ("encode / decode the last snapshot", f"{encode:.1f} / {decode:.1f} ms (payload store)")
     )
     rows.append(("  of which model_dump_json", f"{_median_ms(last.model_dump_json, 5):.1f} ms"))
+    whole_run = stacked(snaps)  # what the run directory holds at the end
     rows.append(
-        ("render_files (last snapshot)", f"{_median_ms(lambda: render_files(last), 5):.1f} ms")
+        ("render_files (whole run)", f"{_median_ms(lambda: render_files(whole_run), 5):.1f} ms")
     )
     writer = TournamentArtifactActivities(RunStore(scratch))
     env = ActivityEnvironment()
@@ -638,10 +642,10 @@ async def offline_timings(
 
     outcomes = [
         Outcome(c.presented_a, c.presented_b, c.winner)
-        for c in last.comparisons
+        for c in whole_run.comparisons
         if c.phase == "final_judging"
     ]
-    population = last.populations[max(last.populations)]
+    population = whole_run.populations[max(whole_run.populations)]
     bt = _median_ms(lambda: leaderboard(population, outcomes), 20)
     rows.append((f"leaderboard() on {len(outcomes)} outcomes", f"{bt:.2f} ms"))
     return rows
@@ -815,8 +819,7 @@ def print_results(results: Results) -> None:
         )
     print(
         f"\nreal / bare          = {real.median / bare.median:.2f}x median, "
-        f"{real.best / bare.best:.2f}x min   (goal: within 1.5x: "
-        f"{'met' if real.median / bare.median <= 1.5 else 'missed'})"
+        f"{real.best / bare.best:.2f}x min"
     )
     commits = modes[COMMITS]
     print(
@@ -862,6 +865,11 @@ def print_results(results: Results) -> None:
         print(f"  {what:<40} {value}")
     if results.profile:
         print(results.profile)
+    ratio = real.median / bare.median
+    print(
+        f"\nreal / bare = {ratio:.2f}x median "
+        f"(goal: <= {GOAL:.2f}x: {'met' if ratio <= GOAL else 'missed'})"
+    )
 
 
 def main() -> None:

@@ -22,7 +22,7 @@ from activities.call_model import CALL_MODEL, ModelActivities
 from activities.config import Endpoint, Settings
 from activities.run_store import RunFileActivities, RunStore
 from activities.tournament.artifacts import TournamentArtifactActivities
-from activities.tournament.fit import adaptive_batch, fit_leaderboard
+from activities.tournament.fit import adaptive_batch, bootstrap_leaderboard, fit_leaderboard
 from tests.conftest import with_endpoint
 from tests.fakes import FakeProvider, Reply
 from tests.tournament.helpers import read_jsonl
@@ -122,6 +122,7 @@ async def retry_later_worker(
                 TournamentArtifactActivities(store).write_tournament_artifacts,
                 fit_leaderboard,
                 adaptive_batch,
+                bootstrap_leaderboard,
             ],
         )
         async with worker:

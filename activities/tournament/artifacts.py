@@ -1,33 +1,62 @@
-"""Write a tournament's run directory from a workflow snapshot, whole files, atomically.
+"""Write a tournament's run directory from a workflow snapshot, atomically file by file.
 
-Called after every phase with the full state, so the directory always shows the latest
-committed phase; timestamps come from the snapshot (``workflow.now()``), so a re-executed
-activity writes the same bytes.
+Called after every phase, so the directory always shows the latest committed phase. The row
+files (``GROWING_FILES``) arrive as the rows after the lines an earlier write left
+(``after_lines``) and are appended (the run store's ``FileAppend``, which cuts back to those
+lines first, so a retry writes the same bytes); the files that sum the run up are rewritten
+from the rows on disk. ``report.html`` is rendered once, when the run ends (``ponder report``
+re-renders it on request). Timestamps come from the snapshot (``workflow.now()``), so a
+re-executed activity writes the same bytes.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
 from temporalio import activity
 
 from activities.heartbeats import in_thread
 from activities.providers.sim import true_quality
 from activities.raw_events import redact
-from activities.run_store import REFUSED, RunStore, check_writer, refusal
+from activities.run_store import REFUSED, FileAppend, FilesGap, RunStore, check_writer, refusal
 from activities.tournament.report import render_report, report_data_from_run_dir
 from workflows.families import model_family
 from workflows.tournament.bootstrap import LEVEL
 from workflows.tournament.judge_stats import judge_summary
 from workflows.tournament.preflight import self_preference_risks
 from workflows.tournament.schedule import FINAL_JUDGING_PHASE
-from workflows.tournament.types import ScoreRow, TournamentSnapshot
+from workflows.tournament.types import (
+    GROWING_FILES,
+    CandidateRow,
+    ComparisonRow,
+    Event,
+    ScoreRow,
+    TournamentSnapshot,
+    UsageRow,
+)
 
-__all__ = ["WRITE_TOURNAMENT_ARTIFACTS", "TournamentArtifactActivities", "redact_config"]
+__all__ = [
+    "WRITE_TOURNAMENT_ARTIFACTS",
+    "TournamentArtifactActivities",
+    "redact_config",
+    "render_files",
+    "stacked",
+]
 
 WRITE_TOURNAMENT_ARTIFACTS = "write_tournament_artifacts"
+ENDED = frozenset({"completed", "failed", "cancelled"})
+"""Statuses after which a run writes no more: the report is rendered then."""
+_ROW_TYPES: dict[str, type[BaseModel]] = {
+    "candidates": CandidateRow,
+    "comparisons": ComparisonRow,
+    "scores": ScoreRow,
+    "usage": UsageRow,
+    "events": Event,
+}
 
 
 def redact_config(value: Any) -> Any:
@@ -141,8 +170,24 @@ def _summary(snap: TournamentSnapshot) -> dict[str, Any]:
     return summary
 
 
-def render_files(snap: TournamentSnapshot) -> dict[str, str]:
-    """Every artifact but the report, as relative path -> content."""
+def render_rows(snap: TournamentSnapshot) -> dict[str, str]:
+    """The snapshot's rows as lines of their files (``GROWING_FILES``), path -> text."""
+    candidates = []
+    for c in snap.candidates:
+        row = c.model_dump(mode="json")
+        row["text_sha256"] = hashlib.sha256(c.text.encode()).hexdigest()
+        candidates.append(_line(row) + "\n")
+    return {
+        "events.jsonl": _jsonl(snap.events),
+        "candidates.jsonl": "".join(candidates),
+        "comparisons.jsonl": _jsonl(snap.comparisons),
+        "scores.jsonl": _jsonl(snap.scores),
+        "usage.jsonl": _jsonl(snap.usage),
+    }
+
+
+def render_sums(snap: TournamentSnapshot) -> dict[str, str]:
+    """Every artifact but the row files and the report, from a whole snapshot."""
     config = redact_config(
         snap.input.model_dump(mode="json", by_alias=True)
         | {
@@ -150,18 +195,8 @@ def render_files(snap: TournamentSnapshot) -> dict[str, str]:
             "profile": snap.profile and snap.profile.model_dump(mode="json", by_alias=True),
         }
     )
-    candidates = []
-    for c in snap.candidates:
-        row = c.model_dump(mode="json")
-        row["text_sha256"] = hashlib.sha256(c.text.encode()).hexdigest()
-        candidates.append(_line(row) + "\n")
     files = {
         "config.json": json.dumps(config, indent=2, sort_keys=True) + "\n",
-        "events.jsonl": _jsonl(snap.events),
-        "candidates.jsonl": "".join(candidates),
-        "comparisons.jsonl": _jsonl(snap.comparisons),
-        "scores.jsonl": _jsonl(snap.scores),
-        "usage.jsonl": _jsonl(snap.usage),
         "summary.json": json.dumps(_summary(snap), indent=2, sort_keys=True) + "\n",
     }
     for generation, ids in snap.populations.items():
@@ -176,6 +211,37 @@ def render_files(snap: TournamentSnapshot) -> dict[str, str]:
     return files
 
 
+def render_files(snap: TournamentSnapshot) -> dict[str, str]:
+    """Every artifact but the report, from a whole snapshot, as relative path -> content."""
+    return render_rows(snap) | render_sums(snap)
+
+
+def whole(snap: TournamentSnapshot, run_dir: Path) -> TournamentSnapshot:
+    """``snap`` with the rows its files held before it (``after_lines``) read back in front."""
+    update: dict[str, Any] = {}
+    for field, name in GROWING_FILES.items():
+        before = snap.after_lines.get(name, 0)
+        if before:
+            model = _ROW_TYPES[field]
+            lines = (run_dir / name).read_bytes().splitlines()[:before]
+            update[field] = [model.model_validate_json(line) for line in lines]
+            update[field] += getattr(snap, field)
+    return snap.model_copy(update=update | {"after_lines": {}})
+
+
+def stacked(writes: list[TournamentSnapshot]) -> TournamentSnapshot:
+    """The whole snapshot that ``writes``, sent in order, add up to (each list cut back to the
+    lines its write names, then extended): what the run directory holds after the last."""
+    rows: dict[str, list[Any]] = {field: [] for field in GROWING_FILES}
+    for snap in writes:
+        for field, name in GROWING_FILES.items():
+            kept = snap.after_lines.get(name, 0)
+            if kept > len(rows[field]):
+                raise FilesGap(f"{name}: a write names {kept} lines, {len(rows[field])} sent")
+            rows[field] = rows[field][:kept] + getattr(snap, field)
+    return writes[-1].model_copy(update=rows | {"after_lines": {}})
+
+
 class TournamentArtifactActivities:
     def __init__(self, store: RunStore) -> None:
         self.store = store
@@ -185,14 +251,21 @@ class TournamentArtifactActivities:
         try:
             # A thread, so rendering and file I/O never stall the loop; it heartbeats meanwhile.
             return await in_thread(self._write, snap)
-        except REFUSED as exc:
+        except (*REFUSED, FilesGap) as exc:
             raise refusal(exc) from None
 
     def _write(self, snap: TournamentSnapshot) -> str:
         check_writer(snap.run_id, self.store, snap.chain)
-        self.store.write_all(snap.run_id, render_files(snap))
+        rows = render_rows(snap)
+        after = {name: n for name, n in snap.after_lines.items() if n and name in rows}
+        appends = {
+            name: FileAppend(after_lines=n, text=rows.pop(name)) for name, n in after.items()
+        }
         run_dir = self.store.run_dir(snap.run_id)
-        self.store.write(
-            snap.run_id, "report.html", render_report(report_data_from_run_dir(run_dir))
-        )
+        self.store.write_all(snap.run_id, rows, appends)
+        self.store.write_all(snap.run_id, render_sums(whole(snap, run_dir) if after else snap))
+        if snap.status in ENDED:
+            self.store.write(
+                snap.run_id, "report.html", render_report(report_data_from_run_dir(run_dir))
+            )
         return str(run_dir)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from activities.config import Settings
-from activities.errors import ConfigError
 from client.api import CampaignRun, Ponder
 from tests.campaigns.helpers import document
+from workflows.campaign.errors import CampaignInvalid
 
 
 async def test_a_campaign_from_the_python_client(
@@ -18,8 +18,9 @@ async def test_a_campaign_from_the_python_client(
     async with Ponder.connect(
         address=server_address, home=settings.home, task_queue=worker_queue
     ) as ponder:
-        with pytest.raises(ConfigError, match=r"\[comparator.unknown\]"):
+        with pytest.raises(CampaignInvalid, match=r"\[comparator.unknown\]") as refused:
             await ponder.campaign({**doc, "comparator": "ghost"})
+        assert refused.value.code == "comparator.unknown"
         run = await ponder.campaign(doc, run_id="camp-api-1")
         seen = [event.type async for event in run.events()]  # until it pauses on its budget
         assert seen[0] == "campaign.started" and seen[-1] == "campaign.awaiting_budget"

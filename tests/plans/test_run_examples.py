@@ -35,11 +35,11 @@ from workflows.plan.document import parse_text
 from workflows.plan.run_types import PlanRunResult, ResolveGateInput, ResumeInput
 from workflows.plan.training import safe_name
 
+pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "plans"
 WRITER = """
 import json, os, sys
-
-pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
 prompt = sys.stdin.read()
 root = os.getcwd()  # the plan's workspace: ponder runs the agent there
 for line in prompt.splitlines():

@@ -1,12 +1,20 @@
-"""Pipelined writes of a tournament's run directory, from workflow code.
+"""Pipelined, incremental writes of a tournament's run directory, from workflow code.
 
 The next phase starts while the files of the last one are written. Writes stay in order (each
 waits for the one before), and the last one, when the run ends, is waited for.
+
+Incremental (runs started since ``INCREMENTAL_ARTIFACTS_PATCH``): each row file
+(``GROWING_FILES``) travels as the rows after the longest prefix the last write already sent,
+and the activity appends them (the run store's ``FileAppend``), so a run's writes carry its rows
+about once instead of everything so far at every phase. A row that changed (a candidate
+discarded) ends the prefix, so it and the rows after it are sent again. A write that finds
+fewer lines than it was told (``run.files_gap``: another worker's disk, deleted lines) or that
+was cancelled makes the next write whole.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 
 from temporalio import workflow
@@ -15,20 +23,41 @@ from temporalio.exceptions import ActivityError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
     from activities.heartbeats import HEARTBEAT_TIMEOUT
+    from activities.run_store import FILES_GAP
     from activities.tournament.artifacts import WRITE_TOURNAMENT_ARTIFACTS
-    from workflows.tournament.types import TournamentSnapshot
+    from workflows.tournament.types import GROWING_FILES, TournamentSnapshot
 
-__all__ = ["ARTIFACT_RETRY_POLICY", "ArtifactWriter"]
+__all__ = ["ARTIFACT_RETRY_POLICY", "INCREMENTAL_ARTIFACTS_PATCH", "ArtifactWriter"]
 
 # A bad path is a bug, not a passing fault: do not retry it forever.
 ARTIFACT_RETRY_POLICY = RetryPolicy(maximum_attempts=10, non_retryable_error_types=["ValueError"])
+INCREMENTAL_ARTIFACTS_PATCH = "incremental-artifacts"
+
+
+def _sent_before(rows: Sequence[object], sent: Sequence[object]) -> int:
+    """How many leading rows are the very objects the last write sent (rows are replaced,
+    never changed in place, so an unchanged row is the same object)."""
+    kept = 0
+    for row, old in zip(rows, sent, strict=False):
+        if row is not old:
+            break
+        kept += 1
+    return kept
+
+
+def _is_gap(exc: ActivityError) -> bool:
+    return getattr(exc.cause, "type", None) == FILES_GAP
 
 
 class ArtifactWriter:
     def __init__(self) -> None:
         self.run_dir = ""
         """The run directory, once a write has answered."""
+        self.incremental = False
+        """Send only new rows (the workflow sets it from its patch)."""
         self._pending: workflow.ActivityHandle[str] | None = None
+        self._sent: dict[str, list[object]] = {}
+        """Each row list as the last write sent it (empty: the next write is whole)."""
 
     async def write(
         self, snapshot: Callable[[], TournamentSnapshot], *, wait: bool = False
@@ -42,17 +71,39 @@ class ArtifactWriter:
             try:
                 self.run_dir = await self._pending
             except ActivityError as exc:
-                if not (wait and is_cancelled_exception(exc)):
+                cancelled = wait and is_cancelled_exception(exc)
+                if not (cancelled or (self.incremental and _is_gap(exc))):
                     raise
+                self._sent = {}  # what it wrote is unknown: this one sends every row
             self._pending = None
-        self._pending = workflow.start_activity(
+        self._pending = self._start(snapshot())
+        if wait:
+            try:
+                self.run_dir = await self._pending
+            except ActivityError as exc:
+                if not (self.incremental and _is_gap(exc)):
+                    raise
+                self._sent = {}
+                self.run_dir = await self._start(snapshot())
+            self._pending = None
+
+    def _start(self, snap: TournamentSnapshot) -> workflow.ActivityHandle[str]:
+        return workflow.start_activity(
             WRITE_TOURNAMENT_ARTIFACTS,
-            snapshot(),
+            self._new_rows(snap) if self.incremental else snap,
             result_type=str,
             start_to_close_timeout=timedelta(minutes=2),
             heartbeat_timeout=HEARTBEAT_TIMEOUT,  # a killed worker: retried within seconds
             retry_policy=ARTIFACT_RETRY_POLICY,
         )
-        if wait:
-            self.run_dir = await self._pending
-            self._pending = None
+
+    def _new_rows(self, snap: TournamentSnapshot) -> TournamentSnapshot:
+        """``snap`` with each row list cut to what the last write did not send."""
+        update: dict[str, object] = {}
+        after: dict[str, int] = {}
+        for field, name in GROWING_FILES.items():
+            rows: list[object] = getattr(snap, field)
+            after[name] = kept = _sent_before(rows, self._sent.get(field, []))
+            update[field] = rows[kept:]
+            self._sent[field] = rows
+        return snap.model_copy(update=update | {"after_lines": after})

@@ -19,6 +19,7 @@ from workflows.tournament.prompts import PromptOverrides, Style
 from workflows.tournament.verdicts import JudgeOrders
 
 __all__ = [
+    "GROWING_FILES",
     "CandidateRow",
     "ComparisonRow",
     "Concurrency",
@@ -320,6 +321,16 @@ class ExtendBudgetResult(BaseModel):
     spent: BudgetSpent
 
 
+GROWING_FILES = {
+    "candidates": "candidates.jsonl",
+    "comparisons": "comparisons.jsonl",
+    "scores": "scores.jsonl",
+    "usage": "usage.jsonl",
+    "events": "events.jsonl",
+}
+"""A snapshot's row lists and the file each becomes, a row a line: written incrementally."""
+
+
 class TournamentSnapshot(BaseModel):
     """Everything the artifact writer needs; timestamps come from ``workflow.now()``."""
 
@@ -349,6 +360,10 @@ class TournamentSnapshot(BaseModel):
     )
     intervals: ScoreIntervals | None = None
     """The final scores' bootstrap intervals, once made."""
+    after_lines: dict[str, int] = {}
+    """Lines a ``.jsonl`` file named here already holds from earlier writes: its list holds
+    only the rows after them (empty: every list is whole, as runs before incremental writes
+    sent them)."""
 
 
 class TournamentResult(BaseModel):

@@ -29,7 +29,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.raw_input import NO_INPUT, decode_raw, decode_run_input, input_failure
     from workflows.tournament import adaptive, rng
-    from workflows.tournament.artifact_writes import ArtifactWriter
+    from workflows.tournament.artifact_writes import INCREMENTAL_ARTIFACTS_PATCH, ArtifactWriter
     from workflows.tournament.calls import TournamentCalls
     from workflows.tournament.critique import aggregate_critiques
     from workflows.tournament.errors import RUN_ID_INVALID, TournamentError
@@ -62,10 +62,11 @@ __all__ = ["TournamentWorkflow"]
 
 EVENTS_PAGE = 500
 # Behaviour added after histories were recorded: runs started before it replay without it.
-# Both are asked once, in the run's first workflow task: core answers ``patched`` from the
-# markers of the task it replays, and a call made right after a local activity resolves can
-# land in the task before the one whose completion recorded its marker (seen: a replay of
-# such a run failed "patch marker encountered ... no corresponding change command").
+# Each (and ``INCREMENTAL_ARTIFACTS_PATCH``) is asked once, in the run's first workflow task:
+# core answers ``patched`` from the markers of the task it replays, and a call made right
+# after a local activity resolves can land in the task before the one whose completion
+# recorded its marker (seen: a replay of such a run failed "patch marker encountered ... no
+# corresponding change command").
 SPARSE_OPENING_PATCH = "adaptive-sparse-opening"
 BOOTSTRAP_PATCH = "final-score-bootstrap"
 _STAND_IN = TournamentInput.model_construct(task="")
@@ -103,6 +104,7 @@ class TournamentWorkflow:
         input = self.input
         self.sparse_opening = workflow.patched(SPARSE_OPENING_PATCH)
         self.bootstrap = workflow.patched(BOOTSTRAP_PATCH)
+        self.writer.incremental = workflow.patched(INCREMENTAL_ARTIFACTS_PATCH)
         seed = input.seed if input.seed is not None else workflow.random().randint(0, 2**31 - 1)
         self.calls.seed = seed
         try:
@@ -330,7 +332,7 @@ class TournamentWorkflow:
             self.record.comparisons_in_order(FINAL_JUDGING_PHASE),
             lambda_=self.plan.profile.lambda_ if self.plan else 0.01,
             resamples=resamples,
-            seed=rng.phase_seed(self.calls.seed, "final_judging:bootstrap") % 2**63,
+            seed=rng.phase_seed(self.calls.seed, f"{FINAL_JUDGING_PHASE}:bootstrap") % 2**63,
         )
 
     async def _end(self, status: str, error: str | None) -> None:

@@ -1,0 +1,157 @@
+"""Artifact writes send each row about once, and the run directory is what whole writes make.
+
+Every ``write_tournament_artifacts`` input is read back from history (payload store included):
+the row lists, stacked on the lines each write says its files already hold, must rebuild the
+run's rows, with each comparison sent exactly once; the files on disk must equal the files a
+whole snapshot of the end renders. A write that finds lines missing is refused
+``run.files_gap`` and the run sends the next one whole.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHandle
+from temporalio.exceptions import ApplicationError
+from temporalio.worker import Replayer
+
+from activities.config import Settings
+from activities.run_store import FILES_GAP, RunStore
+from activities.tournament.artifacts import (
+    WRITE_TOURNAMENT_ARTIFACTS,
+    TournamentArtifactActivities,
+    render_files,
+    stacked,
+)
+from client.connect import data_converter
+from tests.test_run_store import as_workflow
+from tests.tournament.helpers import read_jsonl, start
+from tests.tournament.test_budget_control import JITTERY_JUDGE
+from worker.worker import WORKFLOWS
+from workflows import phases
+from workflows.budget import BudgetLimits
+from workflows.names import QUERY_PROGRESS, UPDATE_EXTEND_BUDGET
+from workflows.tournament.artifact_writes import ArtifactWriter
+from workflows.tournament.selection import select
+from workflows.tournament.types import (
+    ExtendBudgetInput,
+    Progress,
+    TournamentInput,
+    TournamentSnapshot,
+)
+
+
+async def _writes(client: Client, settings: Settings, run_id: str) -> list[TournamentSnapshot]:
+    """The run's artifact writes, after checking that its history replays (the patch and the
+    gap's whole resend are deterministic)."""
+    history = await client.get_workflow_handle(run_id).fetch_history()
+    converter = data_converter(settings)
+    replayer = Replayer(workflows=WORKFLOWS, data_converter=converter)
+    replayed = await replayer.replay_workflow(history, raise_on_replay_failure=True)
+    assert replayed.replay_failure is None
+    writes = []
+    for event in history.events:
+        if event.event_type != EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            continue
+        attrs = event.activity_task_scheduled_event_attributes
+        if attrs.activity_type.name == WRITE_TOURNAMENT_ARTIFACTS:
+            (snap,) = await converter.decode(attrs.input.payloads, [TournamentSnapshot])
+            writes.append(snap)
+    return writes
+
+
+async def test_each_row_is_sent_about_once_and_the_files_match_a_whole_write(
+    client: Client, queue: str, settings: Settings
+) -> None:
+    handle = await start(client, queue, profile="balanced", seed=11, model="sim:default")
+    result = await handle.result()
+    writes = await _writes(client, settings, handle.id)
+    assert len(writes) == 2 * 2 + 1 + 1 + 1  # per generation 2, the first population, final, end
+    assert not any(writes[0].after_lines.values())
+    assert all(any(w.after_lines.values()) for w in writes[1:])
+    sent = [c.id for w in writes for c in w.comparisons]
+    assert len(sent) == len(set(sent))  # every comparison travels once
+    # Candidates are sent again only from the first one discarded since.
+    assert sum(len(w.candidates) for w in writes) < 2 * len(stacked(writes).candidates)
+
+    run_dir = Path(result.run_dir)
+    expected = render_files(stacked(writes))
+    for name, text in expected.items():
+        assert (run_dir / name).read_text() == text, name
+    assert (run_dir / "report.html").is_file()
+    # A discarded candidate's row changed after it was written: the file shows the change.
+    candidates = {c["id"]: c for c in read_jsonl(run_dir / "candidates.jsonl")}
+    scores = read_jsonl(run_dir / "scores.jsonl")
+    for g in (1, 2):
+        board = [s for s in scores if s["phase"] == phases.generation_judging(g)]
+        ranked = [s["candidate_id"] for s in sorted(board, key=lambda s: s["rank"])]
+        dropped = select(ranked).discarded
+        assert dropped
+        assert {candidates[d.candidate_id]["status"] for d in dropped} == {"discarded"}
+
+
+async def test_a_gap_in_the_run_directory_makes_the_next_write_whole(
+    client: Client, queue: str, settings: Settings
+) -> None:
+    handle = await start(
+        client,
+        queue,
+        profile="balanced",
+        seed=4,
+        model=JITTERY_JUDGE,  # retries spend the headroom: 60 calls pause mid-judging
+        invalid_json_retries=3,
+        budget=BudgetLimits(max_calls=60),
+    )
+    run_dir = settings.runs_dir / handle.id
+    await _paused(handle)
+    (run_dir / "comparisons.jsonl").unlink()  # lost: another worker's disk, or deleted
+    await handle.execute_update(
+        UPDATE_EXTEND_BUDGET, ExtendBudgetInput(max_calls=200), result_type=object
+    )
+    result = await handle.result()
+    writes = await _writes(client, settings, handle.id)
+    assert any(not any(w.after_lines.values()) for w in writes[1:])  # a whole one after the gap
+    expected = render_files(stacked(writes))
+    assert (Path(result.run_dir) / "comparisons.jsonl").read_text() == expected["comparisons.jsonl"]
+
+
+async def _paused(handle: WorkflowHandle, timeout: float = 120) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while (await handle.query(QUERY_PROGRESS, result_type=Progress)).status != "awaiting_budget":
+        assert loop.time() < deadline, "the run never paused on its budget"
+        await asyncio.sleep(0.1)
+
+
+async def test_an_append_past_the_files_end_is_refused_files_gap(tmp_path: Path) -> None:
+    run_id = f"t-{uuid.uuid4().hex[:10]}"
+    store = RunStore(tmp_path)
+    activities = TournamentArtifactActivities(store)
+    snap = TournamentSnapshot.model_validate(
+        {
+            "run_id": run_id,
+            "status": "running",
+            "input": TournamentInput(task="t"),
+            "seed": 1,
+            "profile": None,
+            "profile_name": None,
+            "candidates": [],
+            "populations": {},
+            "comparisons": [],
+            "scores": [],
+            "usage": [],
+            "events": [],
+            "budget": BudgetLimits(),
+            "spent": {},
+            "written_at": "2026-01-01T00:00:00+00:00",
+            "after_lines": {"events.jsonl": 3},
+        }
+    )
+    with pytest.raises(ApplicationError) as refused:
+        await as_workflow(run_id).run(activities.write_tournament_artifacts, snap)
+    assert refused.value.type == FILES_GAP
+    assert ArtifactWriter().incremental is False  # runs before the patch send whole snapshots
