@@ -52,6 +52,24 @@ def test_each_invocation_is_covered_innermost_first() -> None:
     assert ledgers.own("fan.one") is None and ledgers.own("r") is None
 
 
+def test_a_set_child_is_skipped_and_the_children_after_it_still_covered() -> None:
+    doc = load_plan(
+        {
+            "schema": "ponder-plan/1",
+            "name": "l",
+            "flows": {"f": {"steps": [
+                {"id": "s", "kind": "set", "set": {"n": "1"}},
+                {"id": "a", "kind": "agent", "prompt": "a", "deps": ["s"],
+                 "budget": {"calls": 2}},
+            ]}},
+            "steps": [{"id": "r", "kind": "run", "flow": "f", "budget": {"calls": 3}}],
+        }
+    )  # fmt: skip
+    ledgers = Ledgers.for_plan(doc)
+    assert {k: v.scope for k, v in ledgers.nested.items()} == {"r": "subflow", "r/a": "step"}
+    assert ledgers.covers == {"r/a": ["r/a", "r"]}  # nothing for r/s: it dispatches nothing
+
+
 def test_the_innermost_refusal_wins() -> None:
     ledgers = Ledgers.for_plan(plan())
     step, sub = ledgers.nested["r/a"], ledgers.nested["r"]

@@ -3,6 +3,7 @@ the sparse opening with champion pairs, and the rule runs started before it keep
 
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter
 from typing import Any
@@ -18,6 +19,7 @@ from workflows.tournament.adaptive import (
     _argmax,
     batch_sizes,
     champion_batch,
+    champion_probabilities,
     first_round,
     fit_posterior,
     next_batch,
@@ -374,3 +376,83 @@ def test_presentation_follows_the_order_shown_less_often_else_a_coin() -> None:
             for s in seeds
         }
         assert firsts == {"a", "b"}
+
+
+def test_the_opening_at_its_edges() -> None:
+    assert opening([], random.Random(0)) == [] and opening(["x"], random.Random(0)) == []
+    assert opening(ids_of(6), random.Random(0), budget=0) == []
+    assert opening(ids_of(6), random.Random(0), budget=-1) == []
+    # Three candidates: a pair, then the odd one out against either member of it.
+    opponents = set()
+    for seed in range(20):
+        first, odd = opening(ids_of(3), random.Random(seed))
+        opponents.add(odd.scheduled_b == first.scheduled_a)
+    assert opponents == {True, False}
+    # Each pair is shown in a coin's order: both orders come up.
+    pairs = [p for seed in range(3) for p in opening(ids_of(20), random.Random(seed))]
+    assert {p.presented_a == p.scheduled_a for p in pairs} == {True, False}
+    assert all({p.presented_a, p.presented_b} == {p.scheduled_a, p.scheduled_b} for p in pairs)
+
+
+def test_opening_sizes_at_their_edges() -> None:
+    assert opening_sizes(4, 4, 1) == [2, 1, 1]  # a batch of one is allowed
+    assert opening_sizes(4, 3, 8) == [2, 1]  # the last call of the budget is spent too
+
+
+def test_champion_probabilities_are_the_laplace_posteriors() -> None:
+    # Two candidates: P(a best) = P(s_a - s_b > 0) = Phi(d / sd) under N(mean, H^-1).
+    posterior = fit_posterior(["a", "b"], [Outcome("a", "b", "A")], lambda_=0.3)
+    chol = np.array(posterior.chol)
+    cov = np.linalg.inv(chol @ chol.T)
+    d = posterior.mean[0] - posterior.mean[1]
+    sd = math.sqrt(cov[0, 0] + cov[1, 1] - 2 * cov[0, 1])
+    expected = 0.5 * (1 + math.erf(d / sd / math.sqrt(2)))  # about 0.78
+    p = champion_probabilities(posterior, random.Random(1), draws=20_000)
+    assert abs(p[0] - expected) < 0.015 and abs(p[0] + p[1] - 1.0) < 1e-12
+    # One value per candidate, also for the last one when no draw puts it on top.
+    lost = [Outcome(w, "c", "A") for w in ("a", "b") for _ in range(20)]
+    p = champion_probabilities(fit_posterior(["a", "b", "c"], lost, lambda_=0.3), random.Random(1))
+    assert len(p) == 3 and p[2] == 0.0
+
+
+def test_champion_pairs_rank_by_product_then_sum_at_the_given_prior() -> None:
+    ids = ids_of(4)
+    # c03 beat everyone 20 times: almost every draw puts it on top, so its three pairs come
+    # first, even those whose product is 0 (their sum, P(c03), breaks the tie).
+    history = [Outcome("c03", c, "A") for c in ids[:3] for _ in range(20)]
+    batch = champion_batch(ids, history, rng=random.Random(0), size=3, max_repeats=50)
+    assert {p.scheduled_b for p in batch} == {"c03"}
+    # a beat b and tied c; c is unjudged otherwise. At the default prior a is the likeliest
+    # champion, then c, then b; with the final fit's ridge as the prior, c's one tie leaves it
+    # as likely a champion as a, and the b-c pair outranks a-b.
+    h = [Outcome("a", "b", "A"), Outcome("a", "c", "tie")]
+
+    def pairs(**kw: Any) -> list[str]:
+        batch = champion_batch(["a", "b", "c"], h, rng=random.Random(0), size=3, **kw)
+        return [p.scheduled_a + p.scheduled_b for p in batch]
+
+    assert pairs(max_repeats=9) == ["ac", "ab", "bc"]
+    assert pairs(max_repeats=9, prior_precision=0.01) == ["ac", "bc", "ab"]
+
+
+def test_champion_batch_edges_and_presentation() -> None:
+    assert champion_batch(ids_of(3), [], rng=random.Random(0), size=0) == []
+    once = champion_batch(ids_of(3), [], rng=random.Random(0), size=5, max_repeats=1)
+    assert sorted((p.scheduled_a, p.scheduled_b) for p in once) == [
+        ("c00", "c01"),
+        ("c00", "c02"),
+        ("c01", "c02"),
+    ]
+    done = [Outcome(p.presented_a, p.presented_b, "A") for p in once]
+    assert champion_batch(ids_of(3), done, rng=random.Random(0), max_repeats=1) == []
+    with pytest.raises(ValueError, match=r"^max_repeats must be >= 1 \(got 0\)$"):
+        champion_batch(ids_of(3), [], rng=random.Random(0), max_repeats=0)
+    for seed in range(8):  # the order shown less often, whatever the coin
+        rng = random.Random(seed)
+        assert champion_batch(["a", "b"], [Outcome("a", "b", "A")], rng=rng) == [
+            ScheduledPair("a", "b", "b", "a")
+        ]
+        rng = random.Random(seed)
+        assert champion_batch(["a", "b"], [Outcome("b", "a", "A")], rng=rng) == [
+            ScheduledPair("a", "b", "a", "b")
+        ]

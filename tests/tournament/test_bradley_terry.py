@@ -9,11 +9,13 @@ import pytest
 from scipy.optimize import minimize
 
 from workflows.tournament.bradley_terry import (
+    DENSE_MAX_N,
     LeaderboardRow,
     Outcome,
     _Problem,
     fit_arrays,
     fit_scores,
+    hessian,
     leaderboard,
     zscore,
 )
@@ -179,11 +181,90 @@ def test_equal_scores_share_a_tie_group_and_sort_by_id() -> None:
 
 
 def test_bad_input_is_refused() -> None:
-    with pytest.raises(ValueError, match="unknown candidate 'z'"):
+    with pytest.raises(ValueError, match=r"^an outcome names unknown candidate 'z'$"):
         fit_scores(["a", "b"], [Outcome("a", "z", "A")])
-    with pytest.raises(ValueError, match="itself"):
+    with pytest.raises(ValueError, match=r"^an outcome compares a candidate with itself$"):
         fit_scores(["a", "b"], [Outcome("a", "a", "A")])
-    with pytest.raises(ValueError, match="unique"):
+    with pytest.raises(ValueError, match=r"^candidate ids must be unique$"):
         fit_scores(["a", "a"], [])
-    with pytest.raises(ValueError, match="lambda"):
+    with pytest.raises(ValueError, match=r"^lambda must be > 0 \(got 0\.0\)$"):
         fit_arrays(2, np.array([0]), np.array([1]), np.array([1.0]), 0.0)
+
+
+# -- rules pinned by hand-written values (what mutation testing found unpinned) --------------
+
+
+def test_the_hessian_is_the_ridge_plus_the_weighted_laplacian() -> None:
+    # One comparison at s = (ln 3, 0): p = 0.75, w = p (1 - p) = 0.1875.
+    h = hessian(np.array([np.log(3.0), 0.0]), np.array([0]), np.array([1]), 0.5)
+    assert np.allclose(h, [[0.6875, -0.1875], [-0.1875, 0.6875]], atol=1e-12)
+    # At s = 0 every w is 0.25; the pair 0-1 judged twice adds up.
+    h = hessian(np.zeros(3), np.array([0, 0, 1]), np.array([1, 1, 2]), 0.01)
+    expected = [[0.51, -0.5, 0.0], [-0.5, 0.76, -0.25], [0.0, -0.25, 0.26]]
+    assert np.allclose(h, expected, atol=1e-12)
+
+
+def test_fit_scores_is_the_ridge_fit_at_the_given_lambda() -> None:
+    rng = random.Random(11)
+    ids = [f"c{i}" for i in range(8)]
+    outcomes = [random_outcome(rng, ids) for _ in range(30)]
+    index = {c: i for i, c in enumerate(sorted(ids))}
+    a = np.array([index[o.presented_a] for o in outcomes])
+    b = np.array([index[o.presented_b] for o in outcomes])
+    y = np.array([o.y for o in outcomes])
+    for lam, scores in (
+        (0.01, fit_scores(ids, outcomes)),
+        (1.0, fit_scores(ids, outcomes, lambda_=1.0)),
+    ):
+        reference = scipy_reference(len(ids), a, b, y, lam)
+        assert max(abs(scores[c] - reference[index[c]]) for c in ids) < 1e-6, lam
+    default, strong = fit_scores(ids, outcomes), fit_scores(ids, outcomes, lambda_=1.0)
+    assert max(abs(default[c] - strong[c]) for c in ids) > 1e-3  # lambda matters here
+    for lam in (0.01, 1.0):
+        rows = leaderboard(ids, outcomes, **({} if lam == 0.01 else {"lambda_": lam}))
+        assert {r.candidate_id: r.score for r in rows} == fit_scores(ids, outcomes, lambda_=lam)
+
+
+def test_leaderboard_tallies_every_win_loss_and_tie() -> None:
+    outcomes = [
+        Outcome("a", "b", "tie"),
+        Outcome("a", "c", "tie"),
+        Outcome("c", "b", "tie"),
+        Outcome("b", "a", "A"),
+        Outcome("c", "a", "A"),
+    ]
+    tally = {
+        r.candidate_id: (r.wins, r.losses, r.ties, r.comparisons)
+        for r in leaderboard(["a", "b", "c"], outcomes)
+    }
+    assert tally == {"a": (0, 2, 2, 4), "b": (1, 0, 2, 3), "c": (1, 0, 2, 3)}
+
+
+def test_zscore_by_hand() -> None:
+    # NaN counts as 0: (1, 0, 3) centred is (-1, -4, 5) / 3, population std sqrt(14) / 3.
+    expected = np.array([-1.0, -4.0, 5.0]) / np.sqrt(14.0)
+    assert np.allclose(zscore(np.array([1.0, np.nan, 3.0])), expected, atol=1e-12)
+    assert list(zscore(np.array([0.0, 1.0]))) == [-1.0, 1.0]  # std 0.5 < 1 is still divided
+    assert list(zscore(np.array([5.0]))) == [0.0]  # one candidate: centred to 0
+
+
+def test_auto_is_the_dense_newton_up_to_dense_max_n_then_cg() -> None:
+    rng = np.random.default_rng(3)
+    for n in (12, DENSE_MAX_N, DENSE_MAX_N + 1):
+        m = 5 * n
+        a = rng.integers(0, n, m)
+        b = rng.integers(0, n - 1, m)
+        b = np.where(b >= a, b + 1, b)
+        y = (rng.random(m) < 0.6).astype(np.float64)
+        auto = fit_arrays(n, a, b, y)
+        dense = fit_arrays(n, a, b, y, method="dense")
+        cg = fit_arrays(n, a, b, y, method="cg")
+        # The two solvers agree to ~1e-11 but not bit for bit, so bits tell which one ran.
+        assert not np.array_equal(dense, cg) and np.max(np.abs(dense - cg)) < 1e-8, n
+        assert np.array_equal(auto, dense if n <= DENSE_MAX_N else cg), n
+
+
+def test_a_loose_tolerance_still_steps_from_zero() -> None:
+    # At s = 0 the gradient's norm is sqrt(0.5) ~ 0.71: under tol = 1, above tol * 1e-3.
+    s = fit_arrays(2, np.array([0]), np.array([1]), np.array([1.0]), tol=1.0)
+    assert s[0] > 0.5 and s[0] == pytest.approx(-s[1])

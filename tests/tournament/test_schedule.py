@@ -159,3 +159,14 @@ def test_final_schedule_refuses_a_bad_rank_block() -> None:
     with pytest.raises(TournamentError) as info:
         final_schedule(ids_of(15), m=4, seed=1, rank=RankBlock(mode="all-pairs"))
     assert info.value.code == "rank.max_calls_required"
+
+
+def test_all_pairs_rows_name_both_candidates_in_their_scheduled_order() -> None:
+    for n in (4, 5):  # the circle's pairs, and for even n the antipodal ones
+        ids = [f"c{i}" for i in range(n)]
+        pairs = all_pairs_schedule(ids, random.Random(n))
+        assert all(
+            p.presented_a == p.scheduled_a in ids and p.presented_b == p.scheduled_b in ids
+            for p in pairs
+        )
+        assert len({frozenset((p.scheduled_a, p.scheduled_b)) for p in pairs}) == n * (n - 1) // 2

@@ -51,6 +51,7 @@ __all__ = [
     "Posterior",
     "batch_sizes",
     "champion_batch",
+    "champion_probabilities",
     "first_round",
     "fit_posterior",
     "next_batch",
@@ -230,6 +231,17 @@ def next_batch(
     return batch
 
 
+def champion_probabilities(
+    posterior: Posterior, rng: random.Random, draws: int = CHAMPION_DRAWS
+) -> FloatArray:
+    """``P(i best)`` per candidate (in ``posterior.ids`` order): the share of ``draws`` draws
+    from N(mean, H^-1) in which it scores highest (the first of equal scores)."""
+    n = len(posterior.ids)
+    z = np.array([[rng.gauss(0.0, 1.0) for _ in range(n)] for _ in range(draws)])
+    samples = posterior.mean + np.linalg.solve(posterior.chol.T, z.T).T
+    return np.bincount(np.argmax(samples, axis=1), minlength=n) / draws
+
+
 def champion_batch(
     ids: Sequence[str],
     outcomes: Sequence[Outcome],
@@ -247,9 +259,7 @@ def champion_batch(
     posterior = fit_posterior(ids, outcomes, lambda_=prior_precision)
     order = posterior.ids
     n = len(order)
-    z = np.array([[rng.gauss(0.0, 1.0) for _ in range(n)] for _ in range(draws)])
-    samples = posterior.mean + np.linalg.solve(posterior.chol.T, z.T).T
-    best = np.bincount(np.argmax(samples, axis=1), minlength=n) / draws
+    best = champion_probabilities(posterior, rng, draws)
     played: Counter[frozenset[str]] = Counter()
     shown: Counter[tuple[str, str]] = Counter()
     for o in outcomes:
