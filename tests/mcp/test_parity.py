@@ -12,6 +12,7 @@ from mcp import MCPError
 
 from activities.config import Settings
 from activities.pricing import PRICES_AS_OF
+from client.mcp.tools import MAX_EXPORT_CHARS
 from client.profiles import ProfileStore
 from tests.cli import cli_env
 from tests.mcp.helpers import stdio_client, structured, tool_failure
@@ -122,6 +123,14 @@ async def test_export(settings: Settings, server_address: str, worker_queue: str
         assert escape["code"] == "run.id_invalid"
         fmt = tool_failure(await client.call_tool("export", {"run_id": run_id, "format": "pdf"}))
         assert fmt["code"] == "input.invalid" and "format" in fmt["message"]
+
+        # A bundle over a tool result's ceiling is refused with where to get it instead.
+        big = settings.runs_dir / "mcp-export-big"
+        (big / "artifacts").mkdir(parents=True)
+        (big / "summary.json").write_text(json.dumps({"kind": "ask", "status": "completed"}))
+        (big / "artifacts/answer.txt").write_text("x" * (MAX_EXPORT_CHARS + 1))
+        large = tool_failure(await client.call_tool("export", {"run_id": "mcp-export-big"}))
+        assert large["code"] == "export.too_large" and "ponder export" in large["fix"]
 
 
 def _text(result: types.GetPromptResult) -> str:
