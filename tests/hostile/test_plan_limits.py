@@ -41,8 +41,12 @@ async def test_extend_budget_on_a_wide_region_runs_in_bounded_batches(
     client: Client, settings: Settings, server_address: str
 ) -> None:
     items = 600
+    # The budget fits the region but not the call spent before it, so the run pauses there.
+    plan = region_plan(items, 256, calls=items)
+    first = {"id": "first", "kind": "agent", "model": "sim:default", "prompt": "First."}
+    plan["steps"] = [first, {**plan["steps"][0], "deps": ["first"]}, *plan["steps"][1:]]
     async with shared_worker(client, settings, server_address) as worker:
-        await worker.start(PLAN_RUN, "p-wide", dumps({"plan": region_plan(items, 256)}))
+        await worker.start(PLAN_RUN, "p-wide", dumps({"plan": plan}))
         handle = client.get_workflow_handle("p-wide", result_type=PlanRunResult)
         async with asyncio.timeout(60):
             while True:
@@ -53,11 +57,12 @@ async def test_extend_budget_on_a_wide_region_runs_in_bounded_batches(
                 if shown is not None and shown.state == "awaiting_budget":
                     break
                 await asyncio.sleep(0.2)
-        code, output = await worker.update("p-wide", UPDATE_EXTEND_BUDGET, dumps({"calls": items}))
+        extend = dumps({"calls": items + 1})
+        code, output = await worker.update("p-wide", UPDATE_EXTEND_BUDGET, extend)
         assert code == 0, output
         await worker.probe()  # while the region's branches are being started and settled
         result = await asyncio.wait_for(handle.result(), 300)
-        assert result.calls == items
+        assert result.calls == items + 1
         history = await handle.fetch_history()
         per_task, scheduled = [0], 0
         for event in history.events:

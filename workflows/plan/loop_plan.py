@@ -229,7 +229,7 @@ def map_loop_plan(raw: Mapping[str, Any]) -> LoopMapping:
             continue
         if source.get("kind") == "join":
             stage = source.get("stepId")
-            if stage not in join_alias:
+            if not isinstance(stage, str) or stage not in join_alias:  # a list id is unhashable
                 _err(
                     m,
                     "loop.fold_missing",
