@@ -17,12 +17,11 @@ import asyncio
 import errno
 import os
 import stat
-from pathlib import Path
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.plan.roots import WORKSPACE_REFUSED, outside_roots, with_run_worktrees
+from activities.plan.roots import WORKSPACE_REFUSED, RunRoots, outside_roots
 from workflows.plan.check_types import (
     MAX_FILE_BYTES,
     FileProbe,
@@ -95,20 +94,7 @@ def probe(workspace: str, item: FileProbe) -> ProbeOutcome:
     return ProbeOutcome(holds=False, reason=f"{item.path} does not contain {item.text[:80]!r}")
 
 
-class FileProbeActivities:
-    def __init__(self, roots: list[str], runs_dir: str | Path | None = None) -> None:
-        self._declared = roots
-        """Real paths of the workspace roots this worker declares."""
-        self.runs_dir = runs_dir
-        """With it, the calling run's own worktrees are a root too (an isolated fan-out item's
-        workspace: ``activities.plan.roots``)."""
-
-    @property
-    def roots(self) -> list[str]:
-        if self.runs_dir is None:
-            return list(self._declared)
-        return with_run_worktrees(self._declared, self.runs_dir, activity.info().workflow_id)
-
+class FileProbeActivities(RunRoots):
     @activity.defn(name=PROBE_FILES)
     async def probe_files(self, input: ProbeFilesInput) -> ProbeFilesResult:
         return await asyncio.to_thread(self._probe_files, input)

@@ -24,6 +24,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from temporalio import activity
+
 from workflows.plan.reasons import Reason
 from workflows.plan.worktrees import WORKTREES_DIR
 from workflows.run_ids import RunIdInvalid, check_run_id
@@ -31,6 +33,7 @@ from workflows.run_ids import RunIdInvalid, check_run_id
 __all__ = [
     "WORKSPACE_REFUSED",
     "WORKSPACE_ROOTS_FIX",
+    "RunRoots",
     "default_roots",
     "outside_roots",
     "with_run_worktrees",
@@ -77,6 +80,22 @@ def with_run_worktrees(
     except RunIdInvalid:
         return list(roots)
     return [*roots, _real(Path(runs_dir) / run_id / WORKTREES_DIR)]
+
+
+class RunRoots:
+    """The workspace roots a worker declares, for activities that check a path against them;
+    with ``runs_dir``, the calling run's own worktrees are a root too (an isolated fan-out item's
+    workspace), named by the workflow id Temporal gives the activity."""
+
+    def __init__(self, roots: list[str], runs_dir: str | Path | None = None) -> None:
+        self._declared = roots
+        self.runs_dir = runs_dir
+
+    @property
+    def roots(self) -> list[str]:
+        if self.runs_dir is None:
+            return list(self._declared)
+        return with_run_worktrees(self._declared, self.runs_dir, activity.info().workflow_id)
 
 
 def outside_roots(workspace: str, roots: Sequence[str], *, field: str = "workspace") -> str | None:

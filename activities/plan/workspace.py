@@ -20,7 +20,7 @@ from pathlib import Path
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.plan.roots import WORKSPACE_REFUSED, outside_roots, with_run_worktrees
+from activities.plan.roots import WORKSPACE_REFUSED, RunRoots, outside_roots
 from workflows.plan.paths import escape_problem
 from workflows.plan.run_types import LandedInput, PathsInput, WriteSnapshot
 
@@ -53,20 +53,7 @@ def _digest(path: Path) -> str | None:
     return sha.hexdigest()
 
 
-class WorkspaceActivities:
-    def __init__(self, roots: list[str], runs_dir: str | Path | None = None) -> None:
-        self._declared = roots
-        """Real paths of the workspace roots this worker declares."""
-        self.runs_dir = runs_dir
-        """With it, the calling run's own worktrees are a root too (an isolated item's
-        workspace: ``activities.plan.roots``)."""
-
-    @property
-    def roots(self) -> list[str]:
-        if self.runs_dir is None:
-            return list(self._declared)
-        return with_run_worktrees(self._declared, self.runs_dir, activity.info().workflow_id)
-
+class WorkspaceActivities(RunRoots):
     def _confined(self, workspace: str) -> None:
         """Snapshots and the landed barrier run after the preflight probe; a workspace that
         left the roots since (or input that skipped the probe) is refused, never read."""
