@@ -184,19 +184,16 @@ class _Checker(ExpressionRules):
                 message="deliverable: file needs the files it writes; "
                 "fix: list them in artifacts.writes (the landed barrier checks them)",
             )
-        if step.out is not None and step.out not in self.contracts:
-            known = ", ".join(sorted(self.contracts)) or "none declared"
-            self.error(
-                "contract.unknown",
-                i,
-                "out",
-                message=f"out {step.out!r} names no contract ({known}); "
-                "fix: declare it under contracts",
-            )
+        self.out_contract(i, step)
         self.predicates(i, step)
         self.on_fail(i, step)
 
     def set_step(self, i: int, step: SetStep) -> None:
+        self.out_contract(i, step)
+        self.predicates(i, step)
+
+    def out_contract(self, i: int, step: AgentStep | SetStep | RunStep) -> None:
+        """``out`` names a declared contract."""
         if step.out is not None and step.out not in self.contracts:
             known = ", ".join(sorted(self.contracts)) or "none declared"
             self.error(
@@ -206,7 +203,6 @@ class _Checker(ExpressionRules):
                 message=f"out {step.out!r} names no contract ({known}); "
                 "fix: declare it under contracts",
             )
-        self.predicates(i, step)
 
     def on_fail(self, i: int, step: AgentStep | RunStep) -> None:
         if step.on_fail is None:
@@ -239,13 +235,7 @@ class _Checker(ExpressionRules):
         for key, value in step.with_.items():
             for text in _strings(value):
                 self.template(i, text, "with", key)
-        if step.out is not None and step.out not in self.contracts:
-            self.error(
-                "contract.unknown",
-                i,
-                "out",
-                message=f"out {step.out!r} names no contract; fix: declare it under contracts",
-            )
+        self.out_contract(i, step)
         self.predicates(i, step)
         self.on_fail(i, step)
         signature = self.flows.get(step.flow)
