@@ -6,8 +6,8 @@ import asyncio
 
 import click
 
-from activities.config import Settings, load_settings
 from activities.providers import DEFAULT_MODEL, MODEL_EXAMPLES, resolve_model
+from client.command_settings import command_settings
 from client.runs import new_run_id, start_run, wait_or_detach
 from client.session import open_session, spawn_background_worker
 from workflows.ask_types import AskInput, AskResult
@@ -15,10 +15,6 @@ from workflows.names import ASK
 from workflows.run_ids import check_run_id
 
 __all__ = ["ask"]
-
-
-def _settings(ctx: click.Context) -> Settings:
-    return load_settings(ctx.obj["config"])
 
 
 @click.command()
@@ -52,7 +48,7 @@ def ask(
     local_worker: bool,
 ) -> None:
     """Ask one question through Temporal and print the answer."""
-    settings = _settings(ctx)
+    settings = command_settings(ctx)
     resolve_model(model, settings, base_url=base_url, require_key=not settings.temporal_address)
     run_id = check_run_id(run_id or new_run_id("ask"))
     payload = AskInput(

@@ -11,12 +11,13 @@ from pathlib import Path
 
 import click
 
-from activities.config import Settings, load_settings
+from activities.config import Settings
 from activities.errors import ConfigError
 from activities.model_types import Usage
 from activities.pricing import PRICES_AS_OF, cost_usd
 from activities.providers import price_table
 from client.campaign_control import follow, print_outcome, rerender_report
+from client.command_settings import command_settings
 from client.documents import load, route_errors
 from client.runs import new_run_id, start_and_follow
 from client.tournament_control import extend as shared_extend
@@ -70,7 +71,7 @@ def validate(ctx: click.Context, file: str, fmt: str) -> None:
 
     Prints every error as `path: [code] message`; exit 2 when invalid, 0 when valid.
     """
-    settings = _settings(ctx)
+    settings = command_settings(ctx)
     result = load(file, settings)
     if result.ok and result.document is not None:
         # The route first, as the run's preflight refuses it before anything else runs.
@@ -83,11 +84,6 @@ def validate(ctx: click.Context, file: str, fmt: str) -> None:
         summary=lambda: summary(result),
         totals=lambda: summary(result),
     )
-
-
-def _settings(ctx: click.Context) -> Settings:
-    root = ctx.find_root().obj or {}
-    return load_settings(root.get("config"))
 
 
 @campaign.command()
@@ -133,7 +129,7 @@ def run(
 
     Exit 0 completed (or detached), 1 failed or cancelled, 2 invalid, 75 paused on its budget.
     """
-    settings = _settings(ctx)
+    settings = command_settings(ctx)
     result = load(file, settings)
     if not result.ok or result.document is None:
         print_invalid(file, result.errors)
@@ -226,7 +222,7 @@ def report(ctx: click.Context, run_id: str, html: bool) -> None:
 
     The same records give the same bytes, so the rewritten files equal the campaign's own.
     """
-    run_dir, files = rerender_report(_settings(ctx), run_id)
+    run_dir, files = rerender_report(command_settings(ctx), run_id)
     click.echo(str(run_dir / "report.html") if html else files["report.md"], nl=False)
 
 

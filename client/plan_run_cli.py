@@ -22,8 +22,9 @@ from rich.table import Table
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError
 
-from activities.config import Settings, load_settings
+from activities.config import Settings
 from activities.errors import ConfigError
+from client.command_settings import command_settings
 from client.documents import check_text
 from client.hints import ponder_program
 from client.live import live_panel
@@ -65,10 +66,6 @@ __all__ = ["extend_plan", "gate", "plan_commands", "resume", "run"]
 EXIT_PAUSED = 75
 POLL_S = 0.25
 console = Console(stderr=True)
-
-
-def _settings(ctx: click.Context) -> Settings:
-    return load_settings((ctx.obj or {}).get("config"))
 
 
 def _pairs(values: tuple[str, ...], flag: str) -> dict[str, str]:
@@ -296,7 +293,7 @@ def run(ctx: click.Context, file: str, **options: Any) -> None:
     Exit 0 completed, 1 failed, 2 invalid, 75 paused (the command that continues it is printed).
     The workspace must lie inside a root the worker declares (see --workspace).
     """
-    settings = _settings(ctx)
+    settings = command_settings(ctx)
     try:
         text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -403,7 +400,7 @@ def resume(ctx: click.Context, run_id: str, args: tuple[str, ...], detach: bool)
     finish(
         asyncio.run(
             _answer(
-                _settings(ctx),
+                command_settings(ctx),
                 run_id,
                 UPDATE_RESUME,
                 lambda _: ResumeInput(args=dict(values)),
@@ -448,7 +445,9 @@ def gate(ctx: click.Context, decision: str, run_id: str, step: str, detach: bool
         return ResolveGateInput(step=step, decision=decision, token=tokens[step], by=_who())
 
     finish(
-        asyncio.run(_answer(_settings(ctx), run_id, UPDATE_RESOLVE_GATE, make, detach_after=detach))
+        asyncio.run(
+            _answer(command_settings(ctx), run_id, UPDATE_RESOLVE_GATE, make, detach_after=detach)
+        )
     )
 
 
@@ -471,7 +470,7 @@ def extend_plan(
 ) -> None:
     """Raise a plan run's limits (calls and wall within the cap) so a budget pause continues;
     returns once the extension is accepted (--follow keeps watching the run)."""
-    settings = _settings(ctx)
+    settings = command_settings(ctx)
     returns = detach or not keep_following
 
     async def go() -> PlanRunResult | PlanStatus:

@@ -18,7 +18,8 @@ from typing import Any
 import click
 
 from activities.errors import ConfigError
-from client.plan_run_cli import _answer, _pairs, _settings, finish
+from client.command_settings import command_settings
+from client.plan_run_cli import _answer, _pairs, finish
 from client.session import open_session
 from workflows.names import PLAN_RUN, UPDATE_CHECKPOINT, UPDATE_REVERT, UPDATE_STEP_DONE
 from workflows.plan.checkpoints import CheckpointInput, CheckpointResult, RevertInput
@@ -104,7 +105,7 @@ def step_done(
     finish(
         asyncio.run(
             _answer(
-                _settings(ctx),
+                command_settings(ctx),
                 run_id,
                 UPDATE_STEP_DONE,
                 make,
@@ -125,7 +126,7 @@ def checkpoint(ctx: click.Context, run_id: str, label: str) -> None:
     """Commit a plan run's settled state under LABEL (re-committing a label replaces it)."""
 
     async def send() -> CheckpointResult:
-        async with open_session(_settings(ctx), worker=True) as session:
+        async with open_session(command_settings(ctx), worker=True) as session:
             handle = session.client.get_workflow_handle(check_run_id(run_id))
             if (await handle.describe()).workflow_type != PLAN_RUN:
                 raise ConfigError("run.kind_invalid", f"run {run_id} is not a plan run")
@@ -157,7 +158,7 @@ def revert(ctx: click.Context, run_id: str, label: str, detach: bool) -> None:
     finish(
         asyncio.run(
             _answer(
-                _settings(ctx),
+                command_settings(ctx),
                 run_id,
                 UPDATE_REVERT,
                 lambda _: RevertInput(label=label),

@@ -8,15 +8,11 @@ import sys
 
 import click
 
-from activities.config import Settings, load_settings
 from activities.errors import ServerError
+from client.command_settings import command_settings
 from client.embedded import EmbeddedServer
 
 __all__ = ["server"]
-
-
-def _settings(ctx: click.Context) -> Settings:
-    return load_settings(ctx.obj["config"])
 
 
 @click.group(invoke_without_command=True)
@@ -34,7 +30,7 @@ def server(ctx: click.Context, port: int | None) -> None:
     """
     if ctx.invoked_subcommand is not None:
         return
-    settings = _settings(ctx)
+    settings = command_settings(ctx)
 
     async def go() -> None:
         stop = asyncio.Event()
@@ -64,7 +60,7 @@ def server(ctx: click.Context, port: int | None) -> None:
 @click.pass_context
 def server_address(ctx: click.Context, wait_s: float) -> None:
     """Print the running embedded server's address (host:port), e.g. for TEMPORAL_ADDRESS."""
-    settings = _settings(ctx)
+    settings = command_settings(ctx)
     found = asyncio.run(EmbeddedServer(settings.home).running(wait_s))
     if found is None:
         raise ServerError(

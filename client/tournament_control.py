@@ -18,10 +18,10 @@ from rich.console import Console
 from rich.table import Table
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 
-from activities.config import Settings, load_settings
 from activities.errors import ConfigError
 from client import campaign_control
 from client.budget_extend import extend_budget, new_limits, require_a_limit
+from client.command_settings import command_settings
 from client.hints import ponder_program
 from client.plan_run_cli import (
     extend_plan_run,
@@ -53,11 +53,6 @@ __all__ = ["cancel", "extend", "report", "status", "watch"]
 Followed = (
     TournamentResult | Progress | PlanRunResult | PlanStatus | CampaignResult | CampaignProgress
 )
-
-
-def _settings(ctx: click.Context) -> Settings:
-    # The root's obj: these commands also sit under ``ponder campaign``.
-    return load_settings((ctx.find_root().obj or {}).get("config"))
 
 
 async def _handle(session: Session, run_id: str) -> WorkflowHandle:
@@ -121,7 +116,7 @@ Shown = Progress | dict[str, Any] | PlanStatus | CampaignProgress
 @click.pass_context
 def status(ctx: click.Context, run_id: str, as_json: bool) -> None:
     """Show a run's progress: status, phase, budget, leaderboard top 5 (or an Ask's answer)."""
-    settings = _settings(ctx)
+    settings = command_settings(ctx)
 
     async def look(session: Session) -> tuple[Shown, Any]:
         handle = await _handle(session, run_id)
@@ -188,7 +183,7 @@ def watch(ctx: click.Context, run_id: str) -> None:
     """Follow a run until it completes, fails or pauses (Ctrl-C detaches again)."""
     from client.runs import wait_or_detach
 
-    settings = _settings(ctx)
+    settings = command_settings(ctx)
 
     async def go() -> AskResult | Followed:
         async with open_session(settings) as session:
@@ -246,7 +241,7 @@ def extend(
     """Raise a run's budget limits; a paused run continues where it stopped. Returns once the
     new limits are accepted (--follow keeps watching the run)."""
     require_a_limit(calls, usd, input_tokens, output_tokens, tokens, wall_ms)
-    settings = _settings(ctx)
+    settings = command_settings(ctx)
     given = {
         "calls": calls,
         "usd": usd,
@@ -308,7 +303,7 @@ def extend(
 @click.pass_context
 def cancel(ctx: click.Context, run_id: str) -> None:
     """Cancel a run: calls in flight finish and are recorded, artifacts are written."""
-    settings = _settings(ctx)
+    settings = command_settings(ctx)
 
     async def go() -> None:
         async with open_session(settings) as session:
@@ -348,7 +343,7 @@ def report(ctx: click.Context, run_id: str) -> None:
     )
 
     check_run_id(run_id)  # run.id_invalid (exit 2) before anything is touched
-    settings = _settings(ctx)
+    settings = command_settings(ctx)
     store = RunStore(settings.runs_dir)
     run_dir = store.run_dir(run_id)
     if campaign_control.is_campaign_dir(Path(run_dir)):

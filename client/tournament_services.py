@@ -8,7 +8,7 @@ from typing import get_args
 
 import click
 
-from activities.config import Settings, load_settings
+from client.command_settings import command_settings
 from client.runs import new_run_id, start_run
 from client.session import open_session
 from client.tournament_follow import follow, print_outcome
@@ -21,10 +21,6 @@ from workflows.tournament.prompts import Style
 from workflows.tournament.types import Progress, TournamentResult
 
 __all__ = ["mutate", "rank"]
-
-
-def _settings(ctx: click.Context) -> Settings:
-    return load_settings(ctx.obj["config"])
 
 
 @click.command()
@@ -69,7 +65,7 @@ def rank(
     run_id: str | None,
 ) -> None:
     """Rank candidate answers (one per FILE, id = file name) by pairwise judging."""
-    settings = _settings(ctx)
+    settings = command_settings(ctx)
     run_id = check_run_id(run_id or new_run_id("rank"))
     payload = build_rank_input(
         settings,
@@ -133,7 +129,7 @@ def mutate(
     from workflows.ask_types import AskResult
     from workflows.names import ASK
 
-    settings = _settings(ctx)
+    settings = command_settings(ctx)
     run_id = new_run_id("mutate")
     payload = build_mutate_input(
         settings,
