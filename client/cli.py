@@ -174,27 +174,6 @@ def _run(command: click.Command, **kwargs: Any) -> None:
         )
 
 
-@click.group(
-    cls=LazyGroup,
-    lazy_commands=COMMANDS,
-    on_load=lambda command: accept_config(command),
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
-@click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
-@click.option("--config", type=click.Path(), default=None, help="Path to ponder.toml.")
-@click.pass_context
-def cli(ctx: click.Context, debug: bool, config: str | None) -> None:
-    """ponder: durable LLM orchestration on Temporal.
-
-    Without TEMPORAL_ADDRESS every command uses the embedded Temporal server under
-    $PONDER_HOME (default ~/.ponder) and runs its own worker in-process.
-    """
-    from worker.logs import configure_logging  # here, not at import: `ponder --help` skips it
-
-    configure_logging(debug=debug or _debug())
-    ctx.obj = {"config": config}
-
-
 def _remember_config(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
     if value is not None:
         root = ctx.find_root()
@@ -222,6 +201,27 @@ def accept_config(command: click.Command) -> None:
             help="Path to ponder.toml (before or after the subcommand).",
         )
     )
+
+
+@click.group(
+    cls=LazyGroup,
+    lazy_commands=COMMANDS,
+    on_load=accept_config,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+@click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
+@click.option("--config", type=click.Path(), default=None, help="Path to ponder.toml.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool, config: str | None) -> None:
+    """ponder: durable LLM orchestration on Temporal.
+
+    Without TEMPORAL_ADDRESS every command uses the embedded Temporal server under
+    $PONDER_HOME (default ~/.ponder) and runs its own worker in-process.
+    """
+    from worker.logs import configure_logging  # here, not at import: `ponder --help` skips it
+
+    configure_logging(debug=debug or _debug())
+    ctx.obj = {"config": config}
 
 
 def main() -> None:
