@@ -131,12 +131,27 @@ async def test_a_default_kill_fails_gate_deadline_expired_or_takes_on_kill(
     assert "skipped" not in result.outputs
 
 
+async def timer_recorded(handle: WorkflowHandle, timeout: float = 20) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        history = await handle.fetch_history()
+        if any(e.event_type == EventType.EVENT_TYPE_TIMER_STARTED for e in history.events):
+            return
+        assert loop.time() < deadline, "the escalation timer was never started"
+        await asyncio.sleep(0.05)
+
+
 async def test_an_early_decision_cancels_both_timers(client: Client, queue: str) -> None:
     plan = plan_doc(
-        human("ship", deadline=2000, default="kill", escalate={"after_ms": 1000, "notify": "ops"})
+        human("ship", deadline=20000, default="kill", escalate={"after_ms": 10000, "notify": "ops"})
     )
     handle = await start(client, queue, plan)
     waiting = await wait_state(handle, "awaiting_gate")
+    # A query can be answered before the gate's first workflow task is recorded; a decision
+    # in that same task would start and cancel the timer in one activation, which leaves no
+    # timer events at all. Decide once the escalation timer is in the history.
+    await timer_recorded(handle)
     token = waiting.pending_gates[0].token
     decision = ResolveGateInput(step="ship", decision="approve", token=token)
     await handle.execute_update(UPDATE_RESOLVE_GATE, decision)
