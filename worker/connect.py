@@ -25,15 +25,21 @@ __all__ = ["PonderPayloadConverter", "connect", "data_converter"]
 # reaches interpreter finalization inside that gap aborts the process with "Fatal Python error:
 # PyGILState_Release ... finalizing" (exit 134; temporalio/sdk-python#300): it hit 1 script in 5
 # here. atexit handlers run before finalization starts, so giving the GIL away for a moment lets
-# such a callback finish first. Registered on import, so every script that connects gets it.
-EXIT_GRACE_S = 0.05
+# such a callback finish first. 50 ms was not enough on a loaded 2-core machine (1 fork in 20
+# still aborted at load 15), so it is 200 ms, paid only by a process that connected: the first
+# connect registers it, and commands that read the run store alone exit at once.
+EXIT_GRACE_S = 0.2
+_exit_hook: list[bool] = []
 
 
 def _let_sdk_callbacks_finish() -> None:
     time.sleep(EXIT_GRACE_S)
 
 
-atexit.register(_let_sdk_callbacks_finish)
+def _register_exit_grace() -> None:
+    if not _exit_hook:
+        _exit_hook.append(True)
+        atexit.register(_let_sdk_callbacks_finish)
 
 
 class PonderPayloadConverter(PydanticPayloadConverter):
@@ -82,6 +88,7 @@ async def connect(settings: Settings, address: str | None = None) -> Client:
             "no Temporal address: set TEMPORAL_ADDRESS or use the embedded server",
         )
     api_key = read_secret(settings.temporal_api_key_env)
+    _register_exit_grace()
     try:
         return await Client.connect(
             target,
