@@ -17,6 +17,7 @@ from temporalio.converter import DataConverter, ExternalStorage
 from activities.config import Settings, read_secret
 from activities.errors import ServerError
 from activities.payload_store import FileSystemStorageDriver
+from worker.logs import install_runtime
 
 __all__ = ["PonderPayloadConverter", "connect", "data_converter"]
 
@@ -82,6 +83,7 @@ async def connect(settings: Settings, address: str | None = None) -> Client:
             "no Temporal address: set TEMPORAL_ADDRESS or use the embedded server",
         )
     api_key = read_secret(settings.temporal_api_key_env)
+    install_runtime()
     try:
         return await Client.connect(
             target,
