@@ -17,8 +17,9 @@ from temporalio.converter import DataConverter, ExternalStorage
 from activities.config import Settings, read_secret
 from activities.errors import ServerError
 from activities.payload_store import FileSystemStorageDriver
+from worker.logs import install_runtime
 
-__all__ = ["PonderPayloadConverter", "connect", "data_converter"]
+__all__ = ["PonderPayloadConverter", "before_connect", "connect", "data_converter"]
 
 # The SDK's Rust threads resolve a Python future through ``loop.call_soon_threadsafe``, which
 # drops the GIL for the loop's self-pipe write and takes it back afterwards. A main thread that
@@ -36,7 +37,10 @@ def _let_sdk_callbacks_finish() -> None:
     time.sleep(EXIT_GRACE_S)
 
 
-def _register_exit_grace() -> None:
+def before_connect() -> None:
+    """What a process needs once before its first ``Client.connect``: the SDK runtime with
+    ponder's logging, and the exit grace above."""
+    install_runtime()
     if not _exit_hook:
         _exit_hook.append(True)
         atexit.register(_let_sdk_callbacks_finish)
@@ -88,7 +92,7 @@ async def connect(settings: Settings, address: str | None = None) -> Client:
             "no Temporal address: set TEMPORAL_ADDRESS or use the embedded server",
         )
     api_key = read_secret(settings.temporal_api_key_env)
-    _register_exit_grace()
+    before_connect()
     try:
         return await Client.connect(
             target,
