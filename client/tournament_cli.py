@@ -29,6 +29,7 @@ from workflows.tournament.prompts import Style
 from workflows.tournament.types import (
     JudgeOrders,
     OnBudgetExhausted,
+    Rounds,
     Schedule,
     TournamentInput,
     TournamentResult,
@@ -93,6 +94,14 @@ __all__ = ["think"]
     default="k-regular",
     show_default=True,
     help="Pair schedule of judging: k-regular (the paper) or adaptive (Thompson sampling).",
+)
+@click.option(
+    "--rounds",
+    type=click.Choice(get_args(Rounds)),
+    default="barrier",
+    show_default=True,
+    help="pipelined: judge a pair as soon as both of its candidates exist instead of after "
+    "the whole phase (the same calls and result, less waiting on slow calls).",
 )
 @click.option(
     "--judge-orders",

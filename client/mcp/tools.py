@@ -96,6 +96,7 @@ def _tournament_input(
         "prompts": None,
         "include_prompts": False,
         "schedule": args.schedule or "k-regular",
+        "rounds": TournamentInput.model_fields["rounds"].default,
         "concurrency": ()
         if args.concurrency is None
         else tuple(f"{p}={v}" for p, v in args.concurrency),
