@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
         TournamentError,
     )
     from workflows.tournament.prompts import render
+    from workflows.tournament.slots import Slot, Slots
     from workflows.tournament.types import Status, TournamentInput, UsageRow
 
 __all__ = ["Dropped", "Judged", "Lane", "TournamentCalls"]
@@ -57,25 +58,6 @@ class Judged(Generic[T]):
     raw_outputs: list[str] = field(default_factory=list)
 
 
-class _Gates:
-    """A role's gate, then the run's: one slot of each, taken in that order (never a cycle)."""
-
-    def __init__(self, lane: asyncio.Semaphore, run: asyncio.Semaphore) -> None:
-        self.lane, self.run = lane, run
-
-    async def __aenter__(self) -> None:
-        await self.lane.acquire()
-        try:
-            await self.run.acquire()
-        except BaseException:
-            self.lane.release()
-            raise
-
-    async def __aexit__(self, *_: object) -> None:
-        self.run.release()
-        self.lane.release()
-
-
 class TournamentCalls:
     def __init__(self, run_id: str, input: TournamentInput, event: Callable[..., None]) -> None:
         self.run_id = run_id
@@ -95,8 +77,8 @@ class TournamentCalls:
         self.inflight: set[asyncio.Task[Any]] = set()
         self.failure: Exception | None = None
         """The first call that failed (whichever phase it was in)."""
-        self._lanes: dict[str, _Gates] = {}
-        """Pipelined rounds' gates, one per role, shared by every phase (``pipeline``)."""
+        self.slots: Slots | None = None
+        """Pipelined rounds' call slots, shared by every phase (``pipeline``)."""
         self.prompts: dict[str, dict[str, str]] = {}
         """Rendered prompts (include_prompts) not yet handed to the artifact writer."""
         self.prompt_refs: dict[str, str] = {}
@@ -131,13 +113,11 @@ class TournamentCalls:
     # -- running many calls ----------------------------------------------------------------
 
     def pipeline(self) -> None:
-        """Pipelined rounds: calls of one role share one gate for the whole run, and every call
-        also takes a slot of a run-wide gate as wide as the widest role, so phases that overlap
-        never have more calls in flight than one phase could alone. Both are asyncio
-        semaphores: their waiters go in FIFO order, which history fixes."""
-        widths: dict[str, int] = self.input.concurrency.model_dump()
-        run_gate = asyncio.Semaphore(max(widths.values()))
-        self._lanes = {lane: _Gates(asyncio.Semaphore(w), run_gate) for lane, w in widths.items()}
+        """Pipelined rounds: every call takes a slot of its role's concurrency and one of a
+        run-wide width as wide as the widest role, shared by every phase, so phases that
+        overlap never have more calls in flight than one phase could alone
+        (``workflows/tournament/slots.py``: first come, first served)."""
+        self.slots = Slots(self.input.concurrency.model_dump())
 
     def start_all(
         self,
@@ -152,8 +132,10 @@ class TournamentCalls:
         On the first failure nothing new starts: a call that has not taken its slot yet raises
         ``Dropped``.
         """
-        gate: _Gates | asyncio.Semaphore = self._lanes.get(lane) or asyncio.Semaphore(
-            getattr(self.input.concurrency, lane)
+        gate: Slot | asyncio.Semaphore = (
+            self.slots.slot(lane)
+            if self.slots
+            else asyncio.Semaphore(getattr(self.input.concurrency, lane))
         )
 
         async def guarded(
