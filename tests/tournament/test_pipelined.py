@@ -68,6 +68,17 @@ async def test_pipelined_rounds_give_the_barrier_result(client: Client, queue: s
     assert overlaps(Path(pipelined.run_dir)) != []
 
 
+async def test_pipelined_panel_judging_gives_the_barrier_result(client: Client, queue: str) -> None:
+    """Several calls per pair (both orders): each waits for the pair's candidates."""
+    common: dict[str, Any] = {"profile": "quick", "seed": 3, "model": JITTERY,
+                              "judge_orders": "both"}  # fmt: skip
+    barrier = await run(client, queue, **common)
+    # A call on a candidate not made yet fails its workflow task, retried forever: bounded here.
+    pipelined = await asyncio.wait_for(run(client, queue, rounds="pipelined", **common), 60)
+    assert pipelined.spent.calls == barrier.spent.calls == 4 + 2 * 4 + 3 + 2 * 4
+    assert outcome(Path(pipelined.run_dir)) == outcome(Path(barrier.run_dir))
+
+
 async def test_a_failed_call_fails_a_pipelined_run_with_its_code(
     client: Client, queue: str, fake: FakeProvider, settings: Settings
 ) -> None:
