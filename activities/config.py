@@ -240,6 +240,11 @@ class _Environment(EnvSettingsSource):
         return super().get_field_value(field, field_name)
 
 
+SERVER_IDLE_S = 300.0
+"""The embedded server's default idle period (``server_idle_s``, ``PONDER_SERVER_IDLE_S``)."""
+MAX_SERVER_IDLE_S = 86_400.0
+
+
 class Settings(BaseSettings):
     """The worker's and CLI's settings: flags > environment > ``[ponder]`` in ponder.toml >
     defaults. Environment names are ``PONDER_<FIELD>`` except the Temporal connection's, which
@@ -286,6 +291,13 @@ class Settings(BaseSettings):
     training_dir: Path = Field(
         description="where plans with training_pairs: true append their pairs (default "
         "$PONDER_HOME/training); set on the worker, never by a plan"
+    )
+    server_idle_s: float = Field(
+        default=SERVER_IDLE_S,
+        ge=0,
+        le=MAX_SERVER_IDLE_S,
+        description="how long the embedded server stays up after its last user left, so a burst "
+        "of commands pays for one start (0: stop at once)",
     )
     config_file: Path | None = None
 

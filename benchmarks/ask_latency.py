@@ -29,6 +29,8 @@ READY_TIMEOUT_S = 60.0
 def ponder_env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "PONDER_"))}
     env["PONDER_HOME"] = str(home)
+    # Each repetition measures its own server start: no server lingers for the next one.
+    env["PONDER_SERVER_IDLE_S"] = "0"
     return env
 
 

@@ -20,8 +20,8 @@ from client.campaign_control import follow, print_outcome, rerender_report
 from client.command_settings import command_settings
 from client.documents import load, route_errors
 from client.runs import new_run_id, start_and_follow
+from client.status_cli import status as shared_status
 from client.tournament_control import extend as shared_extend
-from client.tournament_control import status as shared_status
 from client.validate_output import format_option, print_invalid, print_validation
 from workflows.campaign.configs import cell_calls, variant_models
 from workflows.campaign.document import CampaignDocument, Validation

@@ -71,7 +71,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Rank candidate answers (one per FILE, id = file name) by pairwise judging.",
     ),
     "report": (
-        "client.tournament_control:report",
+        "client.report_cli:report",
         "Print the path of a run's report.html (re-rendered from its run directory).",
     ),
     "resume": (
@@ -92,7 +92,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Run the embedded Temporal server in the foreground, with its Web UI.",
     ),
     "status": (
-        "client.tournament_control:status",
+        "client.status_cli:status",
         "Show a run's progress: status, phase, budget, leaderboard top 5 (or an Ask's answer).",
     ),
     "step-done": (

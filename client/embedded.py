@@ -24,9 +24,6 @@ from dataclasses import asdict, dataclass
 from datetime import timedelta
 from pathlib import Path
 
-from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
-from temporalio.client import Client
-
 from activities.config import Settings
 from activities.errors import ServerError
 
@@ -140,6 +137,13 @@ def _free_port() -> int:
 
 async def server_answers(address: str, timeout: float = 2.0) -> bool:
     """A real RPC (describe the namespace), not a TCP connect."""
+    # Here, not at import: a command that only asks whether the server is up loads no SDK.
+    from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
+    from temporalio.client import Client
+
+    from worker.connect import before_connect
+
+    before_connect()
     try:
         client = await asyncio.wait_for(Client.connect(address), timeout)
         await client.workflow_service.describe_namespace(
@@ -195,6 +199,12 @@ class EmbeddedServer:
         tmp = self.state_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(asdict(info), indent=2) + "\n")
         os.replace(tmp, self.state_file)
+
+    def up(self) -> bool:
+        """Whether the recorded server runs (its process, checked without an RPC): a read of
+        ended runs goes to the run store rather than start one."""
+        info = self.read_state()
+        return info is not None and self._is_ours(info)
 
     def live_leases(self) -> list[int]:
         live = []
@@ -428,11 +438,16 @@ class EmbeddedServer:
         return lease
 
     @contextlib.asynccontextmanager
-    async def lease(self, grpc_port: int | None = None) -> AsyncIterator[ServerInfo]:
-        """Hold a lease on a live server for the block; the last holder out stops it.
+    async def lease(
+        self, grpc_port: int | None = None, *, idle_s: float = 0.0
+    ) -> AsyncIterator[ServerInfo]:
+        """Hold a lease on a live server for the block; the last holder out stops it, at once
+        or (``idle_s``) once nobody used it for that long (``client.server_idle``).
 
         While held, a watchdog restarts the server if it dies.
         """
+        from client.server_idle import leave_idle  # it starts servers' keepers from this module
+
         lease = self.add_lease(os.getpid())
         try:
             info = await self.ensure(grpc_port)
@@ -447,7 +462,7 @@ class EmbeddedServer:
             lease.unlink(missing_ok=True)
             with self._locked():
                 if not self.live_leases():
-                    self.stop()
+                    leave_idle(self, idle_s)
 
     async def _watch(self) -> None:
         while True:

@@ -23,6 +23,7 @@ from pydantic import Field, ValidationError
 from activities.atomic import write_atomically
 from activities.errors import ConfigError
 from activities.raw_events import SECRET_KEY
+from client.option_fields import cli_values
 from client.tournament_options import TEMPERATURE_ROLES as THINK_TEMPERATURE_ROLES
 from client.tournament_options import TournamentSettings
 from workflows.budget import BudgetLimits
@@ -205,31 +206,12 @@ class ProfileStore:
 
 # -- onto ``ponder think`` options ----------------------------------------------------------
 
-# think option name -> how a saved profile fills it (None: not from the profile).
-_FLAT = {
-    "n": "n",
-    "k": "k",
-    "t": "t",
-    "m": "m",
-    "lambda_": "lambda_",
-    "provider": "provider",
-    "model": "model",
-    "rubric": "rubric",
-    "prompt_style": "prompt_style",
-    "schedule": "schedule",
-    "judge_orders": "judge_orders",
-    "on_budget_exhausted": "on_budget_exhausted",
-    "invalid_json_retries": "invalid_json_retries",
-}
-
 
 def profile_options(saved: SavedProfile) -> dict[str, Any]:
     """The saved profile in ``ponder think``'s option vocabulary (only what it sets)."""
-    o: dict[str, Any] = {"profile": saved.base}
-    for option, field in _FLAT.items():
-        value = getattr(saved, field)
-        if value is not None:
-            o[option] = value
+    o: dict[str, Any] = {"profile": saved.base, **cli_values(saved, TournamentSettings)}
+    if saved.judge_orders is not None:
+        o["judge_orders"] = saved.judge_orders
     roles = saved.models
     for option, value in (
         ("judge_model", roles.judge),
@@ -242,17 +224,12 @@ def profile_options(saved: SavedProfile) -> dict[str, Any]:
         o["model"] = roles.generate
     if saved.judges is not None:
         o["judges"] = tuple(saved.judges)
-    if saved.temperatures:
-        o["temperature"] = tuple(f"{r}={v}" for r, v in saved.temperatures.items())
     limits = saved.limits
     for option in ("max_calls", "max_usd", "max_input_tokens"):
         if getattr(limits, option) is not None:
             o[option] = getattr(limits, option)
     if limits.max_output_tokens is not None:
         o["max_output_tokens"] = (str(limits.max_output_tokens),)
-    if saved.concurrency is not None:
-        c = saved.concurrency
-        o["concurrency"] = (f"generate={c.generate}", f"judge={c.judge}", f"mutate={c.mutate}")
     return o
 
 

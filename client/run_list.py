@@ -13,18 +13,17 @@ import json
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel
-from temporalio.client import Client, WorkflowExecutionStatus
 
 from activities.config import Settings
 from activities.errors import ConfigError
-from activities.run_store import RunDirRefused
 from workflows.names import ASK, CAMPAIGN, PLAN_RUN, TOURNAMENT
 from workflows.run_ids import RUN_ID, RunIdInvalid, run_id_problem
 
 __all__ = [
+    "ENDED",
     "Kind",
     "RunRow",
     "checked_run_dir",
@@ -36,6 +35,9 @@ __all__ = [
     "store_row",
     "store_rows",
 ]
+
+if TYPE_CHECKING:  # the SDK is imported by the calls that reach a server, not to read the store
+    from temporalio.client import Client, WorkflowExecutionStatus
 
 Kind = Literal["ask", "mutate", "tournament", "rank", "plan", "campaign"]
 KINDS: tuple[str, ...] = get_args(Kind)
@@ -49,6 +51,8 @@ STATUSES = (
     "terminated",
     "timed_out",
 )
+ENDED = ("completed", "failed", "cancelled", "terminated", "timed_out")
+"""The states a run never leaves: what the run store says of such a run is final."""
 _KIND_OF_TYPE = {ASK: "ask", TOURNAMENT: "tournament", PLAN_RUN: "plan", CAMPAIGN: "campaign"}
 SERVER_LIST_LIMIT = 2_000
 
@@ -57,7 +61,7 @@ def state_name(status: WorkflowExecutionStatus | None) -> str:
     """A Temporal execution status in ponder's words (one spelling: ``cancelled``)."""
     if status is None:
         return "unknown"
-    if status == WorkflowExecutionStatus.CANCELED:
+    if status.name == "CANCELED":
         return "cancelled"
     return status.name.lower()
 
@@ -88,6 +92,8 @@ def checked_run_dir(runs_dir: Path, run_id: str) -> Path:
     if run_dir.is_symlink() or (
         run_dir.exists() and not run_dir.resolve().is_relative_to(Path(runs_dir).resolve())
     ):
+        from activities.run_store import RunDirRefused  # its module imports the SDK
+
         raise RunDirRefused(
             f"{run_dir} is a symlink or leads outside the run store: ponder reads only inside it"
         )

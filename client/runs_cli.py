@@ -10,8 +10,8 @@ import click
 
 from activities.config import load_settings
 from activities.errors import PonderError
+from client.embedded import EmbeddedServer
 from client.run_list import KINDS, STATUSES, RunRow, list_runs, parse_since
-from client.session import open_session
 
 __all__ = ["runs"]
 
@@ -33,6 +33,11 @@ def _cell(value: Any) -> str:
 )
 @click.option("--cells", is_flag=True, help="Also list each campaign's cell runs.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON rows.")
+@click.option(
+    "--live",
+    is_flag=True,
+    help="Ask the server too while the embedded server is down (starts it).",
+)
 @click.pass_context
 def runs(
     ctx: click.Context,
@@ -42,6 +47,7 @@ def runs(
     limit: int,
     cells: bool,
     as_json: bool,
+    live: bool,
 ) -> None:
     """List runs (kind, status, created, calls, USD, winner or outcome), newest first."""
     settings = load_settings(ctx.obj["config"])
@@ -49,6 +55,14 @@ def runs(
         parse_since(since)  # a bad value is refused before anything connects
 
     async def go() -> list[RunRow]:
+        if not live and not settings.temporal_address and not EmbeddedServer(settings.home).up():
+            # The embedded server is down, so no run of this home is moving: the run store's
+            # rows are what the server would add to, without starting it (seconds).
+            return await list_runs(
+                settings, None, kind=kind, status=status, since=since, limit=limit, cells=cells
+            )
+        from client.session import open_session  # not for --help, nor for the run store alone
+
         try:
             async with open_session(settings, worker=False) as session:
                 return await list_runs(

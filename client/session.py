@@ -208,7 +208,7 @@ async def open_session(
             yield Session(client, settings, embedded=False)
             return
         server = EmbeddedServer(settings.home)
-        async with server.lease() as info:
+        async with server.lease(idle_s=settings.server_idle_s) as info:
             client = await connect(settings, info.address)
             await replace_stale_background_worker(settings, client)
             if not worker:

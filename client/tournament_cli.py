@@ -13,24 +13,18 @@ import click
 from click.core import ParameterSource
 
 from activities.config import load_settings
+from client.click_fields import settings_options
 from client.profiles import apply_profile
 from client.runs import new_run_id, start_and_follow
 from client.tournament_estimate import TournamentEstimate, estimate
 from client.tournament_follow import follow, print_outcome
 from client.tournament_inputs import build_input
-from client.tournament_options import (
-    CONCURRENCY_PHASES,
-    TEMPERATURE_ROLES,
-)
+from client.tournament_options import TournamentSettings
 from workflows.names import TOURNAMENT
 from workflows.run_ids import check_run_id
 from workflows.tournament.preflight import preflight
-from workflows.tournament.prompts import Style
 from workflows.tournament.types import (
     JudgeOrders,
-    OnBudgetExhausted,
-    Rounds,
-    Schedule,
     TournamentInput,
     TournamentResult,
 )
@@ -47,36 +41,10 @@ __all__ = ["think"]
     help="Built-in (n, k, t, m): quick 4/2/1/2, balanced 8/3/2/4, paper 20/4/3/10; "
     "or a saved profile (ponder profile list).",
 )
-@click.option("--n", type=int, default=None, help="Population size (overrides the profile's).")
-@click.option("--k", type=int, default=None, help="Judge degree per generation (overrides).")
-@click.option("--t", type=int, default=None, help="Number of generations (overrides).")
-@click.option("--m", type=int, default=None, help="Final judging degree (overrides).")
-@click.option(
-    "--lambda",
-    "lambda_",
-    type=float,
-    default=None,
-    help="Bradley-Terry L2 regularisation (profile default 0.01).",
-)
-@click.option(
-    "--temperature",
-    multiple=True,
-    metavar="ROLE=X",
-    help=f"Sampling temperature of a role ({', '.join(TEMPERATURE_ROLES)}); repeatable.",
-)
-@click.option("--provider", default=None, help="Provider for every role, e.g. the simulated one.")
-@click.option("--model", default=None, help="provider:model for every role.")
+@settings_options(TournamentSettings)  # n, k, t, m, lambda, temperature, provider, model, ...
 @click.option("--judge-model", default=None, help="provider:model of the judge.")
 @click.option("--mutator-model", default=None, help="provider:model of the mutator.")
 @click.option("--finalizer-model", default=None, help="Polish the winner with this model.")
-@click.option("--rubric", default=None, help="What makes an answer better (default: built-in).")
-@click.option(
-    "--prompt-style",
-    type=click.Choice(get_args(Style)),
-    default="general",
-    show_default=True,
-    help="Built-in prompt set (paper-programming: C++17 solutions with code rubrics).",
-)
 @click.option(
     "--prompts",
     type=click.Path(dir_okay=False),
@@ -87,21 +55,6 @@ __all__ = ["think"]
     "--include-prompts",
     is_flag=True,
     help="Store every rendered prompt in the run directory (prompts/<sha256>.json).",
-)
-@click.option(
-    "--schedule",
-    type=click.Choice(get_args(Schedule)),
-    default="k-regular",
-    show_default=True,
-    help="Pair schedule of judging: k-regular (the paper) or adaptive (Thompson sampling).",
-)
-@click.option(
-    "--rounds",
-    type=click.Choice(get_args(Rounds)),
-    default="barrier",
-    show_default=True,
-    help="pipelined: judge a pair as soon as both of its candidates exist instead of after "
-    "the whole phase (the same calls and result, less waiting on slow calls).",
 )
 @click.option(
     "--judge-orders",
@@ -124,13 +77,6 @@ __all__ = ["think"]
     default=TournamentInput.model_fields["bootstrap_resamples"].default,
     show_default=True,
     help="Resamples behind each final score's 95% interval (0: no intervals).",
-)
-@click.option(
-    "--concurrency",
-    multiple=True,
-    metavar="N|PHASE=N",
-    help="Calls in flight at once: N for every phase, or PHASE=N for "
-    f"{', '.join(CONCURRENCY_PHASES)} (default 8).",
 )
 @click.option("--seed", type=int, default=None, help="Run seed (default: drawn and recorded).")
 @click.option(
@@ -156,20 +102,6 @@ __all__ = ["think"]
     default=TournamentInput.model_fields["critique_chars"].default,
     show_default=True,
     help="Cap on the critique a mutator receives (at least 256).",
-)
-@click.option(
-    "--on-budget-exhausted",
-    type=click.Choice(get_args(OnBudgetExhausted)),
-    default="pause",
-    show_default=True,
-    help="pause: wait for ponder extend; fail: end the run with budget.exhausted.",
-)
-@click.option(
-    "--invalid-json-retries",
-    type=click.IntRange(min=0),
-    default=1,
-    show_default=True,
-    help="Extra (billed) judge calls when its output is not a valid verdict.",
 )
 @click.option(
     "--include-raw-outputs", is_flag=True, help="Keep the judge's raw text in comparisons."

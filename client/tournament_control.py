@@ -1,4 +1,5 @@
-"""Commands on a run that already exists: ``status``, ``watch``, ``extend``, ``cancel``, ``report``.
+"""Commands on a run that already exists: ``status`` (its server half), ``watch``, ``extend``,
+``cancel`` (``report`` reads the run store alone: ``client.report_cli``).
 
 Each works on a tournament; ``status``, ``watch`` and ``report`` also give an Ask run its own view;
 a plan run and a campaign get all five (dispatch on the workflow type).
@@ -10,7 +11,6 @@ import asyncio
 import contextlib
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 
+from activities.config import Settings
 from activities.errors import ConfigError
 from client import campaign_control
 from client.budget_extend import extend_budget, new_limits, require_a_limit
@@ -47,7 +48,7 @@ from workflows.plan.run_types import PlanRunResult, PlanStatus
 from workflows.run_ids import check_run_id
 from workflows.tournament.types import Progress, TournamentResult
 
-__all__ = ["cancel", "extend", "report", "status", "watch"]
+__all__ = ["cancel", "extend", "show_status", "watch"]
 
 # How following a run ends, by kind: its result, or its progress when it paused on its budget.
 Followed = (
@@ -110,13 +111,9 @@ Shown = Progress | dict[str, Any] | PlanStatus | CampaignProgress
 """What ``status`` shows: a tournament's progress, an Ask's view, a plan's or campaign's status."""
 
 
-@click.command()
-@click.argument("run_id")
-@click.option("--json", "as_json", is_flag=True, help="Print the progress query as JSON.")
-@click.pass_context
-def status(ctx: click.Context, run_id: str, as_json: bool) -> None:
-    """Show a run's progress: status, phase, budget, leaderboard top 5 (or an Ask's answer)."""
-    settings = command_settings(ctx)
+def show_status(settings: Settings, run_id: str, *, as_json: bool) -> None:
+    """``ponder status`` from the server: the run's own view, by kind (``client.status_cli``
+    shows an ended run from its run store when the embedded server is down)."""
 
     async def look(session: Session) -> tuple[Shown, Any]:
         handle = await _handle(session, run_id)
@@ -328,42 +325,3 @@ def cancel(ctx: click.Context, run_id: str) -> None:
 
     asyncio.run(go())
     sys.exit(1)
-
-
-@click.command()
-@click.argument("run_id")
-@click.pass_context
-def report(ctx: click.Context, run_id: str) -> None:
-    """Print the path of a run's report.html (re-rendered from its run directory)."""
-    from activities.run_store import RunStore
-    from activities.tournament.report import (
-        render_ask_report,
-        render_report,
-        report_data_from_run_dir,
-    )
-
-    check_run_id(run_id)  # run.id_invalid (exit 2) before anything is touched
-    settings = command_settings(ctx)
-    store = RunStore(settings.runs_dir)
-    run_dir = store.run_dir(run_id)
-    if campaign_control.is_campaign_dir(Path(run_dir)):
-        click.echo(str(campaign_control.rerender_report(settings, run_id)[0] / "report.html"))
-        return
-    if (run_dir / "trace.jsonl").exists() and not (run_dir / "summary.json").exists():
-        from activities.plan.report import render_plan_report  # a plan run
-
-        click.echo(str(store.write(run_id, "report.html", render_plan_report(Path(run_dir)))))
-        return
-    try:
-        summary = json.loads((run_dir / "summary.json").read_text())
-    except (OSError, ValueError):
-        raise ConfigError(
-            "run.not_found", f"no run artifacts in {run_dir}: check the run id"
-        ) from None
-    if "winner_id" not in summary:  # an Ask run: its answer and usage, no leaderboard
-        answer = run_dir / "artifacts/answer.txt"
-        text = answer.read_text() if answer.exists() else None
-        html = render_ask_report(summary, text)
-    else:
-        html = render_report(report_data_from_run_dir(Path(run_dir)))
-    click.echo(str(store.write(run_id, "report.html", html)))

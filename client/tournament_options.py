@@ -6,14 +6,21 @@ import json
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import Annotated, Any, TypeVar
 
 from pydantic import ConfigDict, Field, ValidationError
 
 from activities.errors import ConfigError
+from client.option_fields import CliOption
 from workflows.inputs import StrictModel
 from workflows.tournament.prompts import PromptOverrides, Style
-from workflows.tournament.types import Concurrency, OnBudgetExhausted, Schedule
+from workflows.tournament.types import (
+    Concurrency,
+    OnBudgetExhausted,
+    Rounds,
+    Schedule,
+    TournamentInput,
+)
 
 __all__ = [
     "CONCURRENCY_PHASES",
@@ -47,29 +54,87 @@ TOKEN_ROLES: Mapping[str, str] = {
 CONCURRENCY_PHASES = ("generate", "judge", "mutate")
 
 
+def _think_default(field: str) -> Any:
+    """The workflow input's default: what ``ponder think`` runs with when nothing sets it."""
+    return TournamentInput.model_fields[field].default
+
+
 class TournamentSettings(StrictModel):
     """The ``ponder think`` settings a saved profile holds and the MCP ``think`` tool takes,
-    declared once (``client.profiles.SavedProfile`` and ``client.mcp.args.ThinkArgs`` extend
-    it); every field is optional: unset, the profile or the think default applies."""
+    declared once: ``client.profiles.SavedProfile`` and ``client.mcp.args.ThinkArgs`` extend
+    it and ``ponder think``'s options are built from it (``client.click_fields``; a
+    ``CliOption`` marks a field whose option differs from the plain rule). Every field is
+    optional: unset, the profile or the think default applies."""
 
     model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
 
-    n: int | None = None
-    k: int | None = None
-    t: int | None = None
-    m: int | None = None
-    lambda_: float | None = Field(default=None, alias="lambda")
-    temperatures: dict[str, float] = Field(
-        default={}, description="sampling temperature by role: generate, judge, mutate, finalize"
+    n: int | None = Field(default=None, description="Population size (overrides the profile's).")
+    k: int | None = Field(
+        default=None, description="Judge degree per generation (overrides the profile's)."
     )
-    provider: str | None = Field(default=None, description="provider for every role, e.g. sim")
-    model: str | None = Field(default=None, description="provider:model for every role")
-    rubric: str | None = None
-    prompt_style: Style | None = None
-    schedule: Schedule | None = None
-    concurrency: Concurrency | None = None
-    on_budget_exhausted: OnBudgetExhausted | None = None
-    invalid_json_retries: int | None = Field(default=None, ge=0)
+    t: int | None = Field(
+        default=None, description="Number of generations (overrides the profile's)."
+    )
+    m: int | None = Field(
+        default=None, description="Final judging degree (overrides the profile's)."
+    )
+    lambda_: float | None = Field(
+        default=None,
+        alias="lambda",
+        description="Bradley-Terry L2 regularisation (profile default 0.01).",
+    )
+    temperatures: Annotated[
+        dict[str, float],
+        CliOption(flag="temperature", multiple=True, metavar="ROLE=X"),
+    ] = Field(
+        default={},
+        description=f"Sampling temperature of a role ({', '.join(TEMPERATURE_ROLES)}).",
+    )
+    provider: str | None = Field(
+        default=None, description="Provider for every role, e.g. sim (the simulated one)."
+    )
+    model: str | None = Field(default=None, description="provider:model for every role.")
+    rubric: str | None = Field(
+        default=None, description="What makes an answer better (default: built-in)."
+    )
+    prompt_style: Annotated[Style | None, CliOption(default=_think_default("prompt_style"))] = (
+        Field(
+            default=None,
+            description="Built-in prompt set (paper-programming: C++17 solutions with code "
+            "rubrics).",
+        )
+    )
+    schedule: Annotated[Schedule | None, CliOption(default=_think_default("schedule"))] = Field(
+        default=None,
+        description="Pair schedule of judging: k-regular (the paper) or adaptive (Thompson "
+        "sampling).",
+    )
+    rounds: Annotated[Rounds | None, CliOption(default=_think_default("rounds"))] = Field(
+        default=None,
+        description="pipelined: judge a pair as soon as both of its candidates exist instead of "
+        "after the whole phase (the same calls and result, less waiting on slow calls).",
+    )
+    concurrency: Annotated[
+        Concurrency | None,
+        CliOption(multiple=True, metavar="N|PHASE=N", form="N for every phase or PHASE=N for one."),
+    ] = Field(
+        default=None,
+        description=f"Calls in flight at once per phase ({', '.join(CONCURRENCY_PHASES)}; "
+        "default 8).",
+    )
+    on_budget_exhausted: Annotated[
+        OnBudgetExhausted | None, CliOption(default=_think_default("on_budget_exhausted"))
+    ] = Field(
+        default=None,
+        description="pause: wait for ponder extend; fail: end the run with budget.exhausted.",
+    )
+    invalid_json_retries: Annotated[
+        int | None, CliOption(default=_think_default("invalid_json_retries"))
+    ] = Field(
+        default=None,
+        ge=0,
+        description="Extra (billed) judge calls when its output is not a valid verdict.",
+    )
 
 
 def read_file(name: str, *, what: str = "candidate") -> str:

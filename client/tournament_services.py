@@ -8,16 +8,16 @@ from typing import get_args
 
 import click
 
+from client.click_fields import field_option
 from client.command_settings import command_settings
 from client.runs import new_run_id, start_run
 from client.session import open_session
 from client.tournament_follow import follow, print_outcome
 from client.tournament_inputs import build_mutate_input, build_rank_input
-from client.tournament_options import read_file, read_task
+from client.tournament_options import TournamentSettings, read_file, read_task
 from workflows.names import TOURNAMENT
 from workflows.run_ids import check_run_id
 from workflows.tournament.profiles import ALL_PAIRS_FREE_LIMIT, RankMode
-from workflows.tournament.prompts import Style
 from workflows.tournament.types import Progress, TournamentResult
 
 __all__ = ["mutate", "rank"]
@@ -26,7 +26,7 @@ __all__ = ["mutate", "rank"]
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--task", required=True, help="The task the candidates answer (or @file).")
-@click.option("--rubric", default=None, help="What makes an answer better (default: built-in).")
+@field_option(TournamentSettings, "rubric")
 @click.option("--model", default=None, help="Judge model, provider:model.")
 @click.option(
     "--rank-mode",
@@ -103,15 +103,9 @@ def rank(
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--task", required=True, help="The task the candidate answers (or @file).")
 @click.option("--critique", required=True, help="What to improve (or @file).")
-@click.option("--rubric", default=None, help="What makes an answer better (default: built-in).")
+@field_option(TournamentSettings, "rubric")
 @click.option("--model", default=None, help="Mutator model, provider:model.")
-@click.option(
-    "--prompt-style",
-    type=click.Choice(get_args(Style)),
-    default="general",
-    show_default=True,
-    help="Built-in prompt set (paper-programming: C++17 solutions).",
-)
+@field_option(TournamentSettings, "prompt_style")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for sim draws.")
 @click.pass_context
 def mutate(

@@ -40,7 +40,7 @@ async def run_worker(
         "staying": functools.partial(_reclaim, settings),
     }
     if embedded or not settings.temporal_address:
-        async with EmbeddedServer(settings.home).lease() as info:
+        async with EmbeddedServer(settings.home).lease(idle_s=settings.server_idle_s) as info:
             client = await connect(settings, info.address)
             await serve(client, settings, options, exit_when_idle=exit_when_idle, **hooks)
     else:

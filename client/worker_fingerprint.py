@@ -18,7 +18,9 @@ def worker_fingerprint(settings: Settings) -> str:
     Secrets enter only as a digest inside this digest: a rotated key is a new configuration (an
     old worker would send the old key), yet nothing of a key can be read back from the result.
     """
-    config = settings.model_dump(mode="json", exclude={"config_file", "temporal_address"})
+    # The server's idle period is the CLI's: it changes nothing a worker does.
+    skipped = {"config_file", "temporal_address", "server_idle_s"}
+    config = settings.model_dump(mode="json", exclude=skipped)
     names = {e.api_key_env for e in settings.providers.values() if e.api_key_env}
     names |= {name for e in settings.providers.values() for name in e.env}
     names |= {n.url_env for n in settings.notifiers.values() if n.url_env}

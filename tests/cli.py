@@ -22,7 +22,8 @@ class Done:
 
 def cli_env(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TEMPORAL_", "PONDER_"))}
-    env.update({"PONDER_HOME": str(home), **extra})
+    # The server stops with its last command, as each test expects (unless it sets a period).
+    env.update({"PONDER_HOME": str(home), "PONDER_SERVER_IDLE_S": "0", **extra})
     return env
 
 

@@ -20,6 +20,9 @@ from tests.fakes import FakeProvider
 from worker.worker import WorkerOptions, running_worker
 
 os.environ.pop("TEMPORAL_ADDRESS", None)
+# An embedded server stops with its last user in tests (a test that wants the idle period sets
+# it): none outlives the test that started it.
+os.environ.setdefault("PONDER_SERVER_IDLE_S", "0")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -56,7 +59,9 @@ def server_address(dev_server: WorkflowEnvironment) -> str:
 def settings(tmp_path: Path) -> Settings:
     base = load_settings(home=str(tmp_path / "home"))
     # The test's own directory is where its plan runs may keep their workspaces.
-    return base.model_copy(update={"config_file": None, "workspace_roots": [tmp_path]})
+    return base.model_copy(
+        update={"config_file": None, "workspace_roots": [tmp_path], "server_idle_s": 0.0}
+    )
 
 
 @pytest.fixture

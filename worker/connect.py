@@ -17,23 +17,33 @@ from temporalio.converter import DataConverter, ExternalStorage
 from activities.config import Settings, read_secret
 from activities.errors import ServerError
 from activities.payload_store import FileSystemStorageDriver
+from worker.logs import install_runtime
 
-__all__ = ["PonderPayloadConverter", "connect", "data_converter"]
+__all__ = ["PonderPayloadConverter", "before_connect", "connect", "data_converter"]
 
 # The SDK's Rust threads resolve a Python future through ``loop.call_soon_threadsafe``, which
 # drops the GIL for the loop's self-pipe write and takes it back afterwards. A main thread that
 # reaches interpreter finalization inside that gap aborts the process with "Fatal Python error:
 # PyGILState_Release ... finalizing" (exit 134; temporalio/sdk-python#300): it hit 1 script in 5
 # here. atexit handlers run before finalization starts, so giving the GIL away for a moment lets
-# such a callback finish first. Registered on import, so every script that connects gets it.
-EXIT_GRACE_S = 0.05
+# such a callback finish first. 50 ms was not enough on a loaded 2-core machine (1 fork in 20
+# still aborted at load 15), so it is 200 ms, paid only by a process that connected: the first
+# connect registers it, and commands that read the run store alone exit at once.
+EXIT_GRACE_S = 0.2
+_exit_hook: list[bool] = []
 
 
 def _let_sdk_callbacks_finish() -> None:
     time.sleep(EXIT_GRACE_S)
 
 
-atexit.register(_let_sdk_callbacks_finish)
+def before_connect() -> None:
+    """What a process needs once before its first ``Client.connect``: the SDK runtime with
+    ponder's logging, and the exit grace above."""
+    install_runtime()
+    if not _exit_hook:
+        _exit_hook.append(True)
+        atexit.register(_let_sdk_callbacks_finish)
 
 
 class PonderPayloadConverter(PydanticPayloadConverter):
@@ -82,6 +92,7 @@ async def connect(settings: Settings, address: str | None = None) -> Client:
             "no Temporal address: set TEMPORAL_ADDRESS or use the embedded server",
         )
     api_key = read_secret(settings.temporal_api_key_env)
+    before_connect()
     try:
         return await Client.connect(
             target,

@@ -13,15 +13,7 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-from temporalio.runtime import (
-    LogForwardingConfig,
-    LoggingConfig,
-    Runtime,
-    TelemetryConfig,
-    TelemetryFilter,
-)
-
-__all__ = ["LOG_NAME", "WORKER_HEARTBEAT", "configure_logging", "log_file"]
+__all__ = ["LOG_NAME", "WORKER_HEARTBEAT", "configure_logging", "install_runtime", "log_file"]
 
 WORKER_HEARTBEAT = timedelta(seconds=5)
 """How often a ponder worker tells the server it is alive (the SDK's default is 60 s); a
@@ -60,6 +52,31 @@ def configure_logging(*, debug: bool = False, argv: list[str] | None = None) -> 
         stderr.setLevel(logging.WARNING)
         stderr.setFormatter(logging.Formatter(_FORMAT))
         root.addHandler(stderr)
+    global _runtime_wanted
+    _runtime_wanted = True  # installed by the first connect: a read of the run store needs none
+    return path
+
+
+_runtime_wanted = False
+_runtime_installed = False
+
+
+def install_runtime() -> None:
+    """Before the first client connects: the Temporal runtime ``configure_logging`` asked for
+    (core logs forwarded to the log file, ponder's worker heartbeat). Importing the SDK takes
+    a few hundred ms, so a command that never connects never pays for it."""
+    global _runtime_installed
+    if not _runtime_wanted or _runtime_installed:
+        return
+    _runtime_installed = True
+    from temporalio.runtime import (
+        LogForwardingConfig,
+        LoggingConfig,
+        Runtime,
+        TelemetryConfig,
+        TelemetryFilter,
+    )
+
     # Temporal core writes its own log lines to stderr unless they are forwarded to Python.
     core = logging.getLogger("temporalio.core")
     Runtime.set_default(
@@ -74,4 +91,3 @@ def configure_logging(*, debug: bool = False, argv: list[str] | None = None) -> 
         ),
         error_if_already_set=False,
     )
-    return path

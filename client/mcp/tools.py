@@ -47,10 +47,12 @@ from client.mcp.args import (
 )
 from client.mcp.backend import Backend
 from client.mcp.follow import ProgressFn, follow_hint
+from client.option_fields import cli_defaults, cli_values, option_dest
 from client.profiles import PROFILE_EXISTS, ProfileStore, apply_profile, parse_profile
 from client.runs import new_run_id
 from client.tournament_estimate import estimate
 from client.tournament_inputs import build_input, build_mutate_input, build_rank_input
+from client.tournament_options import TournamentSettings
 from workflows.ask_types import AskInput
 from workflows.run_ids import check_run_id
 from workflows.tournament.profiles import BUILTIN_PROFILES
@@ -78,28 +80,16 @@ def _tournament_input(
     profile it drew on (None: a built-in one)."""
     b = args.budget
     options: dict[str, Any] = {
+        # The think settings as ponder think's options: its defaults, then what the caller set.
+        **cli_defaults(TournamentSettings),
+        **cli_values(args, TournamentSettings),
         "task": _no_file(args.task, "task"),
-        "rubric": args.rubric,
         "profile": args.profile,
-        "n": args.n,
-        "k": args.k,
-        "t": args.t,
-        "m": args.m,
-        "lambda_": args.lambda_,
-        "temperature": tuple(f"{r}={v}" for r, v in args.temperatures.items()),
-        "provider": args.provider,
-        "model": args.model,
         "judge_model": args.judge_model,
         "mutator_model": args.mutator_model,
         "finalizer_model": args.finalizer_model,
-        "prompt_style": args.prompt_style or "general",
         "prompts": None,
         "include_prompts": False,
-        "schedule": args.schedule or "k-regular",
-        "rounds": TournamentInput.model_fields["rounds"].default,
-        "concurrency": ()
-        if args.concurrency is None
-        else tuple(f"{p}={v}" for p, v in args.concurrency),
         "seed": args.seed,
         "max_calls": b.max_calls,
         "max_usd": b.max_usd,
@@ -110,16 +100,13 @@ def _tournament_input(
         "judge_orders": TournamentInput.model_fields["judge_orders"].default,
         "judges": (),
         "bootstrap_resamples": TournamentInput.model_fields["bootstrap_resamples"].default,
-        "on_budget_exhausted": args.on_budget_exhausted or "pause",
-        "invalid_json_retries": 1
-        if args.invalid_json_retries is None
-        else args.invalid_json_retries,
         "include_raw_outputs": False,
         "run_id": run_id,
         "dry_run": dry_run,
     }
     # What the caller gave beats a saved profile; what it left out, the profile may fill.
-    given = {_OPTION.get(f, f) for f in args.model_fields_set} | {"run_id", "task"}
+    fields = type(args).model_fields
+    given = {option_dest(f, fields[f]) for f in args.model_fields_set} | {"run_id", "task"}
     given |= {limit for limit, value in b if value is not None}
     options, saved = apply_profile(options, given, backend.settings.home)
     return build_input(backend.settings, **options), saved
@@ -132,9 +119,6 @@ async def think(backend: Backend, args: ThinkArgs, progress: ProgressFn) -> dict
     await backend.ponder.tournament(payload)
     started = {"run_id": run_id, "kind": "tournament", "profile": saved or args.profile}
     return await _maybe_wait(backend, run_id, args, progress, started)
-
-
-_OPTION = {"temperatures": "temperature"}
 
 
 async def plan(backend: Backend, args: PlanArgs, progress: ProgressFn) -> dict[str, Any]:

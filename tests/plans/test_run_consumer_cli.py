@@ -28,6 +28,7 @@ steps:
 """
 
 
+@pytest.mark.timeout(420)  # about 20 CLI processes: ~60 s on a quiet 2-core machine, 3x loaded
 async def test_step_done_checkpoint_revert_and_from_through_the_cli(
     env: dict[str, str],  # noqa: F811
     client: Client,

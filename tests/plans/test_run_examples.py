@@ -38,32 +38,7 @@ from workflows.plan.training import safe_name
 pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "plans"
-WRITER = """
-import json, os, sys
-prompt = sys.stdin.read()
-root = os.getcwd()  # the plan's workspace: ponder runs the agent there
-for line in prompt.splitlines():
-    if line.startswith("Files to write (workspace-relative): "):
-        for rel in line.split(": ", 1)[1].split(", "):
-            path = os.path.join(root, rel)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "w") as f:
-                f.write("written for " + os.environ["PONDER_STEP_ID"] + "\\n")
-item = next((l.split(": ", 1)[1] for l in prompt.splitlines()
-             if l.startswith("This branch handles the item: ")), None)
-if item is not None and "notes/<item>.md" in prompt:  # one file per fan-out item
-    os.makedirs(os.path.join(root, "notes"), exist_ok=True)
-    with open(os.path.join(root, "notes", item + ".md"), "w") as f:
-        f.write("notes on " + item + "\\n")
-if "GATE: PASS or GATE: FAIL" in prompt:
-    print("Checked.\\nGATE: PASS")
-elif '"questions"' in prompt:
-    print(json.dumps({"questions": ["What?", "Why?", "How?"]}))
-elif '"answer"' in prompt:
-    print(json.dumps({"question": "q", "answer": "a", "sources": []}))
-else:
-    print("done: " + prompt.splitlines()[0])
-"""
+WRITER = EXAMPLES.parent / "agents" / "writer.py"  # the command agent the examples ship
 WRITER_EXECUTORS = {"claude": "writer:agent", "openai": "writer:agent"}
 
 
@@ -75,10 +50,8 @@ def workspace(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-async def queue(client: Client, settings: Settings, tmp_path: Path) -> AsyncIterator[str]:
-    script = tmp_path / "writer.py"
-    script.write_text(WRITER)
-    writer = Endpoint(kind="command", argv=[sys.executable, str(script)])
+async def queue(client: Client, settings: Settings) -> AsyncIterator[str]:
+    writer = Endpoint(kind="command", argv=[sys.executable, str(WRITER)])
     name = f"test-{uuid.uuid4()}"
     async with running_worker(
         client, with_endpoint(settings, "writer", writer), WorkerOptions(task_queue=name)
@@ -321,24 +294,25 @@ async def wait_for_token(handle: Any, old: str) -> str:
 # -- every example, as its own header says to run it on the embedded default ------------------
 
 NOT_BY_ITS_HEADER = {
-    "code-change-qe.yaml": "test_code_change_with_a_cross_family_qe_gate",
-    "release-approval.yaml": "test_release_with_approval_gate_and_a_typed_pause",
-    "loop-plan-review.json": "test_loop_plan_examples",
     "ensure-checks.yaml": "test_ensure_checks_retry_then_a_judge_passes",
     "consumer-step.yaml": "test_a_consumer_step_answered_with_step_done",
     "checkpoint-revert.yaml": "test_a_checkpoint_reverted_at_the_gate",
     "worktree-fanout.yaml": "test_a_worktree_fanout_lands_each_items_notes",
 }
 """Examples that do not run on the embedded default alone, each run above by its own test:
-steps that deliver files (the sim writes none: a command agent writes them, the way a user
-declares ``claude -p``), a check of a file the workspace must hold, a step an external consumer
+a check of a file the workspace must hold, a step an external consumer
 answers, a revert made while the run waits, a fan-out in git worktrees (the workspace must be a
 git work tree; its test runs it on the sim too). (Left: recipes that set these up from the
 README.)"""
 
 
 def recipe(path: Path) -> list[str]:
-    """The ``#   ponder ...`` lines of an example's leading comment: how it runs as is."""
+    """The ``#   ponder ...`` lines of an example's leading comment (a JSON example, which has
+    no comments: the ``ponder ...`` commands its description ends with, three spaces before
+    each): how it runs as is."""
+    if path.suffix == ".json":
+        description = json.loads(path.read_text()).get("description", "")
+        return [c.strip() for c in description.split("   ") if c.startswith("ponder ")]
     found = []
     for line in path.read_text().splitlines():
         if not line.startswith("#"):
@@ -366,8 +340,9 @@ async def test_every_example_runs_on_the_embedded_default_as_its_header_says(
     name: str, example_shell: Any
 ) -> None:
     """Found by glob, so an example added later is covered: its leading comment gives the
-    ``ponder`` lines that run it on the embedded default (sim, or a family mapped to sim with
-    ``--executor``), the first with ``--run-id``; after them the run completes."""
+    ``ponder`` lines that run it on the embedded default (sim, a family mapped to sim with
+    ``--executor``, or the command agent ``examples/agents.toml`` declares), the first with
+    ``--run-id``; after them the run completes."""
     if name in NOT_BY_ITS_HEADER:
         source = Path(__file__).read_text()
         assert f"def {NOT_BY_ITS_HEADER[name]}(" in source  # run above, by its own test
@@ -375,12 +350,14 @@ async def test_every_example_runs_on_the_embedded_default_as_its_header_says(
     lines = recipe(EXAMPLES / name)
     assert lines, f"examples/plans/{name}: give its header a `#   ponder plan run ...` line"
     run = re.search(r"--run-id (\S+)", lines[0])
-    assert lines[0].startswith("ponder plan run ") and run, lines[0]
+    start = re.match(r"ponder (--config \S+ )?plan run ", lines[0])
+    assert start and run, lines[0]
+    config = start.group(1) or ""  # each line names the worker's configuration alike
     for line in lines:
         await example_shell.run(line, expect=None, timeout=200)
         assert "Traceback" not in example_shell.log[-1]
     for _ in range(240):  # a gate's deadline decides by itself within seconds
-        shown = await example_shell.run(f"ponder status {run.group(1)}", expect=None)
+        shown = await example_shell.run(f"ponder {config}status {run.group(1)}", expect=None)
         if re.search(r"state\s+completed", shown):
             return
         assert not re.search(r"state\s+(failed|cancelled)", shown), "\n".join(example_shell.log)

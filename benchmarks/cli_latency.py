@@ -1,0 +1,104 @@
+"""How long ``ponder`` commands take to answer (issue 16): each command's median wall time next to
+``python -c pass`` (the interpreter's own start on this machine).
+
+One sim Ask run is made first; the reads then run with the embedded server down (the run store
+answers: no server starts) and ``status --live`` with a ``ponder server`` running.
+
+    python -m benchmarks.cli_latency [--repeat 7] [--smoke]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.ask_latency import READY_TIMEOUT_S, ponder_env
+
+RUN_ID = "bench-ask"
+DOWN = [
+    ["--help"],
+    ["think", "--help"],
+    ["plan", "run", "--help"],
+    ["status", "--help"],
+    ["status", RUN_ID],
+    ["runs"],
+    ["report", RUN_ID],
+    ["export", RUN_ID],
+]
+UP = [["status", RUN_ID, "--live"], ["runs", "--live"]]
+
+
+def wall(argv: list[str], env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} exited {done.returncode}: {done.stderr[-800:]}")
+    return elapsed
+
+
+def ponder(*args: str) -> list[str]:
+    return [sys.executable, "-m", "client", *args]
+
+
+def measure(argv: list[str], env: dict[str, str], repeat: int) -> float:
+    return statistics.median(wall(argv, env) for _ in range(repeat))
+
+
+def with_server(home: Path, env: dict[str, str], repeat: int) -> list[tuple[str, float]]:
+    server = subprocess.Popen(
+        ponder("server"), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        assert server.stdout is not None
+        for line in server.stdout:
+            if line.startswith("Web UI"):
+                break
+            if time.monotonic() > deadline:
+                raise SystemExit("ponder server did not come up")
+        else:
+            raise SystemExit(f"ponder server exited {server.wait()}")
+        return [(f"ponder {' '.join(a)} (server up)", measure(ponder(*a), env, repeat)) for a in UP]
+    finally:
+        server.send_signal(signal.SIGINT)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=7, help="repetitions per command")
+    parser.add_argument("--smoke", action="store_true", help="one repetition, for the test suite")
+    args = parser.parse_args()
+    repeat = 1 if args.smoke else args.repeat
+    with tempfile.TemporaryDirectory(prefix="ponder-bench-") as tmp:
+        home = Path(tmp) / "home"
+        env = ponder_env(home)  # the server stops with the Ask: the reads find it down
+        wall(ponder("ask", "What is durable execution?", "--run-id", RUN_ID), env)
+        rows = [("python -c pass", measure([sys.executable, "-c", "pass"], env, repeat))]
+        rows += [(f"ponder {' '.join(a)}", measure(ponder(*a), env, repeat)) for a in DOWN]
+        if (home / "server.json").exists():
+            raise SystemExit("a read of an ended run started the embedded server")
+        rows += with_server(home, env, repeat)
+    load = os.getloadavg()[0]
+    print(
+        f"\nponder command wall time, median of {repeat}, load {load:.1f}, {os.cpu_count()} cores\n"
+    )
+    print(f"{'command':<44} {'median s':>9}")
+    for name, median in rows:
+        print(f"{name:<44} {median:>9.3f}")
+
+
+if __name__ == "__main__":
+    main()

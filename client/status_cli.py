@@ -1,0 +1,72 @@
+"""``ponder status``: a run's progress. An ended run in embedded mode, while the embedded server
+is down, is shown from its run store (what ``ponder runs`` knows of it, and its report) rather
+than start a server and a worker to answer a query; ``--live`` asks the server anyway, and any
+other run goes to the server (``client.tournament_control.show_status``).
+
+This module imports no SDK, so that read answers at once.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from activities.config import Settings
+from client.command_settings import command_settings
+from client.embedded import EmbeddedServer
+from client.run_list import ENDED, store_row
+from workflows.run_ids import check_run_id
+
+__all__ = ["ended_run_view", "status"]
+
+
+def ended_run_view(settings: Settings, run_id: str) -> dict[str, Any] | None:
+    """The run store's view of a run that has ended, or None (not stored, or not ended)."""
+    row = store_row(settings.runs_dir, run_id)
+    if row is None or row.status not in ENDED:
+        return None
+    view: dict[str, Any] = row.model_dump(exclude={"on_server", "in_store", "parent"})
+    run_dir = settings.runs_dir / run_id
+    answer = run_dir / "artifacts" / "answer.txt"
+    if answer.is_file():
+        view["answer_path"] = str(answer)
+    report = run_dir / "report.html"
+    if report.is_file():
+        view["report"] = str(report)
+    view["source"] = "run store"
+    return view
+
+
+def _store_first(settings: Settings, live: bool) -> bool:
+    # A cluster (TEMPORAL_ADDRESS) is up already; a running embedded server answers cheaply.
+    return not live and not settings.temporal_address and not EmbeddedServer(settings.home).up()
+
+
+@click.command()
+@click.argument("run_id")
+@click.option("--json", "as_json", is_flag=True, help="Print the progress query as JSON.")
+@click.option(
+    "--live",
+    is_flag=True,
+    help="Ask the server even for an ended run (starts the embedded server if it is down).",
+)
+@click.pass_context
+def status(ctx: click.Context, run_id: str, as_json: bool, live: bool) -> None:
+    """Show a run's progress: status, phase, budget, leaderboard top 5 (or an Ask's answer)."""
+    check_run_id(run_id)  # run.id_invalid (exit 2) before anything is touched
+    settings = command_settings(ctx)
+    view = ended_run_view(settings, run_id) if _store_first(settings, live) else None
+    if view is None:
+        from client.tournament_control import show_status
+
+        show_status(settings, run_id, as_json=as_json)
+        return
+    if as_json:
+        click.echo(json.dumps(view, indent=2))
+        return
+    for key, value in view.items():
+        if value is not None:
+            shown = f"{value:.4f}" if isinstance(value, float) else value
+            click.echo(f"{key.replace('_', ' '):<14} {shown}")
