@@ -61,12 +61,17 @@ def mcp(
             )
 
     # Imported here: the MCP SDK costs every other ponder command about a second to import.
+    from client.mcp.sampling import SessionSampler, serving_sampling
     from client.mcp.server import build_server
 
     async def go() -> None:
-        async with open_session(settings, worker=False) as session:
+        sampler = SessionSampler()
+        async with (
+            open_session(settings, worker=False) as session,
+            serving_sampling(session.client, settings, sampler),  # mcp: calls, to the host
+        ):
             backend = Backend(session)
-            server = build_server(backend)
+            server = build_server(backend, sampler)
             if where is None:
                 from mcp.server.stdio import stdio_server
 

@@ -66,8 +66,9 @@ class TournamentCalls:
         self.budget = Budget(limits=input.budget)
         self.usage: list[UsageRow] = []
         self._status: Status = "running"
-        self._waiting: dict[str, datetime] = {}
-        """Call id -> when its provider said to come back (``waiting_provider``)."""
+        self._waiting: dict[str, tuple[datetime, str]] = {}
+        """Call id -> when it goes on and why (``waiting_provider``): ``provider.retry_later``
+        (its provider said to come back) or ``provider.session_gone`` (no MCP session serves)."""
         self.stopping = False
         self.in_flight = 0
         """Calls dispatched and not yet answered."""
@@ -90,16 +91,23 @@ class TournamentCalls:
     @property
     def waiting_until(self) -> str | None:
         """When the first waiting call goes on (UTC, ISO 8601), if any waits."""
-        return min(self._waiting.values()).isoformat() if self._waiting else None
+        return min(self._waiting.values())[0].isoformat() if self._waiting else None
 
-    def _on_wait(self, call: CallModelInput) -> Callable[[datetime | None], None]:
-        def on_wait(until: datetime | None) -> None:
+    @property
+    def waiting_code(self) -> str | None:
+        """Why the first waiting call waits, if any waits."""
+        return min(self._waiting.values())[1] if self._waiting else None
+
+    def _on_wait(self, call: CallModelInput) -> Callable[[datetime | None, str], None]:
+        def on_wait(until: datetime | None, code: str) -> None:
             if until is None:
                 self._waiting.pop(call.call_id, None)
                 self.event("provider.resumed", call_id=call.call_id)
             else:
-                self._waiting[call.call_id] = until
-                self.event("provider.waiting", call_id=call.call_id, until=until.isoformat())
+                self._waiting[call.call_id] = (until, code)
+                self.event(
+                    "provider.waiting", call_id=call.call_id, until=until.isoformat(), code=code
+                )
 
         return on_wait
 

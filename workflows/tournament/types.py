@@ -300,6 +300,11 @@ class Progress(BaseModel):
     waiting_until: str | None = Field(
         default=None, description="waiting_provider: when a provider said to come back (UTC)"
     )
+    waiting_code: str | None = Field(
+        default=None,
+        description="waiting_provider: why: provider.retry_later (the provider asked for a "
+        "pause) or provider.session_gone (no MCP session is connected to answer mcp: calls)",
+    )
     usd_known: bool = Field(default=True, description="False once a call had no known price")
 
 

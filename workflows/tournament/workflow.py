@@ -385,6 +385,7 @@ class TournamentWorkflow:
             in_flight=self.calls.in_flight,
             refused=self.record.refused[-5:],
             waiting_until=self.calls.waiting_until,
+            waiting_code=self.calls.waiting_code,
             usd_known=all(row.priced for row in self.calls.usage),
         )
 
