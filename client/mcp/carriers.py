@@ -35,7 +35,7 @@ from activities.errors import ConfigError, ModelTimeoutError, SessionGoneError
 from activities.providers.sampling import SampleRequest
 from client.mcp.follow import ProgressFn
 
-__all__ = ["BATCH_S", "CARRIER_WAIT_S", "MAX_ROUND_CALLS", "ROUND_GRACE_S", "Carriers"]
+__all__ = ["BATCH_S", "CARRIER_WAIT_S", "ROUND_GRACE_S", "Carriers"]
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +43,6 @@ BATCH_S = 0.2
 """After the first waiting call, how long a round waits for its siblings (a phase's calls are
 scheduled together), so they go out in one round: a host's client caps the rounds of one tool
 call (the Python SDK's ``input_required_max_rounds``, 10 by default)."""
-MAX_ROUND_CALLS = 8
-"""``sampling/createMessage`` requests one ``InputRequiredResult`` holds at most."""
 ROUND_GRACE_S = 30.0
 """How long past its calls' timeout a carrier waits for its client's next round."""
 CARRIER_WAIT_S = 10.0
@@ -83,7 +81,9 @@ class _Carrier:
 class Carriers:
     """The waiting tool calls of 2026-07-28 sessions, and the ``mcp:`` calls waiting for one."""
 
-    def __init__(self) -> None:
+    def __init__(self, round_calls: int) -> None:
+        self.round_calls = round_calls
+        """``sampling/createMessage`` requests one ``InputRequiredResult`` holds at most."""
         self._carriers: dict[str, _Carrier] = {}
         self._waiting: list[_Ask] = []
         self._arrived = asyncio.Event()
@@ -196,7 +196,7 @@ class Carriers:
                 await self._arrived.wait()
                 continue
             await asyncio.sleep(BATCH_S)
-            live = [ask for ask in self._waiting if not ask.answer.done()][:MAX_ROUND_CALLS]
+            live = [ask for ask in self._waiting if not ask.answer.done()][: self.round_calls]
             if live:  # no await from here on: another carrier cannot take the same ones
                 for ask in live:
                     self._waiting.remove(ask)

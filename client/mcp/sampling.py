@@ -57,7 +57,7 @@ class SessionSampler:
 
     def __init__(self) -> None:
         self.sessions: list[ServerSession] = []
-        self.carriers = Carriers()
+        self.carriers = Carriers(round_calls=MAX_SAMPLING_CALLS)
         """2026-07-28 sessions: their waiting tool calls (``client/mcp/carriers.py``)."""
 
     def carries(self, ctx: ServerRequestContext[Any], waits: bool) -> bool:
