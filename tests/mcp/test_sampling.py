@@ -10,6 +10,7 @@ from typing import Any
 
 import mcp_types as types
 import pytest
+from mcp import Client as MCPClient
 from mcp.client.session import ClientRequestContext
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from temporalio.client import Client
@@ -19,7 +20,7 @@ from activities.errors import ConfigError
 from activities.providers import resolve_model
 from activities.providers.sampling import SampleRequest
 from tests.cli import cli_env, ponder
-from tests.mcp.helpers import stdio_client, structured
+from tests.mcp.helpers import serving, stdio_client, structured
 from workflows.call_options import CallOptions, session_task_queue
 from workflows.model_calls import PROVIDER_SESSION_GONE
 from workflows.names import QUERY_PROGRESS, TOURNAMENT
@@ -172,3 +173,29 @@ def test_session_queues_are_checked() -> None:
     with pytest.raises(ValueError, match="is not a session queue"):
         CallOptions(session_queues={"mcp": "anywhere"})
     assert CallOptions(session_queues={"mcp": "q.session.mcp"}).awaits_session("mcp:x")
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_sampling_over_http(
+    settings: Settings, server_address: str, worker_queue: str, mode: str
+) -> None:
+    """Streamable HTTP serves both: a handshake session's requests ride its stream, and a
+    2026-07-28 request (one POST each, no back-channel) carries them as input rounds."""
+    host = Host()
+    run_id = f"mcp-http-sample-{uuid.uuid4().hex[:8]}"
+    async with (
+        serving(_env(settings, server_address, worker_queue)) as port,
+        MCPClient(f"http://127.0.0.1:{port}/mcp", sampling_callback=host, mode=mode) as session,
+    ):
+        if mode == "auto":
+            assert session.protocol_version in MODERN_PROTOCOL_VERSIONS
+        done = structured(
+            await session.call_tool(
+                "think",
+                {"task": "Name a sorting algorithm", "model": f"mcp:{HINT}", "run_id": run_id}
+                | SMALL
+                | {"wait": True, "timeout_s": 60},
+            )
+        )
+    assert done["status"] == "completed", done
+    assert len(host.seen) == done["calls"] > 0
