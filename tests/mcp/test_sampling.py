@@ -13,7 +13,8 @@ import pytest
 from mcp import Client as MCPClient
 from mcp.client.session import ClientRequestContext
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.exceptions import ApplicationError
 
 from activities.config import Settings
 from activities.errors import ConfigError
@@ -21,9 +22,10 @@ from activities.providers import resolve_model
 from activities.providers.sampling import SampleRequest
 from tests.cli import cli_env, ponder
 from tests.mcp.helpers import serving, stdio_client, structured
+from workflows.ask_types import AskInput
 from workflows.call_options import CallOptions, session_task_queue
 from workflows.model_calls import PROVIDER_SESSION_GONE
-from workflows.names import QUERY_PROGRESS, TOURNAMENT
+from workflows.names import ASK, QUERY_PROGRESS, TOURNAMENT
 from workflows.tournament.profiles import BUILTIN_PROFILES, Profile
 from workflows.tournament.types import Progress, TournamentInput, TournamentResult
 
@@ -134,6 +136,29 @@ async def test_a_run_waits_for_a_session_then_goes_on(
         result = await asyncio.wait_for(handle.result(), 120)
     assert result.status == "completed"
     assert len(host.seen) == result.spent.calls > 0
+
+
+async def test_a_call_that_waits_out_its_schedule_to_close_fails_session_gone(
+    client: Client, worker_queue: str
+) -> None:
+    # Nothing ever polls the session queue: each try is never started (not a session_gone
+    # answer), and the call's 8 s run out at its second wait.
+    payload = AskInput(
+        question="q",
+        model=f"mcp:{HINT}",
+        calls=CallOptions(
+            schedule_to_close_s=8.0,
+            session_queues={"mcp": session_task_queue(worker_queue, "mcp")},
+        ),
+    )
+    handle = await client.start_workflow(
+        ASK, payload, id=f"mcp-gone-{uuid.uuid4().hex[:8]}", task_queue=worker_queue
+    )
+    with pytest.raises(WorkflowFailureError) as failed:
+        await asyncio.wait_for(handle.result(), 90)
+    cause = failed.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == PROVIDER_SESSION_GONE, cause
+    assert "within its schedule-to-close (8 s" in cause.message, cause.message
 
 
 async def _until_waiting(handle: Any, timeout: float = 90) -> Progress:
