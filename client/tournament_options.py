@@ -14,7 +14,13 @@ from activities.errors import ConfigError
 from client.option_fields import CliOption
 from workflows.inputs import StrictModel
 from workflows.tournament.prompts import PromptOverrides, Style
-from workflows.tournament.types import Concurrency, OnBudgetExhausted, Schedule, TournamentInput
+from workflows.tournament.types import (
+    Concurrency,
+    OnBudgetExhausted,
+    Rounds,
+    Schedule,
+    TournamentInput,
+)
 
 __all__ = [
     "CONCURRENCY_PHASES",
@@ -102,6 +108,11 @@ class TournamentSettings(StrictModel):
         default=None,
         description="Pair schedule of judging: k-regular (the paper) or adaptive (Thompson "
         "sampling).",
+    )
+    rounds: Annotated[Rounds | None, CliOption(default=_think_default("rounds"))] = Field(
+        default=None,
+        description="pipelined: judge a pair as soon as both of its candidates exist instead of "
+        "after the whole phase (the same calls and result, less waiting on slow calls).",
     )
     concurrency: Annotated[
         Concurrency | None,

@@ -36,7 +36,7 @@ EVERY = TournamentSettings.model_validate(
         "n": 6, "k": 3, "t": 1, "m": 2, "lambda": 0.05,
         "temperatures": {"judge": 0.2, "finalize": 0.0},
         "provider": "sim", "model": "sim:default", "rubric": "short",
-        "prompt_style": "paper-programming", "schedule": "adaptive",
+        "prompt_style": "paper-programming", "schedule": "adaptive", "rounds": "pipelined",
         "concurrency": Concurrency(generate=2, judge=5, mutate=3),
         "on_budget_exhausted": "fail", "invalid_json_retries": 0,
     }
@@ -73,7 +73,7 @@ def test_the_command_line_the_mcp_arguments_and_a_profile_give_the_same_options(
         "x", "--n", "6", "--k", "3", "--t", "1", "--m", "2", "--lambda", "0.05",
         "--temperature", "judge=0.2", "--temperature", "finalize=0.0",
         "--provider", "sim", "--model", "sim:default", "--rubric", "short",
-        "--prompt-style", "paper-programming", "--schedule", "adaptive",
+        "--prompt-style", "paper-programming", "--schedule", "adaptive", "--rounds", "pipelined",
         "--concurrency", "generate=2", "--concurrency", "judge=5", "--concurrency", "mutate=3",
         "--on-budget-exhausted", "fail", "--invalid-json-retries", "0",
     ]  # fmt: skip
