@@ -33,7 +33,7 @@ from client.plan_follow import (
 )
 from client.run_list import state_name
 from client.runs import failure_message, through_restarts, wait_or_detach
-from client.session import Session, open_session, spawn_background_worker
+from client.session import Session, open_session, query_answerer, spawn_background_worker
 from client.tournament_follow import (
     follow,
     print_outcome,
@@ -117,19 +117,21 @@ def show_status(settings: Settings, run_id: str, *, as_json: bool) -> None:
     async def look(session: Session) -> tuple[Shown, Any]:
         handle = await _handle(session, run_id)
         kind = (await handle.describe()).workflow_type
-        if kind == PLAN_RUN:
-            return await plan_status(handle), None
-        if kind == CAMPAIGN:
-            return await campaign_control.query_progress(handle), None
         if kind == ASK:
-            return await _ask_view(session, handle), None
-        progress = await handle.query(QUERY_PROGRESS, result_type=Progress)
-        return progress, await run_times(handle)
+            return await _ask_view(session, handle), None  # describe and result: no query
+        async with query_answerer(session):
+            if kind == PLAN_RUN:
+                return await plan_status(handle), None
+            if kind == CAMPAIGN:
+                return await campaign_control.query_progress(handle), None
+            progress = await handle.query(QUERY_PROGRESS, result_type=Progress)
+            return progress, await run_times(handle)
 
     async def go() -> tuple[Shown, Any]:
-        # A query is answered by a worker, so embedded mode runs one here too. Only reads:
-        # retried whole through a server restart, like a command that waits on a run.
-        async with open_session(settings) as session:
+        # A query needs a worker: the one polling the run's queue answers it if there is one,
+        # else one runs here (``query_answerer``). Only reads: retried whole through a server
+        # restart, like a command that waits on a run.
+        async with open_session(settings, worker=False) as session:
             return await through_restarts(lambda: look(session))
 
     shown, times = asyncio.run(go())

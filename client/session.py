@@ -36,6 +36,7 @@ __all__ = [
     "Session",
     "on_sigterm",
     "open_session",
+    "query_answerer",
     "reclaim_background_worker",
     "release_background_worker",
     "replace_stale_background_worker",
@@ -222,6 +223,36 @@ async def open_session(
                 if terminated() and await _runs_open(client, settings.task_queue):
                     spawn_background_worker(settings)
                 raise
+
+
+@contextlib.asynccontextmanager
+async def query_answerer(session: Session) -> AsyncIterator[None]:
+    """Within the block a query on the session's task queue gets answered, at the least cost.
+
+    A query is answered by a worker polling the run's queue. In embedded mode the home's
+    background worker does when its process lives and the queue shows a live worker (it polls:
+    one just spawned may not yet), so nothing starts here and a read of a live run costs its
+    round trips alone; else a worker runs in this process for the block, as every command's did.
+    The poller list alone cannot decide it: a command's own worker that just stopped is listed
+    for a few seconds, and a query sent then fails ("no poller seen for task queue recently").
+    A cluster waits for a worker (``NoWorkerError`` after ``NO_WORKER_WAIT_S``), as
+    ``open_session`` does.
+    """
+    client, settings = session.client, session.settings
+    if not session.embedded:
+        await wait_for_worker(client, settings.task_queue, NO_WORKER_WAIT_S)
+        yield
+        return
+    if running_background_worker(settings) is not None and await has_worker(
+        client, settings.task_queue
+    ):
+        yield
+        return
+    options = WorkerOptions(
+        settings.task_queue, graceful_shutdown=IN_PROCESS_SHUTDOWN, embedded=True
+    )
+    async with running_worker(client, settings, options):
+        yield
 
 
 # -- the background worker -----------------------------------------------------------------

@@ -4,16 +4,18 @@ no Temporal SDK."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from client.cli import COMMANDS
 from client.embedded import EmbeddedServer
-from tests.cli import cli_env, ponder
+from tests.cli import cli_env, finish, one_server, ponder, start_ponder
 from tests.test_embedded import server_pids, wait_until
 
 HEAVY = ("temporalio", "rich", "jinja2", "numpy", "scipy", "mcp", "httpx", "uvicorn")
@@ -79,8 +81,8 @@ async def test_ended_runs_are_read_from_the_store_after_the_server_idled_out(
     assert second.code == 0, second.err
     state = server.read_state()
     assert state is not None and state.pid == lingering.pid  # the burst paid for one start
-    await wait_until(lambda: not server_pids(server.db), 90)  # then the idle period ends
-    assert not server.state_file.exists()
+    # Then the idle period ends: the keeper stops the server, then removes its record.
+    await wait_until(lambda: not server_pids(server.db) and not server.state_file.exists(), 90)
     log_size = server.log_file.stat().st_size
 
     shown = await ponder("status", "a1", env=env)
@@ -101,3 +103,61 @@ async def test_ended_runs_are_read_from_the_store_after_the_server_idled_out(
     # None of those reads started a server (each start appends to the server's log).
     assert not server.state_file.exists() and not server_pids(server.db)
     assert server.log_file.stat().st_size == log_size
+
+
+async def _poller_identities(home: Path, task_queue: str) -> set[str]:
+    from temporalio.api.enums.v1 import TaskQueueType
+    from temporalio.api.taskqueue.v1 import TaskQueue
+    from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+    from temporalio.client import Client
+
+    info = EmbeddedServer(home).read_state()
+    assert info is not None
+    client = await Client.connect(info.address)
+    described = await client.workflow_service.describe_task_queue(
+        DescribeTaskQueueRequest(
+            namespace=client.namespace,
+            task_queue=TaskQueue(name=task_queue),
+            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+        )
+    )
+    return {poller.identity for poller in described.pollers}
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_leftover_processes")
+async def test_status_of_a_live_run_asks_the_worker_that_serves_it(tmp_path: Path) -> None:
+    """A query needs a worker polling the run's queue: with the background worker serving the
+    run, ``status`` starts none of its own (the poller list would show its pid)."""
+    env = cli_env(tmp_path)
+    async with one_server(tmp_path):
+        paused = await ponder(
+            "think",
+            "Sort a list",
+            "--seed",
+            "4",
+            "--model",
+            "sim:default,invalid_json_rate=0.5",
+            "--invalid-json-retries",
+            "3",
+            "--max-calls",
+            "15",  # the plan's calls: a retried judge call leaves the run paused, live
+            "--run-id",
+            "t1",
+            "--detach",
+            env=env,
+        )
+        assert paused.code == 0, paused.err  # the background worker runs it into its pause
+        record = json.loads((tmp_path / "workers" / "ponder.json").read_text())
+        deadline = time.monotonic() + 90
+        while not any(
+            i.startswith(f"{record['pid']}@") for i in await _poller_identities(tmp_path, "ponder")
+        ):
+            assert time.monotonic() < deadline, "the background worker never polled"
+            await asyncio.sleep(0.2)
+        process = await start_ponder("status", "t1", "--json", env=env)
+        shown = await finish(process)
+        assert shown.code == 0, shown.err
+        assert json.loads(shown.out)["status"] in ("running", "awaiting_budget"), shown.out
+        identities = await _poller_identities(tmp_path, "ponder")
+        assert not any(i.startswith(f"{process.pid}@") for i in identities), identities
