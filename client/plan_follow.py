@@ -22,11 +22,9 @@ from temporalio.service import RPCError
 
 from activities.config import Settings
 from activities.errors import ConfigError
-from client.documents import check_text
 from client.hints import ponder_program
 from client.live import live_panel
 from client.plan_extend import blocking_limit, plan_limits
-from client.plan_input import from_checkpoint, routing, run_workspace
 from client.runs import (
     RunFailed,
     ctrl_c_detaches,
@@ -37,7 +35,6 @@ from client.runs import (
     start_and_follow,
 )
 from client.session import Session, open_session, spawn_background_worker
-from client.validate_output import print_invalid
 from workflows.bounds import MAX_DECIDER_CHARS
 from workflows.names import (
     PLAN_RUN,
@@ -270,6 +267,11 @@ def finish(outcome: PlanRunResult | PlanStatus) -> NoReturn:
 
 def start_plan(settings: Settings, file: str, options: dict[str, Any]) -> NoReturn:
     """``ponder plan run FILE``: validate (exit 2 with every error), start, follow, finish."""
+    # The validator and the input's checks load only for a run (status and watch skip them).
+    from client.documents import check_text
+    from client.plan_input import from_checkpoint, routing, run_workspace
+    from client.validate_output import print_invalid
+
     try:
         text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

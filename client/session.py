@@ -30,7 +30,6 @@ from client.call_routes import RouteLookups
 from client.connect import connect
 from client.embedded import EmbeddedServer, child_environment
 from client.worker_fingerprint import worker_fingerprint
-from worker.worker import WorkerOptions, running_worker
 
 __all__ = [
     "Session",
@@ -190,18 +189,28 @@ async def _runs_open(client: Client, task_queue: str) -> bool:
 
 
 @contextlib.asynccontextmanager
+async def own_worker(client: Client, settings: Settings) -> AsyncIterator[None]:
+    """This command's own worker on the task queue for the block. The worker (every workflow
+    and activity) is imported here, by a command that runs one, and by no other."""
+    from worker.worker import WorkerOptions, running_worker
+
+    options = WorkerOptions(
+        settings.task_queue, graceful_shutdown=IN_PROCESS_SHUTDOWN, embedded=True
+    )
+    async with running_worker(client, settings, options):
+        yield
+
+
+@contextlib.asynccontextmanager
 async def open_session(
     settings: Settings, *, local_worker: bool = False, worker: bool = True
 ) -> AsyncIterator[Session]:
     """A connected client; in embedded mode (no TEMPORAL_ADDRESS) with an in-process worker."""
-    options = WorkerOptions(
-        settings.task_queue, graceful_shutdown=IN_PROCESS_SHUTDOWN, embedded=True
-    )
     with _sigterm_through_the_loop():
         if settings.temporal_address:
             client = await connect(settings)
             if local_worker:
-                async with running_worker(client, settings, options):
+                async with own_worker(client, settings):
                     yield Session(client, settings, embedded=False)
                 return
             if worker:
@@ -216,7 +225,7 @@ async def open_session(
                 yield Session(client, settings, embedded=True)
                 return
             try:
-                async with running_worker(client, settings, options):
+                async with own_worker(client, settings):
                     yield Session(client, settings, embedded=True)
             except asyncio.CancelledError:
                 # Terminated mid-command: runs this worker served go on in a background one.
@@ -248,10 +257,7 @@ async def query_answerer(session: Session) -> AsyncIterator[None]:
     ):
         yield
         return
-    options = WorkerOptions(
-        settings.task_queue, graceful_shutdown=IN_PROCESS_SHUTDOWN, embedded=True
-    )
-    async with running_worker(client, settings, options):
+    async with own_worker(client, settings):
         yield
 
 
