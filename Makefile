@@ -43,6 +43,8 @@ bench: install
 	$(BIN)/python -m benchmarks.plan_fanout
 	$(BIN)/python -m benchmarks.plan_worktrees
 	$(BIN)/python -m benchmarks.campaign_scale
+	$(BIN)/python -m benchmarks.many_runs
+	$(BIN)/python -m benchmarks.pipelining
 
 # Mutation testing of the pure cores ([tool.mutmut] in pyproject.toml lists the modules and the
 # fast tests that run against each mutant). mutmut lives in its own venv, layered over $(VENV)

@@ -22,6 +22,7 @@ from activities.heartbeats import heartbeating
 from activities.plan.roots import WORKSPACE_REFUSED, outside_roots, with_run_worktrees
 from activities.pricing import cost_usd
 from activities.providers import CallContext, ResolvedModel, resolve_model
+from activities.providers.sampling import Sampler
 from activities.raw_events import RawEventLog, redact
 from activities.run_store import REFUSED, RunStore, check_writer, refusal
 from activities.wire_cache import WireCaches, replayed
@@ -94,8 +95,11 @@ class ModelActivities:
         http: httpx.AsyncClient,
         *,
         workspace_roots: list[str] | None = None,
+        sampler: Sampler | None = None,
     ) -> None:
         self.settings = settings
+        self.sampler = sampler
+        """The MCP session(s) ``mcp:`` calls sample from (``ponder mcp``'s worker only)."""
         self.http = http
         self.workspace_roots = workspace_roots
         """Real paths a plan step's workspace (a command agent's cwd) must lie in; None: none
@@ -180,6 +184,7 @@ class ModelActivities:
                 )
                 if value is not None
             },
+            sampler=self.sampler,
         )
         started = time.monotonic()
         try:

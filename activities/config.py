@@ -50,7 +50,7 @@ __all__ = [
     "secret_env_values",
 ]
 
-ProviderKind = Literal["openai", "anthropic", "command", "sim", "replay"]
+ProviderKind = Literal["openai", "anthropic", "command", "sim", "replay", "mcp"]
 
 
 def check_base_url(url: str) -> str:
@@ -324,6 +324,7 @@ _BUILTIN_ENDPOINTS: dict[str, Endpoint] = {
     "sim": Endpoint(kind="sim"),
     "command": Endpoint(kind="command"),
     "replay": Endpoint(kind="replay"),
+    "mcp": Endpoint(kind="mcp"),  # sampled from a connected MCP session's host
 }
 
 

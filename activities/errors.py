@@ -15,6 +15,7 @@ PonderError(code, message)       base of everything ponder raises on purpose (wo
     ├── DispatchError            a command provider exited non-zero (stderr is the detail)
     ├── AuthError                401/403: key missing or wrong
     ├── BadRequestError          any other 4xx: the request itself is wrong
+    ├── SessionGoneError         mcp: no MCP session is connected to answer (waited out)
     ├── ReplayMissError          wire replay: no recorded exchange (on_miss throw)
     └── ReplayClosedError        wire replay: no recorded exchange, a synthetic 599 (fail-closed)
 ```
@@ -54,6 +55,7 @@ __all__ = [
     "ReplayMissError",
     "ResponseTooLargeError",
     "ServerError",
+    "SessionGoneError",
     "TransportError",
 ]
 
@@ -147,6 +149,14 @@ class BadRequestError(ProviderError):
     failure_class = "bad_request"
 
 
+class SessionGoneError(ProviderError):
+    """An ``mcp:`` call found no connected MCP session to sample from. Not retried by the
+    activity's policy: the workflow waits for a session on a durable timer and calls again
+    (``workflows/model_calls.py``), as it does when nothing polls the session queue at all."""
+
+    failure_class = "session_gone"
+
+
 class ReplayMissError(ProviderError):
     """A replayed run asked for an exchange its recording does not hold."""
 
@@ -176,6 +186,7 @@ NON_RETRYABLE_TYPES: list[str] = [
             DispatchError,
             AuthError,
             BadRequestError,
+            SessionGoneError,
             ReplayMissError,
             ReplayClosedError,
         )

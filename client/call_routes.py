@@ -7,6 +7,10 @@ a worker polling each provider queue the run would use, and records the ones it 
 
 A long-lived client (a script's ``Ponder``, the MCP server) starting runs in a burst asks once
 per provider queue in ``ROUTES_FRESH_S``, so a start costs one RPC, not two (``RouteLookups``).
+
+A session-served provider (``mcp:``, sampled from the host of a connected ``ponder mcp``) is
+always routed to its session queue (``calls.session_queues``), and a start is refused
+(``mcp.no_session``) when no ``ponder mcp`` polls that queue: nothing could answer its calls.
 """
 
 from __future__ import annotations
@@ -17,13 +21,17 @@ from typing import Any, TypeVar
 
 from temporalio.client import Client
 
+from activities.config import Settings
+from activities.errors import ConfigError
+from activities.providers.sampling import SESSION_KIND
 from activities.routes import POLLER_FRESH_S, queue_polled
 from workflows.ask_types import AskInput
-from workflows.call_options import provider_of, provider_task_queue
+from workflows.call_options import provider_of, provider_task_queue, session_task_queue
 from workflows.plan.run_types import PlanRunInput
 from workflows.tournament.types import TournamentInput
 
 __all__ = [
+    "NO_SESSION",
     "POLLER_FRESH_S",
     "ROUTES_FRESH_S",
     "RouteLookups",
@@ -33,6 +41,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+NO_SESSION = "mcp.no_session"
 
 ROUTES_FRESH_S = 2.0
 """How long a client reuses what it saw of a provider queue: short beside ``POLLER_FRESH_S``
@@ -99,22 +109,66 @@ async def polled_provider_queues(
     return routes
 
 
+async def session_queues(
+    client: Client,
+    task_queue: str,
+    specs: list[str],
+    settings: Settings,
+    lookups: RouteLookups | None = None,
+) -> dict[str, str]:
+    """Session-served provider name -> its session queue; refused when nothing polls one."""
+    lookups = lookups or RouteLookups()
+    routes = {}
+    for provider in sorted({provider_of(spec) for spec in specs}):
+        endpoint = settings.providers.get(provider)
+        if endpoint is None or endpoint.kind != SESSION_KIND:
+            continue
+        queue = session_task_queue(task_queue, provider)
+        if not await lookups.polled(client, queue):
+            raise ConfigError(
+                NO_SESSION,
+                f"{provider}: models are answered by the host of a connected MCP session "
+                f"(sampling), and no `ponder mcp` serves {queue}: start the run from an MCP "
+                "client's tools (think, ask), or use another model",
+            )
+        routes[provider] = queue
+    return routes
+
+
 async def route_calls(
-    client: Client, task_queue: str, input: T, lookups: RouteLookups | None = None
+    client: Client,
+    task_queue: str,
+    input: T,
+    lookups: RouteLookups | None = None,
+    settings: Settings | None = None,
 ) -> T:
-    """``input`` with ``calls.provider_queues`` filled in; routes the input names win."""
+    """``input`` with ``calls.provider_queues`` (and, given ``settings``, the
+    ``calls.session_queues`` its session-served models need) filled in; routes the input names
+    win."""
     specs = model_specs(input)
     if not specs:
         return input
     found = await polled_provider_queues(client, task_queue, specs, lookups)
-    if not found:
+    sessions = (
+        {}
+        if settings is None
+        else await session_queues(client, task_queue, specs, settings, lookups)
+    )
+    if not found and not sessions:
         return input
     if isinstance(input, dict):
         raw = dict(input.get("calls") or {})
-        raw["provider_queues"] = found | dict(raw.get("provider_queues") or {})
+        for key, routes in (("provider_queues", found), ("session_queues", sessions)):
+            if routes:
+                raw[key] = routes | dict(raw.get(key) or {})
         return {**input, "calls": raw}  # type: ignore[return-value]
     calls = getattr(input, "calls", None)
     if calls is None:
         return input
-    routed = calls.model_copy(update={"provider_queues": found | calls.provider_queues})
+    routed = calls.model_copy(
+        update={
+            "provider_queues": found | calls.provider_queues,
+            "session_queues": sessions | calls.session_queues,
+        }
+    )
     return input.model_copy(update={"calls": routed})  # type: ignore[attr-defined,no-any-return]

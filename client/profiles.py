@@ -25,11 +25,10 @@ from activities.errors import ConfigError
 from activities.raw_events import SECRET_KEY
 from client.option_fields import cli_values
 from client.tournament_options import TEMPERATURE_ROLES as THINK_TEMPERATURE_ROLES
-from client.tournament_options import TournamentSettings
+from client.tournament_options import RunOptions, TournamentSettings
 from workflows.budget import BudgetLimits
-from workflows.sim_options import ModelSpec
 from workflows.tournament.profiles import BUILTIN_PROFILES
-from workflows.tournament.types import MAX_JUDGES, JudgeOrders, RoleModels
+from workflows.tournament.types import RoleModels
 
 __all__ = [
     "PROFILE_EXISTS",
@@ -65,10 +64,6 @@ class SavedProfile(TournamentSettings):
     description: str | None = Field(default=None, max_length=500)
     base: str = Field(default="quick", description="the built-in profile it starts from")
     models: RoleModels = RoleModels()
-    judge_orders: JudgeOrders | None = Field(default=None, description="one | both")
-    judges: list[ModelSpec] | None = Field(
-        default=None, min_length=2, max_length=MAX_JUDGES, description="a judge panel"
-    )
     limits: BudgetLimits = BudgetLimits()
 
     def check(self) -> SavedProfile:
@@ -209,27 +204,20 @@ class ProfileStore:
 
 def profile_options(saved: SavedProfile) -> dict[str, Any]:
     """The saved profile in ``ponder think``'s option vocabulary (only what it sets)."""
-    o: dict[str, Any] = {"profile": saved.base, **cli_values(saved, TournamentSettings)}
-    if saved.judge_orders is not None:
-        o["judge_orders"] = saved.judge_orders
     roles = saved.models
-    for option, value in (
-        ("judge_model", roles.judge),
-        ("mutator_model", roles.mutate),
-        ("finalizer_model", roles.finalize),
-    ):
-        if value is not None:
-            o[option] = value
+    run = RunOptions(
+        judge_model=roles.judge,
+        mutator_model=roles.mutate,
+        finalizer_model=roles.finalize,
+        budget=saved.limits,
+    )
+    o: dict[str, Any] = {
+        "profile": saved.base,
+        **cli_values(saved, TournamentSettings),
+        **cli_values(run, RunOptions),
+    }
     if roles.generate is not None and "model" not in o:
         o["model"] = roles.generate
-    if saved.judges is not None:
-        o["judges"] = tuple(saved.judges)
-    limits = saved.limits
-    for option in ("max_calls", "max_usd", "max_input_tokens"):
-        if getattr(limits, option) is not None:
-            o[option] = getattr(limits, option)
-    if limits.max_output_tokens is not None:
-        o["max_output_tokens"] = (str(limits.max_output_tokens),)
     return o
 
 

@@ -87,7 +87,9 @@ async def start_run(
     Eager start: when this process runs a worker for the queue (embedded mode), the server
     hands the run's first workflow task back in the start's answer instead of through a poll.
     """
-    arg = await route_calls(session.client, session.settings.task_queue, arg, session.routes)
+    arg = await route_calls(
+        session.client, session.settings.task_queue, arg, session.routes, session.settings
+    )
     try:
         return await session.client.start_workflow(
             workflow,

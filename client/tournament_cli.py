@@ -9,16 +9,15 @@ tournament (the SDK, providers, the estimate) is imported in the command's body,
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
 
 from client.click_fields import settings_options
-from client.tournament_options import TournamentSettings
+from client.tournament_options import RunOptions, TournamentSettings
 from workflows.names import TOURNAMENT
 from workflows.run_ids import check_run_id
-from workflows.tournament.types import JudgeOrders, TournamentInput
 
 if TYPE_CHECKING:
     from client.tournament_estimate import TournamentEstimate
@@ -36,71 +35,13 @@ __all__ = ["think"]
     "or a saved profile (ponder profile list).",
 )
 @settings_options(TournamentSettings)  # n, k, t, m, lambda, temperature, provider, model, ...
-@click.option("--judge-model", default=None, help="provider:model of the judge.")
-@click.option("--mutator-model", default=None, help="provider:model of the mutator.")
-@click.option("--finalizer-model", default=None, help="Polish the winner with this model.")
 @click.option(
     "--prompts",
     type=click.Path(dir_okay=False),
     default=None,
     help="JSON or TOML file of per-role prompt overrides ({role: {system, user}}).",
 )
-@click.option(
-    "--include-prompts",
-    is_flag=True,
-    help="Store every rendered prompt in the run directory (prompts/<sha256>.json).",
-)
-@click.option(
-    "--judge-orders",
-    type=click.Choice(get_args(JudgeOrders)),
-    default="one",
-    show_default=True,
-    help="both: judge every pair A/B and B/A (2x judge calls); agreement is a win, "
-    "disagreement a tie, so a judge's position bias cancels out.",
-)
-@click.option(
-    "--judges",
-    multiple=True,
-    metavar="A,B,...",
-    help="A judge panel of 2-9 models (preferably of different families): each pair by "
-    "majority, a tie without one. Replaces --judge-model.",
-)
-@click.option(
-    "--bootstrap-resamples",
-    type=click.IntRange(min=0),
-    default=TournamentInput.model_fields["bootstrap_resamples"].default,
-    show_default=True,
-    help="Resamples behind each final score's 95% interval (0: no intervals).",
-)
-@click.option("--seed", type=int, default=None, help="Run seed (default: drawn and recorded).")
-@click.option(
-    "--max-calls", type=click.IntRange(min=0), default=None, help="Budget: max model calls."
-)
-@click.option("--max-usd", type=click.FloatRange(min=0), default=None, help="Budget: max USD.")
-@click.option(
-    "--max-input-tokens",
-    type=click.IntRange(min=0),
-    default=None,
-    help="Budget: max input tokens over the run.",
-)
-@click.option(
-    "--max-output-tokens",
-    multiple=True,
-    metavar="N|ROLE=N",
-    help="N: budget of output tokens over the run; ROLE=N: cap of each call of ROLE "
-    "(generate, judge, mutate, finalize). Repeatable.",
-)
-@click.option(
-    "--max-critique-chars",
-    type=int,
-    default=TournamentInput.model_fields["critique_chars"].default,
-    show_default=True,
-    help="Cap on the critique a mutator receives (at least 256).",
-)
-@click.option(
-    "--include-raw-outputs", is_flag=True, help="Keep the judge's raw text in comparisons."
-)
-@click.option("--run-id", default=None, help="Workflow id (default: think-<random>).")
+@settings_options(RunOptions)  # judge, mutator and finalizer model, seed, budget, run id, ...
 @click.option("--detach", is_flag=True, help="Start the run, print its id and return.")
 @click.option("--dry-run", is_flag=True, help="Print the plan (calls, rounds, USD); no run.")
 @click.pass_context

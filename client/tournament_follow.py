@@ -59,6 +59,12 @@ def _elapsed(started: datetime | None, ended: datetime | None) -> str | None:
     return f"{max(seconds, 0.0):.1f}s"
 
 
+_WAITING = {
+    "provider.session_gone": "provider.session_gone: no MCP session serves its mcp: calls; "
+    "connect one (ponder mcp with a host that allows sampling) and they go on",
+}
+
+
 def progress_table(
     p: Progress, started: datetime | None = None, ended: datetime | None = None
 ) -> Table:
@@ -70,6 +76,8 @@ def progress_table(
     table.add_row("status", p.status + paused_on)
     if p.waiting_until:  # a provider asked to come back later: the run goes on by itself then
         table.add_row("resumes", p.waiting_until)
+    if p.waiting_code:
+        table.add_row("waiting", _WAITING.get(p.waiting_code, p.waiting_code))
     table.add_row("phase", p.phase)
     table.add_row("calls", f"{p.spent.calls} / {limit}")
     table.add_row("tokens", f"{p.spent.input_tokens} in, {p.spent.output_tokens} out")

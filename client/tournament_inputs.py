@@ -126,6 +126,7 @@ def build_input(settings: Settings, **o: Any) -> TournamentInput:
             in_use, settings, require=o["max_usd"] is not None, require_key=keys_here
         ),
         schedule=o["schedule"],
+        rounds=o["rounds"],
         concurrency=_concurrency(o["concurrency"]),
         seed=o["seed"],
         run_id=o["run_id"],

@@ -12,14 +12,29 @@ from pydantic import ConfigDict, Field, ValidationError
 
 from activities.errors import ConfigError
 from client.option_fields import CliOption
+from workflows.bounds import Seed
+from workflows.budget import BudgetLimits
 from workflows.inputs import StrictModel
+from workflows.sim_options import ModelSpec
+from workflows.tournament.critique import MIN_CRITIQUE_CHARS
 from workflows.tournament.prompts import PromptOverrides, Style
-from workflows.tournament.types import Concurrency, OnBudgetExhausted, Schedule, TournamentInput
+from workflows.tournament.types import (
+    MAX_BOOTSTRAP_RESAMPLES,
+    MAX_CRITIQUE_CHARS,
+    MAX_JUDGES,
+    Concurrency,
+    JudgeOrders,
+    OnBudgetExhausted,
+    Rounds,
+    Schedule,
+    TournamentInput,
+)
 
 __all__ = [
     "CONCURRENCY_PHASES",
     "TEMPERATURE_ROLES",
     "TOKEN_ROLES",
+    "RunOptions",
     "TournamentSettings",
     "load_prompts",
     "model_list",
@@ -58,7 +73,8 @@ class TournamentSettings(StrictModel):
     declared once: ``client.profiles.SavedProfile`` and ``client.mcp.args.ThinkArgs`` extend
     it and ``ponder think``'s options are built from it (``client.click_fields``; a
     ``CliOption`` marks a field whose option differs from the plain rule). Every field is
-    optional: unset, the profile or the think default applies."""
+    optional: unset, the profile or the think default applies. What only a run takes (a
+    model per role, the seed, the budget, ...) is ``RunOptions``."""
 
     model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
 
@@ -103,6 +119,11 @@ class TournamentSettings(StrictModel):
         description="Pair schedule of judging: k-regular (the paper) or adaptive (Thompson "
         "sampling).",
     )
+    rounds: Annotated[Rounds | None, CliOption(default=_think_default("rounds"))] = Field(
+        default=None,
+        description="pipelined: judge a pair as soon as both of its candidates exist instead of "
+        "after the whole phase (the same calls and result, less waiting on slow calls).",
+    )
     concurrency: Annotated[
         Concurrency | None,
         CliOption(multiple=True, metavar="N|PHASE=N", form="N for every phase or PHASE=N for one."),
@@ -124,6 +145,77 @@ class TournamentSettings(StrictModel):
         ge=0,
         description="Extra (billed) judge calls when its output is not a valid verdict.",
     )
+    judge_orders: Annotated[
+        JudgeOrders | None, CliOption(default=_think_default("judge_orders"))
+    ] = Field(
+        default=None,
+        description="both: judge every pair A/B and B/A (2x judge calls); agreement is a win, "
+        "disagreement a tie, so a judge's position bias cancels out.",
+    )
+    judges: Annotated[
+        list[ModelSpec] | None,
+        CliOption(multiple=True, metavar="A,B,...", form="Comma-separated (or repeated)."),
+    ] = Field(
+        default=None,
+        min_length=2,
+        max_length=MAX_JUDGES,
+        description=f"A judge panel of 2-{MAX_JUDGES} models (preferably of different "
+        "families): each pair by majority, a tie without one. Replaces the judge model.",
+    )
+
+
+class RunOptions(StrictModel):
+    """What a tournament run takes beside its settings, declared once: ``ponder think``'s
+    options and the MCP ``think``/``plan`` arguments (``client.mcp.args.TournamentArgs``) are
+    built from it. A saved profile holds the models and budget under its own names
+    (``models``, ``limits``; ``client.profiles.profile_options`` maps them here)."""
+
+    judge_model: ModelSpec | None = Field(default=None, description="provider:model of the judge.")
+    mutator_model: ModelSpec | None = Field(
+        default=None, description="provider:model of the mutator."
+    )
+    finalizer_model: ModelSpec | None = Field(
+        default=None, description="Polish the winner with this model (provider:model)."
+    )
+    bootstrap_resamples: Annotated[
+        int | None, CliOption(default=_think_default("bootstrap_resamples"))
+    ] = Field(
+        default=None,
+        ge=0,
+        le=MAX_BOOTSTRAP_RESAMPLES,
+        description="Resamples behind each final score's 95% interval (0: no intervals).",
+    )
+    seed: Seed | None = Field(default=None, description="Run seed (default: drawn and recorded).")
+    budget: Annotated[
+        BudgetLimits,
+        CliOption(
+            flatten=True,
+            fields={
+                "max_output_tokens": CliOption(
+                    multiple=True,
+                    metavar="N|ROLE=N",
+                    form="N: that budget; ROLE=N: a cap on each call of ROLE "
+                    f"({', '.join(TEMPERATURE_ROLES)}).",
+                )
+            },
+        ),
+    ] = Field(default=BudgetLimits(), description="The run's budget limits (unset: unlimited).")
+    max_critique_chars: Annotated[
+        int | None, CliOption(default=_think_default("critique_chars"))
+    ] = Field(
+        default=None,
+        ge=MIN_CRITIQUE_CHARS,
+        le=MAX_CRITIQUE_CHARS,
+        description=f"Cap on the critique a mutator receives (at least {MIN_CRITIQUE_CHARS}).",
+    )
+    include_raw_outputs: bool = Field(
+        default=False, description="Keep the judge's raw text in comparisons."
+    )
+    include_prompts: bool = Field(
+        default=False,
+        description="Store every rendered prompt in the run directory (prompts/<sha256>.json).",
+    )
+    run_id: str | None = Field(default=None, description="Workflow id (default: think-<random>).")
 
 
 def read_file(name: str, *, what: str = "candidate") -> str:

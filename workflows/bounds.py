@@ -33,6 +33,8 @@ __all__ = [
     "MAX_USD_PER_MTOK",
     "MAX_WALL_MS",
     "MIN_INT",
+    "SESSION_START_S",
+    "SESSION_WAIT_S",
     "UNROUTABLE_AFTER_S",
     "BudgetTokens",
     "BudgetUsd",
@@ -71,6 +73,11 @@ MAX_HEARTBEAT_TIMEOUT_S = 600.0
 """``calls.heartbeat_timeout_s``."""
 UNROUTABLE_AFTER_S = 30.0
 """A call routed to a provider queue no worker polls fails after this: ``provider.unroutable``."""
+SESSION_START_S = 5.0
+"""A call on a session queue (``mcp:``) not started within this asks whether a session serves."""
+SESSION_WAIT_S = (5.0, 300.0)
+"""A call waiting for an MCP session tries again after the first figure, doubling to the second;
+it waits no longer in all than its own schedule-to-close (``calls.schedule_to_close_s``)."""
 MAX_RESPONSE_BYTES = 1024 * 1024
 """A provider's response body; more is ``provider.response_too_large``, read no further."""
 MAX_JSON_CHARS = 131_072

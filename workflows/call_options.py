@@ -12,6 +12,10 @@ worker picks up within ``UNROUTABLE_AFTER_S`` fails with ``provider.unroutable``
 polls the queue (``workflows/model_calls.py``). Every time limit here has a ceiling
 (``workflows/bounds.py``).
 
+``session_queues`` routes a provider served by an interactive session (``mcp:``, sampled from
+the host of a connected ``ponder mcp``) to ``<queue>.session.<P>``: a call there that no worker
+takes, or that finds no session, waits for one on a durable timer instead of failing.
+
 Pure: pydantic only.
 """
 
@@ -34,6 +38,7 @@ __all__ = [
     "CallOptions",
     "provider_of",
     "provider_task_queue",
+    "session_task_queue",
 ]
 
 DEFAULT_HEARTBEAT_TIMEOUT_S = 30.0
@@ -49,6 +54,29 @@ _PROVIDER_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
 def provider_task_queue(task_queue: str, provider: str) -> str:
     """The task queue whose worker rate-limits ``provider``'s calls (``ponder.provider.P``)."""
     return f"{task_queue}.provider.{provider}"
+
+
+def session_task_queue(task_queue: str, provider: str) -> str:
+    """The task queue ``ponder mcp`` polls for ``provider``'s calls while it runs
+    (``ponder.session.mcp``): one per task queue, so any session of that home serves them."""
+    return f"{task_queue}.session.{provider}"
+
+
+def _check_queues(queues: dict[str, str], kind: str, what: str, polled_by: str) -> dict[str, str]:
+    for provider, queue in queues.items():
+        suffix = f".{kind}.{provider}"
+        if (
+            not _PROVIDER_NAME.fullmatch(provider)
+            or not _QUEUE_NAME.fullmatch(queue)
+            or not queue.endswith(suffix)
+            or queue == suffix
+        ):
+            raise ValueError(
+                f"{provider}: {queue!r} is not a {what} of provider {provider!r}: give "
+                f"'<task queue>{suffix}' (what {polled_by.format(p=provider)} polls), or leave "
+                "it out and let the client fill it from the workers that poll"
+            )
+    return queues
 
 
 def provider_of(model_spec: str) -> str:
@@ -83,28 +111,33 @@ class CallOptions(StrictModel):
         description="answer every call from a recorded run's raw events (wire replay)",
     )
 
+    session_queues: dict[str, str] = Field(
+        default={},
+        max_length=MAX_PROVIDER_QUEUES,
+        description="provider name -> task queue a `ponder mcp` session serves "
+        "(<queue>.session.<name>); a call there waits for a session instead of failing",
+    )
+
     @field_validator("provider_queues")
     @classmethod
     def _rate_limit_queues_only(cls, queues: dict[str, str]) -> dict[str, str]:
-        for provider, queue in queues.items():
-            suffix = f".provider.{provider}"
-            if (
-                not _PROVIDER_NAME.fullmatch(provider)
-                or not _QUEUE_NAME.fullmatch(queue)
-                or not queue.endswith(suffix)
-                or queue == suffix
-            ):
-                raise ValueError(
-                    f"{provider}: {queue!r} is not a rate-limit queue of provider "
-                    f"{provider!r}: give '<task queue>{suffix}' (what `ponder worker "
-                    f"--rate-limit {provider}=N/s` polls), or leave provider_queues out and "
-                    "let the client fill it from the workers that poll"
-                )
-        return queues
+        return _check_queues(
+            queues, "provider", "rate-limit queue", "`ponder worker --rate-limit {p}=N/s`"
+        )
+
+    @field_validator("session_queues")
+    @classmethod
+    def _session_queues_only(cls, queues: dict[str, str]) -> dict[str, str]:
+        return _check_queues(queues, "session", "session queue", "`ponder mcp`")
 
     def task_queue_for(self, model_spec: str) -> str | None:
         """The queue ``model_spec``'s calls go to; None: the workflow's own queue."""
-        return self.provider_queues.get(provider_of(model_spec))
+        provider = provider_of(model_spec)
+        return self.session_queues.get(provider) or self.provider_queues.get(provider)
+
+    def awaits_session(self, model_spec: str) -> bool:
+        """Whether ``model_spec``'s calls wait for a session rather than fail unserved."""
+        return provider_of(model_spec) in self.session_queues
 
     def heartbeat_timeout(self) -> timedelta:
         return timedelta(seconds=self.heartbeat_timeout_s)

@@ -13,6 +13,13 @@ A call routed to a provider's rate-limit queue (``calls.provider_queues``) must 
 worker polls that queue. If one does (the queue is busy, not dead) the call is scheduled again
 with no start limit; if none does, the call fails with ``provider.unroutable`` (no call waits an
 hour on a queue nobody serves).
+
+A call on a session queue (``calls.session_queues``: ``mcp:`` models, answered by the host of a
+connected ``ponder mcp``) must start within ``SESSION_START_S``. When nothing polls the queue, or
+the worker that took it found no session (``provider.session_gone``), the call waits on a durable
+timer (``on_wait`` is told ``provider.session_gone``), backing off through ``SESSION_WAIT_S``, and
+is scheduled again: a session that connects later picks it up. It gives up (the last failure
+stands) once its schedule-to-close has passed since it was first scheduled.
 """
 
 from __future__ import annotations
@@ -32,10 +39,11 @@ with workflow.unsafe.imports_passed_through():
         NON_RETRYABLE_TYPES,
         RETRY_LATER_TYPE,
         ModelTimeoutError,
+        SessionGoneError,
         TransportError,
     )
     from activities.routes import QUEUE_POLLED
-    from workflows.bounds import UNROUTABLE_AFTER_S
+    from workflows.bounds import SESSION_START_S, SESSION_WAIT_S, UNROUTABLE_AFTER_S
     from workflows.call_options import CallOptions
     from workflows.model_types import CallModelInput, ModelResponse
 
@@ -44,6 +52,7 @@ __all__ = [
     "MAX_PROVIDER_WAITS",
     "MODEL_RETRY_POLICY",
     "PROVIDER_RETRY_LATER",
+    "PROVIDER_SESSION_GONE",
     "PROVIDER_TIMEOUT",
     "PROVIDER_TRANSPORT",
     "PROVIDER_UNROUTABLE",
@@ -69,6 +78,7 @@ START_TO_CLOSE = timedelta(minutes=15)
 PROVIDER_RETRY_LATER = RETRY_LATER_TYPE
 PROVIDER_TIMEOUT = ModelTimeoutError("").error_type
 PROVIDER_TRANSPORT = TransportError("").error_type
+PROVIDER_SESSION_GONE = SessionGoneError("").error_type
 PROVIDER_UNROUTABLE = "provider.unroutable"
 """A routed call no worker picked up, and no worker polls its queue."""
 MAX_PROVIDER_WAITS = 10
@@ -76,8 +86,9 @@ MAX_PROVIDER_WAITS = 10
 MAX_PROVIDER_WAIT = timedelta(hours=24)
 """The longest single wait, whatever the provider asks for."""
 
-OnWait = Callable[[datetime | None], None]
-"""Told the resume time when a call starts waiting on the provider, None when it goes on."""
+OnWait = Callable[[datetime | None, str], None]
+"""Told the resume time and why (``provider.retry_later``, ``provider.session_gone``) when a call
+starts waiting on the provider, None when it goes on."""
 
 
 def _not_started(exc: ActivityError) -> bool:
@@ -110,6 +121,11 @@ def retry_later_delay(exc: BaseException) -> timedelta | None:
     if not isinstance(seconds, int | float) or not math.isfinite(seconds):
         return timedelta(seconds=60)  # asked to come back later without a time: a minute
     return min(timedelta(seconds=max(float(seconds), 1.0)), MAX_PROVIDER_WAIT)
+
+
+def _session_gone(exc: ActivityError) -> bool:
+    cause = exc.cause
+    return isinstance(cause, ApplicationError) and cause.type == PROVIDER_SESSION_GONE
 
 
 def call_failure(exc: ActivityError) -> tuple[str, str]:
@@ -161,15 +177,43 @@ async def call_model(
         "task_queue": routed,
         **overrides,
     }
+    session = options.awaits_session(input.request.model)
     if routed is not None:  # a queue input names: it must prove that a worker serves it
-        activity_options["schedule_to_start_timeout"] = timedelta(seconds=UNROUTABLE_AFTER_S)
+        start_within = SESSION_START_S if session else UNROUTABLE_AFTER_S
+        activity_options["schedule_to_start_timeout"] = timedelta(seconds=start_within)
     waits = 0
+    session_waits = 0
+    session_shown = False
+    """Whether ``on_wait`` shows a session wait: kept through the next attempt's wait to start
+    (so status says so the whole time), cleared once the call goes on or fails."""
+    first_scheduled = workflow.now()
+
+    def settled() -> None:
+        if session_shown and on_wait is not None:
+            on_wait(None, PROVIDER_SESSION_GONE)
+
     while True:
         try:
-            return await workflow.execute_activity(
+            response = await workflow.execute_activity(
                 CALL_MODEL, input, result_type=ModelResponse, **activity_options
             )
+            settled()
+            return response
         except ActivityError as exc:
+            if session and (_not_started(exc) or _session_gone(exc)):
+                delay = await _session_delay(exc, routed, session_waits)
+                if workflow.now() + (delay or timedelta()) - first_scheduled > schedule_to_close:
+                    settled()
+                    raise  # it waited its whole schedule-to-close for a session
+                if delay is None:
+                    continue  # a session's worker polls, only busy: schedule it again
+                session_waits += 1
+                if on_wait is not None:
+                    on_wait(workflow.now() + delay, PROVIDER_SESSION_GONE)
+                    session_shown = True
+                await workflow.sleep(delay, summary=f"waiting for an MCP session: {input.call_key}")
+                continue
+            settled()
             if routed is not None and _not_started(exc):
                 if not await _polled(routed):
                     raise  # provider.unroutable (call_failure)
@@ -180,9 +224,18 @@ async def call_model(
                 raise
             waits += 1
         if on_wait is not None:
-            on_wait(workflow.now() + delay)
+            on_wait(workflow.now() + delay, PROVIDER_RETRY_LATER)
         try:
             await workflow.sleep(delay, summary=f"provider asked to wait: {input.call_key}")
         finally:
             if on_wait is not None:
-                on_wait(None)
+                on_wait(None, PROVIDER_RETRY_LATER)
+
+
+async def _session_delay(exc: ActivityError, queue: str | None, waits: int) -> timedelta | None:
+    """How long a session queue's call waits before its next try; None: go again at once (the
+    call was not started, but a worker polls the queue: it is busy, not gone)."""
+    if _not_started(exc) and queue is not None and await _polled(queue):
+        return None
+    first, ceiling = SESSION_WAIT_S
+    return timedelta(seconds=min(first * 2**waits, ceiling))

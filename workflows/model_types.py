@@ -23,7 +23,9 @@ __all__ = [
 
 DEFAULT_MODEL = "sim:default"
 """The model a run uses when its input names none (data, not a branch on a provider)."""
-MODEL_EXAMPLES = "sim:default, openai:gpt-4o-mini, anthropic:claude-sonnet-4-5, command:NAME"
+MODEL_EXAMPLES = (
+    "sim:default, openai:gpt-4o-mini, anthropic:claude-sonnet-4-5, command:NAME, mcp:HINT"
+)
 """Model specs an error or a ``--help`` shows as examples."""
 
 

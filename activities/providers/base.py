@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
 from activities.config import Endpoint
 from activities.raw_events import RawEventLog
 from workflows.model_types import ModelRequest, ModelResponse
+
+if TYPE_CHECKING:
+    from activities.providers.sampling import Sampler
 
 __all__ = ["CallContext", "Provider"]
 
@@ -34,6 +37,8 @@ class CallContext:
     extra_env: dict[str, str] = field(default_factory=dict)
     fallbacks: int = 0
     """Extra requests the provider made on its own (e.g. the JSON-mode fallback)."""
+    sampler: Sampler | None = None
+    """The MCP session(s) an ``mcp:`` call samples from; only ``ponder mcp``'s worker has one."""
 
     @property
     def base_url(self) -> str:

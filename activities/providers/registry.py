@@ -14,6 +14,7 @@ from activities.providers.base import Provider
 from activities.providers.command import CommandProvider
 from activities.providers.openai import OpenAIProvider
 from activities.providers.replay import ReplayProvider
+from activities.providers.sampling import SESSION_KIND, SamplingProvider, check_hint
 from activities.providers.sim import SimProvider, sim_options
 from workflows.model_types import DEFAULT_MODEL, MODEL_EXAMPLES, Price
 from workflows.run_ids import run_id_problem
@@ -37,6 +38,7 @@ _base: dict[str, Provider] = {
     "anthropic": AnthropicProvider(),
     "command": CommandProvider(),
     "sim": SimProvider(),
+    SESSION_KIND: SamplingProvider(),
 }
 PROVIDERS: dict[str, Provider] = {**_base, "replay": ReplayProvider(_base)}
 
@@ -93,6 +95,8 @@ def resolve_model(
         raise _command_refused(spec)
     if endpoint.kind == "sim":
         sim_options(model)
+    if endpoint.kind == SESSION_KIND:
+        check_hint(model, spec)
     if endpoint.kind == "replay":
         model = str(replay_source(model, settings))
     api_key = read_secret(endpoint.api_key_env) if endpoint.api_key_env else None
@@ -189,7 +193,7 @@ def price_table(
     for spec in dict.fromkeys(specs):
         resolved = resolve_model(spec, settings, require_key=require_key)
         price = settings.prices.get(spec) or builtin_price(spec)  # ponder.toml wins
-        if resolved.endpoint.kind == "sim":
+        if resolved.endpoint.kind in ("sim", SESSION_KIND):  # the host pays for mcp: calls
             price = price or Price(input=0.0, output=0.0)
         if price is not None:
             table[spec] = price

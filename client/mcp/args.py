@@ -13,10 +13,9 @@ from pydantic import ConfigDict, Field, JsonValue
 
 from client.bundles import Format as ExportFormat
 from client.run_list import KINDS, STATUSES
-from client.tournament_options import TournamentSettings
+from client.tournament_options import RunOptions, TournamentSettings
 from workflows.ask_types import AskInput
 from workflows.bounds import MAX_CALLS, BudgetTokens, CallCount, OutputTokens, Seed, WallMs
-from workflows.budget import BudgetLimits
 from workflows.inputs import StrictModel
 from workflows.plan.run_types import PlanBudgetOverride
 from workflows.tournament.profiles import BUILTIN_PROFILES, RankMode
@@ -67,9 +66,10 @@ class WaitArgs(StrictModel):
     )
 
 
-class TournamentArgs(TournamentSettings):
-    """A tournament on a task (the think settings a saved profile also holds,
-    ``client.tournament_options.TournamentSettings``, and what only a run has)."""
+class TournamentArgs(RunOptions, TournamentSettings):
+    """A tournament on a task: the think settings a saved profile also holds and what only a
+    run takes (``client.tournament_options``: ``TournamentSettings``, ``RunOptions``, the
+    same models ``ponder think``'s options are built from)."""
 
     model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
 
@@ -78,12 +78,6 @@ class TournamentArgs(TournamentSettings):
         default="quick",
         description=f"built-in ({', '.join(BUILTIN_PROFILES)}) or a saved profile name",
     )
-    judge_model: str | None = None
-    mutator_model: str | None = None
-    finalizer_model: str | None = None
-    seed: Seed | None = None
-    budget: BudgetLimits = BudgetLimits()
-    run_id: str | None = None
 
 
 class ThinkArgs(WaitArgs, TournamentArgs):

@@ -62,13 +62,18 @@ def mcp(
     # Imported here: the MCP SDK and the client's session cost about a second to import, which
     # neither `ponder mcp --help` nor any other command should pay.
     from client.mcp.backend import Backend
+    from client.mcp.sampling import SessionSampler, serving_sampling
     from client.mcp.server import build_server
     from client.session import on_sigterm, open_session, terminated
 
     async def go() -> None:
-        async with open_session(settings, worker=False) as session:
+        sampler = SessionSampler()
+        async with (
+            open_session(settings, worker=False) as session,
+            serving_sampling(session.client, settings, sampler),  # mcp: calls, to the host
+        ):
             backend = Backend(session)
-            server = build_server(backend)
+            server = build_server(backend, sampler)
             if where is None:
                 from mcp.server.stdio import stdio_server
 

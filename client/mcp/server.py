@@ -18,6 +18,7 @@ from mcp.shared.exceptions import MCPError
 from client.mcp import prompts, resources
 from client.mcp.backend import Backend
 from client.mcp.errors import describe, tool_error
+from client.mcp.sampling import SessionSampler
 from client.mcp.tools import TOOLS
 
 __all__ = ["build_server"]
@@ -28,12 +29,15 @@ INSTRUCTIONS = (
     "ponder runs durable LLM jobs on Temporal. Start one with think, rank, mutate or ask "
     "(wait: false returns the run id at once and the run goes on without this server); "
     "follow it with status or result; read ponder://runs/{run_id}/summary|leaderboard|"
-    "comparisons|trace|report. Use provider 'sim' for a free simulated run. plan estimates a "
+    "comparisons|trace|report. Use provider 'sim' for a free simulated run, or model "
+    "'mcp:<hint>' to run on your own model through sampling. plan estimates a "
     "tournament's calls and USD before think starts it; the prompts walk the common jobs."
 )
 
 
-def build_server(backend: Backend) -> Server[Any]:
+def build_server(backend: Backend, sampler: SessionSampler | None = None) -> Server[Any]:
+    """The server; with ``sampler``, each session that allows sampling joins it (``mcp:``)."""
+
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
@@ -102,7 +106,7 @@ def build_server(backend: Backend) -> Server[Any]:
     ) -> types.GetPromptResult:
         return prompts.get_prompt(params.name, params.arguments)
 
-    return Server(
+    server = Server(
         "ponder",
         version=_version(),
         instructions=INSTRUCTIONS,
@@ -114,6 +118,11 @@ def build_server(backend: Backend) -> Server[Any]:
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,
     )
+    if sampler is not None:
+        server.add_notification_handler(
+            "notifications/initialized", types.NotificationParams, sampler.on_initialized
+        )
+    return server
 
 
 def _version() -> str:

@@ -130,10 +130,11 @@ async def preflight(run: PlanRunState, plan: Plan) -> Dispatcher:
     run.ledger = open_ledger(plan, run.input, per_item=per_item)
     run.ledgers = Ledgers.for_plan(plan)
 
-    def provider_wait(until: datetime | None) -> None:
-        """A provider asked to wait longer than a call may: the run sleeps on a timer."""
+    def provider_wait(until: datetime | None, code: str) -> None:
+        """A provider asked to wait longer than a call may, or no MCP session serves an mcp:
+        call: the run sleeps on a timer."""
         if until is not None:
-            run.record.event("waiting_provider", until=until.isoformat())
+            run.record.event("waiting_provider", until=until.isoformat(), code=code)
 
     dispatcher = Dispatcher(
         run_id=run.run_id,

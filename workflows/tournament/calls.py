@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
@@ -28,11 +28,14 @@ with workflow.unsafe.imports_passed_through():
         TournamentError,
     )
     from workflows.tournament.prompts import render
+    from workflows.tournament.slots import Slot, Slots
     from workflows.tournament.types import Status, TournamentInput, UsageRow
 
-__all__ = ["Dropped", "Judged", "TournamentCalls"]
+__all__ = ["Dropped", "Judged", "Lane", "TournamentCalls"]
 
 T = TypeVar("T")
+Lane = Literal["generate", "judge", "mutate"]
+"""A role's concurrency (``TournamentInput.concurrency``)."""
 # Prompt role -> the role a provider sees (the sim judge answers "judge").
 _REQUEST_ROLE = {
     "generate": "generate",
@@ -66,12 +69,17 @@ class TournamentCalls:
         self.budget = Budget(limits=input.budget)
         self.usage: list[UsageRow] = []
         self._status: Status = "running"
-        self._waiting: dict[str, datetime] = {}
-        """Call id -> when its provider said to come back (``waiting_provider``)."""
+        self._waiting: dict[str, tuple[datetime, str]] = {}
+        """Call id -> when it goes on and why (``waiting_provider``): ``provider.retry_later``
+        (its provider said to come back) or ``provider.session_gone`` (no MCP session serves)."""
         self.stopping = False
         self.in_flight = 0
         """Calls dispatched and not yet answered."""
         self.inflight: set[asyncio.Task[Any]] = set()
+        self.failure: Exception | None = None
+        """The first call that failed (whichever phase it was in)."""
+        self.slots: Slots | None = None
+        """Pipelined rounds' call slots, shared by every phase (``pipeline``)."""
         self.prompts: dict[str, dict[str, str]] = {}
         """Rendered prompts (include_prompts) not yet handed to the artifact writer."""
         self.prompt_refs: dict[str, str] = {}
@@ -90,54 +98,102 @@ class TournamentCalls:
     @property
     def waiting_until(self) -> str | None:
         """When the first waiting call goes on (UTC, ISO 8601), if any waits."""
-        return min(self._waiting.values()).isoformat() if self._waiting else None
+        return min(self._waiting.values())[0].isoformat() if self._waiting else None
 
-    def _on_wait(self, call: CallModelInput) -> Callable[[datetime | None], None]:
-        def on_wait(until: datetime | None) -> None:
+    @property
+    def waiting_code(self) -> str | None:
+        """Why the first waiting call waits, if any waits."""
+        return min(self._waiting.values())[1] if self._waiting else None
+
+    def _on_wait(self, call: CallModelInput) -> Callable[[datetime | None, str], None]:
+        def on_wait(until: datetime | None, code: str) -> None:
             if until is None:
                 self._waiting.pop(call.call_id, None)
                 self.event("provider.resumed", call_id=call.call_id)
             else:
-                self._waiting[call.call_id] = until
-                self.event("provider.waiting", call_id=call.call_id, until=until.isoformat())
+                self._waiting[call.call_id] = (until, code)
+                self.event(
+                    "provider.waiting", call_id=call.call_id, until=until.isoformat(), code=code
+                )
 
         return on_wait
 
     # -- running many calls ----------------------------------------------------------------
 
-    async def run_all(
-        self, calls: Sequence[Callable[[], Awaitable[T]]], concurrency: int
-    ) -> list[T]:
-        """Run ``calls`` at most ``concurrency`` at a time; results in the given order.
+    def pipeline(self) -> None:
+        """Pipelined rounds: every call takes a slot of its role's concurrency and one of a
+        run-wide width as wide as the widest role, shared by every phase, so phases that
+        overlap never have more calls in flight than one phase could alone
+        (``workflows/tournament/slots.py``: first come, first served)."""
+        self.slots = Slots(self.input.concurrency.model_dump())
 
-        On the first failure nothing new starts, the calls in flight finish (they are paid
-        for) and the failure is raised.
+    def start_all(
+        self,
+        calls: Sequence[Callable[[], Awaitable[T]]],
+        lane: Lane,
+        *,
+        ready: Sequence[Callable[[], Awaitable[None]]] | None = None,
+    ) -> list[asyncio.Task[T]]:
+        """Start ``calls``, at most ``lane``'s concurrency at a time; ``ready[i]``, if given, is
+        awaited before call ``i`` takes a slot (a pair waiting for its candidates holds none).
+
+        On the first failure nothing new starts: a call that has not taken its slot yet raises
+        ``Dropped``.
         """
-        gate = asyncio.Semaphore(concurrency)
+        gate: Slot | asyncio.Semaphore = (
+            self.slots.slot(lane)
+            if self.slots
+            else asyncio.Semaphore(getattr(self.input.concurrency, lane))
+        )
 
-        async def guarded(call: Callable[[], Awaitable[T]]) -> T:
+        async def guarded(
+            call: Callable[[], Awaitable[T]], ready: Callable[[], Awaitable[None]] | None
+        ) -> T:
+            if ready is not None:
+                await ready()
             async with gate:
                 if self.stopping:
                     raise Dropped()
                 try:
                     return await call()
-                except Exception:
+                except Exception as exc:
                     self.stopping = True  # before the gate lets the next call in
+                    self.failure = self.failure or exc
                     raise
 
-        tasks = [asyncio.create_task(guarded(call)) for call in calls]
+        waits: Sequence[Callable[[], Awaitable[None]] | None] = ready or [None] * len(calls)
+        tasks = [
+            asyncio.create_task(guarded(call, wait))
+            for call, wait in zip(calls, waits, strict=True)
+        ]
         self.inflight.update(tasks)
+        return tasks
+
+    async def settle(self, tasks: Sequence[asyncio.Task[T]]) -> list[T]:
+        """The results of ``tasks`` in the given order, once all have landed; or, after a
+        failure, once those in flight have (they are paid for), the failure."""
         try:
             _done, pending = await workflow.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
             if pending:  # a call failed (and set ``stopping``): let those in flight land
                 await workflow.wait(pending)
-            failures = [t.exception() for t in tasks if t.exception() is not None]
+            failures = [e for t in tasks if (e := t.exception()) is not None]
             if failures:
                 real = [f for f in failures if not isinstance(f, Dropped)]
-                raise (real or failures)[0]  # type: ignore[misc]
+                # Only dropped here: the failure that stopped them was another phase's.
+                raise real[0] if real else (self.failure or failures[0])
             return [t.result() for t in tasks]
         finally:
             self.inflight.difference_update(t for t in tasks if t.done())
+
+    async def run_all(
+        self,
+        calls: Sequence[Callable[[], Awaitable[T]]],
+        lane: Lane,
+        *,
+        ready: Sequence[Callable[[], Awaitable[None]]] | None = None,
+    ) -> list[T]:
+        """Run ``calls`` (see ``start_all``); their results in the given order."""
+        return await self.settle(self.start_all(calls, lane, ready=ready))
 
     def stop(self) -> None:
         self.stopping = True
@@ -147,6 +203,9 @@ class TournamentCalls:
         pending = [t for t in self.inflight if not t.done()]
         if pending:
             await workflow.wait(pending)
+        for task in self.inflight:  # their failures were raised already, or are moot now
+            if not task.cancelled():
+                task.exception()
         self.inflight.clear()
 
     # -- one call ------------------------------------------------------------------------

@@ -9,6 +9,7 @@ its last call lands, so a cancelled run keeps the pairs it finished. Call slot `
 from __future__ import annotations
 
 import functools
+from collections.abc import Awaitable, Callable
 
 from temporalio import workflow
 
@@ -31,8 +32,11 @@ async def judge_by_panel(
     generation: int | None,
     pairs: list[ScheduledPair],
     first_index: int,
+    ready: Callable[[ScheduledPair], Awaitable[None]] | None = None,
 ) -> list[ComparisonRow]:
-    """Each pair by every judge of the run's panel, in one order or both; rows in pair order."""
+    """Each pair by every judge of the run's panel, in one order or both; rows in pair order.
+
+    ``ready(pair)`` (pipelined rounds) is awaited before each of the pair's calls starts."""
     input = calls.input
     per_pair = input.calls_per_pair
     landed: dict[int, list[verdicts.SlotResult | None]] = {}
@@ -73,12 +77,14 @@ async def judge_by_panel(
             )
 
     panel, orders = input.judge_panel, input.judge_orders
+    slots = [
+        (first_index + i, pair, s, slot)
+        for i, pair in enumerate(pairs)
+        for s, slot in enumerate(verdicts.call_slots(pair, panel, orders))
+    ]
     await calls.run_all(
-        [
-            functools.partial(call, first_index + i, pair, s, slot)
-            for i, pair in enumerate(pairs)
-            for s, slot in enumerate(verdicts.call_slots(pair, panel, orders))
-        ],
-        input.concurrency.judge,
+        [functools.partial(call, *slot) for slot in slots],
+        "judge",
+        ready=[functools.partial(ready, pair) for _, pair, _, _ in slots] if ready else None,
     )
     return [rows[first_index + i] for i in range(len(pairs))]

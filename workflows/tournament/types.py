@@ -31,6 +31,7 @@ __all__ = [
     "OnBudgetExhausted",
     "Progress",
     "RoleModels",
+    "Rounds",
     "Schedule",
     "ScoreIntervals",
     "ScoreRow",
@@ -46,6 +47,9 @@ Status = Literal[
     "running", "awaiting_budget", "waiting_provider", "completed", "failed", "cancelled"
 ]
 Schedule = Literal["k-regular", "adaptive"]
+Rounds = Literal["barrier", "pipelined"]
+"""barrier: every phase waits for its slowest call (the reference); pipelined: a pair is judged
+as soon as both of its candidates exist, with the same calls and the same result."""
 OnBudgetExhausted = Literal["pause", "fail"]
 
 
@@ -112,6 +116,10 @@ class TournamentInput(StrictModel):
     concurrency: Concurrency = Concurrency()
     rank: RankBlock | None = None
     schedule: Schedule = "k-regular"
+    rounds: Rounds = Field(
+        default="barrier",
+        description="pipelined: judge a pair once both candidates exist (same result, sooner)",
+    )
     seed: Seed | None = Field(default=None, description="None: drawn once and recorded")
     run_id: str | None = None
     include_raw_outputs: bool = False
@@ -299,6 +307,11 @@ class Progress(BaseModel):
     refused: list[str] = Field(default=[], description="refused control signals, newest last")
     waiting_until: str | None = Field(
         default=None, description="waiting_provider: when a provider said to come back (UTC)"
+    )
+    waiting_code: str | None = Field(
+        default=None,
+        description="waiting_provider: why: provider.retry_later (the provider asked for a "
+        "pause) or provider.session_gone (no MCP session is connected to answer mcp: calls)",
     )
     usd_known: bool = Field(default=True, description="False once a call had no known price")
 

@@ -5,12 +5,19 @@
 
 Every model call goes through ``TournamentCalls`` (reservation, billing, pause on budget);
 phases run their calls with bounded concurrency and commit artifacts when they end.
+
+Pipelined rounds (``rounds="pipelined"``) run the same loop with the same calls: a population's
+ids are known before its texts are, so the next judging starts at once and each pair waits only
+for its own two candidates (``_exist``); the fits, which need every comparison, stay barriers
+(``_made`` completes the population first). Every call's key and output are the barrier run's,
+and rows are read back in schedule order, so the result is the barrier run's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+from collections.abc import Awaitable, Callable, Mapping
 
 from temporalio import workflow
 from temporalio.common import RawValue
@@ -30,7 +37,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.raw_input import NO_INPUT, decode_raw, decode_run_input, input_failure
     from workflows.tournament import adaptive, rng
     from workflows.tournament.artifact_writes import INCREMENTAL_ARTIFACTS_PATCH, ArtifactWriter
-    from workflows.tournament.calls import TournamentCalls
+    from workflows.tournament.calls import Dropped, Lane, TournamentCalls
     from workflows.tournament.critique import aggregate_critiques
     from workflows.tournament.errors import RUN_ID_INVALID, TournamentError
     from workflows.tournament.fits import adaptive_pairs, bootstrap_intervals, fit_leaderboard
@@ -69,6 +76,7 @@ EVENTS_PAGE = 500
 # corresponding change command").
 SPARSE_OPENING_PATCH = "adaptive-sparse-opening"
 BOOTSTRAP_PATCH = "final-score-bootstrap"
+PIPELINED_PATCH = "pipelined-rounds"
 _STAND_IN = TournamentInput.model_construct(task="")
 
 
@@ -89,8 +97,12 @@ class TournamentWorkflow:
         self.generation = 0
         self.plan: Preflight | None = None
         self.writer = ArtifactWriter()
-        self.sparse_opening = self.bootstrap = False
+        self.sparse_opening = self.bootstrap = self.pipelined = False
         """Patches (see above), asked in the first workflow task of ``run``."""
+        self.making: dict[str, asyncio.Task[None]] = {}
+        """Pipelined: candidate id -> the call making it, for the population being made."""
+        self.unmade: tuple[int, list[str], list[asyncio.Task[None]]] | None = None
+        """Pipelined: the population (generation, ids) whose calls (tasks) may still run."""
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -105,6 +117,9 @@ class TournamentWorkflow:
         self.sparse_opening = workflow.patched(SPARSE_OPENING_PATCH)
         self.bootstrap = workflow.patched(BOOTSTRAP_PATCH)
         self.writer.incremental = workflow.patched(INCREMENTAL_ARTIFACTS_PATCH)
+        self.pipelined = input.rounds == "pipelined" and workflow.patched(PIPELINED_PATCH)
+        if self.pipelined:
+            self.calls.pipeline()
         seed = input.seed if input.seed is not None else workflow.random().randint(0, 2**31 - 1)
         self.calls.seed = seed
         try:
@@ -156,20 +171,17 @@ class TournamentWorkflow:
         )
 
     async def _initial_generation(self, n: int) -> list[str]:
-        self.phase = phases.INITIAL_GENERATION
+        phase = self.phase = phases.INITIAL_GENERATION
         ids = [rng.initial_id(i) for i in range(n)]
 
         async def generate(i: int, cid: str) -> None:
             response = await self.calls.model(
-                self.phase, i, role="generate", values=self._context(), tag=cid
+                phase, i, role="generate", values=self._context(), tag=cid
             )
             self.record.add_candidate(cid, 0, "initial", None, "generated", response)
 
-        await self.calls.run_all(
-            [functools.partial(generate, i, c) for i, c in enumerate(ids)],
-            self.input.concurrency.generate,
-        )
-        return await self._commit_population(0, ids)
+        making = {c: functools.partial(generate, i, c) for i, c in enumerate(ids)}
+        return await self._populate(0, ids, making, "generate")
 
     async def _given_population(self) -> list[str]:
         self.phase = phases.INITIAL_GENERATION
@@ -189,6 +201,7 @@ class TournamentWorkflow:
             rows = await self._judge_adaptively(phase, generation, population, len(pairs))
         else:
             rows = await self._judge_batch(phase, generation, pairs, first_index=0)
+        await self._made()
         board = await self._fit(phase, generation, population, rows)
         await self._write_artifacts()
         return board
@@ -196,16 +209,25 @@ class TournamentWorkflow:
     async def _judge_batch(
         self, phase: str, generation: int | None, pairs: list[ScheduledPair], first_index: int
     ) -> list[ComparisonRow]:
+        exist = self._exist if self.pipelined else None
         if self.input.calls_per_pair > 1:  # both orders, or a panel: several calls per pair
             return await judge_by_panel(
-                self.calls, self.record, self._context(), phase, generation, pairs, first_index
+                self.calls,
+                self.record,
+                self._context(),
+                phase,
+                generation,
+                pairs,
+                first_index,
+                ready=exist,
             )
         return await self.calls.run_all(
             [
                 functools.partial(self._compare, phase, generation, first_index + i, p)
                 for i, p in enumerate(pairs)
             ],
-            self.input.concurrency.judge,
+            "judge",
+            ready=[functools.partial(exist, p) for p in pairs] if exist else None,
         )
 
     async def _judge_adaptively(
@@ -278,14 +300,11 @@ class TournamentWorkflow:
             response = await self.calls.model(phase, i, role="mutate", values=values, tag=cid)
             self.record.add_candidate(cid, g, "mutation", parent, "mutated", response)
 
-        await self.calls.run_all(
-            [
-                functools.partial(mutate, i, p, c)
-                for i, (p, c) in enumerate(zip(selection.parents, mutants, strict=True))
-            ],
-            self.input.concurrency.mutate,
-        )
-        return await self._commit_population(g, elites + mutants)
+        making = {
+            c: functools.partial(mutate, i, p, c)
+            for i, (p, c) in enumerate(zip(selection.parents, mutants, strict=True))
+        }
+        return await self._populate(g, elites + mutants, making, "mutate")
 
     async def _finalize(self, winner_id: str) -> None:
         winner = self.record.candidates[winner_id]
@@ -305,6 +324,44 @@ class TournamentWorkflow:
 
     def _context(self) -> dict[str, str]:
         return {"task": self.input.task, "rubric": self.input.rubric or DEFAULT_RUBRIC}
+
+    async def _populate(
+        self,
+        generation: int,
+        ids: list[str],
+        making: Mapping[str, Callable[[], Awaitable[None]]],
+        lane: Lane,
+    ) -> list[str]:
+        """Population ``generation`` is ``ids``, once the calls ``making`` its new candidates
+        (by id) have landed. Pipelined, it returns at once: the next judging starts on the
+        candidates that exist, and ``_made`` completes the population before it is ranked."""
+        if not self.pipelined:
+            await self.calls.run_all(list(making.values()), lane)
+            return await self._commit_population(generation, ids)
+        tasks = self.calls.start_all(list(making.values()), lane)
+        self.making = dict(zip(making, tasks, strict=True))
+        self.unmade = (generation, ids, tasks)
+        return ids
+
+    async def _exist(self, pair: ScheduledPair) -> None:
+        """Pipelined: wait until both candidates of ``pair`` exist (``Dropped`` if one never
+        will: the call making it failed, and whoever settles that call raises its failure)."""
+        makers = [t for c in (pair.presented_a, pair.presented_b) if (t := self.making.get(c))]
+        if pending := [t for t in makers if not t.done()]:
+            await workflow.wait(pending)
+        if any(t.cancelled() or t.exception() is not None for t in makers):
+            raise Dropped()
+
+    async def _made(self) -> None:
+        """Pipelined: the rest of the population being made lands, and it is committed (its
+        file is written with the fit's artifacts)."""
+        if self.unmade is None:
+            return
+        generation, ids, tasks = self.unmade
+        self.unmade = None
+        await self.calls.settle(tasks)
+        self.making = {}
+        self.record.commit_population(generation, ids)
 
     async def _commit_population(self, generation: int, ids: list[str]) -> list[str]:
         self.record.commit_population(generation, ids)
@@ -385,6 +442,7 @@ class TournamentWorkflow:
             in_flight=self.calls.in_flight,
             refused=self.record.refused[-5:],
             waiting_until=self.calls.waiting_until,
+            waiting_code=self.calls.waiting_code,
             usd_known=all(row.priced for row in self.calls.usage),
         )
 

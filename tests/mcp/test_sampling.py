@@ -1,0 +1,158 @@
+"""The MCP sampling provider: ``mcp:<hint>`` runs answered by the host of a connected session,
+driven by the SDK's own client answering ``sampling/createMessage`` over stdio."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from typing import Any
+
+import mcp_types as types
+import pytest
+from mcp.client.session import ClientRequestContext
+from temporalio.client import Client
+
+from activities.config import Settings
+from activities.errors import ConfigError
+from activities.providers import resolve_model
+from activities.providers.sampling import SampleRequest
+from tests.cli import cli_env, ponder
+from tests.mcp.helpers import stdio_client, structured
+from workflows.call_options import CallOptions, session_task_queue
+from workflows.model_calls import PROVIDER_SESSION_GONE
+from workflows.names import QUERY_PROGRESS, TOURNAMENT
+from workflows.tournament.profiles import BUILTIN_PROFILES, Profile
+from workflows.tournament.types import Progress, TournamentInput, TournamentResult
+
+HINT = "testhint"
+
+
+class Host:
+    """A host's sampling callback: answers judges with a verdict and the rest with text."""
+
+    def __init__(self) -> None:
+        self.seen: list[types.CreateMessageRequestParams] = []
+
+    async def __call__(
+        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult:
+        self.seen.append(params)
+        prompt = _text(params)
+        if '"winner"' in prompt + (params.system_prompt or ""):
+            text = json.dumps({"winner": "A", "confidence": 0.6, "reason": "A is clearer."})
+        else:
+            text = f"host answer {len(self.seen)}"
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(text=text), model="host-model-1"
+        )
+
+
+def _text(params: types.CreateMessageRequestParams) -> str:
+    blocks = [b for m in params.messages for b in m.content_as_list]
+    return "".join(b.text for b in blocks if isinstance(b, types.TextContent))
+
+
+def _env(settings: Settings, server_address: str, queue: str) -> dict[str, str]:
+    return cli_env(settings.home, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE=queue)
+
+
+SMALL = {"n": 2, "k": 1, "t": 0, "m": 1}
+
+
+async def test_a_tournament_runs_on_the_hosts_model(
+    settings: Settings, server_address: str, worker_queue: str
+) -> None:
+    host = Host()
+    run_id = f"mcp-sample-{uuid.uuid4().hex[:8]}"
+    env = _env(settings, server_address, worker_queue)
+    async with stdio_client(env, sampling_callback=host, mode="legacy") as session:
+        done = structured(
+            await session.call_tool(
+                "think",
+                {"task": "Name a sorting algorithm", "model": f"mcp:{HINT}", "run_id": run_id}
+                | SMALL
+                | {"wait": True, "timeout_s": 120},
+            )
+        )
+    assert done["status"] == "completed", done
+    assert done["final_answer"].startswith("host answer")
+    # Every call of the run went to the host, hint and prompt included.
+    assert len(host.seen) == done["calls"] > 0
+    assert all(p.model_preferences and p.model_preferences.hints for p in host.seen)
+    assert {p.model_preferences.hints[0].name for p in host.seen if p.model_preferences} == {HINT}
+    assert any("Name a sorting algorithm" in _text(p) for p in host.seen)
+    raw = (settings.runs_dir / run_id / "raw-events.jsonl").read_text().splitlines()
+    events = [json.loads(line) for line in raw]
+    assert {e["provider_kind"] for e in events} == {"mcp"}
+    assert events[0]["response"]["body"]["model"] == "host-model-1"
+
+
+async def test_a_run_waits_for_a_session_then_goes_on(
+    client: Client, settings: Settings, server_address: str, worker_queue: str
+) -> None:
+    run_id = f"mcp-wait-{uuid.uuid4().hex[:8]}"
+    # No session is connected: the input itself names the session queue (as a session's
+    # tools would), so the run starts, and its calls wait for one.
+    payload = TournamentInput(
+        task="Name a sorting algorithm",
+        model=f"mcp:{HINT}",
+        custom=Profile.model_validate(BUILTIN_PROFILES["quick"].model_dump() | SMALL),
+        calls=CallOptions(session_queues={"mcp": session_task_queue(worker_queue, "mcp")}),
+    )
+    handle = await client.start_workflow(
+        TOURNAMENT, payload, id=run_id, task_queue=worker_queue, result_type=TournamentResult
+    )
+    waiting = await _until_waiting(handle)
+    assert waiting.status == "waiting_provider"
+    assert waiting.waiting_code == PROVIDER_SESSION_GONE
+    env = _env(settings, server_address, worker_queue) | {"COLUMNS": "200"}
+    shown = await ponder("status", run_id, env=env)
+    assert PROVIDER_SESSION_GONE in shown.out and "connect one" in shown.out, shown.out
+
+    host = Host()
+    async with stdio_client(
+        _env(settings, server_address, worker_queue), sampling_callback=host, mode="legacy"
+    ):
+        result = await asyncio.wait_for(handle.result(), 120)
+    assert result.status == "completed"
+    assert len(host.seen) == result.spent.calls > 0
+
+
+async def _until_waiting(handle: Any, timeout: float = 90) -> Progress:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        progress: Progress = await handle.query(QUERY_PROGRESS, result_type=Progress)
+        if progress.waiting_code is not None:
+            return progress
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"the run never waited for a session within {timeout}s")
+
+
+async def test_the_cli_refuses_an_mcp_model_with_no_session(
+    settings: Settings, server_address: str, worker_queue: str
+) -> None:
+    env = _env(settings, server_address, worker_queue)
+    done = await ponder("think", "Sort a list", "--model", f"mcp:{HINT}", env=env, timeout=60)
+    assert done.code == 2, done
+    assert "mcp.no_session" in done.err and "ponder mcp" in done.err, done.err
+
+
+@pytest.mark.parametrize("hint", ["", "has space", "a/b", "x" * 65, "-lead"])
+def test_a_bad_hint_is_refused(settings: Settings, hint: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        resolve_model(f"mcp:{hint}", settings)
+    assert refused.value.code in ("model.mcp_hint_invalid", "model.invalid")
+
+
+def test_the_hint_goes_to_model_preferences() -> None:
+    wire = SampleRequest("p", None, "sonnet", 10, None).wire()
+    assert wire["modelPreferences"] == {"hints": [{"name": "sonnet"}]}
+    assert "modelPreferences" not in SampleRequest("p", None, None, 10, None).wire()
+
+
+def test_session_queues_are_checked() -> None:
+    with pytest.raises(ValueError, match="is not a session queue"):
+        CallOptions(session_queues={"mcp": "anywhere"})
+    assert CallOptions(session_queues={"mcp": "q.session.mcp"}).awaits_session("mcp:x")

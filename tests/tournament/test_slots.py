@@ -1,0 +1,80 @@
+"""Pipelined rounds' call slots (``workflows/tournament/slots.py``), on a plain event loop."""
+
+from __future__ import annotations
+
+import asyncio
+
+from workflows.tournament.slots import Slots
+
+
+async def settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_first_come_first_served_across_lanes_within_each_width() -> None:
+    slots = Slots({"mutate": 2, "judge": 2})
+    started: list[str] = []
+    release: dict[str, asyncio.Event] = {}
+
+    async def call(name: str, lane: str) -> None:
+        async with slots.slot(lane):
+            started.append(name)
+            release[name] = asyncio.Event()
+            await release[name].wait()
+
+    tasks = [asyncio.create_task(call(f"m{i}", "mutate")) for i in range(4)]
+    await settle()
+    tasks += [asyncio.create_task(call(f"j{i}", "judge")) for i in range(2)]
+    await settle()
+    assert started == ["m0", "m1"]  # the run is 2 wide
+    release["m0"].set()
+    await settle()
+    # m2 came before the judges: a freed mutate slot goes to it, not to j0.
+    assert started == ["m0", "m1", "m2"]
+    release["m1"].set()
+    release["m2"].set()
+    await settle()
+    assert started == ["m0", "m1", "m2", "m3", "j0"]
+    for name in ("m3", "j0"):
+        release[name].set()
+    await settle()
+    release["j1"].set()
+    await asyncio.gather(*tasks)
+    assert started[-1] == "j1" and slots.free == 2 and slots.lane_free == {"mutate": 2, "judge": 2}
+
+
+async def test_a_full_lane_does_not_hold_up_another_lane() -> None:
+    slots = Slots({"generate": 1, "judge": 3})
+    order: list[str] = []
+    gate = asyncio.Event()
+
+    async def call(name: str, lane: str) -> None:
+        async with slots.slot(lane):
+            order.append(name)
+            await gate.wait()
+
+    calls = [("g0", "generate"), ("g1", "generate"), ("j0", "judge"), ("j1", "judge")]
+    tasks = [asyncio.create_task(call(name, lane)) for name, lane in calls]
+    await settle()
+    assert order == ["g0", "j0", "j1"]  # g1 waits for its lane, j0 and j1 pass it
+    gate.set()
+    await asyncio.gather(*tasks)
+    assert order[-1] == "g1"
+
+
+async def test_a_cancelled_waiter_gives_up_its_place_and_a_granted_one_its_slot() -> None:
+    slots = Slots({"judge": 1})
+    await slots.acquire("judge")  # held here
+    waiter = asyncio.create_task(slots.acquire("judge"))
+    await settle()
+    waiter.cancel()  # while it waits
+    await settle()
+    assert waiter.cancelled() and not slots.waiting and slots.free == 0
+    granted = asyncio.create_task(slots.acquire("judge"))
+    await settle()
+    slots.release("judge")  # grants it at once...
+    assert slots.free == 0 and not slots.waiting
+    granted.cancel()  # ...but it is cancelled before it runs: the slot comes back
+    await settle()
+    assert granted.cancelled() and slots.free == 1 and slots.lane_free == {"judge": 1}
