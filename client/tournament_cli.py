@@ -1,29 +1,26 @@
 """``ponder think``: run a tournament, or print its plan; registers every tournament command.
 
 The commands on existing runs live in ``client.tournament_control``, ``rank`` and ``mutate`` in
-``client.tournament_services``, the progress display in ``client.tournament_follow``.
+``client.tournament_services``, the progress display in ``client.tournament_follow``. What runs a
+tournament (the SDK, providers, the estimate) is imported in the command's body, not for
+``--help``.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
 
-from activities.config import load_settings
 from client.click_fields import settings_options
-from client.profiles import apply_profile
-from client.runs import new_run_id, start_and_follow
-from client.tournament_estimate import TournamentEstimate, estimate
-from client.tournament_follow import follow, print_outcome
-from client.tournament_inputs import build_input
 from client.tournament_options import RunOptions, TournamentSettings
 from workflows.names import TOURNAMENT
 from workflows.run_ids import check_run_id
-from workflows.tournament.preflight import preflight
-from workflows.tournament.types import TournamentResult
+
+if TYPE_CHECKING:
+    from client.tournament_estimate import TournamentEstimate
 
 __all__ = ["think"]
 
@@ -50,6 +47,15 @@ __all__ = ["think"]
 @click.pass_context
 def think(ctx: click.Context, **options: Any) -> None:
     """Run a tournament on TASK (or @file): generate, judge, rank, mutate, rank again."""
+    from activities.config import load_settings
+    from client.profiles import apply_profile
+    from client.runs import new_run_id, start_and_follow
+    from client.tournament_estimate import estimate
+    from client.tournament_follow import follow, print_outcome
+    from client.tournament_inputs import build_input
+    from workflows.tournament.preflight import preflight
+    from workflows.tournament.types import TournamentResult
+
     settings = load_settings(ctx.obj["config"])
     given = {k for k in options if ctx.get_parameter_source(k) != ParameterSource.DEFAULT}
     options, _ = apply_profile(options, given, settings.home)  # a saved --profile NAME
