@@ -12,7 +12,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from activities.config import load_settings
+from activities.config import Settings, load_settings
 from client.click_fields import settings_options
 from client.profiles import apply_profile
 from client.runs import new_run_id, start_and_follow
@@ -23,9 +23,9 @@ from client.tournament_options import RunOptions, TournamentSettings
 from workflows.names import TOURNAMENT
 from workflows.run_ids import check_run_id
 from workflows.tournament.preflight import preflight
-from workflows.tournament.types import TournamentResult
+from workflows.tournament.types import TournamentInput, TournamentResult
 
-__all__ = ["think"]
+__all__ = ["think", "think_input"]
 
 
 @click.command()
@@ -51,11 +51,8 @@ __all__ = ["think"]
 def think(ctx: click.Context, **options: Any) -> None:
     """Run a tournament on TASK (or @file): generate, judge, rank, mutate, rank again."""
     settings = load_settings(ctx.obj["config"])
-    given = {k for k in options if ctx.get_parameter_source(k) != ParameterSource.DEFAULT}
-    options, _ = apply_profile(options, given, settings.home)  # a saved --profile NAME
     run_id = check_run_id(options["run_id"] or new_run_id("think"))
-    options["run_id"] = run_id
-    payload = build_input(settings, **options)
+    payload = think_input(ctx, settings, run_id)
     if options["dry_run"]:
         _print_plan(estimate(payload))
         return
@@ -66,6 +63,14 @@ def think(ctx: click.Context, **options: Any) -> None:
         settings, TOURNAMENT, payload, run_id, TournamentResult, follow, detach=options["detach"]
     )
     print_outcome(run_id, asyncio.run(started))
+
+
+def think_input(ctx: click.Context, settings: Settings, run_id: str) -> TournamentInput:
+    """The workflow input of a parsed ``ponder think`` (run ``run_id``): a saved ``--profile``
+    filled in beneath the options given."""
+    given = {k for k in ctx.params if ctx.get_parameter_source(k) != ParameterSource.DEFAULT}
+    options, _ = apply_profile(dict(ctx.params), given, settings.home)  # a saved --profile NAME
+    return build_input(settings, **options | {"run_id": run_id})
 
 
 def _print_plan(plan: TournamentEstimate) -> None:
