@@ -53,8 +53,9 @@ def _click_type(info: FieldInfo) -> Any:
     raise TypeError(f"no command-line type for {info.annotation}: give it a CliOption(multiple)")
 
 
-def _option(field: CliField, where: str) -> Callable[[F], F]:
+def _option(field: CliField, where: str, command_defaults: bool = True) -> Callable[[F], F]:
     info, marker = field.info, field.marker
+    default = marker.default if command_defaults else None
     if not info.description:
         raise TypeError(f"{where} has no description: it is the option's help")
     help_text = " ".join(
@@ -72,8 +73,8 @@ def _option(field: CliField, where: str) -> Callable[[F], F]:
         field.flag,
         field.dest,
         type=_click_type(info),
-        default=marker.default,
-        show_default=marker.default is not None,
+        default=default,
+        show_default=default is not None,
         metavar=marker.metavar,
         help=help_text,
     )
@@ -85,12 +86,22 @@ def field_option(model: type[BaseModel], name: str) -> Callable[[F], F]:
     return _option(CliField((name,), info, cli_marker(info)), f"{model.__name__}.{name}")
 
 
-def settings_options(model: type[BaseModel]) -> Callable[[F], F]:
-    """Every option of ``model`` as a click option, in the model's field order."""
+def settings_options(
+    model: type[BaseModel],
+    *,
+    fields: Iterable[CliField] | None = None,
+    command_defaults: bool = True,
+) -> Callable[[F], F]:
+    """Every option of ``model`` (or only ``fields``, some of its ``cli_fields``) as a click
+    option, in the model's field order. Without ``command_defaults`` an option left out stays
+    None, even where the command that runs applies a default (``ponder profile save`` records
+    only what was given, so an unset field takes the think default when the profile is used)."""
+    chosen = list(cli_fields(model) if fields is None else fields)
 
     def apply(command: F) -> F:
-        for field in reversed(list(cli_fields(model))):  # decorators apply bottom-up
-            command = _option(field, f"{model.__name__}.{'.'.join(field.path)}")(command)
+        for field in reversed(chosen):  # decorators apply bottom-up
+            where = f"{model.__name__}.{'.'.join(field.path)}"
+            command = _option(field, where, command_defaults)(command)
         return command
 
     return apply

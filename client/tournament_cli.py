@@ -20,9 +20,11 @@ from workflows.names import TOURNAMENT
 from workflows.run_ids import check_run_id
 
 if TYPE_CHECKING:
+    from activities.config import Settings
     from client.tournament_estimate import TournamentEstimate
+    from workflows.tournament.types import TournamentInput
 
-__all__ = ["think"]
+__all__ = ["think", "think_input"]
 
 
 @click.command()
@@ -48,20 +50,15 @@ __all__ = ["think"]
 def think(ctx: click.Context, **options: Any) -> None:
     """Run a tournament on TASK (or @file): generate, judge, rank, mutate, rank again."""
     from activities.config import load_settings
-    from client.profiles import apply_profile
     from client.runs import new_run_id, start_and_follow
     from client.tournament_estimate import estimate
     from client.tournament_follow import follow, print_outcome
-    from client.tournament_inputs import build_input
     from workflows.tournament.preflight import preflight
     from workflows.tournament.types import TournamentResult
 
     settings = load_settings(ctx.obj["config"])
-    given = {k for k in options if ctx.get_parameter_source(k) != ParameterSource.DEFAULT}
-    options, _ = apply_profile(options, given, settings.home)  # a saved --profile NAME
     run_id = check_run_id(options["run_id"] or new_run_id("think"))
-    options["run_id"] = run_id
-    payload = build_input(settings, **options)
+    payload = think_input(ctx, settings, run_id)
     if options["dry_run"]:
         _print_plan(estimate(payload))
         return
@@ -72,6 +69,17 @@ def think(ctx: click.Context, **options: Any) -> None:
         settings, TOURNAMENT, payload, run_id, TournamentResult, follow, detach=options["detach"]
     )
     print_outcome(run_id, asyncio.run(started))
+
+
+def think_input(ctx: click.Context, settings: Settings, run_id: str) -> TournamentInput:
+    """The workflow input of a parsed ``ponder think`` (run ``run_id``): a saved ``--profile``
+    filled in beneath the options given."""
+    from client.profiles import apply_profile
+    from client.tournament_inputs import build_input
+
+    given = {k for k in ctx.params if ctx.get_parameter_source(k) != ParameterSource.DEFAULT}
+    options, _ = apply_profile(dict(ctx.params), given, settings.home)  # a saved --profile NAME
+    return build_input(settings, **options | {"run_id": run_id})
 
 
 def _print_plan(plan: TournamentEstimate) -> None:

@@ -11,7 +11,7 @@ from typing import Annotated, Any, TypeVar
 from pydantic import ConfigDict, Field, ValidationError
 
 from activities.errors import ConfigError
-from client.option_fields import CliOption
+from client.option_fields import CliOption, cli_fields
 from workflows.bounds import Seed
 from workflows.budget import BudgetLimits
 from workflows.inputs import StrictModel
@@ -36,11 +36,13 @@ __all__ = [
     "TOKEN_ROLES",
     "RunOptions",
     "TournamentSettings",
+    "concurrency_values",
     "load_prompts",
     "model_list",
     "read_file",
     "read_task",
     "role_values",
+    "settings_values",
 ]
 
 T = TypeVar("T")
@@ -256,6 +258,47 @@ def role_values(
                 "option.invalid",
                 f"{option} {item!r}: {raw.strip()!r} is not a valid {cast.__name__}",
             ) from None
+    return values
+
+
+def concurrency_values(items: Iterable[str]) -> Concurrency:
+    """``--concurrency``: a bare N for every phase, PHASE=N for one (the phases given are the
+    model's fields set, so a profile merges them phase by phase)."""
+    every: dict[str, int] = {}
+    per_phase: list[str] = []
+    for item in items:
+        if "=" in item:
+            per_phase.append(item)
+            continue
+        try:
+            every = dict.fromkeys(CONCURRENCY_PHASES, int(item))
+        except ValueError:
+            raise ConfigError(
+                "option.invalid", f"--concurrency {item!r} is neither a number nor PHASE=N"
+            ) from None
+    return Concurrency(**(every | role_values("--concurrency", per_phase, CONCURRENCY_PHASES, int)))
+
+
+def settings_values(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``TournamentSettings`` fields (by alias) that command-line options set: the inverse
+    of ``cli_values(settings, TournamentSettings)``, so ``ponder profile save`` reads each
+    option as ``ponder think`` does. A repeatable option is read by its field's reader below;
+    an option left out (None, empty, a flag left off) sets nothing."""
+    readers: dict[str, Callable[[tuple[str, ...]], Any]] = {
+        "temperatures": lambda items: role_values("--temperature", items, TEMPERATURE_ROLES, float),
+        "concurrency": lambda items: concurrency_values(items).model_dump(exclude_unset=True),
+        "judges": lambda items: model_list(items) or None,
+    }
+    values: dict[str, Any] = {}
+    for field in cli_fields(TournamentSettings):
+        (name,) = field.path  # no settings field is flattened
+        value = options[field.dest]
+        if field.marker.multiple:
+            if name not in readers:
+                raise TypeError(f"TournamentSettings.{name} is repeatable: give it a reader here")
+            value = readers[name](value) if value else None
+        if value is not None and value is not False:
+            values[field.info.alias or name] = value
     return values
 
 

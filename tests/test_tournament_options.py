@@ -1,21 +1,33 @@
 """The tournament options are declared once: the settings (``TournamentSettings``) reach
-``ponder think``'s options, the MCP ``think``/``plan`` schemas and a saved profile's fields,
-what only a run takes (``RunOptions``) the options and the schemas; so a field added to either
+``ponder think``'s options, the MCP ``think``/``plan`` schemas, a saved profile's fields and
+``ponder profile save``'s options, what only a run takes (``RunOptions``) the options and the
+schemas (and ``profile save`` the models and limits a profile holds); so a field added to either
 reaches each place it belongs, and anything one place adds beside them is named here."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 import pytest
+import yaml
 
+from activities.config import Settings
 from client.click_fields import field_option
-from client.mcp.args import PlanArgs, ThinkArgs
+from client.mcp.args import PlanArgs, ProfileSaveArgs, ThinkArgs
 from client.option_fields import cli_defaults, cli_fields, cli_values
-from client.profiles import SavedProfile, profile_options
-from client.tournament_cli import think
+from client.profile_cli import profile, save
+from client.profiles import (
+    PROFILE_MODELS,
+    ProfileStore,
+    SavedProfile,
+    profile_options,
+    profile_run_fields,
+)
+from client.tournament_cli import think, think_input
 from client.tournament_options import RunOptions, TournamentSettings
 from workflows.budget import BudgetLimits
-from workflows.tournament.types import Concurrency
+from workflows.tournament.types import Concurrency, RoleModels, TournamentInput
 
 SETTINGS = TournamentSettings.model_fields
 SHARED = (TournamentSettings, RunOptions)
@@ -27,6 +39,8 @@ THINK_ONLY = {"task", "profile", "prompts", "detach", "dry_run"}
 MCP_ONLY = {"task", "profile", "wait", "timeout_s"}
 # A saved profile holds the run's models and budget under its own names (profile_options).
 PROFILE_ONLY = {"description", "base", "models", "limits"}
+# ponder profile save: the profile's name, a file to start from, its own fields, --force.
+PROFILE_SAVE_ONLY = {"name", "from_file", "description", "base", "force"}
 
 # Every setting given: the values a person would type, and the same as a model holds them.
 EVERY = TournamentSettings.model_validate(
@@ -131,3 +145,108 @@ def test_a_field_without_a_description_has_no_option() -> None:
 
     with pytest.raises(TypeError, match=r"Undocumented\.extra has no description"):
         field_option(Undocumented, "extra")(click.command()(lambda **_: None))
+
+
+def test_every_setting_and_every_run_option_a_profile_holds_is_a_profile_save_option() -> None:
+    options = {p.name: p for p in save.params if p.name != "config"}
+    fields = {f.dest: f for f in [*cli_fields(TournamentSettings), *profile_run_fields()]}
+    assert set(options) - set(fields) == PROFILE_SAVE_ONLY
+    for dest, field in fields.items():
+        assert options[dest].opts == [field.flag]
+        assert options[dest].help
+    # What a profile holds of the run options: a model per role (the generate role's is
+    # --model, a setting) and each budget limit, a plain number (no ROLE=N caps).
+    assert set(PROFILE_MODELS) | {"generate"} == set(RoleModels.model_fields)
+    assert {f.path[0] for f in profile_run_fields()} == {*PROFILE_MODELS.values(), "budget"}
+    assert {f.dest for f in profile_run_fields() if f.path[0] == "budget"} == set(
+        BudgetLimits.model_fields
+    )
+    assert not any(f.marker.multiple for f in profile_run_fields() if f.path[0] == "budget")
+    # Left out, an option sets nothing (think's defaults apply when the profile is used).
+    bare = save.make_context("save", ["p"]).params
+    assert {dest: bare[dest] for dest in fields} == {
+        dest: () if field.marker.multiple else False if field.is_flag else None
+        for dest, field in fields.items()
+    }
+    # The MCP profile_save tool saves the same model, and names each of its fields.
+    described = ProfileSaveArgs.model_fields["settings"].description or ""
+    for name, info in SavedProfile.model_fields.items():
+        assert (info.alias or name) in described, name
+
+
+# The flags of every field a saved profile holds (EVERY_ARGV but for what only a run takes).
+RUN_ONLY_FLAGS = {
+    "--bootstrap-resamples": "0", "--seed": "7", "--max-critique-chars": "900",
+    "--include-raw-outputs": None, "--include-prompts": None, "--run-id": "think-x",
+}  # fmt: skip
+
+
+def _held_argv(drop: str) -> list[str]:
+    """EVERY_ARGV's profile flags, without ``drop`` (and its value): think refuses a judge
+    panel and a judge model together."""
+    argv, items = [], iter(EVERY_ARGV[1:])
+    for flag in items:
+        if flag in RUN_ONLY_FLAGS:
+            if RUN_ONLY_FLAGS[flag] is not None:
+                next(items)
+            continue
+        value = next(items)  # every flag a profile holds takes a value
+        if flag != drop:
+            argv += [flag, value]
+    return argv
+
+
+@pytest.fixture
+def home(settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    """``settings``, and the commands run here load the same home (no ponder.toml)."""
+    monkeypatch.setenv("PONDER_HOME", str(settings.home))
+    monkeypatch.delenv("PONDER_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    return settings
+
+
+def _save(*argv: str) -> None:
+    profile.main(["save", *argv], obj={"config": None}, standalone_mode=False)
+
+
+@pytest.mark.parametrize("drop", ["--judges", "--judge-model"])
+def test_profile_save_then_think_profile_is_think_with_the_same_flags(
+    home: Settings, drop: str
+) -> None:
+    held = _held_argv(drop)
+    assert len(held) > 40  # every profile field, EVERY_ARGV's values
+    held[held.index("--max-calls") + 1] = "500"  # a panel judging both orders: over 40 calls
+    run = ["--seed", "7", "--bootstrap-resamples", "0"]
+
+    def think_with(*argv: str) -> TournamentInput:
+        return think_input(think.make_context("think", ["x", *argv, *run]), home, "think-rt")
+
+    direct = think_with(*held)
+    _save("rt", *held)
+    used = think_with("--profile", "rt")
+    assert used == direct
+    bare = think_with()
+    assert used != bare and used.custom is not None and used.custom.n == 6
+
+
+def test_profile_save_flags_merge_over_a_from_file_role_by_role(
+    home: Settings, tmp_path: Path
+) -> None:
+    source = tmp_path / "start.yaml"
+    start = {
+        "n": 8,
+        "rubric": "from the file",
+        "temperatures": {"generate": 0.5},
+        "concurrency": {"mutate": 2},
+        "models": {"mutate": "sim:m"},
+        "limits": {"max_usd": 1.0},
+    }
+    source.write_text(yaml.safe_dump(start))
+    flags = ["--n", "6", "--temperature", "judge=0.1", "--concurrency", "judge=3"]
+    _save("merged", "--from", str(source), *flags, "--judge-model", "sim:j", "--max-calls", "5")
+    saved = ProfileStore(home.home).load("merged")
+    assert (saved.n, saved.rubric) == (6, "from the file")
+    assert saved.temperatures == {"generate": 0.5, "judge": 0.1}
+    assert saved.concurrency == Concurrency(mutate=2, judge=3)
+    assert saved.models == RoleModels(mutate="sim:m", judge="sim:j")
+    assert saved.limits == BudgetLimits(max_usd=1.0, max_calls=5)

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field, JsonValue
 
 from client.bundles import Format as ExportFormat
+from client.profiles import SavedProfile
 from client.run_list import KINDS, STATUSES
 from client.tournament_options import RunOptions, TournamentSettings
 from workflows.ask_types import AskInput
@@ -173,10 +174,10 @@ class ProfileSaveArgs(ProfileArgs):
     settings: dict[str, JsonValue] = Field(
         default={},
         max_length=64,
-        description="base, n, k, t, m, lambda, temperatures, provider, model, models, rubric, "
-        "prompt_style, schedule, judge_orders, judges, limits, concurrency, "
-        "on_budget_exhausted, invalid_json_retries, description (see profile_show); "
-        "secret-shaped keys are refused",
+        description=", ".join(
+            info.alias or name for name, info in SavedProfile.model_fields.items()
+        )
+        + " (see profile_show); secret-shaped keys are refused",
     )
     force: bool = Field(default=False, description="replace a saved profile of the same name")
 
