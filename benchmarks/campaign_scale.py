@@ -56,7 +56,8 @@ def campaign_document(cells: int, concurrency: int) -> dict[str, object]:
     }
 
 
-async def run_campaign(cells: int, concurrency: int) -> None:
+async def run_campaign(cells: int, concurrency: int) -> tuple[float, float]:
+    """Run the campaign, print its figures; returns (cells per second, events per cell)."""
     with tempfile.TemporaryDirectory() as home:
         settings = load_settings(home=home)
         env = await WorkflowEnvironment.start_local(
@@ -86,6 +87,7 @@ async def run_campaign(cells: int, concurrency: int) -> None:
             print(f"  history bytes             {size:10d}  ({size / result.cells:.0f} per cell)")
             print(f"  peak RSS (worker+client)  {rss_mb:10.0f} MB")
             print(f"  recommendation: {result.recommendation}")
+            return result.cells / wall, events / result.cells
         finally:
             await env.shutdown()
 
@@ -139,7 +141,11 @@ def main() -> None:
     if args.smoke:
         args.cells, args.records, args.concurrency = 8, 50, 4
     report_timing(args.records)
-    asyncio.run(run_campaign(args.cells, args.concurrency))
+    rate, events = asyncio.run(run_campaign(args.cells, args.concurrency))
+    print(
+        f"{args.cells} single-shot sim cells at concurrency {args.concurrency}: "
+        f"{rate:.1f} cells/s, {events:.1f} history events per cell"
+    )
 
 
 if __name__ == "__main__":

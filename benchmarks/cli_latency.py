@@ -2,7 +2,9 @@
 ``python -c pass`` (the interpreter's own start on this machine).
 
 One sim Ask run is made first; the reads then run with the embedded server down (the run store
-answers: no server starts) and ``status --live`` with a ``ponder server`` running.
+answers: no server starts) and ``status --live`` with a ``ponder server`` running; last, with
+the server up, ``status`` of a live tournament (paused on its budget) that the home's background
+worker serves, so the query needs no worker of the command's own.
 
     python -m benchmarks.cli_latency [--repeat 7] [--smoke]
 """
@@ -10,6 +12,8 @@ answers: no server starts) and ``status --live`` with a ``ponder server`` runnin
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import os
 import signal
 import statistics
@@ -22,6 +26,12 @@ from pathlib import Path
 from benchmarks.ask_latency import READY_TIMEOUT_S, ponder_env
 
 RUN_ID = "bench-ask"
+LIVE_ID = "bench-live"
+LIVE_RUN = [
+    # Retried judge calls spend the plan's 15 calls early: the run pauses, live, on its budget.
+    *("think", "Sort a list", "--seed", "4", "--model", "sim:default,invalid_json_rate=0.5"),
+    *("--invalid-json-retries", "3", "--max-calls", "15", "--run-id", LIVE_ID, "--detach"),
+]
 DOWN = [
     ["--help"],
     ["think", "--help"],
@@ -66,14 +76,28 @@ def with_server(home: Path, env: dict[str, str], repeat: int) -> list[tuple[str,
                 raise SystemExit("ponder server did not come up")
         else:
             raise SystemExit(f"ponder server exited {server.wait()}")
-        return [(f"ponder {' '.join(a)} (server up)", measure(ponder(*a), env, repeat)) for a in UP]
+        rows = [(f"ponder {' '.join(a)} (server up)", measure(ponder(*a), env, repeat)) for a in UP]
+        wall(ponder(*LIVE_RUN), env)
+        live = measure(ponder("status", LIVE_ID), env, repeat)
+        return [*rows, (f"ponder status {LIVE_ID} (live, worker up)", live)]
     finally:
+        _stop_background_worker(home)
         server.send_signal(signal.SIGINT)
         try:
             server.wait(timeout=30)
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+
+
+def _stop_background_worker(home: Path) -> None:
+    record = home / "workers" / "ponder.json"
+    try:
+        pid = int(json.loads(record.read_text())["pid"])
+    except (OSError, ValueError, KeyError):
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
 
 
 def main() -> None:

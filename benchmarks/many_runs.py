@@ -243,6 +243,7 @@ def main() -> None:
         args.runs, args.concurrency, args.rounds = 3, 4, 1
     for name in [k for k in os.environ if k.startswith(("PONDER_", "TEMPORAL_"))]:
         del os.environ[name]  # the embedded default, in a home of its own
+    os.environ["PONDER_SERVER_IDLE_S"] = "0"  # its server stops with the benchmark
     with tempfile.TemporaryDirectory(prefix="ponder-bench-") as tmp:
         rows = asyncio.run(single_process(args.runs, args.concurrency, args.rounds, Path(tmp)))
         scaled = (
@@ -254,6 +255,7 @@ def main() -> None:
         one, two = scaled
         print(
             f"two worker processes / one (wall) = {two.median('wall_s') / one.median('wall_s'):.2f}"
+            f" on {os.cpu_count()} cores (the server, the client and the workers share them)"
         )
     print(
         f"tournament calls/s {tournaments.median('rate'):.1f}, raw {raw.median('rate'):.1f}: "

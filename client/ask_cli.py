@@ -1,18 +1,20 @@
-"""``ponder ask``: one question through Temporal, the answer printed."""
+"""``ponder ask``: one question through Temporal, the answer printed. What runs it (providers,
+the SDK) is imported in the command's body, so ``--help`` answers at once."""
 
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 import click
 
-from activities.providers import DEFAULT_MODEL, MODEL_EXAMPLES, resolve_model
 from client.command_settings import command_settings
-from client.runs import new_run_id, start_run, wait_or_detach
-from client.session import open_session, spawn_background_worker
-from workflows.ask_types import AskInput, AskResult
+from workflows.model_types import DEFAULT_MODEL, MODEL_EXAMPLES
 from workflows.names import ASK
 from workflows.run_ids import check_run_id
+
+if TYPE_CHECKING:
+    from workflows.ask_types import AskResult
 
 __all__ = ["ask"]
 
@@ -48,6 +50,11 @@ def ask(
     local_worker: bool,
 ) -> None:
     """Ask one question through Temporal and print the answer."""
+    from activities.providers import resolve_model
+    from client.runs import new_run_id, start_run, wait_or_detach
+    from client.session import open_session, spawn_background_worker
+    from workflows.ask_types import AskInput, AskResult
+
     settings = command_settings(ctx)
     resolve_model(model, settings, base_url=base_url, require_key=not settings.temporal_address)
     run_id = check_run_id(run_id or new_run_id("ask"))

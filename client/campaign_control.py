@@ -16,7 +16,6 @@ import click
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError
 
-from activities.campaign.report import ReportDesign, render_report
 from activities.config import Settings
 from activities.errors import ConfigError
 from client.hints import ponder_program
@@ -157,6 +156,9 @@ def rerender_report(settings: Settings, run_id: str) -> tuple[Path, dict[str, st
 
     The same records give the same bytes, so the rewritten files equal the campaign's own.
     """
+    # The renderer (jinja2, the statistics) is imported only by a command that renders.
+    from activities.campaign.report import ReportDesign, render_report
+
     run_dir = settings.runs_dir / check_run_id(run_id)
     try:
         summary = json.loads((run_dir / "summary.json").read_text())

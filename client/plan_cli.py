@@ -2,18 +2,19 @@
 
 Part 1 of plans: nothing here runs a plan (``ponder plan run`` comes with the PlanRun workflow).
 Exit codes: 0 valid, 2 invalid (every error printed, one per line: ``path: [code] message``).
+The validator and schema are imported when a command runs, so ``--help`` answers at once.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
-from activities.config import load_settings
-from client.documents import check_text, read_plan
-from client.validate_output import format_option, print_validation
-from workflows.plan.boundaries import boundaries, flat, plan_totals
-from workflows.plan.schema import shipped_schema
-from workflows.plan.validate import Validation
+from client.validate_output import format_option
+
+if TYPE_CHECKING:
+    from workflows.plan.validate import Validation
 
 __all__ = ["plan"]
 
@@ -24,6 +25,8 @@ def plan() -> None:
 
 
 def _totals(result: Validation) -> dict[str, int | str]:
+    from workflows.plan.boundaries import boundaries, flat, plan_totals
+
     assert result.plan is not None
     walk = boundaries(result.plan)
     totals = plan_totals(result.plan, walk)
@@ -57,6 +60,11 @@ def validate(ctx: click.Context, file: str, fmt: str) -> None:
 
     Prints every error, one per line as `path: [code] message`; exit 2 when invalid, 0 when valid.
     """
+    from activities.config import load_settings
+    from client.documents import check_text, read_plan
+    from client.validate_output import print_validation
+    from workflows.plan.validate import Validation
+
     text, unreadable = read_plan(file)
     if text is None:
         result = Validation(None, None, [unreadable] if unreadable else [])
@@ -79,4 +87,6 @@ def validate(ctx: click.Context, file: str, fmt: str) -> None:
 @plan.command()
 def schema() -> None:
     """Print the JSON Schema of ponder-plan/1 (shape only; validate also checks the rules)."""
+    from workflows.plan.schema import shipped_schema
+
     click.echo(shipped_schema(), nl=False)

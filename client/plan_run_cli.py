@@ -1,266 +1,36 @@
 """Running plans: ``ponder plan run | extend``, ``ponder resume``, ``ponder gate``.
 
 ``plan run`` validates the file (exit 2 with every error), starts a ``PlanRun`` and follows it
-with a live status table until it completes (0), fails (1) or pauses (75, printing the exact
-command that continues it). ``resume``, ``gate`` and ``plan extend`` answer a paused run through
-the workflow's updates (a refusal is one line, exit 2) and then follow it the same way, unless
-``--detach``.
+until it completes (0), fails (1) or pauses (75, printing the exact command that continues it).
+``resume``, ``gate`` and ``plan extend`` answer a paused run through the workflow's updates (a
+refusal is one line, exit 2) and then follow it the same way, unless ``--detach``.
+
+This module declares the commands alone; what they do is ``client.plan_follow``, imported when
+one runs, so their ``--help`` loads no Temporal SDK.
 """
 
 from __future__ import annotations
 
-import asyncio
-import getpass
-import json
-import sys
-from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
-from rich.console import Console
-from rich.table import Table
-from temporalio.client import WorkflowFailureError, WorkflowHandle
-from temporalio.service import RPCError
 
-from activities.config import Settings
-from activities.errors import ConfigError
 from client.command_settings import command_settings
-from client.documents import check_text
-from client.hints import ponder_program
-from client.live import live_panel
-from client.plan_extend import blocking_limit, plan_limits
-from client.plan_input import EXECUTOR_HELP, WORKSPACE_HELP, from_checkpoint, routing, run_workspace
-from client.runs import (
-    RunFailed,
-    ctrl_c_detaches,
-    detach,
-    new_run_id,
-    report_path,
-    run_result,
-    start_and_follow,
-)
-from client.session import Session, open_session, spawn_background_worker
-from client.validate_output import print_invalid
-from workflows.bounds import MAX_DECIDER_CHARS
-from workflows.names import (
-    PLAN_RUN,
-    QUERY_STATUS,
-    UPDATE_EXTEND_BUDGET,
-    UPDATE_RESOLVE_GATE,
-    UPDATE_RESUME,
-)
-from workflows.plan.reasons import Reason
-from workflows.plan.run_types import (
-    LedgerStatus,
-    PlanBudgetOverride,
-    PlanRunInput,
-    PlanRunResult,
-    PlanStatus,
-    ResolveGateInput,
-    ResumeInput,
-)
-from workflows.run_ids import check_run_id
 
 __all__ = ["extend_plan", "gate", "plan_commands", "resume", "run"]
 
-EXIT_PAUSED = 75
-POLL_S = 0.25
-console = Console(stderr=True)
-
-
-def _pairs(values: tuple[str, ...], flag: str) -> dict[str, str]:
-    out = {}
-    for value in values:
-        key, sep, rest = value.partition("=")
-        if not sep or not key:
-            raise ConfigError("option.invalid", f"{flag} {value!r} must be KEY=VALUE")
-        out[key.strip()] = rest
-    return out
-
-
-def _budget(text: str | None) -> PlanBudgetOverride | None:
-    if text is None:
-        return None
-    fields: dict[str, Any] = {}
-    for key, value in _pairs(tuple(p for p in text.split(",") if p), "--budget").items():
-        if key not in ("calls", "wall_ms", "tokens", "usd"):
-            raise ConfigError(
-                "option.invalid", f"--budget {key}= is not one of calls, wall_ms, tokens, usd"
-            )
-        try:
-            fields[key] = float(value) if key == "usd" else int(value)
-        except ValueError:
-            raise ConfigError(
-                "option.invalid", f"--budget {key}={value!r} needs a number"
-            ) from None
-    return PlanBudgetOverride(**fields)
-
-
-# -- following a run -----------------------------------------------------------------------
-
-
-def _table(s: PlanStatus) -> Table:
-    table = Table(show_header=False, box=None, pad_edge=False)
-    table.add_row("run", s.run_id + (" (simulated)" if s.simulated else ""))
-    table.add_row("plan", s.plan)
-    table.add_row("state", s.state + (f" ({s.reason})" if s.reason else ""))
-    if s.step:
-        table.add_row("step", s.step)
-    done = sum(1 for v in s.steps.values() if v == "settled")
-    table.add_row("steps", f"{done} / {len(s.steps)} settled")
-    if s.budget:
-        b = s.budget
-        table.add_row(
-            "calls",
-            f"{b.calls_spent} spent, {b.calls_left} left of {b.calls_limit} (cap {b.calls_cap})",
-        )
-        table.add_row(
-            "wall",
-            f"{b.wall_spent_ms} ms spent, {b.wall_left_ms} ms left of {b.wall_limit_ms} ms "
-            f"(cap {b.wall_cap_ms} ms)",
-        )
-        since = f", waiting since {s.waiting_since}" if s.waiting_since else ""
-        table.add_row("waited", f"{b.waited_ms} ms for a person (not charged to wall){since}")
-        table.add_row("tokens", f"{b.input_tokens} in, {b.output_tokens} out, {b.usd:.4f} USD")
-        if b.need:
-            table.add_row("needs", b.need)
-    for ledger in s.ledgers:
-        table.add_row("ledger", ledger_line(ledger))
-    for waiver in s.waivers:
-        table.add_row("waiver", waiver)
-    for refusal in s.refused[-3:]:
-        table.add_row("refused", refusal)
-    return table
-
-
-def ledger_line(ledger: LedgerStatus) -> str:
-    """``OWNER (step|subflow): calls 2/3, tokens 40/100, usd 0.0000, wall 120/60000 ms``: spent
-    of each limit the ledger has (a kind without a limit shows what was spent alone)."""
-
-    def part(name: str, spent: float, limit: float | None, unit: str = "") -> str:
-        shown = f"{spent:.4f}" if name == "usd" else f"{int(spent)}"
-        return f"{name} {shown}" + ("" if limit is None else f"/{limit:g}") + unit
-
-    parts = [
-        part("calls", ledger.calls_spent, ledger.calls_limit),
-        part("tokens", ledger.tokens_spent, ledger.tokens_limit),
-        part("usd", ledger.usd_spent, ledger.usd_limit),
-        part("wall", ledger.wall_spent_ms, ledger.wall_limit_ms, " ms"),
-    ]
-    return f"{ledger.owner} ({ledger.scope}): " + ", ".join(parts)
-
-
-def continue_command(s: PlanStatus) -> str:
-    """The exact command that continues a paused run."""
-    if s.state == "awaiting_input" and s.pending_pause:
-        value = "JSON" if s.pending_pause.json_schema else "VALUE"
-        return f"{ponder_program()} resume {s.run_id} --arg {s.pending_pause.resume_arg}={value}"
-    if s.state == "awaiting_gate" and s.pending_gates:
-        # Runnable as printed; the other decisions are named beside it.
-        step = s.pending_gates[0].step
-        return f"{ponder_program()} gate approve {s.run_id} {step}  (or: revise, kill)"
-    if s.state == "awaiting_consumer" and s.issuances:
-        i = s.issuances[0]
-        return f"{ponder_program()} step-done {s.run_id} {i.step} --token {i.token} --output @FILE"
-    b = s.budget
-    p = ponder_program()
-    if b and s.state == "awaiting_wall_clock":
-        return f"{p} extend {s.run_id} --wall-ms {max(b.wall_cap_ms, 1)}"
-    if b and blocking_limit(b) == "tokens":
-        return f"{p} extend {s.run_id} --tokens +{max(b.input_tokens + b.output_tokens, 1)}"
-    if b and blocking_limit(b) == "usd":
-        return f"{p} extend {s.run_id} --usd +{max(b.usd, 0.01):.2f}"
-    if b:
-        return f"{p} extend {s.run_id} --calls {b.calls_cap}"
-    return f"{p} status {s.run_id}"
-
-
-def _signature(s: PlanStatus) -> tuple[str, str | None, tuple[str, ...]]:
-    tokens = [g.token for g in s.pending_gates] + [i.token for i in s.issuances]
-    return s.state, s.step, tuple(tokens)
-
-
-async def _status(handle: WorkflowHandle) -> PlanStatus | None:
-    try:
-        status: PlanStatus = await handle.query(QUERY_STATUS, result_type=PlanStatus)
-    except RPCError:
-        return None  # not started by a worker yet, or the server restarts
-    return status
-
-
-async def _final_status(handle: WorkflowHandle) -> PlanStatus | None:
-    """The status of a run that just ended (a closed run answers from its worker's replay);
-    none within 10 s leaves the last frame as it was."""
-    try:
-        return await asyncio.wait_for(_status(handle), 10)
-    except TimeoutError:
-        return None
-
-
-async def follow(
-    session: Session, handle: WorkflowHandle, *, answered: PlanStatus | None = None
-) -> PlanRunResult | PlanStatus:
-    """Follow until the run ends (its result) or pauses (its status). ``answered`` is the pause
-    just answered: seeing it again is the moment before the run moves on, not a new pause."""
-    result = asyncio.ensure_future(run_result(handle))
-    stale = _signature(answered) if answered else None
-    paused: PlanStatus | None = None
-    with ctrl_c_detaches() as interrupted, live_panel(console, transient=False) as live:
-        while not result.done():
-            if interrupted.is_set():
-                result.cancel()
-                detach(session, handle.id)
-            current = await _status(handle)
-            if current is not None:
-                live.update(_table(current))
-                if current.state.startswith("awaiting_") and _signature(current) != stale:
-                    paused = current
-                    break
-            await asyncio.wait({result}, timeout=POLL_S)
-        if paused is None and (final := await _final_status(handle)) is not None:
-            # The last poll may predate the end (an extension lands, the run finishes between
-            # two polls): the panel left on screen shows the state the run ended in.
-            live.update(_table(final))
-    if paused is not None:
-        result.cancel()
-        await _print_report(session, handle.id, paused=True)
-        return paused
-    try:
-        outcome: PlanRunResult = result.result()
-    except WorkflowFailureError as exc:
-        report = await report_path(session.settings, handle.id, paused=False)
-        where = f"; report: {report}" if report else ""
-        raise RunFailed.of(handle.id, exc, where=where) from exc
-    await _print_report(session, handle.id, paused=False)
-    return outcome
-
-
-async def _print_report(session: Session, run_id: str, *, paused: bool) -> None:
-    report = await report_path(session.settings, run_id, paused=paused)
-    if report is not None:
-        click.echo(f"report: {report}", err=True)
-
-
-def finish(outcome: PlanRunResult | PlanStatus) -> NoReturn:
-    if isinstance(outcome, PlanStatus):
-        what = outcome.pending_pause.resume_arg if outcome.pending_pause else outcome.step
-        click.echo(
-            f"\nrun {outcome.run_id} is paused ({outcome.state}, {outcome.reason}: {what})",
-            err=True,
-        )
-        if outcome.budget and outcome.budget.need:
-            click.echo(f"needs: {outcome.budget.need}", err=True)
-        click.echo(f"continue with: {continue_command(outcome)}", err=True)
-        sys.exit(EXIT_PAUSED)
-    last = list(outcome.outputs.values())[-1] if outcome.outputs else ""
-    click.echo(last if isinstance(last, str) else json.dumps(last, indent=2))
-    label = " (simulated)" if outcome.simulated else ""
-    route = f" via route {outcome.route}" if outcome.route else ""
-    click.echo(f"-- run {outcome.run_id} completed{route}: {outcome.calls} calls{label}", err=True)
-    sys.exit(0)
-
-
-# -- commands ------------------------------------------------------------------------------
+EXECUTOR_HELP = (
+    "FAMILY=PROVIDER:MODEL: which provider (a built-in or a [providers.NAME] of ponder.toml) "
+    "and model run a family's steps (repeatable; over [executors] in ponder.toml; FAMILY= "
+    "unsets one)."
+)
+WORKSPACE_HELP = (
+    "Directory on the worker the plan's files live in (default: the plan's workspace, else the "
+    "cwd when the plan declares files). It must lie inside a root the worker declares: "
+    "[plans] workspace_roots in ponder.toml or ponder worker --workspace-root DIR (none "
+    "declared: the directory the worker started in, plus your home for ponder's own worker); "
+    "symlinks are resolved first. Outside them the run fails at once: artifact-path-escapes-root."
+)
 
 
 @click.command("run")
@@ -293,100 +63,9 @@ def run(ctx: click.Context, file: str, **options: Any) -> None:
     Exit 0 completed, 1 failed, 2 invalid, 75 paused (the command that continues it is printed).
     The workspace must lie inside a root the worker declares (see --workspace).
     """
-    settings = command_settings(ctx)
-    try:
-        text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(
-            "file.unreadable", f"cannot read {file}: {exc}; fix: check the path"
-        ) from None
-    checked, document = check_text(text, None if file == "-" else file, settings)
-    if not checked.ok:
-        print_invalid(file, checked.errors)
-    run_id = check_run_id(options["run_id"] or new_run_id("plan"))
-    executors, default_family = routing(
-        settings, _pairs(options["executors"], "--executor"), options["default_family"]
-    )
-    payload = PlanRunInput(
-        plan=document,
-        run_id=run_id,
-        args=dict(_pairs(options["args"], "--arg")),
-        workspace=run_workspace(options["workspace"], checked.plan),
-        budget=_budget(options["budget"]),
-        executors=executors,
-        default_family=default_family,
-        coder_family=options["coder_family"],
-        allow_same_family_qe=options["allow_same_family_qe"],
-        seed=options["seed"],
-        from_checkpoint=from_checkpoint(options["from_"]),
-    )
+    from client.plan_follow import start_plan
 
-    finish(
-        asyncio.run(
-            start_and_follow(
-                settings, PLAN_RUN, payload, run_id, PlanRunResult, follow, detach=options["detach"]
-            )
-        )
-    )
-
-
-async def _answer(
-    settings: Settings,
-    run_id: str,
-    update: str,
-    make: Any,
-    *,
-    detach_after: bool,
-    update_id: Any = None,
-    answers: Any = None,
-) -> PlanRunResult | PlanStatus:
-    """Send ``make(status)`` as ``update`` to a paused run, then follow it (or return).
-    ``update_id(arg)``: the update's id (Temporal answers a retried id once); ``answers(status,
-    arg)``: whether ``arg`` answers the wait ``status`` shows (default: it does)."""
-    async with open_session(settings, worker=not detach_after) as session:
-        handle = session.client.get_workflow_handle(check_run_id(run_id), result_type=PlanRunResult)
-        if (await handle.describe()).workflow_type != PLAN_RUN:
-            raise ConfigError("run.kind_invalid", f"run {run_id} is not a plan run")
-        before = await handle.query(QUERY_STATUS, result_type=PlanStatus)
-        arg = make(before)
-        chosen = update_id(arg) if update_id is not None else None
-        answered = before if answers is None or answers(before, arg) else None
-        return await _send(session, handle, update, arg, answered, detach_after, chosen)
-
-
-async def _send(
-    session: Session,
-    handle: WorkflowHandle,
-    update: str,
-    arg: Any,
-    before: PlanStatus | None,
-    detach_after: bool,
-    update_id: str | None = None,
-) -> PlanRunResult | PlanStatus:
-    """``before``: the wait this update answers (None: it answers none the run shows now)."""
-    await handle.execute_update(update, arg, id=update_id)  # a refusal: coded by client.failures
-    if detach_after:
-        if session.embedded:
-            spawn_background_worker(session.settings)
-        follow_it = f"{ponder_program()} watch {handle.id}"
-        click.echo(f"{update} accepted; the run goes on: {follow_it}", err=True)
-        sys.exit(0)
-    # An extension answers only a budget pause; a run waiting for a person still waits, and
-    # following it must report that wait at once rather than wait for another.
-    budget_wait = before is not None and before.state in ("awaiting_budget", "awaiting_wall_clock")
-    answered = before if update != UPDATE_EXTEND_BUDGET or budget_wait else None
-    return await follow(session, handle, answered=answered)
-
-
-async def extend_plan_run(
-    session: Session, handle: WorkflowHandle, detach_after: bool, **flags: str | None
-) -> PlanRunResult | PlanStatus:
-    """``ponder extend ID`` (and ``ponder plan extend ID``) on a plan run: ``--calls``,
-    ``--wall-ms``, ``--tokens``, ``--usd``, each absolute or ``+N``."""
-    handle = session.client.get_workflow_handle(handle.id, result_type=PlanRunResult)
-    before = await handle.query(QUERY_STATUS, result_type=PlanStatus)
-    arg = plan_limits(before.budget, **flags)
-    return await _send(session, handle, UPDATE_EXTEND_BUDGET, arg, before, detach_after)
+    start_plan(command_settings(ctx), file, options)
 
 
 @click.command()
@@ -396,28 +75,9 @@ async def extend_plan_run(
 @click.pass_context
 def resume(ctx: click.Context, run_id: str, args: tuple[str, ...], detach: bool) -> None:
     """Give a paused plan run the argument it waits for (first value wins)."""
-    values = _pairs(args, "--arg")
-    finish(
-        asyncio.run(
-            _answer(
-                command_settings(ctx),
-                run_id,
-                UPDATE_RESUME,
-                lambda _: ResumeInput(args=dict(values)),
-                detach_after=detach,
-            )
-        )
-    )
+    from client.plan_follow import resume_run
 
-
-def _who() -> str | None:
-    """Who decides a gate from this shell: the local user name (the report's "by")."""
-    try:
-        name = getpass.getuser()
-    except (OSError, KeyError):  # no user name in the environment or the password database
-        return None
-    name = "".join(c for c in name if c.isprintable())[:MAX_DECIDER_CHARS]
-    return name or None
+    resume_run(command_settings(ctx), run_id, args, detach)
 
 
 @click.command()
@@ -428,27 +88,9 @@ def _who() -> str | None:
 @click.pass_context
 def gate(ctx: click.Context, decision: str, run_id: str, step: str, detach: bool) -> None:
     """Decide a plan run's pending human gate (the token is read from status)."""
+    from client.plan_follow import gate_decision
 
-    def make(status: PlanStatus) -> ResolveGateInput:
-        tokens = {g.step: g.token for g in status.pending_gates}
-        if step not in tokens and step in status.deadline_decided:
-            raise ConfigError(
-                Reason.STALE_GATE_TOKEN,
-                f"the deadline of gate {step!r} passed and its default "
-                "decision applied; nobody can decide it now",
-            )
-        if step not in tokens:
-            waiting = ", ".join(tokens) or "none"
-            raise ConfigError(
-                Reason.UNKNOWN_STEP, f"{step!r} is not a pending gate (pending: {waiting})"
-            )
-        return ResolveGateInput(step=step, decision=decision, token=tokens[step], by=_who())
-
-    finish(
-        asyncio.run(
-            _answer(command_settings(ctx), run_id, UPDATE_RESOLVE_GATE, make, detach_after=detach)
-        )
-    )
+    gate_decision(command_settings(ctx), decision, run_id, step, detach)
 
 
 @click.command("extend")
@@ -470,84 +112,9 @@ def extend_plan(
 ) -> None:
     """Raise a plan run's limits (calls and wall within the cap) so a budget pause continues;
     returns once the extension is accepted (--follow keeps watching the run)."""
-    settings = command_settings(ctx)
-    returns = detach or not keep_following
+    from client.plan_follow import extend_plan_command
 
-    async def go() -> PlanRunResult | PlanStatus:
-        async with open_session(settings) as session:
-            handle = session.client.get_workflow_handle(check_run_id(run_id))
-            if (await handle.describe()).workflow_type != PLAN_RUN:
-                raise ConfigError("run.kind_invalid", f"run {run_id} is not a plan run")
-            return await extend_plan_run(session, handle, returns, **flags)
-
-    finish(asyncio.run(go()))
-
-
-async def plan_status(handle: WorkflowHandle) -> PlanStatus:
-    """``ponder status`` of a plan run: its status query."""
-    shown: PlanStatus = await handle.query(QUERY_STATUS, result_type=PlanStatus)
-    return shown
-
-
-def print_plan_status(
-    shown: PlanStatus, *, as_json: bool, settings: Settings | None = None
-) -> None:
-    if as_json:
-        click.echo(json.dumps(shown.model_dump(mode="json"), indent=2))
-        return
-    out = Console()
-    out.print(_table(shown))
-    for step, state in shown.steps.items():
-        out.print(f"  {step:<24} {state}")
-    for pending in shown.pending_gates:
-        out.print(f"gate     {pending.step} token {pending.token} (round {pending.round})")
-        if pending.deadline_at is not None:
-            out.print(f"deadline {pending.deadline_at}: then {pending.default}", markup=False)
-        if pending.escalate_at is not None:
-            done = "escalated" if pending.escalated else "escalates"
-            to = f" to {pending.notify}" if pending.notify else ""
-            out.print(f"         {done} at {pending.escalate_at}{to}", markup=False)
-    for issued in shown.issuances:
-        item = "" if issued.item is None else f" item {issued.item}"
-        out.print(
-            f"consumer {issued.step}{item} token {issued.token} (attempt {issued.attempt}, "
-            f"until {issued.deadline_at})",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
-    if shown.checkpoints:
-        out.print("checkpoints " + ", ".join(shown.checkpoints), markup=False, highlight=False)
-    if shown.resumed:
-        out.print("resumed  " + ", ".join(shown.resumed), markup=False, highlight=False)
-    for failure in shown.capture_failures:
-        detail = f": {failure.detail}" if failure.detail else ""
-        out.print(
-            f"capture  {failure.step} not captured ({failure.reason}){detail}",
-            markup=False,
-            highlight=False,
-        )
-    if (pause := shown.pending_pause) is not None:
-        schema = json.dumps(pause.json_schema) if pause.json_schema else "none (a string)"
-        out.print(
-            f"pause    {pause.step} ({pause.state}) resume_arg {pause.resume_arg} schema {schema}",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,  # one line, so the schema can be copied whole
-        )
-    if shown.error:
-        out.print(f"error    {shown.error}")
-    report = settings.runs_dir / shown.run_id / "report.html" if settings else None
-    if report is not None and report.exists():
-        out.print(f"report   {report}", markup=False, highlight=False, soft_wrap=True)
-    if shown.state.startswith("awaiting_"):
-        out.print(f"continue with: {continue_command(shown)}")
-
-
-async def watch_plan(session: Session, run_id: str) -> PlanRunResult | PlanStatus:
-    """``ponder watch`` of a plan run: follow it until it ends or pauses."""
-    handle = session.client.get_workflow_handle(run_id, result_type=PlanRunResult)
-    return await follow(session, handle)
+    extend_plan_command(command_settings(ctx), run_id, detach or not keep_following, flags)
 
 
 def plan_commands() -> click.Group:

@@ -5,6 +5,8 @@ step's issuance with the ``step_done`` update, sent with the update id ``step_do
 so a retried command is answered once by Temporal; then follows the run like ``ponder gate``.
 ``checkpoint ID LABEL`` commits the run's settled state; ``revert ID LABEL`` goes back to a
 checkpoint while the run waits (then follows it). A refusal is one line, exit 2.
+
+What runs them (``client.plan_follow``, the SDK) is imported when one runs, not for ``--help``.
 """
 
 from __future__ import annotations
@@ -13,26 +15,28 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from activities.errors import ConfigError
 from client.command_settings import command_settings
-from client.plan_run_cli import _answer, _pairs, finish
-from client.session import open_session
 from workflows.names import PLAN_RUN, UPDATE_CHECKPOINT, UPDATE_REVERT, UPDATE_STEP_DONE
-from workflows.plan.checkpoints import CheckpointInput, CheckpointResult, RevertInput
-from workflows.plan.consumer import StepDoneInput
 from workflows.plan.reasons import Reason
-from workflows.plan.run_types import PlanStatus
 from workflows.run_ids import check_run_id
+
+if TYPE_CHECKING:
+    from workflows.plan.checkpoints import CheckpointResult
+    from workflows.plan.consumer import StepDoneInput
+    from workflows.plan.run_types import PlanStatus
 
 __all__ = ["checkpoint", "revert", "step_done", "usage_of"]
 
 
 def usage_of(text: str | None) -> dict[str, Any] | None:
     """``--usage tokens=N,usd=X,wall_ms=M``; the workflow checks the ranges."""
+    from client.plan_follow import _pairs
+
     if text is None:
         return None
     usage: dict[str, Any] = {}
@@ -80,6 +84,9 @@ def step_done(
     detach: bool,
 ) -> None:
     """Answer a consumer step's issuance (its prompt: the issuance query, or status)."""
+    from client.plan_follow import _answer, finish
+    from workflows.plan.consumer import StepDoneInput
+
     if (output is None) == (failure is None):
         raise ConfigError(
             Reason.INVALID_RESULT, "give exactly one of --output @FILE and --failure TEXT"
@@ -124,6 +131,8 @@ def step_done(
 @click.pass_context
 def checkpoint(ctx: click.Context, run_id: str, label: str) -> None:
     """Commit a plan run's settled state under LABEL (re-committing a label replaces it)."""
+    from client.session import open_session
+    from workflows.plan.checkpoints import CheckpointInput, CheckpointResult
 
     async def send() -> CheckpointResult:
         async with open_session(command_settings(ctx), worker=True) as session:
@@ -155,6 +164,9 @@ def checkpoint(ctx: click.Context, run_id: str, label: str) -> None:
 def revert(ctx: click.Context, run_id: str, label: str, detach: bool) -> None:
     """Go back to checkpoint LABEL while the run waits (a gate, a pause, a budget, a consumer):
     live tokens rotate, the walk goes on at the first step unsettled in it."""
+    from client.plan_follow import _answer, finish
+    from workflows.plan.checkpoints import RevertInput
+
     finish(
         asyncio.run(
             _answer(

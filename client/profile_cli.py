@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 import json
-from typing import Any, get_args
+from typing import Any
 
 import click
 import yaml
 
 from activities.config import load_settings
 from activities.errors import ConfigError
-from client.profiles import PROFILE_EXISTS, ProfileStore, SavedProfile, parse_profile
-from client.tournament_options import model_list
+from client.click_fields import settings_options
+from client.profiles import (
+    PROFILE_EXISTS,
+    ProfileStore,
+    SavedProfile,
+    parse_profile,
+    profile_run_fields,
+    saved_fields,
+)
+from client.tournament_options import RunOptions, TournamentSettings
 from workflows.tournament.profiles import BUILTIN_PROFILES
-from workflows.tournament.prompts import Style
-from workflows.tournament.types import JudgeOrders, OnBudgetExhausted, Schedule
 
 __all__ = ["profile"]
 
@@ -64,19 +70,8 @@ def show(ctx: click.Context, name: str, as_json: bool) -> None:
     click.echo(json.dumps(data, indent=2) if as_json else yaml.safe_dump(data, sort_keys=False))
 
 
-def _pairs(option: str, items: tuple[str, ...], cast: type) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep:
-            raise ConfigError("option.invalid", f"{option} {item!r} must be ROLE=VALUE")
-        try:
-            out[key.strip()] = cast(raw.strip())
-        except ValueError:
-            raise ConfigError(
-                "option.invalid", f"{option} {item!r}: {raw!r} is not a {cast.__name__}"
-            ) from None
-    return out
+# Maps merged key by key over a --from file's (a flag sets one role, phase or limit).
+_MERGED = ("temperatures", "concurrency", "models", "limits")
 
 
 @profile.command()
@@ -92,47 +87,10 @@ def _pairs(option: str, items: tuple[str, ...], cast: type) -> dict[str, Any]:
 @click.option(
     "--base", type=click.Choice(list(BUILTIN_PROFILES)), default=None, help="Built-in base."
 )
-@click.option("--n", type=int, default=None, help="Population size.")
-@click.option("--k", type=int, default=None, help="Judge degree per generation.")
-@click.option("--t", type=int, default=None, help="Number of generations.")
-@click.option("--m", type=int, default=None, help="Final judging degree.")
-@click.option("--lambda", "lambda_", type=float, default=None, help="Bradley-Terry L2.")
-@click.option("--temperature", multiple=True, metavar="ROLE=X", help="Temperature of a role.")
-@click.option("--provider", default=None, help="Provider for every role (e.g. sim).")
-@click.option("--model", default=None, help="provider:model for every role.")
-@click.option("--judge-model", default=None, help="provider:model of the judge.")
-@click.option("--mutator-model", default=None, help="provider:model of the mutator.")
-@click.option("--finalizer-model", default=None, help="provider:model of the finalizer.")
-@click.option("--rubric", default=None, help="What makes an answer better.")
-@click.option("--prompt-style", type=click.Choice(get_args(Style)), default=None, help="Prompts.")
-@click.option(
-    "--schedule", type=click.Choice(get_args(Schedule)), default=None, help="Pair schedule."
-)
-@click.option(
-    "--judge-orders", type=click.Choice(get_args(JudgeOrders)), default=None, help="one or both."
-)
-@click.option("--judges", multiple=True, metavar="A,B,...", help="A judge panel (2-9 models).")
-@click.option("--max-calls", type=click.IntRange(min=0), default=None, help="Budget: calls.")
-@click.option("--max-usd", type=click.FloatRange(min=0), default=None, help="Budget: USD.")
-@click.option(
-    "--max-input-tokens", type=click.IntRange(min=0), default=None, help="Budget: input tokens."
-)
-@click.option(
-    "--max-output-tokens", type=click.IntRange(min=0), default=None, help="Budget: output tokens."
-)
-@click.option("--concurrency", multiple=True, metavar="PHASE=N", help="generate|judge|mutate=N.")
-@click.option(
-    "--on-budget-exhausted",
-    type=click.Choice(get_args(OnBudgetExhausted)),
-    default=None,
-    help="pause (wait for ponder extend) or fail.",
-)
-@click.option(
-    "--invalid-json-retries",
-    type=click.IntRange(min=0),
-    default=None,
-    help="Extra judge calls on an invalid verdict.",
-)
+# think's settings and the run options a profile holds, read as think reads them; left out,
+# a field stays unset (think's default applies when the profile is used).
+@settings_options(TournamentSettings, command_defaults=False)
+@settings_options(RunOptions, fields=profile_run_fields(), command_defaults=False)
 @click.option("--force", is_flag=True, help="Replace a saved profile of the same name.")
 @click.pass_context
 def save(ctx: click.Context, name: str, from_file: str | None, force: bool, **o: Any) -> None:
@@ -153,51 +111,13 @@ def save(ctx: click.Context, name: str, from_file: str | None, force: bool, **o:
                 "profile.invalid", f"profile file {from_file} is not valid YAML ({exc})"
             ) from None
         data = dict(parse_profile(loaded, from_file).model_dump(by_alias=True, exclude_unset=True))
-    flat = {
-        "description": o["description"],
-        "base": o["base"],
-        "n": o["n"],
-        "k": o["k"],
-        "t": o["t"],
-        "m": o["m"],
-        "lambda": o["lambda_"],
-        "provider": o["provider"],
-        "model": o["model"],
-        "rubric": o["rubric"],
-        "prompt_style": o["prompt_style"],
-        "schedule": o["schedule"],
-        "judge_orders": o["judge_orders"],
-        "judges": model_list(o["judges"]) or None,
-        "on_budget_exhausted": o["on_budget_exhausted"],
-        "invalid_json_retries": o["invalid_json_retries"],
-    }
-    data.update({k: v for k, v in flat.items() if v is not None})
-    roles = {
-        "judge": o["judge_model"],
-        "mutate": o["mutator_model"],
-        "finalize": o["finalizer_model"],
-    }
-    if any(v is not None for v in roles.values()):
-        models = dict(data.get("models") or {})
-        models.update({k: v for k, v in roles.items() if v is not None})
-        data["models"] = models
-    if o["temperature"]:
-        data["temperatures"] = {
-            **(data.get("temperatures") or {}),
-            **_pairs("--temperature", o["temperature"], float),
-        }
-    limits = {
-        key: o[key]
-        for key in ("max_calls", "max_usd", "max_input_tokens", "max_output_tokens")
-        if o[key] is not None
-    }
-    if limits:
-        data["limits"] = {**(data.get("limits") or {}), **limits}
-    if o["concurrency"]:
-        data["concurrency"] = {
-            **(data.get("concurrency") or {}),
-            **_pairs("--concurrency", o["concurrency"], int),
-        }
+    given = {"description": o["description"], "base": o["base"], **saved_fields(o)}
+    for key, value in given.items():
+        if value is None:
+            continue
+        if key in _MERGED:
+            value = {**(data.get(key) or {}), **value}
+        data[key] = value
     saved: SavedProfile = parse_profile(data, f"profile {name!r}")
     if store.exists(name) and not force:
         raise ConfigError(

@@ -23,17 +23,17 @@ from pydantic import Field, ValidationError
 from activities.atomic import write_atomically
 from activities.errors import ConfigError
 from activities.raw_events import SECRET_KEY
-from client.option_fields import cli_values
+from client.option_fields import CliField, cli_fields, cli_marker, cli_values
 from client.tournament_options import TEMPERATURE_ROLES as THINK_TEMPERATURE_ROLES
-from client.tournament_options import TournamentSettings
+from client.tournament_options import RunOptions, TournamentSettings, settings_values
 from workflows.budget import BudgetLimits
-from workflows.sim_options import ModelSpec
 from workflows.tournament.profiles import BUILTIN_PROFILES
-from workflows.tournament.types import MAX_JUDGES, JudgeOrders, RoleModels
+from workflows.tournament.types import RoleModels
 
 __all__ = [
     "PROFILE_EXISTS",
     "PROFILE_INVALID",
+    "PROFILE_MODELS",
     "PROFILE_NAME",
     "PROFILE_NOT_FOUND",
     "PROFILE_SECRET",
@@ -41,6 +41,9 @@ __all__ = [
     "SavedProfile",
     "apply_profile",
     "expand_saved_profiles",
+    "profile_options",
+    "profile_run_fields",
+    "saved_fields",
     "secret_keys",
 ]
 
@@ -65,10 +68,6 @@ class SavedProfile(TournamentSettings):
     description: str | None = Field(default=None, max_length=500)
     base: str = Field(default="quick", description="the built-in profile it starts from")
     models: RoleModels = RoleModels()
-    judge_orders: JudgeOrders | None = Field(default=None, description="one | both")
-    judges: list[ModelSpec] | None = Field(
-        default=None, min_length=2, max_length=MAX_JUDGES, description="a judge panel"
-    )
     limits: BudgetLimits = BudgetLimits()
 
     def check(self) -> SavedProfile:
@@ -207,29 +206,55 @@ class ProfileStore:
 # -- onto ``ponder think`` options ----------------------------------------------------------
 
 
+# A saved profile's own names for the run options it holds: ``models.<role>`` is the
+# RunOptions field here, ``limits`` is its ``budget`` (the generate role's model is ``model``).
+PROFILE_MODELS: Mapping[str, str] = {
+    "judge": "judge_model",
+    "mutate": "mutator_model",
+    "finalize": "finalizer_model",
+}
+
+
+def profile_run_fields() -> list[CliField]:
+    """The ``RunOptions`` options a saved profile holds (``ponder profile save`` takes them):
+    the models of ``PROFILE_MODELS`` and each budget limit in its plain form (a limit is a
+    number; think's ``--max-output-tokens ROLE=N`` caps each call and no profile holds caps)."""
+    held = []
+    for field in cli_fields(RunOptions):
+        if field.path[0] == "budget":
+            held.append(CliField(field.path, field.info, cli_marker(field.info)))
+        elif field.path[0] in PROFILE_MODELS.values():
+            held.append(field)
+    return held
+
+
+def saved_fields(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The profile fields ``ponder profile save``'s options set (only those): the settings
+    read as think reads them, ``models`` and ``limits`` from the run options they map to."""
+    data = settings_values(options)
+    models = {role: options[dest] for role, dest in PROFILE_MODELS.items()}
+    limits = {name: options[name] for name in BudgetLimits.model_fields}
+    for key, held in (("models", models), ("limits", limits)):
+        given = {name: value for name, value in held.items() if value is not None}
+        if given:
+            data[key] = given
+    return data
+
+
 def profile_options(saved: SavedProfile) -> dict[str, Any]:
     """The saved profile in ``ponder think``'s option vocabulary (only what it sets)."""
-    o: dict[str, Any] = {"profile": saved.base, **cli_values(saved, TournamentSettings)}
-    if saved.judge_orders is not None:
-        o["judge_orders"] = saved.judge_orders
     roles = saved.models
-    for option, value in (
-        ("judge_model", roles.judge),
-        ("mutator_model", roles.mutate),
-        ("finalizer_model", roles.finalize),
-    ):
-        if value is not None:
-            o[option] = value
+    run = RunOptions.model_validate(
+        {dest: getattr(roles, role) for role, dest in PROFILE_MODELS.items()}
+        | {"budget": saved.limits}
+    )
+    o: dict[str, Any] = {
+        "profile": saved.base,
+        **cli_values(saved, TournamentSettings),
+        **cli_values(run, RunOptions),
+    }
     if roles.generate is not None and "model" not in o:
         o["model"] = roles.generate
-    if saved.judges is not None:
-        o["judges"] = tuple(saved.judges)
-    limits = saved.limits
-    for option in ("max_calls", "max_usd", "max_input_tokens"):
-        if getattr(limits, option) is not None:
-            o[option] = getattr(limits, option)
-    if limits.max_output_tokens is not None:
-        o["max_output_tokens"] = (str(limits.max_output_tokens),)
     return o
 
 

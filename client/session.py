@@ -30,12 +30,12 @@ from client.call_routes import RouteLookups
 from client.connect import connect
 from client.embedded import EmbeddedServer, child_environment
 from client.worker_fingerprint import worker_fingerprint
-from worker.worker import WorkerOptions, running_worker
 
 __all__ = [
     "Session",
     "on_sigterm",
     "open_session",
+    "query_answerer",
     "reclaim_background_worker",
     "release_background_worker",
     "replace_stale_background_worker",
@@ -189,18 +189,28 @@ async def _runs_open(client: Client, task_queue: str) -> bool:
 
 
 @contextlib.asynccontextmanager
+async def own_worker(client: Client, settings: Settings) -> AsyncIterator[None]:
+    """This command's own worker on the task queue for the block. The worker (every workflow
+    and activity) is imported here, by a command that runs one, and by no other."""
+    from worker.worker import WorkerOptions, running_worker
+
+    options = WorkerOptions(
+        settings.task_queue, graceful_shutdown=IN_PROCESS_SHUTDOWN, embedded=True
+    )
+    async with running_worker(client, settings, options):
+        yield
+
+
+@contextlib.asynccontextmanager
 async def open_session(
     settings: Settings, *, local_worker: bool = False, worker: bool = True
 ) -> AsyncIterator[Session]:
     """A connected client; in embedded mode (no TEMPORAL_ADDRESS) with an in-process worker."""
-    options = WorkerOptions(
-        settings.task_queue, graceful_shutdown=IN_PROCESS_SHUTDOWN, embedded=True
-    )
     with _sigterm_through_the_loop():
         if settings.temporal_address:
             client = await connect(settings)
             if local_worker:
-                async with running_worker(client, settings, options):
+                async with own_worker(client, settings):
                     yield Session(client, settings, embedded=False)
                 return
             if worker:
@@ -215,13 +225,40 @@ async def open_session(
                 yield Session(client, settings, embedded=True)
                 return
             try:
-                async with running_worker(client, settings, options):
+                async with own_worker(client, settings):
                     yield Session(client, settings, embedded=True)
             except asyncio.CancelledError:
                 # Terminated mid-command: runs this worker served go on in a background one.
                 if terminated() and await _runs_open(client, settings.task_queue):
                     spawn_background_worker(settings)
                 raise
+
+
+@contextlib.asynccontextmanager
+async def query_answerer(session: Session) -> AsyncIterator[None]:
+    """Within the block a query on the session's task queue gets answered, at the least cost.
+
+    A query is answered by a worker polling the run's queue. In embedded mode the home's
+    background worker does when its process lives and the queue shows a live worker (it polls:
+    one just spawned may not yet), so nothing starts here and a read of a live run costs its
+    round trips alone; else a worker runs in this process for the block, as every command's did.
+    The poller list alone cannot decide it: a command's own worker that just stopped is listed
+    for a few seconds, and a query sent then fails ("no poller seen for task queue recently").
+    A cluster waits for a worker (``NoWorkerError`` after ``NO_WORKER_WAIT_S``), as
+    ``open_session`` does.
+    """
+    client, settings = session.client, session.settings
+    if not session.embedded:
+        await wait_for_worker(client, settings.task_queue, NO_WORKER_WAIT_S)
+        yield
+        return
+    if running_background_worker(settings) is not None and await has_worker(
+        client, settings.task_queue
+    ):
+        yield
+        return
+    async with own_worker(client, settings):
+        yield
 
 
 # -- the background worker -----------------------------------------------------------------

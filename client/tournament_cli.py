@@ -1,35 +1,30 @@
 """``ponder think``: run a tournament, or print its plan; registers every tournament command.
 
 The commands on existing runs live in ``client.tournament_control``, ``rank`` and ``mutate`` in
-``client.tournament_services``, the progress display in ``client.tournament_follow``.
+``client.tournament_services``, the progress display in ``client.tournament_follow``. What runs a
+tournament (the SDK, providers, the estimate) is imported in the command's body, not for
+``--help``.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
 
-from activities.config import load_settings
 from client.click_fields import settings_options
-from client.profiles import apply_profile
-from client.runs import new_run_id, start_and_follow
-from client.tournament_estimate import TournamentEstimate, estimate
-from client.tournament_follow import follow, print_outcome
-from client.tournament_inputs import build_input
-from client.tournament_options import TournamentSettings
+from client.tournament_options import RunOptions, TournamentSettings
 from workflows.names import TOURNAMENT
 from workflows.run_ids import check_run_id
-from workflows.tournament.preflight import preflight
-from workflows.tournament.types import (
-    JudgeOrders,
-    TournamentInput,
-    TournamentResult,
-)
 
-__all__ = ["think"]
+if TYPE_CHECKING:
+    from activities.config import Settings
+    from client.tournament_estimate import TournamentEstimate
+    from workflows.tournament.types import TournamentInput
+
+__all__ = ["think", "think_input"]
 
 
 @click.command()
@@ -42,82 +37,28 @@ __all__ = ["think"]
     "or a saved profile (ponder profile list).",
 )
 @settings_options(TournamentSettings)  # n, k, t, m, lambda, temperature, provider, model, ...
-@click.option("--judge-model", default=None, help="provider:model of the judge.")
-@click.option("--mutator-model", default=None, help="provider:model of the mutator.")
-@click.option("--finalizer-model", default=None, help="Polish the winner with this model.")
 @click.option(
     "--prompts",
     type=click.Path(dir_okay=False),
     default=None,
     help="JSON or TOML file of per-role prompt overrides ({role: {system, user}}).",
 )
-@click.option(
-    "--include-prompts",
-    is_flag=True,
-    help="Store every rendered prompt in the run directory (prompts/<sha256>.json).",
-)
-@click.option(
-    "--judge-orders",
-    type=click.Choice(get_args(JudgeOrders)),
-    default="one",
-    show_default=True,
-    help="both: judge every pair A/B and B/A (2x judge calls); agreement is a win, "
-    "disagreement a tie, so a judge's position bias cancels out.",
-)
-@click.option(
-    "--judges",
-    multiple=True,
-    metavar="A,B,...",
-    help="A judge panel of 2-9 models (preferably of different families): each pair by "
-    "majority, a tie without one. Replaces --judge-model.",
-)
-@click.option(
-    "--bootstrap-resamples",
-    type=click.IntRange(min=0),
-    default=TournamentInput.model_fields["bootstrap_resamples"].default,
-    show_default=True,
-    help="Resamples behind each final score's 95% interval (0: no intervals).",
-)
-@click.option("--seed", type=int, default=None, help="Run seed (default: drawn and recorded).")
-@click.option(
-    "--max-calls", type=click.IntRange(min=0), default=None, help="Budget: max model calls."
-)
-@click.option("--max-usd", type=click.FloatRange(min=0), default=None, help="Budget: max USD.")
-@click.option(
-    "--max-input-tokens",
-    type=click.IntRange(min=0),
-    default=None,
-    help="Budget: max input tokens over the run.",
-)
-@click.option(
-    "--max-output-tokens",
-    multiple=True,
-    metavar="N|ROLE=N",
-    help="N: budget of output tokens over the run; ROLE=N: cap of each call of ROLE "
-    "(generate, judge, mutate, finalize). Repeatable.",
-)
-@click.option(
-    "--max-critique-chars",
-    type=int,
-    default=TournamentInput.model_fields["critique_chars"].default,
-    show_default=True,
-    help="Cap on the critique a mutator receives (at least 256).",
-)
-@click.option(
-    "--include-raw-outputs", is_flag=True, help="Keep the judge's raw text in comparisons."
-)
-@click.option("--run-id", default=None, help="Workflow id (default: think-<random>).")
+@settings_options(RunOptions)  # judge, mutator and finalizer model, seed, budget, run id, ...
 @click.option("--detach", is_flag=True, help="Start the run, print its id and return.")
 @click.option("--dry-run", is_flag=True, help="Print the plan (calls, rounds, USD); no run.")
 @click.pass_context
 def think(ctx: click.Context, **options: Any) -> None:
     """Run a tournament on TASK (or @file): generate, judge, rank, mutate, rank again."""
+    from activities.config import load_settings
+    from client.runs import new_run_id, start_and_follow
+    from client.tournament_estimate import estimate
+    from client.tournament_follow import follow, print_outcome
+    from workflows.tournament.preflight import preflight
+    from workflows.tournament.types import TournamentResult
+
     settings = load_settings(ctx.obj["config"])
-    given = {k for k in options if ctx.get_parameter_source(k) != ParameterSource.DEFAULT}
-    options, _ = apply_profile(options, given, settings.home)  # a saved --profile NAME
     run_id = check_run_id(options["run_id"] or new_run_id("think"))
-    options["run_id"] = run_id
-    payload = build_input(settings, **options)
+    payload = think_input(ctx, settings, run_id)
     if options["dry_run"]:
         _print_plan(estimate(payload))
         return
@@ -128,6 +69,17 @@ def think(ctx: click.Context, **options: Any) -> None:
         settings, TOURNAMENT, payload, run_id, TournamentResult, follow, detach=options["detach"]
     )
     print_outcome(run_id, asyncio.run(started))
+
+
+def think_input(ctx: click.Context, settings: Settings, run_id: str) -> TournamentInput:
+    """The workflow input of a parsed ``ponder think`` (run ``run_id``): a saved ``--profile``
+    filled in beneath the options given."""
+    from client.profiles import apply_profile
+    from client.tournament_inputs import build_input
+
+    given = {k for k in ctx.params if ctx.get_parameter_source(k) != ParameterSource.DEFAULT}
+    options, _ = apply_profile(dict(ctx.params), given, settings.home)  # a saved --profile NAME
+    return build_input(settings, **options | {"run_id": run_id})
 
 
 def _print_plan(plan: TournamentEstimate) -> None:

@@ -13,9 +13,9 @@ from activities.config import Settings
 from activities.errors import ConfigError
 from activities.providers import default_model_for, price_table, resolve_model
 from client.tournament_options import (
-    CONCURRENCY_PHASES,
     TEMPERATURE_ROLES,
     TOKEN_ROLES,
+    concurrency_values,
     load_prompts,
     model_list,
     read_file,
@@ -26,7 +26,7 @@ from workflows.ask_types import AskInput
 from workflows.budget import BudgetLimits
 from workflows.tournament.preflight import preflight, rank_profile
 from workflows.tournament.profiles import BUILTIN_PROFILES, Profile, RankMode, rank_block
-from workflows.tournament.types import Concurrency, GivenCandidate, RoleModels, TournamentInput
+from workflows.tournament.types import GivenCandidate, RoleModels, TournamentInput
 
 __all__ = ["build_input", "build_mutate_input", "build_rank_input"]
 
@@ -64,23 +64,6 @@ def _output_tokens(items: tuple[str, ...]) -> tuple[int | None, dict[str, int]]:
             ) from None
     caps = role_values("--max-output-tokens", per_role, TOKEN_ROLES, int)
     return budget, {TOKEN_ROLES[role]: cap for role, cap in caps.items()}
-
-
-def _concurrency(items: tuple[str, ...]) -> Concurrency:
-    """``--concurrency``: a bare N for every phase, PHASE=N for one."""
-    every: dict[str, int] = {}
-    per_phase: list[str] = []
-    for item in items:
-        if "=" in item:
-            per_phase.append(item)
-            continue
-        try:
-            every = dict.fromkeys(CONCURRENCY_PHASES, int(item))
-        except ValueError:
-            raise ConfigError(
-                "option.invalid", f"--concurrency {item!r} is neither a number nor PHASE=N"
-            ) from None
-    return Concurrency(**(every | role_values("--concurrency", per_phase, CONCURRENCY_PHASES, int)))
 
 
 def build_input(settings: Settings, **o: Any) -> TournamentInput:
@@ -127,7 +110,7 @@ def build_input(settings: Settings, **o: Any) -> TournamentInput:
         ),
         schedule=o["schedule"],
         rounds=o["rounds"],
-        concurrency=_concurrency(o["concurrency"]),
+        concurrency=concurrency_values(o["concurrency"]),
         seed=o["seed"],
         run_id=o["run_id"],
         include_raw_outputs=o["include_raw_outputs"],

@@ -11,11 +11,19 @@ from typing import Annotated, Any, TypeVar
 from pydantic import ConfigDict, Field, ValidationError
 
 from activities.errors import ConfigError
-from client.option_fields import CliOption
+from client.option_fields import CliOption, cli_fields
+from workflows.bounds import Seed
+from workflows.budget import BudgetLimits
 from workflows.inputs import StrictModel
+from workflows.sim_options import ModelSpec
+from workflows.tournament.critique import MIN_CRITIQUE_CHARS
 from workflows.tournament.prompts import PromptOverrides, Style
 from workflows.tournament.types import (
+    MAX_BOOTSTRAP_RESAMPLES,
+    MAX_CRITIQUE_CHARS,
+    MAX_JUDGES,
     Concurrency,
+    JudgeOrders,
     OnBudgetExhausted,
     Rounds,
     Schedule,
@@ -26,12 +34,15 @@ __all__ = [
     "CONCURRENCY_PHASES",
     "TEMPERATURE_ROLES",
     "TOKEN_ROLES",
+    "RunOptions",
     "TournamentSettings",
+    "concurrency_values",
     "load_prompts",
     "model_list",
     "read_file",
     "read_task",
     "role_values",
+    "settings_values",
 ]
 
 T = TypeVar("T")
@@ -64,7 +75,8 @@ class TournamentSettings(StrictModel):
     declared once: ``client.profiles.SavedProfile`` and ``client.mcp.args.ThinkArgs`` extend
     it and ``ponder think``'s options are built from it (``client.click_fields``; a
     ``CliOption`` marks a field whose option differs from the plain rule). Every field is
-    optional: unset, the profile or the think default applies."""
+    optional: unset, the profile or the think default applies. What only a run takes (a
+    model per role, the seed, the budget, ...) is ``RunOptions``."""
 
     model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
 
@@ -135,6 +147,77 @@ class TournamentSettings(StrictModel):
         ge=0,
         description="Extra (billed) judge calls when its output is not a valid verdict.",
     )
+    judge_orders: Annotated[
+        JudgeOrders | None, CliOption(default=_think_default("judge_orders"))
+    ] = Field(
+        default=None,
+        description="both: judge every pair A/B and B/A (2x judge calls); agreement is a win, "
+        "disagreement a tie, so a judge's position bias cancels out.",
+    )
+    judges: Annotated[
+        list[ModelSpec] | None,
+        CliOption(multiple=True, metavar="A,B,...", form="Comma-separated (or repeated)."),
+    ] = Field(
+        default=None,
+        min_length=2,
+        max_length=MAX_JUDGES,
+        description=f"A judge panel of 2-{MAX_JUDGES} models (preferably of different "
+        "families): each pair by majority, a tie without one. Replaces the judge model.",
+    )
+
+
+class RunOptions(StrictModel):
+    """What a tournament run takes beside its settings, declared once: ``ponder think``'s
+    options and the MCP ``think``/``plan`` arguments (``client.mcp.args.TournamentArgs``) are
+    built from it. A saved profile holds the models and budget under its own names
+    (``models``, ``limits``; ``client.profiles.profile_options`` maps them here)."""
+
+    judge_model: ModelSpec | None = Field(default=None, description="provider:model of the judge.")
+    mutator_model: ModelSpec | None = Field(
+        default=None, description="provider:model of the mutator."
+    )
+    finalizer_model: ModelSpec | None = Field(
+        default=None, description="Polish the winner with this model (provider:model)."
+    )
+    bootstrap_resamples: Annotated[
+        int | None, CliOption(default=_think_default("bootstrap_resamples"))
+    ] = Field(
+        default=None,
+        ge=0,
+        le=MAX_BOOTSTRAP_RESAMPLES,
+        description="Resamples behind each final score's 95% interval (0: no intervals).",
+    )
+    seed: Seed | None = Field(default=None, description="Run seed (default: drawn and recorded).")
+    budget: Annotated[
+        BudgetLimits,
+        CliOption(
+            flatten=True,
+            fields={
+                "max_output_tokens": CliOption(
+                    multiple=True,
+                    metavar="N|ROLE=N",
+                    form="N: that budget; ROLE=N: a cap on each call of ROLE "
+                    f"({', '.join(TEMPERATURE_ROLES)}).",
+                )
+            },
+        ),
+    ] = Field(default=BudgetLimits(), description="The run's budget limits (unset: unlimited).")
+    max_critique_chars: Annotated[
+        int | None, CliOption(default=_think_default("critique_chars"))
+    ] = Field(
+        default=None,
+        ge=MIN_CRITIQUE_CHARS,
+        le=MAX_CRITIQUE_CHARS,
+        description=f"Cap on the critique a mutator receives (at least {MIN_CRITIQUE_CHARS}).",
+    )
+    include_raw_outputs: bool = Field(
+        default=False, description="Keep the judge's raw text in comparisons."
+    )
+    include_prompts: bool = Field(
+        default=False,
+        description="Store every rendered prompt in the run directory (prompts/<sha256>.json).",
+    )
+    run_id: str | None = Field(default=None, description="Workflow id (default: think-<random>).")
 
 
 def read_file(name: str, *, what: str = "candidate") -> str:
@@ -175,6 +258,47 @@ def role_values(
                 "option.invalid",
                 f"{option} {item!r}: {raw.strip()!r} is not a valid {cast.__name__}",
             ) from None
+    return values
+
+
+def concurrency_values(items: Iterable[str]) -> Concurrency:
+    """``--concurrency``: a bare N for every phase, PHASE=N for one (the phases given are the
+    model's fields set, so a profile merges them phase by phase)."""
+    every: dict[str, int] = {}
+    per_phase: list[str] = []
+    for item in items:
+        if "=" in item:
+            per_phase.append(item)
+            continue
+        try:
+            every = dict.fromkeys(CONCURRENCY_PHASES, int(item))
+        except ValueError:
+            raise ConfigError(
+                "option.invalid", f"--concurrency {item!r} is neither a number nor PHASE=N"
+            ) from None
+    return Concurrency(**(every | role_values("--concurrency", per_phase, CONCURRENCY_PHASES, int)))
+
+
+def settings_values(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``TournamentSettings`` fields (by alias) that command-line options set: the inverse
+    of ``cli_values(settings, TournamentSettings)``, so ``ponder profile save`` reads each
+    option as ``ponder think`` does. A repeatable option is read by its field's reader below;
+    an option left out (None, empty, a flag left off) sets nothing."""
+    readers: dict[str, Callable[[tuple[str, ...]], Any]] = {
+        "temperatures": lambda items: role_values("--temperature", items, TEMPERATURE_ROLES, float),
+        "concurrency": lambda items: concurrency_values(items).model_dump(exclude_unset=True),
+        "judges": lambda items: model_list(items) or None,
+    }
+    values: dict[str, Any] = {}
+    for field in cli_fields(TournamentSettings):
+        (name,) = field.path  # no settings field is flattened
+        value = options[field.dest]
+        if field.marker.multiple:
+            if name not in readers:
+                raise TypeError(f"TournamentSettings.{name} is repeatable: give it a reader here")
+            value = readers[name](value) if value else None
+        if value is not None and value is not False:
+            values[field.info.alias or name] = value
     return values
 
 

@@ -1,24 +1,24 @@
-"""The tournament's parts as services: ``ponder rank`` (judge given answers) and ``mutate``."""
+"""The tournament's parts as services: ``ponder rank`` (judge given answers) and ``mutate``. What
+runs them is imported in each command's body, so ``--help`` loads no Temporal SDK."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import get_args
+from typing import TYPE_CHECKING, get_args
 
 import click
 
 from client.click_fields import field_option
 from client.command_settings import command_settings
-from client.runs import new_run_id, start_run
-from client.session import open_session
-from client.tournament_follow import follow, print_outcome
-from client.tournament_inputs import build_mutate_input, build_rank_input
-from client.tournament_options import TournamentSettings, read_file, read_task
+from client.tournament_options import TournamentSettings
 from workflows.names import TOURNAMENT
 from workflows.run_ids import check_run_id
 from workflows.tournament.profiles import ALL_PAIRS_FREE_LIMIT, RankMode
-from workflows.tournament.types import Progress, TournamentResult
+
+if TYPE_CHECKING:
+    from workflows.ask_types import AskResult
+    from workflows.tournament.types import Progress, TournamentResult
 
 __all__ = ["mutate", "rank"]
 
@@ -65,6 +65,12 @@ def rank(
     run_id: str | None,
 ) -> None:
     """Rank candidate answers (one per FILE, id = file name) by pairwise judging."""
+    from client.runs import new_run_id, start_run
+    from client.session import open_session
+    from client.tournament_follow import follow, print_outcome
+    from client.tournament_inputs import build_rank_input
+    from workflows.tournament.types import Progress, TournamentResult
+
     settings = command_settings(ctx)
     run_id = check_run_id(run_id or new_run_id("rank"))
     payload = build_rank_input(
@@ -119,7 +125,10 @@ def mutate(
     seed: int,
 ) -> None:
     """Improve one candidate answer (FILE) from a critique (one mutate call)."""
-    from client.runs import wait_or_detach
+    from client.runs import new_run_id, start_run, wait_or_detach
+    from client.session import open_session
+    from client.tournament_inputs import build_mutate_input
+    from client.tournament_options import read_file, read_task
     from workflows.ask_types import AskResult
     from workflows.names import ASK
 

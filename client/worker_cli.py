@@ -4,30 +4,31 @@ The flags, settings and serve loop are the worker's own (``worker/cli.py``, ``py
 worker``); this adds what needs the client: ``--embedded`` (a lease on the home's embedded
 server, also the default without ``TEMPORAL_ADDRESS``), ``ponder --config F worker``, and the
 background-worker record (with its configuration's fingerprint) that ``--exit-when-idle``
-leaves and reclaims.
+leaves and reclaims. The worker itself is imported when the command runs, not for ``--help``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from activities.config import Settings
-from client.connect import connect
-from client.embedded import EmbeddedServer
-from client.session import reclaim_background_worker, release_background_worker
-from client.worker_fingerprint import worker_fingerprint
-from worker.cli import serve, worker_options, worker_settings
-from worker.worker import WorkerOptions
+from worker.options import worker_options
+
+if TYPE_CHECKING:
+    from activities.config import Settings
+    from worker.worker import WorkerOptions
 
 __all__ = ["worker_command"]
 
 
 def _reclaim(settings: Settings, held: object) -> None:
     """Take the reuse record back: the fingerprint it held, else this configuration's."""
+    from client.session import reclaim_background_worker
+    from client.worker_fingerprint import worker_fingerprint
+
     fingerprint = held if isinstance(held, str) and held else worker_fingerprint(settings)
     reclaim_background_worker(settings, fingerprint)
 
@@ -35,6 +36,11 @@ def _reclaim(settings: Settings, held: object) -> None:
 async def run_worker(
     settings: Settings, options: WorkerOptions, *, embedded: bool, exit_when_idle: float | None
 ) -> None:
+    from client.connect import connect
+    from client.embedded import EmbeddedServer
+    from client.session import release_background_worker
+    from worker.cli import serve
+
     hooks: dict[str, Any] = {
         "leaving": functools.partial(release_background_worker, settings),
         "staying": functools.partial(_reclaim, settings),
@@ -61,6 +67,8 @@ def worker_command(
 ) -> None:
     """Run a worker: TEMPORAL_ADDRESS for a cluster (TEMPORAL_API_KEY, TEMPORAL_TLS=1 for a
     hosted one), else the embedded server."""
+    from worker.cli import worker_settings
+
     config = config or (ctx.obj or {}).get("config")  # `ponder --config F worker` too
     settings, options = worker_settings(embedded=embedded, config=config, **flags)
     asyncio.run(run_worker(settings, options, embedded=embedded, exit_when_idle=exit_when_idle))

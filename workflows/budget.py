@@ -7,7 +7,7 @@ once reached and may overshoot by at most the calls already in flight.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from workflows.bounds import BudgetTokens, BudgetUsd, CallCount
 from workflows.inputs import StrictModel
@@ -18,10 +18,14 @@ __all__ = ["Budget", "BudgetLimits", "BudgetSpent"]
 class BudgetLimits(StrictModel):
     """Absolute limits; None means unlimited."""
 
-    max_calls: CallCount | None = None
-    max_input_tokens: BudgetTokens | None = None
-    max_output_tokens: BudgetTokens | None = None
-    max_usd: BudgetUsd | None = None
+    max_calls: CallCount | None = Field(default=None, description="Budget: max model calls.")
+    max_input_tokens: BudgetTokens | None = Field(
+        default=None, description="Budget: max input tokens over the run."
+    )
+    max_output_tokens: BudgetTokens | None = Field(
+        default=None, description="Budget: max output tokens over the run."
+    )
+    max_usd: BudgetUsd | None = Field(default=None, description="Budget: max USD.")
 
 
 class BudgetSpent(BaseModel):

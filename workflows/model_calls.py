@@ -18,8 +18,9 @@ A call on a session queue (``calls.session_queues``: ``mcp:`` models, answered b
 connected ``ponder mcp``) must start within ``SESSION_START_S``. When nothing polls the queue, or
 the worker that took it found no session (``provider.session_gone``), the call waits on a durable
 timer (``on_wait`` is told ``provider.session_gone``), backing off through ``SESSION_WAIT_S``, and
-is scheduled again: a session that connects later picks it up. It gives up (the last failure
-stands) once its schedule-to-close has passed since it was first scheduled.
+is scheduled again: a session that connects later picks it up. It gives up once its
+schedule-to-close has passed since it was first scheduled, failing ``provider.session_gone`` with
+that limit whichever way its last try failed.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -203,8 +204,8 @@ async def call_model(
             if session and (_not_started(exc) or _session_gone(exc)):
                 delay = await _session_delay(exc, routed, session_waits)
                 if workflow.now() + (delay or timedelta()) - first_scheduled > schedule_to_close:
-                    settled()
-                    raise  # it waited its whole schedule-to-close for a session
+                    settled()  # it waited its whole schedule-to-close for a session
+                    _no_session_in_time(exc, schedule_to_close)
                 if delay is None:
                     continue  # a session's worker polls, only busy: schedule it again
                 session_waits += 1
@@ -230,6 +231,29 @@ async def call_model(
         finally:
             if on_wait is not None:
                 on_wait(None, PROVIDER_RETRY_LATER)
+
+
+def _no_session_in_time(exc: ActivityError, schedule_to_close: timedelta) -> NoReturn:
+    """The failure of a session call that waited out its schedule-to-close: always
+    ``provider.session_gone``, whether its last try found no session or was never started."""
+    gone = ApplicationError(
+        f"no MCP session answered this call within its schedule-to-close "
+        f"({schedule_to_close.total_seconds():g} s, calls.schedule_to_close_s): connect a host "
+        "that allows sampling to a `ponder mcp` of this task queue (a 2026-07-28 host: call a "
+        "tool with wait: true), then start the run again",
+        type=PROVIDER_SESSION_GONE,
+        non_retryable=True,
+    )
+    final = ActivityError(
+        exc.message,
+        scheduled_event_id=exc.scheduled_event_id,
+        started_event_id=exc.started_event_id,
+        identity=exc.identity,
+        activity_type=exc.activity_type,
+        activity_id=exc.activity_id,
+        retry_state=exc.retry_state,
+    )
+    raise final from gone  # the cause is what call_failure reads the code and message from
 
 
 async def _session_delay(exc: ActivityError, queue: str | None, waits: int) -> timedelta | None:

@@ -11,10 +11,22 @@ from workflows.bounds import MAX_CONTEXT_TOKENS, UsdPerMTok
 from workflows.inputs import StrictModel
 from workflows.wire_replay import WireReplay
 
-__all__ = ["DEFAULT_MODEL", "CallModelInput", "ModelRequest", "ModelResponse", "Price", "Usage"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "MODEL_EXAMPLES",
+    "CallModelInput",
+    "ModelRequest",
+    "ModelResponse",
+    "Price",
+    "Usage",
+]
 
 DEFAULT_MODEL = "sim:default"
 """The model a run uses when its input names none (data, not a branch on a provider)."""
+MODEL_EXAMPLES = (
+    "sim:default, openai:gpt-4o-mini, anthropic:claude-sonnet-4-5, command:NAME, mcp:HINT"
+)
+"""Model specs an error or a ``--help`` shows as examples."""
 
 
 class ModelRequest(BaseModel):

@@ -16,7 +16,7 @@ from activities.providers.openai import OpenAIProvider
 from activities.providers.replay import ReplayProvider
 from activities.providers.sampling import SESSION_KIND, SamplingProvider, check_hint
 from activities.providers.sim import SimProvider, sim_options
-from workflows.model_types import DEFAULT_MODEL, Price
+from workflows.model_types import DEFAULT_MODEL, MODEL_EXAMPLES, Price
 from workflows.run_ids import run_id_problem
 
 __all__ = [
@@ -31,9 +31,6 @@ __all__ = [
     "resolve_model",
 ]
 
-MODEL_EXAMPLES = (
-    "sim:default, openai:gpt-4o-mini, anthropic:claude-sonnet-4-5, command:NAME, mcp:HINT"
-)
 _SPEC = re.compile(r"^(?P<provider>[A-Za-z][A-Za-z0-9_.-]*):(?P<model>\S.*)$")
 
 _base: dict[str, Provider] = {

@@ -12,11 +12,11 @@ from typing import Literal
 from pydantic import ConfigDict, Field, JsonValue
 
 from client.bundles import Format as ExportFormat
+from client.profiles import SavedProfile
 from client.run_list import KINDS, STATUSES
-from client.tournament_options import TournamentSettings
+from client.tournament_options import RunOptions, TournamentSettings
 from workflows.ask_types import AskInput
 from workflows.bounds import MAX_CALLS, BudgetTokens, CallCount, OutputTokens, Seed, WallMs
-from workflows.budget import BudgetLimits
 from workflows.inputs import StrictModel
 from workflows.plan.run_types import PlanBudgetOverride
 from workflows.tournament.profiles import BUILTIN_PROFILES, RankMode
@@ -67,9 +67,10 @@ class WaitArgs(StrictModel):
     )
 
 
-class TournamentArgs(TournamentSettings):
-    """A tournament on a task (the think settings a saved profile also holds,
-    ``client.tournament_options.TournamentSettings``, and what only a run has)."""
+class TournamentArgs(RunOptions, TournamentSettings):
+    """A tournament on a task: the think settings a saved profile also holds and what only a
+    run takes (``client.tournament_options``: ``TournamentSettings``, ``RunOptions``, the
+    same models ``ponder think``'s options are built from)."""
 
     model_config = ConfigDict(validate_by_name=True, validate_by_alias=True)
 
@@ -78,12 +79,6 @@ class TournamentArgs(TournamentSettings):
         default="quick",
         description=f"built-in ({', '.join(BUILTIN_PROFILES)}) or a saved profile name",
     )
-    judge_model: str | None = None
-    mutator_model: str | None = None
-    finalizer_model: str | None = None
-    seed: Seed | None = None
-    budget: BudgetLimits = BudgetLimits()
-    run_id: str | None = None
 
 
 class ThinkArgs(WaitArgs, TournamentArgs):
@@ -179,10 +174,10 @@ class ProfileSaveArgs(ProfileArgs):
     settings: dict[str, JsonValue] = Field(
         default={},
         max_length=64,
-        description="base, n, k, t, m, lambda, temperatures, provider, model, models, rubric, "
-        "prompt_style, schedule, judge_orders, judges, limits, concurrency, "
-        "on_budget_exhausted, invalid_json_retries, description (see profile_show); "
-        "secret-shaped keys are refused",
+        description=", ".join(
+            info.alias or name for name, info in SavedProfile.model_fields.items()
+        )
+        + " (see profile_show); secret-shaped keys are refused",
     )
     force: bool = Field(default=False, description="replace a saved profile of the same name")
 

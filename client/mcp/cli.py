@@ -6,11 +6,8 @@ import asyncio
 
 import click
 
-from activities.config import load_settings, read_secret
 from activities.errors import ConfigError
-from client.mcp.backend import Backend
 from client.mcp.http import PATH, TOKEN_ENV, Guard, allowed_hosts, is_loopback, parse_listen
-from client.session import on_sigterm, open_session, terminated
 
 __all__ = ["mcp"]
 
@@ -43,6 +40,8 @@ def mcp(
     Runs started here belong to Temporal: they go on after this server exits (a background
     worker runs them in embedded mode) and can be followed with ponder watch.
     """
+    from activities.config import load_settings, read_secret
+
     settings = load_settings(ctx.obj["config"])
     token = read_secret(TOKEN_ENV)  # the environment, else $PONDER_SECRETS_FILE
     where = parse_listen(listen) if listen is not None else None
@@ -60,9 +59,12 @@ def mcp(
                 "set it (e.g. to the output of `openssl rand -hex 24`) and give it to clients",
             )
 
-    # Imported here: the MCP SDK costs every other ponder command about a second to import.
+    # Imported here: the MCP SDK and the client's session cost about a second to import, which
+    # neither `ponder mcp --help` nor any other command should pay.
+    from client.mcp.backend import Backend
     from client.mcp.sampling import SessionSampler, serving_sampling
     from client.mcp.server import build_server
+    from client.session import on_sigterm, open_session, terminated
 
     async def go() -> None:
         sampler = SessionSampler()

@@ -29,6 +29,7 @@ import mcp_types as types
 from mcp.server import ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError, NoBackChannelError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from temporalio.client import Client
 from temporalio.worker import Worker
 
@@ -37,6 +38,7 @@ from activities.config import Settings
 from activities.errors import DispatchError, ModelTimeoutError, SessionGoneError
 from activities.providers.sampling import SESSION_KIND, Sample, SampleRequest
 from activities.routes import queue_polled
+from client.mcp.carriers import Carriers
 from workflows.call_options import session_task_queue
 
 __all__ = ["MAX_SAMPLING_CALLS", "SessionSampler", "serving_sampling"]
@@ -55,6 +57,20 @@ class SessionSampler:
 
     def __init__(self) -> None:
         self.sessions: list[ServerSession] = []
+        self.carriers = Carriers(round_calls=MAX_SAMPLING_CALLS)
+        """2026-07-28 sessions: their waiting tool calls (``client/mcp/carriers.py``)."""
+
+    def carries(self, ctx: ServerRequestContext[Any], waits: bool) -> bool:
+        """Whether this tool call carries ``mcp:`` calls to its host as input rounds: it waits,
+        and comes from a 2026-07-28 session that allows sampling (a handshake session is sent
+        ``sampling/createMessage`` itself, having joined at ``notifications/initialized``)."""
+        capabilities = ctx.session.client_capabilities
+        return (
+            waits
+            and ctx.session.protocol_version in MODERN_PROTOCOL_VERSIONS
+            and capabilities is not None
+            and capabilities.sampling is not None
+        )
 
     async def on_initialized(
         self, ctx: ServerRequestContext[Any], params: types.NotificationParams
@@ -89,18 +105,25 @@ class SessionSampler:
                 raise DispatchError(
                     f"the MCP host refused sampling/createMessage: {exc}"[:500]
                 ) from None
-            content = result.content
-            text = content.text if isinstance(content, types.TextContent) else None
-            return Sample(
-                text=text,
-                model=result.model,
-                stop_reason=str(result.stop_reason) if result.stop_reason else None,
-                content_type=content.type,
-            )
+            return _sample_of(result)
+        if await self.carriers.present():  # a 2026-07-28 session's waiting tool call
+            return _sample_of(await self.carriers.sample(request))
         raise SessionGoneError(
             "no MCP session that allows sampling is connected to this `ponder mcp`: connect a "
             "host whose client allows sampling; the run waits for one"
         )
+
+
+def _sample_of(result: types.CreateMessageResult | types.CreateMessageResultWithTools) -> Sample:
+    content = result.content
+    blocks = content if isinstance(content, list) else [content]
+    only = blocks[0] if len(blocks) == 1 else None
+    return Sample(
+        text=only.text if isinstance(only, types.TextContent) else None,
+        model=result.model,
+        stop_reason=str(result.stop_reason) if result.stop_reason else None,
+        content_type=only.type if only is not None else "content list",
+    )
 
 
 @contextlib.asynccontextmanager

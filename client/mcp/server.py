@@ -18,6 +18,7 @@ from mcp.shared.exceptions import MCPError
 from client.mcp import prompts, resources
 from client.mcp.backend import Backend
 from client.mcp.errors import describe, tool_error
+from client.mcp.follow import ProgressFn
 from client.mcp.sampling import SessionSampler
 from client.mcp.tools import TOOLS
 
@@ -50,27 +51,39 @@ def build_server(backend: Backend, sampler: SessionSampler | None = None) -> Ser
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         tool = TOOLS.get(params.name)
         if tool is None:
             raise MCPError(
                 types.INVALID_PARAMS, f"unknown tool {params.name!r}: use one of {', '.join(TOOLS)}"
             )
+        try:
+            if params.request_state is not None and sampler is not None:
+                # A later round of a call that carries mcp: calls (client/mcp/carriers.py).
+                return await sampler.carriers.resume(
+                    ctx, params.request_state, params.input_responses
+                )
+            args = tool.args.model_validate(params.arguments or {})
+        except Exception as exc:
+            return _failed(params.name, exc)
+
+        async def work(progress: ProgressFn) -> types.CallToolResult:
+            try:
+                out = await tool.run(backend, args, progress)
+            except Exception as exc:  # every failure is a coded tool error, never a traceback
+                return _failed(params.name, exc)
+            return types.CallToolResult(
+                content=[types.TextContent(text=json.dumps(out, indent=1, default=str))],
+                structured_content=out,
+            )
+
+        if sampler is not None and sampler.carries(ctx, getattr(args, "wait", False) is True):
+            return await sampler.carriers.carry(ctx, work)
 
         async def progress(done: float, total: float | None, message: str) -> None:
             await ctx.session.report_progress(done, total, message)
 
-        try:
-            args = tool.args.model_validate(params.arguments or {})
-            out = await tool.run(backend, args, progress)
-        except Exception as exc:  # every failure is a coded tool error, never a traceback
-            log.info("tool %s refused or failed: %s", params.name, describe(exc).code)
-            log.debug("tool %s", params.name, exc_info=True)
-            return tool_error(exc)
-        return types.CallToolResult(
-            content=[types.TextContent(text=json.dumps(out, indent=1, default=str))],
-            structured_content=out,
-        )
+        return await work(progress)
 
     async def list_resources(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -123,6 +136,12 @@ def build_server(backend: Backend, sampler: SessionSampler | None = None) -> Ser
             "notifications/initialized", types.NotificationParams, sampler.on_initialized
         )
     return server
+
+
+def _failed(tool: str, exc: Exception) -> types.CallToolResult:
+    log.info("tool %s refused or failed: %s", tool, describe(exc).code)
+    log.debug("tool %s", tool, exc_info=True)
+    return tool_error(exc)
 
 
 def _version() -> str:

@@ -47,12 +47,12 @@ from client.mcp.args import (
 )
 from client.mcp.backend import Backend
 from client.mcp.follow import ProgressFn, follow_hint
-from client.option_fields import cli_defaults, cli_values, option_dest
+from client.option_fields import cli_defaults, cli_given, cli_values
 from client.profiles import PROFILE_EXISTS, ProfileStore, apply_profile, parse_profile
 from client.runs import new_run_id
 from client.tournament_estimate import estimate
 from client.tournament_inputs import build_input, build_mutate_input, build_rank_input
-from client.tournament_options import TournamentSettings
+from client.tournament_options import RunOptions, TournamentSettings
 from workflows.ask_types import AskInput
 from workflows.run_ids import check_run_id
 from workflows.tournament.profiles import BUILTIN_PROFILES
@@ -78,36 +78,21 @@ def _tournament_input(
 ) -> tuple[TournamentInput, str | None]:
     """The workflow input ``ponder think`` builds from the same settings, and the saved
     profile it drew on (None: a built-in one)."""
-    b = args.budget
     options: dict[str, Any] = {
-        # The think settings as ponder think's options: its defaults, then what the caller set.
+        # The think options from the same models: ponder think's defaults, then what the
+        # caller set; then what the CLI has beside them.
         **cli_defaults(TournamentSettings),
+        **cli_defaults(RunOptions),
         **cli_values(args, TournamentSettings),
+        **cli_values(args, RunOptions),
         "task": _no_file(args.task, "task"),
         "profile": args.profile,
-        "judge_model": args.judge_model,
-        "mutator_model": args.mutator_model,
-        "finalizer_model": args.finalizer_model,
-        "prompts": None,
-        "include_prompts": False,
-        "seed": args.seed,
-        "max_calls": b.max_calls,
-        "max_usd": b.max_usd,
-        "max_input_tokens": b.max_input_tokens,
-        "max_output_tokens": () if b.max_output_tokens is None else (str(b.max_output_tokens),),
-        "max_critique_chars": TournamentInput.model_fields["critique_chars"].default,
-        # The CLI's defaults; a saved profile may set judge_orders and a judge panel.
-        "judge_orders": TournamentInput.model_fields["judge_orders"].default,
-        "judges": (),
-        "bootstrap_resamples": TournamentInput.model_fields["bootstrap_resamples"].default,
-        "include_raw_outputs": False,
+        "prompts": None,  # a file on the caller's machine: the CLI's alone
         "run_id": run_id,
         "dry_run": dry_run,
     }
     # What the caller gave beats a saved profile; what it left out, the profile may fill.
-    fields = type(args).model_fields
-    given = {option_dest(f, fields[f]) for f in args.model_fields_set} | {"run_id", "task"}
-    given |= {limit for limit, value in b if value is not None}
+    given = cli_given(args, TournamentSettings) | cli_given(args, RunOptions) | {"run_id", "task"}
     options, saved = apply_profile(options, given, backend.settings.home)
     return build_input(backend.settings, **options), saved
 

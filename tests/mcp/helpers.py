@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 import sys
+from collections.abc import AsyncIterator
 from typing import Any
 
 import mcp_types as types
 from mcp import Client, StdioServerParameters
+
+from tests.cli import finish, start_ponder
 
 
 def stdio_client(env: dict[str, str], **options: Any) -> Client:
@@ -40,6 +44,21 @@ async def wait_for_port(
         writer.close()
         return
     raise AssertionError(f"nothing listens on {port} after {timeout}s")
+
+
+@contextlib.asynccontextmanager
+async def serving(env: dict[str, str], *args: str) -> AsyncIterator[int]:
+    """``ponder mcp --http`` (at ``args[0]``, ``{port}`` filled in, else loopback): its port."""
+    port = free_port()
+    listen = args[0] if args else f"127.0.0.1:{port}"
+    process = await start_ponder("mcp", "--http", listen.format(port=port), *args[1:], env=env)
+    try:
+        await wait_for_port(port, process)
+        yield port
+    finally:
+        if process.returncode is None:
+            process.terminate()
+        await finish(process, timeout=30)
 
 
 def structured(result: types.CallToolResult) -> dict[str, Any]:

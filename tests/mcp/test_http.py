@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import uuid
-from collections.abc import AsyncIterator
 
 import httpx2
 import pytest
@@ -15,23 +13,16 @@ from mcp.client.streamable_http import streamable_http_client
 from activities.config import Settings
 from client.mcp.http import Listen, parse_listen
 from tests.cli import cli_env, finish, ponder, start_ponder
-from tests.mcp.helpers import free_port, raw_request, structured, tool_failure, wait_for_port
+from tests.mcp.helpers import (
+    free_port,
+    raw_request,
+    serving,
+    structured,
+    tool_failure,
+    wait_for_port,
+)
 
 TOKEN = "t0ken-for-tests-0123456789abcdef"
-
-
-@contextlib.asynccontextmanager
-async def serving(env: dict[str, str], *args: str) -> AsyncIterator[int]:
-    port = free_port()
-    listen = args[0] if args else f"127.0.0.1:{port}"
-    process = await start_ponder("mcp", "--http", listen.format(port=port), *args[1:], env=env)
-    try:
-        await wait_for_port(port, process)
-        yield port
-    finally:
-        if process.returncode is None:
-            process.terminate()
-        await finish(process, timeout=30)
 
 
 def _head(port: int, *, host: str | None = None, **headers: str) -> str:

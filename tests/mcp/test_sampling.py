@@ -10,18 +10,22 @@ from typing import Any
 
 import mcp_types as types
 import pytest
+from mcp import Client as MCPClient
 from mcp.client.session import ClientRequestContext
-from temporalio.client import Client
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.exceptions import ApplicationError
 
 from activities.config import Settings
 from activities.errors import ConfigError
 from activities.providers import resolve_model
 from activities.providers.sampling import SampleRequest
 from tests.cli import cli_env, ponder
-from tests.mcp.helpers import stdio_client, structured
+from tests.mcp.helpers import serving, stdio_client, structured
+from workflows.ask_types import AskInput
 from workflows.call_options import CallOptions, session_task_queue
 from workflows.model_calls import PROVIDER_SESSION_GONE
-from workflows.names import QUERY_PROGRESS, TOURNAMENT
+from workflows.names import ASK, QUERY_PROGRESS, TOURNAMENT
 from workflows.tournament.profiles import BUILTIN_PROFILES, Profile
 from workflows.tournament.types import Progress, TournamentInput, TournamentResult
 
@@ -60,13 +64,19 @@ def _env(settings: Settings, server_address: str, queue: str) -> dict[str, str]:
 SMALL = {"n": 2, "k": 1, "t": 0, "m": 1}
 
 
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_a_tournament_runs_on_the_hosts_model(
-    settings: Settings, server_address: str, worker_queue: str
+    settings: Settings, server_address: str, worker_queue: str, mode: str
 ) -> None:
+    """One think call with wait runs the whole tournament on the host: a handshake session is
+    sent sampling/createMessage; the SDK's default mode speaks 2026-07-28, where the call
+    carries them as input rounds."""
     host = Host()
     run_id = f"mcp-sample-{uuid.uuid4().hex[:8]}"
     env = _env(settings, server_address, worker_queue)
-    async with stdio_client(env, sampling_callback=host, mode="legacy") as session:
+    async with stdio_client(env, sampling_callback=host, mode=mode) as session:
+        if mode == "auto":
+            assert session.protocol_version in MODERN_PROTOCOL_VERSIONS
         done = structured(
             await session.call_tool(
                 "think",
@@ -88,8 +98,9 @@ async def test_a_tournament_runs_on_the_hosts_model(
     assert events[0]["response"]["body"]["model"] == "host-model-1"
 
 
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_a_run_waits_for_a_session_then_goes_on(
-    client: Client, settings: Settings, server_address: str, worker_queue: str
+    client: Client, settings: Settings, server_address: str, worker_queue: str, mode: str
 ) -> None:
     run_id = f"mcp-wait-{uuid.uuid4().hex[:8]}"
     # No session is connected: the input itself names the session queue (as a session's
@@ -106,17 +117,48 @@ async def test_a_run_waits_for_a_session_then_goes_on(
     waiting = await _until_waiting(handle)
     assert waiting.status == "waiting_provider"
     assert waiting.waiting_code == PROVIDER_SESSION_GONE
-    env = _env(settings, server_address, worker_queue) | {"COLUMNS": "200"}
-    shown = await ponder("status", run_id, env=env)
-    assert PROVIDER_SESSION_GONE in shown.out and "connect one" in shown.out, shown.out
+    if mode == "legacy":  # (once is enough: the CLI's status of a waiting run)
+        env = _env(settings, server_address, worker_queue) | {"COLUMNS": "200"}
+        shown = await ponder("status", run_id, env=env)
+        assert PROVIDER_SESSION_GONE in shown.out and "connect one" in shown.out, shown.out
 
     host = Host()
     async with stdio_client(
-        _env(settings, server_address, worker_queue), sampling_callback=host, mode="legacy"
-    ):
+        _env(settings, server_address, worker_queue), sampling_callback=host, mode=mode
+    ) as session:
+        if mode == "auto":
+            # A 2026-07-28 session is sent nothing of its own: a tool call that waits
+            # carries the run's calls.
+            followed = structured(
+                await session.call_tool("result", {"run_id": run_id, "wait": True})
+            )
+            assert followed["status"] == "completed", followed
         result = await asyncio.wait_for(handle.result(), 120)
     assert result.status == "completed"
     assert len(host.seen) == result.spent.calls > 0
+
+
+async def test_a_call_that_waits_out_its_schedule_to_close_fails_session_gone(
+    client: Client, worker_queue: str
+) -> None:
+    # Nothing ever polls the session queue: each try is never started (not a session_gone
+    # answer), and the call's 8 s run out at its second wait.
+    payload = AskInput(
+        question="q",
+        model=f"mcp:{HINT}",
+        calls=CallOptions(
+            schedule_to_close_s=8.0,
+            session_queues={"mcp": session_task_queue(worker_queue, "mcp")},
+        ),
+    )
+    handle = await client.start_workflow(
+        ASK, payload, id=f"mcp-gone-{uuid.uuid4().hex[:8]}", task_queue=worker_queue
+    )
+    with pytest.raises(WorkflowFailureError) as failed:
+        await asyncio.wait_for(handle.result(), 90)
+    cause = failed.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == PROVIDER_SESSION_GONE, cause
+    assert "within its schedule-to-close (8 s" in cause.message, cause.message
 
 
 async def _until_waiting(handle: Any, timeout: float = 90) -> Progress:
@@ -156,3 +198,29 @@ def test_session_queues_are_checked() -> None:
     with pytest.raises(ValueError, match="is not a session queue"):
         CallOptions(session_queues={"mcp": "anywhere"})
     assert CallOptions(session_queues={"mcp": "q.session.mcp"}).awaits_session("mcp:x")
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_sampling_over_http(
+    settings: Settings, server_address: str, worker_queue: str, mode: str
+) -> None:
+    """Streamable HTTP serves both: a handshake session's requests ride its stream, and a
+    2026-07-28 request (one POST each, no back-channel) carries them as input rounds."""
+    host = Host()
+    run_id = f"mcp-http-sample-{uuid.uuid4().hex[:8]}"
+    async with (
+        serving(_env(settings, server_address, worker_queue)) as port,
+        MCPClient(f"http://127.0.0.1:{port}/mcp", sampling_callback=host, mode=mode) as session,
+    ):
+        if mode == "auto":
+            assert session.protocol_version in MODERN_PROTOCOL_VERSIONS
+        done = structured(
+            await session.call_tool(
+                "think",
+                {"task": "Name a sorting algorithm", "model": f"mcp:{HINT}", "run_id": run_id}
+                | SMALL
+                | {"wait": True, "timeout_s": 60},
+            )
+        )
+    assert done["status"] == "completed", done
+    assert len(host.seen) == done["calls"] > 0

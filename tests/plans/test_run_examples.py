@@ -293,23 +293,13 @@ async def wait_for_token(handle: Any, old: str) -> str:
 
 # -- every example, as its own header says to run it on the embedded default ------------------
 
-NOT_BY_ITS_HEADER = {
-    "ensure-checks.yaml": "test_ensure_checks_retry_then_a_judge_passes",
-    "consumer-step.yaml": "test_a_consumer_step_answered_with_step_done",
-    "checkpoint-revert.yaml": "test_a_checkpoint_reverted_at_the_gate",
-    "worktree-fanout.yaml": "test_a_worktree_fanout_lands_each_items_notes",
-}
-"""Examples that do not run on the embedded default alone, each run above by its own test:
-a check of a file the workspace must hold, a step an external consumer
-answers, a revert made while the run waits, a fan-out in git worktrees (the workspace must be a
-git work tree; its test runs it on the sim too). (Left: recipes that set these up from the
-README.)"""
-
 
 def recipe(path: Path) -> list[str]:
-    """The ``#   ponder ...`` lines of an example's leading comment (a JSON example, which has
-    no comments: the ``ponder ...`` commands its description ends with, three spaces before
-    each): how it runs as is."""
+    """The command lines of an example's leading comment, each ``#`` and three spaces before it
+    (a JSON example, which has no comments: the ``ponder ...`` commands its description ends
+    with, three spaces before each): how it runs as is, from a fresh clone's root. A line may
+    prepare what the run needs (``git init``) or answer it while it waits (``ponder revert``,
+    ``ponder step-done``); a trailing ``  # ...`` is a remark."""
     if path.suffix == ".json":
         description = json.loads(path.read_text()).get("description", "")
         return [c.strip() for c in description.split("   ") if c.startswith("ponder ")]
@@ -317,9 +307,8 @@ def recipe(path: Path) -> list[str]:
     for line in path.read_text().splitlines():
         if not line.startswith("#"):
             break
-        command = line.lstrip("#").strip()
-        if command.startswith("ponder "):
-            found.append(command.split("  #")[0].strip())
+        if line.startswith("#   "):
+            found.append(line[1:].split("  #")[0].strip())
     return found
 
 
@@ -340,22 +329,23 @@ async def test_every_example_runs_on_the_embedded_default_as_its_header_says(
     name: str, example_shell: Any
 ) -> None:
     """Found by glob, so an example added later is covered: its leading comment gives the
-    ``ponder`` lines that run it on the embedded default (sim, a family mapped to sim with
-    ``--executor``, or the command agent ``examples/agents.toml`` declares), the first with
-    ``--run-id``; after them the run completes."""
-    if name in NOT_BY_ITS_HEADER:
-        source = Path(__file__).read_text()
-        assert f"def {NOT_BY_ITS_HEADER[name]}(" in source  # run above, by its own test
-        return
+    lines that run it on the embedded default (sim, a family mapped to sim with
+    ``--executor``, or the command agent ``examples/agents.toml`` declares), the first
+    ``ponder plan run`` with ``--run-id``; after them the run completes."""
     lines = recipe(EXAMPLES / name)
-    assert lines, f"examples/plans/{name}: give its header a `#   ponder plan run ...` line"
-    run = re.search(r"--run-id (\S+)", lines[0])
-    start = re.match(r"ponder (--config \S+ )?plan run ", lines[0])
-    assert start and run, lines[0]
+    runs = [line for line in lines if re.match(r"ponder (--config \S+ )?plan run ", line)]
+    assert runs, f"examples/plans/{name}: give its header a `#   ponder plan run ...` line"
+    start = re.match(r"ponder (--config \S+ )?plan run ", runs[0])
+    run = re.search(r"--run-id (\S+)", runs[0])
+    assert start and run, runs[0]
     config = start.group(1) or ""  # each line names the worker's configuration alike
     for line in lines:
+        # Each line succeeds, or (a ponder line) leaves the run waiting for the next: exit 75.
         await example_shell.run(line, expect=None, timeout=200)
-        assert "Traceback" not in example_shell.log[-1]
+        ran = example_shell.log[-1]
+        code = re.search(r"\(exit (\d+),", ran)
+        ok = {"0", "75"} if line.startswith("ponder ") else {"0"}
+        assert code and code.group(1) in ok and "Traceback" not in ran, ran
     for _ in range(240):  # a gate's deadline decides by itself within seconds
         shown = await example_shell.run(f"ponder {config}status {run.group(1)}", expect=None)
         if re.search(r"state\s+completed", shown):
