@@ -51,12 +51,12 @@ def phases_of_run(run_dir: Path) -> list[Phase]:
         return [json.loads(line) for line in (run_dir / name).read_text().splitlines() if line]
 
     seconds: dict[tuple[str, int], float] = defaultdict(float)
-    order: list[str] = []
     for usage in rows("usage.jsonl"):
         _run, phase, index, _attempt = str(usage["usage_id"]).rsplit("/", 3)
         seconds[phase, int(index)] += float(usage["latency_ms"]) / 1000  # type: ignore[arg-type]
-        if phase not in order:
-            order.append(phase)
+    # The loop's order, not the landing order: pipelined, a judging's first call can land
+    # before the first of the mutation that starts with it.
+    order = sorted({phase for phase, _ in seconds}, key=_loop_order)
     pairs = {
         (str(c["phase"]), int(str(c["id"]).rsplit("#", 1)[1])): (
             str(c["presented_a"]),
@@ -79,6 +79,13 @@ def phases_of_run(run_dir: Path) -> list[Phase]:
             phases.append(Phase(name, "judge", calls))
         # anything else (the finalizer) runs after the last fit, the same either way: left out
     return phases
+
+
+def _loop_order(phase: str) -> tuple[float, int]:
+    name, _, generation = phase.partition(":")
+    step = {"initial_generation": (0.0, 0), "generation_judging": (float(generation or 0), 0),
+            "generation_mutation": (float(generation or 0), 1)}  # fmt: skip
+    return step.get(name, (float("inf"), 0 if name == "final_judging" else 1))
 
 
 def barrier_wall(phases: list[Phase], width: int) -> float:

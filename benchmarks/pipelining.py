@@ -13,13 +13,14 @@ run made, with the latencies they saw, scheduled as the workflow schedules them,
 task, fit and write taking no time), so the print shows how much of a wall is overhead and how
 much is the schedule, and what the run-wide width of runs started before
 ``pipelined-lane-widths`` would have cost. That replay found the gap of the first version
-(0.83 at concurrency 8): not overhead (the measured walls were within 2 s of their replays) but
-that width, one of 8 shared by the overlapping phases, which over 40 latency seeds gives 0.84
-where each role at its own width gives 0.75 (0.77 at 16, 0.80 at 32: the issue's limit).
+(0.83 at concurrency 8): not overhead (the measured walls are within 3 s of their replays) but
+that width, one of 8 shared by the overlapping phases (0.83 replayed, where each role at its own
+width gives 0.72 on seeds 100 and 101, and 0.75 over 40 latency seeds).
 
 The last line is ``pipelined / barrier = X`` (sum of walls over the repetitions); the goal at
-concurrency 8 on the paper profile with median 2 s and sigma 1 is at most 0.80 (measured 0.71,
-2026-12-01, seeds 100 and 101, load average 5 to 17; the README has the figures).
+concurrency 8 on the paper profile with median 2 s and sigma 1 is at most 0.80 (measured 0.73,
+2026-12-01, ``--repeat 2``, load average 3 to 8; 0.78 at 16, 0.82 at 32; the README has the
+figures).
 
     python -m benchmarks.pipelining [--profile paper] [--median-ms 2000] [--sigma 1]
                                     [--concurrency 8] [--repeat 1] [--smoke]

@@ -36,9 +36,11 @@ def test_candidates_made_before_a_judging_exist_at_once() -> None:
 
 
 def test_a_run_directory_gives_its_phases_with_the_latencies_it_saw(tmp_path: Path) -> None:
-    usage = [("initial_generation/0/0", 1000), ("initial_generation/1/0", 2000),
-             ("generation_judging:1/0/0", 500), ("generation_judging:1/0/1", 250),
-             ("finalizing/0/0", 9000)]  # fmt: skip
+    # In landing order (a judging's first row can come before the generation's first, as a
+    # pipelined judging's can before the mutation's); the phases come back in the loop's order.
+    usage = [("generation_judging:1/0/0", 500), ("initial_generation/0/0", 1000),
+             ("finalizing/0/0", 9000), ("initial_generation/1/0", 2000),
+             ("generation_judging:1/0/1", 250)]  # fmt: skip
     (tmp_path / "usage.jsonl").write_text(
         "".join(json.dumps({"usage_id": f"r/{key}", "latency_ms": ms}) + "\n" for key, ms in usage)
     )
