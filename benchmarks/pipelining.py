@@ -8,8 +8,19 @@ the call's key, so both runs wait the same time for every call and only the sche
 Wall time is start to result; the pair must agree on the winner and the leaderboard (printed,
 not asserted: benchmarks measure).
 
+Each pair is also replayed with no overhead (``benchmarks/critical_path.py``: the calls each
+run made, with the latencies they saw, scheduled as the workflow schedules them, every workflow
+task, fit and write taking no time), so the print shows how much of a wall is overhead and how
+much is the schedule, and what the run-wide width of runs started before
+``pipelined-lane-widths`` would have cost. That replay found the gap of the first version
+(0.83 at concurrency 8): not overhead (the measured walls are within 3 s of their replays) but
+that width, one of 8 shared by the overlapping phases (0.83 replayed, where each role at its own
+width gives 0.72 on seeds 100 and 101, and 0.75 over 40 latency seeds).
+
 The last line is ``pipelined / barrier = X`` (sum of walls over the repetitions); the goal at
-concurrency 8 on the paper profile with median 2 s and sigma 1 is at most 0.80.
+concurrency 8 on the paper profile with median 2 s and sigma 1 is at most 0.80 (measured 0.73,
+2026-12-01, ``--repeat 2``, load average 3 to 8; 0.78 at 16, 0.82 at 32; the README has the
+figures).
 
     python -m benchmarks.pipelining [--profile paper] [--median-ms 2000] [--sigma 1]
                                     [--concurrency 8] [--repeat 1] [--smoke]
@@ -23,11 +34,13 @@ import tempfile
 import time
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from activities.config import load_settings
+from benchmarks.critical_path import barrier_wall, phases_of_run, pipelined_wall
 from client.connect import connect
 from client.embedded import find_temporal_binary
 from worker.worker import WorkerOptions, running_worker
@@ -65,6 +78,18 @@ async def run_once(
         result_type=TournamentResult,
     )
     return Timed(time.perf_counter() - started, result)
+
+
+def replayed(barrier: Timed, pipelined: Timed, width: int) -> str:
+    """Both runs' walls with no overhead, and the pipelined one with a shared run-wide width."""
+    ideal_barrier = barrier_wall(phases_of_run(Path(barrier.result.run_dir)), width)
+    phases = phases_of_run(Path(pipelined.result.run_dir))
+    ideal, shared = pipelined_wall(phases, width), pipelined_wall(phases, width, run_width=width)
+    return (
+        f"    no overhead: barrier {ideal_barrier:7.1f} s, pipelined {ideal:7.1f} s "
+        f"({ideal / ideal_barrier:.2f}); with a run-wide width of {width}: {shared:.1f} s "
+        f"({shared / ideal_barrier:.2f})"
+    )
 
 
 async def measure(args: argparse.Namespace) -> float:
@@ -105,6 +130,7 @@ async def measure(args: argparse.Namespace) -> float:
                         f"{same}",
                         flush=True,
                     )
+                    print(replayed(barrier, pipelined, width), flush=True)
         finally:
             await env.shutdown()
     return sum(walls["pipelined"]) / sum(walls["barrier"])

@@ -6,6 +6,7 @@ import asyncio
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.api.enums.v1 import EventType
@@ -41,11 +42,12 @@ async def wait_for_status(handle: WorkflowHandle, status: str, timeout: float = 
         current = await progress(handle)
         if current.status == status:
             return current
-        assert asyncio.get_running_loop().time() < deadline, f"still {current.status}"
+        now = asyncio.get_running_loop().time()
+        assert now < deadline, f"still {current.status}: {current.error}"
         await asyncio.sleep(0.1)
 
 
-async def paused_run(client: Client, queue: str, max_calls: int) -> WorkflowHandle:
+async def paused_run(client: Client, queue: str, max_calls: int, **fields: Any) -> WorkflowHandle:
     handle = await start(
         client,
         queue,
@@ -54,6 +56,7 @@ async def paused_run(client: Client, queue: str, max_calls: int) -> WorkflowHand
         model=JITTERY_JUDGE,
         invalid_json_retries=3,
         budget=BudgetLimits(max_calls=max_calls),
+        **fields,
     )
     await wait_for_status(handle, "awaiting_budget")
     return handle

@@ -8,14 +8,22 @@ the same seed the outcome is the barrier run's, whatever order the calls land in
 from __future__ import annotations
 
 import asyncio
+import json
+import threading
 from pathlib import Path
 from typing import Any
 
-from temporalio.client import Client
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.exceptions import CancelledError
 
 from activities.config import Settings
 from tests.fakes import FakeProvider, Reply, Seen, sim_responder
-from tests.tournament.helpers import failure, read_jsonl, run
+from tests.tournament.helpers import failure, read_jsonl, run, start
+from tests.tournament.test_budget_control import JITTERY_JUDGE, paused_run, progress
+from workflows.names import UPDATE_EXTEND_BUDGET
+from workflows.tournament.types import ExtendBudgetInput, ExtendBudgetResult
 
 # Heavy-tailed latency, small enough for the suite: completion order differs from the schedule.
 JITTERY = "sim:default,latency=lognormal:20,1"
@@ -104,3 +112,71 @@ async def test_a_failed_call_fails_a_pipelined_run_with_its_code(
     assert "mutate call" in error.message
     usage = read_jsonl(settings.runs_dir / "pipelined-fails" / "usage.jsonl")
     assert [u["phase"] for u in usage if u["outcome"] == "failed"] == ["generation_mutation:1"]
+
+
+async def test_a_budget_pause_mid_run_holds_the_cap_and_resumes_to_the_barrier_result(
+    client: Client, queue: str, fake: FakeProvider
+) -> None:
+    """The cap (the plan's 60 calls, which invalid-JSON retries pass) falls with calls in
+    flight: none past it reaches the provider, and after ``extend`` the run ends as the
+    barrier run does."""
+    handle = await paused_run(client, queue, max_calls=60, rounds="pipelined")
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60
+    while (paused := await progress(handle)).in_flight:  # the reserved calls still landing
+        assert loop.time() < deadline, f"{paused.in_flight} calls still in flight"
+        await asyncio.sleep(0.05)
+    assert paused.status == "awaiting_budget" and paused.blocking_limit == "max_calls"
+    assert paused.spent.calls == len(fake.seen) == 60
+    await handle.execute_update(
+        UPDATE_EXTEND_BUDGET, ExtendBudgetInput(max_calls=200), result_type=ExtendBudgetResult
+    )
+    pipelined = await handle.result()
+    assert pipelined.status == "completed" and len(fake.seen) == pipelined.spent.calls > 60
+    barrier = await run(client, queue, profile="balanced", seed=4, model=JITTERY_JUDGE,
+                        invalid_json_retries=3)  # fmt: skip
+    assert outcome(Path(pipelined.run_dir)) == outcome(Path(barrier.run_dir))
+    assert overlaps(Path(pipelined.run_dir)) != []  # it did run phases side by side
+
+
+async def test_cancel_while_phases_overlap_drains_and_starts_no_waiting_pair(
+    client: Client, queue: str, settings: Settings, fake: FakeProvider
+) -> None:
+    """Cancelled while the first judging runs beside a generation call still out: the calls in
+    flight land and are recorded, and the pairs waiting for that candidate never start."""
+    late = threading.Event()
+
+    def responder(seen: Seen) -> Reply:
+        if seen.call_id.endswith("/initial_generation/7/0"):
+            late.wait(timeout=120)  # g0-c7 lands only after the cancel
+        return sim_responder(seen)
+
+    fake.responder = responder
+    fake.hold_when = lambda seen: seen.phase == "generation_judging:1"
+    handle = await start(client, queue, profile="balanced", seed=4, model="local:default",
+                         rounds="pipelined")  # fmt: skip
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60
+    while not any(s.phase == "generation_judging:1" for s in fake.seen):
+        assert loop.time() < deadline, "no pair was judged while g0-c7 was being made"
+        await asyncio.sleep(0.05)
+    await handle.cancel()
+    while not any(  # the workflow has seen the cancel before anything is released
+        e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED
+        for e in (await handle.fetch_history()).events
+    ):
+        assert loop.time() < deadline, "the cancel was never recorded"
+        await asyncio.sleep(0.05)
+    late.set()
+    fake.resume()
+    with pytest.raises(WorkflowFailureError) as info:
+        await handle.result()
+    assert isinstance(info.value.cause, CancelledError)
+    assert (await handle.describe()).status == WorkflowExecutionStatus.CANCELED
+    run_dir = settings.runs_dir / handle.id
+    usage = read_jsonl(run_dir / "usage.jsonl")
+    assert sorted(u["usage_id"] for u in usage) == sorted(s.call_id for s in fake.seen)
+    assert f"{handle.id}/initial_generation/7/0" in {u["usage_id"] for u in usage}
+    judged = [s for s in fake.seen if s.phase == "generation_judging:1"]
+    assert judged and not any("g0-c7" in json.dumps(s.body) for s in judged)
+    assert json.loads((run_dir / "summary.json").read_text())["status"] == "cancelled"

@@ -12,8 +12,9 @@ async def settle() -> None:
         await asyncio.sleep(0)
 
 
-async def test_first_come_first_served_across_lanes_within_each_width() -> None:
-    slots = Slots({"mutate": 2, "judge": 2})
+async def test_first_come_first_served_across_lanes_within_a_run_wide_width() -> None:
+    """Runs started before ``pipelined-lane-widths``: the run is as wide as its widest lane."""
+    slots = Slots({"mutate": 2, "judge": 2}, run_width=2)
     started: list[str] = []
     release: dict[str, asyncio.Event] = {}
 
@@ -44,8 +45,28 @@ async def test_first_come_first_served_across_lanes_within_each_width() -> None:
     assert started[-1] == "j1" and slots.free == 2 and slots.lane_free == {"mutate": 2, "judge": 2}
 
 
+async def test_each_lane_runs_at_its_own_width_without_a_run_wide_one() -> None:
+    slots = Slots({"mutate": 2, "judge": 3})
+    started: list[str] = []
+    gate = asyncio.Event()
+
+    async def call(name: str, lane: str) -> None:
+        async with slots.slot(lane):
+            started.append(name)
+            await gate.wait()
+
+    names = [(f"m{i}", "mutate") for i in range(3)] + [(f"j{i}", "judge") for i in range(4)]
+    tasks = [asyncio.create_task(call(name, lane)) for name, lane in names]
+    await settle()
+    assert started == ["m0", "m1", "j0", "j1", "j2"]  # 2 + 3 in flight, not 3
+    gate.set()
+    await asyncio.gather(*tasks)
+    assert sorted(started) == sorted(name for name, _ in names)
+    assert slots.lane_free == {"mutate": 2, "judge": 3} and slots.free == 5
+
+
 async def test_a_full_lane_does_not_hold_up_another_lane() -> None:
-    slots = Slots({"generate": 1, "judge": 3})
+    slots = Slots({"generate": 1, "judge": 3}, run_width=3)
     order: list[str] = []
     gate = asyncio.Event()
 

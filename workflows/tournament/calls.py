@@ -120,12 +120,13 @@ class TournamentCalls:
 
     # -- running many calls ----------------------------------------------------------------
 
-    def pipeline(self) -> None:
-        """Pipelined rounds: every call takes a slot of its role's concurrency and one of a
-        run-wide width as wide as the widest role, shared by every phase, so phases that
-        overlap never have more calls in flight than one phase could alone
-        (``workflows/tournament/slots.py``: first come, first served)."""
-        self.slots = Slots(self.input.concurrency.model_dump())
+    def pipeline(self, *, shared_width: bool) -> None:
+        """Pipelined rounds: every call takes a slot of its role's concurrency, first come,
+        first served (``workflows/tournament/slots.py``), so overlapping phases of different
+        roles each run at their own width. ``shared_width`` (runs started before
+        ``pipelined-lane-widths``): also one of a run-wide width as wide as the widest role."""
+        widths = self.input.concurrency.model_dump()
+        self.slots = Slots(widths, max(widths.values()) if shared_width else None)
 
     def start_all(
         self,

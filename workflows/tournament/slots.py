@@ -1,12 +1,18 @@
-"""Call slots of pipelined rounds: a run-wide width, a width per lane, first come first served.
+"""Call slots of pipelined rounds: a width per lane (and maybe the run's), first come first served.
 
 Plain asyncio (no Temporal import), deterministic given the order tasks run in, which a workflow's
-history fixes. A waiter is granted a slot when both the run and its lane have room; waiters are
-served in arrival order among those whose lane has room, so a full lane never holds up another
-lane's calls, and a call that arrived first is never passed by a later one of a lane with room.
-(Two semaphores taken one after the other would not do: a call waiting for its lane is not yet
-in the run's queue, so later calls of another lane overtake it, e.g. judge calls the mutations
-their pairs wait for.)
+history fixes. A waiter is granted a slot when its lane (and the run, if it has a width) has
+room; waiters are served in arrival order among those whose lane has room, so a full lane never
+holds up another lane's calls, and a call that arrived first is never passed by a later one of a
+lane with room. (Two semaphores taken one after the other would not do: a call waiting for its
+lane is not yet in the run's queue, so later calls of another lane overtake it, e.g. judge calls
+the mutations their pairs wait for.)
+
+Pipelined runs started since ``pipelined-lane-widths`` give each lane its own width and no
+run-wide one: phases of different roles overlap, each at its own concurrency, which is what
+lets a judging phase run beside the calls making its candidates (at concurrency 8 a shared
+width of 8 kept pipelined / barrier near 0.85 where the lanes alone reach 0.76, see
+``benchmarks/pipelining.py``). Runs started before keep the shared width of the widest lane.
 """
 
 from __future__ import annotations
@@ -19,9 +25,9 @@ __all__ = ["Slot", "Slots"]
 
 
 class Slots:
-    def __init__(self, widths: Mapping[str, int]) -> None:
-        self.free = max(widths.values())
-        """Run-wide slots free: the widest lane's width, what one phase alone could use."""
+    def __init__(self, widths: Mapping[str, int], run_width: int | None = None) -> None:
+        self.free = sum(widths.values()) if run_width is None else run_width
+        """Run-wide slots free (with no run-wide width, every lane's: never the binding one)."""
         self.lane_free = dict(widths)
         self.waiting: deque[tuple[str, asyncio.Future[None]]] = deque()
 

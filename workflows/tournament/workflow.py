@@ -9,8 +9,9 @@ phases run their calls with bounded concurrency and commit artifacts when they e
 Pipelined rounds (``rounds="pipelined"``) run the same loop with the same calls: a population's
 ids are known before its texts are, so the next judging starts at once and each pair waits only
 for its own two candidates (``_exist``); the fits, which need every comparison, stay barriers
-(``_made`` completes the population first). Every call's key and output are the barrier run's,
-and rows are read back in schedule order, so the result is the barrier run's.
+(``_made`` completes the population first). Each role keeps its own concurrency, so a judging
+phase runs beside the calls still making its candidates. Every call's key and output are the
+barrier run's, and rows are read back in schedule order, so the result is the barrier run's.
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ EVENTS_PAGE = 500
 SPARSE_OPENING_PATCH = "adaptive-sparse-opening"
 BOOTSTRAP_PATCH = "final-score-bootstrap"
 PIPELINED_PATCH = "pipelined-rounds"
+PIPELINED_LANES_PATCH = "pipelined-lane-widths"  # each role its own width, none run-wide
 _STAND_IN = TournamentInput.model_construct(task="")
 
 
@@ -119,7 +121,7 @@ class TournamentWorkflow:
         self.writer.incremental = workflow.patched(INCREMENTAL_ARTIFACTS_PATCH)
         self.pipelined = input.rounds == "pipelined" and workflow.patched(PIPELINED_PATCH)
         if self.pipelined:
-            self.calls.pipeline()
+            self.calls.pipeline(shared_width=not workflow.patched(PIPELINED_LANES_PATCH))
         seed = input.seed if input.seed is not None else workflow.random().randint(0, 2**31 - 1)
         self.calls.seed = seed
         try:
