@@ -24,20 +24,7 @@ from workflows.plan.run_types import FromCheckpoint
 from workflows.plan.worktrees import isolated_fanouts
 from workflows.run_ids import check_run_id
 
-__all__ = ["EXECUTOR_HELP", "WORKSPACE_HELP", "from_checkpoint", "routing", "run_workspace"]
-
-EXECUTOR_HELP = (
-    "FAMILY=PROVIDER:MODEL: which provider (a built-in or a [providers.NAME] of ponder.toml) "
-    "and model run a family's steps (repeatable; over [executors] in ponder.toml; FAMILY= "
-    "unsets one)."
-)
-WORKSPACE_HELP = (
-    "Directory on the worker the plan's files live in (default: the plan's workspace, else the "
-    "cwd when the plan declares files). It must lie inside a root the worker declares: "
-    "[plans] workspace_roots in ponder.toml or ponder worker --workspace-root DIR (none "
-    "declared: the directory the worker started in, plus your home for ponder's own worker); "
-    "symlinks are resolved first. Outside them the run fails at once: artifact-path-escapes-root."
-)
+__all__ = ["from_checkpoint", "routing", "run_workspace"]
 
 
 def _check_executor(family: str, spec: str, where: str) -> None:
