@@ -12,6 +12,7 @@ process only connects, runs its worker and makes the call. The startup floor is
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import statistics
@@ -19,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 QUESTION = "What is durable execution?"
@@ -60,15 +61,12 @@ def cold(root: Path, repeat: int) -> list[float]:
     return times
 
 
-def warm(root: Path, repeat: int) -> list[float]:
-    home = root / "warm"
-    home.mkdir()
+@contextlib.contextmanager
+def foreground_server(argv: list[str], env: dict[str, str]) -> Iterator[None]:
+    """``ponder server`` in the foreground for the block: up once it prints its Web UI line,
+    stopped with SIGINT (killed after 30 s) on leaving."""
     server = subprocess.Popen(
-        [sys.executable, "-m", "client", "server"],
-        env=ponder_env(home),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     try:
         deadline = time.monotonic() + READY_TIMEOUT_S
@@ -80,8 +78,7 @@ def warm(root: Path, repeat: int) -> list[float]:
                 raise SystemExit("ponder server did not come up")
         else:
             raise SystemExit(f"ponder server exited {server.wait()}")
-        run_ponder(home, "ask", "warm-up")
-        return [run_ponder(home, "ask", QUESTION) for _ in range(repeat)]
+        yield
     finally:
         server.send_signal(signal.SIGINT)
         try:
@@ -89,6 +86,14 @@ def warm(root: Path, repeat: int) -> list[float]:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+
+
+def warm(root: Path, repeat: int) -> list[float]:
+    home = root / "warm"
+    home.mkdir()
+    with foreground_server([sys.executable, "-m", "client", "server"], ponder_env(home)):
+        run_ponder(home, "ask", "warm-up")
+        return [run_ponder(home, "ask", QUESTION) for _ in range(repeat)]
 
 
 def floor(root: Path, repeat: int) -> list[float]:

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.ask_latency import READY_TIMEOUT_S, ponder_env
+from benchmarks.ask_latency import foreground_server, ponder_env
 
 RUN_ID = "bench-ask"
 LIVE_ID = "bench-live"
@@ -63,31 +63,16 @@ def measure(argv: list[str], env: dict[str, str], repeat: int) -> float:
 
 
 def with_server(home: Path, env: dict[str, str], repeat: int) -> list[tuple[str, float]]:
-    server = subprocess.Popen(
-        ponder("server"), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    try:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        assert server.stdout is not None
-        for line in server.stdout:
-            if line.startswith("Web UI"):
-                break
-            if time.monotonic() > deadline:
-                raise SystemExit("ponder server did not come up")
-        else:
-            raise SystemExit(f"ponder server exited {server.wait()}")
-        rows = [(f"ponder {' '.join(a)} (server up)", measure(ponder(*a), env, repeat)) for a in UP]
-        wall(ponder(*LIVE_RUN), env)
-        live = measure(ponder("status", LIVE_ID), env, repeat)
-        return [*rows, (f"ponder status {LIVE_ID} (live, worker up)", live)]
-    finally:
-        _stop_background_worker(home)
-        server.send_signal(signal.SIGINT)
+    with foreground_server(ponder("server"), env):
         try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+            rows = [
+                (f"ponder {' '.join(a)} (server up)", measure(ponder(*a), env, repeat)) for a in UP
+            ]
+            wall(ponder(*LIVE_RUN), env)
+            live = measure(ponder("status", LIVE_ID), env, repeat)
+            return [*rows, (f"ponder status {LIVE_ID} (live, worker up)", live)]
+        finally:
+            _stop_background_worker(home)
 
 
 def _stop_background_worker(home: Path) -> None:
