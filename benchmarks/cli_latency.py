@@ -75,7 +75,12 @@ def with_server(home: Path, env: dict[str, str], repeat: int) -> list[tuple[str,
             _stop_background_worker(home)
 
 
+WORKER_EXIT_S = 30.0
+
+
 def _stop_background_worker(home: Path) -> None:
+    """SIGTERM the home's background worker and wait for it to go: while it lives it holds a
+    lease that restarts the server, and it writes under the home the benchmark removes."""
     record = home / "workers" / "ponder.json"
     try:
         pid = int(json.loads(record.read_text())["pid"])
@@ -83,6 +88,11 @@ def _stop_background_worker(home: Path) -> None:
         return
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + WORKER_EXIT_S
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
 
 
 def main() -> None:
