@@ -10,6 +10,9 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +58,30 @@ def overlaps(run_dir: Path) -> list[str]:
         if judged in phases
         and phases.index(judged) < max(i for i, phase in enumerate(phases) if phase == made)
     ]
+
+
+def judged_before_the_last_candidate(run_dir: Path) -> Callable[[Seen], Reply]:
+    """A responder that holds the last initial candidate until a first-judging call has landed,
+    so the phases overlap whatever the machine's load (jitter alone left it to chance)."""
+
+    def responder(seen: Seen) -> Reply:
+        if seen.call_id.endswith("/initial_generation/7/0"):
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not any(
+                row["phase"] == "generation_judging:1"
+                for row in read_jsonl_if_any(run_dir / "usage.jsonl")
+            ):
+                time.sleep(0.02)
+        return sim_responder(seen)
+
+    return responder
+
+
+def read_jsonl_if_any(path: Path) -> list[dict[str, Any]]:
+    try:
+        return read_jsonl(path)
+    except (FileNotFoundError, json.JSONDecodeError):  # not written yet, or a line half written
+        return []
 
 
 async def test_pipelined_rounds_give_the_barrier_result(client: Client, queue: str) -> None:
@@ -115,12 +142,14 @@ async def test_a_failed_call_fails_a_pipelined_run_with_its_code(
 
 
 async def test_a_budget_pause_mid_run_holds_the_cap_and_resumes_to_the_barrier_result(
-    client: Client, queue: str, fake: FakeProvider
+    client: Client, queue: str, fake: FakeProvider, settings: Settings
 ) -> None:
     """The cap (the plan's 60 calls, which invalid-JSON retries pass) falls with calls in
     flight: none past it reaches the provider, and after ``extend`` the run ends as the
     barrier run does."""
-    handle = await paused_run(client, queue, max_calls=60, rounds="pipelined")
+    run_id = f"t-{uuid.uuid4().hex[:10]}"
+    fake.responder = judged_before_the_last_candidate(settings.runs_dir / run_id)
+    handle = await paused_run(client, queue, max_calls=60, rounds="pipelined", run_id=run_id)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + 60
     while (paused := await progress(handle)).in_flight:  # the reserved calls still landing
