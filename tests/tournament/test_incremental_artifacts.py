@@ -10,6 +10,7 @@ whole snapshot of the end renders. A write that finds lines missing is refused
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from pathlib import Path
 
@@ -38,6 +39,7 @@ from workflows.names import QUERY_PROGRESS, UPDATE_EXTEND_BUDGET
 from workflows.tournament.artifact_writes import ArtifactWriter
 from workflows.tournament.selection import select
 from workflows.tournament.types import (
+    Event,
     ExtendBudgetInput,
     Progress,
     TournamentInput,
@@ -155,3 +157,53 @@ async def test_an_append_past_the_files_end_is_refused_files_gap(tmp_path: Path)
         await as_workflow(run_id).run(activities.write_tournament_artifacts, snap)
     assert refused.value.type == FILES_GAP
     assert ArtifactWriter().incremental is False  # runs before the patch send whole snapshots
+
+
+def _snapshot(
+    run_id: str, events: int, after: int, populations: dict[int, list[str]]
+) -> TournamentSnapshot:
+    return TournamentSnapshot.model_validate(
+        {
+            "run_id": run_id,
+            "status": "running",
+            "input": TournamentInput(task="t"),
+            "seed": 1,
+            "profile": None,
+            "profile_name": None,
+            "candidates": [],
+            "populations": populations,
+            "comparisons": [],
+            "scores": [],
+            "usage": [],
+            "events": [
+                Event(seq=i, ts="2026-01-01T00:00:00+00:00", type="e") for i in range(after, events)
+            ],
+            "budget": BudgetLimits(),
+            "spent": {},
+            "written_at": "2026-01-01T00:00:00+00:00",
+            "after_lines": {"events.jsonl": after},
+        }
+    )
+
+
+async def test_an_incremental_write_leaves_settled_files_and_restores_missing_ones(
+    tmp_path: Path,
+) -> None:
+    run_id = f"t-{uuid.uuid4().hex[:10]}"
+    activities = TournamentArtifactActivities(RunStore(tmp_path))
+    env = as_workflow(run_id)
+    run_dir = tmp_path / run_id
+    await env.run(activities.write_tournament_artifacts, _snapshot(run_id, 2, 0, {0: ["a"]}))
+    config, population = (run_dir / "config.json").stat(), (run_dir / "population-0.json").stat()
+    summary = (run_dir / "summary.json").stat()
+    two = {0: ["a"], 1: ["b"]}
+    await env.run(activities.write_tournament_artifacts, _snapshot(run_id, 4, 2, two))
+    # A write replaces a file (a new inode): these two were left as they were.
+    assert (run_dir / "config.json").stat().st_ino == config.st_ino
+    assert (run_dir / "population-0.json").stat().st_ino == population.st_ino
+    assert (run_dir / "summary.json").stat().st_ino != summary.st_ino
+    assert (run_dir / "population-1.json").exists()
+    assert len((run_dir / "events.jsonl").read_text().splitlines()) == 4
+    (run_dir / "config.json").unlink()
+    await env.run(activities.write_tournament_artifacts, _snapshot(run_id, 5, 4, two))
+    assert json.loads((run_dir / "config.json").read_text())["task"] == "t"
