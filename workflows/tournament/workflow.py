@@ -79,6 +79,9 @@ SPARSE_OPENING_PATCH = "adaptive-sparse-opening"
 BOOTSTRAP_PATCH = "final-score-bootstrap"
 PIPELINED_PATCH = "pipelined-rounds"
 PIPELINED_LANES_PATCH = "pipelined-lane-widths"  # each role its own width, none run-wide
+POPULATION_WITH_FIT_PATCH = "population-with-fit"
+"""A barrier run writes a population it commits with the fit that ranks it (as a pipelined run
+does), not in a write of its own: a quick run makes three writes instead of five."""
 _STAND_IN = TournamentInput.model_construct(task="")
 
 
@@ -99,7 +102,7 @@ class TournamentWorkflow:
         self.generation = 0
         self.plan: Preflight | None = None
         self.writer = ArtifactWriter()
-        self.sparse_opening = self.bootstrap = self.pipelined = False
+        self.sparse_opening = self.bootstrap = self.pipelined = self.population_with_fit = False
         """Patches (see above), asked in the first workflow task of ``run``."""
         self.making: dict[str, asyncio.Task[None]] = {}
         """Pipelined: candidate id -> the call making it, for the population being made."""
@@ -119,6 +122,7 @@ class TournamentWorkflow:
         self.sparse_opening = workflow.patched(SPARSE_OPENING_PATCH)
         self.bootstrap = workflow.patched(BOOTSTRAP_PATCH)
         self.writer.incremental = workflow.patched(INCREMENTAL_ARTIFACTS_PATCH)
+        self.population_with_fit = workflow.patched(POPULATION_WITH_FIT_PATCH)
         self.pipelined = input.rounds == "pipelined" and workflow.patched(PIPELINED_PATCH)
         if self.pipelined:
             self.calls.pipeline(shared_width=not workflow.patched(PIPELINED_LANES_PATCH))
@@ -367,7 +371,8 @@ class TournamentWorkflow:
 
     async def _commit_population(self, generation: int, ids: list[str]) -> list[str]:
         self.record.commit_population(generation, ids)
-        await self._write_artifacts()
+        if not self.population_with_fit:  # runs before the patch: a write of its own
+            await self._write_artifacts()
         return ids
 
     async def _fit(
