@@ -11,8 +11,8 @@ from typing import Any
 
 import httpx
 from temporalio.client import Client
-from temporalio.worker import Worker
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from activities.call_model import ModelActivities
 from activities.campaign.cells import CampaignCellActivities
@@ -38,23 +38,25 @@ from workflows.names import TASK_QUEUE
 from workflows.plan_run.workflow import PlanRunWorkflow
 from workflows.tournament.workflow import TournamentWorkflow
 
-__all__ = ["WORKFLOWS", "WORKFLOW_RUNNER", "WorkerOptions", "running_worker"]
+__all__ = ["WORKFLOWS", "WorkerOptions", "running_worker", "workflow_runner"]
 
 WORKFLOWS: list[type] = [AskWorkflow, TournamentWorkflow, PlanRunWorkflow, CampaignWorkflow]
-WORKFLOW_RUNNER = SandboxedWorkflowRunner(
-    restrictions=SandboxRestrictions.default.with_passthrough_modules("workflows")
-)
-"""The sandbox, with ponder's own ``workflows`` package passed through.
 
-The sandbox imports a workflow's module afresh for every run it starts. The modules a workflow
-file imports in its ``imports_passed_through`` block (nearly all of the workflow logic) were
-shared already; the workflow files themselves, and the few modules they import outside that
-block, were executed again per run: about 13 ms of worker CPU for every tournament started
-(``benchmarks/many_runs``). The package keeps no module-level mutable state, so sharing it
-changes nothing a run sees. What it gives up: the sandbox's restrictions (no clock, random or
-I/O calls) no longer apply to the workflow files in the live worker, as they already did not to
-the passed-through modules. tests/test_replay.py replays every saved history under the default
-sandbox, so a restricted call on those paths still fails a test."""
+
+def workflow_runner(sandboxed: bool) -> WorkflowRunner:
+    """Temporal's sandbox when ``sandboxed`` (``Settings.workflow_sandbox``), else none.
+
+    The sandbox re-imports a workflow's file for every run it starts (about 13 ms of worker CPU
+    a tournament) and enters itself for every activation and for every payload of one (a
+    tournament's 170 payload visits cost about 15 ms more): some 30 ms of a quick tournament's
+    200 ms of worker CPU (``benchmarks/many_runs``). What it buys is a check that workflow code
+    makes no clock, random or I/O call, and nearly all of ponder's workflow logic lives in
+    modules the workflow files import passed through, which it never checked. So the live
+    worker runs without it; the test suite turns it on (tests/conftest.py), so the workflow files
+    are checked on every path a test runs, and tests/test_replay.py replays the saved histories
+    under it.
+    """
+    return SandboxedWorkflowRunner() if sandboxed else UnsandboxedWorkflowRunner()
 
 
 @dataclass
@@ -129,7 +131,7 @@ async def running_worker(
                 workflows=WORKFLOWS,
                 activities=activities,
                 interceptors=[ControlArity()],
-                workflow_runner=WORKFLOW_RUNNER,
+                workflow_runner=workflow_runner(settings.workflow_sandbox),
                 max_concurrent_activities=options.max_concurrent_activities,
                 sticky_queue_schedule_to_start_timeout=options.sticky_timeout,
                 graceful_shutdown_timeout=options.graceful_shutdown,
