@@ -37,11 +37,13 @@ from workflows import phases
 from workflows.budget import BudgetLimits
 from workflows.names import QUERY_PROGRESS, UPDATE_EXTEND_BUDGET
 from workflows.tournament.artifact_writes import ArtifactWriter
+from workflows.tournament.schedule import FINAL_JUDGING_PHASE
 from workflows.tournament.selection import select
 from workflows.tournament.types import (
     Event,
     ExtendBudgetInput,
     Progress,
+    RoleModels,
     TournamentInput,
     TournamentSnapshot,
 )
@@ -72,8 +74,9 @@ async def test_each_row_is_sent_about_once_and_the_files_match_a_whole_write(
     handle = await start(client, queue, profile="balanced", seed=11, model="sim:default")
     result = await handle.result()
     writes = await _writes(client, settings, handle.id)
-    # A write per generation's fit (the population it ranks goes with it), the final fit, the end.
-    assert len(writes) == 2 + 1 + 1
+    # A write per generation's fit (the population it ranks goes with it), and the end's (the
+    # final ranking with it: no finalizer call comes between them).
+    assert len(writes) == 2 + 1
     assert not any(writes[0].after_lines.values())
     assert all(any(w.after_lines.values()) for w in writes[1:])
     sent = [c.id for w in writes for c in w.comparisons]
@@ -95,6 +98,20 @@ async def test_each_row_is_sent_about_once_and_the_files_match_a_whole_write(
         dropped = select(ranked).discarded
         assert dropped
         assert {candidates[d.candidate_id]["status"] for d in dropped} == {"discarded"}
+
+
+async def test_the_final_ranking_is_written_before_a_finalizer_call(
+    client: Client, queue: str, settings: Settings
+) -> None:
+    handle = await start(
+        client, queue, profile="quick", seed=3, models=RoleModels(finalize="sim:default")
+    )
+    await handle.result()
+    writes = await _writes(client, settings, handle.id)
+    assert len(writes) == 1 + 1 + 1  # generation 1's fit, the final fit, the end
+    final = writes[1]
+    assert final.status == "running"
+    assert any(s.phase == FINAL_JUDGING_PHASE for s in final.scores)
 
 
 async def test_a_gap_in_the_run_directory_makes_the_next_write_whole(
