@@ -14,6 +14,7 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
+from activities import run_store
 from activities.call_model import ModelActivities
 from activities.campaign.report import CampaignArtifactActivities
 from activities.config import known_secrets, load_settings
@@ -26,6 +27,7 @@ from activities.run_store import (
     FilesGap,
     RunDirRefused,
     RunFileActivities,
+    RunIdInUse,
     RunIdInvalid,
     RunStore,
     WriteRunFilesInput,
@@ -252,3 +254,29 @@ def test_an_append_keeps_the_lines_sent_before_and_a_retry_writes_the_same_bytes
         store.append("r1", "calls.jsonl", FileAppend(after_lines=1, text="x\n"))
     store.append("r1", "new.jsonl", FileAppend(after_lines=0, text="a\n"))
     assert (tmp_path / "r1" / "new.jsonl").read_text() == "a\n"
+
+
+def test_a_remembered_claim_is_still_enforced_and_the_memory_is_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's later writes skip the claim's file (its chain is remembered), yet another chain is
+    refused as before, and a claim forgotten past the bound is read from its file again."""
+    monkeypatch.setattr(run_store, "CLAIMS_REMEMBERED", 2)
+    store = RunStore(tmp_path)
+    store.claim("ask-ok-1", "chain-1")
+    with monkeypatch.context() as files:  # a remembered claim makes no file
+
+        def no_files(*args: object, **kwargs: object) -> None:
+            raise AssertionError("the remembered claim touched its file")
+
+        files.setattr(run_store.tempfile, "mkstemp", no_files)
+        store.claim("ask-ok-1", "chain-1")
+    with pytest.raises(RunIdInUse):
+        store.claim("ask-ok-1", "chain-2")
+    store.claim("ask-ok-2", "chain-2")
+    store.claim("ask-ok-3", "chain-3")  # the third: ask-ok-1 is forgotten
+    assert sorted(store._claimed) == ["ask-ok-2", "ask-ok-3"]
+    with pytest.raises(RunIdInUse):  # read from its file again
+        store.claim("ask-ok-1", "chain-9")
+    store.claim("ask-ok-1", "chain-1")
+    assert sorted(store._claimed) == ["ask-ok-1", "ask-ok-3"]
