@@ -224,6 +224,11 @@ class RunStore:
             )
         self._remember(workflow_id, chain)
 
+    def remembers(self, workflow_id: str | None, chain: str | None) -> bool:
+        """Whether ``claim(workflow_id, chain)`` needs no file (it is remembered, or there is
+        nothing to claim)."""
+        return workflow_id is None or chain is None or self._claimed.get(workflow_id) == chain
+
     def _remember(self, workflow_id: str, chain: str) -> None:
         with self._claims_lock:  # claims are made in worker threads
             self._claimed[workflow_id] = chain
