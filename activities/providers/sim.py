@@ -15,6 +15,7 @@ judge without them answers exactly as before).
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import random
@@ -65,8 +66,12 @@ _WORDS = [
 ]
 
 
+@functools.lru_cache(maxsize=256)
 def sim_options(model_name: str) -> SimOptions:
-    """The options of ``model_name`` (``workflows/sim_options.py``), or a ConfigError."""
+    """The options of ``model_name`` (``workflows/sim_options.py``), or a ConfigError.
+
+    Remembered (frozen options, a few hundred model names): every sim call resolves and then
+    simulates its model, and parsing validates a latency model each time."""
     try:
         return SimOptions.parse(model_name)
     except SimOptionsError as exc:
