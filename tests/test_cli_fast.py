@@ -66,6 +66,39 @@ def test_no_command_help_imports_the_sdk() -> None:
     assert [path for path, heavy in found if heavy] == [], found
 
 
+RUN_KINDS = (
+    "workflows.ask_types",
+    "workflows.tournament",
+    "workflows.plan",
+    "workflows.campaign",
+    "client.tournament_follow",
+    "client.plan_follow",
+    "client.campaign_control",
+    "activities.providers",
+)
+"""A run kind's types and display: ``ponder status`` loads the one kind ``describe`` names."""
+
+STATUS_PROBE = """
+import json, sys
+import client.status_cli, client.status_query
+print(json.dumps(sorted(m for m in sys.modules)))
+"""
+
+
+def test_status_of_a_live_run_imports_no_run_kind_before_it_knows_the_kind() -> None:
+    """The server half of ``ponder status`` (a live run, with a server up) loads the SDK client
+    and the session, and no run kind's types nor any heavy package other than the SDK, until
+    ``describe`` says which kind the run is (issue 16: ``status`` of a live run under 0.5 s)."""
+    out = subprocess.run(
+        [sys.executable, "-c", STATUS_PROBE], capture_output=True, text=True, check=True
+    ).stdout
+    loaded = json.loads(out.splitlines()[-1])
+    assert "temporalio.client" in loaded  # the probe did load the server half
+    kinds = [m for m in loaded if m.startswith(RUN_KINDS)]
+    heavy = [m for m in loaded if m.split(".")[0] in set(HEAVY) - {"temporalio"}]
+    assert (kinds, heavy) == ([], []), (kinds, heavy)
+
+
 @pytest.mark.slow
 @pytest.mark.usefixtures("no_leftover_processes")
 async def test_ended_runs_are_read_from_the_store_after_the_server_idled_out(
