@@ -9,21 +9,25 @@ This module imports no SDK, so that read answers at once.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from activities.config import Settings
 from client.command_settings import command_settings
 from client.embedded import EmbeddedServer
-from client.run_list import ENDED, store_row
+from client.run_states import ENDED
 from workflows.run_ids import check_run_id
+
+if TYPE_CHECKING:
+    from activities.config import Settings
 
 __all__ = ["ended_run_view", "status"]
 
 
 def ended_run_view(settings: Settings, run_id: str) -> dict[str, Any] | None:
     """The run store's view of a run that has ended, or None (not stored, or not ended)."""
+    from client.run_list import store_row  # its pydantic rows: not for `ponder status --help`
+
     row = store_row(settings.runs_dir, run_id)
     if row is None or row.status not in ENDED:
         return None
