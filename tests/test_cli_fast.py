@@ -54,9 +54,9 @@ for name in sorted(commands):
 print(json.dumps(found))
 """
 
-MODEL_DECLARED = {"ask", "mutate", "profile", "rank", "think"}
-"""The commands whose options are declared from pydantic models (``client.click_fields``) or
-name a model type's defaults; every other command's ``--help`` loads no pydantic at all."""
+MODEL_DECLARED = {"mutate", "profile", "rank", "think"}
+"""The commands whose options are declared from pydantic models (``client.click_fields``):
+every other command's ``--help`` loads no pydantic at all."""
 
 
 def help_imports(commands: set[str], watched: tuple[str, ...]) -> list[list[Any]]:
