@@ -6,16 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import threading
 import time
 import uuid
 from collections import Counter
 from datetime import timedelta
 
 import pytest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 
 from activities.config import Settings
-from tests.fakes import FakeProvider
+from tests.fakes import FakeProvider, Reply, Seen, sim_responder
 from tests.worker_process import KilledWorker, declare_fake, start_worker
 from workflows.call_options import CallOptions
 from workflows.names import PLAN_RUN, QUERY_EVENTS, QUERY_STATUS
@@ -39,6 +40,15 @@ def branch(call_id: str) -> str:
     return call_id.split("/")[2]  # run/phase/index/attempt: the item index
 
 
+async def settled_branches(handle: WorkflowHandle) -> set[str]:
+    trail = await handle.query(QUERY_EVENTS, 0, result_type=list[PlanEvent])
+    return {
+        e.data["invocation"].split(":")[1].split("#")[0]
+        for e in trail
+        if e.type == "settled" and e.data.get("ok")
+    }
+
+
 async def test_a_killed_worker_does_not_rerun_settled_branches(
     client: Client, settings: Settings, server_address: str, fake: FakeProvider
 ) -> None:
@@ -46,7 +56,14 @@ async def test_a_killed_worker_does_not_rerun_settled_branches(
     (settings.home / "ponder.toml").write_text(
         f'[providers.local]\nkind = "openai"\nbase_url = "{fake.url}"\n'
     )
-    fake.hold_when = lambda seen: branch(seen.call_id) == "2"
+    held = threading.Event()  # only branch 2 waits: the others are answered and settle
+
+    def responder(seen: Seen) -> Reply:
+        if branch(seen.call_id) == "2":
+            held.wait(timeout=120)
+        return sim_responder(seen)
+
+    fake.responder = responder
     queue = f"test-{uuid.uuid4()}"
     worker = await start_worker(settings, server_address, queue)
     handle = await client.start_workflow(
@@ -62,20 +79,17 @@ async def test_a_killed_worker_does_not_rerun_settled_branches(
         while {branch(s.call_id) for s in fake.seen} != {"0", "1", "2", "3"}:
             assert time.monotonic() < deadline, [s.call_id for s in fake.seen]
             await asyncio.sleep(0.05)
-        await asyncio.sleep(1.0)  # what was answered is recorded; the rest is held
-        trail = await handle.query(QUERY_EVENTS, 0, result_type=list[PlanEvent])
-        settled = {
-            e.data["invocation"].split(":")[1].split("#")[0]
-            for e in trail
-            if e.type == "settled" and e.data.get("ok")
-        }
+        # The answered branches settle (recorded in history); the held one does not.
+        while (settled := await settled_branches(handle)) != {"0", "1", "3"}:
+            assert time.monotonic() < deadline, settled
+            await asyncio.sleep(0.05)
         worker.send_signal(signal.SIGKILL)
         await worker.wait()
         worker = await start_worker(settings, server_address, queue)
-        fake.resume()
+        held.set()
         result = await asyncio.wait_for(handle.result(), 90)
     finally:
-        fake.resume()
+        held.set()
         if worker.returncode is None:
             worker.send_signal(signal.SIGTERM)
             await worker.wait()

@@ -225,7 +225,11 @@ async def test_max_usd_pauses_within_the_in_flight_window_and_extends_in_the_sam
         budget=BudgetLimits(max_usd=limit),
     )
     paused = await wait_for_status(handle, "awaiting_budget")
-    await asyncio.sleep(1.0)  # the window drains; nothing new may start while paused
+    deadline = asyncio.get_running_loop().time() + 60
+    while (paused := await progress(handle)).in_flight:  # the window drains
+        assert asyncio.get_running_loop().time() < deadline, f"{paused.in_flight} in flight"
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(0.5)  # nothing new may start while paused
     paused = await progress(handle)
     assert paused.status == "awaiting_budget" and paused.blocking_limit == "max_usd"
     assert paused.in_flight == 0

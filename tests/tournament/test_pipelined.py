@@ -8,18 +8,23 @@ the same seed the outcome is the barrier run's, whatever order the calls land in
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
-import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowQueryFailedError,
+)
 from temporalio.exceptions import CancelledError
+from temporalio.service import RPCError
 
 from activities.config import Settings
 from tests.fakes import FakeProvider, Reply, Seen, sim_responder
@@ -30,6 +35,7 @@ from workflows.tournament.types import ExtendBudgetInput, ExtendBudgetResult
 
 # Heavy-tailed latency, small enough for the suite: completion order differs from the schedule.
 JITTERY = "sim:default,latency=lognormal:20,1"
+SLOW_MAKER = "sim:default,latency=lognormal:200,1"
 # Candidates are made before the phase that judges them.
 MAKES = {"generation_judging:1": "initial_generation", "generation_judging:2":
          "generation_mutation:1", "final_judging": "generation_mutation:2"}  # fmt: skip
@@ -60,28 +66,24 @@ def overlaps(run_dir: Path) -> list[str]:
     ]
 
 
-def judged_before_the_last_candidate(run_dir: Path) -> Callable[[Seen], Reply]:
-    """A responder that holds the last initial candidate until a first-judging call has landed,
-    so the phases overlap whatever the machine's load (jitter alone left it to chance)."""
+async def hold_last_candidate_until_judged(client: Client, fake: FakeProvider, run_id: str) -> None:
+    """Holds run ``run_id``'s last initial candidate until the workflow has recorded more calls
+    than the seven other candidates, i.e. a first-judging call: the phases then overlap whatever
+    the machine's load (jitter alone left it to chance). Runs until cancelled."""
+    judged = threading.Event()
 
     def responder(seen: Seen) -> Reply:
-        if seen.call_id.endswith("/initial_generation/7/0"):
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and not any(
-                row["phase"] == "generation_judging:1"
-                for row in read_jsonl_if_any(run_dir / "usage.jsonl")
-            ):
-                time.sleep(0.02)
+        if seen.call_id == f"{run_id}/initial_generation/7/0":
+            judged.wait(timeout=60)
         return sim_responder(seen)
 
-    return responder
-
-
-def read_jsonl_if_any(path: Path) -> list[dict[str, Any]]:
-    try:
-        return read_jsonl(path)
-    except (FileNotFoundError, json.JSONDecodeError):  # not written yet, or a line half written
-        return []
+    fake.responder = responder
+    handle = client.get_workflow_handle(run_id)
+    while not judged.is_set():
+        with contextlib.suppress(RPCError, WorkflowQueryFailedError):  # not started yet
+            if (await progress(handle)).spent.calls > 7:
+                judged.set()
+        await asyncio.sleep(0.05)
 
 
 async def test_pipelined_rounds_give_the_barrier_result(client: Client, queue: str) -> None:
@@ -89,6 +91,9 @@ async def test_pipelined_rounds_give_the_barrier_result(client: Client, queue: s
         "profile": "balanced",
         "seed": 16,
         "model": JITTERY,
+        # A heavier tail for the calls that make candidates: a phase's slowest one lands long
+        # after its first pairs could be judged, whatever the machine's load.
+        "models": {"generate": SLOW_MAKER, "mutate": SLOW_MAKER},
         "concurrency": {"generate": 4, "judge": 4, "mutate": 4},
     }
     barrier = await run(client, queue, **common)
@@ -142,14 +147,15 @@ async def test_a_failed_call_fails_a_pipelined_run_with_its_code(
 
 
 async def test_a_budget_pause_mid_run_holds_the_cap_and_resumes_to_the_barrier_result(
-    client: Client, queue: str, fake: FakeProvider, settings: Settings
+    client: Client, queue: str, fake: FakeProvider
 ) -> None:
     """The cap (the plan's 60 calls, which invalid-JSON retries pass) falls with calls in
     flight: none past it reaches the provider, and after ``extend`` the run ends as the
     barrier run does."""
     run_id = f"t-{uuid.uuid4().hex[:10]}"
-    fake.responder = judged_before_the_last_candidate(settings.runs_dir / run_id)
+    holding = asyncio.create_task(hold_last_candidate_until_judged(client, fake, run_id))
     handle = await paused_run(client, queue, max_calls=60, rounds="pipelined", run_id=run_id)
+    assert holding.done() and holding.result() is None  # judged before the pause (call 60)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + 60
     while (paused := await progress(handle)).in_flight:  # the reserved calls still landing
