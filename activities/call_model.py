@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,7 +22,7 @@ from activities.errors import (
 from activities.heartbeats import heartbeating
 from activities.plan.roots import WORKSPACE_REFUSED, outside_roots, with_run_worktrees
 from activities.pricing import cost_usd
-from activities.providers import CallContext, ResolvedModel, resolve_model
+from activities.providers import CallContext, ResolvedModel, resolve_model, resolves_in_memory
 from activities.providers.sampling import Sampler
 from activities.raw_events import RawEventLog, redact
 from activities.run_store import REFUSED, RunStore, check_writer, refusal
@@ -35,6 +36,11 @@ CALL_MODEL = "call_model"
 
 LONG_RETRY_AFTER_S = 300.0
 """A Retry-After beyond this waits on a durable workflow timer, not inside the activity."""
+RUN_DIRS_REMEMBERED = 4096
+"""Run directories one worker remembers having checked (the oldest is forgotten first)."""
+
+_RunKey = tuple[str | None, str, str | None]
+"""(workflow id, run id, chain) of a call: whose run directory it writes."""
 
 
 def _remaining_s(info: activity.Info) -> float | None:
@@ -106,9 +112,31 @@ class ModelActivities:
         checked. Checked at every call: the run's preflight may have run on another worker."""
         self.store = RunStore(settings.runs_dir)
         self.replays = WireCaches(settings)
+        self._run_dirs: dict[_RunKey, Path] = {}
+        """Run directories an earlier call checked (``writable_dir``), by ``_RunKey``."""
+        self._run_dirs_lock = threading.Lock()
 
-    def _prepare(self, input: CallModelInput) -> tuple[ResolvedModel, list[str], Path]:
-        """The endpoint, the values to redact and the run directory, or a coded refusal."""
+    def _in_memory(self, input: CallModelInput) -> Path | None:
+        """The run directory, if preparing ``input`` reads no file: an earlier call of this
+        worker checked the directory and claimed the run, the call names no workspace (whose
+        check resolves paths) and its model resolves from memory. Such a call is prepared on
+        the event loop: microseconds, where a thread hop costs far more on a busy machine."""
+        workflow_id = activity.info().workflow_id
+        known = self._run_dirs.get((workflow_id, input.run_id, input.chain))
+        if (
+            known is None
+            or input.request.workspace is not None
+            or not self.store.remembers(workflow_id, input.chain)
+            or not resolves_in_memory(input.request.model, self.settings)
+        ):
+            return None
+        return known
+
+    def _prepare(
+        self, input: CallModelInput, run_dir: Path | None = None
+    ) -> tuple[ResolvedModel, list[str], Path]:
+        """The endpoint, the values to redact and the run directory (``run_dir``, if an
+        earlier call checked it), or a coded refusal."""
         request = input.request
         try:  # raw events go only to this workflow's run directory (or its child's)
             check_writer(input.run_id, self.store, input.chain)
@@ -137,18 +165,33 @@ class ModelActivities:
             *known_secrets(self.settings),
             *secret_env_values(resolved.endpoint.env),
         ]
-        try:
-            run_dir = self.store.writable_dir(input.run_id)
-        except REFUSED as exc:
-            raise refusal(exc) from None
+        if run_dir is None:
+            try:
+                run_dir = self.store.writable_dir(input.run_id)
+            except REFUSED as exc:
+                raise refusal(exc) from None
+            self._remember_run_dir(
+                (activity.info().workflow_id, input.run_id, input.chain), run_dir
+            )
         return resolved, secrets, run_dir
+
+    def _remember_run_dir(self, key: _RunKey, run_dir: Path) -> None:
+        with self._run_dirs_lock:  # prepared in worker threads
+            self._run_dirs[key] = run_dir
+            if len(self._run_dirs) > RUN_DIRS_REMEMBERED:
+                del self._run_dirs[next(iter(self._run_dirs))]
 
     @activity.defn(name=CALL_MODEL)
     async def call_model(self, input: CallModelInput) -> ModelResponse:
         info = activity.info()
         request = input.request
-        # Secrets files and the run directory are read in a thread: never block the loop.
-        resolved, secrets, run_dir = await asyncio.to_thread(self._prepare, input)
+        # Secrets files and the run directory are read in a thread (never block the loop),
+        # once a run: its later calls, with nothing to read, are prepared in place.
+        known = self._in_memory(input)
+        if known is not None:
+            resolved, secrets, run_dir = self._prepare(input, known)
+        else:
+            resolved, secrets, run_dir = await asyncio.to_thread(self._prepare, input)
         raw_events = RawEventLog(
             run_dir / "raw-events.jsonl",
             secrets=secrets,

@@ -437,6 +437,11 @@ def _config_error(exc: ValidationError, where: Path | str, entry: str) -> Config
     return ConfigError("config.invalid", f"config {where}: {field}: {error['msg']}: fix that entry")
 
 
+def secrets_file_configured() -> bool:
+    """Whether secrets may come from a file (``$PONDER_SECRETS_FILE``): reading one is I/O."""
+    return bool(os.environ.get("PONDER_SECRETS_FILE"))
+
+
 def _secrets_file() -> dict[str, str]:
     path = os.environ.get("PONDER_SECRETS_FILE")
     if not path:

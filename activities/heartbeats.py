@@ -31,14 +31,19 @@ T = TypeVar("T")
 @contextlib.asynccontextmanager
 async def heartbeating() -> AsyncIterator[None]:
     """Heartbeat every third of the activity's heartbeat timeout (at most 5 s) until the block
-    ends; the loop stays free, since the work itself runs in a thread or awaits I/O."""
+    ends; the loop stays free, since the work itself runs in a thread or awaits I/O.
+
+    The first beat comes one interval in, not at once: the server counts the heartbeat
+    timeout from the attempt's start, so a beat at a third of it is as safe, and a block that
+    ends sooner (most model calls of a simulated or fast provider) sends none at all.
+    """
     timeout = activity.info().heartbeat_timeout or timedelta(seconds=30)
     interval = max(0.2, min(timeout.total_seconds() / 3, 5.0))
 
     async def tick() -> None:
         while True:
-            activity.heartbeat()
             await asyncio.sleep(interval)
+            activity.heartbeat()
 
     task = asyncio.create_task(tick())
     try:

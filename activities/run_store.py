@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -64,6 +65,9 @@ RUN_ID_IN_USE = "run.id_in_use"
 FILES_GAP = "run.files_gap"
 CLAIMS = ".claims"
 """Under the runs directory; not a run id (a leading dot), so no listing shows it."""
+CLAIMS_REMEMBERED = 4096
+"""Claims one ``RunStore`` remembers having seen (the oldest is forgotten first, and read from
+its file again if it writes again)."""
 
 
 class RunDirRefused(PonderError, ValueError):
@@ -135,6 +139,11 @@ class RunStore:
         self.root = Path(root)
         self.secrets = [s for s in secrets if s]
         """Values redacted from every file written (the worker's configured keys)."""
+        self._claimed: dict[str, str] = {}
+        """Workflow id -> the chain this process saw holding its claim. A claim file is never
+        rewritten or removed, so what it held once it holds for good: a run's later writes
+        (every model call of a tournament) skip the claim's file I/O."""
+        self._claims_lock = threading.Lock()
 
     def run_dir(self, run_id: str) -> Path:
         return self.root / check_run_id(run_id)
@@ -191,6 +200,8 @@ class RunStore:
         """Claim ``workflow_id`` for execution chain ``chain``, or RunIdInUse if another chain
         holds it. Created whole (a linked temp file), so a concurrent first write of the same
         chain reads the claim, never an empty file."""
+        if self._claimed.get(workflow_id) == chain:
+            return
         claims = self.root / CLAIMS
         path = claims / check_run_id(workflow_id)
         claims.mkdir(parents=True, exist_ok=True)
@@ -199,6 +210,7 @@ class RunStore:
             with os.fdopen(fd, "w") as f:
                 f.write(chain)
             os.link(tmp, path)
+            self._remember(workflow_id, chain)
             return
         except FileExistsError:
             pass
@@ -210,6 +222,18 @@ class RunStore:
                 "under the same workflow id): its files are kept; start this run under another "
                 "workflow id"
             )
+        self._remember(workflow_id, chain)
+
+    def remembers(self, workflow_id: str | None, chain: str | None) -> bool:
+        """Whether ``claim(workflow_id, chain)`` needs no file (it is remembered, or there is
+        nothing to claim)."""
+        return workflow_id is None or chain is None or self._claimed.get(workflow_id) == chain
+
+    def _remember(self, workflow_id: str, chain: str) -> None:
+        with self._claims_lock:  # claims are made in worker threads
+            self._claimed[workflow_id] = chain
+            if len(self._claimed) > CLAIMS_REMEMBERED:
+                del self._claimed[next(iter(self._claimed))]
 
 
 class RunFileActivities:

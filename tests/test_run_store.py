@@ -14,6 +14,7 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
+from activities import run_store
 from activities.call_model import ModelActivities
 from activities.campaign.report import CampaignArtifactActivities
 from activities.config import known_secrets, load_settings
@@ -26,6 +27,7 @@ from activities.run_store import (
     FilesGap,
     RunDirRefused,
     RunFileActivities,
+    RunIdInUse,
     RunIdInvalid,
     RunStore,
     WriteRunFilesInput,
@@ -252,3 +254,57 @@ def test_an_append_keeps_the_lines_sent_before_and_a_retry_writes_the_same_bytes
         store.append("r1", "calls.jsonl", FileAppend(after_lines=1, text="x\n"))
     store.append("r1", "new.jsonl", FileAppend(after_lines=0, text="a\n"))
     assert (tmp_path / "r1" / "new.jsonl").read_text() == "a\n"
+
+
+def test_a_remembered_claim_is_still_enforced_and_the_memory_is_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's later writes skip the claim's file (its chain is remembered), yet another chain is
+    refused as before, and a claim forgotten past the bound is read from its file again."""
+    monkeypatch.setattr(run_store, "CLAIMS_REMEMBERED", 2)
+    store = RunStore(tmp_path)
+    store.claim("ask-ok-1", "chain-1")
+    with monkeypatch.context() as files:  # a remembered claim makes no file
+
+        def no_files(*args: object, **kwargs: object) -> None:
+            raise AssertionError("the remembered claim touched its file")
+
+        files.setattr(run_store.tempfile, "mkstemp", no_files)
+        store.claim("ask-ok-1", "chain-1")
+    with pytest.raises(RunIdInUse):
+        store.claim("ask-ok-1", "chain-2")
+    store.claim("ask-ok-2", "chain-2")
+    store.claim("ask-ok-3", "chain-3")  # the third: ask-ok-1 is forgotten
+    assert sorted(store._claimed) == ["ask-ok-2", "ask-ok-3"]
+    with pytest.raises(RunIdInUse):  # read from its file again
+        store.claim("ask-ok-1", "chain-9")
+    store.claim("ask-ok-1", "chain-1")
+    assert sorted(store._claimed) == ["ask-ok-1", "ask-ok-3"]
+
+
+async def test_a_runs_later_calls_are_prepared_on_the_loop_only_when_they_read_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first call of a run checks its directory and claims it in a thread; its later calls
+    are prepared on the event loop, unless preparing them would read a file (a secrets file, a
+    workspace, a replay's recording) or they are another chain's, which is still refused."""
+    monkeypatch.delenv("PONDER_SECRETS_FILE", raising=False)
+    settings = load_settings(None, home=str(tmp_path))
+    env = as_workflow("ask-ok-1")
+    request = ModelRequest(model="sim:default", prompt="hi")
+    call = CallModelInput(run_id="ask-ok-1", phase="ask", index=0, chain="chain-1", request=request)
+    async with httpx.AsyncClient() as http:
+        model = ModelActivities(settings, http)
+        assert env.run(model._in_memory, call) is None  # nothing checked yet
+        await env.run(model.call_model, call)
+        assert env.run(model._in_memory, call) == settings.runs_dir / "ask-ok-1"
+        other_chain = call.model_copy(update={"chain": "chain-2"})
+        assert env.run(model._in_memory, other_chain) is None
+        with pytest.raises(ApplicationError) as info:
+            await env.run(model.call_model, other_chain)
+        assert info.value.type == RUN_ID_IN_USE
+        for update in ({"workspace": str(tmp_path)}, {"model": "replay:ask-ok-1"}):
+            reads = call.model_copy(update={"request": request.model_copy(update=update)})
+            assert env.run(model._in_memory, reads) is None
+        monkeypatch.setenv("PONDER_SECRETS_FILE", str(tmp_path / "secrets.env"))
+        assert env.run(model._in_memory, call) is None

@@ -10,6 +10,7 @@ from activities.providers.registry import (
     parse_model_spec,
     price_table,
     resolve_model,
+    resolves_in_memory,
 )
 
 __all__ = [
@@ -23,4 +24,5 @@ __all__ = [
     "parse_model_spec",
     "price_table",
     "resolve_model",
+    "resolves_in_memory",
 ]

@@ -6,7 +6,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from activities.config import Endpoint, Settings, check_base_url, read_secret
+from activities.config import (
+    Endpoint,
+    Settings,
+    check_base_url,
+    read_secret,
+    secrets_file_configured,
+)
 from activities.errors import ConfigError
 from activities.pricing import builtin_price
 from activities.providers.anthropic import AnthropicProvider
@@ -29,6 +35,7 @@ __all__ = [
     "price_table",
     "replay_source",
     "resolve_model",
+    "resolves_in_memory",
 ]
 
 _SPEC = re.compile(r"^(?P<provider>[A-Za-z][A-Za-z0-9_.-]*):(?P<model>\S.*)$")
@@ -107,6 +114,21 @@ def resolve_model(
             "environment or in the file named by PONDER_SECRETS_FILE",
         )
     return ResolvedModel(provider, model, endpoint, api_key)
+
+
+def resolves_in_memory(spec: str, settings: Settings) -> bool:
+    """Whether ``resolve_model(spec)`` and the worker's known secrets read no file: no secrets
+    file is configured (keys come from the environment) and the endpoint is not a replay (which
+    finds its recording on disk). False for a spec that does not resolve, so whoever resolves
+    it in a thread raises its error."""
+    if secrets_file_configured():
+        return False
+    try:
+        provider, _ = parse_model_spec(spec)
+    except ConfigError:
+        return False
+    endpoint = settings.providers.get(provider)
+    return endpoint is not None and endpoint.kind != "replay"
 
 
 RAW_EVENTS = "raw-events.jsonl"

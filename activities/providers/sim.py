@@ -15,6 +15,7 @@ judge without them answers exactly as before).
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import random
@@ -65,8 +66,12 @@ _WORDS = [
 ]
 
 
+@functools.lru_cache(maxsize=256)
 def sim_options(model_name: str) -> SimOptions:
-    """The options of ``model_name`` (``workflows/sim_options.py``), or a ConfigError."""
+    """The options of ``model_name`` (``workflows/sim_options.py``), or a ConfigError.
+
+    Remembered (frozen options, a few hundred model names): every sim call resolves and then
+    simulates its model, and parsing validates a latency model each time."""
     try:
         return SimOptions.parse(model_name)
     except SimOptionsError as exc:
@@ -185,20 +190,26 @@ class SimProvider:
         delay = options.latency_ms(_rng(request.seed, ctx.call_key, "latency"))
         if delay:
             await asyncio.sleep(delay / 1000)
-        # In a thread: the text (up to MAX_SIM_CHARS), the prompt's trailers and a new judge
-        # accuracy's calibration are CPU work the event loop (every run's) must not wait on.
-        text = await asyncio.to_thread(simulate, request, request.seed, ctx.call_key, options)
-        if request.script is not None:  # a plan step's x-sim.outputs (plans.md)
-            text = request.script
-        await ctx.raw_events.record(
-            {
-                "url": f"sim:{ctx.model_name}",
-                "synthetic": True,
-                "request": {"body": self.wire_bodies(request, ctx)[0]},
-                "response": {"status": 200, "body": {"text": text}},
-                "latency_ms": delay,
-            }
-        )
+
+        def exchange() -> str:
+            text = simulate(request, request.seed, ctx.call_key, options)
+            if request.script is not None:  # a plan step's x-sim.outputs (plans.md)
+                text = request.script
+            ctx.raw_events.append(
+                {
+                    "url": f"sim:{ctx.model_name}",
+                    "synthetic": True,
+                    "request": {"body": self.wire_bodies(request, ctx)[0]},
+                    "response": {"status": 200, "body": {"text": text}},
+                    "latency_ms": delay,
+                }
+            )
+            return text
+
+        # In one thread hop: the text (up to MAX_SIM_CHARS), the prompt's trailers and a new
+        # judge accuracy's calibration are CPU work, and the raw event a file append, that the
+        # event loop (every run's) must not wait on; the event is on disk before the call ends.
+        text = await asyncio.to_thread(exchange)
         return self.parse_response({"text": text}, request, ctx)
 
     def parse_response(self, body: Any, request: ModelRequest, ctx: CallContext) -> ModelResponse:
