@@ -21,7 +21,7 @@ from temporalio.exceptions import CancelledError
 
 from activities.config import Price, Settings
 from tests.fakes import FakeProvider, Reply, Seen, sim_responder
-from tests.tournament.helpers import read_jsonl, start
+from tests.tournament.helpers import cancel_processed, read_jsonl, start
 from workflows.budget import BudgetLimits
 from workflows.names import QUERY_EVENTS, QUERY_PROGRESS, SIGNAL_EXTEND_BUDGET, UPDATE_EXTEND_BUDGET
 from workflows.tournament.profiles import Profile
@@ -138,15 +138,6 @@ async def test_cancel_while_paused_ends_cancelled_with_usage_recorded(
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "cancelled"
     assert summary["calls"]["used"] == 60
-
-
-async def cancel_processed(handle: WorkflowHandle) -> bool:
-    """Whether a workflow task has completed since the run's cancel was requested."""
-    kinds = [e.event_type for e in (await handle.fetch_history()).events]
-    if EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED not in kinds:
-        return False
-    after = kinds[kinds.index(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED) :]
-    return EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED in after
 
 
 async def test_cancel_mid_phase_drains_calls_in_flight(

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.api.enums.v1 import EventType
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
@@ -28,7 +27,7 @@ from temporalio.service import RPCError
 
 from activities.config import Settings
 from tests.fakes import FakeProvider, Reply, Seen, sim_responder
-from tests.tournament.helpers import failure, read_jsonl, run, start
+from tests.tournament.helpers import cancel_processed, failure, read_jsonl, run, start
 from tests.tournament.test_budget_control import JITTERY_JUDGE, paused_run, progress
 from workflows.names import UPDATE_EXTEND_BUDGET
 from workflows.tournament.types import ExtendBudgetInput, ExtendBudgetResult
@@ -196,11 +195,11 @@ async def test_cancel_while_phases_overlap_drains_and_starts_no_waiting_pair(
         assert loop.time() < deadline, "no pair was judged while g0-c7 was being made"
         await asyncio.sleep(0.05)
     await handle.cancel()
-    while not any(  # the workflow has seen the cancel before anything is released
-        e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED
-        for e in (await handle.fetch_history()).events
-    ):
-        assert loop.time() < deadline, "the cancel was never recorded"
+    # The workflow has taken the cancel before anything is released (the request only being
+    # recorded was not enough: under load g0-c7's answer could reach the same workflow task).
+    deadline = loop.time() + 60
+    while not await cancel_processed(handle):
+        assert loop.time() < deadline, "the workflow never took the cancel"
         await asyncio.sleep(0.05)
     late.set()
     fake.resume()
