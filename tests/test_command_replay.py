@@ -354,12 +354,12 @@ async def test_cancelling_the_call_kills_the_agent_process_group(
                 id=run_id,
                 task_queue=queue,
             )
-            await wait_until(lambda: pids.exists() and pids.read_text().count(" ") == 1, 20)
+            await wait_until(lambda: pids.exists() and pids.read_text().count(" ") == 1, 60)
             leader, child = (int(x) for x in pids.read_text().split())
             assert alive(child)
             await handle.cancel()
             # The cancellation reaches the activity on its next heartbeat; the group goes.
-            await wait_until(lambda: not alive(child) and live_group_members(leader) == [], 15)
+            await wait_until(lambda: not alive(child) and live_group_members(leader) == [], 60)
             with pytest.raises(WorkflowFailureError):
                 await handle.result()
     finally:
