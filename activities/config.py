@@ -299,6 +299,12 @@ class Settings(BaseSettings):
         description="how long the embedded server stays up after its last user left, so a burst "
         "of commands pays for one start (0: stop at once)",
     )
+    workflow_sandbox: bool = Field(
+        default=False,
+        description="run workflows in Temporal's sandbox, which refuses clock, random and I/O "
+        "calls from workflow code (about 30 ms more worker CPU a tournament); the test suite "
+        "turns it on",
+    )
     config_file: Path | None = None
 
     @classmethod

@@ -162,29 +162,38 @@ class RunStore:
 
     def path(self, run_id: str, relative: str) -> Path:
         run_dir = self.writable_dir(run_id)
-        target = (run_dir / relative).resolve()
-        if not target.is_relative_to(run_dir.resolve()):
-            raise RunDirRefused(f"{relative!r} leaves the run directory")
-        return target
+        return _inside(run_dir, run_dir.resolve(), relative)
 
     def write(self, run_id: str, relative: str, content: str | bytes) -> Path:
         """Replace ``relative`` whole: readers see the old file or the new one, never half."""
-        target = self.path(run_id, relative)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        data = redact(content, self.secrets).encode() if isinstance(content, str) else content
-        return write_atomically(target, data)
+        return self._write(self.path(run_id, relative), content)
 
     def write_all(
         self, run_id: str, files: dict[str, str], appends: dict[str, FileAppend] | None = None
     ) -> list[str]:
-        written = [str(self.write(run_id, rel, text)) for rel, text in files.items()]
-        return written + [str(self.append(run_id, rel, a)) for rel, a in (appends or {}).items()]
+        """``write`` each of ``files`` and ``append`` each of ``appends``. The run directory is
+        checked and resolved once for the batch (each target is still resolved and refused if
+        it leaves it), and each parent made once: a tournament's write is a dozen files, and
+        these path checks cost more file-system calls than the writes themselves."""
+        run_dir = self.writable_dir(run_id)
+        resolved = run_dir.resolve()
+        made: set[Path] = set()
+        written = [
+            self._write(_inside(run_dir, resolved, rel), text, made) for rel, text in files.items()
+        ]
+        for rel, append in (appends or {}).items():
+            written.append(self._append(_inside(run_dir, resolved, rel), rel, append, made))
+        return [str(path) for path in written]
 
     def append(self, run_id: str, relative: str, append: FileAppend) -> Path:
         """The file's first ``after_lines`` lines, then ``text``, replaced whole (atomically, so
         a reader never sees half, and a retry cuts back to the same lines); FilesGap when it
         holds fewer lines than that."""
-        target = self.path(run_id, relative)
+        return self._append(self.path(run_id, relative), relative, append)
+
+    def _append(
+        self, target: Path, relative: str, append: FileAppend, made: set[Path] | None = None
+    ) -> Path:
         try:
             kept = target.read_bytes().splitlines(keepends=True)
         except FileNotFoundError:
@@ -194,7 +203,16 @@ class RunStore:
                 f"{relative} holds {len(kept)} lines, not the {append.after_lines} sent before"
             )
         head = b"".join(kept[: append.after_lines])
-        return self.write(run_id, relative, head + redact(append.text, self.secrets).encode())
+        return self._write(target, head + redact(append.text, self.secrets).encode(), made)
+
+    def _write(self, target: Path, content: str | bytes, made: set[Path] | None = None) -> Path:
+        """Write the checked ``target``; ``made``: parents this batch has made already."""
+        if made is None or target.parent not in made:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if made is not None:
+                made.add(target.parent)
+        data = redact(content, self.secrets).encode() if isinstance(content, str) else content
+        return write_atomically(target, data)
 
     def claim(self, workflow_id: str, chain: str) -> None:
         """Claim ``workflow_id`` for execution chain ``chain``, or RunIdInUse if another chain
@@ -234,6 +252,15 @@ class RunStore:
             self._claimed[workflow_id] = chain
             if len(self._claimed) > CLAIMS_REMEMBERED:
                 del self._claimed[next(iter(self._claimed))]
+
+
+def _inside(run_dir: Path, resolved: Path, relative: str) -> Path:
+    """``run_dir / relative`` resolved (symlinks followed), refused unless it stays inside the
+    run directory (``resolved``: ``run_dir`` resolved)."""
+    target = (run_dir / relative).resolve()
+    if not target.is_relative_to(resolved):
+        raise RunDirRefused(f"{relative!r} leaves the run directory")
+    return target
 
 
 class RunFileActivities:

@@ -47,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
     from client.connect import connect
     from client.embedded import EmbeddedServer
     from client.session import has_worker
+    from worker.worker import workflow_runner
     from workflows.tournament.types import TournamentInput
 
 
@@ -135,6 +136,8 @@ async def bare_worker(client: Client, settings: Settings) -> AsyncIterator[str]:
             workflows=[BareCalls],
             activities=[activities.call_model],
             max_concurrent_activities=64,
+            # The runner the tournaments' worker uses (none, live), so only the runs differ.
+            workflow_runner=workflow_runner(settings.workflow_sandbox),
         ):
             yield queue
 

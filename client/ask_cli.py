@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 from client.command_settings import command_settings
-from workflows.model_types import DEFAULT_MODEL, MODEL_EXAMPLES
+from workflows.model_names import DEFAULT_MODEL, MODEL_EXAMPLES
 from workflows.names import ASK
 from workflows.run_ids import check_run_id
 

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from activities.config import Settings, known_secrets
 from activities.errors import ConfigError
 from activities.raw_events import redact
-from client.run_list import checked_run_dir, store_row
 from workflows import phases
 from workflows.run_ids import RUN_NOT_FOUND
+
+if TYPE_CHECKING:
+    from activities.config import Settings
 
 __all__ = ["BUNDLE_FORMAT", "MAX_FILE_BYTES", "Format", "bundle", "render"]
 
@@ -53,6 +54,8 @@ def _inside(run_dir: Path, relative: str) -> Path | None:
 
 def bundle(settings: Settings, run_id: str) -> dict[str, Any]:
     """The run's bundle; refuses a path-shaped id (``run.id_invalid``) and an unknown run."""
+    from client.run_list import checked_run_dir, store_row  # not for `ponder export --help`
+
     run_dir = checked_run_dir(settings.runs_dir, run_id)
     row = store_row(settings.runs_dir, run_id)
     if row is None:
@@ -77,6 +80,8 @@ def bundle(settings: Settings, run_id: str) -> dict[str, Any]:
         if path is not None:
             texts[Path(name).stem] = path.read_text()
     out["texts"] = texts
+    from activities.config import known_secrets  # not for `ponder export --help`
+
     redacted: dict[str, Any] = redact(out, known_secrets(settings))
     return redacted
 

@@ -17,18 +17,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from temporalio.client import Client
-
-from activities.config import Settings
 from activities.errors import ConfigError
-from activities.providers.sampling import SESSION_KIND
 from activities.routes import POLLER_FRESH_S, queue_polled
-from workflows.ask_types import AskInput
 from workflows.call_options import provider_of, provider_task_queue, session_task_queue
-from workflows.plan.run_types import PlanRunInput
-from workflows.tournament.types import TournamentInput
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
+
+    from activities.config import Settings
 
 __all__ = [
     "NO_SESSION",
@@ -83,6 +81,12 @@ def _specs_in(value: Any) -> list[str]:
 
 def model_specs(input: Any) -> list[str]:
     """Every model spec a run's input may call."""
+    # Here, not at the top: every session holds a ``RouteLookups``, and a read such as
+    # ``ponder status`` must not load every run kind's types (a start has them loaded already).
+    from workflows.ask_types import AskInput
+    from workflows.plan.run_types import PlanRunInput
+    from workflows.tournament.types import TournamentInput
+
     if isinstance(input, AskInput):
         return [input.model]
     if isinstance(input, TournamentInput):
@@ -117,6 +121,8 @@ async def session_queues(
     lookups: RouteLookups | None = None,
 ) -> dict[str, str]:
     """Session-served provider name -> its session queue; refused when nothing polls one."""
+    from activities.providers.sampling import SESSION_KIND  # the providers load httpx
+
     lookups = lookups or RouteLookups()
     routes = {}
     for provider in sorted({provider_of(spec) for spec in specs}):

@@ -23,9 +23,12 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import asdict, dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from activities.config import Settings
 from activities.errors import ServerError
+
+if TYPE_CHECKING:
+    from activities.config import Settings
 
 __all__ = ["EmbeddedServer", "ServerInfo", "child_environment", "find_temporal_binary"]
 

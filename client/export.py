@@ -8,8 +8,8 @@ from typing import get_args
 
 import click
 
-from activities.config import load_settings
 from client.bundles import Format, bundle, render
+from client.command_settings import command_settings
 
 __all__ = ["export"]
 
@@ -30,7 +30,7 @@ __all__ = ["export"]
 @click.pass_context
 def export(ctx: click.Context, run_id: str, fmt: Format, output: str | None) -> None:
     """Write one run as a portable bundle (json, jsonl or markdown); secrets never included."""
-    settings = load_settings(ctx.obj["config"])
+    settings = command_settings(ctx)
     text = render(bundle(settings, run_id), fmt)
     if output is None:
         click.echo(text, nl=False)

@@ -6,11 +6,10 @@ import json
 from typing import Any
 
 import click
-import yaml
 
-from activities.config import load_settings
 from activities.errors import ConfigError
 from client.click_fields import settings_options
+from client.command_settings import command_settings
 from client.profiles import (
     PROFILE_EXISTS,
     ProfileStore,
@@ -26,7 +25,7 @@ __all__ = ["profile"]
 
 
 def _store(ctx: click.Context) -> ProfileStore:
-    return ProfileStore(load_settings(ctx.obj["config"]).home)
+    return ProfileStore(command_settings(ctx).home)
 
 
 @click.group()
@@ -63,6 +62,8 @@ def list_(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def show(ctx: click.Context, name: str, as_json: bool) -> None:
     """Print a saved (or built-in) profile."""
+    import yaml  # here, not at the top: the group's --help loads no YAML parser
+
     if name in BUILTIN_PROFILES:
         data: dict[str, Any] = BUILTIN_PROFILES[name].model_dump(mode="json", by_alias=True)
     else:
@@ -95,6 +96,8 @@ _MERGED = ("temperatures", "concurrency", "models", "limits")
 @click.pass_context
 def save(ctx: click.Context, name: str, from_file: str | None, force: bool, **o: Any) -> None:
     """Save flags (and/or a YAML file) as profile NAME; secrets are refused."""
+    import yaml
+
     store = _store(ctx)
     store.check_name(name)
     data: dict[str, Any] = {}

@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import Field, ValidationError
 
 from activities.atomic import write_atomically
@@ -87,6 +86,8 @@ class SavedProfile(TournamentSettings):
         return self
 
     def to_yaml(self) -> str:
+        import yaml  # here, as in every use: `ponder profile --help` loads no YAML parser
+
         data = self.model_dump(mode="json", by_alias=True, exclude_defaults=True)
         return yaml.safe_dump(data, sort_keys=False)
 
@@ -170,6 +171,8 @@ class ProfileStore:
         return PROFILE_NAME.fullmatch(name) is not None and (self.root / f"{name}.yaml").is_file()
 
     def load(self, name: str) -> SavedProfile:
+        import yaml
+
         path = self.path(name)
         try:
             text = path.read_text()
@@ -186,6 +189,8 @@ class ProfileStore:
         return parse_profile(data, str(path))
 
     def save(self, name: str, profile: SavedProfile) -> Path:
+        import yaml
+
         path = self.path(name)
         text = profile.to_yaml()
         # The same check as on load, on exactly what is written.

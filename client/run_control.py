@@ -1,23 +1,19 @@
-"""What the commands on an existing run do: ``status`` (its server half), ``watch``, ``extend``,
-``cancel``. ``client.tournament_control`` declares them and imports this module only when one
-runs, so their ``--help`` loads no Temporal SDK.
+"""What the commands on an existing run do: ``watch``, ``extend``, ``cancel`` (``status``'s
+server half is ``client.status_query``). ``client.tournament_control`` declares them and imports
+this module only when one runs, so their ``--help`` loads no Temporal SDK.
 
-Each works on a tournament; ``status`` and ``watch`` also give an Ask run its own view; a plan
-run and a campaign get all of them (dispatch on the workflow type).
+Each works on a tournament; ``watch`` also follows an Ask run; a plan run and a campaign get all
+of them (dispatch on the workflow type).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import sys
-from typing import Any
 
 import click
-from rich.console import Console
-from rich.table import Table
-from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
+from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 
 from activities.config import Settings
 from activities.errors import ConfigError
@@ -27,19 +23,14 @@ from client.hints import ponder_program
 from client.plan_follow import (
     extend_plan_run,
     finish,
-    plan_status,
-    print_plan_status,
     watch_plan,
 )
 from client.run_list import state_name
-from client.runs import failure_message, through_restarts, wait_or_detach
-from client.session import Session, open_session, query_answerer, spawn_background_worker
+from client.runs import wait_or_detach
+from client.session import Session, open_session, spawn_background_worker
 from client.tournament_follow import (
     follow,
     print_outcome,
-    progress_table,
-    resume_command,
-    run_times,
 )
 from workflows.ask_types import AskResult
 from workflows.campaign.types import CampaignProgress, CampaignResult
@@ -48,7 +39,7 @@ from workflows.plan.run_types import PlanRunResult, PlanStatus
 from workflows.run_ids import check_run_id
 from workflows.tournament.types import Progress, TournamentResult
 
-__all__ = ["cancel_run", "extend_run", "show_status", "watch_run"]
+__all__ = ["cancel_run", "extend_run", "watch_run"]
 
 Followed = (
     TournamentResult | Progress | PlanRunResult | PlanStatus | CampaignResult | CampaignProgress
@@ -61,117 +52,6 @@ async def _handle(session: Session, run_id: str) -> WorkflowHandle:
 
 def _as_campaign(session: Session, handle: WorkflowHandle) -> WorkflowHandle:
     return session.client.get_workflow_handle(handle.id, result_type=CampaignResult)
-
-
-async def _ask_view(session: Session, handle: WorkflowHandle) -> dict[str, Any]:
-    """What ``status`` shows of an Ask run: its state, model, usage and answer or error."""
-    description = await handle.describe()
-    view: dict[str, Any] = {
-        "run_id": handle.id,
-        "kind": "ask",
-        "status": state_name(description.status),
-    }
-    started, ended = description.start_time, description.close_time
-    if started is not None and ended is not None:
-        view["elapsed_s"] = round((ended - started).total_seconds(), 1)
-    if description.status == WorkflowExecutionStatus.COMPLETED:
-        ask = session.client.get_workflow_handle(handle.id, result_type=AskResult)
-        result: AskResult = await ask.result()
-        response = result.response
-        view |= {
-            "model": f"{response.provider}:{response.model}",
-            "simulated": response.simulated,
-            "input_tokens": response.usage.input_tokens,
-            "output_tokens": response.usage.output_tokens,
-            # No price known: the cost is unknown, not zero.
-            "usd": "unknown" if response.usd is None and not response.simulated else response.usd,
-            "answer_path": result.answer_path,
-        }
-    elif description.status in (WorkflowExecutionStatus.FAILED, WorkflowExecutionStatus.CANCELED):
-        try:
-            await handle.result()
-        except WorkflowFailureError as exc:
-            view["error"] = failure_message(exc)
-    return view
-
-
-def _print_ask_view(view: dict[str, Any]) -> None:
-    """Plain lines, never a table cell: the answer's path is printed whole (a table cut it with
-    "…" in a narrow terminal), so it can be copied."""
-    for key, value in view.items():
-        if value is None:
-            continue
-        if key == "usd" and isinstance(value, float):
-            value = f"{value:.4f}"
-        click.echo(f"{key.replace('_', ' '):<14} {value}")
-
-
-Shown = Progress | dict[str, Any] | PlanStatus | CampaignProgress
-"""What ``status`` shows: a tournament's progress, an Ask's view, a plan's or campaign's status."""
-
-
-def show_status(settings: Settings, run_id: str, *, as_json: bool) -> None:
-    """``ponder status`` from the server: the run's own view, by kind (``client.status_cli``
-    shows an ended run from its run store when the embedded server is down)."""
-
-    async def look(session: Session) -> tuple[Shown, Any]:
-        handle = await _handle(session, run_id)
-        kind = (await handle.describe()).workflow_type
-        if kind == ASK:
-            return await _ask_view(session, handle), None  # describe and result: no query
-        async with query_answerer(session):
-            if kind == PLAN_RUN:
-                return await plan_status(handle), None
-            if kind == CAMPAIGN:
-                return await campaign_control.query_progress(handle), None
-            progress = await handle.query(QUERY_PROGRESS, result_type=Progress)
-            return progress, await run_times(handle)
-
-    async def go() -> tuple[Shown, Any]:
-        # A query needs a worker: the one polling the run's queue answers it if there is one,
-        # else one runs here (``query_answerer``). Only reads: retried whole through a server
-        # restart, like a command that waits on a run.
-        async with open_session(settings, worker=False) as session:
-            return await through_restarts(lambda: look(session))
-
-    shown, times = asyncio.run(go())
-    if isinstance(shown, CampaignProgress):
-        if as_json:
-            click.echo(shown.model_dump_json(indent=2))
-        else:
-            campaign_control.print_status(shown)
-        return
-    if isinstance(shown, PlanStatus):
-        print_plan_status(shown, as_json=as_json, settings=settings)
-        return
-    if isinstance(shown, dict):
-        if as_json:
-            click.echo(json.dumps(shown, indent=2))
-        else:
-            _print_ask_view(shown)
-        return
-    progress = shown
-    if as_json:
-        click.echo(json.dumps(progress.model_dump(mode="json"), indent=2))
-        return
-    out = Console()
-    out.print(progress_table(progress, *times))
-    if progress.error:
-        out.print(f"error    {progress.error}")
-    for refusal in progress.refused:
-        out.print(f"refused  extend_budget signal: {refusal}")
-    if progress.status == "awaiting_budget":
-        out.print(f"continue with: {resume_command(run_id, progress)}")
-    if progress.leaderboard:
-        board = Table("rank", "candidate", "score", "W/L/T", title=progress.leaderboard[0].phase)
-        for row in progress.leaderboard:
-            board.add_row(
-                str(row.rank),
-                row.candidate_id,
-                f"{row.score:+.3f}",
-                f"{row.wins}/{row.losses}/{row.ties}",
-            )
-        out.print(board)
 
 
 def watch_run(settings: Settings, run_id: str) -> None:

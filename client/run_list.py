@@ -13,18 +13,16 @@ import json
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from activities.config import Settings
 from activities.errors import ConfigError
+from client.run_states import KINDS, STATUSES
 from workflows.names import ASK, CAMPAIGN, PLAN_RUN, TOURNAMENT
 from workflows.run_ids import RUN_ID, RunIdInvalid, run_id_problem
 
 __all__ = [
-    "ENDED",
-    "Kind",
     "RunRow",
     "checked_run_dir",
     "kind_of",
@@ -39,20 +37,8 @@ __all__ = [
 if TYPE_CHECKING:  # the SDK is imported by the calls that reach a server, not to read the store
     from temporalio.client import Client, WorkflowExecutionStatus
 
-Kind = Literal["ask", "mutate", "tournament", "rank", "plan", "campaign"]
-KINDS: tuple[str, ...] = get_args(Kind)
-STATUSES = (
-    "running",
-    "awaiting_budget",
-    "paused",
-    "completed",
-    "failed",
-    "cancelled",
-    "terminated",
-    "timed_out",
-)
-ENDED = ("completed", "failed", "cancelled", "terminated", "timed_out")
-"""The states a run never leaves: what the run store says of such a run is final."""
+    from activities.config import Settings
+
 _KIND_OF_TYPE = {ASK: "ask", TOURNAMENT: "tournament", PLAN_RUN: "plan", CAMPAIGN: "campaign"}
 SERVER_LIST_LIMIT = 2_000
 

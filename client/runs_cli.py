@@ -8,10 +8,10 @@ from typing import Any
 
 import click
 
-from activities.config import load_settings
 from activities.errors import PonderError
+from client.command_settings import command_settings
 from client.embedded import EmbeddedServer
-from client.run_list import KINDS, STATUSES, RunRow, list_runs, parse_since
+from client.run_states import KINDS, STATUSES
 
 __all__ = ["runs"]
 
@@ -50,7 +50,9 @@ def runs(
     live: bool,
 ) -> None:
     """List runs (kind, status, created, calls, USD, winner or outcome), newest first."""
-    settings = load_settings(ctx.obj["config"])
+    from client.run_list import RunRow, list_runs, parse_since  # its rows: not for --help
+
+    settings = command_settings(ctx)
     if since:
         parse_since(since)  # a bad value is refused before anything connects
 

@@ -1,7 +1,7 @@
 """``ponder status``: a run's progress. An ended run in embedded mode, while the embedded server
 is down, is shown from its run store (what ``ponder runs`` knows of it, and its report) rather
 than start a server and a worker to answer a query; ``--live`` asks the server anyway, and any
-other run goes to the server (``client.run_control.show_status``).
+other run goes to the server (``client.status_query.show_status``).
 
 This module imports no SDK, so that read answers at once.
 """
@@ -9,21 +9,25 @@ This module imports no SDK, so that read answers at once.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from activities.config import Settings
 from client.command_settings import command_settings
 from client.embedded import EmbeddedServer
-from client.run_list import ENDED, store_row
+from client.run_states import ENDED
 from workflows.run_ids import check_run_id
+
+if TYPE_CHECKING:
+    from activities.config import Settings
 
 __all__ = ["ended_run_view", "status"]
 
 
 def ended_run_view(settings: Settings, run_id: str) -> dict[str, Any] | None:
     """The run store's view of a run that has ended, or None (not stored, or not ended)."""
+    from client.run_list import store_row  # its pydantic rows: not for `ponder status --help`
+
     row = store_row(settings.runs_dir, run_id)
     if row is None or row.status not in ENDED:
         return None
@@ -59,7 +63,7 @@ def status(ctx: click.Context, run_id: str, as_json: bool, live: bool) -> None:
     settings = command_settings(ctx)
     view = ended_run_view(settings, run_id) if _store_first(settings, live) else None
     if view is None:
-        from client.run_control import show_status
+        from client.status_query import show_status
 
         show_status(settings, run_id, as_json=as_json)
         return

@@ -29,6 +29,7 @@ __all__ = [
     "follow",
     "format_limits",
     "print_outcome",
+    "print_progress",
     "progress_table",
     "resume_command",
     "run_times",
@@ -148,6 +149,31 @@ def resume_command(run_id: str, paused: Progress) -> str:
     # The nominal calls left, plus a tenth for invalid-output retries.
     more = max(paused.calls_planned - spent.calls, 0) + max(paused.calls_planned // 10, 1)
     return f"{ponder_program()} extend {run_id} --calls +{more}"
+
+
+def print_progress(
+    run_id: str, progress: Progress, started: datetime | None, ended: datetime | None
+) -> None:
+    """``ponder status`` of a tournament: the progress table, its error and refused signals,
+    how to continue a paused run, and the leaderboard."""
+    out = Console()
+    out.print(progress_table(progress, started, ended))
+    if progress.error:
+        out.print(f"error    {progress.error}")
+    for refusal in progress.refused:
+        out.print(f"refused  extend_budget signal: {refusal}")
+    if progress.status == "awaiting_budget":
+        out.print(f"continue with: {resume_command(run_id, progress)}")
+    if progress.leaderboard:
+        board = Table("rank", "candidate", "score", "W/L/T", title=progress.leaderboard[0].phase)
+        for row in progress.leaderboard:
+            board.add_row(
+                str(row.rank),
+                row.candidate_id,
+                f"{row.score:+.3f}",
+                f"{row.wins}/{row.losses}/{row.ties}",
+            )
+        out.print(board)
 
 
 def print_outcome(run_id: str, result: TournamentResult | Progress) -> None:

@@ -23,6 +23,10 @@ os.environ.pop("TEMPORAL_ADDRESS", None)
 # An embedded server stops with its last user in tests (a test that wants the idle period sets
 # it): none outlives the test that started it.
 os.environ.setdefault("PONDER_SERVER_IDLE_S", "0")
+# The live worker runs workflows unsandboxed (worker.workflow_runner); every worker the suite
+# starts, in this process or a child, runs them in the sandbox, so a clock, random or I/O call
+# from workflow code fails a test.
+os.environ.setdefault("PONDER_WORKFLOW_SANDBOX", "1")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

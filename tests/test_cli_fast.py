@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,9 +19,13 @@ from client.embedded import EmbeddedServer
 from tests.cli import cli_env, finish, one_server, ponder, start_ponder
 from tests.test_embedded import server_pids, wait_until
 
-HEAVY = ("temporalio", "rich", "jinja2", "numpy", "scipy", "mcp", "httpx", "uvicorn")
+HEAVY = (
+    *("temporalio", "rich", "jinja2", "numpy", "scipy", "mcp", "httpx", "uvicorn"),
+    *("pydantic_settings", "yaml"),
+)
 """What no command's ``--help`` may import: the SDK, the display, the reports, the statistics,
-the MCP server, HTTP (each costs a tenth of a second to a second)."""
+the MCP server, HTTP (each costs a tenth of a second to a second), and the settings loader and
+YAML parser (``ponder.toml`` and saved profiles are read when a command runs, not for its help)."""
 
 HELP_PROBE = """
 import json, sys
@@ -34,8 +39,9 @@ def paths(command, path):
         for name in command.list_commands(ctx):
             yield from paths(command.get_command(ctx, name), [*path, name])
 
+commands, watched = json.loads(sys.argv[1]), set(sys.argv[2:])
 found = []
-for name in sorted(COMMANDS):
+for name in sorted(commands):
     # Each top-level command loads (as its --help does) before the next is looked at, so a heavy
     # import is charged to the first command whose module makes it.
     for path in paths(cli.get_command(click.Context(cli), name), [name]):
@@ -43,27 +49,80 @@ for name in sorted(COMMANDS):
             cli.main([*path, "--help"], standalone_mode=False)
         except SystemExit:
             pass
-        heavy = sorted({m.split(".")[0] for m in sys.modules} & set(sys.argv[1:]))
+        heavy = sorted({m.split(".")[0] for m in sys.modules} & watched)
         found.append([" ".join(path), heavy])
 print(json.dumps(found))
 """
+
+MODEL_DECLARED = {"mutate", "profile", "rank", "think"}
+"""The commands whose options are declared from pydantic models (``client.click_fields``):
+every other command's ``--help`` loads no pydantic at all."""
+
+
+def help_imports(commands: set[str], watched: tuple[str, ...]) -> list[list[Any]]:
+    """``[path, heavy packages loaded]`` for each command path of ``commands``, their help shown
+    in turn in one interpreter (a heavy import is charged to the first path that makes it)."""
+    out = subprocess.run(
+        [sys.executable, "-c", HELP_PROBE, json.dumps(sorted(commands)), *watched],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    found: list[list[Any]] = json.loads(out.splitlines()[-1])
+    return found
 
 
 def test_no_command_help_imports_the_sdk() -> None:
     """Every command and subcommand of the COMMANDS table (the click tree walked) shows its help
     without importing the SDK or any other heavy package, in one interpreter: a heavy import is
     charged to the first path that makes it and stays loaded after, so all must be clean."""
-    out = subprocess.run(
-        [sys.executable, "-c", HELP_PROBE, *HEAVY],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    ).stdout
-    found = json.loads(out.splitlines()[-1])
+    found = help_imports(set(COMMANDS), HEAVY)
     top = {path.split()[0] for path, _ in found}
     assert top == set(COMMANDS) and len(found) > len(COMMANDS)  # the subcommands were walked
     assert [path for path, heavy in found if heavy] == [], found
+
+
+def test_help_of_commands_not_declared_from_models_imports_no_pydantic() -> None:
+    """Building pydantic models costs a tenth of a second: ``status``, ``runs``, ``plan`` and
+    the other commands whose options are plain click show their help without them."""
+    found = help_imports(set(COMMANDS) - MODEL_DECLARED, ("pydantic",))
+    assert len(found) > len(COMMANDS) - len(MODEL_DECLARED)
+    assert [path for path, heavy in found if heavy] == [], found
+
+
+RUN_KINDS = (
+    "workflows.ask_types",
+    "workflows.tournament",
+    "workflows.plan",
+    "workflows.campaign",
+    "client.tournament_follow",
+    "client.plan_follow",
+    "client.campaign_control",
+    "activities.providers",
+)
+"""A run kind's types and display: ``ponder status`` loads the one kind ``describe`` names."""
+
+STATUS_PROBE = """
+import json, sys
+import client.status_cli, client.status_query
+print(json.dumps(sorted(m for m in sys.modules)))
+"""
+
+
+def test_status_of_a_live_run_imports_no_run_kind_before_it_knows_the_kind() -> None:
+    """The server half of ``ponder status`` (a live run, with a server up) loads the SDK client
+    and the session, and no run kind's types nor any heavy package other than the SDK, until
+    ``describe`` says which kind the run is (issue 16: ``status`` of a live run under 0.5 s)."""
+    out = subprocess.run(
+        [sys.executable, "-c", STATUS_PROBE], capture_output=True, text=True, check=True
+    ).stdout
+    loaded = json.loads(out.splitlines()[-1])
+    assert "temporalio.client" in loaded  # the probe did load the server half
+    kinds = [m for m in loaded if m.startswith(RUN_KINDS)]
+    running = {"temporalio", "pydantic_settings"}  # the query and the settings it runs with
+    heavy = [m for m in loaded if m.split(".")[0] in set(HEAVY) - running]
+    assert (kinds, heavy) == ([], []), (kinds, heavy)
 
 
 @pytest.mark.slow

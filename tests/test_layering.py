@@ -27,7 +27,7 @@ PROVIDER_NAMES = re.compile(rf"[\"']({_NAMES})(?=:|[\"'])|(?<![\w.])({_NAMES}):\
 PROVIDER_NAME_ALLOWED: dict[str, set[str]] = {
     # The default model id and the examples --help and errors show are data every side
     # shares, declared once (here, so a command's --help imports nothing of activities/).
-    "workflows/model_types.py": {"sim", "openai", "anthropic", "command", "mcp"},
+    "workflows/model_names.py": {"sim", "openai", "anthropic", "command", "mcp"},
     # The built-in sim endpoint's options are input whose ceilings decode checks (issue 13):
     # validation of a name, not a branch on which provider runs.
     "workflows/sim_options.py": {"sim"},

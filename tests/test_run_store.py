@@ -84,6 +84,25 @@ def test_a_symlinked_run_dir_is_refused(tmp_path: Path) -> None:
     assert RunStore(tmp_path / "linked-runs").write("r2", "f.txt", "x").read_text() == "x"
 
 
+def test_a_batch_refuses_each_path_that_leaves_its_run_dir(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "runs")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    store.write_all("r1", {"a.txt": "a"})
+    (tmp_path / "runs" / "r1" / "sub").symlink_to(outside)
+    for relative in ("sub/b.txt", "../r2/c.txt"):
+        with pytest.raises(RunDirRefused, match="leaves the run directory"):
+            store.write_all("r1", {"ok.txt": "ok", relative: "x"})
+        with pytest.raises(RunDirRefused, match="leaves the run directory"):
+            store.write_all("r1", {}, {relative: FileAppend(after_lines=0, text="x\n")})
+    assert list(outside.iterdir()) == []
+    assert not (tmp_path / "runs" / "r2").exists()
+    (tmp_path / "runs" / "r3").symlink_to(outside)
+    with pytest.raises(RunDirRefused, match="symlink"):
+        store.write_all("r3", {"a.txt": "a"})
+    assert list(outside.iterdir()) == []
+
+
 def test_the_writer_redacts_configured_keys(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "runs", secrets=["sk-abc123", ""])
     path = store.write("r1", "config.json", '{"task": "use sk-abc123 please"}')
@@ -91,9 +110,9 @@ def test_the_writer_redacts_configured_keys(tmp_path: Path) -> None:
 
 
 class SlowStore(RunStore):
-    def write(self, run_id: str, relative: str, content: str | bytes) -> Path:
+    def _write(self, target: Path, content: str | bytes, made: set[Path] | None = None) -> Path:
         time.sleep(0.5)  # a slow disk
-        return super().write(run_id, relative, content)
+        return super()._write(target, content, made)
 
 
 async def test_run_file_writes_do_not_block_the_event_loop(tmp_path: Path) -> None:

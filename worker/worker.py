@@ -11,7 +11,8 @@ from typing import Any
 
 import httpx
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 from activities.call_model import ModelActivities
 from activities.campaign.cells import CampaignCellActivities
@@ -37,9 +38,25 @@ from workflows.names import TASK_QUEUE
 from workflows.plan_run.workflow import PlanRunWorkflow
 from workflows.tournament.workflow import TournamentWorkflow
 
-__all__ = ["WORKFLOWS", "WorkerOptions", "running_worker"]
+__all__ = ["WORKFLOWS", "WorkerOptions", "running_worker", "workflow_runner"]
 
 WORKFLOWS: list[type] = [AskWorkflow, TournamentWorkflow, PlanRunWorkflow, CampaignWorkflow]
+
+
+def workflow_runner(sandboxed: bool) -> WorkflowRunner:
+    """Temporal's sandbox when ``sandboxed`` (``Settings.workflow_sandbox``), else none.
+
+    The sandbox re-imports a workflow's file for every run it starts (about 13 ms of worker CPU
+    a tournament) and enters itself for every activation and for every payload of one (a
+    tournament's 170 payload visits cost about 15 ms more): some 30 ms of a quick tournament's
+    200 ms of worker CPU (``benchmarks/many_runs``). What it buys is a check that workflow code
+    makes no clock, random or I/O call, and nearly all of ponder's workflow logic lives in
+    modules the workflow files import passed through, which it never checked. So the live
+    worker runs without it; the test suite turns it on (tests/conftest.py), so the workflow files
+    are checked on every path a test runs, and tests/test_replay.py replays the saved histories
+    under it.
+    """
+    return SandboxedWorkflowRunner() if sandboxed else UnsandboxedWorkflowRunner()
 
 
 @dataclass
@@ -114,6 +131,7 @@ async def running_worker(
                 workflows=WORKFLOWS,
                 activities=activities,
                 interceptors=[ControlArity()],
+                workflow_runner=workflow_runner(settings.workflow_sandbox),
                 max_concurrent_activities=options.max_concurrent_activities,
                 sticky_queue_schedule_to_start_timeout=options.sticky_timeout,
                 graceful_shutdown_timeout=options.graceful_shutdown,

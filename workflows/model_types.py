@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from workflows.bounds import MAX_CONTEXT_TOKENS, UsdPerMTok
 from workflows.inputs import StrictModel
+from workflows.model_names import DEFAULT_MODEL, MODEL_EXAMPLES
 from workflows.wire_replay import WireReplay
 
 __all__ = [
@@ -20,13 +21,6 @@ __all__ = [
     "Price",
     "Usage",
 ]
-
-DEFAULT_MODEL = "sim:default"
-"""The model a run uses when its input names none (data, not a branch on a provider)."""
-MODEL_EXAMPLES = (
-    "sim:default, openai:gpt-4o-mini, anthropic:claude-sonnet-4-5, command:NAME, mcp:HINT"
-)
-"""Model specs an error or a ``--help`` shows as examples."""
 
 
 class ModelRequest(BaseModel):

@@ -5,8 +5,9 @@ files (``GROWING_FILES``) arrive as the rows after the lines an earlier write le
 (``after_lines``) and are appended (the run store's ``FileAppend``, which cuts back to those
 lines first, so a retry writes the same bytes); the files that sum the run up are rewritten
 from the rows on disk. ``report.html`` is rendered once, when the run ends (``ponder report``
-re-renders it on request). Timestamps come from the snapshot (``workflow.now()``), so a
-re-executed activity writes the same bytes.
+re-renders it on request). An incremental write leaves the settled files (``settled``) that are
+there already (a quick run's five writes rewrote ``config.json`` five times). Timestamps come
+from the snapshot (``workflow.now()``), so a re-executed activity writes the same bytes.
 """
 
 from __future__ import annotations
@@ -211,6 +212,14 @@ def render_sums(snap: TournamentSnapshot) -> dict[str, str]:
     return files
 
 
+def settled(relative: str) -> bool:
+    """Whether a file's content never changes once a run has written it: ``config.json`` (the
+    input, seed and profile) and each committed ``population-<g>.json``."""
+    return relative == "config.json" or (
+        relative.startswith("population-") and relative.endswith(".json")
+    )
+
+
 def render_files(snap: TournamentSnapshot) -> dict[str, str]:
     """Every artifact but the report, from a whole snapshot, as relative path -> content."""
     return render_rows(snap) | render_sums(snap)
@@ -263,7 +272,14 @@ class TournamentArtifactActivities:
         }
         run_dir = self.store.run_dir(snap.run_id)
         self.store.write_all(snap.run_id, rows, appends)
-        self.store.write_all(snap.run_id, render_sums(whole(snap, run_dir) if after else snap))
+        sums = render_sums(whole(snap, run_dir) if after else snap)
+        if after:  # an incremental write: the ones before it landed, their settled files too
+            sums = {
+                relative: text
+                for relative, text in sums.items()
+                if not (settled(relative) and (run_dir / relative).exists())
+            }
+        self.store.write_all(snap.run_id, sums)
         if snap.status in ENDED:
             self.store.write(
                 snap.run_id, "report.html", render_report(report_data_from_run_dir(run_dir))

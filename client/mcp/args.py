@@ -13,7 +13,7 @@ from pydantic import ConfigDict, Field, JsonValue
 
 from client.bundles import Format as ExportFormat
 from client.profiles import SavedProfile
-from client.run_list import KINDS, STATUSES
+from client.run_states import KINDS, STATUSES
 from client.tournament_options import RunOptions, TournamentSettings
 from workflows.ask_types import AskInput
 from workflows.bounds import MAX_CALLS, BudgetTokens, CallCount, OutputTokens, Seed, WallMs

@@ -10,6 +10,7 @@ whole snapshot of the end renders. A write that finds lines missing is refused
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from pathlib import Path
 
@@ -36,10 +37,13 @@ from workflows import phases
 from workflows.budget import BudgetLimits
 from workflows.names import QUERY_PROGRESS, UPDATE_EXTEND_BUDGET
 from workflows.tournament.artifact_writes import ArtifactWriter
+from workflows.tournament.schedule import FINAL_JUDGING_PHASE
 from workflows.tournament.selection import select
 from workflows.tournament.types import (
+    Event,
     ExtendBudgetInput,
     Progress,
+    RoleModels,
     TournamentInput,
     TournamentSnapshot,
 )
@@ -70,7 +74,9 @@ async def test_each_row_is_sent_about_once_and_the_files_match_a_whole_write(
     handle = await start(client, queue, profile="balanced", seed=11, model="sim:default")
     result = await handle.result()
     writes = await _writes(client, settings, handle.id)
-    assert len(writes) == 2 * 2 + 1 + 1 + 1  # per generation 2, the first population, final, end
+    # A write per generation's fit (the population it ranks goes with it), and the end's (the
+    # final ranking with it: no finalizer call comes between them).
+    assert len(writes) == 2 + 1
     assert not any(writes[0].after_lines.values())
     assert all(any(w.after_lines.values()) for w in writes[1:])
     sent = [c.id for w in writes for c in w.comparisons]
@@ -92,6 +98,20 @@ async def test_each_row_is_sent_about_once_and_the_files_match_a_whole_write(
         dropped = select(ranked).discarded
         assert dropped
         assert {candidates[d.candidate_id]["status"] for d in dropped} == {"discarded"}
+
+
+async def test_the_final_ranking_is_written_before_a_finalizer_call(
+    client: Client, queue: str, settings: Settings
+) -> None:
+    handle = await start(
+        client, queue, profile="quick", seed=3, models=RoleModels(finalize="sim:default")
+    )
+    await handle.result()
+    writes = await _writes(client, settings, handle.id)
+    assert len(writes) == 1 + 1 + 1  # generation 1's fit, the final fit, the end
+    final = writes[1]
+    assert final.status == "running"
+    assert any(s.phase == FINAL_JUDGING_PHASE for s in final.scores)
 
 
 async def test_a_gap_in_the_run_directory_makes_the_next_write_whole(
@@ -155,3 +175,53 @@ async def test_an_append_past_the_files_end_is_refused_files_gap(tmp_path: Path)
         await as_workflow(run_id).run(activities.write_tournament_artifacts, snap)
     assert refused.value.type == FILES_GAP
     assert ArtifactWriter().incremental is False  # runs before the patch send whole snapshots
+
+
+def _snapshot(
+    run_id: str, events: int, after: int, populations: dict[int, list[str]]
+) -> TournamentSnapshot:
+    return TournamentSnapshot.model_validate(
+        {
+            "run_id": run_id,
+            "status": "running",
+            "input": TournamentInput(task="t"),
+            "seed": 1,
+            "profile": None,
+            "profile_name": None,
+            "candidates": [],
+            "populations": populations,
+            "comparisons": [],
+            "scores": [],
+            "usage": [],
+            "events": [
+                Event(seq=i, ts="2026-01-01T00:00:00+00:00", type="e") for i in range(after, events)
+            ],
+            "budget": BudgetLimits(),
+            "spent": {},
+            "written_at": "2026-01-01T00:00:00+00:00",
+            "after_lines": {"events.jsonl": after},
+        }
+    )
+
+
+async def test_an_incremental_write_leaves_settled_files_and_restores_missing_ones(
+    tmp_path: Path,
+) -> None:
+    run_id = f"t-{uuid.uuid4().hex[:10]}"
+    activities = TournamentArtifactActivities(RunStore(tmp_path))
+    env = as_workflow(run_id)
+    run_dir = tmp_path / run_id
+    await env.run(activities.write_tournament_artifacts, _snapshot(run_id, 2, 0, {0: ["a"]}))
+    config, population = (run_dir / "config.json").stat(), (run_dir / "population-0.json").stat()
+    summary = (run_dir / "summary.json").stat()
+    two = {0: ["a"], 1: ["b"]}
+    await env.run(activities.write_tournament_artifacts, _snapshot(run_id, 4, 2, two))
+    # A write replaces a file (a new inode): these two were left as they were.
+    assert (run_dir / "config.json").stat().st_ino == config.st_ino
+    assert (run_dir / "population-0.json").stat().st_ino == population.st_ino
+    assert (run_dir / "summary.json").stat().st_ino != summary.st_ino
+    assert (run_dir / "population-1.json").exists()
+    assert len((run_dir / "events.jsonl").read_text().splitlines()) == 4
+    (run_dir / "config.json").unlink()
+    await env.run(activities.write_tournament_artifacts, _snapshot(run_id, 5, 4, two))
+    assert json.loads((run_dir / "config.json").read_text())["task"] == "t"

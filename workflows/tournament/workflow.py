@@ -79,6 +79,11 @@ SPARSE_OPENING_PATCH = "adaptive-sparse-opening"
 BOOTSTRAP_PATCH = "final-score-bootstrap"
 PIPELINED_PATCH = "pipelined-rounds"
 PIPELINED_LANES_PATCH = "pipelined-lane-widths"  # each role its own width, none run-wide
+LEAN_WRITES_PATCH = "lean-artifact-writes"
+"""Fewer artifact writes, none of them lost: a barrier run writes a population it commits with
+the fit that ranks it (as a pipelined run does), and the final ranking's write is left to the
+run's last one when no finalizer call comes between them. A quick run makes two writes instead
+of five."""
 _STAND_IN = TournamentInput.model_construct(task="")
 
 
@@ -99,7 +104,7 @@ class TournamentWorkflow:
         self.generation = 0
         self.plan: Preflight | None = None
         self.writer = ArtifactWriter()
-        self.sparse_opening = self.bootstrap = self.pipelined = False
+        self.sparse_opening = self.bootstrap = self.pipelined = self.lean_writes = False
         """Patches (see above), asked in the first workflow task of ``run``."""
         self.making: dict[str, asyncio.Task[None]] = {}
         """Pipelined: candidate id -> the call making it, for the population being made."""
@@ -119,6 +124,7 @@ class TournamentWorkflow:
         self.sparse_opening = workflow.patched(SPARSE_OPENING_PATCH)
         self.bootstrap = workflow.patched(BOOTSTRAP_PATCH)
         self.writer.incremental = workflow.patched(INCREMENTAL_ARTIFACTS_PATCH)
+        self.lean_writes = workflow.patched(LEAN_WRITES_PATCH)
         self.pipelined = input.rounds == "pipelined" and workflow.patched(PIPELINED_PATCH)
         if self.pipelined:
             self.calls.pipeline(shared_width=not workflow.patched(PIPELINED_LANES_PATCH))
@@ -205,7 +211,11 @@ class TournamentWorkflow:
             rows = await self._judge_batch(phase, generation, pairs, first_index=0)
         await self._made()
         board = await self._fit(phase, generation, population, rows)
-        await self._write_artifacts()
+        # The final ranking is written by the run's last write, unless a finalizer call (a
+        # model's time) comes between them.
+        last = phase == FINAL_JUDGING_PHASE and not self.input.models.finalize
+        if not (self.lean_writes and last):
+            await self._write_artifacts()
         return board
 
     async def _judge_batch(
@@ -367,7 +377,8 @@ class TournamentWorkflow:
 
     async def _commit_population(self, generation: int, ids: list[str]) -> list[str]:
         self.record.commit_population(generation, ids)
-        await self._write_artifacts()
+        if not self.lean_writes:  # runs before the patch: a write of its own
+            await self._write_artifacts()
         return ids
 
     async def _fit(
