@@ -75,7 +75,7 @@ async def test_two_processes_share_one_server_and_the_last_stops_it(
     assert (await finish(first)).code == 0
     assert (await finish(second)).code == 0
     assert not (home / "server.json").exists()
-    await wait_until(lambda: not server_pids(home / "temporal.db"), 15)
+    await wait_until(lambda: not server_pids(home / "temporal.db"), 60)  # a loaded stop
 
 
 async def test_server_killed_mid_run_restarts_and_the_run_completes(

@@ -44,11 +44,13 @@ def test_patterns_re2_refuses(pattern: str, why: str) -> None:
 
 
 def test_catastrophic_patterns_match_in_linear_time() -> None:
-    began = time.monotonic()
+    # This thread's CPU time, here and below: what the input costs, which a loaded machine
+    # (2 cores, -n 6, load 10-16) does not change, where wall time grew several-fold.
+    began = time.thread_time()
     assert not search("^(a|a)*$", "a" * 26 + "!")  # ~40 s on Python's re
     assert not search("(?:.|.)*!NOPE", "x" * 200_000)
     assert search("^(a|a)*$", "a" * 200_000)
-    assert time.monotonic() - began < 1
+    assert time.thread_time() - began < 1
 
 
 # -- schemas -------------------------------------------------------------------------------
@@ -151,9 +153,9 @@ def test_value_checks_run_on_re2_and_name_the_value_path() -> None:
 )
 def test_a_costly_check_stops_at_the_meter(schema: dict[str, Any], value: object) -> None:
     assert schema_problems(schema) == []
-    began = time.monotonic()
+    began = time.thread_time()
     problem = value_problem(value, schema, "v")
-    assert time.monotonic() - began < 2  # ~70 ms quiet: the meter, not the input, sets it
+    assert time.thread_time() - began < 2  # ~70 ms quiet: the meter, not the input, sets it
     if problem is not None:
         assert f"over {MAX_CHECK_STEPS} steps" in problem
 
@@ -175,12 +177,12 @@ def test_fence_scans_over_model_output_are_linear() -> None:
     from workflows.plan.refs import extract_json
     from workflows.tournament.judge_parse import JudgeParseError, parse_judge_output
 
-    began = time.monotonic()
+    began = time.thread_time()
     with pytest.raises(JudgeParseError):
         parse_judge_output("```" + "x" * 131_072)
     with pytest.raises(ValueError):
         extract_json("```\n" + " " * 1_000_000 + "x")
-    assert time.monotonic() - began < 1
+    assert time.thread_time() - began < 1
     assert extract_json('```json\n{"a": 1}\n```') == {"a": 1}
     assert extract_json("  ```\n[1]\n```  \n") == [1]
 
@@ -247,8 +249,8 @@ def test_a_plans_schemas_together_are_bounded_and_quick_to_check() -> None:
         return {"schema": "ponder-plan/1", "name": "p", "steps": steps}
 
     fits = MAX_DOCUMENT_SCHEMAS_NODES // MAX_SCHEMA_NODES
-    began = time.monotonic()
+    began = time.thread_time()
     assert validate_document(plan(fits)).errors == []
-    assert time.monotonic() - began < 2  # ~0.2 s quiet
+    assert time.thread_time() - began < 2  # ~0.2 s quiet
     over = validate_document(plan(fits + 1)).errors
     assert [(e.code, e.path) for e in over] == [("pause.schema", f"steps[{fits}].pause.schema")]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable
 from datetime import datetime
@@ -14,7 +15,7 @@ import httpx
 import pytest
 from temporalio import activity
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowFailureError
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Worker
 
@@ -129,6 +130,23 @@ async def retry_later_worker(
             yield queue, model
 
 
+async def waiting_provider(handle: WorkflowHandle, timeout: float = 60) -> Progress | None:
+    """The run's progress while it waits out a provider's retry-after, or None if it ended first.
+
+    Polled until the run shows the wait or ends, not for a count of tries: on a loaded machine
+    the first call can take longer than a few seconds to reach the provider at all.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        progress = await handle.query(QUERY_PROGRESS, result_type=Progress)
+        if progress.status == "waiting_provider":
+            return progress
+        if progress.status in ("completed", "failed", "cancelled"):
+            return None
+        assert time.monotonic() < deadline, f"still {progress.status} after {timeout} s"
+        await asyncio.sleep(0.05)
+
+
 async def test_a_long_retry_after_waits_on_a_timer_then_goes_on(
     client: Client, settings: Settings
 ) -> None:
@@ -142,13 +160,7 @@ async def test_a_long_retry_after_waits_on_a_timer_then_goes_on(
             task_queue=queue,
             result_type=TournamentResult,
         )
-        waiting: Progress | None = None
-        for _ in range(100):
-            progress = await handle.query(QUERY_PROGRESS, result_type=Progress)
-            if progress.status == "waiting_provider":
-                waiting = progress
-                break
-            await asyncio.sleep(0.05)
+        waiting = await waiting_provider(handle)
         result = await asyncio.wait_for(handle.result(), 60)
         after = await handle.query(QUERY_PROGRESS, result_type=Progress)
 
@@ -210,13 +222,7 @@ async def test_a_429_with_a_long_retry_after_waits_then_goes_on(
             task_queue=queue,
             result_type=TournamentResult,
         )
-        waiting: Progress | None = None
-        for _ in range(200):
-            progress = await handle.query(QUERY_PROGRESS, result_type=Progress)
-            if progress.status == "waiting_provider":
-                waiting = progress
-                break
-            await asyncio.sleep(0.05)
+        waiting = await waiting_provider(handle)
         result = await asyncio.wait_for(handle.result(), 90)
 
     assert waiting is not None and waiting.waiting_until is not None

@@ -157,7 +157,7 @@ async def test_foreground_think_survives_a_server_kill(tmp_path: Path) -> None:
     assert "winner" in done.err
     assert json.loads((home / "runs/k1/summary.json").read_text())["status"] == "completed"
     assert not (home / "server.json").exists()
-    await wait_until(lambda: not server_pids(home / "temporal.db"), 15)
+    await wait_until(lambda: not server_pids(home / "temporal.db"), 60)  # a loaded stop
 
 
 async def test_a_stray_server_on_the_database_is_adopted_not_doubled(tmp_path: Path) -> None:
@@ -188,7 +188,7 @@ async def test_a_stray_server_on_the_database_is_adopted_not_doubled(tmp_path: P
         done = await finish(run)
         assert done.code == 0, done.err
         # The last lease holder stops the adopted server like its own.
-        await wait_until(lambda: stray.poll() is not None, 15)
+        await wait_until(lambda: stray.poll() is not None, 60)
         assert server_pids(db) == []
     finally:
         if stray.poll() is None:

@@ -27,10 +27,11 @@ async def test_rate_limited_provider_has_its_own_queue(client: Client, settings:
     queue = f"test-{uuid.uuid4()}"
     options = WorkerOptions(task_queue=queue, rate_limits={"sim": 2.0})
     async with running_worker(client, settings, options):
-        for _ in range(50):  # until the provider queue's first poll reaches the server
-            routed = await route_calls(client, queue, AskInput(question="q"))
-            if routed.calls.provider_queues:
-                break
+        # Until the provider queue's first poll reaches the server: a deadline, not 50 tries
+        # (about 10 s), which a loaded machine could use up, routing every run unthrottled.
+        deadline = time.monotonic() + 60
+        while not (await route_calls(client, queue, AskInput(question="q"))).calls.provider_queues:
+            assert time.monotonic() < deadline, "the provider queue's poller never showed"
             await asyncio.sleep(0.2)
         inputs = [await route_calls(client, queue, AskInput(question=f"q{i}")) for i in range(6)]
         # A document sent as JSON (a campaign) is routed the same way.

@@ -97,7 +97,7 @@ async def test_worker_polls_serves_an_ask_and_stops_on_sigterm(
     env = cli_env(settings.home, TEMPORAL_ADDRESS=server_address)
     worker = await start_worker("--task-queue", queue, env=env)
     try:
-        await wait_for_line(worker, f"polling {queue!r}", 30)
+        await wait_for_line(worker, f"polling {queue!r}", 90)  # a process start under load
         run_id = f"ask-{uuid.uuid4().hex[:8]}"
         result = await client.execute_workflow(
             ASK,
@@ -209,7 +209,7 @@ async def test_a_gone_worker_is_noticed_within_seconds(
 
     worker = await start_worker("--task-queue", queue, env=env)
     try:
-        await wait_for_line(worker, f"polling {queue!r}", 30)
+        await wait_for_line(worker, f"polling {queue!r}", 90)  # a process start under load
         served = await ponder("ask", "anyone there?", env=env, timeout=60)
         assert served.code == 0, served.err
         # Two heartbeats sent: a first one reports no interval, and a worker whose interval is

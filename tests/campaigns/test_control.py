@@ -32,7 +32,7 @@ from workflows.names import (
 from workflows.tournament.types import ExtendBudgetInput, ExtendBudgetResult
 
 
-async def progress_until(handle, check, timeout: float = 30.0) -> CampaignProgress:  # type: ignore[no-untyped-def]
+async def progress_until(handle, check, timeout: float = 60.0) -> CampaignProgress:  # type: ignore[no-untyped-def]
     async with asyncio.timeout(timeout):
         while True:
             p = await handle.query(QUERY_PROGRESS, result_type=CampaignProgress)

@@ -18,8 +18,10 @@ PLAN = {
     "steps": [
         {"id": "quiet", "kind": "agent", "model": "sim:default", "prompt": "Nothing.",
          "x-sim": {"outputs": [""]}},
+        # 5 s: plan_run's wait must see ship pending (it polls every 0.25 s through queries)
+        # before the default decides it; 1.5 s was little under load.
         {"id": "ship", "kind": "gate", "deps": ["quiet"],
-         "gate": {"deadline": 1500, "default": "approve"}},
+         "gate": {"deadline": 5000, "default": "approve"}},
         {"id": "confirm", "kind": "gate", "deps": ["ship"],
          "gate": {"deadline": 600000, "default": "kill", "escalate": {"after_ms": 1000}}},
     ],

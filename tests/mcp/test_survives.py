@@ -31,10 +31,15 @@ async def test_a_killed_mcp_server_leaves_its_run_going(tmp_path: Path) -> None:
             )
         )
         assert started["status"] == "running"
-        for _ in range(100):
+        # Until its first call has answered: on a fresh home that waits for the background
+        # worker to start, which under load can take longer than 100 polls (about 20 s).
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 120
+        while True:
             seen = structured(await client.call_tool("status", {"run_id": "kept"}))
-            if seen.get("progress", {}).get("calls", 0) > 0:
+            if seen.get("progress", {}).get("calls", 0) > 0 or seen["status"] != "running":
                 break
+            assert loop.time() < deadline, f"no call answered: {seen}"
             await asyncio.sleep(0.2)
         assert seen["status"] == "running", seen
         assert 0 < seen["progress"]["calls"] < 15

@@ -75,7 +75,9 @@ async def status(handle: WorkflowHandle) -> PlanStatus:
     return result
 
 
-async def wait_state(handle: WorkflowHandle, state: str, timeout: float = 20) -> PlanStatus:
+async def wait_state(handle: WorkflowHandle, state: str, timeout: float = 60) -> PlanStatus:
+    """The run's status once it is in ``state``; the ceiling is for a loaded machine (2 cores,
+    ``-n 6``), where a plan's first steps alone have taken more than 20 s."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while True:

@@ -109,9 +109,9 @@ def test_any_text_gets_a_verdict_never_an_exception(text: str) -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet="()[]{}!-+*/%<>=&|?:.,'\"a1 ", max_size=2500))
 def test_operator_soup_is_bounded_and_coded(text: str) -> None:
-    began = time.process_time()
+    began = time.thread_time()  # this thread's CPU: not the worker's background threads
     analysis = analyse(text)
-    assert time.process_time() - began < 1.0  # linear parse, iterative walk, 2,000 chars
+    assert time.thread_time() - began < 1.0  # linear parse, iterative walk, 2,000 chars
     assert {c for c, _ in analysis.problems} <= EXPR_CODES
 
 
@@ -186,13 +186,13 @@ def test_validating_many_distinct_expressions_costs_about_a_millisecond_each() -
         for n in range(300)
     ]
     doc = plan_doc(*steps)
-    began = time.process_time()
+    began = time.thread_time()
     assert validate_document(doc).ok
-    first = time.process_time() - began
+    first = time.thread_time() - began
     assert first < 0.3 + 300 * 0.002  # 1 ms a distinct text, and room for a loaded machine
-    began = time.process_time()
+    began = time.thread_time()
     assert validate_document(doc).ok
-    assert time.process_time() - began < first  # the second validation parses nothing
+    assert time.thread_time() - began < first  # the second validation parses nothing
 
 
 def test_iterations_and_judges_multiply_the_reservation() -> None:

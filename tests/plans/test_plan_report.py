@@ -63,9 +63,10 @@ async def _report_at(
 ) -> tuple[Node, dict[str, Node], dict[str, Node]]:
     """The report once it shows ``status`` (the run's state changes before its write lands)."""
     path = settings.runs_dir / run_id / "report.html"
-    for _ in range(200):
-        if path.exists() and f'id="status">{status}<' in path.read_text():
-            break
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60  # not 200 polls (about 10 s): a loaded worker writes later
+    while not (path.exists() and f'id="status">{status}<' in path.read_text()):
+        assert loop.time() < deadline, f"report.html never showed {status}"
         await asyncio.sleep(0.05)
     return _report(settings, run_id)
 
@@ -167,7 +168,7 @@ async def test_failed_and_cancelled_runs_leave_a_report(
     await wait_state(cancelled, "awaiting_input")
     await cancelled.cancel()
     with pytest.raises(WorkflowFailureError):
-        await asyncio.wait_for(cancelled.result(), 20)
+        await asyncio.wait_for(cancelled.result(), 60)
     root, _, nodes = _report(settings, cancelled.id)
     assert _fact(root, "status") == "cancelled"
     assert Path(settings.runs_dir / cancelled.id / "graph.json").exists()

@@ -43,15 +43,21 @@ def _message(exc: WorkflowUpdateFailedError) -> str:
 
 
 async def settled_history(handle: Any) -> int:
-    """The history's length once the run is quiet (its waiting trace write has landed)."""
-    last = -1
-    for _ in range(100):
+    """The history's length once the run is quiet: no workflow task and no activity (the
+    waiting trace write) pending. Not "unchanged for 0.3 s": under load the trace write can sit
+    scheduled longer than that, then land after the refusals."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60
+    while True:
         length = await history_length(handle)
-        if length == last:
+        described = (await handle.describe()).raw_description
+        pending = len(described.pending_activities)
+        quiet = not pending and not described.HasField("pending_workflow_task")
+        # The second read: nothing landed between the history and the description.
+        if quiet and await history_length(handle) == length:
             return length
-        last = length
-        await asyncio.sleep(0.3)
-    raise AssertionError("the history keeps growing")
+        assert loop.time() < deadline, f"the run never went quiet ({pending} pending)"
+        await asyncio.sleep(0.05)
 
 
 async def done(handle: Any, step: str, token: str, result: Any) -> Any:

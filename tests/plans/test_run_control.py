@@ -153,9 +153,12 @@ async def test_pause_resumed_by_signal_and_a_conflict_recorded(
         server_address, handle.id, "resume_signal", {"args": {"approved_by": "mal"}}
     )
     assert code == 0, out
-    for _ in range(100):
-        if (await status(handle)).refused:
-            break
+    # The signal is in the history once the CLI returns, but its workflow task may not have run:
+    # wait for the refusal to be recorded (under load 100 polls, about 5 s, were not always enough).
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60
+    while not (await status(handle)).refused:
+        assert loop.time() < deadline, "the stale resume was never refused"
         await asyncio.sleep(0.05)
     assert "stale-input-refused" in (await status(handle)).refused[0]
     await handle.execute_update(

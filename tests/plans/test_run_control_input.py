@@ -29,7 +29,7 @@ PAUSED = plan_doc(
 
 
 async def refusals(handle: WorkflowHandle, count: int) -> list[dict[str, object]]:
-    async with asyncio.timeout(30):
+    async with asyncio.timeout(60):
         while True:
             refused = [e.data for e in await events(handle) if e.type == "control.refused"]
             if len(refused) >= count:

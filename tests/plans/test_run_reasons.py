@@ -97,7 +97,7 @@ async def fixture_queue(client: Client, settings: Settings) -> AsyncIterator[str
 async def next_stop(handle: WorkflowHandle, answered: tuple[Any, ...] | None) -> Any:
     """The run's next pause (its status) or its end (None), past the pause just answered."""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + 30
+    deadline = loop.time() + 60
     while loop.time() < deadline:
         described = await handle.describe()
         if described.status != WorkflowExecutionStatus.RUNNING:

@@ -105,7 +105,7 @@ async def test_the_cli_workspace_is_held_to_the_worker_roots(
 async def _refused(client: Client, run_id: str) -> ApplicationError:
     handle = client.get_workflow_handle(run_id)
     with pytest.raises(WorkflowFailureError) as info:
-        await asyncio.wait_for(handle.result(), 20)
+        await asyncio.wait_for(handle.result(), 60)
     cause = info.value.cause
     assert isinstance(cause, ApplicationError) and cause.type == ESCAPES, cause
     assert cause.non_retryable
@@ -212,7 +212,7 @@ async def test_a_workspace_swapped_after_preflight_is_refused_at_the_call(
     workspace.symlink_to("/etc")
     await handle.execute_update(UPDATE_RESUME, ResumeInput(args={"go": "yes"}))
     with pytest.raises(WorkflowFailureError) as info:
-        await asyncio.wait_for(handle.result(), 20)
+        await asyncio.wait_for(handle.result(), 60)
     cause = info.value.cause
     assert isinstance(cause, ApplicationError) and cause.type == ESCAPES, cause
     assert f"workspace '{workspace}' (really '/etc') is outside every" in cause.message

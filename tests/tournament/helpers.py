@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError
@@ -41,6 +42,17 @@ async def failure(client: Client, queue: str, **fields: Any) -> ApplicationError
     cause = info.value.cause
     assert isinstance(cause, ApplicationError), cause
     return cause
+
+
+async def cancel_processed(handle: WorkflowHandle) -> bool:
+    """Whether a workflow task has completed since the run's cancel was requested: the workflow
+    has taken the cancel, not only the server recorded it. Release held calls after this, so
+    their answers reach a run already cancelling, however late a loaded worker runs its task."""
+    kinds = [e.event_type for e in (await handle.fetch_history()).events]
+    if EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED not in kinds:
+        return False
+    after = kinds[kinds.index(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED) :]
+    return EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED in after
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

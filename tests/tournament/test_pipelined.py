@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.api.enums.v1 import EventType
 from temporalio.client import (
     Client,
     WorkflowExecutionStatus,
@@ -28,7 +27,7 @@ from temporalio.service import RPCError
 
 from activities.config import Settings
 from tests.fakes import FakeProvider, Reply, Seen, sim_responder
-from tests.tournament.helpers import failure, read_jsonl, run, start
+from tests.tournament.helpers import cancel_processed, failure, read_jsonl, run, start
 from tests.tournament.test_budget_control import JITTERY_JUDGE, paused_run, progress
 from workflows.names import UPDATE_EXTEND_BUDGET
 from workflows.tournament.types import ExtendBudgetInput, ExtendBudgetResult
@@ -67,9 +66,11 @@ def overlaps(run_dir: Path) -> list[str]:
 
 
 async def hold_last_candidate_until_judged(client: Client, fake: FakeProvider, run_id: str) -> None:
-    """Holds run ``run_id``'s last initial candidate until the workflow has recorded more calls
-    than the seven other candidates, i.e. a first-judging call: the phases then overlap whatever
-    the machine's load (jitter alone left it to chance). Runs until cancelled."""
+    """Holds run ``run_id``'s last initial candidate until the workflow has recorded more
+    answered calls than the seven other candidates, i.e. a first-judging call: the phases then
+    overlap whatever the machine's load (jitter alone left it to chance). Answered, not spent:
+    ``spent.calls`` counts a call when it is reserved, so it passed 7 as soon as the held
+    candidate itself was sent, and the hold let it go at once. Runs until cancelled."""
     judged = threading.Event()
 
     def responder(seen: Seen) -> Reply:
@@ -81,23 +82,33 @@ async def hold_last_candidate_until_judged(client: Client, fake: FakeProvider, r
     handle = client.get_workflow_handle(run_id)
     while not judged.is_set():
         with contextlib.suppress(RPCError, WorkflowQueryFailedError):  # not started yet
-            if (await progress(handle)).spent.calls > 7:
+            now = await progress(handle)
+            if now.spent.calls - now.in_flight > 7:
                 judged.set()
         await asyncio.sleep(0.05)
 
 
-async def test_pipelined_rounds_give_the_barrier_result(client: Client, queue: str) -> None:
+async def test_pipelined_rounds_give_the_barrier_result(
+    client: Client, queue: str, fake: FakeProvider
+) -> None:
     common: dict[str, Any] = {
         "profile": "balanced",
         "seed": 16,
         "model": JITTERY,
-        # A heavier tail for the calls that make candidates: a phase's slowest one lands long
-        # after its first pairs could be judged, whatever the machine's load.
-        "models": {"generate": SLOW_MAKER, "mutate": SLOW_MAKER},
+        # The candidates come through the fake (the sim's text), so the pipelined run's last
+        # one can be held until a first-judging call has landed: its phases overlap whatever
+        # the load (a latency tail alone left it to the workflow's turnaround). The mutants
+        # keep a heavier tail, so later phases may overlap too.
+        "models": {"generate": "local:default", "mutate": SLOW_MAKER},
         "concurrency": {"generate": 4, "judge": 4, "mutate": 4},
     }
     barrier = await run(client, queue, **common)
-    pipelined = await run(client, queue, rounds="pipelined", **common)
+    run_id = f"t-{uuid.uuid4().hex[:10]}"
+    holding = asyncio.create_task(hold_last_candidate_until_judged(client, fake, run_id))
+    try:
+        pipelined = await run(client, queue, rounds="pipelined", run_id=run_id, **common)
+    finally:
+        holding.cancel()
 
     assert pipelined.winner_id == barrier.winner_id
     assert pipelined.leaderboard == barrier.leaderboard
@@ -196,11 +207,11 @@ async def test_cancel_while_phases_overlap_drains_and_starts_no_waiting_pair(
         assert loop.time() < deadline, "no pair was judged while g0-c7 was being made"
         await asyncio.sleep(0.05)
     await handle.cancel()
-    while not any(  # the workflow has seen the cancel before anything is released
-        e.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED
-        for e in (await handle.fetch_history()).events
-    ):
-        assert loop.time() < deadline, "the cancel was never recorded"
+    # The workflow has taken the cancel before anything is released (the request only being
+    # recorded was not enough: under load g0-c7's answer could reach the same workflow task).
+    deadline = loop.time() + 60
+    while not await cancel_processed(handle):
+        assert loop.time() < deadline, "the workflow never took the cancel"
         await asyncio.sleep(0.05)
     late.set()
     fake.resume()
