@@ -15,10 +15,8 @@ from client.profiles import (
     ProfileStore,
     SavedProfile,
     parse_profile,
-    profile_run_fields,
     saved_fields,
 )
-from client.tournament_options import RunOptions, TournamentSettings
 from workflows.tournament.profiles import BUILTIN_PROFILES
 
 __all__ = ["profile"]
@@ -90,8 +88,8 @@ _MERGED = ("temperatures", "concurrency", "models", "limits")
 )
 # think's settings and the run options a profile holds, read as think reads them; left out,
 # a field stays unset (think's default applies when the profile is used).
-@settings_options(TournamentSettings, command_defaults=False)
-@settings_options(RunOptions, fields=profile_run_fields(), command_defaults=False)
+@settings_options("TournamentSettings", command_defaults=False)
+@settings_options("ProfileRun", command_defaults=False)
 @click.option("--force", is_flag=True, help="Replace a saved profile of the same name.")
 @click.pass_context
 def save(ctx: click.Context, name: str, from_file: str | None, force: bool, **o: Any) -> None:

@@ -15,7 +15,6 @@ import click
 from click.core import ParameterSource
 
 from client.click_fields import settings_options
-from client.tournament_options import RunOptions, TournamentSettings
 from workflows.names import TOURNAMENT
 from workflows.run_ids import check_run_id
 
@@ -36,14 +35,14 @@ __all__ = ["think", "think_input"]
     help="Built-in (n, k, t, m): quick 4/2/1/2, balanced 8/3/2/4, paper 20/4/3/10; "
     "or a saved profile (ponder profile list).",
 )
-@settings_options(TournamentSettings)  # n, k, t, m, lambda, temperature, provider, model, ...
+@settings_options("TournamentSettings")  # n, k, t, m, lambda, temperature, provider, model, ...
 @click.option(
     "--prompts",
     type=click.Path(dir_okay=False),
     default=None,
     help="JSON or TOML file of per-role prompt overrides ({role: {system, user}}).",
 )
-@settings_options(RunOptions)  # judge, mutator and finalizer model, seed, budget, run id, ...
+@settings_options("RunOptions")  # judge, mutator and finalizer model, seed, budget, run id, ...
 @click.option("--detach", is_flag=True, help="Start the run, print its id and return.")
 @click.option("--dry-run", is_flag=True, help="Print the plan (calls, rounds, USD); no run.")
 @click.pass_context

@@ -11,7 +11,6 @@ import click
 
 from client.click_fields import field_option
 from client.command_settings import command_settings
-from client.tournament_options import TournamentSettings
 from workflows.names import TOURNAMENT
 from workflows.run_ids import check_run_id
 from workflows.tournament.profiles import ALL_PAIRS_FREE_LIMIT, RankMode
@@ -26,7 +25,7 @@ __all__ = ["mutate", "rank"]
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--task", required=True, help="The task the candidates answer (or @file).")
-@field_option(TournamentSettings, "rubric")
+@field_option("TournamentSettings", "rubric")
 @click.option("--model", default=None, help="Judge model, provider:model.")
 @click.option(
     "--rank-mode",
@@ -109,9 +108,9 @@ def rank(
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--task", required=True, help="The task the candidate answers (or @file).")
 @click.option("--critique", required=True, help="What to improve (or @file).")
-@field_option(TournamentSettings, "rubric")
+@field_option("TournamentSettings", "rubric")
 @click.option("--model", default=None, help="Mutator model, provider:model.")
-@field_option(TournamentSettings, "prompt_style")
+@field_option("TournamentSettings", "prompt_style")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for sim draws.")
 @click.pass_context
 def mutate(

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import click
 import pytest
 import yaml
 
 from activities.config import Settings
-from client.click_fields import field_option
 from client.mcp.args import PlanArgs, ProfileSaveArgs, ThinkArgs
 from client.option_fields import cli_defaults, cli_fields, cli_values
+from client.option_table import shipped_table
+from client.option_table_gen import model_specs, render_table
 from client.profile_cli import profile, save
 from client.profiles import (
     PROFILE_MODELS,
@@ -144,7 +144,13 @@ def test_a_field_without_a_description_has_no_option() -> None:
         extra: int | None = None
 
     with pytest.raises(TypeError, match=r"Undocumented\.extra has no description"):
-        field_option(Undocumented, "extra")(click.command()(lambda **_: None))
+        model_specs(Undocumented)
+
+
+def test_the_shipped_option_table_is_what_the_models_declare_now() -> None:
+    """``--help`` reads the options from ``client/cli-options.json`` (no pydantic): run
+    ``python -m client.option_table_gen`` after changing a field of the models."""
+    assert shipped_table() == render_table()
 
 
 def test_every_setting_and_every_run_option_a_profile_holds_is_a_profile_save_option() -> None:
