@@ -3,26 +3,24 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from activities.errors import ConfigError
 from client.click_fields import settings_options
 from client.command_settings import command_settings
-from client.profiles import (
-    PROFILE_EXISTS,
-    ProfileStore,
-    SavedProfile,
-    parse_profile,
-    saved_fields,
-)
-from workflows.tournament.profiles import BUILTIN_PROFILES
+from client.option_table import help_constant
+
+if TYPE_CHECKING:
+    from client.profiles import ProfileStore
 
 __all__ = ["profile"]
 
 
 def _store(ctx: click.Context) -> ProfileStore:
+    from client.profiles import ProfileStore
+
     return ProfileStore(command_settings(ctx).home)
 
 
@@ -36,6 +34,8 @@ def profile() -> None:
 @click.pass_context
 def list_(ctx: click.Context, as_json: bool) -> None:
     """List the built-in and saved profiles."""
+    from workflows.tournament.profiles import BUILTIN_PROFILES
+
     store = _store(ctx)
     rows: list[dict[str, Any]] = [
         {"name": name, "kind": "built-in", "description": f"n={p.n} k={p.k} t={p.t} m={p.m}"}
@@ -62,6 +62,8 @@ def show(ctx: click.Context, name: str, as_json: bool) -> None:
     """Print a saved (or built-in) profile."""
     import yaml  # here, not at the top: the group's --help loads no YAML parser
 
+    from workflows.tournament.profiles import BUILTIN_PROFILES
+
     if name in BUILTIN_PROFILES:
         data: dict[str, Any] = BUILTIN_PROFILES[name].model_dump(mode="json", by_alias=True)
     else:
@@ -84,7 +86,10 @@ _MERGED = ("temperatures", "concurrency", "models", "limits")
 )
 @click.option("--description", default=None, help="One line saying what the profile is for.")
 @click.option(
-    "--base", type=click.Choice(list(BUILTIN_PROFILES)), default=None, help="Built-in base."
+    "--base",
+    type=click.Choice(help_constant("builtin_profiles")),
+    default=None,
+    help="Built-in base.",
 )
 # think's settings and the run options a profile holds, read as think reads them; left out,
 # a field stays unset (think's default applies when the profile is used).
@@ -95,6 +100,8 @@ _MERGED = ("temperatures", "concurrency", "models", "limits")
 def save(ctx: click.Context, name: str, from_file: str | None, force: bool, **o: Any) -> None:
     """Save flags (and/or a YAML file) as profile NAME; secrets are refused."""
     import yaml
+
+    from client.profiles import PROFILE_EXISTS, SavedProfile, parse_profile, saved_fields
 
     store = _store(ctx)
     store.check_name(name)

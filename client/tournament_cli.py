@@ -8,7 +8,6 @@ tournament (the SDK, providers, the estimate) is imported in the command's body,
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -48,6 +47,8 @@ __all__ = ["think", "think_input"]
 @click.pass_context
 def think(ctx: click.Context, **options: Any) -> None:
     """Run a tournament on TASK (or @file): generate, judge, rank, mutate, rank again."""
+    import asyncio
+
     from activities.config import load_settings
     from client.runs import new_run_id, start_and_follow
     from client.tournament_estimate import estimate

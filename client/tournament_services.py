@@ -1,25 +1,29 @@
 """The tournament's parts as services: ``ponder rank`` (judge given answers) and ``mutate``. What
-runs them is imported in each command's body, so ``--help`` loads no Temporal SDK."""
+runs them is imported in each command's body, so ``--help`` loads no Temporal SDK (and, its
+options read from ``client.option_table``, no pydantic)."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING, get_args
+from typing import TYPE_CHECKING
 
 import click
 
 from client.click_fields import field_option
 from client.command_settings import command_settings
+from client.option_table import help_constant
 from workflows.names import TOURNAMENT
 from workflows.run_ids import check_run_id
-from workflows.tournament.profiles import ALL_PAIRS_FREE_LIMIT, RankMode
 
 if TYPE_CHECKING:
     from workflows.ask_types import AskResult
+    from workflows.tournament.profiles import RankMode
     from workflows.tournament.types import Progress, TournamentResult
 
 __all__ = ["mutate", "rank"]
+
+# From workflows.tournament.profiles, through the option table (its module builds pydantic models).
+ALL_PAIRS_FREE_LIMIT: int = help_constant("all_pairs_free_limit")
 
 
 @click.command()
@@ -29,7 +33,7 @@ __all__ = ["mutate", "rank"]
 @click.option("--model", default=None, help="Judge model, provider:model.")
 @click.option(
     "--rank-mode",
-    type=click.Choice(get_args(RankMode)),
+    type=click.Choice(help_constant("rank_modes")),
     default="auto",
     show_default=True,
     help=f"auto: all pairs while they fit the cap ({ALL_PAIRS_FREE_LIMIT} pairs unless "
@@ -64,6 +68,8 @@ def rank(
     run_id: str | None,
 ) -> None:
     """Rank candidate answers (one per FILE, id = file name) by pairwise judging."""
+    import asyncio
+
     from client.runs import new_run_id, start_run
     from client.session import open_session
     from client.tournament_follow import follow, print_outcome
@@ -124,6 +130,8 @@ def mutate(
     seed: int,
 ) -> None:
     """Improve one candidate answer (FILE) from a critique (one mutate call)."""
+    import asyncio
+
     from client.runs import new_run_id, start_run, wait_or_detach
     from client.session import open_session
     from client.tournament_inputs import build_mutate_input
