@@ -35,6 +35,9 @@ LIVE_RUN = [
 DOWN = [
     ["--help"],
     ["think", "--help"],
+    ["rank", "--help"],
+    ["mutate", "--help"],
+    ["profile", "save", "--help"],
     ["plan", "run", "--help"],
     ["status", "--help"],
     ["status", RUN_ID],
