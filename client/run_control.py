@@ -70,16 +70,19 @@ def watch_run(settings: Settings, run_id: str) -> None:
                 return await wait_or_detach(session, ask)
             return await follow(session, handle)
 
-    result = asyncio.run(go())
-    if isinstance(result, PlanRunResult | PlanStatus):
-        finish(result)
-    if isinstance(result, CampaignResult | CampaignProgress):
-        campaign_control.print_outcome(run_id, result)
-        return
-    if isinstance(result, AskResult):
-        click.echo(result.response.text)
-        return
-    print_outcome(run_id, result)
+    print_followed(run_id, asyncio.run(go()))
+
+
+def print_followed(run_id: str, outcome: AskResult | Followed) -> None:
+    """How a followed run ended, in its kind's words (a plan run exits with its code)."""
+    if isinstance(outcome, PlanRunResult | PlanStatus):
+        finish(outcome)
+    elif isinstance(outcome, CampaignResult | CampaignProgress):
+        campaign_control.print_outcome(run_id, outcome)
+    elif isinstance(outcome, AskResult):
+        click.echo(outcome.response.text)
+    else:
+        print_outcome(run_id, outcome)
 
 
 def extend_run(
@@ -133,13 +136,7 @@ def extend_run(
                 return await campaign_control.follow(session, handle)
             return await follow(session, handle)
 
-    outcome = asyncio.run(go())
-    if isinstance(outcome, PlanRunResult | PlanStatus):
-        finish(outcome)
-    if isinstance(outcome, CampaignResult | CampaignProgress):
-        campaign_control.print_outcome(run_id, outcome)
-        return
-    print_outcome(run_id, outcome)
+    print_followed(run_id, asyncio.run(go()))
 
 
 def cancel_run(settings: Settings, run_id: str) -> None:
