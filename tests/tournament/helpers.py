@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from pathlib import Path
@@ -44,15 +45,21 @@ async def failure(client: Client, queue: str, **fields: Any) -> ApplicationError
     return cause
 
 
-async def cancel_processed(handle: WorkflowHandle) -> bool:
-    """Whether a workflow task has completed since the run's cancel was requested: the workflow
-    has taken the cancel, not only the server recorded it. Release held calls after this, so
-    their answers reach a run already cancelling, however late a loaded worker runs its task."""
-    kinds = [e.event_type for e in (await handle.fetch_history()).events]
-    if EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED not in kinds:
-        return False
-    after = kinds[kinds.index(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED) :]
-    return EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED in after
+async def cancel_taken(handle: WorkflowHandle, timeout: float = 60) -> None:
+    """Wait until a workflow task has completed since the run's cancel was requested: the
+    workflow has taken the cancel, not only the server recorded it. Release held calls after
+    this, so their answers reach a run already cancelling, however late a loaded worker runs
+    its task."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        kinds = [e.event_type for e in (await handle.fetch_history()).events]
+        if EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED in kinds:
+            requested = kinds.index(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED)
+            if EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED in kinds[requested:]:
+                return
+        assert loop.time() < deadline, "the workflow never took the cancel"
+        await asyncio.sleep(0.05)
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

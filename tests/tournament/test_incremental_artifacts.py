@@ -151,26 +151,7 @@ async def test_an_append_past_the_files_end_is_refused_files_gap(tmp_path: Path)
     run_id = f"t-{uuid.uuid4().hex[:10]}"
     store = RunStore(tmp_path)
     activities = TournamentArtifactActivities(store)
-    snap = TournamentSnapshot.model_validate(
-        {
-            "run_id": run_id,
-            "status": "running",
-            "input": TournamentInput(task="t"),
-            "seed": 1,
-            "profile": None,
-            "profile_name": None,
-            "candidates": [],
-            "populations": {},
-            "comparisons": [],
-            "scores": [],
-            "usage": [],
-            "events": [],
-            "budget": BudgetLimits(),
-            "spent": {},
-            "written_at": "2026-01-01T00:00:00+00:00",
-            "after_lines": {"events.jsonl": 3},
-        }
-    )
+    snap = _snapshot(run_id, events=0, after=3, populations={})  # 3 lines sent, none there
     with pytest.raises(ApplicationError) as refused:
         await as_workflow(run_id).run(activities.write_tournament_artifacts, snap)
     assert refused.value.type == FILES_GAP
