@@ -11,6 +11,7 @@ the names the critique rewriter turns into "your solution" / "the other solution
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -116,8 +117,28 @@ class RenderedPrompt:
 
 def template_variables(template: str) -> list[str]:
     """The ``{variables}`` a template names, in order of first use."""
-    names = (m[1] for m in _TOKEN.finditer(template) if m[1] is not None)
-    return list(dict.fromkeys(names))
+    return list(dict.fromkeys(_pieces(template)[1::2]))
+
+
+@functools.lru_cache(maxsize=256)
+def _pieces(template: str) -> tuple[str, ...]:
+    """``template`` split once into literal text (even places, ``{{``/``}}`` already undone)
+    and variable names (odd places): every call of a run fills the same few templates, so
+    filling is a join, not a regex pass (cached by text: deterministic, fine in workflows)."""
+    pieces: list[str] = []
+    literal: list[str] = []
+    end = 0
+    for match in _TOKEN.finditer(template):
+        literal.append(template[end : match.start()])
+        end = match.end()
+        if match[1] is None:  # ``{{`` or ``}}``
+            literal.append(match[0][0])
+            continue
+        pieces += ["".join(literal), match[1]]
+        literal = []
+    literal.append(template[end:])
+    pieces.append("".join(literal))
+    return tuple(pieces)
 
 
 def _check(template: str, role: Role, where: str) -> None:
@@ -138,16 +159,11 @@ def substitute(template: str, values: Mapping[str, str], *, role: Role, where: s
     missing = ROLE_VARIABLES[role] - values.keys()
     if missing:
         raise ValueError(f"values for the {role} role lack {sorted(missing)}")
-
-    def fill(match: re.Match[str]) -> str:
-        token = match[0]
-        if token == "{{":
-            return "{"
-        if token == "}}":
-            return "}"
-        return values[match[1]]
-
-    return _TOKEN.sub(fill, template)
+    pieces = _pieces(template)
+    filled = list(pieces)
+    for i in range(1, len(pieces), 2):
+        filled[i] = values[pieces[i]]
+    return "".join(filled)
 
 
 def validate_overrides(overrides: PromptOverrides | None) -> None:
