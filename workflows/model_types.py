@@ -23,30 +23,50 @@ __all__ = [
 ]
 
 
+def _unset(value: object) -> bool:
+    return value is None
+
+
 class ModelRequest(BaseModel):
-    """What a provider is asked: provider-neutral, no secrets."""
+    """What a provider is asked: provider-neutral, no secrets.
+
+    Serialized without its unset optional fields (``exclude_if``), so a call's scheduled event
+    carries what the call sets: decoding fills in the same defaults, and histories that hold the
+    nulls decode as before.
+    """
 
     model: str = Field(description="provider:model, a provider the worker configures")
     prompt: str
-    system: str | None = None
+    system: str | None = Field(default=None, exclude_if=_unset)
     role: str = Field(default="ask", description="ask | generate | judge | mutate | finalize")
-    temperature: float | None = None
-    max_output_tokens: int | None = None
-    json_mode: bool = False
+    temperature: float | None = Field(default=None, exclude_if=_unset)
+    max_output_tokens: int | None = Field(default=None, exclude_if=_unset)
+    json_mode: bool = Field(default=False, exclude_if=lambda value: value is False)
     seed: int = 0
-    tag: str | None = Field(default=None, description="opaque label, e.g. the candidate id")
-    base_url: str | None = Field(default=None, description="overrides the endpoint's base URL")
+    tag: str | None = Field(
+        default=None, exclude_if=_unset, description="opaque label, e.g. the candidate id"
+    )
+    base_url: str | None = Field(
+        default=None, exclude_if=_unset, description="overrides the endpoint's base URL"
+    )
     script: str | None = Field(
-        default=None, description="sim only: the exact output (a plan step's x-sim.outputs[i])"
+        default=None,
+        exclude_if=_unset,
+        description="sim only: the exact output (a plan step's x-sim.outputs[i])",
     )
     workspace: str | None = Field(
-        default=None, description="command agents: the working directory (a plan's workspace)"
+        default=None,
+        exclude_if=_unset,
+        description="command agents: the working directory (a plan's workspace)",
     )
-    item: str | None = Field(default=None, description="command agents: PONDER_ITEM (fan-out)")
+    item: str | None = Field(
+        default=None, exclude_if=_unset, description="command agents: PONDER_ITEM (fan-out)"
+    )
 
 
 class CallModelInput(BaseModel):
-    """One logical model call. ``call_key`` stays the same across Temporal retries."""
+    """One logical model call. ``call_key`` stays the same across Temporal retries; serialized
+    without its unset optional fields, as ``ModelRequest`` is."""
 
     run_id: str
     phase: str
@@ -54,10 +74,14 @@ class CallModelInput(BaseModel):
     attempt: int = 0
     request: ModelRequest
     replay: WireReplay | None = Field(
-        default=None, description="the run's calls.replay, carried to the activity"
+        default=None,
+        exclude_if=_unset,
+        description="the run's calls.replay, carried to the activity",
     )
     chain: str | None = Field(
-        default=None, description="the calling workflow's first_execution_run_id (run store)"
+        default=None,
+        exclude_if=_unset,
+        description="the calling workflow's first_execution_run_id (run store)",
     )
 
     @property
