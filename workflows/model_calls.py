@@ -162,11 +162,13 @@ async def call_model(
     **overrides: Any,
 ) -> ModelResponse:
     """Run one logical model call as an activity and return its normalized result."""
+    update: dict[str, Any] = {}
     if options.replay is not None and input.replay is None:
-        input = input.model_copy()  # the run's own routing, carried to the activity
-        input.replay = options.replay
+        update["replay"] = options.replay  # the run's own routing, carried to the activity
     if input.chain is None:  # whose run directory this is (activities/run_store.py)
-        input = input.model_copy(update={"chain": workflow.info().first_execution_run_id})
+        update["chain"] = workflow.info().first_execution_run_id
+    if update:  # one copy, and none for a caller that set both
+        input = input.model_copy(update=update)
     schedule_to_close = options.schedule_to_close(input.request.role)
     routed = options.task_queue_for(input.request.model)
     activity_options: dict[str, Any] = {

@@ -83,6 +83,8 @@ class TournamentCalls:
         self.prompts: dict[str, dict[str, str]] = {}
         """Rendered prompts (include_prompts) not yet handed to the artifact writer."""
         self.prompt_refs: dict[str, str] = {}
+        self.chain = workflow.info().first_execution_run_id
+        """Whose run directory the calls write (activities/run_store.py)."""
 
     @property
     def status(self) -> Status:
@@ -253,8 +255,14 @@ class TournamentCalls:
             seed=self.seed,
             tag=tag,
         )
-        call = CallModelInput(
-            run_id=self.run_id, phase=phase, index=index, attempt=attempt, request=request
+        call = CallModelInput(  # with its chain and replay: call_model need not copy it
+            run_id=self.run_id,
+            phase=phase,
+            index=index,
+            attempt=attempt,
+            request=request,
+            replay=self.input.calls.replay,
+            chain=self.chain,
         )
         if self.input.include_prompts:  # kept content-addressed in the run directory
             self.prompts[prompt.sha256] = prompt.stored()
