@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from typing import ParamSpec, TypeVar
@@ -39,17 +40,22 @@ async def heartbeating() -> AsyncIterator[None]:
     """
     timeout = activity.info().heartbeat_timeout or timedelta(seconds=30)
     interval = max(0.2, min(timeout.total_seconds() / 3, 5.0))
+    # A timer, not a task: most blocks end before the first beat, and a timer handle costs a
+    # fraction of a task's creation, scheduling and cancellation on the shared event loop.
+    loop = asyncio.get_running_loop()
+    context = contextvars.copy_context()  # activity.heartbeat() reads the activity's context
+    handle: asyncio.TimerHandle | None = None
 
-    async def tick() -> None:
-        while True:
-            await asyncio.sleep(interval)
-            activity.heartbeat()
+    def beat() -> None:
+        nonlocal handle
+        activity.heartbeat()
+        handle = loop.call_later(interval, beat, context=context)
 
-    task = asyncio.create_task(tick())
+    handle = loop.call_later(interval, beat, context=context)
     try:
         yield
     finally:
-        task.cancel()
+        handle.cancel()
 
 
 async def in_thread(fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
