@@ -7,6 +7,7 @@ They never travel through Temporal: the provider appends them straight to
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 import threading
@@ -29,20 +30,29 @@ _lock = threading.Lock()
 log = logging.getLogger(__name__)
 
 
+@functools.lru_cache(maxsize=1024)
+def _secret_key(key: str) -> bool:
+    """Whether ``key`` names a secret (remembered: events reuse a few dozen keys)."""
+    return SECRET_KEY.search(key) is not None
+
+
 def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
     """``value`` with secret-named keys and every occurrence of a secret string replaced."""
-    secrets = [s for s in secrets if s]
+    return _redact(value, [s for s in secrets if s])
+
+
+def _redact(value: Any, secrets: list[str]) -> Any:
     if isinstance(value, str):
         for secret in secrets:
-            value = value.replace(secret, REDACTED)
+            if secret in value:
+                value = value.replace(secret, REDACTED)
         return value
     if isinstance(value, Mapping):
         return {
-            k: REDACTED if SECRET_KEY.search(str(k)) else redact(v, secrets)
-            for k, v in value.items()
+            k: REDACTED if _secret_key(str(k)) else _redact(v, secrets) for k, v in value.items()
         }
     if isinstance(value, list | tuple):
-        return [redact(v, secrets) for v in value]
+        return [_redact(v, secrets) for v in value]
     return value
 
 
