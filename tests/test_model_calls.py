@@ -230,3 +230,31 @@ async def test_a_429_with_a_long_retry_after_waits_then_goes_on(
     first = fake.seen[0].call_id
     again = [s for s in fake.seen if s.call_id == first]
     assert len(again) == 2 and again[1].at - again[0].at >= retry_after - 0.5
+
+
+def test_a_calls_input_travels_without_its_unset_fields_and_old_payloads_still_decode() -> None:
+    """A call's scheduled event carries only what the call sets (no nulls, no false json_mode);
+    decoding fills in the same defaults, and an older history's payload, nulls and all, decodes
+    to the same input."""
+    from temporalio.contrib.pydantic import pydantic_data_converter
+
+    from workflows.model_types import ModelRequest
+
+    converter = pydantic_data_converter.payload_converter
+    call = CallModelInput(
+        run_id="r", phase="p", index=1, request=ModelRequest(model="sim:default", prompt="hi")
+    )
+    payload = converter.to_payloads([call])[0]
+    assert b"null" not in payload.data and b"json_mode" not in payload.data
+    assert converter.from_payloads([payload], [CallModelInput]) == [call]
+    payload.data = (
+        b'{"run_id":"r","phase":"p","index":1,"attempt":0,"request":{"model":"sim:default",'
+        b'"prompt":"hi","system":null,"role":"ask","temperature":null,"max_output_tokens":null,'
+        b'"json_mode":false,"seed":0,"tag":null,"base_url":null,"script":null,"workspace":null,'
+        b'"item":null},"replay":null,"chain":null}'
+    )
+    assert converter.from_payloads([payload], [CallModelInput]) == [call]
+    given = call.model_copy(update={"chain": "c1"}, deep=True)
+    given.request.json_mode = True
+    assert b'"chain":"c1"' in converter.to_payloads([given])[0].data
+    assert b'"json_mode":true' in converter.to_payloads([given])[0].data
