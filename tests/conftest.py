@@ -31,7 +31,10 @@ os.environ.setdefault("PONDER_WORKFLOW_SANDBOX", "1")
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests marked ``slow`` run first. xdist hands tests out in collection order, so a slow test
-    collected late starts when the quick ones are gone and the suite waits on it alone."""
+    collected late starts when the quick ones are gone and the suite waits on it alone. This is
+    longest-first scheduling only if they are handed out one at a time (``--maxschedchunk 1`` in
+    the Makefile): in xdist's default first batch of ~80 consecutive tests per worker, two
+    workers got every slow test and the suite waited ~370 s on them."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
