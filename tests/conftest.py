@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -20,6 +21,13 @@ from tests.fakes import FakeProvider
 from worker.worker import WorkerOptions, running_worker
 
 os.environ.pop("TEMPORAL_ADDRESS", None)
+# The suite starts hundreds of Python processes (the CLI, workers, benchmarks, README shells)
+# and six xdist workers that each rewrite every test module's asserts: with
+# PYTHONDONTWRITEBYTECODE set (some machines set it), each of them compiled everything from
+# source again (a collection 12 s of CPU instead of 5). Bytecode caches go to the __pycache__
+# directories git ignores, whatever the variable says.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 # An embedded server stops with its last user in tests (a test that wants the idle period sets
 # it): none outlives the test that started it.
 os.environ.setdefault("PONDER_SERVER_IDLE_S", "0")
