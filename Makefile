@@ -26,9 +26,13 @@ lint: install
 	$(BIN)/lint-imports
 
 # The suite mostly waits on dev servers and subprocesses, so six xdist workers on two cores
-# take it from ~25 to ~9 minutes; each worker starts its own session dev server.
+# take it from ~25 to ~12 minutes; each worker starts its own session dev server.
+# --maxschedchunk 1: xdist's load scheduler otherwise hands each worker a first batch of a
+# quarter of its share (~80 consecutive tests), and with the slow tests collected first two
+# workers got all of them and ran ~840 s while the other four were done at ~470 s; handed out
+# one at a time, the slow tests spread over all six (tests/conftest.py).
 test: install lint
-	$(BIN)/pytest -q -p no:cacheprovider -n 6 --durations=10 -rfE --tb=native
+	$(BIN)/pytest -q -p no:cacheprovider -n 6 --maxschedchunk 1 --durations=10 -rfE --tb=native
 
 # Full sizes; tests/test_benchmarks.py runs each with --smoke (tiny sizes) in the suite.
 bench: install

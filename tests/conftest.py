@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -20,6 +21,13 @@ from tests.fakes import FakeProvider
 from worker.worker import WorkerOptions, running_worker
 
 os.environ.pop("TEMPORAL_ADDRESS", None)
+# The suite starts hundreds of Python processes (the CLI, workers, benchmarks, README shells)
+# and six xdist workers that each rewrite every test module's asserts: with
+# PYTHONDONTWRITEBYTECODE set (some machines set it), each of them compiled everything from
+# source again (a collection 12 s of CPU instead of 5). Bytecode caches go to the __pycache__
+# directories git ignores, whatever the variable says.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 # An embedded server stops with its last user in tests (a test that wants the idle period sets
 # it): none outlives the test that started it.
 os.environ.setdefault("PONDER_SERVER_IDLE_S", "0")
@@ -31,7 +39,10 @@ os.environ.setdefault("PONDER_WORKFLOW_SANDBOX", "1")
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests marked ``slow`` run first. xdist hands tests out in collection order, so a slow test
-    collected late starts when the quick ones are gone and the suite waits on it alone."""
+    collected late starts when the quick ones are gone and the suite waits on it alone. This is
+    longest-first scheduling only if they are handed out one at a time (``--maxschedchunk 1`` in
+    the Makefile): in xdist's default first batch of ~80 consecutive tests per worker, two
+    workers got every slow test and the suite waited ~370 s on them."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
