@@ -9,7 +9,6 @@ import json
 import os
 import signal
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import pytest
 from temporalio.api.enums.v1 import EventType
@@ -17,8 +16,8 @@ from temporalio.client import Client
 
 from client.embedded import EmbeddedServer
 from tests.readme_shell import Shell, lines, readme_shell
+from tests.test_process import background_workers
 from tests.test_readme import fenced, section
-from tests.test_worker_cli import processes_using
 
 pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
 
@@ -47,17 +46,6 @@ async def test_campaign_recipes_run_as_written(sh: Shell) -> None:
     assert summary["status"] == "cancelled"
 
 
-def _workers(home: Path) -> list[int]:
-    """The home's background worker processes (not its embedded Temporal server)."""
-    found = []
-    for pid in processes_using(home):
-        with contextlib.suppress(OSError):
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            if b"worker" in argv and not any(b"temporal" in arg for arg in argv[:1]):
-                found.append(pid)
-    return found
-
-
 @contextlib.contextmanager
 def stopped(pids: list[int]) -> Iterator[None]:
     for pid in pids:
@@ -75,7 +63,7 @@ async def cancel_with_cells_left(sh: Shell, run_id: str, cancel: str) -> None:
     is stopped from before the cancel is sent until the request is in history, so sim cells
     (milliseconds each) cannot finish the campaign first on a quiet machine (seen: the run
     completed during ``extend`` and the line cancelled nothing)."""
-    workers = _workers(sh.home)
+    workers = background_workers(sh.home)
     assert workers, "the campaign's background worker is not running"
     async with EmbeddedServer(sh.home).lease() as info:
         handle = (await Client.connect(info.address)).get_workflow_handle(run_id)
