@@ -35,6 +35,10 @@ __all__ = ["EmbeddedServer", "ServerInfo", "child_environment", "find_temporal_b
 READY_TIMEOUT_S = 60.0
 START_ATTEMPTS = 3
 """Starts of a server that exits at once because a port it was to use got taken meanwhile."""
+OLD_PORTS_WAIT_S = 5.0
+"""How long a restart waits for a dead server's ports to come free before taking new ones. A
+killed Go server's main thread shows as a zombie before its other threads have exited and
+closed its listening sockets; its workers reconnect only to the old address."""
 SQLITE_PRAGMAS = ("journal_mode=wal", "synchronous=normal")
 """Write-ahead logging, synced at checkpoints rather than at every commit: about 3x the
 activity throughput of SQLite's defaults (a rollback journal, an fsync per transaction) on a
@@ -220,7 +224,9 @@ class EmbeddedServer:
 
     # -- start and stop ----------------------------------------------------------------
 
-    def _choose_ports(self, previous: ServerInfo | None, grpc_port: int | None) -> dict[str, int]:
+    async def _choose_ports(
+        self, previous: ServerInfo | None, grpc_port: int | None
+    ) -> dict[str, int]:
         if grpc_port is not None:
             if not _port_free(grpc_port):
                 raise ServerError(
@@ -235,8 +241,14 @@ class EmbeddedServer:
                 "metrics_port": _free_port(),
             }
         keys = ("grpc_port", "ui_port", "http_port", "metrics_port")
-        if previous and all(_port_free(getattr(previous, k)) for k in keys):
-            return {k: getattr(previous, k) for k in keys}
+        if previous:
+            deadline = time.monotonic() + OLD_PORTS_WAIT_S
+            while not all(_port_free(getattr(previous, k)) for k in keys):
+                if time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.1)
+            else:
+                return {k: getattr(previous, k) for k in keys}
         return {k: _free_port() for k in keys}
 
     def servers_on_db(self) -> list[int]:
@@ -298,7 +310,7 @@ class EmbeddedServer:
 
     async def _start_once(self, grpc_port: int | None) -> ServerInfo:
         binary = find_temporal_binary()
-        ports = self._choose_ports(self.read_state(), grpc_port)
+        ports = await self._choose_ports(self.read_state(), grpc_port)
         log_start = self.log_file.stat().st_size if self.log_file.exists() else 0
         argv = [
             binary,

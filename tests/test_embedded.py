@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import sqlite3
 import sys
 import time
@@ -34,6 +35,22 @@ async def wait_until(predicate, timeout: float = 60.0) -> None:  # type: ignore[
     while not predicate():
         assert time.monotonic() < deadline, "timed out waiting"
         await asyncio.sleep(0.1)
+
+
+async def held_port(port: int) -> socket.socket:
+    """A listener on ``port``, bound as soon as a dying process lets go of it."""
+    deadline = time.monotonic() + 10
+    while True:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            listener.bind(("127.0.0.1", port))
+            listener.listen()
+            return listener
+        except OSError:
+            listener.close()
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.01)
 
 
 def server_pids(db: Path) -> list[int]:
@@ -93,6 +110,10 @@ async def test_server_killed_mid_run_restarts_and_the_run_completes(
     await wait_until(lambda: len(fake.seen) == 1)
     old = json.loads((home / "server.json").read_text())
     os.kill(old["pid"], signal.SIGKILL)
+    # One of the dead server's ports still taken when the watchdog restarts it (as while its
+    # threads exit): the restart waits for it rather than moving its workers' address.
+    with await held_port(old["metrics_port"]):
+        await asyncio.sleep(2.0)
     await wait_until(
         lambda: json.loads((home / "server.json").read_text())["pid"] != old["pid"], 60
     )
