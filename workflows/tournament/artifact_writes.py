@@ -10,6 +10,12 @@ about once instead of everything so far at every phase. A row that changed (a ca
 discarded) ends the prefix, so it and the rows after it are sent again. A write that finds
 fewer lines than it was told (``run.files_gap``: another worker's disk, deleted lines) or that
 was cancelled makes the next write whole.
+
+Each write carries its number (``write_seq``, with the snapshot's ``written_at`` its place in
+the run's order), and the activity writes nothing over a later write's files
+(``activities.tournament.write_order``): an attempt that outlives the write it was (a worker
+shut down mid-write, a write cancelled with its run and superseded by the final one) still
+runs to its end in its thread, and without this it would land last.
 """
 
 from __future__ import annotations
@@ -56,6 +62,8 @@ class ArtifactWriter:
         self.incremental = False
         """Send only new rows (the workflow sets it from its patch)."""
         self._pending: workflow.ActivityHandle[str] | None = None
+        self._started = 0
+        """Writes started so far: the next one's ``write_seq`` follows (replay recounts them)."""
         self._sent: dict[str, list[object]] = {}
         """Each row list as the last write sent it (empty: the next write is whole)."""
 
@@ -88,9 +96,11 @@ class ArtifactWriter:
             self._pending = None
 
     def _start(self, snap: TournamentSnapshot) -> workflow.ActivityHandle[str]:
+        self._started += 1
+        sent = self._new_rows(snap) if self.incremental else snap
         return workflow.start_activity(
             WRITE_TOURNAMENT_ARTIFACTS,
-            self._new_rows(snap) if self.incremental else snap,
+            sent.model_copy(update={"write_seq": self._started}),
             result_type=str,
             start_to_close_timeout=timedelta(minutes=2),
             heartbeat_timeout=HEARTBEAT_TIMEOUT,  # a killed worker: retried within seconds
