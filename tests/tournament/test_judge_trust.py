@@ -241,6 +241,22 @@ def test_batched_refits_equal_one_at_a_time_fits() -> None:
         assert np.max(np.abs(zscore(alone) - zscore(fitted))) < 1e-6
 
 
+def test_a_refit_row_is_the_same_bits_in_any_batch() -> None:
+    """Rows that converge leave the batch (``refit_weighted``): that is safe only because a
+    row's numbers do not depend on the rows beside it."""
+    ids, outcomes = outcomes_of(20, 100, seed=3)
+    _, a, b, y = canonical_arrays(ids, outcomes)
+    design = Design(20, a, b, y)
+    counts = np.random.default_rng(1).multinomial(100, np.full(100, 1 / 100), size=40)
+    start = fit_arrays(20, a, b, y)
+    batched = refit_weighted(design, counts.astype(float), start, 0.01)
+    for i in (0, 7, 39):
+        alone = refit_weighted(design, counts[i : i + 1].astype(float), start, 0.01)
+        assert np.array_equal(alone[0], batched[i])
+    pair = refit_weighted(design, counts[[39, 7]].astype(float), start, 0.01)
+    assert np.array_equal(pair, batched[[39, 7]])
+
+
 def test_intervals_are_seeded_and_bracket_the_scores() -> None:
     ids, outcomes = outcomes_of(10, 80, seed=5)
     first = bootstrap(ids, outcomes, resamples=400, seed=9)

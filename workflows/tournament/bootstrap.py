@@ -117,30 +117,38 @@ def refit_weighted(
     design: Design, weights: FloatArray, start: FloatArray, lambda_: float
 ) -> FloatArray:
     """Minimisers for each row of ``weights`` (comparison counts), from ``start``: batched,
-    damped Newton until every gradient norm is below ``_TOL``."""
+    damped Newton until every gradient norm is below ``_TOL``.
+
+    A row whose gradient is small enough is done: it leaves the batch, and later steps compute
+    only the rows still moving (a done row's step is zero, so recomputing it, as this did
+    before, gave the very same numbers; most rows are done after 4-5 steps and a few take 8)."""
     b = weights.shape[0]
     s = np.tile(start, (b, 1))
     f = design.objective(s, weights, lambda_)
+    rows = np.arange(b)
+    """The rows still moving."""
     for _ in range(_MAX_STEPS):
-        p = 0.5 * (1.0 + np.tanh(0.5 * (s[:, design.a] - s[:, design.b])))
-        g = lambda_ * s + _product(weights * (p - design.y), design.x)
+        s_now, w_now = s[rows], weights[rows]
+        p = 0.5 * (1.0 + np.tanh(0.5 * (s_now[:, design.a] - s_now[:, design.b])))
+        g = lambda_ * s_now + _product(w_now * (p - design.y), design.x)
         active = np.sqrt(np.einsum("bi,bi->b", g, g)) >= _TOL
         if not active.any():
             break
-        h = design.hessians(weights[active] * p[active] * (1.0 - p[active]), lambda_)
-        step = np.zeros_like(s)
-        step[active] = np.linalg.solve(h, -g[active][..., None])[..., 0]
+        rows, s_now, w_now, p, g = rows[active], s_now[active], w_now[active], p[active], g[active]
+        h = design.hessians(w_now * p * (1.0 - p), lambda_)
+        step = np.linalg.solve(h, -g[..., None])[..., 0]
         # Backtracking per resample (Armijo); the allowance lets tiny last steps through.
-        t = np.ones(b)
+        f_now = f[rows]
+        t = np.ones(len(rows))
         slope = np.einsum("bi,bi->b", g, step)
         for _ in range(30):
-            trial = s + t[:, None] * step
-            f_trial = design.objective(trial, weights, lambda_)
-            ok = f_trial <= f + 1e-4 * t * slope + 1e-13 * (np.abs(f) + 1.0)
+            trial = s_now + t[:, None] * step
+            f_trial = design.objective(trial, w_now, lambda_)
+            ok = f_trial <= f_now + 1e-4 * t * slope + 1e-13 * (np.abs(f_now) + 1.0)
             if ok.all():
                 break
             t = np.where(ok, t, 0.5 * t)
-        s, f = trial, f_trial
+        s[rows], f[rows] = trial, f_trial
     return s
 
 
