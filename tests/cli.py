@@ -66,6 +66,9 @@ def ponder_here(*args: str, env: dict[str, str]) -> Done:
     from client.cli import cli, exit_code
     from worker import logs
 
+    with contextlib.suppress(RuntimeError):
+        asyncio.get_running_loop()
+        raise AssertionError("ponder_here blocks the event loop: call it from a sync test")
     root = logging.getLogger()
     handlers, level, wanted = list(root.handlers), root.level, logs._runtime_wanted
     installed, argv = logs._runtime_installed, sys.argv
