@@ -170,8 +170,6 @@ async def test_rank_orders_given_candidates(tmp_path: Path) -> None:
         assert done.code == 0, done.err
         ranked = [line.split()[1] for line in done.out.splitlines() if line.strip()]
         assert ranked[0] == "strong"
-        duplicate = await ponder("rank", files[0], files[0], "--task", "x", env=cli_env(tmp_path))
-        assert duplicate.code == 2 and "unique" in duplicate.err
 
 
 async def test_ctrl_c_detaches_and_the_run_goes_on(tmp_path: Path) -> None:
@@ -390,14 +388,26 @@ async def test_rank_plans_only_the_judge_calls_and_has_modes(tmp_path: Path) -> 
         )  # fmt: skip
         assert regular.code == 0, regular.err
         assert len((tmp_path / "runs/r4/usage.jsonl").read_text().splitlines()) == 2
-        over = await ponder(
-            "rank", *files, "--task", "x", "--rank-mode", "all-pairs", "--rank-max-calls", "9",
-            env=env,
-        )  # fmt: skip
-        assert over.code == 2 and "rank.max_calls_exceeded" in over.err
-        one = await ponder("rank", files[0], "--task", "x", env=env)
-        assert one.code == 2 and "rank needs at least two candidate files" in one.err
-        assert "profile.k" not in one.err
+
+
+def test_rank_refusals_name_the_rule(tmp_path: Path) -> None:
+    files = []
+    for i in range(5):
+        path = tmp_path / f"c{i}.txt"
+        path.write_text(f"answer {i}\n[sim q={i / 2} id=c{i}]")
+        files.append(str(path))
+    env = cli_env(tmp_path)
+    over = ponder_here(
+        "rank", *files, "--task", "x", "--rank-mode", "all-pairs", "--rank-max-calls", "9",
+        env=env,
+    )  # fmt: skip
+    assert over.code == 2 and "rank.max_calls_exceeded" in over.err
+    one = ponder_here("rank", files[0], "--task", "x", env=env)
+    assert one.code == 2 and "rank needs at least two candidate files" in one.err
+    assert "profile.k" not in one.err
+    duplicate = ponder_here("rank", files[0], files[0], "--task", "x", env=env)
+    assert duplicate.code == 2 and "unique" in duplicate.err
+    assert not (tmp_path / "server.json").exists()
 
 
 def test_small_refusals_name_what_is_wrong(tmp_path: Path) -> None:
