@@ -9,12 +9,14 @@ One fresh embedded server (its own SQLite file in a temporary ``$PONDER_HOME``),
   3 x (40 + 15), then 100), 8 at a time, each phase waiting for the previous one. Temporal's own
   cost per activity and per phase barrier, nothing of ponder's.
 * **bare + phase commits** — the bare workflow plus the real one's *structure* between phases:
-  an awaited no-op activity wherever the real one writes its artifacts (9 per run) and a no-op
-  local activity wherever it fits Bradley-Terry (4), with tiny payloads. Not in the headline
+  a no-op local activity wherever it fits Bradley-Terry (4) or bootstraps the final ranking
+  (1), and a no-op activity wherever it writes its artifacts (4: three started in the
+  background once the next phase's first call has landed, the last one awaited), with tiny
+  payloads. Not in the headline
   ratio (the real run's writes are part of what is measured), but it separates the cost of the
   round trips from ponder's own work.
 * decomposition variants of the bare workflow (skip with ``--no-variants``): the commits with
-  the real run's snapshot sizes, the same commits started without waiting for them, calls
+  the real run's snapshot sizes, the same commits started in the task that ends a phase, calls
   through ponder's ``call_model`` (its activity options and body) with the real prompt sizes,
   and both together — payload sizes are taken from a warm-up real run.
 * **plain** — the same algorithm without Temporal: the pure modules (``rng``, ``schedule``,
@@ -127,12 +129,15 @@ class BareInput:
     kinds: list[str]
     concurrency: int = CONCURRENCY
     commits: bool = False
-    """Mirror the real workflow's structure: an artifact write after every phase and at the
-    end (9), a local Bradley-Terry fit after every judging phase (4)."""
+    """Mirror the real workflow's structure between phases (lean, deferred writes): a local
+    Bradley-Terry fit after every judging phase (4) and a local bootstrap after the last; an
+    artifact write after each generation's fit (3), started in the background, and the run's
+    last write (awaited) at the end: 4 writes, each waiting for the one before."""
     commit_chars: list[int] = field(default_factory=list)
     """Payload of each write (the real snapshots' sizes); empty: a few bytes."""
-    commits_in_background: bool = False
-    """Start each write without waiting for it (the next write waits for the previous one)."""
+    commits_deferred: bool = True
+    """Start a background write once a call of the next phase has landed, as the real run does
+    (``DEFERRED_WRITES_PATCH``); False: in the task that ends the phase, as before it."""
     call_model: bool = False
     """Calls go through ponder's ``call_model`` (its activity options and body, sim provider)."""
     prompt_chars: dict[str, int] = field(default_factory=dict)
@@ -159,11 +164,11 @@ class BareTournament:
     @workflow.run
     async def run(self, input: BareInput) -> int:
         gate = asyncio.Semaphore(input.concurrency)
-        done = 0
-        writes = 0
+        done = landed = writes = 0
         writing: asyncio.Task[str] | None = None
 
         async def one(kind: str, phase: int, index: int) -> str:
+            nonlocal landed
             async with gate:
                 if input.call_model:
                     request = ModelRequest(
@@ -174,44 +179,50 @@ class BareTournament:
                     call = CallModelInput(
                         run_id=input.run_id, phase=f"p{phase}", index=index, request=request
                     )
-                    return (await call_model(call, CallOptions())).text
-                return await workflow.execute_activity(
-                    TRIVIAL, index, result_type=str, start_to_close_timeout=timedelta(minutes=1)
-                )
+                    text = (await call_model(call, CallOptions())).text
+                else:
+                    text = await workflow.execute_activity(
+                        TRIVIAL,
+                        index,
+                        result_type=str,
+                        start_to_close_timeout=timedelta(minutes=1),
+                    )
+                landed += 1
+                return text
 
-        async def write() -> None:
+        async def send(chars: int, before: asyncio.Task[str] | None, mark: int | None) -> str:
+            if before is not None:
+                await before
+            if mark is not None:  # deferred: once a call of the next phase has landed
+                await workflow.wait_condition(lambda: landed > mark)
+            return await workflow.execute_activity(
+                COMMIT, "x" * chars, result_type=str, start_to_close_timeout=timedelta(minutes=1)
+            )
+
+        def write(*, last: bool = False) -> asyncio.Task[str]:
             nonlocal writes, writing
             chars = input.commit_chars[writes] if writes < len(input.commit_chars) else 0
             writes += 1
-            if writing is not None:
-                await writing
-            writing = asyncio.create_task(
-                workflow.execute_activity(
-                    COMMIT,
-                    "x" * chars,
-                    result_type=str,
-                    start_to_close_timeout=timedelta(minutes=1),
-                )
-            )
-            if not input.commits_in_background:
-                await writing
+            mark = landed if input.commits_deferred and not last else None
+            writing = asyncio.create_task(send(chars, writing, mark))
+            return writing
 
+        async def local(name: str, phase: int) -> None:
+            await workflow.execute_local_activity(
+                name, phase, result_type=list[str], start_to_close_timeout=timedelta(minutes=1)
+            )
+
+        last_phase = len(input.phases) - 1
         for phase, (size, kind) in enumerate(zip(input.phases, input.kinds, strict=True)):
             await asyncio.gather(*(one(kind, phase, i) for i in range(size)))
             done += size
-            if input.commits:
-                if kind == "judge":
-                    await workflow.execute_local_activity(
-                        FIT,
-                        phase,
-                        result_type=list[str],
-                        start_to_close_timeout=timedelta(minutes=1),
-                    )
-                await write()
+            if input.commits and kind == "judge":
+                await local(FIT, phase)
+                if phase != last_phase:
+                    write()  # the population it ranks goes with it, in the background
         if input.commits:
-            await write()  # the real run's last write, in ``_end``
-        if writing is not None:
-            await writing
+            await local(FIT, last_phase)  # the bootstrap's refits of the final ranking
+            await write(last=True)  # the run's last write, in ``_end``
         return done
 
 
@@ -708,7 +719,7 @@ def variants(shape: RealShape) -> dict[str, dict[str, Any]]:
         BARE: {},
         COMMITS: {"commits": True},
         "  commits, snapshot-sized": sized,
-        "  commits, sized, background": sized | {"commits_in_background": True},
+        "  commits, sized, at the barrier": sized | {"commits_deferred": False},
         "  call_model, real-size prompts": calls,
         "  call_model + sized commits": calls | sized,
     }

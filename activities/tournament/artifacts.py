@@ -25,6 +25,7 @@ from activities.providers.sim import true_quality
 from activities.raw_events import redact
 from activities.run_store import REFUSED, FileAppend, FilesGap, RunStore, check_writer, refusal
 from activities.tournament.report import render_report, report_data_from_run_dir
+from activities.tournament.write_order import WriteKey, in_order
 from workflows.families import model_family
 from workflows.tournament.bootstrap import LEVEL
 from workflows.tournament.judge_stats import judge_summary
@@ -265,12 +266,26 @@ class TournamentArtifactActivities:
 
     def _write(self, snap: TournamentSnapshot) -> str:
         check_writer(snap.run_id, self.store, snap.chain)
+        run_dir = self.store.writable_dir(snap.run_id)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        key = None if snap.write_seq is None else WriteKey(snap.written_at, snap.write_seq)
+        with in_order(run_dir, key) as current:
+            if not current:  # an attempt that outlived its write: a later one has landed
+                activity.logger.warning(
+                    "artifact write %s of run %s is older than the one on disk: not written",
+                    snap.write_seq,
+                    snap.run_id,
+                )
+                return str(run_dir)
+            self._write_files(snap, run_dir)
+        return str(run_dir)
+
+    def _write_files(self, snap: TournamentSnapshot, run_dir: Path) -> None:
         rows = render_rows(snap)
         after = {name: n for name, n in snap.after_lines.items() if n and name in rows}
         appends = {
             name: FileAppend(after_lines=n, text=rows.pop(name)) for name, n in after.items()
         }
-        run_dir = self.store.run_dir(snap.run_id)
         self.store.write_all(snap.run_id, rows, appends)
         sums = render_sums(whole(snap, run_dir) if after else snap)
         if after:  # an incremental write: the ones before it landed, their settled files too
@@ -284,4 +299,3 @@ class TournamentArtifactActivities:
             self.store.write(
                 snap.run_id, "report.html", render_report(report_data_from_run_dir(run_dir))
             )
-        return str(run_dir)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Replayer
 
@@ -77,6 +77,9 @@ async def test_each_row_is_sent_about_once_and_the_files_match_a_whole_write(
     # A write per generation's fit (the population it ranks goes with it), and the end's (the
     # final ranking with it: no finalizer call comes between them).
     assert len(writes) == 2 + 1
+    # The generations' writes start after the task that fits (the run's last may not).
+    started_with_fit = _writes_started_with_a_fit(await handle.fetch_history())
+    assert started_with_fit[:-1] == [False, False]
     assert not any(writes[0].after_lines.values())
     assert all(any(w.after_lines.values()) for w in writes[1:])
     sent = [c.id for w in writes for c in w.comparisons]
@@ -98,6 +101,25 @@ async def test_each_row_is_sent_about_once_and_the_files_match_a_whole_write(
         dropped = select(ranked).discarded
         assert dropped
         assert {candidates[d.candidate_id]["status"] for d in dropped} == {"discarded"}
+
+
+def _writes_started_with_a_fit(history: WorkflowHistory) -> list[bool]:
+    """For each artifact write: whether the workflow task that started it also recorded a
+    local activity (a fit). Deferred writes: the task that ends a phase with its fit starts the
+    next phase's calls, and the phase's write waits for one of them to land."""
+    found = []
+    marker = False
+    for event in history.events:
+        kind = event.event_type
+        if kind == EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+            marker = False  # the commands of the task that just completed follow
+        elif kind == EventType.EVENT_TYPE_MARKER_RECORDED:
+            marker = True
+        elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            attrs = event.activity_task_scheduled_event_attributes
+            if attrs.activity_type.name == WRITE_TOURNAMENT_ARTIFACTS:
+                found.append(marker)
+    return found
 
 
 async def test_the_final_ranking_is_written_before_a_finalizer_call(

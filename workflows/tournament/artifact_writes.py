@@ -10,10 +10,21 @@ about once instead of everything so far at every phase. A row that changed (a ca
 discarded) ends the prefix, so it and the rows after it are sent again. A write that finds
 fewer lines than it was told (``run.files_gap``: another worker's disk, deleted lines) or that
 was cancelled makes the next write whole.
+
+Deferred (runs started since ``DEFERRED_WRITES_PATCH``): a phase's write is taken when the phase
+ends but started once the next phase's first call has landed, so the workflow task that ends a
+phase schedules the next phase's calls without the snapshot's encoding and store.
+
+Each write carries its number (``write_seq``, with the snapshot's ``written_at`` its place in
+the run's order), and the activity writes nothing over a later write's files
+(``activities.tournament.write_order``): an attempt that outlives the write it was (a worker
+shut down mid-write, a write cancelled with its run and superseded by the final one) still
+runs to its end in its thread, and without this it would land last.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 
@@ -27,11 +38,17 @@ with workflow.unsafe.imports_passed_through():
     from activities.tournament.artifacts import WRITE_TOURNAMENT_ARTIFACTS
     from workflows.tournament.types import GROWING_FILES, TournamentSnapshot
 
-__all__ = ["ARTIFACT_RETRY_POLICY", "INCREMENTAL_ARTIFACTS_PATCH", "ArtifactWriter"]
+__all__ = [
+    "ARTIFACT_RETRY_POLICY",
+    "DEFERRED_WRITES_PATCH",
+    "INCREMENTAL_ARTIFACTS_PATCH",
+    "ArtifactWriter",
+]
 
 # A bad path is a bug, not a passing fault: do not retry it forever.
 ARTIFACT_RETRY_POLICY = RetryPolicy(maximum_attempts=10, non_retryable_error_types=["ValueError"])
 INCREMENTAL_ARTIFACTS_PATCH = "incremental-artifacts"
+DEFERRED_WRITES_PATCH = "deferred-artifact-writes"
 
 
 def _sent_before(rows: Sequence[object], sent: Sequence[object]) -> int:
@@ -50,12 +67,27 @@ def _is_gap(exc: ActivityError) -> bool:
 
 
 class ArtifactWriter:
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        landed: Callable[[], int] = lambda: 0,
+        in_flight: Callable[[], int] = lambda: 0,
+    ) -> None:
         self.run_dir = ""
         """The run directory, once a write has answered."""
         self.incremental = False
         """Send only new rows (the workflow sets it from its patch)."""
+        self.deferred = False
+        """Start a write in a later activation (the workflow sets it from its patch)."""
+        self._landed = landed
+        """How many model calls have landed so far (a count that only grows)."""
+        self._in_flight = in_flight
+        """How many model calls are in flight now."""
         self._pending: workflow.ActivityHandle[str] | None = None
+        self._started = 0
+        """Writes started so far: the next one's ``write_seq`` follows (replay recounts them)."""
+        self._queued: asyncio.Task[None] | None = None
+        """Deferred: the last write taken but maybe not started (each waits for the one before)."""
+        self._flushing = False
         self._sent: dict[str, list[object]] = {}
         """Each row list as the last write sent it (empty: the next write is whole)."""
 
@@ -66,16 +98,32 @@ class ArtifactWriter:
 
         ``wait`` (the run's last write) also waits for this one; a write cancelled with the
         run is then superseded by this one instead of failing it.
+
+        Deferred (runs started since ``DEFERRED_WRITES_PATCH``), a write that does not wait is
+        taken now and started once a model call has landed after it (or at once when none is
+        in flight): the activation that ends a phase then carries only the next phase's calls,
+        not the snapshot's encoding and store, and the write's own work on this worker does not
+        meet the next phase's first calls. Returns at once; a write that failed is raised by
+        the next write, as before.
         """
-        if self._pending is not None:
+        if self.deferred and not wait:
+            if self._queued is not None and self._queued.done():
+                self._queued.result()  # a failed write fails the run here
+            mark = self._landed()
+            self._queued = asyncio.create_task(self._send_later(snapshot(), mark, self._queued))
+            return
+        if self._queued is not None:
+            queued, self._queued = self._queued, None
+            self._flushing = True  # it starts now, whatever it was waiting for
             try:
-                self.run_dir = await self._pending
+                await queued
             except ActivityError as exc:
-                cancelled = wait and is_cancelled_exception(exc)
-                if not (cancelled or (self.incremental and _is_gap(exc))):
+                if not (wait and is_cancelled_exception(exc)):
                     raise
-                self._sent = {}  # what it wrote is unknown: this one sends every row
-            self._pending = None
+                self._sent = {}
+            finally:
+                self._flushing = False
+        await self._settle_pending(wait=wait)
         self._pending = self._start(snapshot())
         if wait:
             try:
@@ -87,10 +135,36 @@ class ArtifactWriter:
                 self.run_dir = await self._start(snapshot())
             self._pending = None
 
+    async def _send_later(
+        self, snap: TournamentSnapshot, mark: int, before: asyncio.Task[None] | None
+    ) -> None:
+        if before is not None:
+            await before
+        await workflow.wait_condition(
+            lambda: self._flushing or self._landed() > mark or not self._in_flight()
+        )
+        await self._settle_pending(wait=False)
+        self._pending = self._start(snap)
+
+    async def _settle_pending(self, *, wait: bool) -> None:
+        """The write before has finished (a gap, or a cancel when ``wait``: the next is whole)."""
+        if self._pending is None:
+            return
+        try:
+            self.run_dir = await self._pending
+        except ActivityError as exc:
+            cancelled = wait and is_cancelled_exception(exc)
+            if not (cancelled or (self.incremental and _is_gap(exc))):
+                raise
+            self._sent = {}  # what it wrote is unknown: this one sends every row
+        self._pending = None
+
     def _start(self, snap: TournamentSnapshot) -> workflow.ActivityHandle[str]:
+        self._started += 1
+        sent = self._new_rows(snap) if self.incremental else snap
         return workflow.start_activity(
             WRITE_TOURNAMENT_ARTIFACTS,
-            self._new_rows(snap) if self.incremental else snap,
+            sent.model_copy(update={"write_seq": self._started}),
             result_type=str,
             start_to_close_timeout=timedelta(minutes=2),
             heartbeat_timeout=HEARTBEAT_TIMEOUT,  # a killed worker: retried within seconds

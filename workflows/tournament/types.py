@@ -368,6 +368,10 @@ class TournamentSnapshot(BaseModel):
     final_answer_is_postprocessed: bool = False
     error: str | None = None
     written_at: str
+    write_seq: int | None = None
+    """The write's number in its run (1, 2, ...; with ``written_at``, its place in the run's
+    order): the activity writes nothing over the files of a later write (an attempt that ran
+    on after its worker gave it up). None: a write an older workflow scheduled, unordered."""
     prompts: dict[str, dict[str, str]] = Field(
         default={}, description="rendered prompts by sha256 not yet written (include_prompts)"
     )

@@ -37,7 +37,11 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.raw_input import NO_INPUT, decode_raw, decode_run_input, input_failure
     from workflows.tournament import adaptive, rng
-    from workflows.tournament.artifact_writes import INCREMENTAL_ARTIFACTS_PATCH, ArtifactWriter
+    from workflows.tournament.artifact_writes import (
+        DEFERRED_WRITES_PATCH,
+        INCREMENTAL_ARTIFACTS_PATCH,
+        ArtifactWriter,
+    )
     from workflows.tournament.calls import Dropped, Lane, TournamentCalls
     from workflows.tournament.critique import aggregate_critiques
     from workflows.tournament.errors import RUN_ID_INVALID, TournamentError
@@ -70,11 +74,11 @@ __all__ = ["TournamentWorkflow"]
 
 EVENTS_PAGE = 500
 # Behaviour added after histories were recorded: runs started before it replay without it.
-# Each (and ``INCREMENTAL_ARTIFACTS_PATCH``) is asked once, in the run's first workflow task:
-# core answers ``patched`` from the markers of the task it replays, and a call made right
-# after a local activity resolves can land in the task before the one whose completion
-# recorded its marker (seen: a replay of such a run failed "patch marker encountered ... no
-# corresponding change command").
+# Each (and ``INCREMENTAL_ARTIFACTS_PATCH``, ``DEFERRED_WRITES_PATCH``) is asked once, in the
+# run's first workflow task: core answers ``patched`` from the markers of the task it replays,
+# and a call made right after a local activity resolves can land in the task before the one
+# whose completion recorded its marker (seen: a replay of such a run failed "patch marker
+# encountered ... no corresponding change command").
 SPARSE_OPENING_PATCH = "adaptive-sparse-opening"
 BOOTSTRAP_PATCH = "final-score-bootstrap"
 PIPELINED_PATCH = "pipelined-rounds"
@@ -103,7 +107,9 @@ class TournamentWorkflow:
         self.phase = phases.STARTING
         self.generation = 0
         self.plan: Preflight | None = None
-        self.writer = ArtifactWriter()
+        self.writer = ArtifactWriter(
+            landed=lambda: len(self.calls.usage), in_flight=lambda: self.calls.in_flight
+        )
         self.sparse_opening = self.bootstrap = self.pipelined = self.lean_writes = False
         """Patches (see above), asked in the first workflow task of ``run``."""
         self.making: dict[str, asyncio.Task[None]] = {}
@@ -125,6 +131,7 @@ class TournamentWorkflow:
         self.bootstrap = workflow.patched(BOOTSTRAP_PATCH)
         self.writer.incremental = workflow.patched(INCREMENTAL_ARTIFACTS_PATCH)
         self.lean_writes = workflow.patched(LEAN_WRITES_PATCH)
+        self.writer.deferred = workflow.patched(DEFERRED_WRITES_PATCH)
         self.pipelined = input.rounds == "pipelined" and workflow.patched(PIPELINED_PATCH)
         if self.pipelined:
             self.calls.pipeline(shared_width=not workflow.patched(PIPELINED_LANES_PATCH))
