@@ -737,7 +737,14 @@ class Results:
     profile: str = ""
 
 
-async def measure(home: Path, repeat: int, all_variants: bool, profile: bool) -> Results:
+async def measure(
+    home: Path, repeat: int, all_variants: bool, profile: bool, warm: bool = True
+) -> Results:
+    """``warm``: one uncounted real and bare + commits run first (its payload sizes shape the
+    variants, which therefore need it); ``--smoke`` skips it and takes the sizes it prints from
+    the counted real run instead."""
+    if all_variants and not warm:
+        raise ValueError("the decomposition variants take their payload sizes from the warm-up")
     settings = load_settings(home=str(home))
     print(f"starting an embedded Temporal server in {home} ...", flush=True)
     modes: dict[str, Mode] = {}
@@ -759,14 +766,16 @@ async def measure(home: Path, repeat: int, all_variants: bool, profile: bool) ->
                 max_concurrent_activities=64,
             ),
         ):
-            print("warm-up (not counted) ...", flush=True)
-            first = await run_real(client, queue, settings, seed=999)
-            warm_up["real"] = first.seconds
-            shape = await real_shape(client, first.history)
-            options = variants(shape)
-            if not all_variants:
-                options = {BARE: options[BARE], COMMITS: options[COMMITS]}
-            warm_up["bare"] = (await run_bare(client, bare_queue, **options[COMMITS]))[0]
+            shape: RealShape | None = None
+            options: dict[str, dict[str, Any]] = {BARE: {}, COMMITS: {"commits": True}}
+            if warm:
+                print("warm-up (not counted) ...", flush=True)
+                first = await run_real(client, queue, settings, seed=999)
+                warm_up["real"] = first.seconds
+                shape = await real_shape(client, first.history)
+                if all_variants:
+                    options = variants(shape)
+                warm_up["bare"] = (await run_bare(client, bare_queue, **options[COMMITS]))[0]
             modes[REAL] = Mode(REAL)
             modes.update((name, Mode(name)) for name in options)
             modes[PLAIN] = Mode(PLAIN)
@@ -783,6 +792,8 @@ async def measure(home: Path, repeat: int, all_variants: bool, profile: bool) ->
                 modes[PLAIN].add(time.perf_counter() - started)
                 plain_winners.append(plain_run.winner_id)
             median_run = sorted(real_runs, key=lambda run: run.seconds)[len(real_runs) // 2]
+            if shape is None:
+                shape = await real_shape(client, median_run.history)
             print("timing the pieces offline ...", flush=True)
             offline = await offline_timings(client, settings, median_run, home / "scratch-runs")
         if profile:
@@ -838,10 +849,13 @@ def print_results(results: Results) -> None:
         f"{real.best / commits.best:.2f}x min"
     )
     print(f"real / plain         = {real.median / plain.median:.0f}x median")
-    print(
-        f"warm-up (first run of each, not counted): real {results.warm_up['real']:.2f} s, "
-        f"bare + commits {results.warm_up['bare']:.2f} s"
-    )
+    if results.warm_up:
+        print(
+            f"warm-up (first run of each, not counted): real {results.warm_up['real']:.2f} s, "
+            f"bare + commits {results.warm_up['bare']:.2f} s"
+        )
+    else:
+        print("warm-up: skipped (--smoke), so the first runs' start-up costs are in the figures")
     same = [
         run.result.winner_id == winner
         for run, winner in zip(results.real_runs, results.plain_winners, strict=True)
@@ -901,7 +915,11 @@ def main() -> None:
     if args.smoke:
         args.repeat, args.no_variants = 1, True
     with tempfile.TemporaryDirectory(prefix="ponder-bench-") as tmp:
-        results = asyncio.run(measure(Path(tmp), args.repeat, not args.no_variants, args.cprofile))
+        results = asyncio.run(
+            measure(
+                Path(tmp), args.repeat, not args.no_variants, args.cprofile, warm=not args.smoke
+            )
+        )
     print_results(results)
 
 

@@ -18,7 +18,7 @@ import click
 from client.lazy_group import LazyGroup
 from worker.exits import leave
 
-__all__ = ["COMMANDS", "cli", "main", "run_command"]
+__all__ = ["COMMANDS", "cli", "exit_code", "main", "run_command"]
 
 EXIT_TERMINATED = 128 + signal.SIGTERM
 
@@ -121,18 +121,25 @@ def _fail(message: str, code: int) -> NoReturn:
 
 
 def run_command(command: click.Command, **kwargs: Any) -> NoReturn:
-    """Run a click command; a ponder error is one line and an exit code (``--debug``: traceback)."""
+    """Run a click command and leave the process with its exit code (``exit_code``)."""
+    leave(exit_code(command, **kwargs))
+
+
+def exit_code(command: click.Command, **kwargs: Any) -> int:
+    """Run a click command; a ponder error is one line and an exit code (``--debug``: traceback).
+
+    Returns the code instead of leaving, so the suite can run a command that never connects (a
+    dry run, a refusal) in its own process and check the same lines and codes."""
     try:
         _run(command, **kwargs)
-        code = 0
+        return 0
     except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if exc.code is not None and not isinstance(exc.code, int):
             click.echo(str(exc.code), err=True)
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except KeyboardInterrupt:
         click.echo("ponder: process.interrupted: interrupted (Ctrl-C)", err=True)
-        code = 128 + signal.SIGINT
-    leave(code)
+        return 128 + signal.SIGINT
 
 
 def _debug() -> bool:

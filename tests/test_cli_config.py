@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from client.hints import ponder_program
-from tests.cli import cli_env, ponder
+from tests.cli import cli_env, ponder_here
 
 
 @pytest.mark.parametrize(
@@ -21,12 +21,12 @@ from tests.cli import cli_env, ponder
         ("worker", "--config", "{bad}"),
     ],
 )
-async def test_config_is_read_before_or_after_the_subcommand(
+def test_config_is_read_before_or_after_the_subcommand(
     tmp_path: Path, args: tuple[str, ...]
 ) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text("providers = [")
-    done = await ponder(*(a.format(bad=bad) for a in args), env=cli_env(tmp_path), timeout=60)
+    done = ponder_here(*(a.format(bad=bad) for a in args), env=cli_env(tmp_path))
     assert done.code == 2, done.err
     assert f"config file {bad} is not valid TOML" in done.err
 

@@ -1,4 +1,7 @@
-"""Bad input: one line naming the problem and the fix, exit 2, no traceback."""
+"""Bad input: one line naming the problem and the fix, exit 2, no traceback.
+
+Refusals made before anything connects run in this process (``ponder_here``); the rest, and
+``--debug``'s traceback on the same refusal, run ``ponder`` as a process."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli import cli_env, ponder
+from tests.cli import cli_env, ponder, ponder_here
 
 
 def assert_one_line_refusal(err: str, *needles: str) -> None:
@@ -27,10 +30,10 @@ def assert_one_line_refusal(err: str, *needles: str) -> None:
         ("sim:default,accuracy=2", ("accuracy",)),
     ],
 )
-async def test_bad_model_spec_is_refused_before_anything_starts(
+def test_bad_model_spec_is_refused_before_anything_starts(
     tmp_path: Path, model: str, needles: tuple[str, ...]
 ) -> None:
-    done = await ponder("ask", "hi", "--model", model, env=cli_env(tmp_path))
+    done = ponder_here("ask", "hi", "--model", model, env=cli_env(tmp_path))
     assert done.code == 2
     assert_one_line_refusal(done.err, *needles)
     assert not (tmp_path / "server.json").exists()
@@ -42,13 +45,13 @@ async def test_debug_shows_the_traceback(tmp_path: Path) -> None:
     assert "Traceback" in done.err
 
 
-async def test_unreadable_config_is_refused(tmp_path: Path) -> None:
+def test_unreadable_config_is_refused(tmp_path: Path) -> None:
     config = tmp_path / "ponder.toml"
     config.write_text("[providers.x\nkind=")
-    done = await ponder("--config", str(config), "ask", "hi", env=cli_env(tmp_path))
+    done = ponder_here("--config", str(config), "ask", "hi", env=cli_env(tmp_path))
     assert done.code == 2
     assert_one_line_refusal(done.err, "not valid TOML", str(config))
-    missing = await ponder(
+    missing = ponder_here(
         "--config", str(tmp_path / "nope.toml"), "ask", "hi", env=cli_env(tmp_path)
     )
     assert missing.code == 2

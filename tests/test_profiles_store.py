@@ -12,7 +12,7 @@ import yaml
 from activities.config import Settings
 from activities.errors import ConfigError
 from client.profiles import ProfileStore, SavedProfile, apply_profile
-from tests.cli import cli_env, ponder
+from tests.cli import cli_env, ponder, ponder_here
 
 pytestmark = [pytest.mark.usefixtures("no_leftover_processes"), pytest.mark.slow]
 
@@ -88,26 +88,26 @@ async def test_save_show_use_and_delete(
     assert gone.code == 2 and "profile.not_found" in gone.err
 
 
-async def test_a_secret_at_depth_three_is_refused_on_save(tmp_path: Path) -> None:
+def test_a_secret_at_depth_three_is_refused_on_save(tmp_path: Path) -> None:
     source = tmp_path / "draft.yaml"
     source.write_text(
         yaml.safe_dump({"n": 4, "limits": {"extra": {"api_key": "sk-live-do-not-store"}}})
     )
-    done = await ponder("profile", "save", "leaky", "--from", str(source), env=cli_env(tmp_path))
+    done = ponder_here("profile", "save", "leaky", "--from", str(source), env=cli_env(tmp_path))
     assert done.code == 2
     assert "profile.secret" in done.err and "limits.extra.api_key" in done.err
     assert "sk-live-do-not-store" not in done.err + done.out
     assert not (tmp_path / "profiles/leaky.yaml").exists()
 
 
-async def test_a_hand_edited_secret_is_refused_on_load(tmp_path: Path) -> None:
+def test_a_hand_edited_secret_is_refused_on_load(tmp_path: Path) -> None:
     store = ProfileStore(tmp_path)
     store.save("fine", SavedProfile(n=4, k=2, t=0, m=2))
     path = tmp_path / "profiles/fine.yaml"
     path.write_text(path.read_text() + "models:\n  judge: sim:default\n  token: hunter2\n")
     with pytest.raises(ConfigError, match=r"profile\.secret.*models\.token"):
         store.load("fine")
-    done = await ponder(
+    done = ponder_here(
         "think", "x", "--profile", "fine", "--provider", "sim", "--dry-run", env=cli_env(tmp_path)
     )
     assert done.code == 2

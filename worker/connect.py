@@ -7,12 +7,18 @@ import atexit
 import dataclasses
 import time
 from collections.abc import Sequence
+from typing import ClassVar
 
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
 from temporalio.common import RawValue
 from temporalio.contrib.pydantic import PydanticPayloadConverter, pydantic_data_converter
-from temporalio.converter import DataConverter, ExternalStorage
+from temporalio.converter import (
+    CompositePayloadConverter,
+    DataConverter,
+    EncodingPayloadConverter,
+    ExternalStorage,
+)
 
 from activities.config import Settings, read_secret
 from activities.errors import ServerError
@@ -46,7 +52,7 @@ def before_connect() -> None:
         atexit.register(_let_sdk_callbacks_finish)
 
 
-class PonderPayloadConverter(PydanticPayloadConverter):
+class _DecodeOrRaw(PydanticPayloadConverter):
     """Pydantic JSON; without a type hint, a payload that does not decode (an encoding no
     converter knows, bytes that are not JSON) is its ``RawValue`` instead of a decode error.
 
@@ -68,6 +74,29 @@ class PonderPayloadConverter(PydanticPayloadConverter):
             except Exception:  # KeyError (unknown encoding) or RuntimeError (does not decode)
                 values.append(RawValue(payload))
         return values
+
+
+class PonderPayloadConverter(_DecodeOrRaw):
+    """``_DecodeOrRaw`` sharing one set of encoding converters in the process.
+
+    The SDK makes a new payload converter whenever it binds a payload to its workflow or
+    activity for external storage (``DataConverter._with_store_context`` copies the data
+    converter, which builds its payload converter anew): about 7 times a model call. A fresh
+    pydantic converter starts with an empty type-adapter cache, so every typed decode built its
+    ``TypeAdapter`` again. The encoding converters hold no per-context state (none takes a
+    serialization context), so every instance shares the first one's, and with them its
+    cache (an LRU, thread-safe: workflow activations decode in worker threads).
+    """
+
+    _shared: ClassVar[tuple[EncodingPayloadConverter, ...]] = ()
+
+    def __init__(self) -> None:
+        cls = PonderPayloadConverter
+        if not cls._shared:
+            super().__init__()
+            cls._shared = tuple(self.converters.values())
+        else:
+            CompositePayloadConverter.__init__(self, *cls._shared)
 
 
 def data_converter(settings: Settings) -> DataConverter:

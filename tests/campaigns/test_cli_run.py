@@ -15,7 +15,7 @@ from client.budget_extend import new_limits, require_a_limit
 from client.campaign_cli import campaign
 from tests.campaigns.helpers import document
 from tests.campaigns.test_control import progress_until
-from tests.cli import cli_env, ponder
+from tests.cli import cli_env, ponder, ponder_here
 from workflows.budget import BudgetLimits
 
 pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
@@ -48,8 +48,8 @@ def test_run_refuses_an_invalid_file_with_exit_2(tmp_path: Path) -> None:
     assert done.exit_code == 2 and "[comparator.unknown]" in done.output
 
 
-async def test_report_of_an_unknown_run_is_one_line(tmp_path: Path) -> None:
-    done = await ponder("campaign", "report", "nothing-here", env=cli_env(tmp_path))
+def test_report_of_an_unknown_run_is_one_line(tmp_path: Path) -> None:
+    done = ponder_here("campaign", "report", "nothing-here", env=cli_env(tmp_path))
     assert done.code == 2 and "no campaign report for 'nothing-here'" in done.err
 
 

@@ -1,7 +1,7 @@
 """``ponder plan run``, ``ponder resume`` and ``ponder gate`` as a user runs them (subprocesses).
 
-The CLI is a plain client of the session's dev server (TEMPORAL_ADDRESS); a ``ponder worker``
-process serves the task queue the CLI names (PONDER_TASK_QUEUE).
+The CLI is a plain client of the session's dev server (TEMPORAL_ADDRESS); one ``ponder worker``
+process serves the task queue the CLI names (PONDER_TASK_QUEUE) for the whole module.
 """
 
 from __future__ import annotations
@@ -23,21 +23,38 @@ ROOT = Path(__file__).resolve().parents[2]
 RELEASE = ROOT / "examples" / "plans" / "release.yaml"
 
 
-@pytest.fixture
-async def env(client: Client, tmp_path: Path, server_address: str) -> AsyncIterator[dict[str, str]]:
-    """A ``ponder worker`` process on its own queue (as a user runs one); the CLI is a client."""
+@pytest.fixture(scope="module")
+async def worker_env(
+    tmp_path_factory: pytest.TempPathFactory, server_address: str
+) -> AsyncIterator[dict[str, str]]:
+    """One ``ponder worker`` process for the module (as a user runs one), on its own queue and
+    home; the CLI is a client. Shared: each test's runs have their own ids, and a test's files
+    (plans, a ``ponder.toml`` named with PONDER_CONFIG) stay in its own tmp_path, never the
+    home, so no test's configuration reaches another's commands."""
+    home = tmp_path_factory.mktemp("plan-cli-home")
     queue = f"cli-{uuid.uuid4().hex[:8]}"
-    environment = cli_env(tmp_path, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE=queue)
+    environment = cli_env(home, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE=queue)
     worker = await start_ponder("worker", env=environment)
     try:
-        await wait_for_worker(client, queue, 60)
+        await wait_for_worker(await Client.connect(server_address), queue, 60)
         yield environment
     finally:
         worker.terminate()
         await worker.wait()
 
 
-async def test_run_pause_resume_gate_through_the_cli(env: dict[str, str], tmp_path: Path) -> None:
+@pytest.fixture
+def env(worker_env: dict[str, str]) -> dict[str, str]:
+    return dict(worker_env)
+
+
+@pytest.fixture
+def home(env: dict[str, str]) -> Path:
+    """Where the shared worker keeps the runs (their reports)."""
+    return Path(env["PONDER_HOME"])
+
+
+async def test_run_pause_resume_gate_through_the_cli(env: dict[str, str], home: Path) -> None:
     paused = await ponder(
         "plan",
         "run",
@@ -62,7 +79,7 @@ async def test_run_pause_resume_gate_through_the_cli(env: dict[str, str], tmp_pa
     assert shown.code == 0, shown.err
     assert "awaiting_gate (gate-pending)" in shown.out and "gate     ship token" in shown.out
     assert "continue with: ponder gate approve cli-release ship  (or: revise, kill)" in shown.out
-    assert f"report   {tmp_path}/runs/cli-release/report.html" in shown.out
+    assert f"report   {home}/runs/cli-release/report.html" in shown.out
     watched = await ponder("watch", "cli-release", env=env)
     assert watched.code == 75
     assert "ponder gate approve cli-release ship  (or: revise, kill)" in watched.err
@@ -75,7 +92,7 @@ async def test_run_pause_resume_gate_through_the_cli(env: dict[str, str], tmp_pa
     assert done.out.startswith("Simulated answer to: Announce the release.")
     assert re.search(r"run cli-release completed: 2 calls \(simulated\)", done.err)
     assert panel_state(done.err) == "completed"
-    assert report_line(done.err, tmp_path, "cli-release")  # its own line, after the panel
+    assert report_line(done.err, home, "cli-release")  # its own line, after the panel
     report = await ponder("report", "cli-release", env=env)
     assert report.code == 0, report.err
     html = Path(report.out.strip()).read_text()
@@ -125,7 +142,7 @@ async def test_exit_codes_for_invalid_and_failed_plans(env: dict[str, str], tmp_
 
 
 async def test_a_budget_pause_continues_with_ponder_extend(
-    env: dict[str, str], tmp_path: Path
+    env: dict[str, str], tmp_path: Path, home: Path
 ) -> None:
     plan = tmp_path / "fan.yaml"
     plan.write_text(
@@ -145,7 +162,7 @@ async def test_a_budget_pause_continues_with_ponder_extend(
     assert done.code == 0, done.err
     assert "run cli-fan completed: 4 calls (simulated)" in done.err
     assert panel_state(done.err) == "completed"  # the panel left behind: how the run ended
-    assert report_line(done.err, tmp_path, "cli-fan")
+    assert report_line(done.err, home, "cli-fan")
     # An ended run says so, not "check the run id".
     ended = await ponder("extend", "cli-fan", "--calls", "+2", env=env)
     assert ended.code == 2, ended.err

@@ -10,7 +10,7 @@ import pytest
 from temporalio.client import Client
 
 from tests.cli import ponder
-from tests.plans.test_run_cli import env  # noqa: F401 (the fixture)
+from tests.plans.test_run_cli import env, home, worker_env  # noqa: F401 (the fixtures)
 
 pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
 
@@ -31,6 +31,7 @@ steps:
 @pytest.mark.timeout(420)  # about 20 CLI processes: ~60 s on a quiet 2-core machine, 3x loaded
 async def test_step_done_checkpoint_revert_and_from_through_the_cli(
     env: dict[str, str],  # noqa: F811
+    home: Path,  # noqa: F811
     client: Client,
     tmp_path: Path,
 ) -> None:
@@ -86,7 +87,7 @@ async def test_step_done_checkpoint_revert_and_from_through_the_cli(
 
     killed = await ponder("gate", "kill", "cli-consumer", "ship", env=env)
     assert killed.code == 1 and "gate-killed" in killed.err
-    assert (tmp_path / "runs" / "cli-consumer" / "checkpoints.json").exists()
+    assert (home / "runs" / "cli-consumer" / "checkpoints.json").exists()
 
     resumed = await ponder("plan", "run", str(plan), "--from", "cli-consumer:built",
                            "--run-id", "cli-consumer-2", env=env)  # fmt: skip

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from tests.cli import cli_env, ponder
+from tests.cli import cli_env, ponder_here
 from tests.test_inputs import refusal, temporal_start
 from tests.tournament.helpers import start
 from workflows.names import TOURNAMENT
@@ -88,15 +88,15 @@ async def test_a_too_large_run_from_the_temporal_cli_fails_at_once(
     assert error.type == "profile.too_large"
 
 
-async def test_think_refuses_a_too_large_run_before_anything_starts(tmp_path: Path) -> None:
-    done = await ponder(
+def test_think_refuses_a_too_large_run_before_anything_starts(tmp_path: Path) -> None:
+    done = ponder_here(
         "think", "x", "--n", "300", "--t", "3", "--k", "4", "--m", "10", "--dry-run",
         env=cli_env(tmp_path),
     )  # fmt: skip
     assert done.code == 2, done.err
     assert "profile.too_large" in done.err
     assert len(done.err.strip().splitlines()) == 1
-    absurd = await ponder("think", "x", "--n", "10000", "--dry-run", env=cli_env(tmp_path))
+    absurd = ponder_here("think", "x", "--n", "10000", "--dry-run", env=cli_env(tmp_path))
     assert absurd.code == 2, absurd.err
     assert "less than or equal to 2000" in absurd.err
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 import pytest
 
-from tests.cli import cli_env, one_server, ponder
+from tests.cli import cli_env, one_server, ponder, ponder_here
 from workflows.tournament.profiles import BUILTIN_PROFILES
 from workflows.tournament.types import TournamentInput
 
@@ -35,12 +35,12 @@ async def test_dry_run_prints_the_plan_without_a_server(tmp_path: Path) -> None:
     assert not (tmp_path / "server.json").exists()
 
 
-async def test_dry_run_estimates_usd_from_the_price_table(tmp_path: Path) -> None:
+def test_dry_run_estimates_usd_from_the_price_table(tmp_path: Path) -> None:
     (tmp_path / "ponder.toml").write_text(
         '[providers.local]\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n'
         '[providers.local.prices."m-1"]\ninput = 1.0\noutput = 2.0\n'
     )
-    done = await ponder(
+    done = ponder_here(
         "think",
         "x",
         "--profile",
@@ -52,7 +52,7 @@ async def test_dry_run_estimates_usd_from_the_price_table(tmp_path: Path) -> Non
     )
     assert done.code == 0, done.err
     assert "estimated USD: 1.14" in done.out  # 285 x (2k x $1 + 1k x $2) / 1M
-    unpriced = await ponder(
+    unpriced = ponder_here(
         "think", "x", "--model", "local:other", "--max-usd", "3", "--dry-run", env=cli_env(tmp_path)
     )
     assert unpriced.code == 2 and "budget.unpriced_model" in unpriced.err
@@ -138,14 +138,14 @@ async def test_pause_exits_75_and_extend_finishes_the_same_run(tmp_path: Path) -
         assert summary["calls"]["used"] > 60
 
 
-async def test_refusals_are_one_line_exit_2(tmp_path: Path) -> None:
+def test_refusals_are_one_line_exit_2(tmp_path: Path) -> None:
     env = cli_env(tmp_path)
-    done = await ponder("think", "x", "--max-calls", "14", env=env)
+    done = ponder_here("think", "x", "--max-calls", "14", env=env)
     assert done.code == 2
     assert "budget.planned_calls_exceeded" in done.err
-    done = await ponder("think", "x", "--n", "3", "--k", "1", env=env)
+    done = ponder_here("think", "x", "--n", "3", "--k", "1", env=env)
     assert done.code == 2 and "profile.invalid" in done.err
-    done = await ponder("think", "@missing.md", env=env)
+    done = ponder_here("think", "@missing.md", env=env)
     assert done.code == 2 and "cannot be read" in done.err
 
 
@@ -170,8 +170,6 @@ async def test_rank_orders_given_candidates(tmp_path: Path) -> None:
         assert done.code == 0, done.err
         ranked = [line.split()[1] for line in done.out.splitlines() if line.strip()]
         assert ranked[0] == "strong"
-        duplicate = await ponder("rank", files[0], files[0], "--task", "x", env=cli_env(tmp_path))
-        assert duplicate.code == 2 and "unique" in duplicate.err
 
 
 async def test_ctrl_c_detaches_and_the_run_goes_on(tmp_path: Path) -> None:
@@ -323,10 +321,10 @@ def test_bad_prompts_file_is_refused_with_its_field(
         _built(tmp_path, monkeypatch, "--prompts", str(prompts))
 
 
-async def test_dry_run_shows_the_adaptive_rounds(tmp_path: Path) -> None:
+def test_dry_run_shows_the_adaptive_rounds(tmp_path: Path) -> None:
     args = ("think", "x", "--profile", "balanced", "--dry-run")
-    regular = await ponder(*args, env=cli_env(tmp_path))
-    adaptive = await ponder(*args, "--schedule", "adaptive", env=cli_env(tmp_path))
+    regular = ponder_here(*args, env=cli_env(tmp_path))
+    adaptive = ponder_here(*args, "--schedule", "adaptive", env=cli_env(tmp_path))
     assert regular.code == adaptive.code == 0, adaptive.err
     assert "adaptive" not in regular.out and "sequential rounds: 6" in regular.out
     # 12 judge calls over 8 candidates: an opening matching of 4, then one batch of 8.
@@ -334,7 +332,7 @@ async def test_dry_run_shows_the_adaptive_rounds(tmp_path: Path) -> None:
     assert "final_judging            16  (adaptive: 3 rounds of 4 + 8 + 4)" in adaptive.out
     assert "sequential rounds: 10" in adaptive.out
     # Both orders: twice the calls, the same rounds of pairs.
-    both = await ponder(
+    both = ponder_here(
         *args, "--schedule", "adaptive", "--judge-orders", "both", env=cli_env(tmp_path)
     )
     assert both.code == 0, both.err
@@ -342,10 +340,10 @@ async def test_dry_run_shows_the_adaptive_rounds(tmp_path: Path) -> None:
     assert "judge calls per pair: 2 (1 judge, both orders)" in both.out
 
 
-async def test_openai_models_are_priced_and_the_table_is_dated(tmp_path: Path) -> None:
+def test_openai_models_are_priced_and_the_table_is_dated(tmp_path: Path) -> None:
     from activities.pricing import PRICES_AS_OF
 
-    done = await ponder(
+    done = ponder_here(
         "think",
         "x",
         "--model",
@@ -362,7 +360,7 @@ async def test_openai_models_are_priced_and_the_table_is_dated(tmp_path: Path) -
     assert "estimated USD: 0.22" in done.out
     assert f"as of {PRICES_AS_OF}" in done.out
     (tmp_path / "ponder.toml").write_text('[prices."openai:gpt-4o"]\ninput = 100.0\noutput = 0\n')
-    overridden = await ponder(
+    overridden = ponder_here(
         "think", "x", "--model", "openai:gpt-4o", "--dry-run", env=cli_env(tmp_path)
     )
     assert "estimated USD: 3.00" in overridden.out  # 15 x 2k x $100 / 1M
@@ -390,21 +388,33 @@ async def test_rank_plans_only_the_judge_calls_and_has_modes(tmp_path: Path) -> 
         )  # fmt: skip
         assert regular.code == 0, regular.err
         assert len((tmp_path / "runs/r4/usage.jsonl").read_text().splitlines()) == 2
-        over = await ponder(
-            "rank", *files, "--task", "x", "--rank-mode", "all-pairs", "--rank-max-calls", "9",
-            env=env,
-        )  # fmt: skip
-        assert over.code == 2 and "rank.max_calls_exceeded" in over.err
-        one = await ponder("rank", files[0], "--task", "x", env=env)
-        assert one.code == 2 and "rank needs at least two candidate files" in one.err
-        assert "profile.k" not in one.err
 
 
-async def test_small_refusals_name_what_is_wrong(tmp_path: Path) -> None:
+def test_rank_refusals_name_the_rule(tmp_path: Path) -> None:
+    files = []
+    for i in range(5):
+        path = tmp_path / f"c{i}.txt"
+        path.write_text(f"answer {i}\n[sim q={i / 2} id=c{i}]")
+        files.append(str(path))
     env = cli_env(tmp_path)
-    nothing = await ponder("extend", "some-run", env=env)
+    over = ponder_here(
+        "rank", *files, "--task", "x", "--rank-mode", "all-pairs", "--rank-max-calls", "9",
+        env=env,
+    )  # fmt: skip
+    assert over.code == 2 and "rank.max_calls_exceeded" in over.err
+    one = ponder_here("rank", files[0], "--task", "x", env=env)
+    assert one.code == 2 and "rank needs at least two candidate files" in one.err
+    assert "profile.k" not in one.err
+    duplicate = ponder_here("rank", files[0], files[0], "--task", "x", env=env)
+    assert duplicate.code == 2 and "unique" in duplicate.err
+    assert not (tmp_path / "server.json").exists()
+
+
+def test_small_refusals_name_what_is_wrong(tmp_path: Path) -> None:
+    env = cli_env(tmp_path)
+    nothing = ponder_here("extend", "some-run", env=env)
     assert nothing.code == 2 and "at least one new limit" in nothing.err
-    missing = await ponder(
+    missing = ponder_here(
         "mutate", str(tmp_path / "gone.txt"), "--task", "x", "--critique", "y", env=env
     )
     assert missing.code == 2 and f"candidate file {tmp_path / 'gone.txt'}" in missing.err
@@ -473,7 +483,7 @@ async def test_status_and_report_on_an_ask_run_give_an_ask_view(tmp_path: Path) 
         assert 'id="answer"' in page and "leaderboard" not in page
 
 
-async def test_dry_run_flags_a_judge_of_a_generators_family(tmp_path: Path) -> None:
+def test_dry_run_flags_a_judge_of_a_generators_family(tmp_path: Path) -> None:
     args = ("think", "x", "--profile", "quick", "--dry-run")
     families = (
         "--model",
@@ -481,17 +491,17 @@ async def test_dry_run_flags_a_judge_of_a_generators_family(tmp_path: Path) -> N
         "--mutator-model",
         "sim:default,family=openai",
     )
-    flagged = await ponder(*args, *families, env=cli_env(tmp_path))
+    flagged = ponder_here(*args, *families, env=cli_env(tmp_path))
     assert flagged.code == 0, flagged.err
     assert "warning: judge sim:default,family=claude is of the claude family" in flagged.out
     # A judge of neither family, or one family for all generators: nothing to flag.
-    neutral = await ponder(
+    neutral = ponder_here(
         *args, *families, "--judge-model", "sim:default,family=qwen", env=cli_env(tmp_path)
     )
     assert neutral.code == 0 and "family" not in neutral.out
-    same = await ponder(*args, "--model", "sim:default,family=claude", env=cli_env(tmp_path))
+    same = ponder_here(*args, "--model", "sim:default,family=claude", env=cli_env(tmp_path))
     assert same.code == 0 and "family" not in same.out
-    both = await ponder(
+    both = ponder_here(
         *args,
         *families,
         "--judges",
