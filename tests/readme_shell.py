@@ -17,12 +17,17 @@ import re
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+
+from client.embedded import EmbeddedServer
 from tests.cli import cli_env, one_server
+from tests.test_process import background_workers
 from tests.test_worker_cli import processes_using
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -125,3 +130,37 @@ def run_id(out: str) -> str:
     found = RUN_ID.findall(out)
     assert found, out[-2000:]
     return str(found[-1])
+
+
+@contextlib.contextmanager
+def stopped(pids: list[int]) -> Iterator[None]:
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
+
+async def cancel_while_its_worker_waits(sh: Shell, run_id: str, cancel: str) -> None:
+    """Run a recipe's ``cancel`` line (exit 1) while the run still has work left: the home's
+    background worker is stopped from before the cancel is sent until the request is in
+    history, so the run cannot end first (seen: a sim campaign completed during ``extend`` on a
+    quiet machine; a detached tournament of 3 s calls completed before ``cancel`` at load 18)."""
+    workers = background_workers(sh.home)
+    assert workers, f"{run_id}'s background worker is not running"
+    async with EmbeddedServer(sh.home).lease() as info:
+        handle = (await Client.connect(info.address)).get_workflow_handle(run_id)
+        with stopped(workers):
+            process = await sh.start(cancel)
+            deadline = asyncio.get_running_loop().time() + 120
+            while True:
+                kinds = [e.event_type async for e in handle.fetch_history_events()]
+                if EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED in kinds:
+                    break
+                assert EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED not in kinds
+                assert asyncio.get_running_loop().time() < deadline, "no cancel was requested"
+                await asyncio.sleep(0.1)
+        assert await asyncio.wait_for(process.wait(), 150) == 1  # the recipe's "exit 1"

@@ -3,20 +3,12 @@ One home and one embedded server serve the whole file."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
-import os
-import signal
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
-from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client
 
-from client.embedded import EmbeddedServer
-from tests.readme_shell import Shell, lines, readme_shell
-from tests.test_process import background_workers
+from tests.readme_shell import Shell, cancel_while_its_worker_waits, lines, readme_shell
 from tests.test_readme import fenced, section
 
 pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
@@ -41,43 +33,9 @@ async def test_campaign_recipes_run_as_written(sh: Shell) -> None:
     assert "report.html" in await sh.run(report)
     assert (await sh.run(detach)).strip().endswith("camp-b")
     assert "budget now max_calls=2100" in await sh.run(extend)  # returns once accepted
-    await cancel_with_cells_left(sh, "camp-b", cancel)
+    await cancel_while_its_worker_waits(sh, "camp-b", cancel)
     summary = json.loads((sh.home / "runs" / "camp-b" / "summary.json").read_text())
     assert summary["status"] == "cancelled"
-
-
-@contextlib.contextmanager
-def stopped(pids: list[int]) -> Iterator[None]:
-    for pid in pids:
-        os.kill(pid, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGCONT)
-
-
-async def cancel_with_cells_left(sh: Shell, run_id: str, cancel: str) -> None:
-    """Run the recipe's ``cancel`` line while the campaign still has cells to run: its worker
-    is stopped from before the cancel is sent until the request is in history, so sim cells
-    (milliseconds each) cannot finish the campaign first on a quiet machine (seen: the run
-    completed during ``extend`` and the line cancelled nothing)."""
-    workers = background_workers(sh.home)
-    assert workers, "the campaign's background worker is not running"
-    async with EmbeddedServer(sh.home).lease() as info:
-        handle = (await Client.connect(info.address)).get_workflow_handle(run_id)
-        with stopped(workers):
-            process = await sh.start(cancel)
-            deadline = asyncio.get_running_loop().time() + 120
-            while True:
-                kinds = [e.event_type async for e in handle.fetch_history_events()]
-                if EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED in kinds:
-                    break
-                assert EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED not in kinds
-                assert asyncio.get_running_loop().time() < deadline, "no cancel was requested"
-                await asyncio.sleep(0.1)
-        assert await asyncio.wait_for(process.wait(), 150) == 1  # the recipe's "exit 1"
 
 
 @pytest.mark.timeout(300)

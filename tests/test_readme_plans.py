@@ -74,7 +74,7 @@ def test_the_shipped_plan_run_input_is_release_yaml() -> None:
     assert shipped == {"plan": plan, "args": {"version": "1.2"}}
 
 
-@pytest.mark.timeout(400)
+@pytest.mark.timeout(520)
 async def test_plan_control_by_temporal_cli_and_python_runs_as_written(sh: Shell) -> None:
     (block,) = fenced(section(TEMPORAL), "sh")
     (snippet,) = fenced(section(TEMPORAL), "python")
@@ -85,7 +85,8 @@ async def test_plan_control_by_temporal_cli_and_python_runs_as_written(sh: Shell
     worker = await sh.start("ponder worker")
     try:
         # One shell, as pasted: TOKEN carries from one line to the next.
-        out = await sh.run("set -euo pipefail\n" + block, timeout=300)
+        # A ceiling, not an expectation: the block once took over 300 s at load 15-18.
+        out = await sh.run("set -euo pipefail\n" + block, timeout=420)
         assert '"awaiting_input"' in out  # the status query before the resume
         assert "gate.decided" in out  # the events query after the gate
         for rel in ("rel-1", "rel-2"):

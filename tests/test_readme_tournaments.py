@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.fakes import FakeProvider, Reply, Seen, anthropic_message, sim_responder
-from tests.readme_shell import Shell, lines, readme_shell
+from tests.readme_shell import Shell, cancel_while_its_worker_waits, lines, readme_shell
 from tests.test_readme import fenced, section
 
 pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
@@ -96,7 +96,7 @@ async def test_tournament_recipes_run_as_written(sh: Shell, provider: FakeProvid
     assert summary(sh, "think-tight")["status"] == "completed"
     assert "report.html" in await sh.run(report)
     assert (await sh.run(detach)).strip() == "think-bg"
-    await sh.run(cancel, expect=1)
+    await cancel_while_its_worker_waits(sh, "think-bg", cancel)
     assert summary(sh, "think-bg")["status"] == "cancelled"
 
 

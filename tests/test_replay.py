@@ -35,6 +35,7 @@ def test_there_are_histories_to_replay() -> None:
         "plan-consumer",
         "tournament-judging",
         "tournament-final-fit-split",
+        "tournament-current",
         "campaign",
     }
     assert {p.stem for p in HISTORIES} >= expected

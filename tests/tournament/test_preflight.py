@@ -82,9 +82,9 @@ async def test_a_too_large_run_from_the_temporal_cli_fails_at_once(
     raw = json.dumps({"task": "x", "custom": {"n": 2000, "k": 2, "t": 1, "m": 2}})
     await temporal_start(server_address, worker_queue, TOURNAMENT, workflow_id, raw)
     # A domain refusal writes the run directory first (one activity), nothing else; the first
-    # workflow task also records the run's five patch markers and their search-attribute
-    # upserts (judging, the first-task patches, incremental, lean and deferred artifact writes).
-    error = await refusal(client, workflow_id, max_events=21)
+    # workflow task also records the run's one patch marker and its search-attribute upsert
+    # (``CURRENT_PATCH``: one for all; 21 events when each patch was asked on its own).
+    error = await refusal(client, workflow_id, max_events=13)
     assert error.type == "profile.too_large"
 
 
