@@ -47,3 +47,19 @@ def test_ponder_help_imports_no_command_and_no_temporal() -> None:
     assert "Commands:" in out and "think" in out
     loaded = out.split("LOADED", 1)[1]
     assert loaded.strip() == "['client.cli', 'client.lazy_group']", loaded
+
+
+def test_the_campaign_workflow_loads_no_activity_code_numpy_or_jinja2() -> None:
+    # The workflow names its activities (activities.campaign.names); the activity modules, the
+    # report's jinja2 and its statistics' numpy stay out of a process until something uses them.
+    probe = (
+        "import sys\n"
+        "import workflows.campaign.workflow\n"
+        "heavy = ('numpy', 'jinja2', 'activities.campaign.cells', 'activities.campaign.report', "
+        "'workflows.campaign.stats')\n"
+        "print('LOADED', sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
+    assert out.split("LOADED", 1)[1].strip() == "[]", out

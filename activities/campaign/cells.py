@@ -21,6 +21,7 @@ from typing import Any
 
 from temporalio import activity
 
+from activities.campaign.names import CHECK_CAMPAIGN_ROUTE, SETTLE_CAMPAIGN_CELL
 from activities.config import _BUILTIN_ENDPOINTS, Settings, read_secret
 from activities.errors import ConfigError
 from activities.heartbeats import in_thread
@@ -55,8 +56,6 @@ __all__ = [
     "route_check",
 ]
 
-CHECK_CAMPAIGN_ROUTE = "check_campaign_route"
-SETTLE_CAMPAIGN_CELL = "settle_campaign_cell"
 HTTP_KINDS = ("openai", "anthropic")
 BASE_ENV = ("PATH", "LANG")
 SCORER_FAILED = "scorer.failed"

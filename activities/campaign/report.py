@@ -17,6 +17,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from temporalio import activity
 
+from activities.campaign.names import WRITE_CAMPAIGN_ARTIFACTS
 from activities.campaign.plot import Plot, pareto_plot
 from activities.heartbeats import in_thread
 from activities.reports import PREVIEW_CHARS, render_page
@@ -32,7 +33,6 @@ __all__ = [
     "render_report",
 ]
 
-WRITE_CAMPAIGN_ARTIFACTS = "write_campaign_artifacts"
 
 _MD = Environment(
     loader=PackageLoader("activities", "templates"),

@@ -12,8 +12,12 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from activities.campaign.cells import CHECK_CAMPAIGN_ROUTE, SETTLE_CAMPAIGN_CELL
-    from activities.campaign.report import WRITE_CAMPAIGN_ARTIFACTS
+    # The names only: the activity modules load jinja2, statistics and numpy (names.py).
+    from activities.campaign.names import (
+        CHECK_CAMPAIGN_ROUTE,
+        SETTLE_CAMPAIGN_CELL,
+        WRITE_CAMPAIGN_ARTIFACTS,
+    )
     from activities.heartbeats import HEARTBEAT_TIMEOUT
     from workflows.campaign.types import (
         CampaignArtifactsInput,
