@@ -108,6 +108,7 @@ class _Budgeted(Run[ResultT]):
 
     async def _follow(self, page_type: type[list[EventT]], cursor: int) -> AsyncIterator[EventT]:
         """The run's events after ``cursor`` as they happen, until it ends or pauses."""
+        stopped = False
         while True:
             page = await through_restarts(
                 functools.partial(self.handle.query, QUERY_EVENTS, cursor, result_type=page_type)
@@ -116,10 +117,15 @@ class _Budgeted(Run[ResultT]):
                 cursor = max(cursor, event.seq)
                 yield event
             if page:
+                stopped = False
                 continue
-            if (await self.progress()).status != "running":
+            if stopped:
                 return
-            await asyncio.sleep(EVENT_POLL_S)
+            # One more page once it has stopped: the event of its pause or end can land between
+            # the empty page and the status (seen: a campaign's last event was cell.finished).
+            stopped = (await self.progress()).status != "running"
+            if not stopped:
+                await asyncio.sleep(EVENT_POLL_S)
 
     async def extend(
         self,
