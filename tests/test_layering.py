@@ -43,6 +43,9 @@ PROVIDER_NAME_ALLOWED: dict[str, set[str]] = {
     # The USD column's label for a simulated run, and the MCP help pointing at the free sim.
     "client/runs_cli.py": {"sim"},
     "client/mcp/server.py": {"sim"},
+    # The call input's ``replay`` field (the run's wire-replay routing, carried to the activity
+    # as a dict key), not a branch on which provider runs a call.
+    "workflows/model_calls.py": {"replay"},
 }
 """Files allowed to spell these provider names, and why; nothing else outside activities/."""
 FORBIDDEN_ROOTS = ("temporalio", "httpx", "activities")

@@ -164,9 +164,9 @@ async def call_model(
     """Run one logical model call as an activity and return its normalized result."""
     update: dict[str, Any] = {}
     if options.replay is not None and input.replay is None:
-        update.update(replay=options.replay)  # the run's own routing, carried to the activity
+        update["replay"] = options.replay  # the run's own routing, carried to the activity
     if input.chain is None:  # whose run directory this is (activities/run_store.py)
-        update.update(chain=workflow.info().first_execution_run_id)
+        update["chain"] = workflow.info().first_execution_run_id
     if update:  # one copy, and none for a caller that set both
         input = input.model_copy(update=update)
     schedule_to_close = options.schedule_to_close(input.request.role)
