@@ -13,6 +13,13 @@ from client.cli import COMMANDS, cli
 from client.lazy_group import load_command
 
 
+def run_probe(code: str) -> str:
+    """The stdout of ``code`` run by a fresh interpreter: only it shows what an import loads."""
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
+
+
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_the_listed_help_is_the_commands_own(name: str) -> None:
     target, listed = COMMANDS[name]
@@ -41,9 +48,7 @@ def test_ponder_help_imports_no_command_and_no_temporal() -> None:
         "'workflows', 'activities', 'numpy', 'mcp')))\n"
         "    print('LOADED', loaded)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
-    ).stdout
+    out = run_probe(probe)
     assert "Commands:" in out and "think" in out
     loaded = out.split("LOADED", 1)[1]
     assert loaded.strip() == "['client.cli', 'client.lazy_group']", loaded
@@ -59,7 +64,5 @@ def test_the_campaign_workflow_loads_no_activity_code_numpy_or_jinja2() -> None:
         "'workflows.campaign.stats')\n"
         "print('LOADED', sorted(m for m in heavy if m in sys.modules))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
-    ).stdout
+    out = run_probe(probe)
     assert out.split("LOADED", 1)[1].strip() == "[]", out

@@ -366,13 +366,19 @@ def test_openai_models_are_priced_and_the_table_is_dated(tmp_path: Path) -> None
     assert "estimated USD: 3.00" in overridden.out  # 15 x 2k x $100 / 1M
 
 
+def candidate_files(tmp_path: Path, count: int) -> list[str]:
+    """``count`` answers for ``ponder rank``, sim-labelled with rising true quality."""
+    files = []
+    for i in range(count):
+        path = tmp_path / f"c{i}.txt"
+        path.write_text(f"answer {i}\n[sim q={i / 2} id=c{i}]")
+        files.append(str(path))
+    return files
+
+
 async def test_rank_plans_only_the_judge_calls_and_has_modes(tmp_path: Path) -> None:
     async with one_server(tmp_path):
-        files = []
-        for i in range(5):
-            path = tmp_path / f"c{i}.txt"
-            path.write_text(f"answer {i}\n[sim q={i / 2} id=c{i}]")
-            files.append(str(path))
+        files = candidate_files(tmp_path, 5)
         env = cli_env(tmp_path)
         done = await ponder(
             "rank", *files, "--task", "x", "--max-calls", "10", "--run-id", "r5", env=env
@@ -391,11 +397,7 @@ async def test_rank_plans_only_the_judge_calls_and_has_modes(tmp_path: Path) -> 
 
 
 def test_rank_refusals_name_the_rule(tmp_path: Path) -> None:
-    files = []
-    for i in range(5):
-        path = tmp_path / f"c{i}.txt"
-        path.write_text(f"answer {i}\n[sim q={i / 2} id=c{i}]")
-        files.append(str(path))
+    files = candidate_files(tmp_path, 5)
     env = cli_env(tmp_path)
     over = ponder_here(
         "rank", *files, "--task", "x", "--rank-mode", "all-pairs", "--rank-max-calls", "9",
