@@ -180,19 +180,19 @@ def test_the_plan_wide_ceiling_refuses_before_parsing() -> None:
     assert "1001 distinct expressions" in result.errors[0].message
 
 
-def test_validating_many_distinct_expressions_costs_about_a_millisecond_each() -> None:
+def test_validating_parses_each_distinct_expression_once() -> None:
+    # What a validation costs is measured in benchmarks/plan_validation.py; here, that a text
+    # is parsed once per process, however many validations see it.
     steps = [
-        {"id": f"s{n}", "kind": "set", "set": {"v": f"input.x * {n} + size(input.l) > {n}"}}
+        {"id": f"s{n}", "kind": "set", "set": {"v": f"input.x * {n} + size(input.l) > {n} + 7"}}
         for n in range(300)
     ]
     doc = plan_doc(*steps)
-    began = time.thread_time()
+    before = analyse.cache_info().misses
     assert validate_document(doc).ok
-    first = time.thread_time() - began
-    assert first < 0.3 + 300 * 0.002  # 1 ms a distinct text, and room for a loaded machine
-    began = time.thread_time()
+    assert analyse.cache_info().misses - before == 300
     assert validate_document(doc).ok
-    assert time.thread_time() - began < first  # the second validation parses nothing
+    assert analyse.cache_info().misses - before == 300  # the second validation parses nothing
 
 
 def test_iterations_and_judges_multiply_the_reservation() -> None:
