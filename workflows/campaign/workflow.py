@@ -43,6 +43,7 @@ with workflow.unsafe.imports_passed_through():
         CampaignResult,
         SettleCellInput,
     )
+    from workflows.completion import complete_despite_cancel
     from workflows.inputs import InputInvalid
     from workflows.names import (
         CAMPAIGN,
@@ -123,10 +124,7 @@ class CampaignWorkflow:
             state.event("campaign.failed", error=state.error)
             await self._write()
             raise ApplicationError(self.genuine.message, type=self.genuine.code, non_retryable=True)
-        state.status = "completed"
-        written = await self._write()
-        state.event("campaign.completed", recommendation=written.recommendation)
-        await workflow.wait_condition(workflow.all_handlers_finished)
+        written = await complete_despite_cancel(self._complete())
         return CampaignResult(
             run_id=state.run_id,
             status="completed",
@@ -139,6 +137,14 @@ class CampaignWorkflow:
             spent=state.budget.budget.spent,
             run_dir=written.run_dir,
         )
+
+    async def _complete(self) -> CampaignArtifactsResult:
+        """Every cell has settled: write the final report and let the handlers finish."""
+        self.state.status = "completed"
+        written = await self._write()
+        self.state.event("campaign.completed", recommendation=written.recommendation)
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return written
 
     async def _run_cells(self, doc: CampaignDocument) -> None:
         """``concurrency`` lanes take the cells in order, so at most that many run at once."""

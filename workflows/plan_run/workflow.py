@@ -21,6 +21,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
+    from workflows.completion import complete_despite_cancel
     from workflows.inputs import INPUT_INVALID
     from workflows.names import PLAN_RUN
     from workflows.plan.consumer import consumer_step_ids, plan_digest
@@ -92,7 +93,7 @@ class PlanRunWorkflow(ConsumerControl, CheckpointControl):
                 raise
             await end_run(self, "cancelled", None, None)
             raise asyncio.CancelledError() from None
-        await end_run(self, "completed", None, None)
+        await complete_despite_cancel(end_run(self, "completed", None, None))
         return PlanRunResult(
             run_id=self.run_id,
             route=self.route_label,

@@ -27,6 +27,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 with workflow.unsafe.imports_passed_through():
     from workflows import phases
     from workflows.budget import BudgetLimits
+    from workflows.completion import complete_despite_cancel
     from workflows.inputs import InputInvalid
     from workflows.names import (
         QUERY_EVENTS,
@@ -190,7 +191,7 @@ class TournamentWorkflow:
                 raise
             await self._end("cancelled", None)
             raise asyncio.CancelledError() from None
-        await self._end("completed", None)
+        await complete_despite_cancel(self._end("completed", None))
         return TournamentResult(
             run_id=self.run_id,
             status="completed",
