@@ -85,7 +85,8 @@ async def test_plan_control_by_temporal_cli_and_python_runs_as_written(sh: Shell
     worker = await sh.start("ponder worker")
     try:
         # One shell, as pasted: TOKEN carries from one line to the next.
-        # A ceiling, not an expectation: the block once took over 300 s at load 15-18.
+        # A ceiling, not an expectation (its waits once looped for minutes: see the README note on
+        # grep -q under pipefail).
         out = await sh.run("set -euo pipefail\n" + block, timeout=420)
         assert '"awaiting_input"' in out  # the status query before the resume
         assert "gate.decided" in out  # the events query after the gate
