@@ -5,7 +5,9 @@ One fresh embedded server (its own SQLite file in a temporary ``$PONDER_HOME``),
 * **real** — the ``Tournament`` workflow, paper profile (285 calls), ``sim:default`` (zero
   latency), concurrency 8, on the worker ``worker.worker.running_worker`` builds.
 * **bare** — a benchmark-only workflow defined here, on its own task queue and ``Worker`` (same
-  client): trivial activities returning a short string in the tournament's phase sizes (20, then
+  client, and the real worker's workflow runner: unsandboxed unless the settings say otherwise;
+  before 2026-12-02 the bare worker ran in Temporal's sandbox, a handicap of about 15%):
+  trivial activities returning a short string in the tournament's phase sizes (20, then
   3 x (40 + 15), then 100), 8 at a time, each phase waiting for the previous one. Temporal's own
   cost per activity and per phase barrier, nothing of ponder's.
 * **bare + phase commits** — the bare workflow plus the real one's *structure* between phases:
@@ -79,7 +81,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from client.connect import connect
     from client.embedded import EmbeddedServer
-    from worker.worker import WorkerOptions, running_worker
+    from worker.worker import WorkerOptions, running_worker, workflow_runner
     from workflows.call_options import CallOptions
     from workflows.model_calls import call_model
     from workflows.names import TOURNAMENT
@@ -764,6 +766,9 @@ async def measure(
                 workflows=[BareTournament],
                 activities=[trivial, commit, fit, ModelActivities(settings, http).call_model],
                 max_concurrent_activities=64,
+                # The real worker's runner (unsandboxed live): the sandbox's own cost per
+                # activation is not ponder's overhead, nor is leaving it out a saving of ponder's.
+                workflow_runner=workflow_runner(settings.workflow_sandbox),
             ),
         ):
             shape: RealShape | None = None
