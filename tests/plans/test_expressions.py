@@ -24,6 +24,7 @@ from workflows.plan.expressions import (
     MAX_CHARS,
     MAX_PLAN_EXPRESSIONS,
     analyse,
+    build_parser,
     unknown_names,
 )
 from workflows.plan.predicates import AttemptScope, bindings, iteration_prompt, judge_reason
@@ -308,3 +309,20 @@ def test_the_history_estimate_counts_the_check_activities() -> None:
     assert events_per_invocation(plain.steps[0]) == EVENTS_PER_ACTIVITY
     # the model call, one evaluate_cel marker, one file probe, one until marker
     assert events_per_invocation(checked.steps[0]) == 4 * EVENTS_PER_ACTIVITY
+
+
+def test_a_parser_loaded_from_its_cache_parses_the_same(tmp_path: Path) -> None:
+    cache = tmp_path / "cel-grammar.lark-cache"
+    built = build_parser(cache)
+    assert cache.stat().st_size > 0  # written by the first build
+    loaded = build_parser(cache)  # read back: the lexer callback is attached again
+    texts = [
+        "true && input.x > 1",
+        "size(steps.a.result.items) == 0 || false",
+        "[1, 2].all(x, x > 0)",
+    ]
+    for text in texts:
+        assert loaded.parse(text) == built.parse(text)
+    assert "BOOL_LIT" in str(loaded.parse("true"))  # `true` is a literal, not a name
+    cache.write_bytes(b"not a pickle")  # a damaged cache is rebuilt, not an error
+    assert build_parser(cache).parse(texts[0]) == built.parse(texts[0])

@@ -111,18 +111,40 @@ def _bool_literals(token: Token) -> Token:
     return token
 
 
-# Built at import (~0.2 s): the worker imports this before any workflow task runs, so no task
-# (and no replay) pays for it inside Temporal's deadlock window. The options are cel-python's
-# (same language, same trees) without its debug and position tracking, which only cost time.
-_PARSER = Lark(
-    _grammar(),
-    parser="lalr",
-    start="expr",
-    g_regex_flags=re.M,
-    lexer_callbacks={"IDENT": _bool_literals},
-    maybe_placeholders=False,
-    priority="invert",
-)
+def build_parser(cache: Path | None) -> Lark:
+    """The CEL parser. The options are cel-python's (same language, same trees) without its
+    debug and position tracking, which only cost time.
+
+    Lark's analysis of the grammar costs ~0.2 s of CPU in every process that validates plans
+    (each worker, each ``ponder plan`` command); with ``cache`` it is kept in that file, keyed by
+    the grammar, the options and the Lark and Python versions, and a file it cannot read or
+    write is rebuilt in memory. The file is a pickle: keep it where only whoever may change this
+    code can write (``_parser_cache``)."""
+    return Lark(
+        _grammar(),
+        parser="lalr",
+        start="expr",
+        g_regex_flags=re.M,
+        lexer_callbacks={"IDENT": _bool_literals},
+        maybe_placeholders=False,
+        priority="invert",
+        cache=str(cache) if cache is not None else False,
+    )
+
+
+def _parser_cache() -> Path | None:
+    """Beside this module's bytecode, or none where that folder cannot be made."""
+    folder = Path(__file__).with_name("__pycache__")
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError:
+        return None
+    return folder / "cel-grammar.lark-cache"
+
+
+# Built at import: the worker imports this before any workflow task runs, so no task (and no
+# replay) pays for it inside Temporal's deadlock window.
+_PARSER = build_parser(_parser_cache())
 
 
 @dataclass(frozen=True)
