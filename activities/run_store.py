@@ -15,6 +15,10 @@ chain (``workflow.info().first_execution_run_id``, which resets and retries keep
 Every refusal is a ValueError with a ``code``; activities turn it into a non-retryable
 ApplicationError (``refusal``) since retrying cannot fix it.
 
+The store itself imports no Temporal SDK (``ponder report`` and ``ponder export`` write through
+it without one); the ``write_run_files`` activity lives in ``activities/run_files.py``, and the
+two helpers activities call import the SDK when called.
+
 A file that only grows (a trace) may be sent as an *append*: the lines the writer sent before
 are already on disk, so only the new ones travel (and enter history). The append names how many
 lines the file held before it, so a retried write replaces the same tail; a file with fewer
@@ -28,16 +32,17 @@ import tempfile
 import threading
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
-from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
 from activities.atomic import write_atomically
-from activities.heartbeats import in_thread
 from activities.raw_events import redact
 from workflows.errors import PonderError
 from workflows.run_ids import RUN_ID, RunIdInvalid, check_run_id, writer_problem
+
+if TYPE_CHECKING:
+    from temporalio.exceptions import ApplicationError
 
 __all__ = [
     "CLAIMS",
@@ -50,7 +55,6 @@ __all__ = [
     "FileAppend",
     "FilesGap",
     "RunDirRefused",
-    "RunFileActivities",
     "RunIdInUse",
     "RunIdInvalid",
     "RunStore",
@@ -97,6 +101,8 @@ REFUSED = (RunIdInvalid, RunDirRefused, RunIdInUse)
 
 def refusal(exc: RunIdInvalid | RunDirRefused | RunIdInUse | FilesGap) -> ApplicationError:
     """The run store's refusal as an activity failure: coded and never retried."""
+    from temporalio.exceptions import ApplicationError
+
     return ApplicationError(exc.message, type=exc.code, non_retryable=True)
 
 
@@ -107,6 +113,8 @@ def check_writer(run_id: str, store: RunStore | None = None, chain: str | None =
     ``store`` and the writer's ``chain``, the workflow id is also claimed for that chain (file
     I/O: call it in a thread); ``chain`` None (an activity an older workflow scheduled) claims
     nothing."""
+    from temporalio import activity
+
     workflow_id = activity.info().workflow_id
     problem = writer_problem(workflow_id, check_run_id(run_id))
     if problem is not None:
@@ -261,19 +269,3 @@ def _inside(run_dir: Path, resolved: Path, relative: str) -> Path:
     if not target.is_relative_to(resolved):
         raise RunDirRefused(f"{relative!r} leaves the run directory")
     return target
-
-
-class RunFileActivities:
-    def __init__(self, store: RunStore) -> None:
-        self.store = store
-
-    @activity.defn(name=WRITE_RUN_FILES)
-    async def write_run_files(self, input: WriteRunFilesInput) -> list[str]:
-        try:
-            return await in_thread(self._write, input)
-        except (*REFUSED, FilesGap) as exc:
-            raise refusal(exc) from None
-
-    def _write(self, input: WriteRunFilesInput) -> list[str]:
-        check_writer(input.run_id, self.store, input.chain)
-        return self.store.write_all(input.run_id, input.files, input.appends)

@@ -3,7 +3,10 @@
 A candidate has a hidden quality ``q ~ N(0, 1)``; the judge picks A with probability
 ``sigmoid(beta * (qA - qB))``; "judge accuracy a" is the beta at which the mean probability of
 picking the better of two random candidates is ``a``; a mutant gains ``|N(0.3, 0.2)|``.
-Pure Python (``math``, ``random``) so it runs anywhere.
+A simulated answer ends in a trailer, ``[sim q=<quality> id=<candidate>( family=<name>)]``, that
+the judge reads back; its parsing lives here too, so a report or a campaign scorer reads the
+hidden quality without importing the provider. Pure Python (``math``, ``random``, ``re``) so it
+runs anywhere.
 """
 
 from __future__ import annotations
@@ -11,15 +14,39 @@ from __future__ import annotations
 import functools
 import math
 import random
+import re
 
 __all__ = [
+    "TRAILER",
     "beta_for_accuracy",
     "draw_quality",
     "mean_accuracy",
     "mutation_gain",
     "p_a_wins",
+    "parse_trailers",
     "sigmoid",
+    "trailer_families",
+    "true_quality",
 ]
+
+TRAILER = re.compile(r"\[sim q=(-?\d+(?:\.\d+)?) id=([^\]\s]*)(?: family=([a-z0-9_-]+))?\]")
+
+
+def parse_trailers(text: str) -> list[tuple[float, str]]:
+    """The ``(q, id)`` of every sim trailer in ``text``, in order."""
+    return [(float(q), cid) for q, cid, _family in TRAILER.findall(text)]
+
+
+def trailer_families(text: str) -> list[str | None]:
+    """The ``family=`` of every sim trailer in ``text`` (None where it names none), in order."""
+    return [family or None for _q, _cid, family in TRAILER.findall(text)]
+
+
+def true_quality(text: str) -> float | None:
+    """The hidden quality of a simulated candidate: its last trailer's ``q``."""
+    trailers = parse_trailers(text)
+    return trailers[-1][0] if trailers else None
+
 
 # Simpson's rule over the density of |qA - qB| (half-normal, sd sqrt(2)) on [0, 12 sd]: the
 # integrand is smooth there, so 2,000 intervals are exact to ~1e-13.

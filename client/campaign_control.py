@@ -35,7 +35,6 @@ from workflows.run_ids import check_run_id
 __all__ = [
     "EXIT_PAUSED",
     "follow",
-    "is_campaign_dir",
     "print_outcome",
     "print_status",
     "progress_line",
@@ -143,11 +142,6 @@ def print_outcome(run_id: str, outcome: CampaignResult | CampaignProgress) -> No
         f"{outcome.spent.calls} calls; report in {Path(outcome.run_dir) / 'report.html'}",
         err=True,
     )
-
-
-def is_campaign_dir(run_dir: Path) -> bool:
-    """A campaign's run directory: its document beside its records."""
-    return (run_dir / "campaign.json").is_file() and (run_dir / "records.jsonl").is_file()
 
 
 def rerender_report(settings: Settings, run_id: str) -> tuple[Path, dict[str, str]]:

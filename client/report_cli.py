@@ -21,18 +21,15 @@ __all__ = ["report"]
 def report(ctx: click.Context, run_id: str) -> None:
     """Print the path of a run's report.html (re-rendered from its run directory)."""
     from activities.run_store import RunStore
-    from activities.tournament.report import (
-        render_ask_report,
-        render_report,
-        report_data_from_run_dir,
-    )
-    from client import campaign_control
+    from client.run_list import is_campaign_dir
 
     check_run_id(run_id)  # run.id_invalid (exit 2) before anything is touched
     settings = command_settings(ctx)
     store = RunStore(settings.runs_dir)
     run_dir = store.run_dir(run_id)
-    if campaign_control.is_campaign_dir(Path(run_dir)):
+    if is_campaign_dir(Path(run_dir)):
+        from client import campaign_control  # what renders each kind is imported for it alone
+
         click.echo(str(campaign_control.rerender_report(settings, run_id)[0] / "report.html"))
         return
     if (run_dir / "trace.jsonl").exists() and not (run_dir / "summary.json").exists():
@@ -47,9 +44,13 @@ def report(ctx: click.Context, run_id: str) -> None:
             "run.not_found", f"no run artifacts in {run_dir}: check the run id"
         ) from None
     if "winner_id" not in summary:  # an Ask run: its answer and usage, no leaderboard
+        from activities.ask_report import render_ask_report
+
         answer = run_dir / "artifacts/answer.txt"
         text = answer.read_text() if answer.exists() else None
         html = render_ask_report(summary, text)
     else:
+        from activities.tournament.report import render_report, report_data_from_run_dir
+
         html = render_report(report_data_from_run_dir(Path(run_dir)))
     click.echo(str(store.write(run_id, "report.html", html)))

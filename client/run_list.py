@@ -25,6 +25,7 @@ from workflows.run_ids import RUN_ID, RunIdInvalid, run_id_problem
 __all__ = [
     "RunRow",
     "checked_run_dir",
+    "is_campaign_dir",
     "kind_of",
     "list_runs",
     "parse_since",
@@ -106,6 +107,11 @@ def _created(run_dir: Path) -> str | None:
     if not times:
         return None
     return datetime.fromtimestamp(min(times), UTC).isoformat()
+
+
+def is_campaign_dir(run_dir: Path) -> bool:
+    """A campaign's run directory: its document beside its records."""
+    return (run_dir / "campaign.json").is_file() and (run_dir / "records.jsonl").is_file()
 
 
 def store_row(runs_dir: Path, run_id: str) -> RunRow | None:

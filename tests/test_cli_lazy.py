@@ -3,8 +3,11 @@ own help, and listing them imports none of them (issue 16: commands answer at on
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import click
 import pytest
@@ -65,4 +68,34 @@ def test_the_campaign_workflow_loads_no_activity_code_numpy_or_jinja2() -> None:
         "print('LOADED', sorted(m for m in heavy if m in sys.modules))\n"
     )
     out = run_probe(probe)
+    assert out.split("LOADED", 1)[1].strip() == "[]", out
+
+
+def test_the_report_of_an_ended_ask_run_loads_no_sdk_and_no_tournament_or_campaign_code(
+    tmp_path: Path,
+) -> None:
+    # ponder report reads the run store alone: what renders another kind of run stays out.
+    run = tmp_path / "runs" / "ask-1"
+    (run / "artifacts").mkdir(parents=True)
+    summary = {"run_id": "ask-1", "status": "completed", "model": "sim:default", "usage": {}}
+    (run / "summary.json").write_text(json.dumps(summary))
+    (run / "artifacts" / "answer.txt").write_text("forty-two")
+    probe = (
+        "import sys\n"
+        "from client.cli import cli\n"
+        "try:\n"
+        "    cli.main(['report', 'ask-1'], standalone_mode=False)\n"
+        "finally:\n"
+        "    heavy = ('temporalio', 'httpx', 'numpy', 'client.campaign_control', "
+        "'activities.tournament', 'workflows.tournament', 'workflows.plan')\n"
+        "    print('LOADED', sorted({m.split('.')[0] if m.startswith(('temporalio', 'httpx', "
+        "'numpy')) else m for m in sys.modules if m.startswith(heavy)}))\n"
+    )
+    env = {**os.environ, "PONDER_HOME": str(tmp_path), "PONDER_RUNS_DIR": str(tmp_path / "runs")}
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120,
+        env=env,
+    ).stdout  # fmt: skip
+    assert out.splitlines()[0] == str(run / "report.html")
+    assert "forty-two" in (run / "report.html").read_text()
     assert out.split("LOADED", 1)[1].strip() == "[]", out

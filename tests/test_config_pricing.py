@@ -26,7 +26,8 @@ from activities.payload_store import FileSystemStorageDriver
 from activities.pricing import cost_usd
 from activities.providers import resolve_model
 from activities.raw_events import REDACTED, RawEventLog, redact
-from activities.run_store import RunFileActivities, RunStore, WriteRunFilesInput
+from activities.run_files import RunFileActivities
+from activities.run_store import RunStore, WriteRunFilesInput
 
 NAMED = """
 [providers.local]

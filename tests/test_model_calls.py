@@ -21,7 +21,8 @@ from temporalio.worker import Worker
 
 from activities.call_model import CALL_MODEL, ModelActivities
 from activities.config import Endpoint, Settings
-from activities.run_store import RunFileActivities, RunStore
+from activities.run_files import RunFileActivities
+from activities.run_store import RunStore
 from activities.tournament.artifacts import TournamentArtifactActivities
 from activities.tournament.fit import adaptive_batch, bootstrap_leaderboard, fit_leaderboard
 from tests.conftest import with_endpoint

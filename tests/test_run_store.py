@@ -19,6 +19,7 @@ from activities.call_model import ModelActivities
 from activities.campaign.report import CampaignArtifactActivities
 from activities.config import known_secrets, load_settings
 from activities.plan.files import PlanFileActivities
+from activities.run_files import RunFileActivities
 from activities.run_store import (
     CLAIMS,
     RUN_DIR_INVALID,
@@ -26,7 +27,6 @@ from activities.run_store import (
     FileAppend,
     FilesGap,
     RunDirRefused,
-    RunFileActivities,
     RunIdInUse,
     RunIdInvalid,
     RunStore,

@@ -27,7 +27,8 @@ from activities.plan.training import TrainingActivities
 from activities.plan.workspace import WorkspaceActivities
 from activities.plan.worktrees import WorktreeActivities
 from activities.routes import task_queue_polled
-from activities.run_store import RunFileActivities, RunStore
+from activities.run_files import RunFileActivities
+from activities.run_store import RunStore
 from activities.tournament.artifacts import TournamentArtifactActivities
 from activities.tournament.fit import adaptive_batch, bootstrap_leaderboard, fit_leaderboard
 from worker.arity import ControlArity

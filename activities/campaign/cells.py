@@ -26,7 +26,7 @@ from activities.config import _BUILTIN_ENDPOINTS, Settings, read_secret
 from activities.errors import ConfigError
 from activities.heartbeats import in_thread
 from activities.providers.registry import resolve_model
-from activities.providers.sim import true_quality
+from activities.sim_math import true_quality
 from workflows.campaign.document import (
     CommandScorer,
     ExactScorer,

@@ -19,12 +19,12 @@ import functools
 import hashlib
 import json
 import random
-import re
 from typing import Any
 
 from activities import sim_math
 from activities.errors import ConfigError
 from activities.providers.base import CallContext
+from activities.sim_math import parse_trailers, trailer_families, true_quality
 from workflows.model_types import ModelRequest, ModelResponse, Usage
 from workflows.sim_options import SimOptions, SimOptionsError
 
@@ -38,7 +38,6 @@ __all__ = [
     "true_quality",
 ]
 
-TRAILER = re.compile(r"\[sim q=(-?\d+(?:\.\d+)?) id=([^\]\s]*)(?: family=([a-z0-9_-]+))?\]")
 _WORDS = [
     "consider",
     "the",
@@ -76,22 +75,6 @@ def sim_options(model_name: str) -> SimOptions:
         return SimOptions.parse(model_name)
     except SimOptionsError as exc:
         raise ConfigError("model.options_invalid", str(exc)) from None
-
-
-def parse_trailers(text: str) -> list[tuple[float, str]]:
-    """The ``(q, id)`` of every sim trailer in ``text``, in order."""
-    return [(float(q), cid) for q, cid, _family in TRAILER.findall(text)]
-
-
-def trailer_families(text: str) -> list[str | None]:
-    """The ``family=`` of every sim trailer in ``text`` (None where it names none), in order."""
-    return [family or None for _q, _cid, family in TRAILER.findall(text)]
-
-
-def true_quality(text: str) -> float | None:
-    """The hidden quality of a simulated candidate: its last trailer's ``q``."""
-    trailers = parse_trailers(text)
-    return trailers[-1][0] if trailers else None
 
 
 def _rng(seed: int, call_key: str, stream: str) -> random.Random:

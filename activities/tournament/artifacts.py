@@ -21,9 +21,9 @@ from pydantic import BaseModel
 from temporalio import activity
 
 from activities.heartbeats import in_thread
-from activities.providers.sim import true_quality
 from activities.raw_events import redact
 from activities.run_store import REFUSED, FileAppend, FilesGap, RunStore, check_writer, refusal
+from activities.sim_math import true_quality
 from activities.tournament.report import render_report, report_data_from_run_dir
 from activities.tournament.write_order import WriteKey, in_order
 from workflows.families import model_family

@@ -21,8 +21,8 @@ from markupsafe import Markup
 from pydantic import BaseModel, ConfigDict
 
 from activities.model_types import Usage
-from activities.providers.sim import true_quality
 from activities.reports import render_page
+from activities.sim_math import true_quality
 from activities.tournament.report_svg import interval_chart, line_chart, score_ladder
 from activities.tournament.report_trust import (
     interval_text,
@@ -38,7 +38,6 @@ __all__ = [
     "ComparisonRow",
     "ReportData",
     "ScoreRow",
-    "render_ask_report",
     "render_report",
     "report_data_from_run_dir",
 ]
@@ -305,30 +304,6 @@ def render_report(data: ReportData) -> str:
         chart=chart,
         final_answer=data.final_answer,
         texts=texts,
-    )
-
-
-def render_ask_report(summary: dict[str, Any], answer: str | None) -> str:
-    """The page of an Ask run: its model, usage and answer (or error)."""
-    usage = summary.get("usage") or {}
-    usd = summary.get("usd")
-    facts = [
-        ("status", str(summary.get("status", "unknown"))),
-        ("model", str(summary.get("model", "–"))),
-        ("tokens", f"{usage.get('input_tokens', 0)} in, {usage.get('output_tokens', 0)} out"),
-        ("cost", "unknown" if usd is None else f"${usd:.4f}"),
-        ("completed", str(summary.get("completed_at") or "–")),
-    ]
-    run_id = str(summary.get("run_id", ""))
-    return render_page(
-        "ask.html",
-        title=f"ponder ask {run_id}",
-        heading=f"Ask {run_id}",
-        facts=facts,
-        fact_ids={"status": "status"},
-        simulated=bool(summary.get("simulated")),
-        answer=answer,
-        error=summary.get("error"),
     )
 
 

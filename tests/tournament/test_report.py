@@ -392,7 +392,7 @@ def test_lenient_rows_derive_from_the_strict_rows() -> None:
 
 
 def test_ask_report_uses_the_shared_layout() -> None:
-    from activities.tournament.report import render_ask_report
+    from activities.ask_report import render_ask_report
 
     summary = {
         "run_id": "ask-1",
