@@ -48,6 +48,7 @@ __all__ = [
     "TYPE_NAMES",
     "Analysis",
     "analyse",
+    "build_parser",
     "unknown_names",
 ]
 
