@@ -1,5 +1,7 @@
 """A cancel that arrives while a run writes its completion is too late: the run completes
-(``workflows.completion``), and a history recorded before the patch still replays cancelled."""
+(``workflows.completion``), and a history recorded before the patch replays as it ran: cancelled,
+or completed where the old completion itself caught the cancel and wrote again (as the
+tournament's artifact writer does with a cancelled write)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from datetime import timedelta
 
 from temporalio import activity, workflow
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHistory
+from temporalio.exceptions import ActivityError
 from temporalio.worker import Replayer, UnsandboxedWorkflowRunner, Worker
 
 from workflows.completion import complete_despite_cancel
@@ -18,27 +21,36 @@ WRITE = "completion_test_write"
 
 
 class Writes:
-    """The completion's write: it starts, then waits until the test lets it finish."""
+    """The completion's writes: each starts, then waits until the test lets it finish."""
 
     def __init__(self) -> None:
         self.started = asyncio.Event()
         self.release = asyncio.Event()
-        self.finished = 0
 
     @activity.defn(name=WRITE)
     async def write(self, text: str) -> str:
         self.started.set()
         await self.release.wait()
-        self.finished += 1
         return f"wrote {text}"
 
 
-async def _write_and_wait(text: str) -> str:
-    written = await workflow.execute_activity(
+async def _write(text: str) -> str:
+    return await workflow.execute_activity(
         WRITE, text, result_type=str, start_to_close_timeout=timedelta(seconds=60)
     )
+
+
+async def _write_and_wait(text: str) -> str:
+    written = await _write(text)
     await workflow.wait_condition(workflow.all_handlers_finished)
     return written
+
+
+async def _write_or_write_again(text: str) -> str:
+    try:
+        return await _write(text)
+    except (asyncio.CancelledError, ActivityError):  # a cancelled write: the next is whole
+        return await _write(f"{text} again")
 
 
 @workflow.defn(name="CompletionTest")
@@ -57,11 +69,29 @@ class CompletionBeforeThePatch:
         return await _write_and_wait(text)
 
 
-async def _cancelled_mid_write(client: Client, workflow_class: type) -> tuple[str, object]:
-    """Start a run, cancel it while its completion's write is in flight, then let the write
-    finish: the run's status and its history."""
+@workflow.defn(name="RewritingCompletion")
+class RewritingCompletion:
+    @workflow.run
+    async def run(self, text: str) -> str:
+        return await complete_despite_cancel(_write_or_write_again(text))
+
+
+@workflow.defn(name="RewritingCompletion")
+class RewritingCompletionBeforeThePatch:
+    @workflow.run
+    async def run(self, text: str) -> str:
+        return await _write_or_write_again(text)
+
+
+Outcome = tuple[str, object, WorkflowHistory]
+
+
+async def _cancelled_mid_write(client: Client, workflow_class: type) -> Outcome:
+    """Start a run, cancel it while its completion's write is in flight, then let the writes
+    finish: the run's status, its result (or failure) and its history."""
     writes = Writes()
     queue = f"completion-{uuid.uuid4().hex[:8]}"
+    name = workflow_class.__temporal_workflow_definition.name  # type: ignore[attr-defined]
     async with Worker(
         client,
         task_queue=queue,
@@ -70,7 +100,7 @@ async def _cancelled_mid_write(client: Client, workflow_class: type) -> tuple[st
         workflow_runner=UnsandboxedWorkflowRunner(),
     ):
         handle = await client.start_workflow(
-            "CompletionTest", "summary", id=f"completion-{uuid.uuid4().hex[:8]}", task_queue=queue
+            name, "summary", id=f"completion-{uuid.uuid4().hex[:8]}", task_queue=queue
         )
         await asyncio.wait_for(writes.started.wait(), 60)
         await handle.cancel()
@@ -83,22 +113,37 @@ async def _cancelled_mid_write(client: Client, workflow_class: type) -> tuple[st
         except WorkflowFailureError as exc:
             outcome = exc
         status = (await handle.describe()).status
-        assert writes.finished == 1
-        return str(status and status.name), (outcome, await handle.fetch_history())
+        return str(status and status.name), outcome, await handle.fetch_history()
+
+
+def _markers(history: WorkflowHistory) -> int:
+    return sum(e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED for e in history.events)
+
+
+async def _replays(workflow_class: type, history: WorkflowHistory) -> None:
+    await Replayer(workflows=[workflow_class]).replay_workflow(history)
 
 
 async def test_a_cancel_during_the_completion_is_too_late(client: Client) -> None:
-    status, (outcome, history) = await _cancelled_mid_write(client, CompletionTest)
-    assert status == WorkflowExecutionStatus.COMPLETED.name
-    assert outcome == "wrote summary"
-    markers = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED]
-    assert len(markers) == 1  # the patch is asked when the cancel arrives, not before
-    await Replayer(workflows=[CompletionTest]).replay_workflow(history)
+    status, outcome, history = await _cancelled_mid_write(client, CompletionTest)
+    assert (status, outcome) == (WorkflowExecutionStatus.COMPLETED.name, "wrote summary")
+    assert _markers(history) == 1  # the patch is asked when the cancel arrives, not before
+    await _replays(CompletionTest, history)
 
 
 async def test_a_run_recorded_before_the_patch_replays_cancelled(client: Client) -> None:
-    status, (outcome, history) = await _cancelled_mid_write(client, CompletionBeforeThePatch)
+    status, outcome, history = await _cancelled_mid_write(client, CompletionBeforeThePatch)
     assert status == WorkflowExecutionStatus.CANCELED.name
     assert isinstance(outcome, WorkflowFailureError)
     # The new code, given the old history, takes the old path (no marker): it replays.
-    await Replayer(workflows=[CompletionTest]).replay_workflow(history)
+    assert _markers(history) == 0
+    await _replays(CompletionTest, history)
+
+
+async def test_an_old_completion_that_caught_the_cancel_replays_completed(client: Client) -> None:
+    status, outcome, history = await _cancelled_mid_write(client, RewritingCompletionBeforeThePatch)
+    assert (status, outcome) == (WorkflowExecutionStatus.COMPLETED.name, "wrote summary again")
+    await _replays(RewritingCompletion, history)  # the cancel reaches the completion, as then
+    # The same completion under the patch: the first write, the cancel too late to matter.
+    status, outcome, _ = await _cancelled_mid_write(client, RewritingCompletion)
+    assert (status, outcome) == (WorkflowExecutionStatus.COMPLETED.name, "wrote summary")

@@ -6,8 +6,8 @@ cancelled in Temporal while its summary said completed (seen: a campaign cancell
 wrote its final report). Now the completion runs to its end and the run completes; ``ponder
 cancel`` then reports ``completed``.
 
-Runs recorded before ``LATE_CANCEL_PATCH`` replay the old way: the completion is cancelled with
-them.
+Runs recorded before ``LATE_CANCEL_PATCH`` replay the old way: the cancel is delivered into the
+completion, as when it was awaited in the run's own task.
 """
 
 from __future__ import annotations
@@ -34,7 +34,9 @@ async def complete_despite_cancel(completion: Coroutine[Any, Any, T]) -> T:
     except asyncio.CancelledError:
         # Asked only when a cancel arrives: a run that never meets one records no marker.
         if not workflow.patched(LATE_CANCEL_PATCH):
+            # A run recorded before: the cancel goes where it went then, into the completion,
+            # which decides as it did (a writer that catches a cancelled write and writes again
+            # completed the run; anything else let the cancel end it).
             task.cancel()
-            raise
         await workflow.wait([task])
     return task.result()
