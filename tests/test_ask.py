@@ -9,7 +9,8 @@ from temporalio.client import Client
 
 from activities.config import Endpoint, Settings
 from activities.model_types import CallModelInput, ModelRequest
-from activities.providers.sim import SimOptions, parse_trailers, simulate
+from activities.providers.sim import SimOptions, simulate
+from activities.sim_math import parse_trailers
 from tests.conftest import with_endpoint
 from tests.fakes import FakeProvider
 from worker.worker import WorkerOptions, running_worker

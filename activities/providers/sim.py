@@ -24,18 +24,15 @@ from typing import Any
 from activities import sim_math
 from activities.errors import ConfigError
 from activities.providers.base import CallContext
-from activities.sim_math import parse_trailers, trailer_families, true_quality
+from activities.sim_math import parse_trailers, trailer_families
 from workflows.model_types import ModelRequest, ModelResponse, Usage
 from workflows.sim_options import SimOptions, SimOptionsError
 
 __all__ = [
     "SimOptions",
     "SimProvider",
-    "parse_trailers",
     "sim_options",
     "simulate",
-    "trailer_families",
-    "true_quality",
 ]
 
 _WORDS = [

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from activities.providers.sim import simulate, trailer_families
+from activities.providers.sim import simulate
+from activities.sim_math import trailer_families
 from client.tournament_options import model_list
 from workflows.families import model_family
 from workflows.model_types import ModelRequest
