@@ -28,7 +28,6 @@ from temporalio.api.enums.v1 import EventType, TimeoutType, WorkflowTaskFailedCa
 from temporalio.client import Client, WorkflowHandle
 from temporalio.worker import WorkflowRunner
 from temporalio.worker._workflow_instance import WorkflowInstance
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
 
 import worker.worker as worker_module
 from activities.config import load_settings
@@ -40,10 +39,10 @@ from workflows.plan.run_types import PlanRunInput, PlanRunResult
 
 __all__ = ["TaskTimes", "region_plan", "workflow_tasks"]
 
-ACTIVATIONS: list[tuple[float, float]] = []
-"""(CPU ms, wall ms) of each workflow activation's own code, on the thread that runs it: the
-CPU figure is what the workflow code costs whatever the machine's load (the wall figure, which
-the deadlock detector watches, stretches with it)."""
+ACTIVATIONS: list[tuple[float, float, int]] = []
+"""(CPU ms, wall ms, jobs) of each workflow activation's own code, on the thread that runs it:
+the CPU figure is what the workflow code costs whatever the machine's load (the wall figure,
+which the deadlock detector watches, stretches with it)."""
 
 
 class _TimedInstance(WorkflowInstance):
@@ -56,7 +55,11 @@ class _TimedInstance(WorkflowInstance):
             return self.inner.activate(act)
         finally:
             ACTIVATIONS.append(
-                ((time.thread_time() - cpu) * 1000, (time.perf_counter() - wall) * 1000)
+                (
+                    (time.thread_time() - cpu) * 1000,
+                    (time.perf_counter() - wall) * 1000,
+                    len(act.jobs),
+                )
             )
 
     def get_serialization_context(self, *args: Any) -> Any:
@@ -87,12 +90,13 @@ class _TimedRunner(WorkflowRunner):
 
 
 def _time_activations() -> None:
-    """The real worker's workflow worker, with its activations timed (benchmark only)."""
+    """The real worker's workflow worker (its own runner), with its activations timed
+    (benchmark only)."""
     real = worker_module.Worker
 
     def timed(*args: Any, **kwargs: Any) -> Any:
         if kwargs.get("workflows"):
-            kwargs["workflow_runner"] = _TimedRunner(SandboxedWorkflowRunner())
+            kwargs["workflow_runner"] = _TimedRunner(kwargs["workflow_runner"])
         return real(*args, **kwargs)
 
     worker_module.Worker = timed  # type: ignore[misc,assignment]
@@ -142,6 +146,8 @@ class TaskTimes:
     """Tasks the worker did not complete within the 10 s start-to-close (retried)."""
     causes: list[str] = field(default_factory=list)
     """Each failed task's cause (``WORKFLOW_WORKER_UNHANDLED_FAILURE`` for a deadlock)."""
+    failures: list[str] = field(default_factory=list)
+    """Each failed task's failure message (``[TMPRL1101] Potential deadlock ...``)."""
 
 
 async def workflow_tasks(handle: WorkflowHandle) -> TaskTimes:
@@ -150,6 +156,7 @@ async def workflow_tasks(handle: WorkflowHandle) -> TaskTimes:
     started: float | None = None
     longest, tasks, failed, timers, sticky_timeouts, timed_out = 0.0, 0, 0, 0, 0, 0
     causes: list[str] = []
+    failures: list[str] = []
     durations: list[tuple[float, int, int]] = []
     events = list(history.events)
     took_in, completions = 0, 0
@@ -169,6 +176,7 @@ async def workflow_tasks(handle: WorkflowHandle) -> TaskTimes:
         elif kind == EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED:
             cause = event.workflow_task_failed_event_attributes.cause
             causes.append(WorkflowTaskFailedCause.Name(cause).removeprefix(_CAUSE))
+            failures.append(event.workflow_task_failed_event_attributes.failure.message)
             failed += 1
             started = None
         elif kind == EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT:
@@ -195,7 +203,7 @@ async def workflow_tasks(handle: WorkflowHandle) -> TaskTimes:
         slowest.append((ms, took_in, shown))
     return TaskTimes(
         tasks, longest, failed, timers, len(events), size, slowest, sticky_timeouts, timed_out,
-        causes,
+        causes, failures,
     )  # fmt: skip
 
 
@@ -223,10 +231,11 @@ async def run_once(client: Client, queue: str, items: int, concurrency: int) -> 
     if ACTIVATIONS:
         cpu = sorted(a[0] for a in ACTIVATIONS)
         wall = sorted(a[1] for a in ACTIVATIONS)
+        heaviest = max(ACTIVATIONS)
         print(
-            f"  {len(cpu)} activations: workflow code CPU max {cpu[-1]:.0f} ms, p99 "
-            f"{cpu[int(len(cpu) * 0.99)]:.0f} ms, median {cpu[len(cpu) // 2]:.1f} ms; "
-            f"wall max {wall[-1]:.0f} ms (deadlock timeout 2,000 ms)",
+            f"  {len(cpu)} activations: workflow code CPU max {cpu[-1]:.0f} ms "
+            f"({heaviest[2]} jobs), p99 {cpu[int(len(cpu) * 0.99)]:.0f} ms, median "
+            f"{cpu[len(cpu) // 2]:.1f} ms; wall max {wall[-1]:.0f} ms (deadlock timeout 2,000 ms)",
             flush=True,
         )
         ACTIVATIONS.clear()
