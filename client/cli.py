@@ -146,10 +146,45 @@ def _debug() -> bool:
     return "--debug" in sys.argv or os.environ.get("PONDER_DEBUG") == "1"
 
 
+class _ReaderGone(BaseException):
+    """Stdout's reader left early (``| head``, ``| grep -q``). A ``BaseException``, so that no
+    handler on the way mistakes it for the command's own failure."""
+
+
+class _StdoutGuard:
+    """Stdout, raising ``_ReaderGone`` where a write meets a closed pipe. Click would turn that
+    ``BrokenPipeError`` into a quiet exit 1, which fails a pipeline under ``set -o pipefail``."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except BrokenPipeError:
+            raise _ReaderGone from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise _ReaderGone from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def _run(command: click.Command, **kwargs: Any) -> None:
     debug = _debug()
+    real_stdout = sys.stdout
+    sys.stdout = _StdoutGuard(real_stdout)  # type: ignore[assignment]
     try:
         command.main(standalone_mode=False, **kwargs)
+    except _ReaderGone:
+        # The reader took what it wanted: not a failure, so the pipeline goes on. Whatever is
+        # still buffered goes nowhere.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), real_stdout.fileno())
+        raise SystemExit(0) from None
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
