@@ -140,9 +140,11 @@ def extend_run(
 
 
 def cancel_run(settings: Settings, run_id: str) -> None:
-    """``ponder cancel``: cancel a running run and say how it ended."""
+    """``ponder cancel``: cancel a running run and say how it ended. The exit code is the
+    run's, as everywhere: 1 cancelled or failed, 0 when it completed (it had ended, or the
+    cancel came once its work was done: ``workflows/completion.py``)."""
 
-    async def go() -> None:
+    async def go() -> WorkflowExecutionStatus | None:
         async with open_session(settings) as session:
             handle = await _handle(session, run_id)
             description = await handle.describe()
@@ -152,16 +154,22 @@ def cancel_run(settings: Settings, run_id: str) -> None:
                 click.echo(
                     f"run {run_id}: {state} (it had already ended: nothing to cancel)", err=True
                 )
-                return
+                return description.status
             await handle.cancel()
             # The run ends cancelled (or finished first); either way describe() tells.
             with contextlib.suppress(Exception):
                 await handle.result()
             description = await handle.describe()
-            click.echo(f"run {run_id}: {state_name(description.status)}", err=True)
+            too_late = description.status == WorkflowExecutionStatus.COMPLETED
+            click.echo(
+                f"run {run_id}: {state_name(description.status)}"
+                + (" (the cancel came once its work was done)" if too_late else ""),
+                err=True,
+            )
             partial = settings.runs_dir / run_id / "report.html"
             if description.workflow_type == CAMPAIGN and partial.is_file():
                 click.echo(f"partial report: {partial}", err=True)
+            return description.status
 
-    asyncio.run(go())
-    sys.exit(1)
+    ended = asyncio.run(go())
+    sys.exit(0 if ended == WorkflowExecutionStatus.COMPLETED else 1)

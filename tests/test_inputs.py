@@ -328,6 +328,21 @@ async def test_cancel_answers_at_once_for_a_refused_ask(
     assert f"run {workflow_id}: failed (it had already ended: nothing to cancel)" in cancelled.err
 
 
+async def test_cancel_of_a_completed_run_exits_0(
+    client: Client, server_address: str, worker_queue: str, tmp_path: Path
+) -> None:
+    """The exit code is the run's: a cancel finds it completed, so nothing failed."""
+    workflow_id = f"ask-done-{uuid.uuid4().hex[:8]}"
+    await temporal_start(server_address, worker_queue, ASK, workflow_id, '{"question": "hi"}')
+    await asyncio.wait_for(client.get_workflow_handle(workflow_id).result(), 60)
+    env = cli_env(tmp_path, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE=worker_queue)
+    cancelled = await ponder("cancel", workflow_id, env=env, timeout=30)
+    assert cancelled.code == 0, cancelled.err
+    assert f"run {workflow_id}: completed (it had already ended: nothing to cancel)" in (
+        cancelled.err
+    )
+
+
 async def paused_on_budget(client: Client, queue: str) -> tuple[WorkflowHandle, float]:
     """A tournament paused ``awaiting_budget`` (one output token pauses it after its first
     answers), and a deadline 90 s from its start for the test's own waits (the pause, then
