@@ -1,7 +1,7 @@
-"""A real run cancelled while it writes its completed files completes (``workflows/
-completion.py``): the final write is held until the cancel is in the run's history, then let
-go. The run's status, its files and its history agree, and the history replays. (The helper's
-own tests, on purpose-built workflows, are in ``tests/test_completion.py``.)"""
+"""A real tournament, plan or campaign cancelled while it writes its completed files completes
+(``workflows/completion.py``): the final write is held until the cancel is in the run's history,
+then let go. The run's status, its files and its history agree, and the history replays. (The
+helper's own tests, on purpose-built workflows, are in ``tests/test_completion.py``.)"""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.worker import Replayer
 
+from activities.campaign.names import WRITE_CAMPAIGN_ARTIFACTS
+from activities.campaign.report import CampaignArtifactActivities
 from activities.config import Settings
 from activities.plan.files import WRITE_PLAN_FILES, PlanFileActivities
 from activities.run_store import WriteRunFilesInput
@@ -25,11 +27,14 @@ from activities.tournament.artifacts import (
     WRITE_TOURNAMENT_ARTIFACTS,
     TournamentArtifactActivities,
 )
+from tests.campaigns.helpers import document
 from tests.plans.run_helpers import agent, plan_doc
 from tests.plans.run_helpers import start as start_plan
 from tests.tournament.helpers import start as start_tournament
 from worker.connect import data_converter
 from worker.worker import WORKFLOWS, WorkerOptions, running_worker
+from workflows.campaign.types import CampaignArtifactsInput, CampaignResult
+from workflows.names import CAMPAIGN
 from workflows.tournament.types import TournamentSnapshot
 
 
@@ -132,3 +137,30 @@ async def test_a_plan_cancelled_during_its_final_write_completes(
     trace = (settings.runs_dir / handle.id / "trace.jsonl").read_text().splitlines()
     closed = json.loads(trace[-1])
     assert (closed["type"], closed["data"]["outcome"]) == ("run.closed", "completed")
+
+
+async def test_a_campaign_cancelled_during_its_final_write_completes(
+    client: Client, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    held = HeldWrite()
+    held.hold(
+        monkeypatch,
+        CampaignArtifactActivities,
+        "write_campaign_artifacts",
+        WRITE_CAMPAIGN_ARTIFACTS,
+        CampaignArtifactsInput,
+        lambda write: write.status == "completed",
+    )
+    doc = document(scenarios=document()["scenarios"][:1], seeds=[0], min_pairs=1)
+    queue = f"late-cancel-{uuid.uuid4().hex[:8]}"
+    async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
+        handle = await client.start_workflow(
+            CAMPAIGN, doc, id=f"camp-{uuid.uuid4().hex[:8]}", task_queue=queue,
+            result_type=CampaignResult,
+        )  # fmt: skip
+        await held.cancel_while_held(handle)
+        result = await asyncio.wait_for(handle.result(), 120)
+    assert result.status == "completed" and result.cells == 2
+    await completed_and_replays(handle, settings)
+    summary = json.loads((settings.runs_dir / handle.id / "summary.json").read_text())
+    assert summary["status"] == "completed"
