@@ -175,16 +175,23 @@ class _StdoutGuard:
 
 
 def _run(command: click.Command, **kwargs: Any) -> None:
-    debug = _debug()
     real_stdout = sys.stdout
     sys.stdout = _StdoutGuard(real_stdout)  # type: ignore[assignment]
     try:
-        command.main(standalone_mode=False, **kwargs)
+        _run_guarded(command, **kwargs)
     except _ReaderGone:
         # The reader took what it wanted: not a failure, so the pipeline goes on. Whatever is
         # still buffered goes nowhere.
         os.dup2(os.open(os.devnull, os.O_WRONLY), real_stdout.fileno())
         raise SystemExit(0) from None
+    finally:
+        sys.stdout = real_stdout  # the suite runs commands in its own process too
+
+
+def _run_guarded(command: click.Command, **kwargs: Any) -> None:
+    debug = _debug()
+    try:
+        command.main(standalone_mode=False, **kwargs)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
