@@ -1,7 +1,11 @@
 """The ``write_run_files`` activity: a workflow's files, written into its run directory by the
-run store (``activities/run_store.py``, which imports no Temporal SDK)."""
+run store (``activities/run_store.py``, which imports no Temporal SDK); and ``in_run_store``,
+how every activity that writes or reads a run directory calls the store."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
 
 from temporalio import activity
 
@@ -16,7 +20,20 @@ from activities.run_store import (
     refusal,
 )
 
-__all__ = ["RunFileActivities"]
+__all__ = ["RunFileActivities", "in_run_store"]
+
+_In = TypeVar("_In")
+_Out = TypeVar("_Out")
+
+
+async def in_run_store(operation: Callable[[_In], _Out], argument: _In) -> _Out:
+    """A run-store operation for an activity: on a thread while the activity heartbeats, and a
+    refusal (another run's directory, a path outside the run, a gap in an append) raised as its
+    coded error, which is never retried."""
+    try:
+        return await in_thread(operation, argument)
+    except (*REFUSED, FilesGap) as exc:
+        raise refusal(exc) from None
 
 
 class RunFileActivities:
@@ -25,10 +42,7 @@ class RunFileActivities:
 
     @activity.defn(name=WRITE_RUN_FILES)
     async def write_run_files(self, input: WriteRunFilesInput) -> list[str]:
-        try:
-            return await in_thread(self._write, input)
-        except (*REFUSED, FilesGap) as exc:
-            raise refusal(exc) from None
+        return await in_run_store(self._write, input)
 
     def _write(self, input: WriteRunFilesInput) -> list[str]:
         check_writer(input.run_id, self.store, input.chain)

@@ -19,9 +19,9 @@ from temporalio import activity
 
 from activities.campaign.names import WRITE_CAMPAIGN_ARTIFACTS
 from activities.campaign.plot import Plot, pareto_plot
-from activities.heartbeats import in_thread
 from activities.reports import PREVIEW_CHARS, render_page
-from activities.run_store import REFUSED, RunStore, check_writer, refusal
+from activities.run_files import in_run_store
+from activities.run_store import RunStore, check_writer
 from workflows.campaign.records import RunRecord, failed, was_cancelled
 from workflows.campaign.stats import BOOTSTRAP_SEED, Analysis, analyse
 from workflows.campaign.types import CampaignArtifactsInput, CampaignArtifactsResult
@@ -266,10 +266,7 @@ class CampaignArtifactActivities:
     async def write_campaign_artifacts(
         self, input: CampaignArtifactsInput
     ) -> CampaignArtifactsResult:
-        try:
-            return await in_thread(self.write, input)
-        except REFUSED as exc:
-            raise refusal(exc) from None
+        return await in_run_store(self.write, input)
 
     def write(self, input: CampaignArtifactsInput) -> CampaignArtifactsResult:
         check_writer(input.run_id, self.store, input.chain)

@@ -20,15 +20,12 @@ from pydantic import BaseModel
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.heartbeats import in_thread
 from activities.plan.report import render_plan_report
+from activities.run_files import in_run_store
 from activities.run_store import (
-    REFUSED,
-    FilesGap,
     RunStore,
     WriteRunFilesInput,
     check_writer,
-    refusal,
 )
 from workflows.inputs import INPUT_INVALID
 from workflows.plan.checkpoints import (
@@ -55,10 +52,7 @@ class PlanFileActivities:
 
     @activity.defn(name=WRITE_PLAN_FILES)
     async def write_plan_files(self, input: WriteRunFilesInput) -> list[str]:
-        try:
-            return await in_thread(self._write, input)
-        except (*REFUSED, FilesGap) as exc:
-            raise refusal(exc) from None
+        return await in_run_store(self._write, input)
 
     def _write(self, input: WriteRunFilesInput) -> list[str]:
         check_writer(input.run_id, self.store, input.chain)
@@ -69,10 +63,7 @@ class PlanFileActivities:
 
     @activity.defn(name=READ_CHECKPOINT)
     async def read_checkpoint(self, input: ReadCheckpointInput) -> RestorePoint:
-        try:
-            return await in_thread(self._read_checkpoint, input)
-        except REFUSED as exc:
-            raise refusal(exc) from None
+        return await in_run_store(self._read_checkpoint, input)
 
     def _read_checkpoint(self, input: ReadCheckpointInput) -> RestorePoint:
         run_dir = self.store.writable_dir(input.run_id)  # refuses a symlinked run directory

@@ -20,9 +20,9 @@ from typing import Any
 from pydantic import BaseModel
 from temporalio import activity
 
-from activities.heartbeats import in_thread
 from activities.raw_events import redact
-from activities.run_store import REFUSED, FileAppend, FilesGap, RunStore, check_writer, refusal
+from activities.run_files import in_run_store
+from activities.run_store import FileAppend, FilesGap, RunStore, check_writer
 from activities.sim_math import true_quality
 from activities.tournament.report import render_report, report_data_from_run_dir
 from activities.tournament.write_order import WriteKey, in_order
@@ -258,11 +258,7 @@ class TournamentArtifactActivities:
 
     @activity.defn(name=WRITE_TOURNAMENT_ARTIFACTS)
     async def write_tournament_artifacts(self, snap: TournamentSnapshot) -> str:
-        try:
-            # A thread, so rendering and file I/O never stall the loop; it heartbeats meanwhile.
-            return await in_thread(self._write, snap)
-        except (*REFUSED, FilesGap) as exc:
-            raise refusal(exc) from None
+        return await in_run_store(self._write, snap)
 
     def _write(self, snap: TournamentSnapshot) -> str:
         check_writer(snap.run_id, self.store, snap.chain)
