@@ -11,7 +11,13 @@ from datetime import timedelta
 
 from temporalio import activity, workflow
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHistory
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowHistory,
+)
 from temporalio.exceptions import ActivityError
 from temporalio.worker import Replayer, UnsandboxedWorkflowRunner, Worker
 
@@ -86,6 +92,14 @@ class RewritingCompletionBeforeThePatch:
 Outcome = tuple[str, object, WorkflowHistory]
 
 
+async def cancel_recorded(handle: WorkflowHandle) -> None:
+    """Cancel the run and return once the request is in its history."""
+    await handle.cancel()
+    async for event in handle.fetch_history_events(wait_new_event=True):
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED:
+            return
+
+
 async def _cancelled_mid_write(client: Client, workflow_class: type) -> Outcome:
     """Start a run, cancel it while its completion's write is in flight, then let the writes
     finish: the run's status, its result (or failure) and its history."""
@@ -103,10 +117,7 @@ async def _cancelled_mid_write(client: Client, workflow_class: type) -> Outcome:
             name, "summary", id=f"completion-{uuid.uuid4().hex[:8]}", task_queue=queue
         )
         await asyncio.wait_for(writes.started.wait(), 60)
-        await handle.cancel()
-        async for event in handle.fetch_history_events(wait_new_event=True):
-            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED:
-                break
+        await cancel_recorded(handle)
         writes.release.set()
         try:
             outcome: object = await asyncio.wait_for(handle.result(), 60)

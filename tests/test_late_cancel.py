@@ -8,13 +8,13 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 from temporalio import activity
-from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.worker import Replayer
 
@@ -30,6 +30,7 @@ from activities.tournament.artifacts import (
 from tests.campaigns.helpers import document
 from tests.plans.run_helpers import agent, plan_doc
 from tests.plans.run_helpers import start as start_plan
+from tests.test_completion import cancel_recorded
 from tests.tournament.helpers import start as start_tournament
 from worker.connect import data_converter
 from worker.worker import WORKFLOWS, WorkerOptions, running_worker
@@ -38,71 +39,72 @@ from workflows.names import CAMPAIGN
 from workflows.tournament.types import TournamentSnapshot
 
 
-class HeldWrite:
-    """A final write that waits until the test lets it go; every other write runs as ever."""
+@dataclass(frozen=True)
+class FinalWrite:
+    """The activity that writes a run's completed files, and how to tell its last write."""
 
-    def __init__(self) -> None:
-        self.started = asyncio.Event()
-        self.release = asyncio.Event()
-
-    def hold(
-        self,
-        monkeypatch: pytest.MonkeyPatch,
-        owner: type,
-        method: str,
-        name: str,
-        input_type: type[BaseModel],
-        is_final: Callable[[Any], bool],
-    ) -> None:
-        real = getattr(owner, method)
-
-        @activity.defn(name=name)
-        async def write(self_: object, raw: object) -> Any:
-            # Defined here, its parameter's type is not resolved: the payload comes as a dict.
-            value = input_type.model_validate(raw)
-            if is_final(value):
-                self.started.set()
-                while not self.release.is_set():  # heartbeats, as the real write does
-                    activity.heartbeat()
-                    await asyncio.sleep(0.2)
-            return await real(self_, value)
-
-        monkeypatch.setattr(owner, method, write)
-
-    async def cancel_while_held(self, handle: WorkflowHandle) -> None:
-        await asyncio.wait_for(self.started.wait(), 120)
-        await handle.cancel()
-        async for event in handle.fetch_history_events(wait_new_event=True):
-            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCEL_REQUESTED:
-                break
-        self.release.set()
+    owner: type
+    method: str
+    name: str
+    input_type: type[BaseModel]
+    is_final: Callable[[Any], bool]
 
 
-async def completed_and_replays(handle: WorkflowHandle, settings: Settings) -> None:
+async def cancelled_during(
+    final: FinalWrite,
+    start: Callable[[str], Awaitable[WorkflowHandle]],
+    client: Client,
+    settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[WorkflowHandle, Any]:
+    """Start a run on a worker whose final write waits until the run's cancel is in its history,
+    then let it go: the run must end COMPLETED and its history replay. Its handle and result."""
+    started, release = asyncio.Event(), asyncio.Event()
+    real = getattr(final.owner, final.method)
+
+    @activity.defn(name=final.name)
+    async def write(self: object, raw: object) -> Any:
+        # Defined here, its parameter's type is not resolved: the payload comes as a dict.
+        value = final.input_type.model_validate(raw)
+        if final.is_final(value):
+            started.set()
+            while not release.is_set():  # heartbeats, as the real write does
+                activity.heartbeat()
+                await asyncio.sleep(0.2)
+        return await real(self, value)
+
+    monkeypatch.setattr(final.owner, final.method, write)
+    queue = f"late-cancel-{uuid.uuid4().hex[:8]}"
+    async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
+        handle = await start(queue)
+        await asyncio.wait_for(started.wait(), 120)
+        await cancel_recorded(handle)
+        release.set()
+        result = await asyncio.wait_for(handle.result(), 120)
     assert (await handle.describe()).status == WorkflowExecutionStatus.COMPLETED
     replayer = Replayer(workflows=WORKFLOWS, data_converter=data_converter(settings))
     await replayer.replay_workflow(await handle.fetch_history())
+    return handle, result
 
 
 async def test_a_tournament_cancelled_during_its_final_write_completes(
     client: Client, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    held = HeldWrite()
-    held.hold(
-        monkeypatch,
+    final = FinalWrite(
         TournamentArtifactActivities,
         "write_tournament_artifacts",
         WRITE_TOURNAMENT_ARTIFACTS,
         TournamentSnapshot,
         lambda snap: snap.status == "completed",
     )
-    queue = f"late-cancel-{uuid.uuid4().hex[:8]}"
-    async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
-        handle = await start_tournament(client, queue, profile="quick", seed=3)
-        await held.cancel_while_held(handle)
-        result = await asyncio.wait_for(handle.result(), 120)
+    handle, result = await cancelled_during(
+        final,
+        lambda queue: start_tournament(client, queue, profile="quick", seed=3),
+        client,
+        settings,
+        monkeypatch,
+    )
     assert result.status == "completed" and result.winner_id
-    await completed_and_replays(handle, settings)
     summary = json.loads((settings.runs_dir / handle.id / "summary.json").read_text())
     assert summary["status"] == "completed" and summary["completed_at"]
     assert (settings.runs_dir / handle.id / "artifacts" / "final.txt").is_file()
@@ -116,22 +118,15 @@ def _closes_completed(files: WriteRunFilesInput) -> bool:
 async def test_a_plan_cancelled_during_its_final_write_completes(
     client: Client, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    held = HeldWrite()
-    held.hold(
-        monkeypatch,
-        PlanFileActivities,
-        "write_plan_files",
-        WRITE_PLAN_FILES,
-        WriteRunFilesInput,
+    final = FinalWrite(
+        PlanFileActivities, "write_plan_files", WRITE_PLAN_FILES, WriteRunFilesInput,
         _closes_completed,
+    )  # fmt: skip
+    plan = plan_doc(agent("draft", "Draft it.", "done"))
+    handle, result = await cancelled_during(
+        final, lambda queue: start_plan(client, queue, plan), client, settings, monkeypatch
     )
-    queue = f"late-cancel-{uuid.uuid4().hex[:8]}"
-    async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
-        handle = await start_plan(client, queue, plan_doc(agent("draft", "Draft it.", "done")))
-        await held.cancel_while_held(handle)
-        result = await asyncio.wait_for(handle.result(), 120)
     assert result.status == "completed" and result.calls == 1
-    await completed_and_replays(handle, settings)
     cost = json.loads((settings.runs_dir / handle.id / "cost.json").read_text())
     assert cost["outcome"] == "completed"
     trace = (settings.runs_dir / handle.id / "trace.jsonl").read_text().splitlines()
@@ -142,9 +137,7 @@ async def test_a_plan_cancelled_during_its_final_write_completes(
 async def test_a_campaign_cancelled_during_its_final_write_completes(
     client: Client, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    held = HeldWrite()
-    held.hold(
-        monkeypatch,
+    final = FinalWrite(
         CampaignArtifactActivities,
         "write_campaign_artifacts",
         WRITE_CAMPAIGN_ARTIFACTS,
@@ -152,15 +145,14 @@ async def test_a_campaign_cancelled_during_its_final_write_completes(
         lambda write: write.status == "completed",
     )
     doc = document(scenarios=document()["scenarios"][:1], seeds=[0], min_pairs=1)
-    queue = f"late-cancel-{uuid.uuid4().hex[:8]}"
-    async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
-        handle = await client.start_workflow(
-            CAMPAIGN, doc, id=f"camp-{uuid.uuid4().hex[:8]}", task_queue=queue,
-            result_type=CampaignResult,
-        )  # fmt: skip
-        await held.cancel_while_held(handle)
-        result = await asyncio.wait_for(handle.result(), 120)
+
+    def start(queue: str) -> Awaitable[WorkflowHandle]:
+        run_id = f"camp-{uuid.uuid4().hex[:8]}"
+        return client.start_workflow(
+            CAMPAIGN, doc, id=run_id, task_queue=queue, result_type=CampaignResult
+        )
+
+    handle, result = await cancelled_during(final, start, client, settings, monkeypatch)
     assert result.status == "completed" and result.cells == 2
-    await completed_and_replays(handle, settings)
     summary = json.loads((settings.runs_dir / handle.id / "summary.json").read_text())
     assert summary["status"] == "completed"
