@@ -228,6 +228,8 @@ async def run_once(client: Client, queue: str, items: int, concurrency: int) -> 
     )
     for ms, took_in, sent in t.slowest:
         print(f"  a {ms:.0f} ms task took in {took_in} completions, sent: {sent}", flush=True)
+    for message in sorted({m for m in t.failures if m}):  # a force-closed task has none
+        print(f"  a failed task: {message}", flush=True)
     if ACTIVATIONS:
         cpu = sorted(a[0] for a in ACTIVATIONS)
         wall = sorted(a[1] for a in ACTIVATIONS)
