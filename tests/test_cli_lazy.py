@@ -16,11 +16,12 @@ from client.cli import COMMANDS, cli
 from client.lazy_group import load_command
 
 
-def run_probe(code: str) -> str:
+def run_probe(code: str, env: dict[str, str] | None = None) -> str:
     """The stdout of ``code`` run by a fresh interpreter: only it shows what an import loads."""
     return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
-    ).stdout
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120,
+        env=env,
+    ).stdout  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
@@ -92,10 +93,7 @@ def test_the_report_of_an_ended_ask_run_loads_no_sdk_and_no_tournament_or_campai
         "'numpy')) else m for m in sys.modules if m.startswith(heavy)}))\n"
     )
     env = {**os.environ, "PONDER_HOME": str(tmp_path), "PONDER_RUNS_DIR": str(tmp_path / "runs")}
-    out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120,
-        env=env,
-    ).stdout  # fmt: skip
+    out = run_probe(probe, env)
     assert out.splitlines()[0] == str(run / "report.html")
     assert "forty-two" in (run / "report.html").read_text()
     assert out.split("LOADED", 1)[1].strip() == "[]", out
