@@ -12,7 +12,7 @@ import click
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 
 from activities.errors import ConfigError
-from client.tournament_follow import format_limits
+from client.tournament_display import format_limits
 from workflows.budget import BudgetLimits
 from workflows.names import UPDATE_EXTEND_BUDGET
 from workflows.tournament.types import ExtendBudgetInput, ExtendBudgetResult

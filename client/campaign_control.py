@@ -18,7 +18,7 @@ from temporalio.service import RPCError
 
 from activities.config import Settings
 from activities.errors import ConfigError
-from client.hints import ponder_program
+from client.campaign_display import progress_line, resume_command
 from client.runs import (
     RunFailed,
     ctrl_c_detaches,
@@ -26,7 +26,6 @@ from client.runs import (
     run_result,
 )
 from client.session import Session
-from client.tournament_follow import format_limits
 from workflows.campaign.records import RunRecord
 from workflows.campaign.types import CampaignProgress, CampaignResult
 from workflows.names import QUERY_PROGRESS
@@ -36,11 +35,8 @@ __all__ = [
     "EXIT_PAUSED",
     "follow",
     "print_outcome",
-    "print_status",
-    "progress_line",
     "query_progress",
     "rerender_report",
-    "resume_command",
 ]
 
 EXIT_PAUSED = 75
@@ -49,46 +45,6 @@ EXIT_PAUSED = 75
 async def query_progress(handle: WorkflowHandle) -> CampaignProgress:
     progress: CampaignProgress = await handle.query(QUERY_PROGRESS, result_type=CampaignProgress)
     return progress
-
-
-def progress_line(p: CampaignProgress) -> str:
-    leader = (
-        f", leader {p.leader} ({p.leader_mean:.3f})"
-        if p.leader and p.leader_mean is not None
-        else ""
-    )
-    usd = f", {p.spent.usd:.4f} USD" if p.spent.usd else ""
-    return (
-        f"[{p.status}] cells {p.cells_done}/{p.cells_total} done, {p.cells_running} running, "
-        f"{p.cells_failed} failed; {p.spent.calls} calls{usd}{leader}"
-    )
-
-
-def resume_command(run_id: str, paused: CampaignProgress) -> str:
-    """The ``ponder extend`` that lets a campaign awaiting its budget start its next cells."""
-    if paused.blocking_limit == "max_usd":
-        return f"{ponder_program()} extend {run_id} --usd +{max(paused.spent.usd, 0.01):.2f}"
-    if paused.blocking_limit in ("max_input_tokens", "max_output_tokens"):
-        flag = paused.blocking_limit.removeprefix("max_").replace("_", "-")
-        spent = getattr(paused.spent, paused.blocking_limit.removeprefix("max_"))
-        return f"{ponder_program()} extend {run_id} --{flag} +{max(spent, 1)}"
-    # Enough for every cell left at the waiting cell's worst case (a limit, not a spend).
-    left = max(paused.cells_total - paused.cells_done, 1)
-    return f"{ponder_program()} extend {run_id} --calls +{left * (paused.awaiting_cell_calls or 1)}"
-
-
-def print_status(progress: CampaignProgress) -> None:
-    click.echo(progress_line(progress))
-    click.echo(f"limits {format_limits(progress.budget)}; fingerprint {progress.fingerprint}")
-    if progress.error:
-        click.echo(f"error: {progress.error}")
-    for refusal in progress.refused:
-        click.echo(f"refused: extend_budget signal: {refusal}")
-    if progress.status == "awaiting_budget":
-        click.echo(
-            f"awaiting budget ({progress.blocking_limit}); continue with: "
-            f"{resume_command(progress.run_id, progress)}"
-        )
 
 
 async def follow(session: Session, handle: WorkflowHandle) -> CampaignResult | CampaignProgress:

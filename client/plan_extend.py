@@ -16,17 +16,7 @@ from client.budget_extend import new_limit
 from workflows.inputs import describe_errors
 from workflows.plan.run_types import ExtendPlanBudgetInput, PlanBudgetStatus
 
-__all__ = ["blocking_limit", "plan_limits"]
-
-
-def blocking_limit(b: PlanBudgetStatus) -> str | None:
-    """The token or USD limit a budget pause waits on (the ledger's rule: spent at or over the
-    limit), else None (calls or wall clock: the need says how much)."""
-    if b.tokens_limit is not None and b.input_tokens + b.output_tokens >= b.tokens_limit:
-        return "tokens"
-    if b.usd_limit is not None and b.usd >= b.usd_limit:
-        return "usd"
-    return None
+__all__ = ["plan_limits"]
 
 
 def plan_limits(

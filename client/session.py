@@ -30,6 +30,14 @@ from client.call_routes import RouteLookups
 from client.connect import connect
 from client.embedded import EmbeddedServer, child_environment
 from client.worker_fingerprint import worker_fingerprint
+from client.worker_liveness import Heartbeat, serves
+from client.worker_record import (
+    is_background_worker,
+    read_record,
+    record_path,
+    record_pid,
+    running_background_worker,
+)
 
 __all__ = [
     "Session",
@@ -44,12 +52,6 @@ __all__ = [
 ]
 
 NO_WORKER_WAIT_S = 5.0
-HEARTBEAT_SLACK_S = 2.0
-POLL_FRESH_S = 5.0
-POLL_STALE_S = 90.0
-SDK_MAX_HEARTBEAT_S = 60.0
-"""The longest worker-heartbeat interval the SDK allows (also its default, which a worker not
-started by ponder uses): the bound to assume until a second heartbeat shows the real one."""
 STALE_WORKER_EXIT_S = 10.0
 """How long a command waits for a background worker it retired (another configuration) to exit:
 it stops polling at once, and an idle one is gone in about a second; one still finishing a long
@@ -121,15 +123,7 @@ def _sigterm_through_the_loop() -> Iterator[None]:
 
 
 async def has_worker(client: Client, task_queue: str) -> bool:
-    """Whether a live worker serves ``task_queue``.
-
-    Pollers alone cannot tell: the server lists one for minutes after its worker is gone, and a
-    live idle worker's last poll can be a minute old. A poll started in the last few seconds
-    does show a live worker (one just started, say). Otherwise workers' own heartbeats decide
-    (ponder's workers send one every ``WORKER_HEARTBEAT``): a worker is gone once its heartbeat
-    is two intervals late, or it said it is shutting down. Without heartbeats (an older server
-    or SDK), a poller seen in the last ``POLL_STALE_S`` counts.
-    """
+    """Whether a live worker serves ``task_queue`` (``client.worker_liveness`` decides)."""
     described = await client.workflow_service.describe_task_queue(
         DescribeTaskQueueRequest(
             namespace=client.namespace,
@@ -137,32 +131,21 @@ async def has_worker(client: Client, task_queue: str) -> bool:
             task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
         )
     )
-    now = time.time()
-    for poller in described.pollers:
-        if now - _seconds(poller.last_access_time) <= POLL_FRESH_S:
-            return True
-    try:
+    polls = [_seconds(poller.last_access_time) for poller in described.pollers]
+    heartbeats: list[Heartbeat] | None = None
+    with contextlib.suppress(RPCError):  # an older server: no worker heartbeats
         listed = await client.workflow_service.list_workers(
             ListWorkersRequest(namespace=client.namespace, query=f"TaskQueue = '{task_queue}'")
         )
-    except RPCError:
-        listed = None
-    if listed is None or not listed.workers_info:
-        # No heartbeats (an older server or SDK, or a worker gone before its first one): a live
-        # worker re-polls at least every long-poll interval (a minute), so older pollers are gone.
-        return any(now - _seconds(p.last_access_time) <= POLL_STALE_S for p in described.pollers)
-    for info in listed.workers_info:
-        beat = info.worker_heartbeat
-        interval = beat.elapsed_since_last_heartbeat.ToTimedelta().total_seconds()
-        # A first heartbeat reports no interval; assuming ponder's 5 s would call a worker with
-        # the SDK's default 60 s heartbeat gone after 12 s.
-        allowed = 2 * (interval or SDK_MAX_HEARTBEAT_S) + HEARTBEAT_SLACK_S
-        if (
-            beat.status == WorkerStatus.WORKER_STATUS_RUNNING
-            and now - _seconds(beat.heartbeat_time) <= allowed
-        ):
-            return True
-    return False
+        heartbeats = [
+            Heartbeat(
+                running=info.worker_heartbeat.status == WorkerStatus.WORKER_STATUS_RUNNING,
+                at=_seconds(info.worker_heartbeat.heartbeat_time),
+                interval_s=info.worker_heartbeat.elapsed_since_last_heartbeat.ToTimedelta().total_seconds(),
+            )
+            for info in listed.workers_info
+        ]
+    return serves(polls, heartbeats, time.time())
 
 
 def _seconds(timestamp: Timestamp) -> float:
@@ -264,13 +247,9 @@ async def query_answerer(session: Session) -> AsyncIterator[None]:
 # -- the background worker -----------------------------------------------------------------
 
 
-def _worker_record(settings: Settings) -> Path:
-    return settings.home / "workers" / f"{settings.task_queue}.json"
-
-
 @contextlib.contextmanager
 def _record_locked(settings: Settings) -> Iterator[Path]:
-    record = _worker_record(settings)
+    record = record_path(settings)
     record.parent.mkdir(parents=True, exist_ok=True)
     with record.with_suffix(".lock").open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -278,41 +257,6 @@ def _record_locked(settings: Settings) -> Iterator[Path]:
             yield record
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def _is_background_worker(pid: int, settings: Settings) -> bool:
-    try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return (
-        state != "Z"
-        and b"--embedded" in argv
-        and b"--exit-when-idle" in argv
-        and settings.task_queue.encode() in argv
-    )
-
-
-def _read_record(record: Path) -> dict[str, object]:
-    try:
-        data = json.loads(record.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def _record_pid(record: Path, settings: Settings) -> int | None:
-    try:
-        pid = int(_read_record(record)["pid"])  # type: ignore[call-overload]
-    except (KeyError, TypeError, ValueError):
-        return None
-    return pid if _is_background_worker(pid, settings) else None
-
-
-def running_background_worker(settings: Settings) -> int | None:
-    """The pid of this home's live background worker for the task queue, if any."""
-    return _record_pid(_worker_record(settings), settings)
 
 
 def _write_record(record: Path, pid: int, fingerprint: str) -> None:
@@ -323,8 +267,8 @@ def _retire_if_stale(record: Path, settings: Settings) -> int | None:
     """Stop a live background worker whose configuration is not ``settings``' (under the record
     lock); returns its pid. SIGTERM makes it stop polling at once and finish its calls in flight,
     so from here on only workers with this configuration take the queue's tasks."""
-    pid = _record_pid(record, settings)
-    if pid is None or _read_record(record).get("fingerprint") == worker_fingerprint(settings):
+    pid = record_pid(record, settings)
+    if pid is None or read_record(record).get("fingerprint") == worker_fingerprint(settings):
         return None
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
@@ -344,7 +288,7 @@ async def replace_stale_background_worker(settings: Settings, client: Client) ->
         return
     logging.getLogger(__name__).info("retired background worker %d: configuration changed", pid)
     deadline = time.monotonic() + STALE_WORKER_EXIT_S
-    while _is_background_worker(pid, settings) and time.monotonic() < deadline:
+    while is_background_worker(pid, settings) and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
     if await _runs_open(client, settings.task_queue):
         spawn_background_worker(settings)
@@ -399,7 +343,7 @@ def release_background_worker(settings: Settings) -> str | None:
     before this started its run first, so that count sees it (and ``reclaim`` undoes this).
     """
     with _record_locked(settings) as record:
-        held = _read_record(record)
+        held = read_record(record)
         if held.get("pid") != os.getpid():
             return None
         record.unlink(missing_ok=True)

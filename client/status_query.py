@@ -85,23 +85,26 @@ def _print_ask_view(view: dict[str, Any], *, as_json: bool) -> None:
 
 
 async def _plan_view(handle: WorkflowHandle, settings: Settings, *, as_json: bool) -> Printer:
-    from client.plan_follow import plan_status, print_plan_status
+    from client.plan_display import print_plan_status
+    from client.plan_follow import plan_status
 
     shown = await plan_status(handle)
     return lambda: print_plan_status(shown, as_json=as_json, settings=settings)
 
 
 async def _campaign_view(handle: WorkflowHandle, *, as_json: bool) -> Printer:
-    from client import campaign_control
+    from client.campaign_control import query_progress
+    from client.campaign_display import print_status
 
-    shown = await campaign_control.query_progress(handle)
+    shown = await query_progress(handle)
     if as_json:
         return lambda: click.echo(shown.model_dump_json(indent=2))
-    return lambda: campaign_control.print_status(shown)
+    return lambda: print_status(shown)
 
 
 async def _tournament_view(handle: WorkflowHandle, *, as_json: bool) -> Printer:
-    from client.tournament_follow import print_progress, run_times
+    from client.tournament_display import print_progress
+    from client.tournament_follow import run_times
     from workflows.tournament.types import Progress
 
     progress = await handle.query(QUERY_PROGRESS, result_type=Progress)

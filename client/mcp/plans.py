@@ -22,7 +22,7 @@ from activities.errors import ConfigError
 from client.documents import check_text
 from client.mcp.args import PlanRunArgs, ResolveGateArgs, ResumeArgs
 from client.mcp.backend import Backend
-from client.plan_extend import blocking_limit
+from client.plan_display import blocking_limit
 from client.plan_input import from_checkpoint, routing, run_workspace
 from client.runs import failure_view, new_run_id, report_path, start_run
 from workflows.names import PLAN_RUN, QUERY_STATUS, UPDATE_RESOLVE_GATE, UPDATE_RESUME

@@ -14,7 +14,8 @@ from temporalio.client import Client
 
 from activities.config import Settings
 from activities.errors import ConfigError
-from client.plan_extend import blocking_limit, plan_limits
+from client.plan_display import blocking_limit
+from client.plan_extend import plan_limits
 from client.session import wait_for_worker
 from tests.cli import cli_env, ponder, start_ponder
 from tests.plans.run_helpers import agent, plan_doc, start, status, wait_state

@@ -16,7 +16,7 @@ import pytest
 from temporalio.client import Client, WorkflowFailureError
 
 from activities.config import Settings
-from client.plan_follow import print_plan_status
+from client.plan_display import print_plan_status
 from tests.plans.run_helpers import agent, events, plan_doc, start, status, wait_state
 from workflows.names import UPDATE_RESOLVE_GATE, UPDATE_RESUME
 from workflows.plan.run_types import ResolveGateInput, ResumeInput

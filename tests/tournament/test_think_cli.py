@@ -443,7 +443,7 @@ def test_progress_table_counts_from_the_start_and_names_limits() -> None:
     from temporalio.client import WorkflowExecutionStatus
 
     from client.run_list import state_name
-    from client.tournament_follow import progress_table
+    from client.tournament_display import progress_table
     from workflows.budget import BudgetLimits, BudgetSpent
     from workflows.tournament.types import Progress
 
