@@ -1,7 +1,8 @@
 """``ponder status``: a run's progress. An ended run in embedded mode, while the embedded server
 is down, is shown from its run store (what ``ponder runs`` knows of it, and its report) rather
 than start a server and a worker to answer a query; ``--live`` asks the server anyway, and any
-other run goes to the server (``client.status_query.show_status``).
+other run goes to the server: over its HTTP API when the home's background worker runs the run
+(``client.status_http``), else through the SDK (``client.status_query``).
 
 This module imports no SDK, so that read answers at once.
 """
@@ -63,6 +64,10 @@ def status(ctx: click.Context, run_id: str, as_json: bool, live: bool) -> None:
     settings = command_settings(ctx)
     view = ended_run_view(settings, run_id) if _store_first(settings, live) else None
     if view is None:
+        from client.status_http import show_status_over_http
+
+        if show_status_over_http(settings, run_id, as_json=as_json):
+            return
         from client.status_query import show_status
 
         show_status(settings, run_id, as_json=as_json)

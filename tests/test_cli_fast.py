@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
+import signal
 import subprocess
 import sys
 import time
@@ -14,9 +17,11 @@ from typing import Any
 
 import pytest
 
+from activities.config import load_settings
 from client.cli import COMMANDS
 from client.embedded import EmbeddedServer
-from tests.cli import cli_env, finish, one_server, ponder, start_ponder
+from client.status_http import show_status_over_http
+from tests.cli import cli_env, one_server, ponder
 from tests.test_embedded import server_pids, wait_until
 
 HEAVY = (
@@ -180,40 +185,109 @@ async def _poller_identities(home: Path, task_queue: str) -> set[str]:
     return {poller.identity for poller in described.pollers}
 
 
+BOTH_PATHS_PROBE = """
+import contextlib, io, json, sys
+from activities.config import load_settings
+from client.status_http import show_status_over_http
+
+def shown(read, run_id, as_json):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        answered = read(load_settings(), run_id, as_json=as_json)
+    return answered, out.getvalue()
+
+cases = json.loads(sys.argv[1])
+over_http = [shown(show_status_over_http, *case) for case in cases]
+sdk_loaded = sorted(m for m in sys.modules if m.startswith("temporalio"))
+from client.status_query import show_status
+through_sdk = [shown(show_status, *case)[1] for case in cases]
+print(json.dumps({"http": over_http, "sdk_loaded": sdk_loaded, "sdk": through_sdk}))
+"""
+"""Each ``[run_id, as_json]`` shown over the HTTP API first (before anything loads the SDK),
+then through the SDK, in one process with the same settings and terminal width."""
+
+RELEASE = Path(__file__).parents[1] / "examples" / "plans" / "release.yaml"
+"""Pauses at once, awaiting its owner's name."""
+
+TINY_CAMPAIGN = """\
+schema: ponder-campaign/1
+campaign_id: tiny
+commit_sha: example
+comparator: a
+seeds: [0, 1, 2]
+concurrency: 1
+variants:
+  - {id: a, kind: single, config: {model: "sim:default"}}
+  - {id: b, kind: single, config: {model: "sim:default"}}
+scenarios:
+  - {id: lis, task: "Longest increasing subsequence.", scorer: {kind: sim_truth}}
+budget: {max_calls: 2}
+"""
+
+
+def _same_clock(text: str) -> str:
+    """A live run's elapsed time is counted to the moment it is shown."""
+    return re.sub(r"elapsed +[0-9.]+s", "elapsed Ns", text)
+
+
 @pytest.mark.slow
 @pytest.mark.usefixtures("no_leftover_processes")
-async def test_status_of_a_live_run_asks_the_worker_that_serves_it(tmp_path: Path) -> None:
-    """A query needs a worker polling the run's queue: with the background worker serving the
-    run, ``status`` starts none of its own (the poller list would show its pid)."""
+async def test_status_over_http_prints_what_the_sdk_path_prints(tmp_path: Path) -> None:
+    """With the background worker serving its runs, ``ponder status`` reads a live tournament,
+    plan and campaign over the server's HTTP API without importing the SDK, and prints exactly
+    what the SDK path prints (text and JSON), whose queries the background worker answers too
+    (a query needs a worker polling the run's queue: the poller list would show the reader's
+    own). Without a live background worker the HTTP path declines, and ``status`` answers
+    through the SDK with a worker of its own."""
     env = cli_env(tmp_path)
+    campaign = tmp_path / "tiny.yaml"
+    campaign.write_text(TINY_CAMPAIGN)
     async with one_server(tmp_path):
-        paused = await ponder(
-            "think",
-            "Sort a list",
-            "--seed",
-            "4",
-            "--model",
-            "sim:default,invalid_json_rate=0.5",
-            "--invalid-json-retries",
-            "3",
-            "--max-calls",
-            "15",  # the plan's calls: a retried judge call leaves the run paused, live
-            "--run-id",
-            "t1",
-            "--detach",
-            env=env,
-        )
-        assert paused.code == 0, paused.err  # the background worker runs it into its pause
-        record = json.loads((tmp_path / "workers" / "ponder.json").read_text())
-        deadline = time.monotonic() + 90
-        while not any(
-            i.startswith(f"{record['pid']}@") for i in await _poller_identities(tmp_path, "ponder")
+        starts = [
+            # A retried judge call leaves the run paused at its planned calls.
+            ("think", "Sort a list", "--seed", "4", "--model", "sim:default,invalid_json_rate=0.5",
+             "--invalid-json-retries", "3", "--max-calls", "15", "--run-id", "t1"),
+            ("plan", "run", str(RELEASE), "--arg", "version=3", "--run-id", "p1"),
+            ("campaign", "run", str(campaign), "--run-id", "c1"),
+        ]  # fmt: skip
+        for start in starts:
+            started = await ponder(*start, "--detach", env=env)
+            assert started.code == 0, started.err
+        waits = {"t1": "awaiting_budget", "p1": "awaiting_input", "c1": "awaiting_budget"}
+        for run_id, state in waits.items():  # each run settles into its pause
+            deadline = time.monotonic() + 90
+            while True:
+                shown = await ponder("status", run_id, "--json", env=env)
+                view = json.loads(shown.out) if shown.code == 0 else {}
+                if state in (view.get("status"), view.get("state")):
+                    break
+                assert time.monotonic() < deadline, (run_id, shown)
+                await asyncio.sleep(0.5)
+
+        cases = [[run_id, as_json] for run_id in waits for as_json in (False, True)]
+        probe = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", BOTH_PATHS_PROBE, json.dumps(cases), env=env,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        out, err = await asyncio.wait_for(probe.communicate(), 120)
+        assert probe.returncode == 0, err.decode()
+        both = json.loads(out.decode().splitlines()[-1])
+        assert both["sdk_loaded"] == []  # every HTTP read was made without the SDK
+        for (run_id, as_json), (answered, over_http), through_sdk in zip(
+            cases, both["http"], both["sdk"], strict=True
         ):
-            assert time.monotonic() < deadline, "the background worker never polled"
-            await asyncio.sleep(0.2)
-        process = await start_ponder("status", "t1", "--json", env=env)
-        shown = await finish(process)
-        assert shown.code == 0, shown.err
-        assert json.loads(shown.out)["status"] in ("running", "awaiting_budget"), shown.out
+            assert answered, (run_id, as_json)
+            assert run_id in over_http
+            assert _same_clock(over_http) == _same_clock(through_sdk), (run_id, as_json)
+        # The SDK path's query was answered by the background worker too: none of its own.
         identities = await _poller_identities(tmp_path, "ponder")
-        assert not any(i.startswith(f"{process.pid}@") for i in identities), identities
+        assert not any(i.startswith(f"{probe.pid}@") for i in identities), identities
+
+        # The background worker gone, the HTTP path declines and the SDK path answers.
+        record = json.loads((tmp_path / "workers" / "ponder.json").read_text())
+        os.kill(record["pid"], signal.SIGTERM)
+        await wait_until(lambda: not Path(f"/proc/{record['pid']}").exists(), 90)
+        settings = load_settings(home=str(tmp_path))
+        assert not show_status_over_http(settings, "t1", as_json=True)
+        shown = await ponder("status", "t1", "--json", env=env)
+        assert shown.code == 0 and json.loads(shown.out)["status"] == "awaiting_budget", shown

@@ -1,0 +1,108 @@
+"""``ponder status`` of a live run on the embedded server, without the SDK.
+
+The common case of a live read is a run the home's background worker is executing, with the
+embedded server up. Then the server's HTTP API (``client.server_http``) answers the same
+describe and query as the SDK, and the run's kind is shown by the same display module
+(``client.tournament_display``, ``plan_display``, ``campaign_display``), so the output is the
+one ``client.status_query`` prints, without importing the SDK client (issue 16: under 0.5 s).
+
+Anything else goes to ``client.status_query``: an Ask (its view reads the run's result), a
+cluster, a run on another task queue, no live worker to answer the query (that path runs one in
+the process), or any answer the HTTP API does not give.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, TypeVar
+
+import click
+from pydantic import BaseModel, ValidationError
+
+from client.embedded import EmbeddedServer
+from client.server_http import HttpUnanswered, ServerHttp
+from client.worker_record import running_background_worker
+from workflows.names import CAMPAIGN, PLAN_RUN, QUERY_PROGRESS, QUERY_STATUS, TOURNAMENT
+
+if TYPE_CHECKING:
+    from activities.config import Settings
+
+__all__ = ["show_status_over_http"]
+
+Shown = TypeVar("Shown", bound=BaseModel)
+
+
+def show_status_over_http(settings: Settings, run_id: str, *, as_json: bool) -> bool:
+    """Print the run's status and return True, or print nothing and return False."""
+    if settings.temporal_address or running_background_worker(settings) is None:
+        return False
+    server = EmbeddedServer(settings.home)
+    info = server.read_state()
+    if info is None or not server.up():
+        return False
+    api = ServerHttp(info.http_port, settings.namespace)
+    try:
+        described = api.describe(run_id)
+        if described.task_queue != settings.task_queue or not api.serves(
+            settings.task_queue, time.time()
+        ):
+            return False
+        if described.kind == TOURNAMENT:
+            return _tournament(api, run_id, as_json=as_json)
+        if described.kind == PLAN_RUN:
+            return _plan(api, run_id, settings, as_json=as_json)
+        if described.kind == CAMPAIGN:
+            return _campaign(api, run_id, as_json=as_json)
+    except HttpUnanswered:
+        return False
+    return False
+
+
+def _validated(model: type[Shown], answer: bytes) -> Shown | None:
+    """The query's answer as ``model``, decoded from JSON as the SDK's converter does; None when
+    it does not decode (the SDK path then reports it)."""
+    try:
+        return model.model_validate_json(answer)
+    except ValidationError:
+        return None
+
+
+def _tournament(api: ServerHttp, run_id: str, *, as_json: bool) -> bool:
+    from client.tournament_display import print_progress
+    from workflows.tournament.types import Progress
+
+    progress = _validated(Progress, api.query(run_id, QUERY_PROGRESS))
+    if progress is None:
+        return False
+    if as_json:
+        click.echo(json.dumps(progress.model_dump(mode="json"), indent=2))
+        return True
+    times = api.describe(run_id)  # after the query: the close time of a run that just ended
+    print_progress(run_id, progress, times.start_time, times.close_time)
+    return True
+
+
+def _plan(api: ServerHttp, run_id: str, settings: Settings, *, as_json: bool) -> bool:
+    from client.plan_display import print_plan_status
+    from workflows.plan.run_types import PlanStatus
+
+    shown = _validated(PlanStatus, api.query(run_id, QUERY_STATUS))
+    if shown is None:
+        return False
+    print_plan_status(shown, as_json=as_json, settings=settings)
+    return True
+
+
+def _campaign(api: ServerHttp, run_id: str, *, as_json: bool) -> bool:
+    from client.campaign_display import print_status
+    from workflows.campaign.types import CampaignProgress
+
+    progress = _validated(CampaignProgress, api.query(run_id, QUERY_PROGRESS))
+    if progress is None:
+        return False
+    if as_json:
+        click.echo(progress.model_dump_json(indent=2))
+    else:
+        print_status(progress)
+    return True
