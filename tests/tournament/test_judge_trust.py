@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import binomtest
 
 from activities.providers.sim import simulate
@@ -25,7 +27,7 @@ from workflows.tournament.bootstrap import (
 )
 from workflows.tournament.bradley_terry import canonical_arrays, fit_arrays, leaderboard, zscore
 from workflows.tournament.judge_parse import Outcome, parse_judge_output
-from workflows.tournament.judge_stats import judge_summary, rate
+from workflows.tournament.judge_stats import Rate, judge_summary, rate
 from workflows.tournament.schedule import ScheduledPair
 from workflows.tournament.verdicts import call_slots, combine, majority, merged_critiques
 
@@ -100,11 +102,20 @@ def test_critiques_of_a_swapped_call_are_read_in_the_pair_order() -> None:
     assert for_y == "Solution B misses n=0.\n\nWorse than solution A."
 
 
-def test_rates_carry_wilson_intervals() -> None:
-    got = rate(30, 40)
-    expected = binomtest(30, 40).proportion_ci(0.95, method="wilson")
-    assert (got.low, got.high) == pytest.approx((expected.low, expected.high))
-    assert rate(0, 0).rate is None
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 5000).flatmap(lambda total: st.tuples(st.integers(0, total), st.just(total))))
+def test_rates_carry_scipys_wilson_intervals(counted: tuple[int, int]) -> None:
+    """The closed form is scipy's interval, its ends at 0 and 1 included."""
+    count, total = counted
+    got = rate(count, total)
+    expected = binomtest(count, total).proportion_ci(0.95, method="wilson")
+    assert got.rate == count / total
+    assert got.low == pytest.approx(float(expected.low), abs=1e-12)
+    assert got.high == pytest.approx(float(expected.high), abs=1e-12)
+
+
+def test_an_empty_count_has_no_rate() -> None:
+    assert rate(0, 0) == Rate(0, 0, None, None, None)
 
 
 def test_flips_and_panel_agreement_are_counted_per_pair() -> None:

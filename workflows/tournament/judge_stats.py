@@ -1,8 +1,11 @@
 """How far to trust the judge: position bias, order flips and panel agreement, per run.
 
-Pure (scipy.stats, no Temporal import); the artifact writer calls it on the run's comparisons
-for ``summary.json``'s ``judge`` object. Every rate comes with a 95% Wilson score interval
-(``scipy.stats.binomtest(...).proportion_ci``).
+Pure (no Temporal import); the artifact writer calls it on the run's comparisons for
+``summary.json``'s ``judge`` object. Every rate comes with a 95% Wilson score interval, the one
+``scipy.stats.binomtest(...).proportion_ci(method="wilson")`` gives (tests/tournament/
+test_judge_trust.py checks them equal). It is computed here in closed form with the standard
+library's normal quantile: importing ``scipy.stats`` cost every process that ran a tournament
+about a second of CPU (on a cold worker, during the first artifact write) for this one formula.
 
 - ``first_position_win_rate``: of the decisive verdicts (ties left out), the share won by the
   candidate shown first. Presentation order is a fair coin per pair (or balanced: all pairs, both
@@ -26,6 +29,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from math import sqrt
+from statistics import NormalDist
 from typing import Any, Protocol
 
 from workflows.families import model_family
@@ -34,6 +39,7 @@ from workflows.tournament.verdicts import JudgedCall, majority, vote, winner_id
 __all__ = ["LEVEL", "Rate", "judge_summary", "rate"]
 
 LEVEL = 0.95
+_Z = NormalDist().inv_cdf(0.5 + 0.5 * LEVEL)
 
 
 @dataclass(frozen=True)
@@ -58,12 +64,17 @@ class Rate:
 
 
 def rate(count: int, total: int) -> Rate:
+    """``count`` of ``total``, with the Wilson score interval at ``LEVEL`` (Newcombe 1998, without
+    continuity correction: scipy's formula and its ends at 0 and ``total``)."""
     if total == 0:
         return Rate(0, 0, None, None, None)
-    from scipy.stats import binomtest  # imported here: scipy.stats costs every process ~1 s
-
-    interval = binomtest(count, total).proportion_ci(confidence_level=LEVEL, method="wilson")
-    return Rate(count, total, count / total, float(interval.low), float(interval.high))
+    p = count / total
+    denominator = 2 * (total + _Z**2)
+    center = (2 * total * p + _Z**2) / denominator
+    delta = _Z / denominator * sqrt(4 * total * p * (1 - p) + _Z**2)
+    low = 0.0 if count == 0 else center - delta
+    high = 1.0 if count == total else center + delta
+    return Rate(count, total, p, low, high)
 
 
 class _Row(Protocol):
