@@ -466,10 +466,15 @@ class EmbeddedServer:
         lease = self.add_lease(os.getpid())
         try:
             info = await self.ensure(grpc_port)
-            watchdog = asyncio.create_task(self._watch())
+            leaving = asyncio.Event()
+            watchdog = asyncio.create_task(self._watch(leaving))
             try:
                 yield info
             finally:
+                # The event as well as the cancel: Python 3.11's ``asyncio.wait_for`` returns a
+                # result that lands with the cancel and drops the cancel (the watchdog's restart
+                # awaits one), and the watchdog would then watch on with this block waiting.
+                leaving.set()
                 watchdog.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await watchdog
@@ -479,8 +484,8 @@ class EmbeddedServer:
                 if not self.live_leases():
                     leave_idle(self, idle_s)
 
-    async def _watch(self) -> None:
-        while True:
+    async def _watch(self, leaving: asyncio.Event) -> None:
+        while not leaving.is_set():
             await asyncio.sleep(1.0)
             info = self.read_state()
             if info is None or not _alive(info.pid):

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from activities.errors import ServerError
-from client.embedded import EmbeddedServer, find_temporal_binary, server_answers
+from client.embedded import EmbeddedServer, ServerInfo, find_temporal_binary, server_answers
 from tests.cli import cli_env, finish, ponder, start_ponder
 from tests.fakes import FakeProvider
 
@@ -228,3 +228,42 @@ async def test_a_server_that_keeps_failing_at_start_is_reported(
     with pytest.raises(ServerError, match=f"exited at start: .*{error}"):
         await EmbeddedServer(tmp_path / "home").ensure()
     assert (tmp_path / "starts").read_text().count("start") == starts
+
+
+async def test_a_lease_ends_when_its_watchdog_drops_the_cancel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Python 3.11's ``asyncio.wait_for`` drops a cancel that arrives with its result, and the
+    watchdog's restart awaits one (``server_answers``): the lease must still end, not wait on a
+    watchdog that goes on watching (seen once: a README test's teardown waited 265 s)."""
+    info = ServerInfo(0, 1, 2, 3, 4, str(tmp_path / "temporal.db"), "test")
+    restarting = asyncio.Event()
+    leases = []
+
+    async def ensure(self: EmbeddedServer, grpc_port: int | None = None) -> ServerInfo:
+        leases.append(grpc_port)
+        if len(leases) == 2:  # the watchdog's first restart drops the cancel, as wait_for may
+            restarting.set()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(30)
+        return info
+
+    # No recorded server: the watchdog restarts it on its first look.
+    monkeypatch.setattr(EmbeddedServer, "read_state", lambda self: None)
+    monkeypatch.setattr(EmbeddedServer, "ensure", ensure)
+    server = EmbeddedServer(tmp_path)
+
+    async def hold() -> None:
+        async with server.lease():
+            await asyncio.wait_for(restarting.wait(), 30)
+
+    holding = asyncio.ensure_future(hold())
+    done, _ = await asyncio.wait({holding}, timeout=10)
+    try:
+        assert holding in done, "the lease still waits on its watchdog"
+    finally:  # a failing lease leaves its watchdog running in the suite's loop: stop it
+        for task in asyncio.all_tasks():
+            if task.get_coro().__qualname__ == "EmbeddedServer._watch":  # type: ignore[union-attr]
+                task.cancel()
+        await holding
+    assert not list(server.leases.iterdir())
