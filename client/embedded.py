@@ -30,7 +30,13 @@ from activities.errors import ServerError
 if TYPE_CHECKING:
     from activities.config import Settings
 
-__all__ = ["EmbeddedServer", "ServerInfo", "child_environment", "find_temporal_binary"]
+__all__ = [
+    "EmbeddedServer",
+    "ServerInfo",
+    "child_environment",
+    "find_temporal_binary",
+    "live_argv",
+]
 
 READY_TIMEOUT_S = 60.0
 START_ATTEMPTS = 3
@@ -108,6 +114,17 @@ def child_environment(settings: Settings | None, *, worker: bool) -> dict[str, s
     }
     env["PONDER_HOME"] = str(settings.home.absolute())
     return env
+
+
+def live_argv(pid: int) -> list[bytes] | None:
+    """The command line of process ``pid``, or None when it is gone or a zombie: how ponder
+    recognises the processes it started (a background worker, a server's idle keeper)."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+    return None if state == "Z" else argv
 
 
 def _alive(pid: int) -> bool:

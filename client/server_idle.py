@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from client.embedded import EmbeddedServer, child_environment
+from client.embedded import EmbeddedServer, child_environment, live_argv
 
 __all__ = ["KEEPER_POLL_S", "keep_until_idle", "leave_idle"]
 
@@ -34,12 +34,8 @@ def _keeper_record(server: EmbeddedServer) -> Path:
 
 
 def _is_keeper(pid: int, server: EmbeddedServer) -> bool:
-    try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z" and b"client.server_idle" in argv and str(server.home).encode() in argv
+    argv = live_argv(pid)
+    return argv is not None and b"client.server_idle" in argv and str(server.home).encode() in argv
 
 
 def leave_idle(server: EmbeddedServer, idle_s: float) -> None:

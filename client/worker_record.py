@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from client.embedded import live_argv
+
 if TYPE_CHECKING:
     from activities.config import Settings
 
@@ -29,13 +31,9 @@ def record_path(settings: Settings) -> Path:
 
 
 def is_background_worker(pid: int, settings: Settings) -> bool:
-    try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
+    argv = live_argv(pid)
     return (
-        state != "Z"
+        argv is not None
         and b"--embedded" in argv
         and b"--exit-when-idle" in argv
         and settings.task_queue.encode() in argv
