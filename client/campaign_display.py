@@ -42,7 +42,12 @@ def resume_command(run_id: str, paused: CampaignProgress) -> str:
     return f"{ponder_program()} extend {run_id} --calls +{left * (paused.awaiting_cell_calls or 1)}"
 
 
-def print_status(progress: CampaignProgress) -> None:
+def print_status(progress: CampaignProgress, *, as_json: bool = False) -> None:
+    """``ponder status`` of a campaign: its progress line, limits, error and refused signals, and
+    how to continue it when it awaits its budget; or the progress query as JSON."""
+    if as_json:
+        click.echo(progress.model_dump_json(indent=2))
+        return
     click.echo(progress_line(progress))
     click.echo(f"limits {format_limits(progress.budget)}; fingerprint {progress.fingerprint}")
     if progress.error:

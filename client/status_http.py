@@ -13,11 +13,9 @@ the process), or any answer the HTTP API does not give.
 
 from __future__ import annotations
 
-import json
 import time
 from typing import TYPE_CHECKING, TypeVar
 
-import click
 from pydantic import BaseModel, ValidationError
 
 from client.embedded import EmbeddedServer
@@ -69,14 +67,14 @@ def _validated(model: type[Shown], answer: bytes) -> Shown | None:
 
 
 def _tournament(api: ServerHttp, run_id: str, *, as_json: bool) -> bool:
-    from client.tournament_display import print_progress
+    from client.tournament_display import print_progress, print_progress_json
     from workflows.tournament.types import Progress
 
     progress = _validated(Progress, api.query(run_id, QUERY_PROGRESS))
     if progress is None:
         return False
     if as_json:
-        click.echo(json.dumps(progress.model_dump(mode="json"), indent=2))
+        print_progress_json(progress)
         return True
     times = api.describe(run_id)  # after the query: the close time of a run that just ended
     print_progress(run_id, progress, times.start_time, times.close_time)
@@ -101,8 +99,5 @@ def _campaign(api: ServerHttp, run_id: str, *, as_json: bool) -> bool:
     progress = _validated(CampaignProgress, api.query(run_id, QUERY_PROGRESS))
     if progress is None:
         return False
-    if as_json:
-        click.echo(progress.model_dump_json(indent=2))
-    else:
-        print_status(progress)
+    print_status(progress, as_json=as_json)
     return True

@@ -97,19 +97,17 @@ async def _campaign_view(handle: WorkflowHandle, *, as_json: bool) -> Printer:
     from client.campaign_display import print_status
 
     shown = await query_progress(handle)
-    if as_json:
-        return lambda: click.echo(shown.model_dump_json(indent=2))
-    return lambda: print_status(shown)
+    return lambda: print_status(shown, as_json=as_json)
 
 
 async def _tournament_view(handle: WorkflowHandle, *, as_json: bool) -> Printer:
-    from client.tournament_display import print_progress
+    from client.tournament_display import print_progress, print_progress_json
     from client.tournament_follow import run_times
     from workflows.tournament.types import Progress
 
     progress = await handle.query(QUERY_PROGRESS, result_type=Progress)
     if as_json:
-        return lambda: click.echo(json.dumps(progress.model_dump(mode="json"), indent=2))
+        return lambda: print_progress_json(progress)
     times = await run_times(handle)  # after the query: the close time of a run that just ended
     return lambda: print_progress(handle.id, progress, *times)
 

@@ -7,8 +7,10 @@ No SDK import: ``status`` of a live run reads it over the server's HTTP API
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
+import click
 from rich.console import Console
 from rich.table import Table
 
@@ -16,7 +18,13 @@ from client.hints import ponder_program
 from workflows.budget import BudgetLimits
 from workflows.tournament.types import Progress
 
-__all__ = ["format_limits", "print_progress", "progress_table", "resume_command"]
+__all__ = [
+    "format_limits",
+    "print_progress",
+    "print_progress_json",
+    "progress_table",
+    "resume_command",
+]
 
 
 def format_limits(limits: BudgetLimits) -> str:
@@ -82,6 +90,11 @@ def resume_command(run_id: str, paused: Progress) -> str:
     # The nominal calls left, plus a tenth for invalid-output retries.
     more = max(paused.calls_planned - spent.calls, 0) + max(paused.calls_planned // 10, 1)
     return f"{ponder_program()} extend {run_id} --calls +{more}"
+
+
+def print_progress_json(progress: Progress) -> None:
+    """``ponder status --json`` of a tournament: the progress query as it came."""
+    click.echo(json.dumps(progress.model_dump(mode="json"), indent=2))
 
 
 def print_progress(
