@@ -20,7 +20,7 @@ $(BIN)/ponder: pyproject.toml requirements.lock
 # instead of 1.7-2.4). Up-to-date files are skipped. The suite writes its own caches
 # (tests/conftest.py).
 install: $(BIN)/ponder
-	$(BIN)/python -m compileall -q -j 0 activities workflows client worker benchmarks tests
+	$(BIN)/python -m compileall -q -j 0 activities workflows client worker benchmarks
 
 demo: install
 	$(BIN)/ponder think "Write a C++17 program that prints the length of the longest increasing subsequence of n integers read from stdin." --profile paper --provider sim --prompt-style paper-programming
