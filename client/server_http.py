@@ -40,7 +40,8 @@ class RunDescription:
     def __init__(self, answer: dict[str, Any]) -> None:
         info = answer.get("workflowExecutionInfo", {})
         self.kind: str = info.get("type", {}).get("name", "")
-        self.task_queue: str = answer.get("executionConfig", {}).get("taskQueue", {}).get("name")
+        config = answer.get("executionConfig", {})
+        self.task_queue: str | None = config.get("taskQueue", {}).get("name")
         self.start_time = _timestamp(info.get("startTime"))
         self.close_time = _timestamp(info.get("closeTime"))
 
