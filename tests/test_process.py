@@ -50,10 +50,34 @@ def run_dirs(home: Path) -> list[Path]:
 
 async def stop_background_workers(home: Path) -> None:
     """SIGTERM them and wait for them to go: a worker lets calls in flight finish and stops the
-    server it was the last user of, which took over 30 s on a loaded CI machine (1.2 s idle)."""
+    server it was the last user of, which took over 30 s on a loaded CI machine (1.2 s idle,
+    1.2-1.4 s with six at once beside six busy loops on two cores)."""
     for pid in background_workers(home):
         os.kill(pid, signal.SIGTERM)
-    await wait_until(lambda: processes_using(home) == [], 90)
+    deadline = time.monotonic() + 150
+    while processes_using(home):
+        # Seen once in a full suite (not reproduced alone or under load): say what was left.
+        assert time.monotonic() < deadline, left_behind(home)
+        await asyncio.sleep(0.1)
+
+
+def left_behind(home: Path) -> str:
+    """The processes still using ``home`` (command line, state, threads) and the background
+    worker's log tail."""
+    lines = []
+    for pid in processes_using(home):
+        with contextlib.suppress(OSError):
+            status = dict(
+                line.split(":\t", 1)
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                if ":\t" in line
+            )
+            lines.append(
+                f"{pid} {cmdline(pid)} {status.get('State')} threads={status.get('Threads')}"
+            )
+    log = home / "logs" / "background-worker.out"
+    tail = log.read_text(errors="replace")[-4000:] if log.exists() else "(no worker log)"
+    return "\n".join(["still running:", *lines, "background worker log:", tail])
 
 
 async def waits_on(home: Path, pid: int, run_id: str) -> bool:
