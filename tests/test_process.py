@@ -237,6 +237,10 @@ async def test_detached_runs_share_one_worker_and_keys_stay_where_needed(tmp_pat
     # The worker may call OpenAI (a configured endpoint's key); nothing else secret reaches it.
     assert environ(worker)["OPENAI_API_KEY"] == "sk-live-0123456789"
     assert "DEPLOY_TOKEN" not in environ(worker)
+    # `ponder` set one BLAS thread before anything imported numpy (worker.numerics); the worker
+    # it started has it from the start.
+    assert "OPENBLAS_NUM_THREADS" not in env
+    assert environ(worker)["OPENBLAS_NUM_THREADS"] == "1"
     # The dev server never needs a key.
     (server,) = server_pids(home / "temporal.db")
     assert not {"OPENAI_API_KEY", "DEPLOY_TOKEN"} & set(environ(server))
