@@ -17,7 +17,7 @@ import click
 
 from client.lazy_group import LazyGroup
 from worker.exits import leave
-from worker.numerics import use_one_blas_thread
+from worker.startup import start_process
 
 __all__ = ["COMMANDS", "cli", "exit_code", "main", "run_command"]
 
@@ -275,5 +275,5 @@ def cli(ctx: click.Context, debug: bool, config: str | None) -> None:
 
 
 def main() -> None:
-    use_one_blas_thread()  # before any command imports numpy
+    start_process()  # before any command imports its modules
     run_command(cli, prog_name="ponder")

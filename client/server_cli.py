@@ -11,6 +11,7 @@ import click
 from activities.errors import ServerError
 from client.command_settings import command_settings
 from client.embedded import EmbeddedServer
+from worker.startup import imports_done
 
 __all__ = ["server"]
 
@@ -33,6 +34,7 @@ def server(ctx: click.Context, port: int | None) -> None:
     settings = command_settings(ctx)
 
     async def go() -> None:
+        imports_done()  # it runs until stopped, and never connects
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

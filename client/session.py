@@ -171,6 +171,10 @@ async def _runs_open(client: Client, task_queue: str) -> bool:
         return True
 
 
+def _import_worker() -> None:
+    import worker.worker  # noqa: F401
+
+
 @contextlib.asynccontextmanager
 async def own_worker(client: Client, settings: Settings) -> AsyncIterator[None]:
     """This command's own worker on the task queue for the block. The worker (every workflow
@@ -201,7 +205,11 @@ async def open_session(
             yield Session(client, settings, embedded=False)
             return
         server = EmbeddedServer(settings.home)
+        # The worker's modules (about a second of CPU) load while the server starts.
+        importing = asyncio.create_task(asyncio.to_thread(_import_worker)) if worker else None
         async with server.lease(idle_s=settings.server_idle_s) as info:
+            if importing is not None:
+                await importing
             client = await connect(settings, info.address)
             await replace_stale_background_worker(settings, client)
             if not worker:

@@ -1,8 +1,8 @@
 """``python -m worker``: the worker's own entry point (``worker/cli.py``); it imports no client."""
 
-from worker.numerics import use_one_blas_thread
+from worker.startup import start_process
 
-use_one_blas_thread()  # before worker.cli imports the worker's modules, numpy among them
+start_process()  # before worker.cli imports the worker's modules, numpy among them
 
 from worker.cli import main  # noqa: E402
 

@@ -24,6 +24,7 @@ from activities.config import Settings, read_secret
 from activities.errors import ServerError
 from activities.payload_store import FileSystemStorageDriver
 from worker.logs import install_runtime
+from worker.startup import imports_done
 
 __all__ = ["PonderPayloadConverter", "before_connect", "connect", "data_converter"]
 
@@ -45,8 +46,10 @@ def _let_sdk_callbacks_finish() -> None:
 
 def before_connect() -> None:
     """What a process needs once before its first ``Client.connect``: the SDK runtime with
-    ponder's logging, and the exit grace above."""
+    ponder's logging, the exit grace above, and garbage collection back on (``worker.startup``):
+    a process that connects may run for hours."""
     install_runtime()
+    imports_done()
     if not _exit_hook:
         _exit_hook.append(True)
         atexit.register(_let_sdk_callbacks_finish)
