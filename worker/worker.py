@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import hashlib
+import importlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
+import temporalio
 from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
@@ -39,7 +44,7 @@ from workflows.names import TASK_QUEUE
 from workflows.plan_run.workflow import PlanRunWorkflow
 from workflows.tournament.workflow import TournamentWorkflow
 
-__all__ = ["WORKFLOWS", "WorkerOptions", "running_worker", "workflow_runner"]
+__all__ = ["WORKFLOWS", "WorkerOptions", "build_id", "running_worker", "workflow_runner"]
 
 WORKFLOWS: list[type] = [AskWorkflow, TournamentWorkflow, PlanRunWorkflow, CampaignWorkflow]
 
@@ -58,6 +63,21 @@ def workflow_runner(sandboxed: bool) -> WorkflowRunner:
     under it.
     """
     return SandboxedWorkflowRunner() if sandboxed else UnsandboxedWorkflowRunner()
+
+
+@functools.cache
+def build_id() -> str:
+    """What this worker's workflow tasks are marked with in history: the SDK's version and a
+    digest of ponder's Python sources. ponder uses no worker versioning, so it names the code and
+    never routes. The SDK's default hashes the bytecode of every loaded module, 0.14 s of CPU at
+    each worker start (1,139 modules); reading ponder's 262 files takes about 13 ms."""
+    digest = hashlib.md5(usedforsecurity=False)
+    for package in ("activities", "client", "worker", "workflows"):
+        root = Path(str(importlib.import_module(package).__file__)).parent
+        for path in sorted(root.rglob("*.py")):
+            digest.update(path.relative_to(root).as_posix().encode())
+            digest.update(path.read_bytes())
+    return f"ponder-{digest.hexdigest()[:16]}-temporalio-{temporalio.__version__}"
 
 
 @dataclass
@@ -133,6 +153,7 @@ async def running_worker(
                 activities=activities,
                 interceptors=[ControlArity()],
                 workflow_runner=workflow_runner(settings.workflow_sandbox),
+                build_id=build_id(),
                 max_concurrent_activities=options.max_concurrent_activities,
                 sticky_queue_schedule_to_start_timeout=options.sticky_timeout,
                 graceful_shutdown_timeout=options.graceful_shutdown,
@@ -145,6 +166,7 @@ async def running_worker(
                     task_queue=provider_task_queue(options.task_queue, provider),
                     activities=[model.call_model],
                     max_task_queue_activities_per_second=per_second,
+                    build_id=build_id(),
                     graceful_shutdown_timeout=options.graceful_shutdown,
                 )
             )
