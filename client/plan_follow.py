@@ -124,6 +124,11 @@ async def _final_status(handle: WorkflowHandle) -> PlanStatus | None:
         return None
 
 
+def _timed(status: PlanStatus) -> bool:
+    """Whether the wait acts by itself: a pending gate's deadline or escalation."""
+    return any(gate.deadline_at or gate.escalate_at for gate in status.pending_gates)
+
+
 async def follow(
     session: Session, handle: WorkflowHandle, *, answered: PlanStatus | None = None
 ) -> PlanRunResult | PlanStatus:
@@ -150,6 +155,10 @@ async def follow(
             live.update(status_table(final))
     if paused is not None:
         result.cancel()
+        if session.embedded and _timed(paused):
+            # Its timers fire on the server whether or not a worker runs; once this command
+            # has gone, the home's background worker acts on them.
+            spawn_background_worker(session.settings)
         await _print_report(session, handle.id, paused=True)
         return paused
     try:
