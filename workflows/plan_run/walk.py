@@ -137,6 +137,7 @@ async def _boundary(
     ledger.open(sid, reservation)
     held = dispatcher.ledgers.hold(holds)
     started = workflow.now()
+    closed = False
     try:
         if isinstance(step, AgentStep):
             return await _agent(run, dispatcher, scope, step)
@@ -154,11 +155,19 @@ async def _boundary(
             )
             run.settle(step.id, output)
         return None
+    except GeneratorExit:
+        # The coroutine is closed: evicted, or collected after its worker stopped. The run's
+        # state goes with it, and outside an activation workflow.now() raises (seen raised by
+        # the garbage collector in the middle of another import, which Python 3.11's import
+        # lock does not survive: a test's worker failed to start with a KeyError).
+        closed = True
+        raise
     finally:
-        elapsed = workflow.now() - started
-        ledger.spend_wall(int(elapsed.total_seconds() * 1000))
-        ledger.close()
-        dispatcher.ledgers.release(held)
+        if not closed:
+            elapsed = workflow.now() - started
+            ledger.spend_wall(int(elapsed.total_seconds() * 1000))
+            ledger.close()
+            dispatcher.ledgers.release(held)
 
 
 async def _agent(
