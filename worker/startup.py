@@ -11,7 +11,7 @@
   objects that live as long as the process, and the collector's passes over them (277 of them,
   two full) took 0.17-0.22 s of the 1.5-1.9 s those imports cost. ``imports_done`` turns it back
   on, with what was loaded so far frozen out of later passes: connecting calls it
-  (``worker.logs.install_runtime``), and so does a command that runs long without connecting.
+  (``worker.connect.before_connect``), and so does a command that runs long without connecting.
   Short commands that never connect (a read of the run store, a validation) end with it off.
 
 A program that drives ``client.api`` in its own process calls neither, and keeps its own settings.
