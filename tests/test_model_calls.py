@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
+import inspect
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable
@@ -29,6 +31,7 @@ from tests.conftest import with_endpoint
 from tests.fakes import FakeProvider, Reply
 from tests.tournament.helpers import read_jsonl
 from worker.worker import WORKFLOWS, WorkerOptions, running_worker
+from workflows import model_calls
 from workflows.ask_types import AskInput, AskResult
 from workflows.call_options import CallOptions
 from workflows.model_calls import PROVIDER_RETRY_LATER, PROVIDER_TIMEOUT
@@ -259,3 +262,36 @@ def test_a_calls_input_travels_without_its_unset_fields_and_old_payloads_still_d
     given.request.json_mode = True
     assert b'"chain":"c1"' in converter.to_payloads([given])[0].data
     assert b'"json_mode":true' in converter.to_payloads([given])[0].data
+
+
+async def test_a_run_waiting_out_a_retry_after_can_be_closed_outside_its_worker(
+    client: Client, settings: Settings
+) -> None:
+    """A worker that stops leaves its cached runs to the garbage collector, which closes each
+    coroutine with ``GeneratorExit`` in whatever thread it runs: the code after the wait must
+    not call the workflow API then. Outside an activation that raises, and once, from inside
+    another import, Python 3.11's import lock did not survive it (a CI run failed)."""
+    first = "initial_generation/0/0"
+    async with retry_later_worker(client, settings, first, 600.0) as (queue, _model):
+        handle = await client.start_workflow(
+            TOURNAMENT,
+            TournamentInput(task="Sort a list.", profile="quick", seed=3),
+            id=f"closed-{uuid.uuid4().hex[:8]}",
+            task_queue=queue,
+            result_type=TournamentResult,
+        )
+        assert await waiting_provider(handle) is not None
+    # What the collector does to the stopped worker's run, done now and on this run alone.
+    waiting = [
+        coroutine
+        for coroutine in gc.get_objects()
+        if inspect.iscoroutine(coroutine)
+        and coroutine.cr_code is model_calls.call_model.__code__
+        and coroutine.cr_frame is not None
+        and coroutine.cr_frame.f_locals["input"].run_id == handle.id
+    ]
+    try:
+        assert len(waiting) == 1
+        waiting[0].close()  # raised "Not in workflow event loop" from the wait's cleanup
+    finally:
+        await handle.terminate("test over")
