@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 import re
 import threading
 from collections.abc import Iterable, Mapping
@@ -79,9 +80,12 @@ class RawEventLog:
             return
         line = orjson.dumps(redact({**self.base, **event}, self.secrets)) + b"\n"
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with _lock, self.path.open("ab") as f:
-                f.write(line)
+            with _lock:
+                try:
+                    _append(self.path, line)
+                except FileNotFoundError:  # the run's first event: make its directory
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                    _append(self.path, line)
         except OSError as exc:
             log.warning(
                 "raw event of call %s not recorded in %s: %s",
@@ -89,3 +93,15 @@ class RawEventLog:
                 self.path,
                 exc,
             )
+
+
+def _append(path: Path, line: bytes) -> None:
+    """``line`` at the end of ``path`` (O_APPEND), creating the file: two fewer system calls
+    than ``Path.open("ab")`` after a ``mkdir``, on every model call."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        rest = memoryview(line)
+        while rest:
+            rest = rest[os.write(fd, rest) :]
+    finally:
+        os.close(fd)

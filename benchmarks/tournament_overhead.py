@@ -20,7 +20,11 @@ One fresh embedded server (its own SQLite file in a temporary ``$PONDER_HOME``),
 * decomposition variants of the bare workflow (skip with ``--no-variants``): the commits with
   the real run's snapshot sizes, the same commits started in the task that ends a phase, calls
   through ponder's ``call_model`` (its activity options and body) with the real prompt sizes,
-  and both together — payload sizes are taken from a warm-up real run.
+  and both together — payload sizes are taken from a warm-up real run. Two more bound what a
+  call through ponder costs at the least: ``call_model`` with 10-character prompts (what the
+  prompts' size costs), and its activity options and payload types with no body at all (a
+  stand-in registered under its name on a worker of its own, which also runs the bare workflow:
+  what Temporal charges for them).
 * **plain** — the same algorithm without Temporal: the pure modules (``rng``, ``schedule``,
   ``prompts.render``, ``judge_parse``, ``bradley_terry.leaderboard``, ``selection``,
   ``critique``) and the sim provider's ``simulate()`` called directly, 8 at a time per phase.
@@ -70,7 +74,7 @@ with workflow.unsafe.imports_passed_through():
 
     from activities.call_model import CALL_MODEL, ModelActivities
     from activities.config import Settings, load_settings
-    from activities.model_types import CallModelInput, ModelRequest
+    from activities.model_types import CallModelInput, ModelRequest, ModelResponse, Usage
     from activities.providers.sim import SimOptions, simulate
     from activities.run_store import RunStore
     from activities.tournament.artifacts import (
@@ -159,6 +163,20 @@ async def commit(payload: str) -> str:
 @activity.defn(name=FIT)
 async def fit(phase: int) -> list[str]:
     return [f"c{i}" for i in range(3)]
+
+
+@activity.defn(name=CALL_MODEL)
+async def call_model_without_body(input: CallModelInput) -> ModelResponse:
+    """``call_model``'s name and payload types, and none of its work (no provider, raw event,
+    redaction or pricing): an answer of a sim reply's shape."""
+    return ModelResponse(
+        text='{"winner": "A", "feedback_a": "ok", "feedback_b": "ok"}',
+        model="default",
+        provider="sim",
+        usage=Usage(input_tokens=len(input.request.prompt) // 4, output_tokens=12),
+        usd=0.0,
+        simulated=True,
+    )
 
 
 @workflow.defn(name="BenchBareTournament")
@@ -713,15 +731,22 @@ COMMITS = "bare + phase commits"
 PLAIN = "plain asyncio loop"
 
 
+NO_BODY = "  call_model, no body, tiny prompts"
+"""Runs on the worker whose ``call_model`` is ``call_model_without_body``."""
+
+
 def variants(shape: RealShape) -> dict[str, dict[str, Any]]:
     """Bare-workflow modes: name -> ``BareInput`` options."""
     sized = {"commits": True, "commit_chars": shape.snapshot_chars}
     calls = {"call_model": True, "prompt_chars": shape.prompt_chars}
+    tiny = {"call_model": True, "prompt_chars": dict.fromkeys(shape.prompt_chars, 10)}
     return {
         BARE: {},
         COMMITS: {"commits": True},
         "  commits, snapshot-sized": sized,
         "  commits, sized, at the barrier": sized | {"commits_deferred": False},
+        NO_BODY: tiny,
+        "  call_model, tiny prompts": tiny,
         "  call_model, real-size prompts": calls,
         "  call_model + sized commits": calls | sized,
     }
@@ -758,6 +783,7 @@ async def measure(
         client = await connect(settings, info.address)
         queue = f"bench-think-{uuid.uuid4().hex[:8]}"
         bare_queue = f"bench-bare-{uuid.uuid4().hex[:8]}"
+        no_body_queue = f"bench-no-body-{uuid.uuid4().hex[:8]}"
         async with (
             running_worker(client, settings, WorkerOptions(task_queue=queue)),
             Worker(
@@ -768,6 +794,14 @@ async def measure(
                 max_concurrent_activities=64,
                 # The real worker's runner (unsandboxed live): the sandbox's own cost per
                 # activation is not ponder's overhead, nor is leaving it out a saving of ponder's.
+                workflow_runner=workflow_runner(settings.workflow_sandbox),
+            ),
+            Worker(
+                client,
+                task_queue=no_body_queue,
+                workflows=[BareTournament],
+                activities=[trivial, commit, fit, call_model_without_body],
+                max_concurrent_activities=64,
                 workflow_runner=workflow_runner(settings.workflow_sandbox),
             ),
         ):
@@ -781,6 +815,8 @@ async def measure(
                 if all_variants:
                     options = variants(shape)
                 warm_up["bare"] = (await run_bare(client, bare_queue, **options[COMMITS]))[0]
+                if NO_BODY in options:
+                    await run_bare(client, no_body_queue, **options[NO_BODY])
             modes[REAL] = Mode(REAL)
             modes.update((name, Mode(name)) for name in options)
             modes[PLAIN] = Mode(PLAIN)
@@ -790,7 +826,8 @@ async def measure(
                 real_runs.append(run)
                 modes[REAL].add(run.seconds, run.history)
                 for name, option in options.items():
-                    seconds, history = await run_bare(client, bare_queue, **option)
+                    where = no_body_queue if name == NO_BODY else bare_queue
+                    seconds, history = await run_bare(client, where, **option)
                     modes[name].add(seconds, history)
                 started = time.perf_counter()
                 plain_run = await plain_tournament(TASK, seed=r)

@@ -29,11 +29,25 @@ from workflows.model_types import ModelRequest, ModelResponse, Usage
 from workflows.sim_options import SimOptions, SimOptionsError
 
 __all__ = [
+    "INLINE_OUTPUT_CHARS",
+    "INLINE_PROMPT_CHARS",
     "SimOptions",
     "SimProvider",
     "sim_options",
     "simulate",
 ]
+
+INLINE_OUTPUT_CHARS = 2_000
+INLINE_PROMPT_CHARS = 16_000
+"""A call whose output is at most ``INLINE_OUTPUT_CHARS`` and whose prompt at most
+``INLINE_PROMPT_CHARS`` is simulated on the event loop: about 0.05 ms of CPU (0.1 ms at these
+bounds) and a one-line append to the run's raw-event file (page cache, microseconds). A thread
+hop for it cost more than the work: on a busy worker it was most of what a sim call cost
+(``benchmarks/tournament_overhead``: a bare workflow's calls through ``call_model`` took 1.32x
+the trivial activity's time with the hop and 1.13x without). Larger calls, and a judge whose
+accuracy is not calibrated yet (a bisection), still go to a thread."""
+_calibrated: set[float] = set()
+"""Judge accuracies whose beta ``sim_math.beta_for_accuracy`` has computed (and cached)."""
 
 _WORDS = [
     "consider",
@@ -144,6 +158,14 @@ def simulate(request: ModelRequest, seed: int, call_key: str, options: SimOption
     return _candidate(f"Simulated answer to: {task}", q, tag, rng, options)
 
 
+def _light(request: ModelRequest, options: SimOptions) -> bool:
+    """Whether simulating ``request`` is cheap enough for the event loop (``INLINE_*``)."""
+    prompt = len(request.prompt) + len(request.system or "")
+    output = len(request.script) if request.script is not None else options.chars
+    calibrated = request.role != "judge" or options.accuracy in _calibrated
+    return prompt <= INLINE_PROMPT_CHARS and output <= INLINE_OUTPUT_CHARS and calibrated
+
+
 class SimProvider:
     """Records a synthetic exchange per call (``synthetic: true``, a ``sim:`` URL, no headers) in
     the run's raw events, so a simulated run can be replayed like a recorded HTTP one; the
@@ -186,10 +208,12 @@ class SimProvider:
             )
             return text
 
-        # In one thread hop: the text (up to MAX_SIM_CHARS), the prompt's trailers and a new
-        # judge accuracy's calibration are CPU work, and the raw event a file append, that the
-        # event loop (every run's) must not wait on; the event is on disk before the call ends.
-        text = await asyncio.to_thread(exchange)
+        # The event is on disk before the call ends. A large text (up to MAX_SIM_CHARS), a long
+        # prompt's trailers and a new judge accuracy's calibration are CPU work that the event
+        # loop (every run's) must not wait on: those go to a thread, with the append.
+        text = exchange() if _light(request, options) else await asyncio.to_thread(exchange)
+        if request.role == "judge":
+            _calibrated.add(options.accuracy)
         return self.parse_response({"text": text}, request, ctx)
 
     def parse_response(self, body: Any, request: ModelRequest, ctx: CallContext) -> ModelResponse:
