@@ -4,6 +4,7 @@ that they recover the sim judge's configured bias), bootstrap intervals, model f
 from __future__ import annotations
 
 import random
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -295,6 +296,18 @@ def test_intervals_are_seeded_and_bracket_the_scores() -> None:
     # The leader tops most resamples of a clear ranking.
     leader = max(board, key=board.__getitem__)
     assert first.top_share[leader] == max(first.top_share.values())
+
+
+def test_intervals_refitted_side_by_side_are_the_same_bits() -> None:
+    """What the ``bootstrap_leaderboard`` activity does (chunks in two threads) changes nothing."""
+    ids, outcomes = outcomes_of(20, 100, seed=6)
+    alone = bootstrap(ids, outcomes, resamples=1000, seed=4)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for lanes in (2, 3, 7):
+            assert (
+                bootstrap(ids, outcomes, resamples=1000, seed=4, lanes=lanes, map_chunks=pool.map)
+                == alone
+            )
 
 
 def test_work_is_bounded() -> None:

@@ -17,7 +17,7 @@ one batched solve per step. Work is bounded: resamples are processed in chunks o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +37,7 @@ __all__ = [
     "WORK_CEILING",
     "Bootstrap",
     "Design",
+    "MapChunks",
     "bootstrap",
     "refit_weighted",
     "resamples_within_ceiling",
@@ -159,6 +160,10 @@ def refit_weighted(
     return s
 
 
+MapChunks = Callable[[Callable[[FloatArray], FloatArray], list[FloatArray]], Iterable[FloatArray]]
+"""``map``, or an executor's: how the chunks of resamples are refitted."""
+
+
 def _zscore_rows(s: FloatArray) -> FloatArray:
     """``bradley_terry.zscore`` of every row at once (the leaderboard's own scaling)."""
     s = np.where(np.isfinite(s), s, 0.0)
@@ -175,8 +180,16 @@ def bootstrap(
     lambda_: float = 0.01,
     resamples: int = 1000,
     seed: int = 0,
+    lanes: int = 1,
+    map_chunks: MapChunks = map,
 ) -> Bootstrap:
-    """Percentile intervals of each candidate's z-scored Bradley-Terry score."""
+    """Percentile intervals of each candidate's z-scored Bradley-Terry score.
+
+    The resamples are refitted in chunks, at least ``lanes`` of them, through ``map_chunks``
+    (``map``: one after another; an executor's ``map``: side by side, and numpy's products and
+    solves let go of the GIL). A row's refit never depends on the rows beside it, so the
+    intervals are the same bits whatever the chunks; the chunks' memory in all stays within
+    ``CHUNK_FLOATS`` per lane."""
     ids, a, b, y = canonical_arrays(candidate_ids, outcomes)
     n, m = len(ids), len(a)
     used = resamples_within_ceiling(resamples, n, m) if n >= 2 and m else 0
@@ -186,12 +199,13 @@ def bootstrap(
     start = fit_arrays(n, a, b, y, lambda_)
     rng = np.random.default_rng(seed)
     counts = rng.multinomial(m, np.full(m, 1.0 / m), size=used).astype(np.float64)
-    chunk = max(1, CHUNK_FLOATS // (n * n + m * n))
+    chunk = max(1, min(CHUNK_FLOATS // (n * n + m * n), -(-used // max(1, lanes))))
+
+    def refit(rows: FloatArray) -> FloatArray:
+        return refit_weighted(design, rows, start, lambda_)
+
     fitted = np.vstack(
-        [
-            refit_weighted(design, counts[i : i + chunk], start, lambda_)
-            for i in range(0, used, chunk)
-        ]
+        list(map_chunks(refit, [counts[i : i + chunk] for i in range(0, used, chunk)]))
     )
     z = _zscore_rows(fitted)
     tail = 100 * (1 - LEVEL) / 2
