@@ -32,7 +32,7 @@ lint: install
 	$(BIN)/lint-imports
 
 # The suite mostly waits on dev servers and subprocesses, so six xdist workers on two cores
-# take it from ~25 to ~12 minutes; each worker starts its own session dev server.
+# take it from ~25 to ~9-12 minutes; each worker starts its own session dev server.
 # --maxschedchunk 1: xdist's load scheduler otherwise hands each worker a first batch of a
 # quarter of its share (~80 consecutive tests), and with the slow tests collected first two
 # workers got all of them and ran ~840 s while the other four were done at ~470 s; handed out
