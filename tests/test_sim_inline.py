@@ -3,6 +3,7 @@ sim.py``): only those whose work is small and bounded stay on the loop."""
 
 from __future__ import annotations
 
+from activities import sim_math
 from activities.providers import sim
 from activities.providers.sim import INLINE_OUTPUT_CHARS, INLINE_PROMPT_CHARS, sim_options
 from workflows.model_types import ModelRequest
@@ -32,6 +33,6 @@ def test_a_judge_is_calibrated_in_a_thread_first() -> None:
     options = sim_options("default,accuracy=0.8123")
     judge = request(role="judge")
     assert not sim._light(judge, options)  # the bisection for a new accuracy
-    sim._calibrated.add(options.accuracy)  # what the first call records
+    sim_math.beta_for_accuracy(options.accuracy)  # what the first call computes
     assert sim._light(judge, options)
     assert sim._light(request(), sim_options("default,accuracy=0.777"))  # not a judge

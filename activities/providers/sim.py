@@ -45,9 +45,8 @@ bounds) and a one-line append to the run's raw-event file (page cache, microseco
 hop for it cost more than the work: on a busy worker it was most of what a sim call cost
 (``benchmarks/tournament_overhead``: a bare workflow's calls through ``call_model`` took 1.32x
 the trivial activity's time with the hop and 1.13x without). Larger calls, and a judge whose
-accuracy is not calibrated yet (a bisection), still go to a thread."""
-_calibrated: set[float] = set()
-"""Judge accuracies whose beta ``sim_math.beta_for_accuracy`` has computed (and cached)."""
+accuracy is not calibrated yet (a bisection, ``sim_math.is_calibrated``), still go to a
+thread."""
 
 _WORDS = [
     "consider",
@@ -162,7 +161,7 @@ def _light(request: ModelRequest, options: SimOptions) -> bool:
     """Whether simulating ``request`` is cheap enough for the event loop (``INLINE_*``)."""
     prompt = len(request.prompt) + len(request.system or "")
     output = len(request.script) if request.script is not None else options.chars
-    calibrated = request.role != "judge" or options.accuracy in _calibrated
+    calibrated = request.role != "judge" or sim_math.is_calibrated(options.accuracy)
     return prompt <= INLINE_PROMPT_CHARS and output <= INLINE_OUTPUT_CHARS and calibrated
 
 
@@ -212,8 +211,6 @@ class SimProvider:
         # prompt's trailers and a new judge accuracy's calibration are CPU work that the event
         # loop (every run's) must not wait on: those go to a thread, with the append.
         text = exchange() if _light(request, options) else await asyncio.to_thread(exchange)
-        if request.role == "judge":
-            _calibrated.add(options.accuracy)
         return self.parse_response({"text": text}, request, ctx)
 
     def parse_response(self, body: Any, request: ModelRequest, ctx: CallContext) -> ModelResponse:

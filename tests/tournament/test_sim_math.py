@@ -8,9 +8,11 @@ import statistics
 
 import pytest
 
+from activities import sim_math
 from activities.sim_math import (
     beta_for_accuracy,
     draw_quality,
+    is_calibrated,
     mean_accuracy,
     mutation_gain,
     p_a_wins,
@@ -72,3 +74,14 @@ def test_draws_are_deterministic_and_have_the_right_law() -> None:
     phi = math.exp(-1.125) / math.sqrt(2 * math.pi)
     big_phi = 0.5 * math.erfc(1.5 / math.sqrt(2))
     assert statistics.fmean(gains) == pytest.approx(0.3 * (1 - 2 * big_phi) + 0.4 * phi, abs=0.005)
+
+
+def test_calibrations_are_remembered_within_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sim_math, "BETAS_REMEMBERED", 2)  # each bisection takes about 40 ms
+    first = 0.61234
+    beta = beta_for_accuracy(first)
+    assert is_calibrated(first) and beta_for_accuracy(first) == beta
+    for newer in (0.71234, 0.81234):  # as many newer accuracies as remembered: it is forgotten
+        beta_for_accuracy(newer)
+    assert not is_calibrated(first) and is_calibrated(0.81234)
+    assert beta_for_accuracy(first) == beta  # computed again, the same number
