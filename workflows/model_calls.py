@@ -228,22 +228,17 @@ async def call_model(
             waits += 1
         if on_wait is not None:
             on_wait(workflow.now() + delay, PROVIDER_RETRY_LATER)
+        closed = False
         try:
             await workflow.sleep(delay, summary=f"provider asked to wait: {input.call_key}")
         except GeneratorExit:
             # Closed with its run (evicted, or collected after its worker stopped): outside an
             # activation the workflow API raises, so the wait's end is not reported.
+            closed = True
             raise
-        except BaseException:
-            _resumed(on_wait)
-            raise
-        _resumed(on_wait)
-
-
-def _resumed(on_wait: OnWait | None) -> None:
-    """The provider wait is over (the call goes on, or the wait was cancelled)."""
-    if on_wait is not None:
-        on_wait(None, PROVIDER_RETRY_LATER)
+        finally:
+            if on_wait is not None and not closed:
+                on_wait(None, PROVIDER_RETRY_LATER)
 
 
 def _no_session_in_time(exc: ActivityError, schedule_to_close: timedelta) -> NoReturn:
