@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
-import inspect
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable
@@ -27,6 +25,7 @@ from activities.run_files import RunFileActivities
 from activities.run_store import RunStore
 from activities.tournament.artifacts import TournamentArtifactActivities
 from activities.tournament.fit import adaptive_batch, bootstrap_leaderboard, fit_leaderboard
+from tests.collector import close_like_the_collector
 from tests.conftest import with_endpoint
 from tests.fakes import FakeProvider, Reply
 from tests.tournament.helpers import read_jsonl
@@ -134,6 +133,17 @@ async def retry_later_worker(
             yield queue, model
 
 
+async def start_quick_tournament(client: Client, queue: str) -> WorkflowHandle:
+    """A quick tournament whose first call is ``initial_generation/0/0``."""
+    return await client.start_workflow(
+        TOURNAMENT,
+        TournamentInput(task="Sort a list.", profile="quick", seed=3),
+        id=f"wait-{uuid.uuid4().hex[:8]}",
+        task_queue=queue,
+        result_type=TournamentResult,
+    )
+
+
 async def waiting_provider(handle: WorkflowHandle, timeout: float = 60) -> Progress | None:
     """The run's progress while it waits out a provider's retry-after, or None if it ended first.
 
@@ -157,13 +167,7 @@ async def test_a_long_retry_after_waits_on_a_timer_then_goes_on(
     wait_s = 3.0
     first = "initial_generation/0/0"
     async with retry_later_worker(client, settings, first, wait_s) as (queue, model):
-        handle = await client.start_workflow(
-            TOURNAMENT,
-            TournamentInput(task="Sort a list.", profile="quick", seed=3),
-            id=f"wait-{uuid.uuid4().hex[:8]}",
-            task_queue=queue,
-            result_type=TournamentResult,
-        )
+        handle = await start_quick_tournament(client, queue)
         waiting = await waiting_provider(handle)
         result = await asyncio.wait_for(handle.result(), 60)
         after = await handle.query(QUERY_PROGRESS, result_type=Progress)
@@ -273,25 +277,9 @@ async def test_a_run_waiting_out_a_retry_after_can_be_closed_outside_its_worker(
     another import, Python 3.11's import lock did not survive it (a CI run failed)."""
     first = "initial_generation/0/0"
     async with retry_later_worker(client, settings, first, 600.0) as (queue, _model):
-        handle = await client.start_workflow(
-            TOURNAMENT,
-            TournamentInput(task="Sort a list.", profile="quick", seed=3),
-            id=f"closed-{uuid.uuid4().hex[:8]}",
-            task_queue=queue,
-            result_type=TournamentResult,
-        )
+        handle = await start_quick_tournament(client, queue)
         assert await waiting_provider(handle) is not None
-    # What the collector does to the stopped worker's run, done now and on this run alone.
-    waiting = [
-        coroutine
-        for coroutine in gc.get_objects()
-        if inspect.iscoroutine(coroutine)
-        and coroutine.cr_code is model_calls.call_model.__code__
-        and coroutine.cr_frame is not None
-        and coroutine.cr_frame.f_locals["input"].run_id == handle.id
-    ]
-    try:
-        assert len(waiting) == 1
-        waiting[0].close()  # raised "Not in workflow event loop" from the wait's cleanup
+    try:  # raised "Not in workflow event loop" from the wait's cleanup
+        close_like_the_collector(model_calls.call_model, "input", handle.id)
     finally:
         await handle.terminate("test over")

@@ -4,14 +4,13 @@ thread it runs): a step's bookkeeping after its wait must not call the workflow 
 from __future__ import annotations
 
 import asyncio
-import gc
-import inspect
 import uuid
 from datetime import timedelta
 
 from temporalio.client import Client
 
 from activities.config import Endpoint, Settings
+from tests.collector import close_like_the_collector
 from tests.conftest import with_endpoint
 from tests.fakes import FakeProvider
 from tests.plans.run_helpers import agent, plan_doc, start
@@ -37,17 +36,7 @@ async def test_a_step_in_flight_can_be_closed_outside_its_worker(
                 await asyncio.sleep(0.05)
     finally:
         fake.resume()
-    # What the collector does to the stopped worker's run, done now and on this run alone.
-    in_flight = [
-        coroutine
-        for coroutine in gc.get_objects()
-        if inspect.iscoroutine(coroutine)
-        and coroutine.cr_code is walk._boundary.__code__
-        and coroutine.cr_frame is not None
-        and coroutine.cr_frame.f_locals["run"].run_id == handle.id
-    ]
-    try:
-        assert len(in_flight) == 1
-        in_flight[0].close()  # raised "Not in workflow event loop" from the step's cleanup
+    try:  # raised "Not in workflow event loop" from the step's cleanup
+        close_like_the_collector(walk._boundary, "run", handle.id)
     finally:
         await handle.terminate("test over")
