@@ -10,7 +10,8 @@ comparisons and seed give the same intervals.
 All resamples are refitted at once: damped Newton on a ``(resamples, n)`` score matrix, warm
 started at the full-data fit (a resample is close to it, so a handful of steps converge), with
 batched Hessians ``lambda*I + X^T diag(w) X`` (``X`` the comparisons' +-1 incidence matrix) and
-one batched solve per step. Work is bounded: resamples are processed in chunks of at most
+one batched solve per step; the gradient's and Hessian's sums over comparisons are segment sums
+(``_Segments``). Work is bounded: resamples are processed in chunks of at most
 ``CHUNK_FLOATS`` matrix entries, and cut to ``WORK_CEILING`` floating-point operations in all
 (the summary says how many ran); under ``MIN_RESAMPLES`` no intervals are given.
 """
@@ -45,7 +46,9 @@ __all__ = [
 
 LEVEL = 0.95
 MIN_RESAMPLES = 100
-# ~2e9 flops is about a second of one core for the batched matmuls and solves.
+# ~2e9 flops was about a second of one core when the refits formed dense products; the work
+# estimate still counts those, so with segment sums it overstates (the paper profile's 1,000
+# refits: 98 ms before, 72 ms after): a conservative ceiling.
 WORK_CEILING = 2e9
 CHUNK_FLOATS = 4_000_000  # 32 MB per (chunk, n, comparisons) array
 _NEWTON_STEPS = 8  # the work estimate's steps per refit (measured: 4-6 from the warm start)
@@ -75,13 +78,6 @@ def resamples_within_ceiling(requested: int, n: int, comparisons: int) -> int:
     return allowed if allowed >= min(MIN_RESAMPLES, requested) else 0
 
 
-def _product(left: FloatArray, right: FloatArray) -> FloatArray:
-    """``left @ right`` in one thread: these products are small, and a multi-threaded BLAS
-    spins its idle threads between them, which more than doubled the worker CPU a bootstrap
-    costs (0.16 s against 0.39 s for the paper profile's 1,000 resamples)."""
-    return np.einsum("bm,mn->bn", left, right)
-
-
 def _softplus(d: FloatArray) -> FloatArray:
     """``log(1 + e^d)``, stably: what ``np.logaddexp(0, d)`` computes, by its own formula, in
     about 0.4 of its time on a bootstrap's ``(resamples, comparisons)`` arrays (numpy's
@@ -89,20 +85,37 @@ def _softplus(d: FloatArray) -> FloatArray:
     return np.maximum(d, 0.0) + np.log1p(np.exp(-np.abs(d)))
 
 
+class _Segments:
+    """Sums of each row's entries by group (``group[k]`` names entry ``k``'s, of ``groups``):
+    one pass over the entries (``np.add.reduceat``), where the product with a 0/1 matrix
+    (``np.einsum``, kept off a multi-threaded BLAS) cost the entries times the groups."""
+
+    def __init__(self, group: IntArray, groups: int) -> None:
+        self.order = np.argsort(group, kind="stable")
+        counts = np.bincount(group, minlength=groups)
+        self.present = counts > 0
+        self.starts = (np.cumsum(counts) - counts)[self.present]
+
+    def sums(self, values: FloatArray) -> FloatArray:
+        grouped = np.add.reduceat(values[:, self.order], self.starts, axis=1)
+        if self.present.all():
+            return grouped
+        out = np.zeros((values.shape[0], len(self.present)))
+        out[:, self.present] = grouped
+        return out
+
+
 class Design:
-    """The comparisons as matrices: the +-1 incidence ``x``, ``|x|``, and distinct pairs."""
+    """The comparisons, grouped for the gradient (by candidate) and the Hessian (by pair)."""
 
     def __init__(self, n: int, a: IntArray, b: IntArray, y: FloatArray) -> None:
-        m = len(a)
         self.n, self.a, self.b, self.y = n, a, b, y
-        self.x = np.zeros((m, n))
-        self.x[np.arange(m), a] = 1.0
-        self.x[np.arange(m), b] = -1.0
-        self.abs_x = np.abs(self.x)
+        self.by_candidate = _Segments(np.concatenate([a, b]), n)
+        """Entry ``k`` of ``[r, -r]`` is comparison ``k``'s gradient term for its ``a`` (then its
+        ``b``): summed by candidate, they are ``x^T r``."""
         lo, hi = np.minimum(a, b), np.maximum(a, b)
         keys, inverse = np.unique(lo * n + hi, return_inverse=True)
-        self.pair_of = np.zeros((m, len(keys)))
-        self.pair_of[np.arange(m), inverse] = 1.0
+        self.by_pair = _Segments(inverse, len(keys))
         self.lo, self.hi = keys // n, keys % n
 
     def objective(self, s: FloatArray, w: FloatArray, lam: float) -> FloatArray:
@@ -110,14 +123,22 @@ class Design:
         data = np.einsum("bm,bm->b", w, _softplus(d) - self.y * d)
         return 0.5 * lam * np.einsum("bi,bi->b", s, s) + data
 
+    def gradients(self, s: FloatArray, w: FloatArray, lam: float) -> tuple[FloatArray, FloatArray]:
+        """The objective's gradient at each row of ``s``, and each comparison's win chance."""
+        p = 0.5 * (1.0 + np.tanh(0.5 * (s[:, self.a] - s[:, self.b])))
+        r = w * (p - self.y)
+        return lam * s + self.by_candidate.sums(np.concatenate([r, -r], axis=1)), p
+
     def hessians(self, curvature: FloatArray, lam: float) -> FloatArray:
-        """``lam*I + x^T diag(c) x`` per row of ``curvature``, without the dense triple product."""
+        """``lam*I + x^T diag(c) x`` per row of ``curvature``: each distinct pair's curvature,
+        negated, off the diagonal, and on it ``lam`` plus the row's off-diagonal sum negated
+        (a weighted Laplacian's rows sum to zero)."""
         h = np.zeros((curvature.shape[0], self.n, self.n))
-        pair_w = _product(curvature, self.pair_of)
+        pair_w = self.by_pair.sums(curvature)
         h[:, self.lo, self.hi] = -pair_w
         h[:, self.hi, self.lo] = -pair_w
         diagonal = np.arange(self.n)
-        h[:, diagonal, diagonal] = lam + _product(curvature, self.abs_x)
+        h[:, diagonal, diagonal] = lam - h.sum(axis=2)
         return h
 
 
@@ -137,25 +158,28 @@ def refit_weighted(
     """The rows still moving."""
     for _ in range(_MAX_STEPS):
         s_now, w_now = s[rows], weights[rows]
-        p = 0.5 * (1.0 + np.tanh(0.5 * (s_now[:, design.a] - s_now[:, design.b])))
-        g = lambda_ * s_now + _product(w_now * (p - design.y), design.x)
+        g, p = design.gradients(s_now, w_now, lambda_)
         active = np.sqrt(np.einsum("bi,bi->b", g, g)) >= _TOL
         if not active.any():
             break
         rows, s_now, w_now, p, g = rows[active], s_now[active], w_now[active], p[active], g[active]
         h = design.hessians(w_now * p * (1.0 - p), lambda_)
         step = np.linalg.solve(h, -g[..., None])[..., 0]
-        # Backtracking per resample (Armijo); the allowance lets tiny last steps through.
+        # Backtracking per resample (Armijo); the allowance lets tiny last steps through. Only
+        # the rows whose step is still too long are evaluated again.
         f_now = f[rows]
-        t = np.ones(len(rows))
         slope = np.einsum("bi,bi->b", g, step)
+        allowance = 1e-13 * (np.abs(f_now) + 1.0)
+        t = np.ones(len(rows))
+        trial = s_now + step
+        f_trial = design.objective(trial, w_now, lambda_)
         for _ in range(30):
-            trial = s_now + t[:, None] * step
-            f_trial = design.objective(trial, w_now, lambda_)
-            ok = f_trial <= f_now + 1e-4 * t * slope + 1e-13 * (np.abs(f_now) + 1.0)
-            if ok.all():
+            long = np.flatnonzero(~(f_trial <= f_now + 1e-4 * t * slope + allowance))  # NaN too
+            if not long.size:
                 break
-            t = np.where(ok, t, 0.5 * t)
+            t[long] *= 0.5
+            trial[long] = s_now[long] + t[long, None] * step[long]
+            f_trial[long] = design.objective(trial[long], w_now[long], lambda_)
         s[rows], f[rows] = trial, f_trial
     return s
 
