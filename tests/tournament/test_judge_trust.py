@@ -254,6 +254,25 @@ def test_batched_refits_equal_one_at_a_time_fits() -> None:
         assert np.max(np.abs(zscore(alone) - zscore(fitted))) < 1e-6
 
 
+def test_a_candidate_without_comparisons_refits_like_one_at_a_time_fits() -> None:
+    """Segment sums skip a candidate no comparison names (its gradient and Hessian row are the
+    penalty's alone), here the first, the last and one between."""
+    ids, outcomes = outcomes_of(12, 60, seed=7)
+    idle = {"c00", "c05", "c11"}
+    outcomes = [o for o in outcomes if not {o.presented_a, o.presented_b} & idle]
+    _, a, b, y = canonical_arrays(ids, outcomes)
+    m = len(a)
+    counts = np.random.default_rng(3).multinomial(m, np.full(m, 1 / m), size=4)
+    batched = refit_weighted(
+        Design(12, a, b, y), counts.astype(float), fit_arrays(12, a, b, y), 0.01
+    )
+    for row, fitted in zip(counts, batched, strict=True):
+        keep = np.repeat(np.arange(m), row)
+        alone = fit_arrays(12, a[keep], b[keep], y[keep])
+        assert np.max(np.abs(zscore(alone) - zscore(fitted))) < 1e-6
+    assert np.all(batched[:, [0, 5, 11]] == 0.0)
+
+
 def test_a_refit_row_is_the_same_bits_in_any_batch() -> None:
     """Rows that converge leave the batch (``refit_weighted``): that is safe only because a
     row's numbers do not depend on the rows beside it."""
