@@ -26,7 +26,7 @@ from temporalio.testing import WorkflowEnvironment
 from activities.campaign.report import ReportDesign, render_report
 from activities.config import load_settings
 from client.connect import connect
-from client.embedded import find_temporal_binary
+from client.embedded import DISPATCH_TUNING, find_temporal_binary
 from worker.worker import WorkerOptions, running_worker
 from workflows.campaign.records import RunRecord
 from workflows.campaign.types import CampaignResult
@@ -61,7 +61,9 @@ async def run_campaign(cells: int, concurrency: int) -> tuple[float, float]:
     with tempfile.TemporaryDirectory() as home:
         settings = load_settings(home=home)
         env = await WorkflowEnvironment.start_local(
-            dev_server_existing_path=find_temporal_binary(), ui=False
+            dev_server_existing_path=find_temporal_binary(),
+            dev_server_extra_args=list(DISPATCH_TUNING),  # as the embedded server runs
+            ui=False,
         )
         try:
             client = await connect(settings, env.client.service_client.config.target_host)

@@ -42,7 +42,7 @@ from temporalio.testing import WorkflowEnvironment
 from activities.config import load_settings
 from benchmarks.critical_path import barrier_wall, phases_of_run, pipelined_wall
 from client.connect import connect
-from client.embedded import find_temporal_binary
+from client.embedded import DISPATCH_TUNING, find_temporal_binary
 from worker.worker import WorkerOptions, running_worker
 from workflows.names import TOURNAMENT
 from workflows.tournament.types import Rounds, TournamentInput, TournamentResult
@@ -100,7 +100,9 @@ async def measure(args: argparse.Namespace) -> float:
     with tempfile.TemporaryDirectory(prefix="ponder-bench-") as home:
         settings = load_settings(home=home)
         env = await WorkflowEnvironment.start_local(
-            dev_server_existing_path=find_temporal_binary(), ui=False
+            dev_server_existing_path=find_temporal_binary(),
+            dev_server_extra_args=list(DISPATCH_TUNING),  # as the embedded server runs
+            ui=False,
         )
         try:
             client = await connect(settings, env.client.service_client.config.target_host)

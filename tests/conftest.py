@@ -16,7 +16,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.config import Endpoint, Settings, load_settings
 from client.connect import connect
-from client.embedded import find_temporal_binary
+from client.embedded import DISPATCH_TUNING, find_temporal_binary
 from tests.fakes import FakeProvider
 from worker.worker import WorkerOptions, running_worker
 
@@ -55,6 +55,7 @@ async def dev_server() -> AsyncIterator[WorkflowEnvironment]:
             env = await WorkflowEnvironment.start_local(
                 dev_server_existing_path=find_temporal_binary(),
                 dev_server_log_level="warn",
+                dev_server_extra_args=list(DISPATCH_TUNING),
                 ui=False,
             )
             break

@@ -16,7 +16,13 @@ from pathlib import Path
 import pytest
 
 from activities.errors import ServerError
-from client.embedded import EmbeddedServer, ServerInfo, find_temporal_binary, server_answers
+from client.embedded import (
+    DISPATCH_TUNING,
+    EmbeddedServer,
+    ServerInfo,
+    find_temporal_binary,
+    server_answers,
+)
 from tests.cli import cli_env, finish, ponder, start_ponder
 from tests.fakes import FakeProvider
 
@@ -85,6 +91,10 @@ async def test_two_processes_share_one_server_and_the_last_stops_it(
     state = json.loads((home / "server.json").read_text())
     assert server_pids(home / "temporal.db") == [state["pid"]]
     assert state["db"] == str(home / "temporal.db")
+    # Started with the dispatch tuning (client/embedded.py's DISPATCH_TUNING): one pair, in order.
+    argv = Path(f"/proc/{state['pid']}/cmdline").read_bytes().decode().split("\0")
+    flag, value = DISPATCH_TUNING
+    assert argv[argv.index(value) - 1] == flag
     assert sorted(int(p.name) for p in (home / "leases").iterdir()) == sorted(
         [first.pid, second.pid]
     )
