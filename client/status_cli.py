@@ -1,7 +1,10 @@
-"""``ponder status``: a run's progress. An ended run in embedded mode, while the embedded server
-is down, is shown from its run store (what ``ponder runs`` knows of it, and its report) rather
-than start a server and a worker to answer a query; ``--live`` asks the server anyway, and any
-other run goes to the server: over its HTTP API when the home's background worker runs the run
+"""``ponder status``: a run's progress. An ended run in embedded mode is shown from its run store
+rather than start a server and a worker to answer a query: a tournament's from the
+``progress.json`` its last write left (the query's own answer, so the view is the same as the
+server's, whether or not the embedded server is up: a query of an ended run replays its history
+on a worker, about a second), any other kind's while the embedded server is down (what
+``ponder runs`` knows of it, and its report). ``--live`` asks the server anyway, and any other
+run goes to the server: over its HTTP API when the home's background worker runs the run
 (``client.status_http``), else through the SDK (``client.status_query``).
 
 This module imports no SDK, so that read answers at once.
@@ -10,6 +13,7 @@ This module imports no SDK, so that read answers at once.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -21,8 +25,12 @@ from workflows.run_ids import check_run_id
 
 if TYPE_CHECKING:
     from activities.config import Settings
+    from workflows.tournament.progress import Progress
 
-__all__ = ["ended_run_view", "status"]
+__all__ = ["ended_run_view", "ended_tournament_progress", "status"]
+
+ENDED_TOURNAMENT = ("completed", "failed", "cancelled")
+"""A tournament's statuses after which its progress no longer changes."""
 
 
 def ended_run_view(settings: Settings, run_id: str) -> dict[str, Any] | None:
@@ -44,6 +52,34 @@ def ended_run_view(settings: Settings, run_id: str) -> dict[str, Any] | None:
     return view
 
 
+def ended_tournament_progress(
+    settings: Settings, run_id: str
+) -> tuple[Progress, datetime | None, datetime | None] | None:
+    """An ended tournament's progress as its last write left it, with when the run started and
+    ended; None when its directory holds none (another kind, or an older run) or it has not
+    ended."""
+    from client.run_list import checked_run_dir
+    from workflows.tournament.progress import Progress
+
+    try:
+        stored = json.loads(
+            (checked_run_dir(settings.runs_dir, run_id) / "progress.json").read_text()
+        )
+        progress = Progress.model_validate(stored["progress"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if progress.status not in ENDED_TOURNAMENT:
+        return None
+    return progress, _time(stored.get("started_at")), _time(stored.get("written_at"))
+
+
+def _time(text: object) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+
+
 def _store_first(settings: Settings, live: bool) -> bool:
     # A cluster (TEMPORAL_ADDRESS) is up already; a running embedded server answers cheaply.
     return not live and not settings.temporal_address and not EmbeddedServer(settings.home).up()
@@ -62,6 +98,19 @@ def status(ctx: click.Context, run_id: str, as_json: bool, live: bool) -> None:
     """Show a run's progress: status, phase, budget, leaderboard top 5 (or an Ask's answer)."""
     check_run_id(run_id)  # run.id_invalid (exit 2) before anything is touched
     settings = command_settings(ctx)
+    ended = (
+        None if live or settings.temporal_address else ended_tournament_progress(settings, run_id)
+    )
+    if ended is not None:
+        from client.tournament_display import print_progress, print_progress_json
+
+        progress, started, ended_at = ended
+        if as_json:
+            print_progress_json(progress)
+        else:
+            print_progress(run_id, progress, started, ended_at)
+            click.echo("source   run store")
+        return
     view = ended_run_view(settings, run_id) if _store_first(settings, live) else None
     if view is None:
         from client.status_http import show_status_over_http

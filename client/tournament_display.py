@@ -16,7 +16,7 @@ from rich.table import Table
 
 from client.hints import ponder_program
 from workflows.budget import BudgetLimits
-from workflows.tournament.types import Progress
+from workflows.tournament.progress import Progress
 
 __all__ = [
     "format_limits",

@@ -208,6 +208,19 @@ def render_sums(snap: TournamentSnapshot) -> dict[str, str]:
         files["artifacts/winner.txt"] = texts[snap.winner_id]
     if snap.final_answer is not None:
         files["artifacts/final.txt"] = snap.final_answer
+    if snap.progress is not None:  # `ponder status` of an ended run reads it (status_cli)
+        files["progress.json"] = (
+            json.dumps(
+                {
+                    "progress": snap.progress.model_dump(mode="json"),
+                    "started_at": snap.started_at,
+                    "written_at": snap.written_at,
+                },
+                indent=2,
+                sort_keys=True,
+            )
+            + "\n"
+        )
     for sha, prompt in snap.prompts.items():  # include_prompts: usage rows name the sha
         files[f"prompts/{sha}.json"] = json.dumps(prompt, indent=2, ensure_ascii=False) + "\n"
     return files

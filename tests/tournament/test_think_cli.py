@@ -9,7 +9,9 @@ from pathlib import Path
 import click
 import pytest
 
+from client.embedded import EmbeddedServer
 from tests.cli import cli_env, one_server, ponder, ponder_here
+from tests.test_embedded import server_pids, wait_until
 from workflows.tournament.profiles import BUILTIN_PROFILES
 from workflows.tournament.types import TournamentInput
 
@@ -22,6 +24,28 @@ async def status_json(run_id: str, env: dict[str, str]) -> dict:
     assert shown.code == 0, shown.err
     parsed: dict = json.loads(shown.out)
     return parsed
+
+
+async def test_an_ended_tournament_shows_its_stored_progress_while_the_server_is_up(
+    tmp_path: Path,
+) -> None:
+    """``status`` of an ended run reads ``progress.json``: the server's own view, no query."""
+    env = cli_env(tmp_path, PONDER_SERVER_IDLE_S="10")
+    done = await ponder(
+        "think", "Sort a list", "--profile", "quick", "--provider", "sim", "--run-id", "t1", env=env
+    )
+    assert done.code == 0, done.err
+    server = EmbeddedServer(tmp_path)
+    assert server.up()  # its last user left; it stays for its idle period
+    shown = await ponder("status", "t1", env=env)
+    assert shown.code == 0, shown.err
+    assert "completed" in shown.out and shown.out.rstrip().endswith("source   run store")
+    stored = await status_json("t1", env)
+    live = await ponder("status", "t1", "--json", "--live", env=env)
+    assert live.code == 0, live.err
+    assert stored == json.loads(live.out)  # the same view, field for field
+    assert (stored["status"], stored["spent"]["calls"]) == ("completed", 15)
+    await wait_until(lambda: not server_pids(server.db) and not server.state_file.exists(), 90)
 
 
 async def test_dry_run_prints_the_plan_without_a_server(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from workflows.model_types import DEFAULT_MODEL, Price, Usage
 from workflows.sim_options import ModelSpec
 from workflows.tournament.critique import MIN_CRITIQUE_CHARS
 from workflows.tournament.profiles import Profile, RankBlock
+from workflows.tournament.progress import Progress, ScoreRow, Status
 from workflows.tournament.prompts import PromptOverrides, Style
 from workflows.tournament.verdicts import JudgeOrders
 
@@ -43,9 +44,6 @@ __all__ = [
     "Verdict",
 ]
 
-Status = Literal[
-    "running", "awaiting_budget", "waiting_provider", "completed", "failed", "cancelled"
-]
 Schedule = Literal["k-regular", "adaptive"]
 Rounds = Literal["barrier", "pipelined"]
 """barrier: every phase waits for its slowest call (the reference); pipelined: a pair is judged
@@ -238,19 +236,6 @@ class ComparisonRow(BaseModel):
     )
 
 
-class ScoreRow(BaseModel):
-    phase: str
-    generation: int | None
-    candidate_id: str
-    score: float
-    rank: int
-    tie_group: int
-    wins: int
-    losses: int
-    ties: int
-    comparisons: int
-
-
 class ScoreIntervals(BaseModel):
     """Bootstrap 95% intervals of the final scores, per candidate id (empty: none made)."""
 
@@ -290,30 +275,6 @@ class Event(BaseModel):
     ts: str
     type: str
     data: dict[str, Any] = {}
-
-
-class Progress(BaseModel):
-    run_id: str
-    status: Status
-    phase: str
-    generation: int
-    calls_planned: int
-    budget: BudgetLimits
-    spent: BudgetSpent
-    leaderboard: list[ScoreRow] = Field(default=[], description="top 5 of the latest fit")
-    blocking_limit: str | None = None
-    error: str | None = None
-    in_flight: int = Field(default=0, description="calls dispatched and not yet answered")
-    refused: list[str] = Field(default=[], description="refused control signals, newest last")
-    waiting_until: str | None = Field(
-        default=None, description="waiting_provider: when a provider said to come back (UTC)"
-    )
-    waiting_code: str | None = Field(
-        default=None,
-        description="waiting_provider: why: provider.retry_later (the provider asked for a "
-        "pause) or provider.session_gone (no MCP session is connected to answer mcp: calls)",
-    )
-    usd_known: bool = Field(default=True, description="False once a call had no known price")
 
 
 class ExtendBudgetInput(StrictModel):
@@ -377,6 +338,11 @@ class TournamentSnapshot(BaseModel):
     )
     intervals: ScoreIntervals | None = None
     """The final scores' bootstrap intervals, once made."""
+    progress: Progress | None = None
+    """The progress query's answer as of this write: an ended run's is what the query would
+    answer from then on, so ``ponder status`` reads it from the run store (``progress.json``)."""
+    started_at: str | None = None
+    """When the run started (the workflow's start time), for the status view's elapsed time."""
     after_lines: dict[str, int] = {}
     """Lines a ``.jsonl`` file named here already holds from earlier writes: its list holds
     only the rows after them (empty: every list is whole, as runs before incremental writes

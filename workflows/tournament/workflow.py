@@ -458,8 +458,12 @@ class TournamentWorkflow:
             usage=self.calls.usage,
             budget=self.calls.budget,
         )
-        chain = workflow.info().first_execution_run_id  # whose run directory it is
-        update: dict[str, object] = {"chain": chain} | ({"prompts": prompts} if prompts else {})
+        info = workflow.info()
+        update: dict[str, object] = {
+            "chain": info.first_execution_run_id,  # whose run directory it is
+            "progress": self.progress(),
+            "started_at": info.start_time.isoformat(),
+        } | ({"prompts": prompts} if prompts else {})
         return snapshot.model_copy(update=update)
 
     # -- control -------------------------------------------------------------------------
