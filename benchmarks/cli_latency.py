@@ -1,10 +1,11 @@
 """How long ``ponder`` commands take to answer (issue 16): each command's median wall time next to
 ``python -c pass`` (the interpreter's own start on this machine).
 
-One sim Ask run is made first; the reads then run with the embedded server down (the run store
-answers: no server starts) and ``status --live`` with a ``ponder server`` running; last, with
-the server up, ``status`` of a live tournament (paused on its budget) that the home's background
-worker serves, so the query needs no worker of the command's own.
+One sim Ask run and one quick sim tournament are made first; the reads then run with the
+embedded server down (the run store answers: no server starts), then the tournament's
+``status`` (its stored progress again) and ``status --live`` with a ``ponder server`` running;
+last, with the server up, ``status`` of a live tournament (paused on its budget) that the home's
+background worker serves, so the query needs no worker of the command's own.
 
     python -m benchmarks.cli_latency [--repeat 7] [--smoke]
 """
@@ -26,6 +27,18 @@ from pathlib import Path
 from benchmarks.ask_latency import foreground_server, ponder_env
 
 RUN_ID = "bench-ask"
+THINK_ID = "bench-think"
+THINK_RUN = [
+    "think",
+    "Sort a list",
+    "--profile",
+    "quick",
+    "--provider",
+    "sim",
+    "--run-id",
+    THINK_ID,
+]
+"""An ended tournament: ``status`` shows its stored progress (``progress.json``), server or not."""
 LIVE_ID = "bench-live"
 LIVE_RUN = [
     # Retried judge calls spend the plan's 15 calls early: the run pauses, live, on its budget.
@@ -41,11 +54,12 @@ DOWN = [
     ["plan", "run", "--help"],
     ["status", "--help"],
     ["status", RUN_ID],
+    ["status", THINK_ID],
     ["runs"],
     ["report", RUN_ID],
     ["export", RUN_ID],
 ]
-UP = [["status", RUN_ID, "--live"], ["runs", "--live"]]
+UP = [["status", THINK_ID], ["status", RUN_ID, "--live"], ["runs", "--live"]]
 
 
 def wall(argv: list[str], env: dict[str, str]) -> float:
@@ -108,6 +122,7 @@ def main() -> None:
         home = Path(tmp) / "home"
         env = ponder_env(home)  # the server stops with the Ask: the reads find it down
         wall(ponder("ask", "What is durable execution?", "--run-id", RUN_ID), env)
+        wall(ponder(*THINK_RUN), env)
         rows = [("python -c pass", measure([sys.executable, "-c", "pass"], env, repeat))]
         rows += [(f"ponder {' '.join(a)}", measure(ponder(*a), env, repeat)) for a in DOWN]
         if (home / "server.json").exists():
