@@ -29,9 +29,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ended_run_view", "ended_tournament_progress", "status"]
 
-ENDED_TOURNAMENT = ("completed", "failed", "cancelled")
-"""A tournament's statuses after which its progress no longer changes."""
-
 
 def ended_run_view(settings: Settings, run_id: str) -> dict[str, Any] | None:
     """The run store's view of a run that has ended, or None (not stored, or not ended)."""
@@ -59,7 +56,7 @@ def ended_tournament_progress(
     ended; None when its directory holds none (another kind, or an older run) or it has not
     ended."""
     from client.run_list import checked_run_dir
-    from workflows.tournament.progress import Progress
+    from workflows.tournament.progress import ENDED, Progress
 
     try:
         stored = json.loads(
@@ -68,7 +65,7 @@ def ended_tournament_progress(
         progress = Progress.model_validate(stored["progress"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if progress.status not in ENDED_TOURNAMENT:
+    if progress.status not in ENDED:
         return None
     return progress, _time(stored.get("started_at")), _time(stored.get("written_at"))
 
@@ -78,11 +75,6 @@ def _time(text: object) -> datetime | None:
         return datetime.fromisoformat(text) if isinstance(text, str) else None
     except ValueError:
         return None
-
-
-def _store_first(settings: Settings, live: bool) -> bool:
-    # A cluster (TEMPORAL_ADDRESS) is up already; a running embedded server answers cheaply.
-    return not live and not settings.temporal_address and not EmbeddedServer(settings.home).up()
 
 
 @click.command()
@@ -98,9 +90,9 @@ def status(ctx: click.Context, run_id: str, as_json: bool, live: bool) -> None:
     """Show a run's progress: status, phase, budget, leaderboard top 5 (or an Ask's answer)."""
     check_run_id(run_id)  # run.id_invalid (exit 2) before anything is touched
     settings = command_settings(ctx)
-    ended = (
-        None if live or settings.temporal_address else ended_tournament_progress(settings, run_id)
-    )
+    # On a cluster (TEMPORAL_ADDRESS) the server is up already and is the record.
+    from_store = not live and not settings.temporal_address
+    ended = ended_tournament_progress(settings, run_id) if from_store else None
     if ended is not None:
         from client.tournament_display import print_progress, print_progress_json
 
@@ -111,7 +103,9 @@ def status(ctx: click.Context, run_id: str, as_json: bool, live: bool) -> None:
             print_progress(run_id, progress, started, ended_at)
             click.echo("source   run store")
         return
-    view = ended_run_view(settings, run_id) if _store_first(settings, live) else None
+    # Any other kind: the store while the embedded server is down; a running one answers cheaply.
+    down = from_store and not EmbeddedServer(settings.home).up()
+    view = ended_run_view(settings, run_id) if down else None
     if view is None:
         from client.status_http import show_status_over_http
 

@@ -30,6 +30,7 @@ from workflows.families import model_family
 from workflows.tournament.bootstrap import LEVEL
 from workflows.tournament.judge_stats import judge_summary
 from workflows.tournament.preflight import self_preference_risks
+from workflows.tournament.progress import ENDED
 from workflows.tournament.schedule import FINAL_JUDGING_PHASE
 from workflows.tournament.types import (
     GROWING_FILES,
@@ -50,8 +51,6 @@ __all__ = [
 ]
 
 WRITE_TOURNAMENT_ARTIFACTS = "write_tournament_artifacts"
-ENDED = frozenset({"completed", "failed", "cancelled"})
-"""Statuses after which a run writes no more: the report is rendered then."""
 _ROW_TYPES: dict[str, type[BaseModel]] = {
     "candidates": CandidateRow,
     "comparisons": ComparisonRow,
@@ -304,7 +303,7 @@ class TournamentArtifactActivities:
                 if not (settled(relative) and (run_dir / relative).exists())
             }
         self.store.write_all(snap.run_id, sums)
-        if snap.status in ENDED:
+        if snap.status in ENDED:  # the run writes no more: the report is rendered now
             self.store.write(
                 snap.run_id, "report.html", render_report(report_data_from_run_dir(run_dir))
             )

@@ -12,11 +12,13 @@ from pydantic import BaseModel, Field
 
 from workflows.budget import BudgetLimits, BudgetSpent
 
-__all__ = ["Progress", "ScoreRow", "Status"]
+__all__ = ["ENDED", "Progress", "ScoreRow", "Status"]
 
 Status = Literal[
     "running", "awaiting_budget", "waiting_provider", "completed", "failed", "cancelled"
 ]
+ENDED: frozenset[Status] = frozenset({"completed", "failed", "cancelled"})
+"""Statuses after which a run writes no more and its progress no longer changes."""
 
 
 class ScoreRow(BaseModel):
