@@ -1,11 +1,12 @@
 """How long ``ponder`` commands take to answer (issue 16): each command's median wall time next to
 ``python -c pass`` (the interpreter's own start on this machine).
 
-One sim Ask run and one quick sim tournament are made first; the reads then run with the
-embedded server down (the run store answers: no server starts), then the tournament's
-``status`` (its stored progress again) and ``status --live`` with a ``ponder server`` running;
-last, with the server up, ``status`` of a live tournament (paused on its budget) that the home's
-background worker serves, so the query needs no worker of the command's own.
+One sim run of each kind is made first (an Ask, a quick tournament, a plan, a small campaign);
+the reads then run with the embedded server down (the run store answers: no server starts),
+then each ended run's ``status`` (its stored view again: ``progress.json``, an Ask's
+``summary.json``) and ``status --live`` with a ``ponder server`` running; last, with the server
+up, ``status`` of a live tournament (paused on its budget) that the home's background worker
+serves, so the query needs no worker of the command's own.
 
     python -m benchmarks.cli_latency [--repeat 7] [--smoke]
 """
@@ -39,6 +40,17 @@ THINK_RUN = [
     THINK_ID,
 ]
 """An ended tournament: ``status`` shows its stored progress (``progress.json``), server or not."""
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+PLAN_ID = "bench-plan"
+PLAN_RUN = [
+    *("plan", "run", str(EXAMPLES / "plans" / "set-values.yaml"), "--run-id", PLAN_ID),
+    *("--arg", "pages=12", "--arg", "audience=engineers"),
+]
+CAMPAIGN_ID = "bench-campaign"
+CAMPAIGN_RUN = [
+    *("campaign", "run", str(EXAMPLES / "campaigns" / "deep-vs-single-small.yaml")),
+    *("--run-id", CAMPAIGN_ID),
+]
 LIVE_ID = "bench-live"
 LIVE_RUN = [
     # Retried judge calls spend the plan's 15 calls early: the run pauses, live, on its budget.
@@ -55,11 +67,20 @@ DOWN = [
     ["status", "--help"],
     ["status", RUN_ID],
     ["status", THINK_ID],
+    ["status", PLAN_ID],
+    ["status", CAMPAIGN_ID],
     ["runs"],
     ["report", RUN_ID],
     ["export", RUN_ID],
 ]
-UP = [["status", THINK_ID], ["status", RUN_ID, "--live"], ["runs", "--live"]]
+UP = [
+    ["status", RUN_ID],
+    ["status", THINK_ID],
+    ["status", PLAN_ID],
+    ["status", CAMPAIGN_ID],
+    ["status", RUN_ID, "--live"],
+    ["runs", "--live"],
+]
 
 
 def wall(argv: list[str], env: dict[str, str]) -> float:
@@ -122,7 +143,8 @@ def main() -> None:
         home = Path(tmp) / "home"
         env = ponder_env(home)  # the server stops with the Ask: the reads find it down
         wall(ponder("ask", "What is durable execution?", "--run-id", RUN_ID), env)
-        wall(ponder(*THINK_RUN), env)
+        for made in (THINK_RUN, PLAN_RUN, CAMPAIGN_RUN):
+            wall(ponder(*made), env)
         rows = [("python -c pass", measure([sys.executable, "-c", "pass"], env, repeat))]
         rows += [(f"ponder {' '.join(a)}", measure(ponder(*a), env, repeat)) for a in DOWN]
         if (home / "server.json").exists():

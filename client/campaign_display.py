@@ -11,7 +11,7 @@ import click
 
 from client.hints import ponder_program
 from client.tournament_display import format_limits
-from workflows.campaign.types import CampaignProgress
+from workflows.campaign.progress import CampaignProgress
 
 __all__ = ["print_status", "progress_line", "resume_command"]
 

@@ -15,7 +15,7 @@ from rich.table import Table
 
 from activities.config import Settings
 from client.hints import ponder_program
-from workflows.plan.run_types import LedgerStatus, PlanBudgetStatus, PlanStatus
+from workflows.plan.status import LedgerStatus, PlanBudgetStatus, PlanStatus
 
 __all__ = ["blocking_limit", "continue_command", "ledger_line", "print_plan_status", "status_table"]
 

@@ -83,7 +83,7 @@ def _tournament(api: ServerHttp, run_id: str, *, as_json: bool) -> bool:
 
 def _plan(api: ServerHttp, run_id: str, settings: Settings, *, as_json: bool) -> bool:
     from client.plan_display import print_plan_status
-    from workflows.plan.run_types import PlanStatus
+    from workflows.plan.status import PlanStatus
 
     shown = _validated(PlanStatus, api.query(run_id, QUERY_STATUS))
     if shown is None:
@@ -94,7 +94,7 @@ def _plan(api: ServerHttp, run_id: str, settings: Settings, *, as_json: bool) ->
 
 def _campaign(api: ServerHttp, run_id: str, *, as_json: bool) -> bool:
     from client.campaign_display import print_status
-    from workflows.campaign.types import CampaignProgress
+    from workflows.campaign.progress import CampaignProgress
 
     progress = _validated(CampaignProgress, api.query(run_id, QUERY_PROGRESS))
     if progress is None:

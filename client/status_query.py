@@ -10,11 +10,9 @@ statistics) are imported once ``describe`` has said which kind the run is, and n
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 from typing import Any
 
-import click
 from temporalio.client import (
     WorkflowExecutionDescription,
     WorkflowExecutionStatus,
@@ -23,6 +21,7 @@ from temporalio.client import (
 )
 
 from activities.config import Settings
+from client.ask_view import ask_view, print_ask_view
 from client.run_list import state_name
 from client.runs import failure_message, through_restarts
 from client.session import Session, open_session, query_answerer
@@ -39,49 +38,32 @@ async def _ask_view(
     session: Session, handle: WorkflowHandle, description: WorkflowExecutionDescription
 ) -> dict[str, Any]:
     """What ``status`` shows of an Ask run: its state, model, usage and answer or error."""
-    view: dict[str, Any] = {
-        "run_id": handle.id,
-        "kind": "ask",
-        "status": state_name(description.status),
-    }
+    status = state_name(description.status)
     started, ended = description.start_time, description.close_time
-    if started is not None and ended is not None:
-        view["elapsed_s"] = round((ended - started).total_seconds(), 1)
     if description.status == WorkflowExecutionStatus.COMPLETED:
         from workflows.ask_types import AskResult
 
         ask = session.client.get_workflow_handle(handle.id, result_type=AskResult)
         result: AskResult = await ask.result()
         response = result.response
-        view |= {
-            "model": f"{response.provider}:{response.model}",
-            "simulated": response.simulated,
-            "input_tokens": response.usage.input_tokens,
-            "output_tokens": response.usage.output_tokens,
-            # No price known: the cost is unknown, not zero.
-            "usd": "unknown" if response.usd is None and not response.simulated else response.usd,
-            "answer_path": result.answer_path,
-        }
-    elif description.status in (WorkflowExecutionStatus.FAILED, WorkflowExecutionStatus.CANCELED):
+        return ask_view(
+            handle.id,
+            status,
+            started,
+            ended,
+            answered_by=f"{response.provider}:{response.model}",
+            simulated=response.simulated,
+            usage=response.usage.model_dump(),
+            usd=response.usd,
+            answer_path=result.answer_path,
+        )
+    error = None
+    if description.status in (WorkflowExecutionStatus.FAILED, WorkflowExecutionStatus.CANCELED):
         try:
             await handle.result()
         except WorkflowFailureError as exc:
-            view["error"] = failure_message(exc)
-    return view
-
-
-def _print_ask_view(view: dict[str, Any], *, as_json: bool) -> None:
-    """Plain lines, never a table cell: the answer's path is printed whole (a table cut it with
-    "…" in a narrow terminal), so it can be copied."""
-    if as_json:
-        click.echo(json.dumps(view, indent=2))
-        return
-    for key, value in view.items():
-        if value is None:
-            continue
-        if key == "usd" and isinstance(value, float):
-            value = f"{value:.4f}"
-        click.echo(f"{key.replace('_', ' '):<14} {value}")
+            error = failure_message(exc)
+    return ask_view(handle.id, status, started, ended, error=error)
 
 
 async def _plan_view(handle: WorkflowHandle, settings: Settings, *, as_json: bool) -> Printer:
@@ -121,7 +103,7 @@ def show_status(settings: Settings, run_id: str, *, as_json: bool) -> None:
         kind = description.workflow_type
         if kind == ASK:  # describe and result: no query
             view = await _ask_view(session, handle, description)
-            return lambda: _print_ask_view(view, as_json=as_json)
+            return lambda: print_ask_view(view, as_json=as_json)
         async with query_answerer(session):
             if kind == PLAN_RUN:
                 return await _plan_view(handle, settings, as_json=as_json)

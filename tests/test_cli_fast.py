@@ -150,7 +150,12 @@ async def test_ended_runs_are_read_from_the_store_after_the_server_idled_out(
     assert shown.code == 0, shown.err
     assert "completed" in shown.out and "run store" in shown.out
     as_json = json.loads((await ponder("status", "a1", "--json", env=env)).out)
-    assert (as_json["kind"], as_json["status"], as_json["calls"]) == ("ask", "completed", 1)
+    # The server's view of an Ask (client.ask_view), read from its summary.json.
+    assert (as_json["kind"], as_json["status"], as_json["model"]) == (
+        "ask",
+        "completed",
+        "sim:default",
+    )
     assert as_json["answer_path"].endswith("a1/artifacts/answer.txt")
     listed = await ponder("runs", "--json", env=env)
     assert listed.code == 0, listed.err

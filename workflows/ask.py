@@ -66,6 +66,7 @@ class AskWorkflow:
                 "model": input.model,
                 "error": f"{code}: {message}",
                 "transport_retries": failed_transport_retries(exc),
+                "started_at": workflow.info().start_time.isoformat(),
                 "completed_at": workflow.now().isoformat(),
             }
             if not code.startswith("run."):  # a refused run directory takes no summary
@@ -75,12 +76,14 @@ class AskWorkflow:
             "run_id": run_id,
             "status": "completed",
             "model": input.model,
+            "answered_by": f"{response.provider}:{response.model}",  # input.model may be an alias
             "provider": response.provider,
             "simulated": response.simulated,
             "usage": response.usage.model_dump(),
             "usd": response.usd,
             "latency_ms": response.latency_ms,
             "transport_retries": response.transport_retries,
+            "started_at": workflow.info().start_time.isoformat(),
             "completed_at": workflow.now().isoformat(),
         }
         paths = await self._write(

@@ -25,6 +25,7 @@ from activities.run_store import RunStore, check_writer
 from workflows.campaign.records import RunRecord, failed, was_cancelled
 from workflows.campaign.stats import BOOTSTRAP_SEED, Analysis, analyse
 from workflows.campaign.types import CampaignArtifactsInput, CampaignArtifactsResult
+from workflows.progress_file import PROGRESS_FILE, progress_json
 
 __all__ = [
     "WRITE_CAMPAIGN_ARTIFACTS",
@@ -273,6 +274,13 @@ class CampaignArtifactActivities:
         analysis, files = render_report(ReportDesign.of(input), input.records)
         files["summary.json"] = summary_json(input, analysis)
         files["campaign.json"] = json.dumps(input.document, indent=2, sort_keys=True) + "\n"
+        if input.progress is not None:
+            files[PROGRESS_FILE] = progress_json(
+                "campaign",
+                input.progress.model_dump(mode="json"),
+                started_at=input.started_at,
+                written_at=input.written_at,
+            )
         self.store.write_all(input.run_id, files)
         run_dir = str(self.store.run_dir(input.run_id))
         return CampaignArtifactsResult(

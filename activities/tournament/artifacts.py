@@ -27,6 +27,7 @@ from activities.sim_math import true_quality
 from activities.tournament.report import render_report, report_data_from_run_dir
 from activities.tournament.write_order import WriteKey, in_order
 from workflows.families import model_family
+from workflows.progress_file import PROGRESS_FILE, progress_json
 from workflows.tournament.bootstrap import LEVEL
 from workflows.tournament.judge_stats import judge_summary
 from workflows.tournament.preflight import self_preference_risks
@@ -208,17 +209,11 @@ def render_sums(snap: TournamentSnapshot) -> dict[str, str]:
     if snap.final_answer is not None:
         files["artifacts/final.txt"] = snap.final_answer
     if snap.progress is not None:  # `ponder status` of an ended run reads it (status_cli)
-        files["progress.json"] = (
-            json.dumps(
-                {
-                    "progress": snap.progress.model_dump(mode="json"),
-                    "started_at": snap.started_at,
-                    "written_at": snap.written_at,
-                },
-                indent=2,
-                sort_keys=True,
-            )
-            + "\n"
+        files[PROGRESS_FILE] = progress_json(
+            "tournament",
+            snap.progress.model_dump(mode="json"),
+            started_at=snap.started_at,
+            written_at=snap.written_at,
         )
     for sha, prompt in snap.prompts.items():  # include_prompts: usage rows name the sha
         files[f"prompts/{sha}.json"] = json.dumps(prompt, indent=2, ensure_ascii=False) + "\n"

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from workflows.budget import BudgetLimits, BudgetSpent
 from workflows.campaign.document import Route, Scorer
+from workflows.campaign.progress import CampaignProgress, CampaignStatus
 from workflows.campaign.records import Decision, JudgeMetadata, RunRecord
 
 __all__ = [
@@ -29,8 +30,6 @@ __all__ = [
     "RoutedModel",
     "SettleCellInput",
 ]
-
-CampaignStatus = Literal["running", "awaiting_budget", "completed", "failed", "cancelled"]
 
 
 class RoutedModel(BaseModel):
@@ -110,6 +109,9 @@ class CampaignArtifactsInput(BaseModel):
     error: str | None = None
     started_at: str
     written_at: str
+    progress: CampaignProgress | None = None
+    """The progress query's answer as of this write: ``progress.json``, what ``ponder status``
+    shows of the campaign once it has ended (None: a write scheduled before it was sent)."""
 
 
 class CampaignArtifactsResult(BaseModel):
@@ -124,27 +126,6 @@ class CampaignEvent(BaseModel):
     ts: str
     type: str
     data: dict[str, Any] = {}
-
-
-class CampaignProgress(BaseModel):
-    run_id: str
-    status: CampaignStatus
-    cells_total: int
-    cells_done: int
-    cells_running: int
-    cells_failed: int
-    budget: BudgetLimits
-    spent: BudgetSpent
-    reserved_calls: int = 0
-    blocking_limit: str | None = None
-    awaiting_cell_calls: int | None = Field(
-        default=None, description="awaiting budget: the worst-case calls of the next cell"
-    )
-    leader: str | None = Field(default=None, description="variant with the best mean so far")
-    leader_mean: float | None = None
-    fingerprint: str | None = None
-    error: str | None = None
-    refused: list[str] = []
 
 
 class CampaignResult(BaseModel):

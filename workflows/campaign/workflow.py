@@ -323,6 +323,7 @@ class CampaignWorkflow:
                 error=state.error,
                 started_at=self.started_at,
                 written_at=workflow.now().isoformat(),
+                progress=state.progress(),
             )
         )
 

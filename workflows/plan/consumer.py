@@ -37,6 +37,7 @@ from workflows.plan.errors import PlanError
 from workflows.plan.flows import invocations
 from workflows.plan.model import AgentStep, Plan
 from workflows.plan.reasons import Reason
+from workflows.plan.status import Issuance
 
 __all__ = [
     "CONSUMER_MODEL",
@@ -72,20 +73,6 @@ _USAGE_LIMITS: dict[str, tuple[type | tuple[type, ...], float]] = {
     "usd": ((int, float), MAX_BUDGET_USD),
     "wall_ms": (int, MAX_WALL_MS),
 }
-
-
-class Issuance(BaseModel):
-    """One attempt of a consumer step handed to an external executor."""
-
-    step: str
-    item: int | None = None
-    attempt: int
-    epoch: int
-    token: str
-    invocation: str
-    issued_at: str
-    deadline_at: str
-    """After this the token is void and the attempt fails ``dispatch-timeout``."""
 
 
 class IssuanceView(BaseModel):

@@ -1,4 +1,5 @@
-"""How a run ends and what it leaves on disk: ``run.closed``, ``trace.jsonl`` and ``cost.json``.
+"""How a run ends and what it leaves on disk: ``run.closed``, ``trace.jsonl``, ``cost.json`` and
+``progress.json`` (its status query's last answer, which ``ponder status`` reads once it has ended).
 
 The trace is also written at every human wait (a pause, a gate, a budget wait) and when the run
 starts waiting for a consumer, so a person looking at the run directory while it waits sees why.
@@ -27,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.run_types import RunState
     from workflows.plan_run.preflight import WRITE_RETRY
     from workflows.plan_run.state import PlanRunState
+    from workflows.progress_file import PROGRESS_FILE, progress_json
 
 __all__ = ["end_run", "fail_now", "write_trace"]
 
@@ -98,6 +100,13 @@ async def write_trace(run: PlanRunState, *, final: bool = False) -> None:
     }
     if run.reqe_debt is not None:
         files[REQE_DEBT_FILE] = run.reqe_debt
+    if final:  # what `ponder status` shows of the closed run (its gates and issuances are gone)
+        files[PROGRESS_FILE] = progress_json(
+            "plan",
+            run.status().model_dump(mode="json"),
+            started_at=workflow.info().start_time.isoformat(),
+            written_at=workflow.now().isoformat(),
+        )
     if final and run.book.snapshots:  # a closed run takes no revert: --from starts from these
         plan = run.plan.name if run.plan else ""
         files[CHECKPOINTS_FILE] = checkpoints_json(run.book, run_id=run.run_id, plan=plan)
