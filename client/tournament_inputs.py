@@ -122,6 +122,7 @@ def build_input(settings: Settings, **o: Any) -> TournamentInput:
         judge_orders=o["judge_orders"],
         judges=judges,
         bootstrap_resamples=o["bootstrap_resamples"],
+        write_interval_s=o["write_interval_s"],
     )
     preflight(payload)  # a TournamentError: coded, one line (client.failures)
     return payload

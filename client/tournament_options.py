@@ -22,6 +22,7 @@ from workflows.tournament.types import (
     MAX_BOOTSTRAP_RESAMPLES,
     MAX_CRITIQUE_CHARS,
     MAX_JUDGES,
+    MAX_WRITE_INTERVAL_S,
     Concurrency,
     JudgeOrders,
     OnBudgetExhausted,
@@ -186,6 +187,15 @@ class RunOptions(StrictModel):
         ge=0,
         le=MAX_BOOTSTRAP_RESAMPLES,
         description="Resamples behind each final score's 95% interval (0: no intervals).",
+    )
+    write_interval_s: Annotated[
+        float | None, CliOption(default=_think_default("write_interval_s"))
+    ] = Field(
+        default=None,
+        ge=0,
+        le=MAX_WRITE_INTERVAL_S,
+        description="Least seconds between writes of the run's files while it runs (0: at "
+        "every phase); a pause and the end always write.",
     )
     seed: Seed | None = Field(default=None, description="Run seed (default: drawn and recorded).")
     budget: Annotated[

@@ -353,6 +353,8 @@ def test_who_decided_a_gate_is_a_short_printable_name() -> None:
         ({"judge_orders": "three"}, "judge_orders: Input should be 'one' or 'both'"),
         ({"bootstrap_resamples": 10_001}, "bootstrap_resamples: Input should be less than or"),
         ({"bootstrap_resamples": -1}, "bootstrap_resamples: Input should be greater than or"),
+        ({"write_interval_s": 86_401}, "write_interval_s: Input should be less than or"),
+        ({"write_interval_s": -1}, "write_interval_s: Input should be greater than or"),
     ],
 )
 def test_judging_fields_past_their_bounds_are_refused_at_decode(

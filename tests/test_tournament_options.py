@@ -56,7 +56,7 @@ EVERY = TournamentSettings.model_validate(
 )  # fmt: skip
 EVERY_RUN = RunOptions(
     judge_model="sim:judge", mutator_model="sim:mutator", finalizer_model="sim:final",
-    bootstrap_resamples=0, seed=7,
+    bootstrap_resamples=0, seed=7, write_interval_s=2.5,
     budget=BudgetLimits(max_calls=40, max_input_tokens=9000, max_output_tokens=5000, max_usd=2.5),
     max_critique_chars=900, include_raw_outputs=True, include_prompts=True, run_id="think-x",
 )  # fmt: skip
@@ -70,6 +70,7 @@ EVERY_ARGV = [
     "--judges", "sim:a,accuracy=0.9", "--judges", "sim:b",
     "--judge-model", "sim:judge", "--mutator-model", "sim:mutator",
     "--finalizer-model", "sim:final", "--bootstrap-resamples", "0", "--seed", "7",
+    "--write-interval-s", "2.5",
     "--max-calls", "40", "--max-input-tokens", "9000", "--max-output-tokens", "5000",
     "--max-usd", "2.5", "--max-critique-chars", "900", "--include-raw-outputs",
     "--include-prompts", "--run-id", "think-x",
@@ -183,6 +184,7 @@ def test_every_setting_and_every_run_option_a_profile_holds_is_a_profile_save_op
 # The flags of every field a saved profile holds (EVERY_ARGV but for what only a run takes).
 RUN_ONLY_FLAGS = {
     "--bootstrap-resamples": "0", "--seed": "7", "--max-critique-chars": "900",
+    "--write-interval-s": "2.5",
     "--include-raw-outputs": None, "--include-prompts": None, "--run-id": "think-x",
 }  # fmt: skip
 

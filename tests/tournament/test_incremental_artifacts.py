@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from datetime import datetime, timedelta
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,7 @@ from activities.tournament.artifacts import (
 )
 from client.connect import data_converter
 from tests.test_run_store import as_workflow
+from tests.test_worker_cli import wait_until
 from tests.tournament.helpers import read_jsonl, start
 from tests.tournament.test_budget_control import JITTERY_JUDGE
 from worker.worker import WORKFLOWS
@@ -71,11 +74,14 @@ async def _writes(client: Client, settings: Settings, run_id: str) -> list[Tourn
 async def test_each_row_is_sent_about_once_and_the_files_match_a_whole_write(
     client: Client, queue: str, settings: Settings
 ) -> None:
-    handle = await start(client, queue, profile="balanced", seed=11, model="sim:default")
+    handle = await start(
+        client, queue, profile="balanced", seed=11, model="sim:default", write_interval_s=0
+    )
     result = await handle.result()
     writes = await _writes(client, settings, handle.id)
-    # A write per generation's fit (the population it ranks goes with it), and the end's (the
-    # final ranking with it: no finalizer call comes between them).
+    # At every phase (write_interval_s 0): a write per generation's fit (the population it
+    # ranks goes with it), and the end's (the final ranking with it: no finalizer call comes
+    # between them).
     assert len(writes) == 2 + 1
     # The generations' writes start after the task that fits (the run's last may not).
     started_with_fit = _writes_started_with_a_fit(await handle.fetch_history())
@@ -126,7 +132,12 @@ async def test_the_final_ranking_is_written_before_a_finalizer_call(
     client: Client, queue: str, settings: Settings
 ) -> None:
     handle = await start(
-        client, queue, profile="quick", seed=3, models=RoleModels(finalize="sim:default")
+        client,
+        queue,
+        profile="quick",
+        seed=3,
+        models=RoleModels(finalize="sim:default"),
+        write_interval_s=0,
     )
     await handle.result()
     writes = await _writes(client, settings, handle.id)
@@ -147,6 +158,7 @@ async def test_a_gap_in_the_run_directory_makes_the_next_write_whole(
         model=JITTERY_JUDGE,  # retries spend the headroom: 60 calls pause mid-judging
         invalid_json_retries=3,
         budget=BudgetLimits(max_calls=60),
+        write_interval_s=0,
     )
     run_dir = settings.runs_dir / handle.id
     await _paused(handle)
@@ -159,6 +171,54 @@ async def test_a_gap_in_the_run_directory_makes_the_next_write_whole(
     assert any(not any(w.after_lines.values()) for w in writes[1:])  # a whole one after the gap
     expected = render_files(stacked(writes))
     assert (Path(result.run_dir) / "comparisons.jsonl").read_text() == expected["comparisons.jsonl"]
+
+
+async def test_a_running_run_writes_its_files_at_most_once_an_interval(
+    client: Client, queue: str, settings: Settings
+) -> None:
+    """The default ``write_interval_s`` (10 s): the same run as above, written at every phase
+    with 0, skips the writes that would follow the run's start or the last write sooner."""
+    handle = await start(client, queue, profile="balanced", seed=11, model="sim:default")
+    result = await handle.result()
+    writes = await _writes(client, settings, handle.id)
+    assert len(writes) < 2 + 1
+    started = (await handle.describe()).start_time
+    assert started is not None
+    taken = [started, *(datetime.fromisoformat(w.written_at) for w in writes[:-1])]
+    assert all(later - earlier >= timedelta(seconds=10) for earlier, later in pairwise(taken))
+    assert writes[-1].status == "completed"
+    run_dir = Path(result.run_dir)
+    for name, text in render_files(stacked(writes)).items():
+        assert (run_dir / name).read_text() == text, name
+
+
+async def test_a_run_that_pauses_writes_its_files_then(
+    client: Client, queue: str, settings: Settings
+) -> None:
+    """A pause for a budget extension waits for a person: the run directory shows it then,
+    however recently the run started."""
+    handle = await start(
+        client,
+        queue,
+        profile="balanced",
+        seed=4,
+        model=JITTERY_JUDGE,
+        invalid_json_retries=3,
+        budget=BudgetLimits(max_calls=60),
+    )
+    await _paused(handle)
+    summary = settings.runs_dir / handle.id / "summary.json"
+
+    def shows_the_pause() -> bool:
+        return summary.is_file() and json.loads(summary.read_text())["status"] == "awaiting_budget"
+
+    await wait_until(shows_the_pause, 60)
+    await handle.execute_update(
+        UPDATE_EXTEND_BUDGET, ExtendBudgetInput(max_calls=200), result_type=object
+    )
+    await handle.result()
+    statuses = [w.status for w in await _writes(client, settings, handle.id)]
+    assert "awaiting_budget" in statuses and statuses[-1] == "completed"
 
 
 async def _paused(handle: WorkflowHandle, timeout: float = 120) -> None:

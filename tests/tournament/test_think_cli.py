@@ -216,6 +216,8 @@ async def test_ctrl_c_detaches_and_the_run_goes_on(tmp_path: Path) -> None:
             "interrupted",
             "--model",
             "sim:default,latency=fixed:150",
+            "--write-interval-s",
+            "0",  # its files at every phase, so the first phase's show it has begun
             env=env,
         )
         usage = tmp_path / "runs/interrupted/usage.jsonl"

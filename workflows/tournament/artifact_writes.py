@@ -15,6 +15,14 @@ Deferred (runs started since ``DEFERRED_WRITES_PATCH``): a phase's write is take
 ends but started once the next phase's first call has landed, so the workflow task that ends a
 phase schedules the next phase's calls without the snapshot's encoding and store.
 
+Throttled (runs started since ``tournament-2026-12b``): a phase's write is skipped when the
+last one was taken less than the input's ``write_interval_s`` ago in workflow time (or the run
+started less than that long ago), and the next write carries its rows. A phase of model calls
+takes tens of seconds, so a real run still writes at every phase at the default 10 s; a fast one
+(the sim, cached replays) writes when it pauses and when it ends, where 100 quick tournaments on
+one worker spent about a fifth of their worker's time on writes nobody read
+(``benchmarks/many_runs.py``). A running run's progress is its query's, never its files'.
+
 Each write carries its number (``write_seq``, with the snapshot's ``written_at`` its place in
 the run's order), and the activity writes nothing over a later write's files
 (``activities.tournament.write_order``): an attempt that outlives the write it was (a worker
@@ -26,7 +34,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -87,14 +95,24 @@ class ArtifactWriter:
         """Writes started so far: the next one's ``write_seq`` follows (replay recounts them)."""
         self._queued: asyncio.Task[None] | None = None
         """Deferred: the last write taken but maybe not started (each waits for the one before)."""
+        self.interval: timedelta | None = None
+        """Skip a write taken within this of the last (None: none skipped; the workflow sets
+        it from its input and a patch)."""
+        self._taken_at: datetime | None = None
+        """Workflow time of the last write taken (None: none yet, the run's start counts)."""
         self._flushing = False
         self._sent: dict[str, list[object]] = {}
         """Each row list as the last write sent it (empty: the next write is whole)."""
 
     async def write(
-        self, snapshot: Callable[[], TournamentSnapshot], *, wait: bool = False
+        self,
+        snapshot: Callable[[], TournamentSnapshot],
+        *,
+        wait: bool = False,
+        always: bool = False,
     ) -> None:
-        """Send ``snapshot()``, taken after the write before it has finished.
+        """Send ``snapshot()``, taken after the write before it has finished; skipped within
+        ``interval`` of the last one unless it ``wait``\ s or must ``always`` land (a pause).
 
         ``wait`` (the run's last write) also waits for this one; a write cancelled with the
         run is then superseded by this one instead of failing it.
@@ -106,6 +124,8 @@ class ArtifactWriter:
         meet the next phase's first calls. Returns at once; a write that failed is raised by
         the next write, as before.
         """
+        if not (wait or always) and self._too_soon():
+            return
         if self.deferred and not wait:
             if self._queued is not None and self._queued.done():
                 self._queued.result()  # a failed write fails the run here
@@ -134,6 +154,17 @@ class ArtifactWriter:
                 self._sent = {}
                 self.run_dir = await self._start(snapshot())
             self._pending = None
+
+    def _too_soon(self) -> bool:
+        """Whether a write now would follow the last one (or the run's start) within
+        ``interval``; if not, now is the last write's time."""
+        if self.interval is None:
+            return False
+        now = workflow.now()
+        if now - (self._taken_at or workflow.info().start_time) < self.interval:
+            return True
+        self._taken_at = now
+        return False
 
     async def _send_later(
         self, snap: TournamentSnapshot, mark: int, before: asyncio.Task[None] | None

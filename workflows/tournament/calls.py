@@ -85,6 +85,8 @@ class TournamentCalls:
         self.prompt_refs: dict[str, str] = {}
         self.chain = workflow.info().first_execution_run_id
         """Whose run directory the calls write (activities/run_store.py)."""
+        self.on_pause: Callable[[], Awaitable[None]] | None = None
+        """Called when the run starts waiting for a budget extension (its files are written)."""
 
     @property
     def status(self) -> Status:
@@ -347,6 +349,8 @@ class TournamentCalls:
             if self.status != "awaiting_budget":
                 self.status = "awaiting_budget"
                 self.event("budget.paused", limit=limit, spent=self.budget.spent.model_dump())
+                if self.on_pause is not None:
+                    await self.on_pause()
             await workflow.wait_condition(
                 lambda: self.stopping or self.budget.blocking_limit() is None
             )

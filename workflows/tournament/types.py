@@ -60,6 +60,8 @@ MAX_GIVEN_CANDIDATES = 1_000
 MAX_JUDGES = 9
 MAX_BOOTSTRAP_RESAMPLES = 10_000
 DEFAULT_BOOTSTRAP_RESAMPLES = 1_000
+DEFAULT_WRITE_INTERVAL_S = 10.0
+MAX_WRITE_INTERVAL_S = 86_400.0
 GIVEN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -151,6 +153,13 @@ class TournamentInput(StrictModel):
         ge=0,
         le=MAX_BOOTSTRAP_RESAMPLES,
         description="resamples of the final comparisons behind each score's 95% interval; 0: none",
+    )
+    write_interval_s: float = Field(
+        default=DEFAULT_WRITE_INTERVAL_S,
+        ge=0,
+        le=MAX_WRITE_INTERVAL_S,
+        description="least seconds between writes of a running run's files (0: at every phase); "
+        "a pause and the run's end always write",
     )
 
     @field_validator("judges")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Awaitable, Callable, Mapping
+from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RawValue
@@ -90,10 +91,13 @@ the fit that ranks it (as a pipelined run does), and the final ranking's write i
 run's last one when no finalizer call comes between them. A quick run makes two writes instead
 of five."""
 CURRENT_PATCH = "tournament-2026-12"
-"""Every patch above at once, for runs started from here on: each ``patched`` call records a
-marker and a search-attribute upsert in the run's first task, and seven of them cost the server
-about 10 ms a run (issue 16 §4). A run recorded before it replays through the patches one by
-one. A later patch is asked on its own after this one."""
+"""Every patch above at once: each ``patched`` call records a marker and a search-attribute
+upsert in the run's first task, and seven of them cost the server about 10 ms a run (issue 16
+§4). A run recorded before it replays through the patches one by one."""
+THROTTLED_PATCH = "tournament-2026-12b"
+"""``CURRENT_PATCH``, writes at most one per ``write_interval_s`` of workflow time and one when
+the run pauses (``artifact_writes``), for runs started from here on; a later change takes the
+next letter."""
 _STAND_IN = TournamentInput.model_construct(task="")
 
 
@@ -126,7 +130,11 @@ class TournamentWorkflow:
     def _ask_patches(self, input: TournamentInput) -> None:
         """Which behaviours this run has (the patches above); called in its first task."""
         pipelined = input.rounds == "pipelined"
-        if workflow.patched(CURRENT_PATCH):
+        throttled = workflow.patched(THROTTLED_PATCH)
+        if throttled or workflow.patched(CURRENT_PATCH):
+            if throttled:
+                self.writer.interval = timedelta(seconds=input.write_interval_s)
+                self.calls.on_pause = self._write_paused
             self.sparse_opening = self.bootstrap = self.lean_writes = True
             self.writer.incremental = self.writer.deferred = True
             self.pipelined = pipelined
@@ -443,6 +451,10 @@ class TournamentWorkflow:
 
     async def _write_artifacts(self, *, wait: bool = False) -> None:
         await self.writer.write(self._snapshot, wait=wait)
+
+    async def _write_paused(self) -> None:
+        """A run that waits for a person shows where it stands in its files."""
+        await self.writer.write(self._snapshot, always=True)
 
     def _snapshot(self) -> TournamentSnapshot:
         plan = self.plan
