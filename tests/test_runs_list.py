@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -104,7 +105,15 @@ async def test_server_rows_join_the_store(
     # Started on a queue no worker polls: only the server knows it (no artifacts yet).
     live = await start(client, f"idle-{uuid.uuid4()}", run_id=live_id, model="sim:default")
     try:
-        rows = {r.run_id: r for r in await list_runs(settings, client, since="10m")}
+        # The server's list is its visibility store, which a just-started run reaches a moment
+        # later on a busy machine.
+        deadline = asyncio.get_running_loop().time() + 30
+        while True:
+            rows = {r.run_id: r for r in await list_runs(settings, client, since="10m")}
+            if {done_id, live_id} <= set(rows):
+                break
+            assert asyncio.get_running_loop().time() < deadline, f"not listed: {set(rows)}"
+            await asyncio.sleep(0.2)
         assert rows[done_id].status == "completed" and rows[done_id].calls == 15
         assert rows[done_id].on_server and rows[done_id].in_store
         assert rows[live_id].status == "running" and rows[live_id].kind == "tournament"

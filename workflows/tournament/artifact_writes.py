@@ -112,7 +112,8 @@ class ArtifactWriter:
         always: bool = False,
     ) -> None:
         """Send ``snapshot()``, taken after the write before it has finished; skipped within
-        ``interval`` of the last one unless it ``wait``\ s or must ``always`` land (a pause).
+        ``interval`` of the last one, unless it is the run's last (``wait``) or must ``always``
+        land (a pause).
 
         ``wait`` (the run's last write) also waits for this one; a write cancelled with the
         run is then superseded by this one instead of failing it.
