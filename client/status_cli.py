@@ -159,7 +159,8 @@ def status(ctx: click.Context, run_id: str, as_json: bool, live: bool) -> None:
     if show is not None:
         show()
         return
-    # Any other kind: the store while the embedded server is down; a running one answers cheaply.
+    # No stored view (an older run, or not ended): the store's row while the embedded server is
+    # down; else the server, over HTTP when the home's worker serves the run, else the SDK.
     down = from_store and not EmbeddedServer(settings.home).up()
     view = ended_run_view(settings, run_id) if down else None
     if view is None:
