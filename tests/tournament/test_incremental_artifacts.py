@@ -9,7 +9,6 @@ whole snapshot of the end renders. A write that finds lines missing is refused
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
 from datetime import datetime, timedelta
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowHandle, WorkflowHistory
+from temporalio.client import Client, WorkflowHistory
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import Replayer
 
@@ -34,18 +33,17 @@ from client.connect import data_converter
 from tests.test_run_store import as_workflow
 from tests.test_worker_cli import wait_until
 from tests.tournament.helpers import read_jsonl, start
-from tests.tournament.test_budget_control import JITTERY_JUDGE
+from tests.tournament.test_budget_control import paused_run
 from worker.worker import WORKFLOWS
 from workflows import phases
 from workflows.budget import BudgetLimits
-from workflows.names import QUERY_PROGRESS, UPDATE_EXTEND_BUDGET
+from workflows.names import UPDATE_EXTEND_BUDGET
 from workflows.tournament.artifact_writes import ArtifactWriter
 from workflows.tournament.schedule import FINAL_JUDGING_PHASE
 from workflows.tournament.selection import select
 from workflows.tournament.types import (
     Event,
     ExtendBudgetInput,
-    Progress,
     RoleModels,
     TournamentInput,
     TournamentSnapshot,
@@ -150,18 +148,9 @@ async def test_the_final_ranking_is_written_before_a_finalizer_call(
 async def test_a_gap_in_the_run_directory_makes_the_next_write_whole(
     client: Client, queue: str, settings: Settings
 ) -> None:
-    handle = await start(
-        client,
-        queue,
-        profile="balanced",
-        seed=4,
-        model=JITTERY_JUDGE,  # retries spend the headroom: 60 calls pause mid-judging
-        invalid_json_retries=3,
-        budget=BudgetLimits(max_calls=60),
-        write_interval_s=0,
-    )
+    # The jittery judge's retries spend the headroom: 60 calls pause mid-judging.
+    handle = await paused_run(client, queue, max_calls=60, write_interval_s=0)
     run_dir = settings.runs_dir / handle.id
-    await _paused(handle)
     (run_dir / "comparisons.jsonl").unlink()  # lost: another worker's disk, or deleted
     await handle.execute_update(
         UPDATE_EXTEND_BUDGET, ExtendBudgetInput(max_calls=200), result_type=object
@@ -197,16 +186,7 @@ async def test_a_run_that_pauses_writes_its_files_then(
 ) -> None:
     """A pause for a budget extension waits for a person: the run directory shows it then,
     however recently the run started."""
-    handle = await start(
-        client,
-        queue,
-        profile="balanced",
-        seed=4,
-        model=JITTERY_JUDGE,
-        invalid_json_retries=3,
-        budget=BudgetLimits(max_calls=60),
-    )
-    await _paused(handle)
+    handle = await paused_run(client, queue, max_calls=60)
     summary = settings.runs_dir / handle.id / "summary.json"
 
     def shows_the_pause() -> bool:
@@ -219,14 +199,6 @@ async def test_a_run_that_pauses_writes_its_files_then(
     await handle.result()
     statuses = [w.status for w in await _writes(client, settings, handle.id)]
     assert "awaiting_budget" in statuses and statuses[-1] == "completed"
-
-
-async def _paused(handle: WorkflowHandle, timeout: float = 120) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while (await handle.query(QUERY_PROGRESS, result_type=Progress)).status != "awaiting_budget":
-        assert loop.time() < deadline, "the run never paused on its budget"
-        await asyncio.sleep(0.1)
 
 
 async def test_an_append_past_the_files_end_is_refused_files_gap(tmp_path: Path) -> None:
