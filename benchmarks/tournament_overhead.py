@@ -20,11 +20,11 @@ One fresh embedded server (its own SQLite file in a temporary ``$PONDER_HOME``),
 * decomposition variants of the bare workflow (skip with ``--no-variants``): the commits with
   the real run's snapshot sizes, the same commits started in the task that ends a phase, calls
   through ponder's ``call_model`` (its activity options and body) with the real prompt sizes,
-  and both together — payload sizes are taken from a warm-up real run. Two more bound what a
+  and both together — payload sizes are taken from a warm-up real run. Three more bound what a
   call through ponder costs at the least: ``call_model`` with 10-character prompts (what the
-  prompts' size costs), and its activity options and payload types with no body at all (a
+  prompts' size costs), its activity options and payload types with no body at all (a
   stand-in registered under its name on a worker of its own, which also runs the bare workflow:
-  what Temporal charges for them).
+  what Temporal charges for them), and the trivial calls with its activity options alone.
 * **plain** — the same algorithm without Temporal: the pure modules (``rng``, ``schedule``,
   ``prompts.render``, ``judge_parse``, ``bradley_terry.leaderboard``, ``selection``,
   ``critique``) and the sim provider's ``simulate()`` called directly, 8 at a time per phase.
@@ -34,16 +34,20 @@ Wall time is start-to-result, R repetitions of every mode (interleaved), median 
 from the median run's history: workflow-task time, the stretches with no model call in flight
 (between phases), time and payload bytes per activity type; offline timings of the pieces
 (snapshot conversion, artifact writer, ``call_model`` body, Bradley-Terry); and with
-``--cprofile`` a cProfile of one more real run (event loop and workflow threads). Measures,
+``--cprofile`` a cProfile of one more real run (event loop and workflow threads); with
+``--activation-phases`` the counted runs' workflow activations timed phase by phase (decode,
+workflow code, encode, the server's answer: ``benchmarks/activation_phases.py``). Measures,
 never asserts.
 
     python -m benchmarks.tournament_overhead [--repeat 3] [--no-variants] [--cprofile]
+        [--activation-phases]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import cProfile
 import dataclasses
 import functools
@@ -83,11 +87,12 @@ with workflow.unsafe.imports_passed_through():
         render_files,
         stacked,
     )
+    from benchmarks.activation_phases import ActivationPhases
     from client.connect import connect
     from client.embedded import EmbeddedServer
     from worker.worker import WorkerOptions, running_worker, workflow_runner
     from workflows.call_options import CallOptions
-    from workflows.model_calls import call_model
+    from workflows.model_calls import MODEL_RETRY_POLICY, START_TO_CLOSE, call_model
     from workflows.names import TOURNAMENT
     from workflows.tournament import rng
     from workflows.tournament.bradley_terry import leaderboard
@@ -148,6 +153,9 @@ class BareInput:
     """Calls go through ponder's ``call_model`` (its activity options and body, sim provider)."""
     prompt_chars: dict[str, int] = field(default_factory=dict)
     """Prompt size per phase kind for ``call_model`` calls (the real prompts' mean sizes)."""
+    call_options: bool = False
+    """Trivial calls scheduled with ``call_model``'s activity options (its retry policy,
+    timeouts, heartbeat timeout and summary) and none of its payload types or body."""
 
 
 @activity.defn(name=TRIVIAL)
@@ -200,6 +208,18 @@ class BareTournament:
                         run_id=input.run_id, phase=f"p{phase}", index=index, request=request
                     )
                     text = (await call_model(call, CallOptions())).text
+                elif input.call_options:
+                    role = {"judge": "judge"}.get(kind, "generate")
+                    text = await workflow.execute_activity(
+                        TRIVIAL,
+                        index,
+                        result_type=str,
+                        start_to_close_timeout=START_TO_CLOSE,
+                        schedule_to_close_timeout=CallOptions().schedule_to_close(role),
+                        heartbeat_timeout=CallOptions().heartbeat_timeout(),
+                        retry_policy=MODEL_RETRY_POLICY,
+                        summary=f"p{phase}/{index}",
+                    )
                 else:
                     text = await workflow.execute_activity(
                         TRIVIAL,
@@ -745,6 +765,7 @@ def variants(shape: RealShape) -> dict[str, dict[str, Any]]:
         COMMITS: {"commits": True},
         "  commits, snapshot-sized": sized,
         "  commits, sized, at the barrier": sized | {"commits_deferred": False},
+        "  trivial, call_model's options": {"call_options": True},
         NO_BODY: tiny,
         "  call_model, tiny prompts": tiny,
         "  call_model, real-size prompts": calls,
@@ -762,10 +783,21 @@ class Results:
     offline: list[tuple[str, str]]
     warm_up: dict[str, float]
     profile: str = ""
+    activation_phases: str = ""
+
+
+def _label(phases: ActivationPhases | None, mode: str) -> None:
+    if phases is not None:
+        phases.label = mode
 
 
 async def measure(
-    home: Path, repeat: int, all_variants: bool, profile: bool, warm: bool = True
+    home: Path,
+    repeat: int,
+    all_variants: bool,
+    profile: bool,
+    warm: bool = True,
+    phases: ActivationPhases | None = None,
 ) -> Results:
     """``warm``: one uncounted real and bare + commits run first (its payload sizes shape the
     variants, which therefore need it); ``--smoke`` skips it and takes the sizes it prints from
@@ -820,19 +852,22 @@ async def measure(
             modes[REAL] = Mode(REAL)
             modes.update((name, Mode(name)) for name in options)
             modes[PLAIN] = Mode(PLAIN)
-            for r in range(repeat):
-                print(f"repetition {r + 1}/{repeat} ...", flush=True)
-                run = await run_real(client, queue, settings, seed=r)
-                real_runs.append(run)
-                modes[REAL].add(run.seconds, run.history)
-                for name, option in options.items():
-                    where = no_body_queue if name == NO_BODY else bare_queue
-                    seconds, history = await run_bare(client, where, **option)
-                    modes[name].add(seconds, history)
-                started = time.perf_counter()
-                plain_run = await plain_tournament(TASK, seed=r)
-                modes[PLAIN].add(time.perf_counter() - started)
-                plain_winners.append(plain_run.winner_id)
+            with phases if phases is not None else contextlib.nullcontext():
+                for r in range(repeat):
+                    print(f"repetition {r + 1}/{repeat} ...", flush=True)
+                    _label(phases, REAL)
+                    run = await run_real(client, queue, settings, seed=r)
+                    real_runs.append(run)
+                    modes[REAL].add(run.seconds, run.history)
+                    for name, option in options.items():
+                        where = no_body_queue if name == NO_BODY else bare_queue
+                        _label(phases, name)
+                        seconds, history = await run_bare(client, where, **option)
+                        modes[name].add(seconds, history)
+                    started = time.perf_counter()
+                    plain_run = await plain_tournament(TASK, seed=r)
+                    modes[PLAIN].add(time.perf_counter() - started)
+                    plain_winners.append(plain_run.winner_id)
             median_run = sorted(real_runs, key=lambda run: run.seconds)[len(real_runs) // 2]
             if shape is None:
                 shape = await real_shape(client, median_run.history)
@@ -857,6 +892,7 @@ async def measure(
         offline=offline,
         warm_up=warm_up,
         profile=report,
+        activation_phases="" if phases is None else phases.table(dict.fromkeys(modes, repeat)),
     )
 
 
@@ -930,6 +966,12 @@ def print_results(results: Results) -> None:
     print("\nthe pieces of the median real run, timed offline (no server)")
     for what, value in results.offline:
         print(f"  {what:<40} {value}")
+    if results.activation_phases:
+        print(
+            "\nworkflow activations in this process, by phase "
+            "(ms; see benchmarks/activation_phases.py)"
+        )
+        print(results.activation_phases)
     if results.profile:
         print(results.profile)
     ratio = real.median / bare.median
@@ -951,15 +993,26 @@ def main() -> None:
         "--cprofile", action="store_true", help="also profile one more real run with cProfile"
     )
     parser.add_argument(
+        "--activation-phases",
+        action="store_true",
+        help="also time each workflow activation's phases (decode, workflow code, encode, the "
+        "server's answer) in the counted runs",
+    )
+    parser.add_argument(
         "--smoke", action="store_true", help="tiny sizes: a few seconds, for the test suite"
     )
     args = parser.parse_args()
-    if args.smoke:
-        args.repeat, args.no_variants = 1, True
+    if args.smoke:  # the instrument runs too, so a new SDK that moves its hooks fails here
+        args.repeat, args.no_variants, args.activation_phases = 1, True, True
     with tempfile.TemporaryDirectory(prefix="ponder-bench-") as tmp:
         results = asyncio.run(
             measure(
-                Path(tmp), args.repeat, not args.no_variants, args.cprofile, warm=not args.smoke
+                Path(tmp),
+                args.repeat,
+                not args.no_variants,
+                args.cprofile,
+                warm=not args.smoke,
+                phases=ActivationPhases() if args.activation_phases else None,
             )
         )
     print_results(results)
