@@ -5,7 +5,8 @@ imported, so this also runs in the workflow's input decoding). ``set`` values, `
 and ``iterate.until`` are CEL: non-Turing-complete, side-effect free, and able to name only what
 ponder binds. This module decides, from the text alone, whether an expression may run:
 
-- ``expr.syntax``: it does not parse (LALR, linear in the text);
+- ``expr.syntax``: it does not parse (LALR, linear in the text: string literals lex with
+  ``expression_lexing``'s rewritten terminals, and an unclosed one is refused before parsing);
 - ``expr.too_complex``: over 2,000 characters, 400 AST nodes, depth 32, or comprehensions
   nested deeper than 2;
 - ``expr.function``: a function, method or macro outside the list below (timestamps and
@@ -35,6 +36,8 @@ from typing import Any
 from lark import Lark, Token, Tree
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
 
+from workflows.plan.expression_lexing import lexical_problem, linear_grammar
+
 __all__ = [
     "BINDINGS",
     "COMPREHENSIONS",
@@ -59,8 +62,10 @@ MAX_COMPREHENSION_NESTING = 2
 MAX_PLAN_EXPRESSIONS = 1_000
 """Distinct expression texts in one plan: validation parses each once (~0.6 ms), and it runs in
 the workflow's first task too, which must stay well inside Temporal's 2 s deadlock window."""
-MAX_PLAN_EXPRESSION_CHARS = 64_000
-"""Characters of distinct expression text in one plan (parsing is linear: ~5-15 us a char)."""
+MAX_PLAN_EXPRESSION_CHARS = 16_000
+"""Characters of distinct expression text in one plan. Parsing is linear, 5-35 us a character
+(the dearest: a list literal of a thousand items), so the worst plan parses in about 0.6 s of the
+first workflow task's 2 s; 64,000 took 1.9 s, at the edge of the deadlock detector."""
 
 BINDINGS = ("result", "input", "steps", "item", "item_index", "iteration")
 """Every name ponder binds; each site binds a subset (``result`` only where there is one)."""
@@ -98,11 +103,12 @@ _lock = threading.Lock()
 
 def _grammar() -> str:
     """cel-python's grammar, read without importing cel-python (its evaluator pulls in time-zone
-    data and RE2, which validation never needs)."""
+    data and RE2, which validation never needs), with its string terminals made linear."""
     spec = importlib.util.find_spec("celpy")
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("cel-python is not installed (pip install cel-python)")
-    return (Path(next(iter(spec.submodule_search_locations))) / "cel.lark").read_text()
+    grammar = (Path(next(iter(spec.submodule_search_locations))) / "cel.lark").read_text()
+    return linear_grammar(grammar)
 
 
 def _bool_literals(token: Token) -> Token:
@@ -391,6 +397,9 @@ def analyse(text: str) -> Analysis:
         )
     if not text.strip():
         return Analysis((("expr.syntax", "the expression is empty; fix: write one"),))
+    problem = lexical_problem(text, MAX_DEPTH)
+    if problem is not None:
+        return Analysis((problem,))
     try:
         with _lock:
             tree = _PARSER.parse(text)
