@@ -337,3 +337,53 @@ def test_work_is_bounded() -> None:
     assert MIN_RESAMPLES == 100
     ids, _ = outcomes_of(4, 0, seed=1)
     assert bootstrap(ids, [], resamples=1000).resamples == 0
+
+
+def _two_round_swiss(seed: int) -> tuple[list[str], list[Outcome]]:
+    """Eight candidates, two random pairings: every candidate has two comparisons, so some win
+    or lose both."""
+    rng = random.Random(seed)
+    ids = [f"c{i:02d}" for i in range(8)]
+    strength = {c: rng.gauss(0, 1.5) for c in ids}
+    outcomes = []
+    for _ in range(2):
+        order = ids[:]
+        rng.shuffle(order)
+        for a, b in zip(order[::2], order[1::2], strict=True):
+            p = 1 / (1 + np.exp(strength[b] - strength[a]))
+            outcomes.append(Outcome(a, b, "A" if rng.random() < p else "B"))
+    return ids, outcomes
+
+
+def test_a_score_lies_inside_its_own_interval_on_one_scale_for_every_resample() -> None:
+    """Refitted here one resample at a time: z-scoring each resample by its own spread (the old
+    construction) puts the undefeated c07's 2.0 outside [0, 1.94]; one divisor for every
+    resample (the full fit's spread) and a widening to the point keep every score inside."""
+    ids, outcomes = _two_round_swiss(164)
+    _, a, b, y = canonical_arrays(ids, outcomes)
+    n, m = len(ids), len(a)
+    full = fit_arrays(n, a, b, y)
+    point = zscore(full)
+    counts = np.random.default_rng(0).multinomial(m, np.full(m, 1 / m), size=200)
+    fits = np.array(
+        [fit_arrays(n, *(v[np.repeat(np.arange(m), row)] for v in (a, b, y))) for row in counts]
+    )
+    own = np.percentile([zscore(f) for f in fits], [2.5, 97.5], axis=0)
+    assert not own[0][7] <= point[7] <= own[1][7]  # the old construction excludes c07's point
+    centred = fits - fits.mean(axis=1, keepdims=True)
+    low, high = np.percentile(centred / (full - full.mean()).std(), [2.5, 97.5], axis=0)
+    low, high = np.minimum(low, point), np.maximum(high, point)
+    intervals = bootstrap(ids, outcomes, resamples=200, seed=0)
+    for i, cid in enumerate(ids):
+        assert intervals.low[cid] <= point[i] <= intervals.high[cid]
+        assert intervals.low[cid] == pytest.approx(low[i], abs=1e-6)
+        assert intervals.high[cid] == pytest.approx(high[i], abs=1e-6)
+
+
+def test_every_score_lies_inside_its_interval_over_many_small_tournaments() -> None:
+    for seed in range(60):
+        ids, outcomes = _two_round_swiss(seed)
+        board = {r.candidate_id: r.score for r in leaderboard(ids, outcomes)}
+        intervals = bootstrap(ids, outcomes, resamples=200, seed=seed)
+        for cid in ids:
+            assert intervals.low[cid] <= board[cid] <= intervals.high[cid], (seed, cid)

@@ -2,10 +2,12 @@
 
 Pure (numpy, no Temporal import); the ``bootstrap_leaderboard`` local activity runs it once,
 on the final ranking. A resample draws the phase's comparisons with replacement (multinomial
-counts over them), refits the same penalised objective as the leaderboard, and z-scores the
-result like the leaderboard; each candidate's 95% interval is the 2.5th to 97.5th percentile of
-its z-score over the resamples. The generator is numpy's PCG64 seeded from the run, so the same
-comparisons and seed give the same intervals.
+counts over them), refits the same penalised objective as the leaderboard, and puts the result
+on the leaderboard's scale (centred, divided by the full-data fit's spread: one divisor for every
+resample); each candidate's 95% interval is the 2.5th to 97.5th percentile of its score over the
+resamples, widened where needed to take in its own point (a candidate with a few comparisons,
+all won or all lost, can have its resamples pile up on one side of it). The generator is numpy's
+PCG64 seeded from the run, so the same comparisons and seed give the same intervals.
 
 All resamples are refitted at once: damped Newton on a ``(resamples, n)`` score matrix, warm
 started at the full-data fit (a resample is close to it, so a handful of steps converge), with
@@ -188,13 +190,21 @@ MapChunks = Callable[[Callable[[FloatArray], FloatArray], list[FloatArray]], Ite
 """``map``, or an executor's: how the chunks of resamples are refitted."""
 
 
-def _zscore_rows(s: FloatArray) -> FloatArray:
-    """``bradley_terry.zscore`` of every row at once (the leaderboard's own scaling)."""
-    s = np.where(np.isfinite(s), s, 0.0)
-    s = s - s.mean(axis=1, keepdims=True)
-    std = s.std(axis=1, keepdims=True)
-    s = np.where(std > 1e-6, s / np.where(std > 1e-6, std, 1.0), s)
-    return np.where(np.isfinite(s), s, 0.0)
+def _on_leaderboard_scale(rows: FloatArray, full: FloatArray) -> FloatArray:
+    """Each resample's scores on the leaderboard's own scale: centred on the resample's mean
+    (the population is fixed, so its mean is a stable anchor) and divided by the full-data
+    fit's spread, the divisor ``bradley_terry.zscore`` uses for the leaderboard.
+
+    One divisor for every resample: z-scoring each resample by its own spread shrank the
+    resamples in which an undefeated or winless candidate ran away, and so placed such a
+    candidate's point score outside its own interval."""
+    rows = np.where(np.isfinite(rows), rows, 0.0)
+    rows = rows - rows.mean(axis=1, keepdims=True)
+    full = np.where(np.isfinite(full), full, 0.0)
+    spread = float((full - full.mean()).std())
+    if spread > 1e-6:
+        rows = rows / spread
+    return np.where(np.isfinite(rows), rows, 0.0)
 
 
 def bootstrap(
@@ -231,9 +241,14 @@ def bootstrap(
     fitted = np.vstack(
         list(map_chunks(refit, [counts[i : i + chunk] for i in range(0, used, chunk)]))
     )
-    z = _zscore_rows(fitted)
+    z = _on_leaderboard_scale(fitted, start)
     tail = 100 * (1 - LEVEL) / 2
     low, high = np.percentile(z, [tail, 100 - tail], axis=0)
+    # Where a candidate has very few comparisons, all won or all lost, its resamples pile up on
+    # one side of its point and the percentiles can miss it by a little: an interval is widened
+    # to take in its own point rather than report a score it excludes.
+    point = _on_leaderboard_scale(start[np.newaxis, :], start)[0]
+    low, high = np.minimum(low, point), np.maximum(high, point)
     top = np.bincount(np.argmax(z, axis=1), minlength=n) / used
     return Bootstrap(
         resamples=used,
