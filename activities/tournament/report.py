@@ -357,6 +357,10 @@ def _models(summary: dict[str, Any]) -> dict[str, str]:
             by_role[role] = str(chosen)
     if models.get("finalize"):
         by_role["finalize"] = models["finalize"]
+    judge = summary.get("judge")
+    panel = judge.get("judges") if isinstance(judge, dict) else None
+    if isinstance(panel, list) and len(panel) > 1:  # a panel run has no one judge model
+        by_role["judge"] = "panel: " + ", ".join(str(j) for j in panel)
     return by_role
 
 

@@ -39,6 +39,15 @@ def judge_rows(judge: dict[str, Any]) -> list[dict[str, str]]:
             "agreement": "–",
         }
     ]
+    if judge.get("panel"):
+        rows.append(
+            {
+                "judge": "the panel's verdicts",
+                "first": _rate_text(judge["panel"].get("first_position_win_rate")),
+                "flips": "–",
+                "agreement": "–",
+            }
+        )
     for name, entry in (judge.get("by_judge") or {}).items():
         rows.append(
             {
@@ -51,25 +60,48 @@ def judge_rows(judge: dict[str, Any]) -> list[dict[str, str]]:
     return rows
 
 
+def _bias_sentence(who: str, entry: dict[str, Any], remedy: str) -> str | None:
+    bias = entry.get("position_bias") or {}
+    if not bias.get("significant"):
+        return None
+    first = entry.get("first_position_win_rate") or {}
+    side = "first" if bias["estimate"] > 0 else "second"
+    return (
+        f"{who} favours the {side}-shown candidate: it won {_pct(first.get('rate'))} of "
+        f"decisive verdicts (95% CI {_pct(first.get('low'))}–{_pct(first.get('high'))}), "
+        f"where an unbiased judge gives 50%; {remedy}."
+    )
+
+
 def judge_sentences(judge: dict[str, Any]) -> list[str]:
-    """What a reader should know: a significant position bias, flips, self-preference risks."""
+    """What a reader should know: a significant position bias (naming the judge), flips,
+    self-preference risks."""
     sentences = []
-    bias = judge.get("position_bias") or {}
-    first = judge.get("first_position_win_rate") or {}
-    if bias.get("significant"):
-        side = "first" if bias["estimate"] > 0 else "second"
+    both = judge.get("orders") == "both"
+    if judge.get("by_judge"):
+        remedy = (
+            "each pair was judged in both orders, so it cancels out in its own votes"
+            if both
+            else "the panel's judges see the pairs in alternating orders, so its combined "
+            "verdicts carry no order effect in expectation"
+        )
+        for name, entry in judge["by_judge"].items():
+            if sentence := _bias_sentence(f"Judge {name}", entry, remedy):
+                sentences.append(sentence)
+        panel = judge.get("panel") or {}
+        if sentence := _bias_sentence("The panel", panel, "more pairs would tell chance apart"):
+            sentences.append(sentence)
+    else:
         remedy = (
             "both orders were judged, so it cancels out in the verdicts (an order-sensitive "
             "pair counts as a tie)"
-            if judge.get("orders") == "both"
+            if both
             else "presentation order was randomised per pair, so it adds noise rather than "
             "favouring a candidate; judge both orders (--judge-orders both) to cancel it"
         )
-        sentences.append(
-            f"The judge favours the {side}-shown candidate: it won {_pct(first.get('rate'))} of "
-            f"decisive verdicts (95% CI {_pct(first.get('low'))}–{_pct(first.get('high'))}), "
-            f"where an unbiased judge gives 50%; {remedy}."
-        )
+        name = (judge.get("judges") or ["the judge"])[0]
+        if sentence := _bias_sentence(f"The judge ({name})", judge, remedy):
+            sentences.append(sentence)
     flips = judge.get("flip_rate") or {}
     if flips.get("rate"):
         sentences.append(

@@ -64,6 +64,61 @@ def test_slots_spread_orders_over_the_panel() -> None:
     assert len(call_slots(PAIR, ["j0", "j1"], "both")) == 4
 
 
+def _panel_first_share(biases: list[float], index: int) -> float:
+    """Exact chance that a three-judge panel's majority names the scheduled first-shown
+    candidate of two equal ones: judge ``j`` names whichever it sees first with probability
+    ``biases[j]``, else tosses a coin."""
+    slots = call_slots(PAIR, [f"j{j}" for j in range(3)], "one", index)
+    picks_x = [
+        (1 + p) / 2 if s.presented_a == "x" else (1 - p) / 2
+        for p, s in zip(biases, slots, strict=True)
+    ]
+    a, b, c = picks_x
+    return a * b + a * c + b * c - 2 * a * b * c
+
+
+@pytest.mark.parametrize(
+    "biases", [[0.0, 0.3, 0.6], [0.6, 0.0, 0.3], [0.3, 0.6, 0.0], [0.6, 0.3, 0.0]]
+)
+def test_a_panel_has_no_order_effect_over_pairs_however_its_judges_are_listed(
+    biases: list[float],
+) -> None:
+    """Each pair alone leans to a side, so the side alternates: two pairs in a row balance.
+    Listed [0, 0.3, 0.6] the panel used to name the first-shown 57.5% of the time, and
+    [0.6, 0, 0.3] 72.5% (by hand: 0.5*0.35 + 0.5*0.8 + 0.35*0.8 - 2*0.14, and likewise)."""
+    before = _panel_first_share(biases, 0)
+    assert before != pytest.approx(0.5)
+    assert (before + _panel_first_share(biases, 1)) / 2 == pytest.approx(0.5, abs=1e-12)
+    if biases[:2] == [0.0, 0.3]:
+        assert before == pytest.approx(0.575)
+    if biases[:2] == [0.6, 0.0]:
+        assert before == pytest.approx(0.725)
+
+
+def test_an_even_panel_is_balanced_on_every_pair() -> None:
+    for index in range(4):
+        slots = call_slots(PAIR, ["a", "b", "c", "d"], "one", index)
+        assert sum(s.presented_a == "x" for s in slots) == 2
+
+
+def test_ties_are_counted_per_pair_and_the_panel_has_its_own_rate() -> None:
+    flipped = [Call("j", "x", "y", "A"), Call("j", "y", "x", "A")]  # no call said tie
+    summary = judge_summary(
+        [Row("p#0", "x", "y", "tie", "m", flipped)], both_orders=True, panel=["j"]
+    )
+    assert (summary["ties"], summary["tied_pairs"]) == (0, 1)
+    rows = [
+        Row("p#0", "x", "y", "A", "m", [Call("a", "x", "y", "A"), Call("b", "y", "x", "B")]),
+        Row("p#1", "u", "v", "B", "m", [Call("a", "v", "u", "A"), Call("b", "u", "v", "B")]),
+        Row("p#2", "s", "t", "B", "m", [Call("a", "s", "t", "B"), Call("b", "t", "s", "A")]),
+        Row("p#3", "q", "r", "tie", "m", [Call("a", "q", "r", "A"), Call("b", "r", "q", "A")]),
+    ]
+    summary = judge_summary(rows, both_orders=False, panel=["a", "b"])
+    panel = summary["panel"]["first_position_win_rate"]
+    assert (panel["count"], panel["total"]) == (1, 3)  # A, B, B decisive; the tie left out
+    assert summary["tied_pairs"] == 1
+
+
 @pytest.mark.parametrize(
     ("calls", "expected"),
     [

@@ -456,3 +456,35 @@ def test_overlapping_intervals_and_an_unbiased_judge_say_so() -> None:
     assert "do not separate them" in dom.root.one("p", id="winner-line").text()
     notes = [p.text() for p in dom.root.find_all("p", cls="judge-note")]
     assert not any("favours" in n for n in notes)
+
+
+def test_a_panel_run_names_its_panel_and_the_judge_that_is_biased(run_dir: Path) -> None:
+    summary = json.loads((run_dir / "summary.json").read_text())
+    biased = {"count": 70, "total": 100, "rate": 0.7, "low": 0.6, "high": 0.78, "level": 0.95}
+    fair = {"count": 50, "total": 100, "rate": 0.5, "low": 0.4, "high": 0.6, "level": 0.95}
+    bias = {"estimate": 0.4, "low": 0.2, "high": 0.56, "significant": True}
+    summary |= {
+        "models": {"generate": None, "judge": None, "finalize": None, "default": "sim:x"},
+        "judge": {
+            "orders": "one",
+            "judges": ["sim:a", "sim:b", "sim:c"],
+            "first_position_win_rate": biased,
+            "position_bias": bias,
+            "panel": {"first_position_win_rate": fair},
+            "by_judge": {
+                "sim:a": {"first_position_win_rate": fair},
+                "sim:b": {"first_position_win_rate": biased, "position_bias": bias},
+                "sim:c": {"first_position_win_rate": fair},
+            },
+        },
+    }
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    dom = parse(render_report(report_data_from_run_dir(run_dir)))
+    assert _facts(dom)["models"] == (
+        "generate: sim:x, judge: panel: sim:a, sim:b, sim:c, mutate: sim:x"
+    )
+    rows = dom.root.one("table", id="judge").find_all("tr", cls="judge-row")
+    first_cells = [r.find_all("td")[0].text() for r in rows]
+    assert first_cells == ["all verdicts", "the panel's verdicts", "sim:a", "sim:b", "sim:c"]
+    notes = [p.text() for p in dom.root.find_all("p", cls="judge-note")]
+    assert len(notes) == 1 and notes[0].startswith("Judge sim:b favours the first-shown")

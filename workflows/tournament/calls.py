@@ -87,6 +87,9 @@ class TournamentCalls:
         """Whose run directory the calls write (activities/run_store.py)."""
         self.on_pause: Callable[[], Awaitable[None]] | None = None
         """Called when the run starts waiting for a budget extension (its files are written)."""
+        self.balanced_panel = False
+        """An odd panel's extra judge alternates sides from pair to pair (``verdicts``); runs
+        started before that rule replay without it."""
 
     @property
     def status(self) -> Status:

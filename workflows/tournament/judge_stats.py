@@ -14,6 +14,12 @@ about a second of CPU (on a cold worker, during the first artifact write) for th
   (its interval likewise). ``significant``: the interval leaves out 0.5.
 - ``flip_rate`` (both orders only): of the pairs one judge saw both ways, the share whose two
   verdicts do not name the same outcome (a win for each side, or a win and a tie).
+- ``ties`` counts judge calls that said tie; ``tied_pairs`` counts pairs whose combined verdict
+  is a tie (with both orders or a panel, a pair whose calls disagree is one, though no call
+  said tie).
+- ``panel.first_position_win_rate`` (a panel): the same rate for the panel's combined verdicts,
+  in each pair's scheduled presentation: with the presentation balanced over the panel and
+  across pairs (``verdicts``), it sits at 0.5 whatever the judges' own biases.
 - ``by_judge`` (a panel): each judge's rates, and its ``agreement_with_majority``: the share of
   pairs where its vote (its orders combined) is the panel's verdict.
 - ``own_family_win_rate`` (per judge, where candidates' families are known): of its decisive
@@ -161,6 +167,7 @@ def judge_summary(
         "verdicts": len(every),
         "pairs": len(rows),
         "ties": sum(c.winner == "tie" for c in every),
+        "tied_pairs": sum(r.winner == "tie" for r in rows),
         "orders": "both" if both_orders else "one",
         "judges": list(panel),
     }
@@ -177,6 +184,9 @@ def judge_summary(
             for judge in panel
         }
     if len(panel) > 1:
+        summary["panel"] = _position(
+            _Call("panel", r.presented_a, r.presented_b, r.winner) for r in rows
+        )
         by_judge: dict[str, Any] = {}
         for judge in panel:
             mine_rows = [[c for c in calls if c.judge == judge] for calls in per_row]

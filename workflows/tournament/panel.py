@@ -80,7 +80,9 @@ async def judge_by_panel(
     slots = [
         (first_index + i, pair, s, slot)
         for i, pair in enumerate(pairs)
-        for s, slot in enumerate(verdicts.call_slots(pair, panel, orders))
+        for s, slot in enumerate(
+            verdicts.call_slots(pair, panel, orders, first_index + i if calls.balanced_panel else 0)
+        )
     ]
     await calls.run_all(
         [functools.partial(call, *slot) for slot in slots],

@@ -98,6 +98,9 @@ THROTTLED_PATCH = "tournament-2026-12b"
 """``CURRENT_PATCH``, writes at most one per ``write_interval_s`` of workflow time and one when
 the run pauses (``artifact_writes``), for runs started from here on; a later change takes the
 next letter."""
+BALANCED_PANEL_PATCH = "tournament-2026-12c"
+"""``THROTTLED_PATCH``, and an odd judge panel's presentation orders balanced across pairs
+(``verdicts.call_slots``), for runs started from here on."""
 _STAND_IN = TournamentInput.model_construct(task="")
 
 
@@ -130,7 +133,8 @@ class TournamentWorkflow:
     def _ask_patches(self, input: TournamentInput) -> None:
         """Which behaviours this run has (the patches above); called in its first task."""
         pipelined = input.rounds == "pipelined"
-        throttled = workflow.patched(THROTTLED_PATCH)
+        self.calls.balanced_panel = workflow.patched(BALANCED_PANEL_PATCH)
+        throttled = self.calls.balanced_panel or workflow.patched(THROTTLED_PATCH)
         if throttled or workflow.patched(CURRENT_PATCH):
             if throttled:
                 self.writer.interval = timedelta(seconds=input.write_interval_s)
