@@ -88,13 +88,20 @@ async def test_a_panel_judges_by_majority_and_reports_agreement(
     result = await started.result()
     assert result.spent.calls == 4 + 3 * 4 + 3 + 3 * 4
     rows = read_jsonl(Path(result.run_dir) / "comparisons.jsonl")
+    patterns = set()
     for row in rows:
         judges = [v["judge"] for v in row["verdicts"]]
         assert judges == panel
-        # Spread: judges 0 and 2 see the scheduled order first, judge 1 the swapped one.
+        # Spread: on a phase's even pairs judges 0 and 2 see the scheduled order first and
+        # judge 1 the swapped one; on its odd pairs the other way round.
         orders = [v["presented_a"] == row["presented_a"] for v in row["verdicts"]]
-        assert orders == [True, False, True]
-    by_judge = summary_of(result.run_dir)["judge"]["by_judge"]
+        even = int(row["id"].rpartition("#")[2]) % 2 == 0
+        assert orders == ([True, False, True] if even else [False, True, False])
+        patterns.add(even)
+    assert patterns == {True, False}
+    judge = summary_of(result.run_dir)["judge"]
+    assert judge["panel"]["first_position_win_rate"]["total"] <= len(rows)
+    by_judge = judge["by_judge"]
     assert set(by_judge) == set(panel)
     for entry in by_judge.values():
         assert entry["agreement_with_majority"]["total"] == len(rows)
