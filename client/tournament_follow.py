@@ -97,7 +97,9 @@ def print_outcome(run_id: str, result: TournamentResult | Progress) -> None:
             err=True,
         )
     confidence = summary.get("confidence") or {}
-    if confidence.get("resamples") and "winner_separated" in confidence:
+    if confidence.get("intervals_valid") is False:
+        click.echo(f"confidence: {confidence['note']}", err=True)
+    elif confidence.get("resamples") and "winner_separated" in confidence:
         separated = "separates it from" if confidence["winner_separated"] else "overlaps"
         click.echo(
             f"confidence: the winner's 95% interval {separated} runner-up "

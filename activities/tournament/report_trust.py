@@ -120,6 +120,8 @@ def winner_line(confidence: dict[str, Any] | None, final: list[dict[str, Any]]) 
     winner, runner_up = final[0], final[1]
     w = interval_text(winner.get("score_low"), winner.get("score_high"))
     r = interval_text(runner_up.get("score_low"), runner_up.get("score_high"))
+    if confidence.get("intervals_valid") is False:
+        return f"The intervals are not valid here: {confidence.get('note', 'see summary.json')}."
     top = confidence.get("winner_top_share")
     share = f"; it tops {_pct(top)} of the {confidence['resamples']} resamples" if top else ""
     if confidence.get("winner_separated"):

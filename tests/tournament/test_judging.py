@@ -137,8 +137,9 @@ async def test_final_scores_carry_bootstrap_intervals(
     summary = summary_of(result.run_dir)
     confidence = summary["confidence"]
     assert confidence["resamples"] == resamples and confidence["level"] == 0.95
+    assert confidence["intervals_valid"] is True  # a regular schedule
     for row in summary["final_scores"]:
-        assert row["score_low"] <= row["score_high"]
+        assert row["score_low"] <= row["score"] <= row["score_high"]
         assert 0.0 <= row["top_share"] <= 1.0
     winner, runner_up = summary["final_scores"][:2]
     assert confidence["winner_separated"] == (winner["score_low"] > runner_up["score_high"])
