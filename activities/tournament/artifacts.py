@@ -28,7 +28,7 @@ from activities.tournament.report import render_report, report_data_from_run_dir
 from activities.tournament.write_order import WriteKey, in_order
 from workflows.families import model_family
 from workflows.progress_file import PROGRESS_FILE, progress_json
-from workflows.tournament.bootstrap import LEVEL
+from workflows.tournament.bootstrap import LEVEL, rank_intervals
 from workflows.tournament.judge_stats import judge_summary
 from workflows.tournament.preflight import self_preference_risks
 from workflows.tournament.progress import ENDED
@@ -97,12 +97,16 @@ def _final_scores(snap: TournamentSnapshot, final: list[ScoreRow]) -> list[dict[
     rows = [s.model_dump(mode="json") for s in final]
     intervals = snap.intervals
     if intervals and intervals.resamples:
+        ranks = rank_intervals(intervals.low, intervals.high)
         for row in rows:
             cid = row["candidate_id"]
+            best, worst = ranks.get(cid, (None, None))
             row |= {
                 "score_low": intervals.low.get(cid),
                 "score_high": intervals.high.get(cid),
                 "top_share": intervals.top_share.get(cid),
+                "rank_high": best,
+                "rank_low": worst,
             }
     return rows
 
@@ -136,7 +140,8 @@ def _confidence(snap: TournamentSnapshot, final: list[ScoreRow]) -> dict[str, An
         out |= {
             "winner_id": winner,
             "runner_up_id": runner_up,
-            "winner_separated": intervals.low[winner] > intervals.high[runner_up],
+            # The winner's interval clears every other candidate's: its worst rank is 1.
+            "winner_separated": rank_intervals(intervals.low, intervals.high)[winner][1] == 1,
             "winner_top_share": intervals.top_share.get(winner),
         }
     return out

@@ -160,6 +160,12 @@ def _facts(data: ReportData) -> list[tuple[str, str]]:
     return facts
 
 
+def _rank_range(best: int | None, worst: int | None) -> str:
+    if best is None or worst is None:
+        return "–"
+    return str(best) if best == worst else f"{best}–{worst}"
+
+
 def _leaderboard(
     data: ReportData, rows: list[ScoreRow], cands: dict[str, CandidateRow]
 ) -> list[dict[str, Any]]:
@@ -179,6 +185,7 @@ def _leaderboard(
                 "generation": gen,
                 "score": f"{r.score:+.3f}",
                 "interval": interval_text(interval.get("score_low"), interval.get("score_high")),
+                "rank_range": _rank_range(interval.get("rank_high"), interval.get("rank_low")),
                 "wlt": f"{r.wins}/{r.losses}/{r.ties}",
                 "comparisons": r.comparisons,
                 "parent": (cand.parent_id if cand else None) or "",

@@ -23,6 +23,7 @@ from workflows.tournament.bootstrap import (
     MIN_RESAMPLES,
     Design,
     bootstrap,
+    rank_intervals,
     refit_weighted,
     resamples_within_ceiling,
 )
@@ -442,3 +443,12 @@ def test_every_score_lies_inside_its_interval_over_many_small_tournaments() -> N
         intervals = bootstrap(ids, outcomes, resamples=200, seed=seed)
         for cid in ids:
             assert intervals.low[cid] <= board[cid] <= intervals.high[cid], (seed, cid)
+
+
+def test_rank_intervals_count_who_is_surely_above_and_below() -> None:
+    # a [2, 3] clears c and d; b [1, 2.5] overlaps a and clears d; c [0, 1.5]; d [-1, -0.5].
+    low = {"a": 2.0, "b": 1.0, "c": 0.0, "d": -1.0}
+    high = {"a": 3.0, "b": 2.5, "c": 1.5, "d": -0.5}
+    assert rank_intervals(low, high) == {"a": (1, 2), "b": (1, 3), "c": (2, 3), "d": (4, 4)}
+    # one clear leader: its worst rank is 1
+    assert rank_intervals({"x": 5.0, "y": 0.0}, {"x": 6.0, "y": 1.0}) == {"x": (1, 1), "y": (2, 2)}

@@ -138,11 +138,17 @@ async def test_final_scores_carry_bootstrap_intervals(
     confidence = summary["confidence"]
     assert confidence["resamples"] == resamples and confidence["level"] == 0.95
     assert confidence["intervals_valid"] is True  # a regular schedule
-    for row in summary["final_scores"]:
+    final = summary["final_scores"]
+    for row in final:
         assert row["score_low"] <= row["score"] <= row["score_high"]
+        assert 1 <= row["rank_high"] <= row["rank_low"] <= len(final)
+        above = sum(other["score_low"] > row["score_high"] for other in final)
+        assert row["rank_high"] == 1 + above
         assert 0.0 <= row["top_share"] <= 1.0
-    winner, runner_up = summary["final_scores"][:2]
-    assert confidence["winner_separated"] == (winner["score_low"] > runner_up["score_high"])
+    # Separated: the winner's interval clears every other's, so its worst rank is 1.
+    winner = final[0]
+    clears = all(winner["score_low"] > other["score_high"] for other in final[1:])
+    assert confidence["winner_separated"] == clears == (winner["rank_low"] == 1)
     report = (Path(result.run_dir) / "report.html").read_text()
     assert 'class="score-interval"' in report
 

@@ -20,7 +20,7 @@ one batched solve per step; the gradient's and Hessian's sums over comparisons a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,6 +42,7 @@ __all__ = [
     "Design",
     "MapChunks",
     "bootstrap",
+    "rank_intervals",
     "refit_weighted",
     "resamples_within_ceiling",
 ]
@@ -258,3 +259,20 @@ def bootstrap(
         high={cid: float(v) for cid, v in zip(ids, high, strict=True)},
         top_share={cid: float(v) for cid, v in zip(ids, top, strict=True)},
     )
+
+
+def rank_intervals(
+    low: Mapping[str, float], high: Mapping[str, float]
+) -> dict[str, tuple[int, int]]:
+    """Each candidate's best and worst rank consistent with the score intervals, as the public
+    arenas publish them: best = 1 + the candidates whose lower bound beats this one's upper
+    bound (the arena's "rank (upper bound)"), worst = the field less the candidates whose upper
+    bound falls below this one's lower bound."""
+    ids = list(low)
+    return {
+        cid: (
+            1 + sum(low[other] > high[cid] for other in ids),
+            len(ids) - sum(high[other] < low[cid] for other in ids),
+        )
+        for cid in ids
+    }

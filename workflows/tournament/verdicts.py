@@ -7,13 +7,13 @@ Pure (no Temporal import), so workflow code and the tests use the same rules:
   tie) is a tie. An order-sensitive judge thus cancels itself instead of deciding the pair.
 - ``judges: [a, b, c]``: every judge of the panel judges the pair (in both orders when asked); a
   candidate that more than half of the panel names wins, else the pair is a tie.
-- Orders are spread over the panel deterministically: judge ``j`` of pair ``i`` sees the
-  scheduled presentation first when ``j + i`` is even and the swapped one when it is odd. An
-  even panel is balanced on every pair; an odd one has one judge more on one side, and that
-  side alternates from pair to pair, so over the pairs the panel's verdicts carry no order
-  effect in expectation, however its judges' biases are listed. (Runs started before this
-  rule used ``j`` alone, which left an odd panel's extra judge on the scheduled side of every
-  pair: the panel then favoured whichever candidate was shown first.)
+- Orders are spread over the panel deterministically: with one order each, judge ``j`` of
+  pair ``i`` sees the scheduled presentation first when ``j + i`` is even and the swapped one
+  when it is odd. An even panel is balanced on every pair; an odd one has one judge more on
+  one side, and that side alternates from pair to pair, so over the pairs the panel's verdicts
+  carry no order effect in expectation, however its judges' biases are listed. (Runs started
+  before this rule used ``j`` alone, which left an odd panel's extra judge on the scheduled
+  side of every pair: the panel then favoured whichever candidate was shown first.)
 
 Call slot ``s`` of pair ``i`` is call index ``i * slots + s``, so every call has its own key.
 """
@@ -88,9 +88,11 @@ def call_slots(
     order, then (both) the other one."""
     shown = (pair.presented_a, pair.presented_b)
     swapped = (pair.presented_b, pair.presented_a)
+    # With both orders every judge sees both: only one order is worth alternating.
+    shift = index if orders == "one" else 0
     slots: list[Slot] = []
     for j, judge in enumerate(judges):
-        first, second = (shown, swapped) if (j + index) % 2 == 0 else (swapped, shown)
+        first, second = (shown, swapped) if (j + shift) % 2 == 0 else (swapped, shown)
         slots.append(Slot(judge, *first))
         if orders == "both":
             slots.append(Slot(judge, *second))
