@@ -222,6 +222,10 @@ def _win_matrix(ids: list[str], comparisons: list[ComparisonRow]) -> list[dict[s
                     "kind": None,
                     "games": n,
                     "wins": wins[r, c],
+                    # A tie printed as a bare 0 read like a loss.
+                    "label": str(wins[r, c])
+                    if not ties[r, c]
+                    else f"{wins[r, c]} ({ties[r, c]} tie{'s' if ties[r, c] > 1 else ''})",
                     "hue": f"{120 * share:.0f}",
                     "tip": f"{r} beat {c} {wins[r, c]} of {n} (ties {ties[r, c]})",
                 }
@@ -288,6 +292,11 @@ def render_report(data: ReportData) -> str:
     intervals = interval_chart(
         [(s["candidate_id"], s["score"], s["score_low"], s["score_high"]) for s in final],
         highlight=data.winner_id,
+        ranks={
+            s["candidate_id"]: _rank_range(s.get("rank_high"), s.get("rank_low"))
+            for s in final
+            if s.get("rank_high") is not None
+        },
     )
     return render_page(
         "tournament.html",

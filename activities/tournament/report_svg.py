@@ -5,6 +5,7 @@ Every label passes through ``html.escape`` here, so callers hand over raw ids an
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from html import escape
 
@@ -131,13 +132,31 @@ def line_chart(
     )
 
 
+def nice_ticks(lo: float, hi: float, most: int = 8) -> list[float]:
+    """Round values (steps of 1, 2 or 5 times a power of ten) spanning ``[lo, hi]``, at most
+    ``most`` of them."""
+    span = max(hi - lo, 1e-9)
+    step = 10 ** math.floor(math.log10(span / most))
+    for factor in (1, 2, 5, 10):
+        if span / (step * factor) <= most:
+            step *= factor
+            break
+    first = math.ceil(lo / step - 1e-9)
+    count = math.floor(hi / step + 1e-9) - first + 1
+    return [round((first + i) * step, 10) for i in range(count)]
+
+
 def interval_chart(
-    rows: Sequence[tuple[str, float, float, float]], *, highlight: str | None = None
+    rows: Sequence[tuple[str, float, float, float]],
+    *,
+    highlight: str | None = None,
+    ranks: Mapping[str, str] | None = None,
 ) -> str:
-    """One line per candidate (best first): its 95% interval as a bar, its score as a dot."""
+    """One line per candidate (best first): its 95% interval as a bar, its score as a dot, its
+    rank range (``ranks``) at the right; a scale with gridlines and both axes titled."""
     if not rows:
         return '<svg class="score-intervals" width="0" height="0"></svg>'
-    width, left, right, top, gap = 560, 90, 20, 16, 18
+    width, left, right, top, gap = 600, 100, 60, 16, 18
     lo = min(low for _, _, low, _ in rows)
     hi = max(high for _, _, _, high in rows)
     if hi - lo < 1e-12:
@@ -146,10 +165,26 @@ def interval_chart(
     def x_of(v: float) -> float:
         return left + (v - lo) / (hi - lo) * (width - left - right)
 
+    height = top + len(rows) * gap + 40
+    axis_y = height - 36
     parts = []
+    for v in nice_ticks(lo, hi):
+        x, label = x_of(v), f"{v:+g}" if v else "0"
+        parts.append(
+            f'<line class="grid" x1="{x:.1f}" y1="{top - 8}" x2="{x:.1f}" y2="{axis_y}" '
+            f'stroke="#e2e8f0"/><text class="tick" x="{x:.1f}" y="{axis_y + 14}" '
+            f'font-size="11" text-anchor="middle" fill="#64748b">{label}</text>'
+        )
     for i, (cid, score, low, high) in enumerate(rows):
         y = top + i * gap
         color = "#b45309" if cid == highlight else "#2563eb"
+        rank = (ranks or {}).get(cid)
+        rank_text = (
+            f'<text class="rank-range" x="{width - right + 8}" y="{y + 4}" font-size="11" '
+            f'fill="#475569">#{escape(rank)}</text>'
+            if rank
+            else ""
+        )
         parts.append(
             f'<g class="score-interval" data-candidate-id="{escape(cid)}">'
             f'<text x="{left - 8}" y="{y + 4}" font-size="11" text-anchor="end">'
@@ -157,18 +192,27 @@ def interval_chart(
             f'<line x1="{x_of(low):.1f}" y1="{y}" x2="{x_of(high):.1f}" y2="{y}" '
             f'stroke="{color}" stroke-width="3"/>'
             f'<circle cx="{x_of(score):.1f}" cy="{y}" r="4" fill="{color}">'
-            f"<title>{escape(cid)}: {score:+.3f} [{low:+.3f}, {high:+.3f}]</title></circle></g>"
+            f"<title>{escape(cid)}: {score:+.3f} [{low:+.3f}, {high:+.3f}]</title></circle>"
+            f"{rank_text}</g>"
         )
-    height = top + len(rows) * gap + 24
-    axis_y = height - 20
-    ticks = "".join(
-        f'<text x="{x_of(v):.1f}" y="{axis_y + 14}" font-size="11" text-anchor="middle" '
-        f'fill="#64748b">{v:+.1f}</text>'
-        for v in sorted({lo, hi} | ({0.0} if lo < 0 < hi else set()))
+    middle = left + (width - left - right) / 2
+    titles = (
+        f'<text class="axis-title" x="{middle:.1f}" y="{height - 4}" font-size="11" '
+        'text-anchor="middle" fill="#334155">Bradley-Terry score (leaderboard scale); bar: '
+        "95% bootstrap interval, dot: the score</text>"
+        f'<text class="axis-title" x="12" y="{top + len(rows) * gap / 2:.1f}" font-size="11" '
+        f'text-anchor="middle" fill="#334155" transform="rotate(-90 12 '
+        f'{top + len(rows) * gap / 2:.1f})">candidate, best first</text>'
+        + (
+            f'<text class="axis-title" x="{width - right + 8}" y="{top - 4}" font-size="11" '
+            'fill="#334155">rank</text>'
+            if ranks
+            else ""
+        )
     )
     return (
         f'<svg class="score-intervals" xmlns="http://www.w3.org/2000/svg" width="{width}" '
         f'height="{height}" role="img" aria-label="score intervals">'
         f'<line x1="{left}" y1="{axis_y}" x2="{width - right}" y2="{axis_y}" stroke="#475569"/>'
-        f"{ticks}{''.join(parts)}</svg>"
+        f"{''.join(parts)}{titles}</svg>"
     )

@@ -18,6 +18,7 @@ from activities.tournament.report import (
     render_report,
     report_data_from_run_dir,
 )
+from activities.tournament.report_svg import nice_ticks
 
 EVIL = "<script>alert('x')</script> & \"quotes\""
 _VOID = {"meta", "br", "hr", "img", "input", "link", "col", "wbr"}
@@ -194,13 +195,14 @@ def test_win_matrix_cells_count_the_final_comparisons() -> None:
         if row == col or frozenset((row, col)) not in played:
             assert cell.text() == "", (row, col)
         else:
-            assert cell.text() == str(wins[row, col]), (row, col)
+            assert cell.text().split(" (")[0] == str(wins[row, col]), (row, col)
     assert seen == {(r, c) for r in IDS for c in IDS}
     # The generation phase's two wins of g0-c3 over g0-c1 are not in the final matrix.
     by_pos = {(c.attrs["data-row"], c.attrs["data-col"]): c for c in cells}
     assert by_pos["g0-c3", "g0-c1"].text() == "0"
     assert by_pos["g0-c1", "g0-c3"].text() == "1"
-    assert by_pos["g0-c2", "g0-c3"].text() == "0"  # a tie: played, no win either way
+    assert by_pos["g0-c2", "g0-c3"].text() == "0 (1 tie)"  # a tie reads as one, not a loss
+    assert by_pos["g0-c3", "g0-c2"].text() == "0 (1 tie)"
     assert "style" in by_pos["g0-c1", "g0-c0"].attrs  # shaded by win share
 
 
@@ -488,3 +490,32 @@ def test_a_panel_run_names_its_panel_and_the_judge_that_is_biased(run_dir: Path)
     assert first_cells == ["all verdicts", "the panel's verdicts", "sim:a", "sim:b", "sim:c"]
     notes = [p.text() for p in dom.root.find_all("p", cls="judge-note")]
     assert len(notes) == 1 and notes[0].startswith("Judge sim:b favours the first-shown")
+
+
+def test_nice_ticks_are_round_and_span_the_range() -> None:
+    assert nice_ticks(-1.4, 1.6) == [-1.0, -0.5, 0.0, 0.5, 1.0, 1.5]
+    assert nice_ticks(-0.03, 0.02) == [-0.03, -0.02, -0.01, 0.0, 0.01, 0.02]
+    assert nice_ticks(0, 100) == [0, 20, 40, 60, 80, 100]
+
+
+def test_the_interval_chart_has_titled_axes_ticks_and_rank_ranges() -> None:
+    data = _trust_data(separated=True, significant=False)
+    ranges = {"g0-c1": (1, 1), "g0-c0": (2, 2), "g0-c2": (3, 4), "g0-c3": (3, 4)}
+    for row in data.final_scores:
+        row["rank_high"], row["rank_low"] = ranges[row["candidate_id"]]
+    dom = parse(render_report(data))
+    chart = dom.root.one("svg", cls="score-intervals")
+    titles = [t.text() for t in chart.find_all("text", cls="axis-title")]
+    assert any(t.startswith("Bradley-Terry score") for t in titles)
+    assert "candidate, best first" in titles
+    # intervals span -1.4 to +1.6: ticks every 0.5
+    assert [t.text() for t in chart.find_all("text", cls="tick")] == [
+        "-1", "-0.5", "0", "+0.5", "+1", "+1.5",
+    ]  # fmt: skip
+    shown = {
+        g.attrs["data-candidate-id"]: g.one("text", cls="rank-range").text()
+        for g in chart.find_all("g", cls="score-interval")
+    }
+    assert shown == {"g0-c1": "#1", "g0-c0": "#2", "g0-c2": "#3–4", "g0-c3": "#3–4"}
+    table = dom.root.one("table", id="leaderboard").find_all("td", cls="rank-range")
+    assert [td.text() for td in table] == ["1", "2", "3–4", "3–4"]
