@@ -1,8 +1,14 @@
 """The git activities of a worktree-isolated fan-out (plans-part2.md section 9).
 
 One activity per move of ``workflows.plan.worktrees`` (probe, base, add, finish, merge, land);
-git runs only here, through ``activities.plan.git`` (no shell, no hooks, an explicit
-environment, a timeout, bounded output), in a thread so the worker's event loop never waits.
+git runs only here, through ``activities.plan.git`` (no shell, no hooks, no filter, an
+explicit git directory, work tree and environment, a timeout, bounded output), in a thread so
+the worker's event loop never waits.
+
+Which repository: the workspace's is found once per move (``discover``); an item's worktree is
+named by its registration in that repository, never by the ``.git`` file inside it, which the
+item's agent can write. A worktree whose ``.git`` no longer points at its registration is
+removed and the run refused (``worktree.tampered``) before git runs in it.
 
 Where things are written: every path is derived here from the run id (held to the calling
 workflow by ``check_writer``, never taken from input) as ``<run dir>/worktrees/<name>``; the
@@ -32,12 +38,23 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.heartbeats import in_thread
-from activities.plan.git import GitError, GitResult, GitUnavailable, git
+from activities.plan.git import (
+    GitError,
+    GitResult,
+    GitUnavailable,
+    Repo,
+    WorktreeTampered,
+    discover,
+    git,
+    registered,
+    relink,
+)
 from activities.plan.roots import WORKSPACE_REFUSED, outside_roots
 from activities.run_store import REFUSED, RunStore, check_writer, refusal
 from workflows.plan.worktrees import (
     EMPTY_TREE,
     MAX_PATCH_BYTES,
+    WORKTREE_TAMPERED,
     WORKTREES_DIR,
     WorktreeAdded,
     WorktreeBase,
@@ -97,27 +114,26 @@ def _sha256(path: Path) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
-def _prefix(workspace: str) -> str:
-    return _checked(git(workspace, "rev-parse", "--show-prefix"), "rev-parse --show-prefix").text()
+def _prefix(repo: Repo) -> str:
+    return _checked(git(repo, "rev-parse", "--show-prefix"), "rev-parse --show-prefix").text()
 
 
-def _subtree(directory: str, tree: str, prefix: str) -> str:
+def _subtree(repo: Repo, tree: str, prefix: str) -> str:
     """The id of ``prefix``'s subtree of ``tree`` (the empty tree when git holds nothing
     there: a workspace directory with no file in it)."""
     if not prefix:
         return tree
-    found = git(directory, "rev-parse", "--verify", "-q", f"{tree}:{prefix.rstrip('/')}")
+    found = git(repo, "rev-parse", "--verify", "-q", f"{tree}:{prefix.rstrip('/')}")
     return found.text() if found.ok and found.text() else EMPTY_TREE
 
 
-def workspace_tree(workspace: str, index: Path) -> tuple[str, str]:
+def workspace_tree(workspace: Repo, index: Path) -> tuple[str, str]:
     """(tree, prefix): the workspace's work tree as git would commit it now (tracked and
     untracked files, not ignored ones), built in the temporary index ``index`` from a copy of
     the repository's own index (its stat cache makes ``add -A`` fast); the real index is only
     read."""
     prefix = _prefix(workspace)
-    real_index = git(workspace, "rev-parse", "--git-path", "index").text()
-    source = Path(workspace, real_index)
+    source = Path(workspace.git_dir, "index")
     index.unlink(missing_ok=True)
     if source.is_file():
         shutil.copyfile(source, index)
@@ -136,7 +152,6 @@ class WorktreeActivities:
         self.store = store
         self.roots = roots
         """Real paths of the workspace roots this worker declares."""
-        self._common: dict[str, str] = {}
 
     # -- activities ---------------------------------------------------------------------------
 
@@ -174,6 +189,8 @@ class WorktreeActivities:
             return await in_thread(self._confined_call, fn, input)
         except REFUSED as exc:
             raise refusal(exc) from None
+        except WorktreeTampered as exc:
+            raise ApplicationError(str(exc), type=WORKTREE_TAMPERED, non_retryable=True) from None
         except GitUnavailable as exc:
             raise ApplicationError(str(exc), type=WORKTREE_FAILED, non_retryable=True) from None
         except (GitError, OSError) as exc:
@@ -195,13 +212,15 @@ class WorktreeActivities:
         if not os.path.isdir(workspace):
             return f"workspace {workspace!r} is not a directory on the worker"
         try:
-            inside = git(workspace, "rev-parse", "--is-inside-work-tree")
+            discover(workspace)
         except GitUnavailable as exc:
             return f"{exc}; fix: install git on the worker, or use fanout.isolation: none"
-        if not inside.ok or inside.text() != "true":
+        except WorktreeTampered as exc:
+            return str(exc)
+        except GitError as exc:
             return (
-                f"workspace {workspace!r} is not in a git work tree ({inside.why()}); fix: run "
-                "the plan in a git repository (git init), or use fanout.isolation: none"
+                f"{exc}; fix: run the plan in a git repository (git init), or use "
+                "fanout.isolation: none"
             )
         return None
 
@@ -212,41 +231,36 @@ class WorktreeActivities:
     def _base(self, input: WorktreeRegionInput) -> WorktreeBase:
         root = self._dir(input.run_id)
         root.mkdir(parents=True, exist_ok=True)
-        tree, prefix = workspace_tree(input.workspace, root / f".index-{input.step}")
-        head = git(input.workspace, "rev-parse", "--verify", "-q", "HEAD^{commit}")
+        workspace = discover(input.workspace)
+        tree, prefix = workspace_tree(workspace, root / f".index-{input.step}")
+        head = git(workspace, "rev-parse", "--verify", "-q", "HEAD^{commit}")
         parents = ["-p", head.text()] if head.ok and head.text() else []
         message = f"ponder: base of {input.run_id} {input.step}"
         commit = _checked(
-            git(input.workspace, "commit-tree", tree, *parents, "-m", message), "commit-tree"
+            git(workspace, "commit-tree", tree, *parents, "-m", message), "commit-tree"
         ).text()
         return WorktreeBase(
-            commit=commit, tree=tree, subtree=_subtree(input.workspace, tree, prefix), prefix=prefix
+            commit=commit, tree=tree, subtree=_subtree(workspace, tree, prefix), prefix=prefix
         )
 
-    def _common_dir(self, workspace: str) -> str:
-        """The repository's common git directory (shared by all its worktrees), cached."""
-        found = self._common.get(workspace)
-        if found is None:
-            out = _checked(git(workspace, "rev-parse", "--git-common-dir"), "rev-parse").text()
-            found = self._common[workspace] = os.path.realpath(os.path.join(workspace, out))
-        return found
-
     @contextlib.contextmanager
-    def _registry(self, workspace: str) -> Iterator[None]:
+    def _registry(self, workspace: Repo) -> Iterator[None]:
         """Hold the repository's worktree registry: ``git worktree add`` reads every other
         registration and fails on one half made or half removed (``failed to read
         .git/worktrees/<name>/commondir``), so adds and removes of one repository take turns
         (an exclusive ``flock`` on its common directory: across threads and worker processes,
         and no file is created for it)."""
-        fd = os.open(self._common_dir(workspace), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        fd = os.open(workspace.common_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
         finally:
             os.close(fd)  # closing releases the lock
 
-    def _remove(self, workspace: str, path: Path) -> None:
-        """Remove a worktree of the run (and its registration), whatever state it is in.
+    def _remove(self, workspace: Repo, path: Path) -> None:
+        """Remove a worktree of the run (and its registration), whatever state it is in: a
+        ``.git`` an agent replaced is put back first, since git removes only a worktree that
+        points back at its registration.
 
         Never ``git worktree prune``: it scans every registration and races the other items'
         ``worktree add`` (a half-made one looks stale to it). A registration left behind when
@@ -254,13 +268,15 @@ class WorktreeActivities:
         """
         if path.exists() or path.is_symlink():
             with self._registry(workspace):
+                if path.is_dir() and not path.is_symlink():
+                    relink(workspace, path)
                 git(workspace, "worktree", "remove", "--force", "--force", str(path))
             if path.is_symlink() or path.is_file():
                 path.unlink()
             elif path.exists():
                 shutil.rmtree(path)
 
-    def _add_worktree(self, workspace: str, path: Path, commit: str) -> None:
+    def _add_worktree(self, workspace: Repo, path: Path, commit: str) -> Repo:
         self._remove(workspace, path)  # an attempt that died may have left one
         # Only the registration holds the registry; the checkout (the slow part in a big
         # repository) runs beside the other items', in the worktree's own index.
@@ -270,22 +286,30 @@ class WorktreeActivities:
                 str(path), commit,
             )  # fmt: skip
         _checked(added, "worktree add")
-        _checked(git(str(path), "reset", "-q", "--hard", commit), "checkout (reset --hard)")
+        tree = self._worktree(workspace, path)
+        _checked(git(tree, "reset", "-q", "--hard", commit), "checkout (reset --hard)")
+        return tree
+
+    def _worktree(self, workspace: Repo, path: Path) -> Repo:
+        tree = registered(workspace, path)
+        if tree is None:
+            raise GitError(f"no worktree of the repository is registered at {str(path)!r}")
+        return tree
 
     def _add(self, input: WorktreeItemInput) -> WorktreeAdded:
         path = self._dir(input.run_id, worktree_name(input.step, input.item))
-        self._add_worktree(input.workspace, path, input.base.commit)
+        self._add_worktree(discover(input.workspace), path, input.base.commit)
         inner = path / input.base.prefix
         inner.mkdir(parents=True, exist_ok=True)  # git keeps no empty directory
         return WorktreeAdded(workspace=str(inner).rstrip("/"))
 
-    def _write_diff(self, directory: Path, commit: str, target: Path) -> tuple[str, int] | None:
-        """The diff of ``directory``'s subtree against ``commit`` into ``target``: (sha256,
-        bytes), or None past ``MAX_PATCH_BYTES`` (nothing kept)."""
+    def _write_diff(self, directory: Repo, commit: str, target: Path) -> tuple[str, int] | None:
+        """The diff of ``directory``'s subtree (its cwd) against ``commit`` into ``target``:
+        (sha256, bytes), or None past ``MAX_PATCH_BYTES`` (nothing kept)."""
         tmp = target.with_name(f".{target.name}.tmp")
         with tmp.open("wb") as sink:
             result = git(
-                str(directory), *_DIFF, *_DIFF_TAIL, commit, "--", ".",
+                directory, *_DIFF, *_DIFF_TAIL, commit, "--", ".",
                 sink=sink, limit=MAX_PATCH_BYTES,
             )  # fmt: skip
         if result.over_limit:
@@ -302,9 +326,11 @@ class WorktreeActivities:
         path = self._dir(input.run_id, name)
         target = self.store.path(input.run_id, patch_file(name))
         out = WorktreePatch(item=input.item)
-        if input.capture and path.is_dir():
-            inner = path / input.base.prefix
-            _checked(git(str(inner), "add", "-A"), "add -A (item worktree)")
+        workspace = discover(input.workspace)
+        tree = self._kept(workspace, path) if path.is_dir() else None
+        if input.capture and tree is not None:
+            inner = tree.at(path / input.base.prefix)
+            _checked(git(inner, "add", "-A"), "add -A (item worktree)")
             written = self._write_diff(inner, input.base.commit, target)
             if written is None:
                 out = WorktreePatch(item=input.item, over_ceiling=True)
@@ -314,13 +340,23 @@ class WorktreeActivities:
         elif input.capture and target.is_file():  # a retry: the patch is kept, the tree gone
             sha, size = _sha256(target)
             out = WorktreePatch(item=input.item, sha256=sha, bytes=size, files=_files(target))
-        self._remove(input.workspace, path)
+        self._remove(workspace, path)
         return out
+
+    def _kept(self, workspace: Repo, path: Path) -> Repo:
+        """The item's worktree, checked before git runs in it: one whose ``.git`` its agent
+        replaced is removed and refused, and nothing of it is kept."""
+        try:
+            return self._worktree(workspace, path)
+        except WorktreeTampered:
+            self._remove(workspace, path)
+            raise
 
     def _merge(self, input: WorktreeMergeInput) -> WorktreeMerged:
         name = merge_name(input.step)
         scratch = self._dir(input.run_id, name)
-        self._add_worktree(input.workspace, scratch, input.base.commit)
+        workspace = discover(input.workspace)
+        merging = self._add_worktree(workspace, scratch, input.base.commit)
         try:
             total = 0
             for patch in input.patches:
@@ -340,32 +376,33 @@ class WorktreeActivities:
                     )
                 if size == 0:
                     continue  # the item changed nothing
-                applied = git(str(scratch), "apply", "--3way", "--whitespace=nowarn", str(path))
+                applied = git(merging, "apply", "--3way", "--whitespace=nowarn", str(path))
                 if not applied.ok:
                     return _conflict(patch.item, _conflicts(applied))
-            _checked(git(str(scratch), "add", "-A"), "add -A (scratch)")
-            tree = _checked(git(str(scratch), "write-tree"), "write-tree (scratch)").text()
+            _checked(git(merging, "add", "-A"), "add -A (scratch)")
+            tree = _checked(git(merging, "write-tree"), "write-tree (scratch)").text()
             target = self.store.path(input.run_id, patch_file(name))
             inner = scratch / input.base.prefix
             inner.mkdir(parents=True, exist_ok=True)
-            written = self._write_diff(inner, input.base.commit, target)
+            written = self._write_diff(merging.at(inner), input.base.commit, target)
             if written is None:
                 last = input.patches[-1].item if input.patches else 0
                 return _conflict(last, "the combined patch is over the ceiling")
             sha, size = written
-            subtree = _subtree(str(scratch), tree, input.base.prefix)
+            subtree = _subtree(merging, tree, input.base.prefix)
             return WorktreeMerged(ok=True, subtree=subtree, sha256=sha, bytes=size)
         finally:
-            self._remove(input.workspace, scratch)
+            self._remove(workspace, scratch)
 
     def _land(self, input: WorktreeLandInput) -> WorktreeLanded:
         patch = self.store.path(input.run_id, patch_file(merge_name(input.step)))
         root = self._dir(input.run_id)
         index = root / f".index-{input.step}-land"
+        workspace = discover(input.workspace)
 
         def current() -> str:
-            tree, prefix = workspace_tree(input.workspace, index)
-            return _subtree(input.workspace, tree, prefix)
+            tree, prefix = workspace_tree(workspace, index)
+            return _subtree(workspace, tree, prefix)
 
         base, merged = input.base.subtree, input.merged_subtree
         decision = land_decision(current(), base=base, merged=merged)
@@ -384,7 +421,7 @@ class WorktreeActivities:
                 "its sha256 was recorded; nothing was applied",
             )
         # Files only (no --index): the user's index stays as it was.
-        applied = git(input.workspace, "apply", "--whitespace=nowarn", str(patch))
+        applied = git(workspace, "apply", "--whitespace=nowarn", str(patch))
         if not applied.ok:
             return WorktreeLanded(outcome="conflict", detail=f"git apply: {applied.why()}")
         after = current()

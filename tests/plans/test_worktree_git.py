@@ -8,6 +8,7 @@ landing decision, the patch ceiling and retried moves.
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import activities.plan.worktrees as moves
-from activities.plan.git import git
+from activities.plan.git import WorktreeTampered, discover, git
 from activities.plan.worktrees import WorktreeActivities
 from activities.run_store import RunStore
 from client.plan_input import run_workspace
@@ -50,8 +51,10 @@ def region(tmp_path: Path, workspace: Path) -> tuple[WorktreeActivities, Worktre
     return acts, WorktreeRegionInput(run_id=RUN, workspace=str(workspace), step="fan")
 
 
-def item(at: WorktreeRegionInput, base: WorktreeBase, n: int, **kw: bool) -> WorktreeItemInput:
-    return WorktreeItemInput(**at.model_dump(), item=n, base=base, **kw)
+def item(
+    at: WorktreeRegionInput, base: WorktreeBase, n: int, *, capture: bool = True
+) -> WorktreeItemInput:
+    return WorktreeItemInput(**at.model_dump(), item=n, base=base, capture=capture)
 
 
 def one_item(
@@ -236,15 +239,16 @@ def test_git_is_bounded_in_time_and_output(
 ) -> None:
     (repo / "big.txt").write_text("z" * 200_000)
     run_git(repo, "add", "big.txt")
-    shown = git(str(repo), "show", ":big.txt", limit=1000)
+    shown = git(discover(str(repo)), "show", ":big.txt", limit=1000)
     assert shown.over_limit and not shown.ok and len(shown.stdout) <= 1000
     slow = tmp_path / "slow-bin"
     slow.mkdir()
     (slow / "git").write_text("#!/bin/sh\nsleep 30\n")
     (slow / "git").chmod(0o755)
+    found = discover(str(repo))
     monkeypatch.setenv("PATH", f"{slow}:{os.environ['PATH']}")
     started = time.monotonic()
-    hung = git(str(repo), "status", timeout=0.5)
+    hung = git(found, "status", timeout=0.5)
     assert hung.timed_out and not hung.ok and "timeout" in hung.why()
     assert time.monotonic() - started < 5
 
@@ -276,3 +280,114 @@ def test_the_client_gives_a_worktree_plan_the_cwd_as_its_workspace(
     plain = plan.model_copy(deep=True)
     plain.steps[0].fanout.isolation = "none"  # type: ignore[union-attr]
     assert isolated_fanouts(plain) == [] and run_workspace(None, plain) is None
+
+
+def evil_tree(root: Path, marker: Path, git_file: str | None = "gitdir: evilgit\n") -> None:
+    """What a file-writing agent plants in its work tree: a git directory whose configuration
+    defines a clean filter (a script beside it that marks ``marker``), attributes that apply it
+    to every file, and, unless ``git_file`` is None, the tree's ``.git`` pointed at it."""
+    evil = root / "evilgit"
+    for sub in ("objects", "refs/heads"):
+        (evil / sub).mkdir(parents=True, exist_ok=True)
+    (evil / "HEAD").write_text("ref: refs/heads/main\n")
+    (evil / "config").write_text(
+        '[core]\n\trepositoryformatversion = 0\n[filter "x"]\n\tclean = sh evil.sh\n'
+    )
+    (root / "evil.sh").write_text(f"touch {marker}\ncat\n")
+    (root / ".gitattributes").write_text("* filter=x\n")
+    (root / "todo.txt").write_text("changed by the agent\n")
+    if git_file is not None:
+        (root / ".git").write_text(git_file)
+
+
+def test_a_worktree_whose_git_file_was_replaced_is_refused_and_runs_nothing(
+    tmp_path: Path, repo: Path
+) -> None:
+    marker = tmp_path / "filter-ran"
+    acts, at = region(tmp_path, repo)
+    base = acts._base(at)
+    inner = Path(acts._add(item(at, base, 0)).workspace)
+    evil_tree(inner, marker)
+    shutil.copytree(inner, tmp_path / "copy", symlinks=True)
+    with pytest.raises(WorktreeTampered, match="no longer points at the repository"):
+        acts._finish(item(at, base, 0))
+    assert not marker.exists()
+    assert not inner.exists() and run_git(repo, "worktree", "list").count("\n") == 1
+    assert not (tmp_path / "runs" / RUN / patch_file(worktree_name("fan", 0))).exists()
+    run_git(tmp_path / "copy", "add", "-A")  # plain git takes the planted .git: the filter runs
+    assert marker.exists()
+
+
+@pytest.mark.parametrize("how", ["directory", "removed", "symlink", "sibling"])
+def test_every_other_git_in_a_worktree_is_refused(tmp_path: Path, repo: Path, how: str) -> None:
+    marker = tmp_path / "filter-ran"
+    acts, at = region(tmp_path, repo)
+    base = acts._base(at)
+    inner = Path(acts._add(item(at, base, 0)).workspace)
+    sibling = Path(acts._add(item(at, base, 1)).workspace)
+    evil_tree(inner, marker, git_file=None)
+    link = inner / ".git"
+    if how == "directory":
+        link.unlink()
+        shutil.copytree(inner / "evilgit", link)
+    elif how == "removed":
+        link.unlink()
+    elif how == "symlink":
+        link.unlink()
+        link.symlink_to(inner / "evilgit")
+    else:  # the other item's registration: its index and its patch are not this item's
+        link.write_text((sibling / ".git").read_text())
+    with pytest.raises(WorktreeTampered):
+        acts._finish(item(at, base, 0, capture=how != "removed"))
+    assert not marker.exists() and not inner.exists()
+    assert acts._finish(item(at, base, 1)).sha256 is not None  # the sibling is untouched
+    assert run_git(repo, "worktree", "list").count("\n") == 1
+
+
+def test_no_filter_or_merge_driver_runs_even_one_the_repository_defines(
+    tmp_path: Path, repo: Path
+) -> None:
+    """The repository's own configuration (which an agent working in the workspace itself can
+    write) defines a filter and a merge driver; the tree's attributes name them. Ponder's git
+    takes and writes files byte for byte and never runs either."""
+    marker = tmp_path / "driver-ran"
+    script = tmp_path / "driver.sh"
+    script.write_text(f'#!/bin/sh\necho "$*" >> {marker}\ncat\n')
+    script.chmod(0o755)
+    run_git(repo, "config", "filter.x.clean", f"{script} clean")
+    run_git(repo, "config", "filter.x.smudge", f"{script} smudge")
+    run_git(repo, "config", "filter.x.required", "true")
+    run_git(repo, "config", "filter.odd=name.process", f"{script} process")
+    run_git(repo, "config", "merge.x.driver", f"{script} merge %O %A %B")
+    (repo / ".gitattributes").write_text("* filter=x merge=x\n*.odd filter=odd=name\n")
+    (repo / "w.odd").write_text("odd\n")
+    acts, at = region(tmp_path, repo)
+    base = acts._base(at)
+    assert run_git(repo, "show", f"{base.commit}:todo.txt") == "untracked\n"
+    ours = one_item(acts, at, base, 0, **{"shared.txt": "one\n", "w.odd": "odder\n"})
+    theirs = one_item(acts, at, base, 1, **{"shared.txt": "uno\n"})
+    merged = acts._merge(WorktreeMergeInput(**at.model_dump(), base=base, patches=[ours, theirs]))
+    assert not merged.ok and merged.conflict_item == 1  # the driver would have resolved it
+    alone = acts._merge(WorktreeMergeInput(**at.model_dump(), base=base, patches=[ours]))
+    assert alone.ok and alone.subtree is not None and alone.sha256 is not None
+    land = WorktreeLandInput(
+        **at.model_dump(), base=base, merged_subtree=alone.subtree, sha256=alone.sha256
+    )
+    assert acts._land(land).outcome == "apply"
+    assert (repo / "w.odd").read_text() == "odder\n"
+    assert not marker.exists(), marker.read_text()
+    run_git(repo, "add", "-A")  # plain git runs the repository's filter
+    assert marker.exists()
+
+
+def test_a_workspace_whose_git_file_points_into_itself_is_refused(
+    tmp_path: Path, repo: Path
+) -> None:
+    marker = tmp_path / "filter-ran"
+    shutil.move(repo / ".git", repo / "evilgit")
+    evil_tree(repo, marker)
+    acts, at = region(tmp_path, repo)
+    assert "inside the work tree itself" in (acts._probe(str(repo)) or "")
+    with pytest.raises(WorktreeTampered):
+        acts._base(at)
+    assert not marker.exists()

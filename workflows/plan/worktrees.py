@@ -35,6 +35,7 @@ __all__ = [
     "MAX_GIT_OUTPUT",
     "MAX_PATCH_BYTES",
     "WORKTREES_DIR",
+    "WORKTREE_TAMPERED",
     "ItemPatch",
     "LandDecision",
     "WorktreeAdded",
@@ -63,6 +64,10 @@ GIT_TIMEOUT_S = 120
 """One git command's wall clock; past it the command (and its process group) is killed."""
 MAX_GIT_OUTPUT = 1024 * 1024
 """Bytes of a git command's output read back (ids, prefixes, conflict lists); more is cut."""
+WORKTREE_TAMPERED = "worktree.tampered"
+"""The cause of a run refused because a work tree's ``.git`` no longer points at the
+repository ponder made it in (an agent replaced or redirected it): git would take its
+configuration, and the programs that names, from wherever it points now."""
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 """Git's empty tree: the subtree of a workspace that holds nothing git would add."""
 _NAME = re.compile(r"^[a-z0-9_.:-]{1,64}-(merge|[0-9]{1,5})$")

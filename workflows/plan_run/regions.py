@@ -121,7 +121,7 @@ async def region(
         try:
             return await branch(index, item)
         except PlanFailure as exc:  # the worktree itself failed: never absorbed by the join
-            return Branch(False, None, exc.reason, exc.detail)
+            return Branch(False, None, exc.reason, exc.detail, cause=exc.cause)
 
     reverted: list[Reverted] = []
     tasks = [asyncio.create_task(guarded(i, item)) for i, item in enumerate(items)]

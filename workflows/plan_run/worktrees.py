@@ -79,6 +79,12 @@ def _why(exc: ActivityError) -> str:
     return str(cause or exc)
 
 
+def _code(exc: ActivityError) -> str | None:
+    """The activity's own error type (``worktree.tampered``, ...), kept as the run's cause."""
+    cause = exc.cause
+    return cause.type if isinstance(cause, ApplicationError) else None
+
+
 async def _git(name: str, arg: Any, result_type: type[_T]) -> _T:
     result: _T = await workflow.execute_activity(
         name,
@@ -173,6 +179,7 @@ class RegionWorktrees:
                 Reason.WORKTREE_UNAVAILABLE,
                 f"{self.step.id}: item {index}: its patch could not be taken: {_why(exc)}",
                 step=self.step.id,
+                cause=_code(exc),
             ) from None
         if not ok:
             return
