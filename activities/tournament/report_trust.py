@@ -108,6 +108,14 @@ def judge_sentences(judge: dict[str, Any]) -> list[str]:
             f"{_pct(flips['rate'])} of the pairs seen in both orders got a different verdict "
             "when the order was swapped; each of those counts as a tie."
         )
+    for name, own in (judge.get("own_family_win_rate") or {}).items():
+        if own.get("significant"):
+            sentences.append(
+                f"Judge {name} gave the win to the candidate of its own family in "
+                f"{_pct(own['rate'])} of its decisive verdicts between its family and another "
+                f"(95% CI {_pct(own['low'])}–{_pct(own['high'])}): more than chance; compare "
+                "the other judges' rate on the same pairs before reading it as self-preference."
+            )
     for risk in judge.get("self_preference_risk") or []:
         sentences.append(f"Possible self-preference: {risk['note']}.")
     return sentences

@@ -231,6 +231,8 @@ def test_the_own_family_win_rate_recovers_the_sim_judges_self_preference(prefere
     own = summary["own_family_win_rate"][judge]
     # Families are dealt at random, so only the preference moves the rate off one half.
     assert own["total"] == 2000 and own["low"] <= 0.5 + preference / 2 <= own["high"]
+    # 2,000 verdicts: a 0.4 preference (0.70 expected) is far outside 0.5's interval.
+    assert own["significant"] is (preference > 0)
 
 
 def test_sim_bias_knobs_are_bounded_and_off_by_default() -> None:

@@ -519,3 +519,16 @@ def test_the_interval_chart_has_titled_axes_ticks_and_rank_ranges() -> None:
     assert shown == {"g0-c1": "#1", "g0-c0": "#2", "g0-c2": "#3–4", "g0-c3": "#3–4"}
     table = dom.root.one("table", id="leaderboard").find_all("td", cls="rank-range")
     assert [td.text() for td in table] == ["1", "2", "3–4", "3–4"]
+
+
+def test_a_significant_own_family_rate_gets_a_sentence() -> None:
+    data = _trust_data(separated=True, significant=False)
+    own = {"count": 70, "total": 100, "rate": 0.7, "low": 0.6, "high": 0.78, "level": 0.95}
+    data.judge["own_family_win_rate"] = {
+        "sim:a": own | {"significant": True},
+        "sim:b": own | {"rate": 0.55, "low": 0.45, "high": 0.65, "significant": False},
+    }
+    notes = [p.text() for p in parse(render_report(data)).root.find_all("p", cls="judge-note")]
+    own_notes = [n for n in notes if "own family" in n]
+    assert len(own_notes) == 1 and own_notes[0].startswith("Judge sim:a gave the win")
+    assert "70%" in own_notes[0] and "60%–78%" in own_notes[0]

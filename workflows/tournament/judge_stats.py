@@ -25,6 +25,7 @@ about a second of CPU (on a cold worker, during the first artifact write) for th
 - ``own_family_win_rate`` (per judge, where candidates' families are known): of its decisive
   verdicts on pairs with exactly one candidate of its own family, the share that candidate won.
   Quality is not held fixed here: read it against the other judges' rate on the same pairs.
+  ``significant``: its interval leaves out 0.5.
 
 Each verdict is one judge call: a ``comparisons.jsonl`` row without ``verdicts`` is one, a row
 with them contributes each.
@@ -126,6 +127,16 @@ def _position(calls: Iterable[JudgedCall]) -> dict[str, Any]:
     return out
 
 
+def _flagged(measured: Rate) -> dict[str, Any]:
+    """The rate with ``significant``: its interval leaves out 0.5."""
+    significant = (
+        measured.low is not None
+        and measured.high is not None
+        and not measured.low <= 0.5 <= measured.high
+    )
+    return measured.as_dict() | {"significant": significant}
+
+
 def _flips(rows: Sequence[Sequence[JudgedCall]]) -> Rate:
     """Pairs a judge saw in both orders whose verdicts name different outcomes."""
     flips = total = 0
@@ -176,11 +187,13 @@ def judge_summary(
         summary["flip_rate"] = _flips(per_row).as_dict()
     if families and len(set(families.values())) > 1:
         summary["own_family_win_rate"] = {
-            judge: _own_family(
-                (c for c in every if c.judge == judge or len(panel) == 1),
-                model_family(judge),
-                families,
-            ).as_dict()
+            judge: _flagged(
+                _own_family(
+                    (c for c in every if c.judge == judge or len(panel) == 1),
+                    model_family(judge),
+                    families,
+                )
+            )
             for judge in panel
         }
     if len(panel) > 1:
