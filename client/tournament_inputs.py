@@ -189,6 +189,7 @@ def build_mutate_input(
     run_id: str,
 ) -> AskInput:
     """The Ask input of one mutate call (the CLI's and the MCP server's)."""
+    from workflows.tournament.prompt_sizes import PROMPT_CEILING_CHARS
     from workflows.tournament.prompts import DEFAULT_RUBRIC, render
 
     mutator = model or TournamentInput.model_fields["model"].default
@@ -203,6 +204,15 @@ def build_mutate_input(
         },
         style=prompt_style,  # type: ignore[arg-type]
     )
+    size = len(prompt.system) + len(prompt.user)
+    if size > PROMPT_CEILING_CHARS:
+        # The built-in template names each variable once, so this is the texts' own length.
+        raise ConfigError(
+            "input.invalid",
+            f"the mutate prompt is {size:,} characters, over the ceiling of "
+            f"{PROMPT_CEILING_CHARS:,} characters per prompt: shorten the task, the candidate "
+            "or the critique",
+        )
     return AskInput(
         question=prompt.user,
         system=prompt.system,

@@ -165,12 +165,16 @@ def cell_calls(variant: Variant, scenario: Scenario) -> int:
 def config_errors(doc: CampaignDocument) -> list[CampaignError]:
     """Tournament configs checked against the tournament's own input model and preflight."""
     errors: list[CampaignError] = []
+    # Probed with the longest task the cells will send: a prompt's worst-case size grows with
+    # it (``tournament.prompt_sizes``), and a cell refused only at its start would be refused
+    # inside the campaign's workflow.
+    task = max((s.task for s in doc.scenarios), key=len, default="probe")
     for i, variant in enumerate(doc.variants):
         if variant.kind != "tournament":
             continue
         path = join_path("variants", i, "config")
         try:
-            probe = tournament_input(variant, task="probe", seed=0, run_id="probe")
+            probe = tournament_input(variant, task=task, seed=0, run_id="probe")
         except ValidationError as exc:
             errors += shape_errors(exc, path)
             continue

@@ -23,6 +23,7 @@ __all__ = [
     "ARG_KEY_PATTERN",
     "Ref",
     "RefError",
+    "RenderTooLong",
     "Segment",
     "extract_json",
     "parse_template",
@@ -58,6 +59,18 @@ class Ref:
 
 
 Segment = str | Ref
+
+
+class RenderTooLong(RefError):
+    """Rendering passed its ``max_chars``: nothing more was spliced (a template naming a large
+    value thousands of times must not be built to be measured)."""
+
+    def __init__(self, size: int, max_chars: int) -> None:
+        super().__init__(
+            f"the rendered text passes {max_chars:,} characters (at least {size:,} so far)"
+        )
+        self.size = size
+        self.max_chars = max_chars
 
 
 def _parse_ref(body: str) -> Ref:
@@ -171,15 +184,22 @@ def render(
     inputs: Mapping[str, Any],
     outputs: Mapping[str, Any],
     splice: Callable[[str], str] = str,
+    max_chars: int | None = None,
 ) -> str:
     """Text with each reference replaced by ``splice`` of its value (strings verbatim, others
-    as JSON); the template's own text is kept as written."""
+    as JSON); the template's own text is kept as written. Past ``max_chars``,
+    :class:`RenderTooLong` as soon as the parts so far pass it."""
     parts: list[str] = []
+    size = 0
     for segment in parse_template(text):
         if isinstance(segment, str):
-            parts.append(segment)
-            continue
-        value = resolve(segment, inputs=inputs, outputs=outputs)
-        shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        parts.append(splice(shown))
+            part = segment
+        else:
+            value = resolve(segment, inputs=inputs, outputs=outputs)
+            shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            part = splice(shown)
+        size += len(part)
+        if max_chars is not None and size > max_chars:
+            raise RenderTooLong(size, max_chars)
+        parts.append(part)
     return "".join(parts)

@@ -15,16 +15,19 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
+    from pydantic import ValidationError
+
     from workflows.budget import BudgetLimits
+    from workflows.inputs import describe_errors
     from workflows.names import TOURNAMENT
     from workflows.plan.boundaries import stage_timeout_ms
     from workflows.plan.gates import defang
     from workflows.plan.ledger import BudgetInvariantViolated
     from workflows.plan.model import TournamentStep
     from workflows.plan.reasons import Reason
-    from workflows.plan.refs import RefError, render
+    from workflows.plan.refs import RefError, RenderTooLong, render
     from workflows.plan.run_record import CallRow, PlanFailure
-    from workflows.plan_run.dispatch import Dispatcher
+    from workflows.plan_run.dispatch import PROMPT_CEILING_CHARS, Dispatcher
     from workflows.tournament.types import RoleModels, TournamentInput, TournamentResult
 
 __all__ = ["run_tournament"]
@@ -40,7 +43,21 @@ async def run_tournament(
 ) -> str:
     """The winner's final answer, or ``PlanFailure`` when the child fails."""
     try:
-        task = render(step.prompt, inputs=inputs, outputs=outputs, splice=defang)
+        task = render(
+            step.prompt,
+            inputs=inputs,
+            outputs=outputs,
+            splice=defang,
+            max_chars=PROMPT_CEILING_CHARS,
+        )
+    except RenderTooLong as exc:
+        # The child's every prompt holds the task; refused here, before anything is started.
+        raise PlanFailure(
+            Reason.PROMPT_OVER_CEILING,
+            f"{step.id}: the tournament's task is over the {PROMPT_CEILING_CHARS:,}-character "
+            f"prompt ceiling ({exc}); fix: pass less upstream text",
+            step=step.id,
+        ) from None
     except RefError as exc:
         raise PlanFailure(Reason.MALFORMED_OUTPUT, str(exc), step=step.id) from None
     record = dispatcher.record
@@ -48,18 +65,26 @@ async def run_tournament(
     invocation = f"{step.id}#{n}"
     model = dispatcher.models[step.id]
     spec = step.tournament
-    child = TournamentInput(
-        task=task,
-        rubric=spec.rubric,
-        profile=spec.profile,
-        custom=spec.custom,
-        model=model,
-        models=RoleModels(judge=dispatcher.models.get(f"{step.id}/judge")),
-        seed=spec.seed if spec.seed is not None else dispatcher.seed,
-        budget=BudgetLimits(max_calls=max_calls),
-        on_budget_exhausted="fail",
-        calls=dispatcher.options,
-    )
+    try:
+        child = TournamentInput(
+            task=task,
+            rubric=spec.rubric,
+            profile=spec.profile,
+            custom=spec.custom,
+            model=model,
+            models=RoleModels(judge=dispatcher.models.get(f"{step.id}/judge")),
+            seed=spec.seed if spec.seed is not None else dispatcher.seed,
+            budget=BudgetLimits(max_calls=max_calls),
+            on_budget_exhausted="fail",
+            calls=dispatcher.options,
+        )
+    except ValidationError as exc:
+        # Raised from workflow code, it would fail the workflow task again at every retry.
+        raise PlanFailure(
+            Reason.MALFORMED_OUTPUT,
+            f"{step.id}: the tournament's input is refused: {describe_errors(exc)}",
+            step=step.id,
+        ) from None
     seq = record.event(
         "dispatched",
         caused_by=record.causes(step.deps),

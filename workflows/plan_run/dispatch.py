@@ -47,7 +47,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.predicates import AttemptScope, result_of
     from workflows.plan.prompts import assemble_prompt, count_key, invocation_id, retry_feedback
     from workflows.plan.reasons import Reason
-    from workflows.plan.refs import RefError, render
+    from workflows.plan.refs import RefError, RenderTooLong, render
     from workflows.plan.run_record import CallRow, PlanFailure, PlanRecord
     from workflows.plan.run_types import LandedInput, PathsInput, WriteSnapshot
     from workflows.plan_run.checks import check_ensures
@@ -240,7 +240,20 @@ class Dispatcher:
         try:
             # Every spliced value is defanged, a reference inside a gate's own prompt too, so
             # no upstream text can arrive as a verdict line.
-            rendered = render(step.prompt or "", inputs=inputs, outputs=outputs, splice=defang)
+            rendered = render(
+                step.prompt or "",
+                inputs=inputs,
+                outputs=outputs,
+                splice=defang,
+                max_chars=PROMPT_CEILING_CHARS,
+            )
+        except RenderTooLong as exc:  # measured as it is built, never built whole
+            raise PlanFailure(
+                Reason.PROMPT_OVER_CEILING,
+                f"{sid}: the prompt is over the {PROMPT_CEILING_CHARS} ceiling ({exc}); "
+                "fix: pass less upstream text",
+                step=sid,
+            ) from None
         except RefError as exc:
             raise PlanFailure(Reason.MALFORMED_OUTPUT, f"{sid}: {exc}", step=sid) from None
         upstream = outputs.get(step.deps[0]) if len(step.deps) == 1 else None

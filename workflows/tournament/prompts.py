@@ -6,7 +6,9 @@ candidate}``. Substitution is one pass: ``{name}`` becomes its value, ``{{`` and
 literal braces, any other brace is literal text, and a substituted value is never expanded again
 (a candidate may well contain ``{task}``). ``str.format`` is never used: it would re-read braces in
 JSON examples and C++ code. Presentation labels are "Solution A" / "Solution B" in every style,
-the names the critique rewriter turns into "your solution" / "the other solution".
+the names the critique rewriter turns into "your solution" / "the other solution". A template
+may name a variable any number of times, so every role's worst-case size is bounded when the
+input decodes (``prompt_sizes``).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ __all__ = [
     "builtin_template",
     "render",
     "substitute",
+    "template_pieces",
     "template_variables",
     "validate_output_caps",
     "validate_overrides",
@@ -118,6 +121,12 @@ class RenderedPrompt:
 def template_variables(template: str) -> list[str]:
     """The ``{variables}`` a template names, in order of first use."""
     return list(dict.fromkeys(_pieces(template)[1::2]))
+
+
+def template_pieces(template: str) -> tuple[str, ...]:
+    """Literal text (even places) and variable names (odd places) of ``template``, as
+    ``substitute`` fills it."""
+    return _pieces(template)
 
 
 @functools.lru_cache(maxsize=256)

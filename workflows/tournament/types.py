@@ -16,7 +16,8 @@ from workflows.sim_options import ModelSpec
 from workflows.tournament.critique import MIN_CRITIQUE_CHARS
 from workflows.tournament.profiles import Profile, RankBlock
 from workflows.tournament.progress import Progress, ScoreRow, Status
-from workflows.tournament.prompts import PromptOverrides, Style
+from workflows.tournament.prompt_sizes import prompt_size_problem, variable_bounds
+from workflows.tournament.prompts import DEFAULT_RUBRIC, PromptOverrides, Style
 from workflows.tournament.verdicts import JudgeOrders
 
 __all__ = [
@@ -180,6 +181,21 @@ class TournamentInput(StrictModel):
                 "give either judges (a panel) or models.judge (one judge), not both: "
                 "drop models.judge or put it in the panel"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _prompts_fit(self) -> TournamentInput:
+        # Checked at decode, before the workflow builds any prompt: a template naming a
+        # variable thousands of times would otherwise build its prompt at every call.
+        bounds = variable_bounds(
+            task=self.task,
+            rubric=self.rubric or DEFAULT_RUBRIC,
+            given=None if self.candidates is None else [c.text for c in self.candidates],
+            critique_chars=self.critique_chars,
+        )
+        problem = prompt_size_problem(bounds, style=self.prompt_style, overrides=self.prompts)
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     @property
