@@ -27,6 +27,7 @@ from workflows.budget import BudgetLimits
 from workflows.tournament.preflight import preflight, rank_profile
 from workflows.tournament.profiles import BUILTIN_PROFILES, Profile, RankMode, rank_block
 from workflows.tournament.types import GivenCandidate, RoleModels, TournamentInput
+from workflows.tournament.verdicts import JudgeOrders
 
 __all__ = ["build_input", "build_mutate_input", "build_rank_input"]
 
@@ -143,6 +144,8 @@ def build_rank_input(
     seed: int | None,
     run_id: str,
     given: list[GivenCandidate] | None = None,
+    judges: list[str] | None = None,
+    judge_orders: JudgeOrders | None = None,
 ) -> TournamentInput:
     """The workflow input that ranks ``files`` (or the ``given`` texts, for the MCP server);
     refuses what preflight refuses."""
@@ -154,9 +157,15 @@ def build_rank_input(
                 "give two or more files",
             )
         given = [GivenCandidate(id=Path(name).stem, text=read_file(name)) for name in files]
+    if judges and model:
+        raise ConfigError(
+            "option.invalid", "give --judges (a panel) or --model (one judge), not both"
+        )
     judge = model or TournamentInput.model_fields["model"].default
+    in_use = judges or [judge]
     keys_here = not settings.temporal_address
-    resolve_model(judge, settings, require_key=keys_here)
+    for spec in in_use:
+        resolve_model(spec, settings, require_key=keys_here)
     # Without its own cap the rank block may use the whole call budget.
     cap = rank_max_calls if rank_max_calls is not None else max_calls
     block = rank_block(len(given), mode, k=rank_k, seed=rank_seed, max_calls=cap)
@@ -170,7 +179,9 @@ def build_rank_input(
         seed=seed,
         run_id=run_id,
         candidates=given,
-        prices=price_table([judge], settings, require_key=keys_here),
+        prices=price_table(in_use, settings, require_key=keys_here),
+        judges=judges,
+        judge_orders=judge_orders or TournamentInput.model_fields["judge_orders"].default,
     )
     preflight(payload)  # a TournamentError: coded, one line (client.failures)
     return payload

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from workflows.ask_types import AskResult
     from workflows.tournament.profiles import RankMode
     from workflows.tournament.types import Progress, TournamentResult
+    from workflows.tournament.verdicts import JudgeOrders
 
 __all__ = ["mutate", "rank"]
 
@@ -31,6 +32,8 @@ ALL_PAIRS_FREE_LIMIT: int = help_constant("all_pairs_free_limit")
 @click.option("--task", required=True, help="The task the candidates answer (or @file).")
 @field_option("TournamentSettings", "rubric")
 @click.option("--model", default=None, help="Judge model, provider:model.")
+@field_option("TournamentSettings", "judges")
+@field_option("TournamentSettings", "judge_orders")
 @click.option(
     "--rank-mode",
     type=click.Choice(help_constant("rank_modes")),
@@ -59,6 +62,8 @@ def rank(
     task: str,
     rubric: str | None,
     model: str | None,
+    judges: tuple[str, ...],
+    judge_orders: JudgeOrders | None,
     rank_mode: RankMode,
     rank_k: int | None,
     rank_seed: int | None,
@@ -74,6 +79,7 @@ def rank(
     from client.session import open_session
     from client.tournament_follow import follow, print_outcome
     from client.tournament_inputs import build_rank_input
+    from client.tournament_options import model_list
     from workflows.tournament.types import Progress, TournamentResult
 
     settings = command_settings(ctx)
@@ -84,6 +90,8 @@ def rank(
         task=task,
         rubric=rubric,
         model=model,
+        judges=model_list(judges) or None,
+        judge_orders=judge_orders,
         mode=rank_mode,
         rank_k=rank_k,
         rank_seed=rank_seed,

@@ -107,6 +107,9 @@ async def test_rank_and_mutate_recipes_run_as_written(sh: Shell) -> None:
         out = await sh.run(line)
         assert "completed" in out or "[sim q=" in out, out
         assert "README" not in out  # only the shipped answers are ranked
+    judge: dict[str, Any] = summary(sh, "rank-panel")["judge"]  # type: ignore[assignment]
+    assert judge["orders"] == "both" and len(judge["by_judge"]) == 2
+    assert judge["verdicts"] == 2 * 2 * judge["pairs"]  # two judges, both orders
 
 
 @pytest.mark.timeout(300)

@@ -19,12 +19,15 @@ from workflows.ask_types import AskInput
 from workflows.bounds import MAX_CALLS, BudgetTokens, CallCount, OutputTokens, Seed, WallMs
 from workflows.inputs import StrictModel
 from workflows.plan.run_types import PlanBudgetOverride
+from workflows.sim_options import ModelSpec
 from workflows.tournament.profiles import BUILTIN_PROFILES, RankMode
 from workflows.tournament.prompts import Style
 from workflows.tournament.types import (
+    MAX_JUDGES,
     ExtendBudgetInput,
     GivenCandidate,
 )
+from workflows.tournament.verdicts import JudgeOrders
 
 __all__ = [
     "AskArgs",
@@ -96,6 +99,15 @@ class RankArgs(WaitArgs):
     candidates: list[GivenCandidate] = Field(min_length=2, description="id and text of each")
     rubric: str | None = None
     model: str | None = Field(default=None, description="judge model, provider:model")
+    judges: list[ModelSpec] | None = Field(
+        default=None,
+        min_length=2,
+        max_length=MAX_JUDGES,
+        description="a judge panel (replaces model): each pair by majority",
+    )
+    judge_orders: JudgeOrders | None = Field(
+        default=None, description="both: judge every pair in both orders (2x judge calls)"
+    )
     rank_mode: RankMode = "auto"
     rank_k: int | None = None
     rank_seed: Seed | None = None

@@ -127,6 +127,8 @@ async def rank(backend: Backend, args: RankArgs, progress: ProgressFn) -> dict[s
         task=_no_file(args.task, "task"),
         rubric=args.rubric,
         model=args.model,
+        judges=args.judges,
+        judge_orders=args.judge_orders,
         mode=args.rank_mode,
         rank_k=args.rank_k,
         rank_seed=args.rank_seed,
