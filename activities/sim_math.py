@@ -20,6 +20,7 @@ import threading
 __all__ = [
     "TRAILER",
     "beta_for_accuracy",
+    "candidate_lengths",
     "draw_quality",
     "is_calibrated",
     "mean_accuracy",
@@ -32,6 +33,20 @@ __all__ = [
 ]
 
 TRAILER = re.compile(r"\[sim q=(-?\d+(?:\.\d+)?) id=([^\]\s]*)(?: family=([a-z0-9_-]+))?\]")
+
+
+_HEADING = "Simulated "
+
+
+def candidate_lengths(text: str) -> list[int]:
+    """The length of each simulated candidate in ``text`` (a judge's prompt), in order: from its
+    heading ("Simulated ...") to the end of its trailer, as ``len`` of the candidate's text."""
+    lengths, previous_end = [], 0
+    for match in TRAILER.finditer(text):
+        start = text.rfind(_HEADING, previous_end, match.start())
+        lengths.append(match.end() - (start if start >= 0 else previous_end))
+        previous_end = match.end()
+    return lengths
 
 
 def parse_trailers(text: str) -> list[tuple[float, str]]:

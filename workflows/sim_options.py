@@ -11,7 +11,9 @@ The judge's biases, for measuring them (``workflows/tournament/judge_stats.py``)
 the qualities; ``self_preference=P`` (0 to 1) picks, with probability P, the one candidate of a
 pair whose trailer names the judge's own ``family=`` (a name like ``claude``: letters, digits,
 ``_`` and ``-``, at most 32 characters). A generated or mutated candidate's trailer names its
-model's ``family=`` when it has one.
+model's ``family=`` when it has one. ``length_bias=P`` (0 to 1) picks, with probability P, the
+longer of the two candidates; ``chars=LOW-HIGH`` on the model that writes them gives candidates
+of varying length to measure it with.
 """
 
 from __future__ import annotations
@@ -49,7 +51,8 @@ MAX_SIM_ACCURACY = 0.999
 
 _FAMILY = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 _OPTION_NAMES = (
-    "accuracy=, latency=, invalid_json_rate=, chars=, position_bias=, self_preference=, family="
+    "accuracy=, latency=, invalid_json_rate=, chars=, position_bias=, self_preference=, "
+    "length_bias=, family="
 )
 _LATENCY_FORMS = "0, fixed:MS, uniform:A-B or lognormal:MEDIAN_MS,SIGMA"
 
@@ -84,8 +87,12 @@ class SimOptions:
     latency: str = "0"
     invalid_json_rate: float = 0.0
     chars: int = 400
+    """The filler of one answer; with ``chars=LOW-HIGH`` the longest one drawn."""
+    chars_low: int | None = None
+    """``chars=LOW-HIGH``: each answer's filler is drawn between the two (None: all ``chars``)."""
     position_bias: float = 0.0
     self_preference: float = 0.0
+    length_bias: float = 0.0
     family: str | None = None
 
     @classmethod
@@ -111,9 +118,11 @@ class SimOptions:
             invalid_json_rate=_number(
                 values.get("invalid_json_rate", str(cls.invalid_json_rate)), "invalid_json_rate"
             ),
-            chars=_chars(values.get("chars", str(cls.chars))),
+            chars=_chars_range(values.get("chars", str(cls.chars)))[1],
+            chars_low=_chars_range(values.get("chars", str(cls.chars)))[0],
             position_bias=_probability(values, "position_bias"),
             self_preference=_probability(values, "self_preference"),
+            length_bias=_probability(values, "length_bias"),
             family=_family(values.get("family")),
         )
         if not 0.5 < options.accuracy <= MAX_SIM_ACCURACY:
@@ -179,6 +188,18 @@ def _chars(text: str) -> int:
             f"sim chars={text} must be between 0 and {MAX_SIM_CHARS} characters: lower it"
         )
     return chars
+
+
+def _chars_range(text: str) -> tuple[int | None, int]:
+    """``chars=N`` (every answer's filler N characters) or ``chars=LOW-HIGH`` (each drawn
+    between them)."""
+    low, dash, high = text.partition("-")
+    if not dash:
+        return None, _chars(text)
+    lo, hi = _chars(low), _chars(high)
+    if lo > hi:
+        raise SimOptionsError(f"sim chars={text}: LOW-HIGH needs LOW <= HIGH")
+    return lo, hi
 
 
 def check_model_spec(spec: str) -> str:

@@ -7,9 +7,10 @@ and the prompt: a generated candidate hides its quality ``q ~ N(0, 1)`` in a vis
 (A first) and picks A with ``P = sigmoid(beta * (qA - qB))``, beta calibrated to the accuracy;
 a mutant gets ``q = parent q + |N(0.3, 0.2)|``. A model with ``family=F`` writes ``family=F``
 into its candidates' trailers; a judge with ``position_bias=P`` picks A with probability P
-regardless of quality, and one with ``self_preference=P`` and ``family=F`` picks, with
-probability P, the candidate whose trailer alone names F (drawn from a stream of their own, so a
-judge without them answers exactly as before).
+regardless of quality, one with ``length_bias=P`` picks the longer of the two with probability P,
+and one with ``self_preference=P`` and ``family=F`` picks, with probability P, the candidate
+whose trailer alone names F (drawn from a stream of their own, so a judge without them answers
+exactly as before). A writer with ``chars=LOW-HIGH`` draws each answer's length between the two.
 """
 
 from __future__ import annotations
@@ -104,18 +105,25 @@ def _filler(rng: random.Random, chars: int) -> str:
 
 def _candidate(heading: str, q: float, tag: str, rng: random.Random, options: SimOptions) -> str:
     family = f" family={options.family}" if options.family else ""
-    return f"{heading}\n{_filler(rng, options.chars)}\n[sim q={q:.3f} id={tag}{family}]"
+    chars = options.chars
+    if options.chars_low is not None:  # only then drawn: a fixed length's output is unchanged
+        chars = rng.randint(options.chars_low, options.chars)
+    return f"{heading}\n{_filler(rng, chars)}\n[sim q={q:.3f} id={tag}{family}]"
 
 
 def _biased(
     winner: str, request: ModelRequest, seed: int, call_key: str, options: SimOptions
 ) -> str:
     """The verdict after the judge's configured biases (position first, then self-preference)."""
-    if not (options.position_bias or options.self_preference):
+    if not (options.position_bias or options.self_preference or options.length_bias):
         return winner
     rng = _rng(seed, call_key, "bias")
     if options.position_bias and rng.random() < options.position_bias:
         return "A"
+    if options.length_bias:
+        lengths = sim_math.candidate_lengths(request.prompt)
+        if len(lengths) >= 2 and lengths[0] != lengths[1] and rng.random() < options.length_bias:
+            return "A" if lengths[0] > lengths[1] else "B"
     families = [*trailer_families(request.prompt), None, None][:2]
     own = [letter for letter, f in zip("AB", families, strict=True) if f == options.family]
     if options.family and len(own) == 1 and rng.random() < options.self_preference:

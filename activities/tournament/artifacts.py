@@ -84,6 +84,7 @@ def _judge(snap: TournamentSnapshot) -> dict[str, Any]:
         both_orders=snap.input.judge_orders == "both",
         panel=snap.input.judge_panel,
         families=families,
+        lengths={c.id: len(c.text) for c in snap.candidates},
     )
     risks = self_preference_risks(snap.input, snap.profile) if snap.profile else []
     judge["self_preference_risk"] = [

@@ -108,6 +108,16 @@ def judge_sentences(judge: dict[str, Any]) -> list[str]:
             f"{_pct(flips['rate'])} of the pairs seen in both orders got a different verdict "
             "when the order was swapped; each of those counts as a tie."
         )
+    longer = judge.get("longer_win_rate") or {}
+    if longer.get("significant"):
+        side = "longer" if longer["rate"] > 0.5 else "shorter"
+        sentences.append(
+            f"The verdicts favour the {side} candidate: the longer one won "
+            f"{_pct(longer['rate'])} of {longer['total']} decisive verdicts between candidates "
+            f"of different lengths (95% CI {_pct(longer['low'])}–{_pct(longer['high'])}); "
+            "length may go with quality, so read it as a flag to look into, not proof of a "
+            "bias."
+        )
     for name, own in (judge.get("own_family_win_rate") or {}).items():
         if own.get("significant"):
             sentences.append(

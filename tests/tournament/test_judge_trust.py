@@ -454,3 +454,40 @@ def test_rank_intervals_count_who_is_surely_above_and_below() -> None:
     assert rank_intervals(low, high) == {"a": (1, 2), "b": (1, 3), "c": (2, 3), "d": (4, 4)}
     # one clear leader: its worst rank is 1
     assert rank_intervals({"x": 5.0, "y": 0.0}, {"x": 6.0, "y": 1.0}) == {"x": (1, 1), "y": (2, 2)}
+
+
+@pytest.mark.parametrize("bias", [0.0, 0.5])
+def test_the_longer_win_rate_recovers_the_sim_judges_length_bias(bias: float) -> None:
+    """Equal qualities (so only the bias picks by length): the longer one wins
+    ``P + (1 - P) / 2`` of the decisive verdicts, 0.5 and 0.75 here."""
+    rng = random.Random(11)
+    options = SimOptions.parse(f"default,length_bias={bias}")
+    rows, lengths = [], {}
+    for i in range(1500):
+        ids = (f"a{i}", f"b{i}")
+        texts = [
+            f"Simulated answer to: x\n{'w ' * rng.randint(20, 400)}\n[sim q=0.000 id={cid}]"
+            for cid in ids
+        ]
+        lengths |= {cid: len(t) for cid, t in zip(ids, texts, strict=True)}
+        prompt = "Task\nSolution A:\n" + texts[0] + "\nSolution B:\n" + texts[1]
+        request = ModelRequest(model="sim:default", prompt=prompt, role="judge")
+        verdict = parse_judge_output(simulate(request, 5, f"final_judging/{i}/0", options))
+        rows.append(Row(f"final_judging#{i}", *ids, verdict.winner, "sim"))
+    longer = judge_summary(rows, both_orders=False, panel=["sim"], lengths=lengths)[
+        "longer_win_rate"
+    ]
+    expected = bias + (1 - bias) / 2
+    assert longer["low"] <= expected <= longer["high"]
+    assert longer["significant"] is (bias > 0)
+
+
+def test_ranged_chars_give_candidates_of_varying_length_and_fixed_ones_stay_put() -> None:
+    ranged = SimOptions.parse("default,chars=100-2000")
+    request = ModelRequest(model="sim:default", prompt="Task: sort", role="generate")
+    sizes = {len(simulate(request, 1, f"g/{i}", ranged)) for i in range(20)}
+    assert max(sizes) - min(sizes) > 1000
+    fixed = SimOptions.parse("default")
+    assert SimOptions.parse("default,chars=400-400").chars == fixed.chars == 400
+    with pytest.raises(SimOptionsError):
+        SimOptions.parse("default,chars=900-100")

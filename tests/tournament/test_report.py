@@ -532,3 +532,13 @@ def test_a_significant_own_family_rate_gets_a_sentence() -> None:
     own_notes = [n for n in notes if "own family" in n]
     assert len(own_notes) == 1 and own_notes[0].startswith("Judge sim:a gave the win")
     assert "70%" in own_notes[0] and "60%–78%" in own_notes[0]
+
+
+def test_a_significant_length_preference_gets_a_sentence() -> None:
+    data = _trust_data(separated=True, significant=False)
+    data.judge["longer_win_rate"] = {
+        "count": 80, "total": 100, "rate": 0.8, "low": 0.71, "high": 0.87, "level": 0.95,
+        "significant": True,
+    }  # fmt: skip
+    notes = [p.text() for p in parse(render_report(data)).root.find_all("p", cls="judge-note")]
+    assert any(n.startswith("The verdicts favour the longer candidate") for n in notes)

@@ -20,6 +20,10 @@ about a second of CPU (on a cold worker, during the first artifact write) for th
 - ``panel.first_position_win_rate`` (a panel): the same rate for the panel's combined verdicts,
   in each pair's scheduled presentation: with the presentation balanced over the panel and
   across pairs (``verdicts``), it sits at 0.5 whatever the judges' own biases.
+- ``longer_win_rate`` (where candidates' lengths are known; per judge too): of the decisive
+  verdicts between candidates of different lengths, the share the longer one won, with
+  ``significant`` when its interval leaves out 0.5. Length and quality may go together, so read
+  it as a flag to look at.
 - ``by_judge`` (a panel): each judge's rates, and its ``agreement_with_majority``: the share of
   pairs where its vote (its orders combined) is the panel's verdict.
 - ``own_family_win_rate`` (per judge, where candidates' families are known): of its decisive
@@ -163,15 +167,29 @@ def _own_family(calls: Iterable[JudgedCall], family: str, families: Mapping[str,
     return rate(own, total)
 
 
+def _longer(calls: Iterable[JudgedCall], lengths: Mapping[str, int]) -> Rate:
+    """Decisive verdicts between candidates of different lengths won by the longer one."""
+    longer = total = 0
+    for c in calls:
+        a, b = lengths.get(c.presented_a), lengths.get(c.presented_b)
+        if c.winner == "tie" or a is None or b is None or a == b:
+            continue
+        total += 1
+        longer += winner_id(c) == (c.presented_a if a > b else c.presented_b)
+    return rate(longer, total)
+
+
 def judge_summary(
     rows: Sequence[_Row],
     *,
     both_orders: bool,
     panel: Sequence[str],
     families: Mapping[str, str] | None = None,
+    lengths: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """``summary.json``'s ``judge`` object for the run's comparison rows (every phase);
-    ``families``: candidate id -> its model's family, where known."""
+    ``families``: candidate id -> its model's family, where known; ``lengths``: candidate id
+    -> its text's length in characters."""
     per_row = [_calls(r) for r in rows]
     every = [c for calls in per_row for c in calls]
     summary: dict[str, Any] = {
@@ -183,6 +201,8 @@ def judge_summary(
         "judges": list(panel),
     }
     summary |= _position(every)
+    if lengths:
+        summary["longer_win_rate"] = _flagged(_longer(every, lengths))
     if both_orders:
         summary["flip_rate"] = _flips(per_row).as_dict()
     if families and len(set(families.values())) > 1:
@@ -204,6 +224,10 @@ def judge_summary(
         for judge in panel:
             mine_rows = [[c for c in calls if c.judge == judge] for calls in per_row]
             entry = _position(c for calls in mine_rows for c in calls)
+            if lengths:
+                entry["longer_win_rate"] = _flagged(
+                    _longer((c for calls in mine_rows for c in calls), lengths)
+                )
             if both_orders:
                 entry["flip_rate"] = _flips(mine_rows).as_dict()
             agreed = total = 0
