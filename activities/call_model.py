@@ -12,7 +12,12 @@ import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.config import Settings, known_secrets, secret_env_values
+from activities.config import (
+    BASE_URL_NOT_ALLOWED,
+    Settings,
+    known_secrets,
+    secret_env_values,
+)
 from activities.errors import (
     CONFIG_ERROR_TYPE,
     RETRY_LATER_TYPE,
@@ -23,10 +28,12 @@ from activities.heartbeats import heartbeating
 from activities.plan.roots import WORKSPACE_REFUSED, outside_roots, with_run_worktrees
 from activities.pricing import cost_usd
 from activities.providers import CallContext, ResolvedModel, resolve_model, resolves_in_memory
+from activities.providers.replay import source_run, store_holds
 from activities.providers.sampling import Sampler
 from activities.raw_events import RawEventLog, redact
-from activities.run_store import REFUSED, RunStore, check_writer, refusal
+from activities.run_store import REFUSED, RunStore, check_read_token, check_writer, refusal
 from activities.wire_cache import WireCaches, replayed
+from workflows.call_options import NO_SESSION
 from workflows.model_types import CallModelInput, ModelResponse
 
 __all__ = ["CALL_MODEL", "ModelActivities"]
@@ -51,9 +58,16 @@ def _remaining_s(info: activity.Info) -> float | None:
     return (deadline - datetime.now(UTC)).total_seconds()
 
 
+_OWN_CODES = frozenset({BASE_URL_NOT_ALLOWED, NO_SESSION})
+"""Refusals of what the run's input asked for (a host or an MCP session the worker does not give
+it), not of the worker's configuration: the run fails with their own code."""
+
+
 def _config_failure(exc: ConfigError) -> ApplicationError:
-    """The worker's configuration refused the call: ``provider.config``, never retried."""
-    return ApplicationError(exc.message, type=CONFIG_ERROR_TYPE, non_retryable=True)
+    """The worker's configuration refused the call: ``provider.config`` (or one of
+    ``_OWN_CODES``), never retried."""
+    code = exc.code if exc.code in _OWN_CODES else CONFIG_ERROR_TYPE
+    return ApplicationError(exc.message, type=code, non_retryable=True)
 
 
 def _application_error(
@@ -126,6 +140,7 @@ class ModelActivities:
         if (
             known is None
             or input.request.workspace is not None
+            or input.replay is not None  # its read token is checked on disk
             or not self.store.remembers(workflow_id, input.chain)
             or not resolves_in_memory(input.request.model, self.settings)
         ):
@@ -157,9 +172,8 @@ class ModelActivities:
                 request.model, self.settings, base_url=request.base_url, require_key=not offline
             )
         except ConfigError as exc:
-            raise ApplicationError(
-                exc.message, type=CONFIG_ERROR_TYPE, non_retryable=True
-            ) from None
+            raise _config_failure(exc) from None
+        self._check_sources(input, resolved)  # before anything of another run is read
         secrets = [
             resolved.api_key or "",
             *known_secrets(self.settings),
@@ -174,6 +188,24 @@ class ModelActivities:
                 (activity.info().workflow_id, input.run_id, input.chain), run_dir
             )
         return resolved, secrets, run_dir
+
+    def _check_sources(self, input: CallModelInput, resolved: ResolvedModel) -> None:
+        """Refuse (``run.capability_required`` / ``run.capability_invalid``) a call that reads
+        another run's recording without that run's read token."""
+        root = Path(self.settings.runs_dir)
+        sources = []
+        if resolved.endpoint.kind == "replay":
+            sources.append(source_run(Path(resolved.model_name), root))
+        if input.replay is not None and store_holds(input.replay.run_id, root):
+            sources.append(input.replay.run_id)
+        tokens = input.read_tokens or {}
+        for run_id in sources:
+            if run_id is None:
+                continue
+            try:
+                check_read_token(root, run_id, tokens.get(run_id))
+            except REFUSED as exc:
+                raise refusal(exc) from None
 
     def _remember_run_dir(self, key: _RunKey, run_dir: Path) -> None:
         with self._run_dirs_lock:  # prepared in worker threads
@@ -244,9 +276,7 @@ class ModelActivities:
                 transport_retries=info.attempt - 1 + ctx.fallbacks,
             ) from None
         except ConfigError as exc:
-            raise ApplicationError(
-                exc.message, type=CONFIG_ERROR_TYPE, non_retryable=True
-            ) from None
+            raise _config_failure(exc) from None
         price = self.settings.prices.get(f"{resolved.provider_name}:{resolved.model_name}")
         return response.model_copy(
             update={

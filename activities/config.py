@@ -34,20 +34,23 @@ from pydantic_settings import (
 )
 
 from activities.errors import ConfigError
-from activities.raw_events import SECRET_KEY
+from activities.raw_events import MIN_REDACTED_CHARS, SECRET_KEY
 from workflows.model_types import Price
 from workflows.names import TASK_QUEUE
 
 __all__ = [
+    "BASE_URL_NOT_ALLOWED",
     "Endpoint",
     "Notifier",
     "Price",
     "Settings",
     "check_base_url",
+    "check_declared_base_url",
     "known_secrets",
     "load_settings",
     "read_secret",
     "secret_env_values",
+    "short_secret_names",
 ]
 
 ProviderKind = Literal["openai", "anthropic", "command", "sim", "replay", "mcp"]
@@ -73,6 +76,27 @@ def check_base_url(url: str) -> str:
         raise ConfigError(
             "model.base_url_invalid",
             f"base URL {url!r} has a query, fragment or whitespace: {_BASE_URL_FIX}",
+        )
+    return url
+
+
+BASE_URL_NOT_ALLOWED = "route.base_url_not_allowed"
+
+
+def check_declared_base_url(url: str, settings: Settings) -> str:
+    """``url`` if this worker declares it (an endpoint's ``base_url`` or ``[ponder]
+    allowed_base_urls``, a trailing slash aside), else a ConfigError: a URL in workflow input
+    names one of the worker's endpoints and never makes it reach a host of the input's choosing
+    (a service on the worker's own network, a cloud metadata address)."""
+    wanted = url.rstrip("/")
+    declared = {e.base_url.rstrip("/") for e in settings.providers.values() if e.base_url}
+    declared |= {u.rstrip("/") for u in settings.allowed_base_urls}
+    if wanted not in declared:
+        raise ConfigError(
+            BASE_URL_NOT_ALLOWED,
+            f"base_url {url[:200]!r} is not an endpoint this worker declares: declare it in "
+            "the worker's ponder.toml, as [providers.NAME] base_url (then name the model "
+            "NAME:...) or in [ponder] allowed_base_urls, and restart the worker",
         )
     return url
 
@@ -279,6 +303,12 @@ class Settings(BaseSettings):
         description="[plans] default_family: the family of plan steps without a model (client "
         "side: resolved into each run's input, never read by a worker)",
     )
+    allowed_base_urls: list[str] = Field(
+        default=[],
+        max_length=256,
+        description="[ponder] allowed_base_urls: base URLs a run's input may name besides the "
+        "endpoints' own (a run may send no request to any other host)",
+    )
     workspace_roots: list[Path] = Field(
         default=[],
         description="[plans] workspace_roots: where a plan run's workspace may be on this worker "
@@ -306,6 +336,16 @@ class Settings(BaseSettings):
         "turns it on",
     )
     config_file: Path | None = None
+
+    @field_validator("allowed_base_urls")
+    @classmethod
+    def _allowed_are_urls(cls, urls: list[str]) -> list[str]:
+        for url in urls:
+            try:
+                check_base_url(url)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from None
+        return urls
 
     @classmethod
     def settings_customise_sources(
@@ -472,6 +512,18 @@ def known_secrets(settings: Settings) -> list[str]:
     names = {e.api_key_env for e in settings.providers.values() if e.api_key_env}
     names.add(settings.temporal_api_key_env)  # the cluster's key is a worker secret too
     return [value for name in sorted(names) if (value := read_secret(name))]
+
+
+def short_secret_names(settings: Settings) -> list[str]:
+    """The variables among the configured keys whose value is too short to redact from text
+    (``activities.raw_events.MIN_REDACTED_CHARS``): the worker warns about each at start."""
+    names = {e.api_key_env for e in settings.providers.values() if e.api_key_env}
+    names.add(settings.temporal_api_key_env)
+    return [
+        name
+        for name in sorted(names)
+        if (value := read_secret(name)) and len(value) < MIN_REDACTED_CHARS
+    ]
 
 
 def secret_env_values(names: list[str]) -> list[str]:

@@ -18,9 +18,12 @@ from typing import Any
 
 import orjson
 
-__all__ = ["RawEventLog", "redact"]
+__all__ = ["MIN_REDACTED_CHARS", "REDACTED", "RawEventLog", "redact"]
 
 REDACTED = "[redacted]"
+MIN_REDACTED_CHARS = 8
+"""The shortest secret searched for in text: real provider keys are far longer, and a shorter
+one occurs in ordinary text by chance."""
 # Keys whose values are secrets, in headers and in config alike; numeric budget keys such as
 # ``max_input_tokens`` do not match (only a key ending in ``token`` does).
 SECRET_KEY = re.compile(
@@ -38,8 +41,14 @@ def _secret_key(key: str) -> bool:
 
 
 def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
-    """``value`` with secret-named keys and every occurrence of a secret string replaced."""
-    return _redact(value, [s for s in secrets if s])
+    """``value`` with secret-named keys and every occurrence of a secret string replaced.
+
+    A secret shorter than ``MIN_REDACTED_CHARS`` is not searched for: text holds it by chance
+    (a key ``k`` would turn "fake says hi" into "fa[redacted]e says hi"), so replacing it would
+    mangle every answer while hiding nothing worth hiding. Secret-named keys are still
+    redacted whatever their value; the worker warns at start about such keys
+    (``activities.config.short_secret_names``)."""
+    return _redact(value, [s for s in secrets if len(s) >= MIN_REDACTED_CHARS])
 
 
 def _redact(value: Any, secrets: list[str]) -> Any:

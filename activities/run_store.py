@@ -27,7 +27,10 @@ lines (deleted, or another worker's disk) is ``run.files_gap`` and the writer se
 
 from __future__ import annotations
 
+import hmac
 import os
+import secrets
+import stat
 import tempfile
 import threading
 from collections.abc import Iterable
@@ -39,6 +42,7 @@ from pydantic import BaseModel
 from activities.atomic import write_atomically
 from activities.raw_events import redact
 from workflows.errors import PonderError
+from workflows.run_capabilities import CAPABILITY_INVALID, CAPABILITY_REQUIRED, READ_TOKEN_FILE
 from workflows.run_ids import RUN_ID, RunIdInvalid, check_run_id, writer_problem
 
 if TYPE_CHECKING:
@@ -54,11 +58,13 @@ __all__ = [
     "WRITE_RUN_FILES",
     "FileAppend",
     "FilesGap",
+    "ReadRefused",
     "RunDirRefused",
     "RunIdInUse",
     "RunIdInvalid",
     "RunStore",
     "WriteRunFilesInput",
+    "check_read_token",
     "check_writer",
     "refusal",
 ]
@@ -95,11 +101,18 @@ class FilesGap(PonderError, ValueError):
         super().__init__(FILES_GAP, message)
 
 
-REFUSED = (RunIdInvalid, RunDirRefused, RunIdInUse)
+class ReadRefused(PonderError, ValueError):
+    """Input named another run as a source without that run's read token, or with another
+    (``workflows/run_capabilities.py``). Says nothing of the source run beyond its id."""
+
+
+REFUSED = (RunIdInvalid, RunDirRefused, RunIdInUse, ReadRefused)
 """Every refusal of the run store: catch these and raise :func:`refusal`."""
 
 
-def refusal(exc: RunIdInvalid | RunDirRefused | RunIdInUse | FilesGap) -> ApplicationError:
+def refusal(
+    exc: RunIdInvalid | RunDirRefused | RunIdInUse | ReadRefused | FilesGap,
+) -> ApplicationError:
     """The run store's refusal as an activity failure: coded and never retried."""
     from temporalio.exceptions import ApplicationError
 
@@ -236,6 +249,7 @@ class RunStore:
             with os.fdopen(fd, "w") as f:
                 f.write(chain)
             os.link(tmp, path)
+            self.create_read_token(workflow_id)
             self._remember(workflow_id, chain)
             return
         except FileExistsError:
@@ -248,7 +262,27 @@ class RunStore:
                 "under the same workflow id): its files are kept; start this run under another "
                 "workflow id"
             )
+        self.create_read_token(workflow_id)  # a worker killed between the claim and the token
         self._remember(workflow_id, chain)
+
+    def create_read_token(self, run_id: str) -> None:
+        """The run's ``read-token`` (128 random bits as hex, mode 0600), made once when the run
+        claims its id, before it writes anything else; never replaced, never sent to history by
+        the run itself. Created whole (a linked temp file), so a reader never sees it empty."""
+        run_dir = self.writable_dir(run_id)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        target = run_dir / READ_TOKEN_FILE
+        if target.exists() or target.is_symlink():
+            return
+        fd, tmp = tempfile.mkstemp(dir=run_dir, prefix=".read-token.")  # created 0600
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(secrets.token_hex(16) + "\n")
+            os.link(tmp, target)
+        except FileExistsError:
+            pass
+        finally:
+            Path(tmp).unlink(missing_ok=True)
 
     def remembers(self, workflow_id: str | None, chain: str | None) -> bool:
         """Whether ``claim(workflow_id, chain)`` needs no file (it is remembered, or there is
@@ -260,6 +294,45 @@ class RunStore:
             self._claimed[workflow_id] = chain
             if len(self._claimed) > CLAIMS_REMEMBERED:
                 del self._claimed[next(iter(self._claimed))]
+
+
+def check_read_token(root: Path, run_id: str, token: str | None) -> None:
+    """Nothing, if ``token`` is run ``run_id``'s read token; else ReadRefused. Called before
+    anything of that run is read. The file is read without following links, and compared in
+    constant time; the refusal names only the run id (never a label, a file or an output)."""
+    check_run_id(run_id)
+    if not token:
+        raise ReadRefused(
+            CAPABILITY_REQUIRED,
+            f"reading run {run_id!r} needs its read token in calls.read_tokens; fix: start the "
+            "run with ponder (the CLI, the MCP server or the Python client read it from the "
+            f"source run's directory), or copy it from <runs_dir>/{run_id}/{READ_TOKEN_FILE}",
+        )
+    stored = _stored_token(Path(root), run_id)
+    if stored is None or not hmac.compare_digest(stored.encode(), token.encode()):
+        raise ReadRefused(
+            CAPABILITY_INVALID,
+            f"the read token given for run {run_id!r} is not that run's: nothing of it is read; "
+            f"fix: give the token in <runs_dir>/{run_id}/{READ_TOKEN_FILE} (the ponder client "
+            "reads it for you when you can read that directory)",
+        )
+
+
+def _stored_token(root: Path, run_id: str) -> str | None:
+    """The token in ``<root>/<run_id>/read-token``, or None: no such run, no token, or a run
+    directory or token file that is a link or not a small regular file."""
+    run_dir = root / run_id
+    try:
+        if run_dir.is_symlink() or not run_dir.resolve().is_relative_to(root.resolve()):
+            return None
+        fd = os.open(run_dir / READ_TOKEN_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return None
+        text = f.read(65).decode("ascii", errors="replace").strip()
+    return text or None
 
 
 def _inside(run_dir: Path, resolved: Path, relative: str) -> Path:

@@ -27,7 +27,12 @@ __all__ = ["ask"]
     show_default=True,
     help=f"provider:model, e.g. {MODEL_EXAMPLES}",
 )
-@click.option("--base-url", default=None, help="Endpoint base URL (OpenAI-compatible etc.).")
+@click.option(
+    "--base-url",
+    default=None,
+    help="Endpoint base URL (OpenAI-compatible etc.); the worker this command starts allows it, "
+    "a worker elsewhere must declare it.",
+)
 @click.option("--system", default=None, help="System prompt.")
 @click.option("--temperature", type=float, default=None, help="Sampling temperature.")
 @click.option("--max-output-tokens", type=int, default=None, help="Cap on the answer's tokens.")
@@ -56,6 +61,12 @@ def ask(
     from workflows.ask_types import AskInput, AskResult
 
     settings = command_settings(ctx)
+    if base_url:
+        # Declared on the worker side this command starts (in process, or in the background
+        # through its environment): a run's input may name only a URL its worker declares.
+        # A worker elsewhere (TEMPORAL_ADDRESS) must declare it in its own ponder.toml.
+        allowed = [*settings.allowed_base_urls, base_url]
+        settings = settings.model_copy(update={"allowed_base_urls": allowed})
     resolve_model(model, settings, base_url=base_url, require_key=not settings.temporal_address)
     run_id = check_run_id(run_id or new_run_id("ask"))
     payload = AskInput(

@@ -9,8 +9,9 @@ A long-lived client (a script's ``Ponder``, the MCP server) starting runs in a b
 per provider queue in ``ROUTES_FRESH_S``, so a start costs one RPC, not two (``RouteLookups``).
 
 A session-served provider (``mcp:``, sampled from the host of a connected ``ponder mcp``) is
-always routed to its session queue (``calls.session_queues``), and a start is refused
-(``mcp.no_session``) when no ``ponder mcp`` polls that queue: nothing could answer its calls.
+always routed to its session queue (``calls.session_queues``), whose name carries the secret of
+this client's ponder home, and a start is refused (``mcp.no_session``) when no ``ponder mcp`` of
+this home polls that queue: nothing could answer its calls.
 """
 
 from __future__ import annotations
@@ -20,8 +21,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from activities.errors import ConfigError
-from activities.routes import POLLER_FRESH_S, queue_polled
-from workflows.call_options import provider_of, provider_task_queue, session_task_queue
+from activities.routes import POLLER_FRESH_S, queue_polled, session_secret
+from workflows.call_options import (
+    NO_SESSION,
+    provider_of,
+    provider_task_queue,
+    session_task_queue,
+)
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -39,8 +45,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-NO_SESSION = "mcp.no_session"
 
 ROUTES_FRESH_S = 2.0
 """How long a client reuses what it saw of a provider queue: short beside ``POLLER_FRESH_S``
@@ -129,13 +133,15 @@ async def session_queues(
         endpoint = settings.providers.get(provider)
         if endpoint is None or endpoint.kind != SESSION_KIND:
             continue
-        queue = session_task_queue(task_queue, provider)
-        if not await lookups.polled(client, queue):
+        secret = session_secret(settings.home)
+        queue = None if secret is None else session_task_queue(task_queue, provider, secret)
+        if queue is None or not await lookups.polled(client, queue):
             raise ConfigError(
                 NO_SESSION,
                 f"{provider}: models are answered by the host of a connected MCP session "
-                f"(sampling), and no `ponder mcp` serves {queue}: start the run from an MCP "
-                "client's tools (think, ask), or use another model",
+                f"(sampling), and no `ponder mcp` of {settings.home} serves task queue "
+                f"{task_queue}: start the run from an MCP client's tools (think, ask), or use "
+                "another model",
             )
         routes[provider] = queue
     return routes

@@ -124,6 +124,8 @@ def child_environment(settings: Settings | None, *, worker: bool) -> dict[str, s
         or not any(marker in k.upper() for marker in _SECRET_MARKERS)
     }
     env["PONDER_HOME"] = str(settings.home.absolute())
+    if settings.allowed_base_urls:  # e.g. `ponder ask --base-url`: the worker must allow it
+        env["PONDER_ALLOWED_BASE_URLS"] = json.dumps(settings.allowed_base_urls)
     return env
 
 

@@ -28,8 +28,9 @@ WORKSPACE_HELP = (
     "Directory on the worker the plan's files live in (default: the plan's workspace, else the "
     "cwd when the plan declares files). It must lie inside a root the worker declares: "
     "[plans] workspace_roots in ponder.toml or ponder worker --workspace-root DIR (none "
-    "declared: the directory the worker started in, plus your home for ponder's own worker); "
-    "symlinks are resolved first. Outside them the run fails at once: artifact-path-escapes-root."
+    "declared: the directory the worker started in, for ponder's own worker the directory the "
+    "command ran from); ponder's home and stores never are. Symlinks are resolved first. "
+    "Outside them the run fails at once: artifact-path-escapes-root."
 )
 
 

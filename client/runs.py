@@ -33,6 +33,7 @@ from activities.errors import ConfigError, PonderError
 from activities.run_store import RUN_ID_IN_USE
 from client.call_routes import route_calls
 from client.hints import ponder_program
+from client.read_tokens import attach_read_tokens
 from client.session import Session, on_sigterm, open_session, spawn_background_worker
 
 _T = TypeVar("_T")
@@ -87,6 +88,7 @@ async def start_run(
     Eager start: when this process runs a worker for the queue (embedded mode), the server
     hands the run's first workflow task back in the start's answer instead of through a poll.
     """
+    arg = attach_read_tokens(arg, session.settings.runs_dir)  # what it reads of other runs
     arg = await route_calls(
         session.client, session.settings.task_queue, arg, session.routes, session.settings
     )

@@ -19,12 +19,14 @@ from temporalio.exceptions import ApplicationError
 from activities.config import Endpoint, Settings
 from activities.model_types import CallModelInput, ModelRequest
 from client.embedded import find_temporal_binary
+from client.read_tokens import read_token
 from tests.call_once import CallModelOnce, call_worker
 from tests.cli import cli_env, ponder
 from tests.conftest import with_endpoint
 from tests.fakes import FakeProvider
 from worker.worker import WorkerOptions, running_worker
 from workflows.ask_types import AskInput, AskResult
+from workflows.call_options import CallOptions
 from workflows.names import ASK, TOURNAMENT
 from workflows.tournament.types import TournamentInput, TournamentResult
 
@@ -384,8 +386,16 @@ async def test_replay_answers_from_a_recorded_run(
             AskInput(question="Explain retries", model="local:m", seed=3, run_id=recorded_id),
         )
         log = settings.runs_dir / recorded_id / "raw-events.jsonl"
+        tokens = {recorded_id: read_token(settings.runs_dir, recorded_id) or ""}
         replayed = await ask(
-            client, queue, AskInput(question="Explain retries", model=f"replay:{log}", seed=3)
+            client,
+            queue,
+            AskInput(
+                question="Explain retries",
+                model=f"replay:{log}",
+                seed=3,
+                calls=CallOptions(read_tokens=tokens),
+            ),
         )
     assert len(fake.seen) == 1  # the replay made no HTTP call
     assert replayed.response.text == recorded.response.text
@@ -449,7 +459,10 @@ async def test_replay_reads_only_the_run_store_or_a_declared_directory(
     # A recorded run in the store is named by its id.
     (settings.runs_dir / "rec1").mkdir()
     (settings.runs_dir / "rec1" / "raw-events.jsonl").write_bytes(outside.read_bytes())
-    result = await ask(client, worker_queue, AskInput(question="q", model="replay:rec1"))
+    rec1 = CallOptions(read_tokens={"rec1": read_token(settings.runs_dir, "rec1") or ""})
+    result = await ask(
+        client, worker_queue, AskInput(question="q", model="replay:rec1", calls=rec1)
+    )
     assert result.response.text == "from outside"
 
 

@@ -511,8 +511,8 @@ def test_redact_headers_and_secret_strings_nested() -> None:
 
 def test_raw_event_log_appends_redacted_lines(tmp_path: Path) -> None:
     path = tmp_path / "run/raw-events.jsonl"
-    log = RawEventLog(path, secrets=["s3cret", ""], base={"call_id": "r/ask/0/0"})
-    log.append({"request": {"headers": {"authorization": "Bearer s3cret"}}, "note": "s3cret!"})
+    log = RawEventLog(path, secrets=["s3cret-9", ""], base={"call_id": "r/ask/0/0"})
+    log.append({"request": {"headers": {"authorization": "Bearer s3cret-9"}}, "note": "s3cret-9!"})
     log.append({"attempt": 2})
     first, second = (orjson.loads(line) for line in path.read_bytes().splitlines())
     assert first == {

@@ -46,6 +46,9 @@ PROVIDER_NAME_ALLOWED: dict[str, set[str]] = {
     # The call input's ``replay`` field (the run's wire-replay routing, carried to the activity
     # as a dict key), not a branch on which provider runs a call.
     "workflows/model_calls.py": {"replay"},
+    # Which runs an input reads: a replay model names a run, whose read token decode requires
+    # (a capability check on the source, not a branch on which provider runs a call).
+    "workflows/run_capabilities.py": {"replay"},
 }
 """Files allowed to spell these provider names, and why; nothing else outside activities/."""
 FORBIDDEN_ROOTS = ("temporalio", "httpx", "activities")

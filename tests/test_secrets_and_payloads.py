@@ -130,6 +130,8 @@ async def test_a_base_url_from_workflow_input_never_gets_the_endpoint_key(
     client: Client, settings: Settings, fake: FakeProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings = with_keyed_endpoint(settings, monkeypatch, "guarded", "http://127.0.0.1:9/v1")
+    # The worker declares the URL (else the input is refused before any request is made).
+    settings = settings.model_copy(update={"allowed_base_urls": [fake.url]})
     queue = f"test-{uuid.uuid4()}"
     async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
         await client.execute_workflow(

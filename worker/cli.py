@@ -22,9 +22,10 @@ import click
 from temporalio.client import Client
 from temporalio.service import RPCError
 
-from activities.config import Settings, load_settings
+from activities.config import Settings, load_settings, short_secret_names
 from activities.errors import ConfigError, ServerError
 from activities.plan.roots import worker_roots
+from activities.raw_events import MIN_REDACTED_CHARS
 from worker.connect import connect
 from worker.exits import leave
 from worker.logs import configure_logging
@@ -131,8 +132,17 @@ async def serve(
         loop.add_signal_handler(sig, stop.set)
     async with running_worker(client, settings, options):
         click.echo(f"ponder worker polling {options.task_queue!r}", err=True)
-        roots = worker_roots(settings.workspace_roots, embedded=options.embedded)
+        roots = worker_roots(
+            settings.workspace_roots, settings=settings, embedded=options.embedded
+        ).current()
         click.echo(f"plan workspaces allowed under: {', '.join(roots) or 'nothing'}", err=True)
+        for name in short_secret_names(settings):  # the value itself is never shown
+            click.echo(
+                f"warning: {name} holds a key under {MIN_REDACTED_CHARS} characters: too short "
+                "to redact from answers and files without mangling them, so it is not; use "
+                "a real key if it must stay secret",
+                err=True,
+            )
         idle_since = time.monotonic()
         # An idle limit shorter than the check interval is checked as often as it asks.
         interval = IDLE_CHECK_S if exit_when_idle is None else min(IDLE_CHECK_S, exit_when_idle)

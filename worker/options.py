@@ -65,8 +65,8 @@ _OPTIONS = (
         multiple=True,
         metavar="DIR",
         help="A directory plan runs may use as their workspace (repeatable; replaces [plans] "
-        "workspace_roots). None declared: the directory the worker starts in, plus the home "
-        "directory for an embedded worker.",
+        "workspace_roots). None declared: the directory the worker starts in. Ponder's home "
+        "and stores are never part of a workspace.",
     ),
     click.option("--config", type=click.Path(), default=None, help="Path to ponder.toml."),
 )

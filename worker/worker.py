@@ -94,7 +94,8 @@ class WorkerOptions:
     queue (``CallOptions.provider_queues``, filled by the client that starts it)."""
     embedded: bool = False
     """The single-user case (a command's own worker, the home's background worker): with no
-    declared workspace roots, the user's home is one (``activities.plan.roots``)."""
+    declared workspace roots, each serves the directories the home's embedded workers started
+    in (``activities.plan.roots``)."""
 
 
 @contextlib.asynccontextmanager
@@ -103,7 +104,7 @@ async def running_worker(
 ) -> AsyncIterator[list[Worker]]:
     """Run the workers for ``options`` until the block exits, then shut them down gracefully."""
     async with httpx.AsyncClient(timeout=None) as http:
-        roots = worker_roots(settings.workspace_roots, embedded=options.embedded)
+        roots = worker_roots(settings.workspace_roots, settings=settings, embedded=options.embedded)
         model = ModelActivities(settings, http, workspace_roots=roots)
         store = RunStore(settings.runs_dir, secrets=known_secrets(settings))
         files = RunFileActivities(store)
@@ -113,9 +114,9 @@ async def running_worker(
         workspace = WorkspaceActivities(roots, settings.runs_dir)
         worktrees = WorktreeActivities(store, roots)
         notifiers = NotifierActivities(settings.notifiers, http)
-        training = TrainingActivities(settings.training_dir)
-        # Plan expressions are evaluated in one child process this worker owns (started on
-        # first use); their parser was built when the workflows were imported.
+        training = TrainingActivities(settings.training_dir, store)
+        # Plan expressions are evaluated in a few child processes this worker owns (started
+        # on first use), shared fairly between runs, each run within its own time budget.
         cel = CelEvaluator()
         activities: list[Callable[..., Any]] = [
             model.call_model,

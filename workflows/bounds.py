@@ -23,6 +23,7 @@ __all__ = [
     "MAX_INT",
     "MAX_JSON_CHARS",
     "MAX_LAMBDA",
+    "MAX_MESSAGE_BYTES",
     "MAX_OUTPUT_TOKENS",
     "MAX_RECORDING_BYTES",
     "MAX_RESPONSE_BYTES",
@@ -89,6 +90,10 @@ MAX_LAMBDA = 1_000.0
 """Bradley-Terry's ridge ``lambda`` (0.01 by default; past a few units every score is ~0)."""
 MAX_RECORDING_BYTES = 256 * 1024 * 1024
 """One ``raw-events.jsonl`` a replay reads (``replay:``, ``calls.replay``): larger is refused."""
+MAX_MESSAGE_BYTES = 1024 * 1024
+"""One update's or signal's argument as the workflow receives it: half of Temporal's own 2 MiB
+payload limit, so an accepted message always fits in the history event that records it (a
+larger one would fail every workflow task that tries to accept it)."""
 MAX_DECIDER_CHARS = 128
 """Who decided a plan's human gate (``resolve_gate``'s ``by``): a name, not a document."""
 MIN_INT, MAX_INT = -(2**63), 2**63 - 1

@@ -13,8 +13,13 @@ polls the queue (``workflows/model_calls.py``). Every time limit here has a ceil
 (``workflows/bounds.py``).
 
 ``session_queues`` routes a provider served by an interactive session (``mcp:``, sampled from
-the host of a connected ``ponder mcp``) to ``<queue>.session.<P>``: a call there that no worker
-takes, or that finds no session, waits for one on a durable timer instead of failing.
+the host of a connected ``ponder mcp``) to ``<queue>.session.<secret>.<P>``: a call there that no
+worker takes, or that finds no session, waits for one on a durable timer instead of failing.
+The secret is random, kept in the ponder home of the user whose ``ponder mcp`` polls the queue
+(``activities/routes.py``): a session lends its host's model, so only runs started by someone who
+can read that home (its own tools, its user's CLI and scripts) may be routed there. A queue
+without such a secret (``ponder.session.mcp``, guessable by anyone who can start a workflow) is
+refused at decode with ``mcp.no_session``.
 
 Pure: pydantic only.
 """
@@ -25,9 +30,12 @@ import re
 from datetime import timedelta
 
 from pydantic import Field, field_validator
+from pydantic_core import PydanticCustomError
 
 from workflows.bounds import MAX_HEARTBEAT_TIMEOUT_S, MAX_SCHEDULE_TO_CLOSE_S
 from workflows.inputs import StrictModel
+from workflows.run_capabilities import MAX_READ_TOKENS, READ_TOKEN_PATTERN
+from workflows.run_ids import check_run_id
 from workflows.wire_replay import WireReplay
 
 __all__ = [
@@ -35,6 +43,8 @@ __all__ = [
     "DEFAULT_SCHEDULE_TO_CLOSE_S",
     "FALLBACK_SCHEDULE_TO_CLOSE_S",
     "MAX_PROVIDER_QUEUES",
+    "NO_SESSION",
+    "SESSION_SECRET",
     "CallOptions",
     "provider_of",
     "provider_task_queue",
@@ -49,6 +59,9 @@ MAX_PROVIDER_QUEUES = 64
 """Entries of ``provider_queues``."""
 _QUEUE_NAME = re.compile(r"[^\s\x00-\x1f\x7f]{1,200}")
 _PROVIDER_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
+SESSION_SECRET = re.compile(r"[0-9a-f]{32,64}")
+"""A session queue's secret: 128 to 256 random bits, in hex."""
+NO_SESSION = "mcp.no_session"
 
 
 def provider_task_queue(task_queue: str, provider: str) -> str:
@@ -56,10 +69,32 @@ def provider_task_queue(task_queue: str, provider: str) -> str:
     return f"{task_queue}.provider.{provider}"
 
 
-def session_task_queue(task_queue: str, provider: str) -> str:
+def session_task_queue(task_queue: str, provider: str, secret: str) -> str:
     """The task queue ``ponder mcp`` polls for ``provider``'s calls while it runs
-    (``ponder.session.mcp``): one per task queue, so any session of that home serves them."""
-    return f"{task_queue}.session.{provider}"
+    (``ponder.session.<secret>.mcp``): one per task queue and home, so any ``ponder mcp`` of
+    that home serves them, a later one included."""
+    return f"{task_queue}.session.{secret}.{provider}"
+
+
+def _check_session_queues(queues: dict[str, str]) -> dict[str, str]:
+    for provider, queue in queues.items():
+        head, _, secret = queue.removesuffix(f".{provider}").rpartition(".session.")
+        if (
+            not _PROVIDER_NAME.fullmatch(provider)
+            or not _QUEUE_NAME.fullmatch(queue)
+            or not queue.endswith(f".{provider}")
+            or not head
+            or not SESSION_SECRET.fullmatch(secret)
+        ):
+            # Its own code: the run asked for someone's MCP session and has none.
+            raise PydanticCustomError(
+                NO_SESSION,
+                f"{provider}: {queue[:80]!r} is not the session queue of a `ponder mcp`: a "
+                f"session queue is '<task queue>.session.<secret>.{provider}', whose secret only "
+                "the ponder home of that `ponder mcp` holds; start the run from an MCP client's "
+                "tools (think, ask) or its user's `ponder` CLI, or leave calls.session_queues out",
+            )
+    return queues
 
 
 def _check_queues(queues: dict[str, str], kind: str, what: str, polled_by: str) -> dict[str, str]:
@@ -115,7 +150,15 @@ class CallOptions(StrictModel):
         default={},
         max_length=MAX_PROVIDER_QUEUES,
         description="provider name -> task queue a `ponder mcp` session serves "
-        "(<queue>.session.<name>); a call there waits for a session instead of failing",
+        "(<queue>.session.<secret>.<name>, the secret from that session's ponder home); a call "
+        "there waits for a session instead of failing",
+    )
+    read_tokens: dict[str, str] = Field(
+        default={},
+        max_length=MAX_READ_TOKENS,
+        description="run id -> that run's read token (its directory's read-token file), for "
+        "every other run this input reads (a replay model, from_checkpoint, replay); the client "
+        "fills it from the run store",
     )
 
     @field_validator("provider_queues")
@@ -128,7 +171,19 @@ class CallOptions(StrictModel):
     @field_validator("session_queues")
     @classmethod
     def _session_queues_only(cls, queues: dict[str, str]) -> dict[str, str]:
-        return _check_queues(queues, "session", "session queue", "`ponder mcp`")
+        return _check_session_queues(queues)
+
+    @field_validator("read_tokens")
+    @classmethod
+    def _read_tokens(cls, tokens: dict[str, str]) -> dict[str, str]:
+        for run_id, token in tokens.items():
+            check_run_id(run_id)
+            if not re.fullmatch(READ_TOKEN_PATTERN, token):
+                raise ValueError(
+                    f"{run_id}: a read token is 32 lower-case hex characters (the run "
+                    "directory's read-token file), not what was given"
+                )
+        return tokens
 
     def task_queue_for(self, model_spec: str) -> str | None:
         """The queue ``model_spec``'s calls go to; None: the workflow's own queue."""

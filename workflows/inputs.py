@@ -48,10 +48,20 @@ class StrictModel(BaseModel):
 
 
 class InputInvalid(PonderError):
-    """Input that does not decode into its model; ``message`` names each path and rule."""
+    """Input that does not decode into its model; ``message`` names each path and rule.
+    ``code`` is ``input.invalid`` unless a validator refused with a code of its own."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(INPUT_INVALID, message)
+    def __init__(self, message: str, *, code: str = INPUT_INVALID) -> None:
+        super().__init__(code, message)
+
+
+def _code_of(exc: ValidationError) -> str:
+    """The first ponder code a validator refused with (a ``PydanticCustomError`` whose type is
+    ``family.name``; pydantic's own types have no dot), else ``input.invalid``."""
+    for error in exc.errors(include_url=False):
+        if "." in error["type"]:
+            return error["type"]
+    return INPUT_INVALID
 
 
 def decode_json(model: type[M], data: bytes | str) -> M:
@@ -59,7 +69,9 @@ def decode_json(model: type[M], data: bytes | str) -> M:
     try:
         decoded = model.model_validate_json(data)
     except ValidationError as exc:
-        raise InputInvalid(f"{model.__name__}: {describe_errors(exc)}") from None
+        raise InputInvalid(
+            f"{model.__name__}: {describe_errors(exc)}", code=_code_of(exc)
+        ) from None
     return _in_range(decoded)
 
 
@@ -68,7 +80,9 @@ def decode_input(model: type[M], value: object) -> M:
     try:
         decoded = model.model_validate(value)
     except ValidationError as exc:
-        raise InputInvalid(f"{model.__name__}: {describe_errors(exc)}") from None
+        raise InputInvalid(
+            f"{model.__name__}: {describe_errors(exc)}", code=_code_of(exc)
+        ) from None
     return _in_range(decoded)
 
 

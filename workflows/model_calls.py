@@ -165,6 +165,10 @@ async def call_model(
     update: dict[str, Any] = {}
     if options.replay is not None and input.replay is None:
         update["replay"] = options.replay  # the run's own routing, carried to the activity
+    if options.read_tokens and input.read_tokens is None:
+        needed = _read_tokens(input.request.model, options)
+        if needed:  # only the ones this call reads: each copy enters history
+            update["read_tokens"] = needed
     if input.chain is None:  # whose run directory this is (activities/run_store.py)
         update["chain"] = workflow.info().first_execution_run_id
     if update:  # one copy, and none for a caller that set both
@@ -239,6 +243,18 @@ async def call_model(
         finally:
             if on_wait is not None and not closed:
                 on_wait(None, PROVIDER_RETRY_LATER)
+
+
+def _read_tokens(model: str, options: CallOptions) -> dict[str, str]:
+    """The read tokens a call of ``model`` may need: the run its model names (a replay
+    endpoint's model is a run id, or a path, which only the worker maps to its run: then all of
+    them) and the wire replay's run. Which endpoint is a replay is the worker's to know."""
+    tokens = options.read_tokens
+    source = model.partition(":")[2]
+    if source.startswith("/"):
+        return dict(tokens)
+    wanted = {source} | ({options.replay.run_id} if options.replay is not None else set())
+    return {run_id: tokens[run_id] for run_id in sorted(wanted) if run_id in tokens}
 
 
 def _no_session_in_time(exc: ActivityError, schedule_to_close: timedelta) -> NoReturn:

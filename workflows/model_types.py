@@ -47,7 +47,10 @@ class ModelRequest(BaseModel):
         default=None, exclude_if=_unset, description="opaque label, e.g. the candidate id"
     )
     base_url: str | None = Field(
-        default=None, exclude_if=_unset, description="overrides the endpoint's base URL"
+        default=None,
+        exclude_if=_unset,
+        description="overrides the endpoint's base URL with one the worker declares (another "
+        "endpoint's, or [ponder] allowed_base_urls)",
     )
     script: str | None = Field(
         default=None,
@@ -82,6 +85,11 @@ class CallModelInput(BaseModel):
         default=None,
         exclude_if=_unset,
         description="the calling workflow's first_execution_run_id (run store)",
+    )
+    read_tokens: dict[str, str] | None = Field(
+        default=None,
+        exclude_if=_unset,
+        description="the read tokens of the runs this call reads (a replay model, calls.replay)",
     )
 
     @property

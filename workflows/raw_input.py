@@ -25,10 +25,12 @@ from temporalio.api.common.v1 import Payload
 from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
+from workflows.bounds import MAX_MESSAGE_BYTES
 from workflows.inputs import InputInvalid, decode_json
+from workflows.run_capabilities import CAPABILITY_REQUIRED, missing_read_tokens, required_message
 from workflows.run_ids import foreign_run_id_problem
 
-__all__ = ["NO_INPUT", "decode_raw", "decode_run_input", "input_failure"]
+__all__ = ["NO_INPUT", "decode_raw", "decode_run_input", "input_failure", "without_capability"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -67,7 +69,21 @@ def decode_run_input(
         return decoded
     requested = getattr(decoded, "run_id", None)
     problem = foreign_run_id_problem(workflow.info().workflow_id, requested)
-    return decoded if problem is None else InputInvalid(f"{model.__name__}: {problem}")
+    if problem is not None:
+        return InputInvalid(f"{model.__name__}: {problem}")
+    return without_capability(decoded) or decoded
+
+
+def without_capability(decoded: BaseModel) -> InputInvalid | None:
+    """The refusal of input that names another run as a source (a ``replay`` model,
+    ``from_checkpoint``) without that run's read token in ``calls.read_tokens``
+    (``workflows/run_capabilities.py``), or None: refused before anything of it is read."""
+    tokens = getattr(getattr(decoded, "calls", None), "read_tokens", {})
+    missing = missing_read_tokens(decoded.model_dump(mode="json"), tokens)
+    if not missing:
+        return None
+    message = f"{type(decoded).__name__}: {required_message(missing)}"
+    return InputInvalid(message, code=CAPABILITY_REQUIRED)
 
 
 def _decode_payload(model: type[M], payload: Payload) -> M | InputInvalid:
@@ -77,6 +93,12 @@ def _decode_payload(model: type[M], payload: Payload) -> M | InputInvalid:
     if encoding != b"json/plain":
         shown = encoding.decode(errors="replace")
         return InputInvalid(f"{model.__name__}: input encoded as {shown!r}: pass one JSON object")
+    if len(payload.data) > MAX_MESSAGE_BYTES:  # only a signal's or an update's argument
+        return InputInvalid(
+            f"{model.__name__}: the message is {len(payload.data)} bytes, over the "
+            f"{MAX_MESSAGE_BYTES}-byte limit for one update or signal; fix: send less (a large "
+            "output belongs in a file the step names)"
+        )
     try:
         return decode_json(model, payload.data)
     except InputInvalid as exc:

@@ -22,7 +22,7 @@ from typing import Any
 from temporalio import activity
 
 from activities.campaign.names import CHECK_CAMPAIGN_ROUTE, SETTLE_CAMPAIGN_CELL
-from activities.config import _BUILTIN_ENDPOINTS, Settings, read_secret
+from activities.config import _BUILTIN_ENDPOINTS, Settings, check_declared_base_url, read_secret
 from activities.errors import ConfigError
 from activities.heartbeats import in_thread
 from activities.providers.registry import resolve_model
@@ -87,7 +87,11 @@ def route_check(
 
         try:
             resolved = resolve_model(
-                item.model, settings, base_url=item.base_url, require_key=False
+                item.model,
+                settings,
+                base_url=item.base_url,
+                require_key=False,
+                declared_only=False,
             )
         except ConfigError as exc:
             issue("unknown_model", exc.message)
@@ -123,6 +127,11 @@ def route_check(
                 f"no API key for provider {resolved.provider_name!r}: set api_key_env and its "
                 "variable on the worker",
             )
+        if item.base_url is not None:
+            try:  # last: the route's own rules above still report first
+                check_declared_base_url(item.base_url, settings)
+            except ConfigError as exc:
+                issue("base_url_not_allowed", exc.message)
     return RouteCheck(issues=issues, http_variants=sorted(http))
 
 

@@ -7,7 +7,9 @@ wrote, so the report always matches the trace beside it.
 
 ``plan_read_checkpoint`` reads one label of another run's ``checkpoints.json`` for
 ``plan run --from RUN:LABEL``: only that file of a run directory in the store (the run id is
-validated, the directory and the file must not be symlinks), at most 1 MiB, as JSON.
+validated, the directory and the file must not be symlinks), at most 1 MiB, as JSON, and only
+with that run's read token (``run.capability_required`` / ``run.capability_invalid`` otherwise,
+before anything of it is read: a wrong label lists the labels only to a holder of the token).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from activities.run_files import in_run_store
 from activities.run_store import (
     RunStore,
     WriteRunFilesInput,
+    check_read_token,
     check_writer,
 )
 from workflows.inputs import INPUT_INVALID
@@ -44,6 +47,8 @@ READ_CHECKPOINT = "plan_read_checkpoint"
 class ReadCheckpointInput(BaseModel):
     run_id: str
     label: str
+    token: str | None = None
+    """The source run's read token (checked before its directory is read)."""
 
 
 class PlanFileActivities:
@@ -66,6 +71,8 @@ class PlanFileActivities:
         return await in_run_store(self._read_checkpoint, input)
 
     def _read_checkpoint(self, input: ReadCheckpointInput) -> RestorePoint:
+        # The capability first: without it, not even whether the run or the label exists.
+        check_read_token(self.store.root, input.run_id, input.token)
         run_dir = self.store.writable_dir(input.run_id)  # refuses a symlinked run directory
         path = run_dir / CHECKPOINTS_FILE
         try:

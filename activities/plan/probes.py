@@ -6,8 +6,10 @@ Jailed as every workspace activity is: the workspace must lie in a root the work
 resolved), else the outcome ``escapes`` (the run fails ``artifact-path-escapes-root``). Then the
 file is opened ``O_NOFOLLOW | O_NONBLOCK`` at its resolved path and must ``fstat`` as a regular
 file with the inode the path had a moment before: a FIFO cannot hang the worker, a link swapped
-in between is not followed, a device is not read. A missing file (or parent) does not hold; a
-file over 16 MiB does not hold; ``file_contains`` decodes UTF-8 strictly.
+in between is not followed, a device is not read. A path that resolves into one of ponder's own
+stores (``ponder.toml`` kept in a project directory) ``escapes`` too: the outcome is never read
+from it. A missing file (or parent) does not hold; a file over 16 MiB does not hold;
+``file_contains`` decodes UTF-8 strictly.
 File I/O runs in a thread, never on the event loop.
 """
 
@@ -17,11 +19,12 @@ import asyncio
 import errno
 import os
 import stat
+from collections.abc import Sequence
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.plan.roots import WORKSPACE_REFUSED, RunRoots, outside_roots
+from activities.plan.roots import WORKSPACE_REFUSED, RunRoots, outside_roots, store_problem
 from workflows.plan.check_types import (
     MAX_FILE_BYTES,
     FileProbe,
@@ -44,14 +47,17 @@ def _realpath(path: str) -> str | None:
         return None
 
 
-def probe(workspace: str, item: FileProbe) -> ProbeOutcome:
-    """One predicate on the file system as it is now."""
+def probe(workspace: str, item: FileProbe, roots: Sequence[str] = ()) -> ProbeOutcome:
+    """One predicate on the file system as it is now (``roots``: the carve-outs to honour)."""
     problem = escape_problem(item.path, workspace, exists=os.path.lexists, realpath=_realpath)
     if problem is not None:
         return ProbeOutcome(holds=False, reason=f"{item.path!r}: {problem}", escapes=True)
     real = _realpath(os.path.join(workspace, item.path))
     if real is None:
         return ProbeOutcome(holds=False, reason=f"{item.path!r} cannot be resolved")
+    stored = store_problem(real, roots)
+    if stored is not None:
+        return ProbeOutcome(holds=False, reason=f"{item.path!r} {stored}", escapes=True)
     try:
         before = os.stat(real)
     except FileNotFoundError:
@@ -100,7 +106,8 @@ class FileProbeActivities(RunRoots):
         return await asyncio.to_thread(self._probe_files, input)
 
     def _probe_files(self, input: ProbeFilesInput) -> ProbeFilesResult:
-        refused = outside_roots(input.workspace, self.roots)
+        roots = self.roots
+        refused = outside_roots(input.workspace, roots)
         if refused is not None:
             raise ApplicationError(refused, type=WORKSPACE_REFUSED, non_retryable=True)
-        return ProbeFilesResult(outcomes=[probe(input.workspace, p) for p in input.probes])
+        return ProbeFilesResult(outcomes=[probe(input.workspace, p, roots) for p in input.probes])

@@ -1,24 +1,31 @@
 """The at-most-once training-pair writer (plans-part2.md section 11): ``append_training_pair``.
 
-One file per plan step, ``<training_dir>/<safe(plan)>/<safe(step)>.jsonl``, and beside it a
-sidecar ``<file>.keys`` with one pair key per line. Every write holds an exclusive ``flock`` on
-the step file, so writers (threads, worker processes, concurrent runs) take turns, and each
-writes its line, then its key, each followed by ``fsync``. Before looking a key up, a writer
-**repairs** what a crash can leave:
+One file per plan step of one run, ``<training_dir>/<safe(plan)>/<run id>/<safe(step)>.jsonl``,
+and beside it a sidecar ``<file>.keys`` with one pair key per line. Every write holds an
+exclusive ``flock`` on the step file, so writers (threads, worker processes) take turns, and
+each writes its line, then its key, each followed by ``fsync``. Before looking a key up, a
+writer **repairs** what a crash can leave:
 
 - a torn last line (a write cut short, no newline) is truncated away, in either file;
 - a last record whose key the sidecar lacks (a crash between the line and its key) gets the key:
   writers serialize, so only the last record can lack one.
 
 Then a key already present is ``dup`` (nothing written), else the pair is appended. So a
-retried activity, two runs capturing the same pair, and a backfill after a restore write it at
-most once, and a crash between line and key neither loses nor doubles it (the reference's
-``mkdir`` mark poisoned the pair on such a crash).
+retried activity and a repeated backfill write a pair at most once, and a crash between line
+and key neither loses nor doubles it (the reference's ``mkdir`` mark poisoned the pair on such a
+crash).
 
-Paths: the training directory is the worker's (``training_dir``), never the input's; the names
-under it are ``safe_name`` forms the writer derives itself; the plan directory is opened with
-``O_NOFOLLOW`` and the files relative to it with ``O_NOFOLLOW``, so a symlink planted inside
-cannot redirect a write. File I/O runs in a thread, never on the worker's event loop.
+Whose file: the plan name comes from input, so it cannot say who owns a file. The run id does:
+it is the workflow id Temporal gives the activity (never input), claimed for the run's execution
+chain in the run store (``RunStore.claim``), so a later execution reusing a closed run's id is
+refused ``run.id_in_use`` and writes nothing. A run therefore appends only to its own files,
+never to another run's, whatever plan name it gives; and a key is looked up in the run's own
+sidecar only, so ``dup`` says nothing about what other runs captured.
+
+Paths: the training directory is the worker's (``training_dir``, a store its owner configures),
+never the input's; the names under it are ``safe_name`` forms and the checked run id; each
+directory is opened with ``O_NOFOLLOW`` and the next name relative to it, so a symlink planted
+inside cannot redirect a write. File I/O runs in a thread, never on the worker's event loop.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from pathlib import Path
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.run_store import REFUSED, RunStore, refusal
 from workflows.plan.training import (
     MAX_LINE_BYTES,
     PRIVACY_NOTE,
@@ -42,6 +50,7 @@ from workflows.plan.training import (
     is_key,
     safe_name,
 )
+from workflows.run_ids import check_run_id
 
 __all__ = ["APPEND_TRAINING_PAIR", "CAPTURE_IO", "TrainingActivities", "append_pair"]
 
@@ -57,20 +66,25 @@ class RepairError(OSError):
     """The file's tail is not something this writer leaves (a line past the ceiling)."""
 
 
-def append_pair(root: Path, input: AppendTrainingPairInput) -> AppendTrainingPairResult:
-    """Append ``input.line`` to its step file unless its key is there already."""
+def append_pair(
+    root: Path, input: AppendTrainingPairInput, run_id: str
+) -> AppendTrainingPairResult:
+    """Append ``input.line`` to the run's step file unless its key is there already."""
     if not is_key(input.key):
         raise ValueError("key must be 64 lower-case hex characters (sha256)")
     data = (input.line + "\n").encode("utf-8")
     if "\n" in input.line or len(data) > MAX_LINE_BYTES:
         raise ValueError(f"a record is one line of at most {MAX_LINE_BYTES} bytes")
-    plan_dir, name = safe_name(input.plan), safe_name(input.step) + ".jsonl"
+    plan_dir, run_dir = safe_name(input.plan), check_run_id(run_id)
+    name = safe_name(input.step) + ".jsonl"
     root.mkdir(parents=True, exist_ok=True)
     _privacy_note(root)
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(root / plan_dir, 0o700)
-    dir_fd = os.open(root / plan_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
+        for part in (plan_dir, run_dir):
+            inner = _subdir(part, dir_fd)
+            os.close(dir_fd)
+            dir_fd = inner
         fd = _open_regular(name, dir_fd)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)  # released when fd closes
@@ -79,7 +93,7 @@ def append_pair(root: Path, input: AppendTrainingPairInput) -> AppendTrainingPai
                 repaired = _repair(fd, keys_fd)
                 if input.key in _keys(keys_fd):
                     return AppendTrainingPairResult(
-                        outcome="dup", file=f"{plan_dir}/{name}", repaired=repaired
+                        outcome="dup", file=f"{plan_dir}/{run_dir}/{name}", repaired=repaired
                     )
                 _write(fd, data)
                 _write(keys_fd, (input.key + "\n").encode())
@@ -89,7 +103,16 @@ def append_pair(root: Path, input: AppendTrainingPairInput) -> AppendTrainingPai
             os.close(fd)
     finally:
         os.close(dir_fd)
-    return AppendTrainingPairResult(outcome="written", file=f"{plan_dir}/{name}", repaired=repaired)
+    return AppendTrainingPairResult(
+        outcome="written", file=f"{plan_dir}/{run_dir}/{name}", repaired=repaired
+    )
+
+
+def _subdir(name: str, dir_fd: int) -> int:
+    """The directory ``name`` under ``dir_fd``, made if missing, never through a symlink."""
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(name, 0o700, dir_fd=dir_fd)
+    return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
 
 
 def _open_regular(name: str, dir_fd: int) -> int:
@@ -175,15 +198,22 @@ def _repair(fd: int, keys_fd: int) -> list[str]:
 
 
 class TrainingActivities:
-    def __init__(self, training_dir: Path) -> None:
+    """``store``: the run store whose claims say which execution chain owns a run id (None:
+    no claim is checked, for a writer without one)."""
+
+    def __init__(self, training_dir: Path, store: RunStore | None = None) -> None:
         self.training_dir = training_dir
+        self.store = store
 
     @activity.defn(name=APPEND_TRAINING_PAIR)
     async def append_training_pair(
         self, input: AppendTrainingPairInput
     ) -> AppendTrainingPairResult:
+        run_id = activity.info().workflow_id or ""
         try:
-            return await asyncio.to_thread(append_pair, self.training_dir, input)
+            return await asyncio.to_thread(self._append, input, run_id)
+        except REFUSED as exc:
+            raise refusal(exc) from None
         except ValueError as exc:
             raise ApplicationError(str(exc), type="capture.invalid", non_retryable=True) from None
         except OSError as exc:
@@ -191,3 +221,8 @@ class TrainingActivities:
             raise ApplicationError(
                 f"{type(exc).__name__}: {exc.strerror or exc}", type=CAPTURE_IO, non_retryable=True
             ) from None
+
+    def _append(self, input: AppendTrainingPairInput, run_id: str) -> AppendTrainingPairResult:
+        if self.store is not None and input.chain is not None:
+            self.store.claim(check_run_id(run_id), input.chain)
+        return append_pair(self.training_dir, input, run_id)

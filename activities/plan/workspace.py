@@ -7,7 +7,8 @@ caught. A snapshot is its own activity, taken before the executor runs, so a ret
 cannot snapshot its own first attempt's write.
 
 Every activity first holds the workspace to the roots this worker declares (``roots``): the
-input names the workspace, the worker decides where one may be (``activities.plan.roots``).
+input names the workspace, the worker decides where one may be (``activities.plan.roots``),
+and a declared path that resolves into one of ponder's own stores is refused like an escape.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.plan.roots import WORKSPACE_REFUSED, RunRoots, outside_roots
+from activities.plan.roots import WORKSPACE_REFUSED, RunRoots, outside_roots, store_problem
 from workflows.plan.paths import escape_problem
 from workflows.plan.run_types import LandedInput, PathsInput, WriteSnapshot
 
@@ -76,7 +77,8 @@ class WorkspaceActivities(RunRoots):
     def _check_paths(self, input: PathsInput) -> list[str]:
         """One line per refused path (``path: why``); a workspace outside the worker's roots,
         or missing, is refused alone (nothing outside the roots is probed)."""
-        outside = outside_roots(input.workspace, self.roots, field=input.field)
+        roots = self.roots
+        outside = outside_roots(input.workspace, roots, field=input.field)
         if outside is not None:
             return [outside]
         if not os.path.isdir(input.workspace):
@@ -86,6 +88,9 @@ class WorkspaceActivities(RunRoots):
             problem = escape_problem(
                 rel, input.workspace, exists=os.path.lexists, realpath=_realpath
             )
+            if problem is None:
+                real = _realpath(os.path.join(input.workspace, rel))
+                problem = store_problem(real, roots) if real is not None else None
             if problem is not None:
                 problems.append(f"{rel!r}: {problem}")
         return problems

@@ -10,6 +10,7 @@ from activities.config import (
     Endpoint,
     Settings,
     check_base_url,
+    check_declared_base_url,
     read_secret,
     secrets_file_configured,
 )
@@ -74,14 +75,21 @@ def parse_model_spec(spec: str) -> tuple[str, str]:
 
 
 def resolve_model(
-    spec: str, settings: Settings, *, base_url: str | None = None, require_key: bool = True
+    spec: str,
+    settings: Settings,
+    *,
+    base_url: str | None = None,
+    require_key: bool = True,
+    declared_only: bool = True,
 ) -> ResolvedModel:
     """Look up the endpoint and key for ``spec``; refuses unknown providers and missing keys.
 
     A key stays bound to its endpoint's configured URL: with another ``base_url`` none is sent
     (workflow input must not be able to send a worker's key elsewhere); give such a server
-    its own ``[providers.NAME]`` with ``api_key_env`` instead. ``require_key=False`` is for
-    processes that only start runs (the workers hold the keys).
+    its own ``[providers.NAME]`` with ``api_key_env`` instead. Another ``base_url`` must be one
+    the settings declare (``route.base_url_not_allowed``): input never adds a host;
+    ``declared_only=False`` is for a check that reports that refusal itself, among others.
+    ``require_key=False`` is for processes that only start runs (the workers hold the keys).
     """
     provider, model = parse_model_spec(spec)
     if provider == "command":
@@ -97,6 +105,8 @@ def resolve_model(
     if base_url:
         check_base_url(base_url)
     if base_url and base_url.rstrip("/") != (endpoint.base_url or "").rstrip("/"):
+        if declared_only:
+            check_declared_base_url(base_url, settings)
         endpoint = endpoint.model_copy(update={"base_url": base_url, "api_key_env": None})
     if endpoint.kind == "command" and not endpoint.argv:
         raise _command_refused(spec)

@@ -4,6 +4,10 @@
 inside the run store or a declared ``replay_dirs`` entry (the registry confines the source)
 finds the last successful recorded exchange with the same call key (phase/index/attempt) and
 normalizes its response body with the provider that made it.
+
+A recording inside the run store belongs to a run, and is read only with that run's read token
+(``workflows/run_capabilities.py``): ``source_run`` and ``store_holds`` say which run a replay
+reads, so ``call_model`` checks the token before anything is read.
 """
 
 from __future__ import annotations
@@ -20,7 +24,28 @@ from activities.providers.base import CallContext, Provider
 from workflows.bounds import MAX_RECORDING_BYTES
 from workflows.model_types import ModelRequest, ModelResponse
 
-__all__ = ["ReplayProvider", "read_recording"]
+__all__ = ["ReplayProvider", "read_recording", "source_run", "store_holds"]
+
+
+def source_run(recording: Path, runs_dir: Path) -> str | None:
+    """The run whose directory holds ``recording`` (a ``replay:`` source, already confined by
+    the registry), or None when it lies outside the run store (a declared ``replay_dirs``
+    entry, which the worker shares on purpose)."""
+    root = runs_dir.resolve()
+    path = recording.resolve()
+    if not path.is_relative_to(root) or path == root:
+        return None
+    return path.relative_to(root).parts[0]
+
+
+def store_holds(run_id: str, runs_dir: Path) -> bool:
+    """Whether the run store holds run ``run_id`` or one of its children (``<run id>.<...>``,
+    a campaign's cells, a plan step's tournaments): what a wire replay of it would read."""
+    try:
+        with os.scandir(runs_dir) as entries:
+            return any(e.name == run_id or e.name.startswith(run_id + ".") for e in entries)
+    except OSError:
+        return False
 
 
 def read_recording(path: Path) -> list[bytes]:

@@ -6,11 +6,12 @@ worker on the session queue (``session_task_queue``) whose ``ModelActivities`` h
 ``Sampler``; this provider hands the prompt to it. The hint goes to the host as
 ``modelPreferences.hints[0].name`` (``mcp:any`` sends none), advisory as MCP says.
 
-A worker with no sampler (an ordinary ``ponder worker``) refuses the call as misrouted
-(``provider.config``); a sampler with no session connected raises ``provider.session_gone``, which
-the workflow waits out on a durable timer until a session serves the queue again
-(``workflows/model_calls.py``). The reply is capped like an HTTP body (``MAX_RESPONSE_BYTES``);
-its tokens are estimated (a host reports none) and it costs 0 USD here: the host pays.
+A worker with no sampler (an ordinary ``ponder worker``) refuses the call at once
+(``mcp.no_session``: the run was not routed to a session, so it has none); a sampler with no
+session connected raises ``provider.session_gone``, which the workflow waits out on a durable
+timer until a session serves the queue again (``workflows/model_calls.py``). The reply is capped
+like an HTTP body (``MAX_RESPONSE_BYTES``); its tokens are estimated (a host reports none) and it
+costs 0 USD here: the host pays.
 
 Pure of the MCP SDK: the ``Sampler`` protocol speaks plain data; ``client/mcp/sampling.py``
 speaks MCP.
@@ -33,6 +34,7 @@ from activities.errors import (
 )
 from activities.providers.base import CallContext
 from workflows.bounds import MAX_RESPONSE_BYTES
+from workflows.call_options import NO_SESSION
 from workflows.model_types import ModelRequest, ModelResponse, Usage
 
 __all__ = [
@@ -126,10 +128,11 @@ class SamplingProvider:
     async def request(self, request: ModelRequest, ctx: CallContext) -> ModelResponse:
         if ctx.sampler is None:
             raise ConfigError(
-                "model.mcp_unrouted",
-                f"model mcp:{ctx.model_name} reached a worker with no MCP session: mcp: calls "
-                "are served only by `ponder mcp` on the run's calls.session_queues; start the "
-                "run from an MCP session (its tools route it), or name the session queue there",
+                NO_SESSION,
+                f"model {ctx.provider_name}:{ctx.model_name} reached a worker with no MCP "
+                "session: such calls are served only by a `ponder mcp` on the session queue "
+                "its tools route the run to; start the run from an MCP client's tools (think, "
+                "ask) or its user's `ponder` CLI, or use another model",
             )
         sample_request = SampleRequest(
             prompt=request.prompt,

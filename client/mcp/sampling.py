@@ -1,7 +1,8 @@
 """The sampling provider's MCP half: the sessions ``mcp:`` calls sample from, and their worker.
 
 While ``ponder mcp`` runs it polls the session queue of each ``mcp``-kind provider
-(``ponder.session.mcp`` for the default task queue) with a small activity worker whose
+(``ponder.session.<secret>.mcp`` for the default task queue, the secret from its ponder home:
+nobody who cannot read that home can route a call to its host) with a small activity worker whose
 ``call_model`` is the usual one (run store, raw events, redaction, bounds) holding a
 ``SessionSampler``: a call there goes out to a connected session as ``sampling/createMessage``.
 
@@ -11,7 +12,7 @@ dropped at its first failed send. With none, the call fails ``provider.session_g
 run waits for a session (``workflows/model_calls.py``); when this process exits nothing polls
 the queue and the run waits the same way, until any ``ponder mcp`` of this task queue with a
 sampling host serves it again. Routing never depends on which session: the queue is the task
-queue's, so a reconnected host (a new process, a new session id) picks the calls up.
+queue's and home's, so a reconnected host (a new process, a new session id) picks the calls up.
 """
 
 from __future__ import annotations
@@ -35,9 +36,9 @@ from temporalio.worker import Worker
 
 from activities.call_model import ModelActivities
 from activities.config import Settings
-from activities.errors import DispatchError, ModelTimeoutError, SessionGoneError
+from activities.errors import ConfigError, DispatchError, ModelTimeoutError, SessionGoneError
 from activities.providers.sampling import SESSION_KIND, Sample, SampleRequest
-from activities.routes import queue_polled
+from activities.routes import SESSION_SECRET_FILE, queue_polled, session_secret
 from client.mcp.carriers import Carriers
 from workflows.call_options import session_task_queue
 
@@ -131,11 +132,15 @@ async def serving_sampling(
     client: Client, settings: Settings, sampler: SessionSampler
 ) -> AsyncIterator[list[str]]:
     """Poll the session queue of every ``mcp``-kind provider until the block exits."""
-    queues = [
-        session_task_queue(settings.task_queue, name)
-        for name, endpoint in sorted(settings.providers.items())
-        if endpoint.kind == SESSION_KIND
-    ]
+    names = [name for name, e in sorted(settings.providers.items()) if e.kind == SESSION_KIND]
+    secret = await asyncio.to_thread(session_secret, settings.home, create=True) if names else ""
+    if secret is None:
+        raise ConfigError(
+            "config.unreadable",
+            f"{settings.home / SESSION_SECRET_FILE} does not hold a session secret (32 to 64 hex "
+            "digits, readable by this user): delete it and start `ponder mcp` again",
+        )
+    queues = [session_task_queue(settings.task_queue, name, secret) for name in names]
     async with httpx.AsyncClient(timeout=None) as http:
         model = ModelActivities(settings, http, sampler=sampler)
         workers = [

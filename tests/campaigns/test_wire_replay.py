@@ -18,6 +18,7 @@ from temporalio.exceptions import ApplicationError
 from activities.config import Endpoint, Settings
 from activities.wire_cache import WireCaches, recording_files
 from client.documents import load
+from client.read_tokens import attach_read_tokens, read_token
 from tests.campaigns.helpers import document, run_campaign
 from tests.cli import cli_env, ponder
 from tests.conftest import with_endpoint
@@ -92,13 +93,28 @@ def mixed_document(**overrides: Any) -> dict[str, Any]:
 
 
 async def run(
-    client: Client, queue: str, doc: dict[str, Any], *, replay: dict[str, str] | None = None
+    client: Client,
+    queue: str,
+    doc: dict[str, Any],
+    *,
+    replay: dict[str, str] | None = None,
+    settings: Settings | None = None,
 ) -> tuple[str, Any]:
-    """Start a campaign (replaying ``replay`` when given); its id and result or failure."""
+    """Start a campaign (replaying ``replay`` when given, with the recorded run's read token
+    from ``settings``' run store, as the client sends it); its id and result or failure."""
     if replay is not None:
         doc = {**doc, "calls": {"replay": replay}}
+        if settings is not None:
+            doc = attach_read_tokens(doc, settings.runs_dir)
     run_id = f"camp-{uuid.uuid4().hex[:8]}"
     return run_id, await run_campaign(client, queue, doc, run_id)
+
+
+def replaying(settings: Settings, run_id: str) -> CallOptions:
+    """``calls`` that replay run ``run_id``, with its read token from the run store."""
+    token = read_token(settings.runs_dir, run_id)
+    assert token is not None
+    return CallOptions(replay=WireReplay(run_id=run_id), read_tokens={run_id: token})
 
 
 def records(run_dir: Path) -> list[dict[str, Any]]:
@@ -241,10 +257,12 @@ async def test_a_recorded_campaign_replays_offline_to_the_same_records_and_repor
     monkeypatch.delenv(KEY_ENV)
 
     # A replay that may go to the network still needs the key the route asks for.
-    _, no_key = await run(client, queue, doc, replay={"run_id": original, "on_miss": "network"})
+    _, no_key = await run(
+        client, queue, doc, replay={"run_id": original, "on_miss": "network"}, settings=settings
+    )
     assert isinstance(no_key, ApplicationError) and no_key.type == "route.no_auth"
 
-    replay, replayed = await run(client, queue, doc, replay={"run_id": original})
+    replay, replayed = await run(client, queue, doc, replay={"run_id": original}, settings=settings)
     assert isinstance(replayed, CampaignResult), replayed
     assert len(fake.seen) == calls  # not one request left the worker
     assert replayed.failed_cells == 4
@@ -312,7 +330,9 @@ async def test_a_miss_under_throw_fails_the_campaign_naming_the_key(
     queue, settings = http_queue
     doc, original = await recorded_seed_0(client, queue)
     fake.close()
-    replay, error = await run(client, queue, doc, replay={"run_id": original, "on_miss": "throw"})
+    replay, error = await run(
+        client, queue, doc, replay={"run_id": original, "on_miss": "throw"}, settings=settings
+    )
     assert isinstance(error, ApplicationError) and error.type == "provider.replay_miss"
     # Cells run in order: the sim single shot on seed 0 is replayed, then seed 1 misses. The
     # prompt is the one recorded on seed 0; only the seed differs, and so does the key.
@@ -337,7 +357,9 @@ async def test_a_tournament_miss_under_throw_stops_the_campaign_with_its_code(
     original, result = await run(client, queue, doc)
     assert isinstance(result, CampaignResult) and result.failed_cells == 0, result
     fake.close()
-    replay, error = await run(client, queue, {**doc, "seeds": [0, 1]}, replay={"run_id": original})
+    replay, error = await run(
+        client, queue, {**doc, "seeds": [0, 1]}, replay={"run_id": original}, settings=settings
+    )
     assert isinstance(error, ApplicationError) and error.type == "provider.replay_miss"
     assert "call initial_generation/0/0" in error.message
     rows = records(settings.runs_dir / replay)
@@ -359,11 +381,11 @@ async def test_a_judge_scorer_miss_under_throw_stops_the_campaign_too(
     original, result = await run(client, queue, doc)
     assert isinstance(result, CampaignResult) and result.failed_cells == 0, result
     fake.close()
-    _, same = await run(client, queue, doc, replay={"run_id": original})
+    _, same = await run(client, queue, doc, replay={"run_id": original}, settings=settings)
     assert isinstance(same, CampaignResult) and same.failed_cells == 0, same  # judged from tape
     # Another rubric is another judge prompt: the recording has no answer for it.
     doc["scenarios"][0]["scorer"]["rubric"] = "Correct, short and documented."
-    replay, error = await run(client, queue, doc, replay={"run_id": original})
+    replay, error = await run(client, queue, doc, replay={"run_id": original}, settings=settings)
     assert isinstance(error, ApplicationError) and error.type == "provider.replay_miss"
     assert "call campaign_judge/0/0" in error.message
     (row,) = records(settings.runs_dir / replay)
@@ -385,7 +407,11 @@ async def test_a_plan_miss_under_throw_stops_the_campaign_with_its_code(
     original, result = await run(client, worker_queue, doc)
     assert isinstance(result, CampaignResult) and result.failed_cells == 0, result
     replay, error = await run(
-        client, worker_queue, {**doc, "seeds": [0, 1]}, replay={"run_id": original}
+        client,
+        worker_queue,
+        {**doc, "seeds": [0, 1]},
+        replay={"run_id": original},
+        settings=settings,
     )
     assert isinstance(error, ApplicationError) and error.type == "provider.replay_miss", error
     assert "call draft/0/0" in error.message and f"seed {child_seed(1, 'lis')}" in error.message
@@ -432,7 +458,7 @@ async def test_no_route_or_join_absorbs_a_plan_miss(
     routed = plan_doc(agent("a", "Answer two.", on_fail="rescue"), agent("rescue", "Rescue."))
     joined = plan_doc(*fanout("one", "two"), budget={"calls": 2})  # a call per item
     original = await run_plan(client, worker_queue, recorded)
-    calls = CallOptions(replay=WireReplay(run_id=original.run_id))
+    calls = replaying(settings, original.run_id)
     for plan in (routed, joined):
         error = await plan_failure(client, worker_queue, plan, calls=calls)
         assert error.type == "dispatch-dead" and "provider.replay_miss: " in error.message
@@ -453,7 +479,7 @@ async def test_a_miss_under_fail_closed_is_a_599_the_cell_records(
     doc, original = await recorded_seed_0(client, queue)
     fake.close()
     replay, result = await run(
-        client, queue, doc, replay={"run_id": original, "on_miss": "fail-closed"}
+        client, queue, doc, replay={"run_id": original, "on_miss": "fail-closed"}, settings=settings
     )
     assert isinstance(result, CampaignResult), result
     rows = {(r["variant"], r["seed"]): r for r in records(settings.runs_dir / replay)}
@@ -474,7 +500,7 @@ async def test_a_miss_under_network_asks_the_provider(
     doc, original = await recorded_seed_0(client, queue)
     calls = len(fake.seen)
     replay, result = await run(
-        client, queue, doc, replay={"run_id": original, "on_miss": "network"}
+        client, queue, doc, replay={"run_id": original, "on_miss": "network"}, settings=settings
     )
     assert isinstance(result, CampaignResult) and result.failed_cells == 0, result
     # Seed 0 came from the recording; seed 1's HTTP cell went out (one request), its sim cell
@@ -516,11 +542,12 @@ async def test_the_cli_and_the_temporal_cli_replay_a_plan_campaign(
     assert replayed.out == recorded.out  # the same recommendation and decisions
     saved = json.loads((settings.runs_dir / rep / "campaign.json").read_text())
     assert saved["calls"]["replay"] == {"run_id": rec, "on_miss": "fail-closed"}
-    # The same through the plain temporal CLI: the input field does it.
+    # The same through the plain temporal CLI: the input fields do it (the recorded run's read
+    # token, which the ponder CLI read from the run store itself).
+    calls = {"replay": {"run_id": rec}, "read_tokens": {rec: read_token(settings.runs_dir, rec)}}
     code, out = await temporal(
         server_address, "workflow", "start", "--type", CAMPAIGN, "--task-queue", worker_queue,
-        "--workflow-id", tmp, "--input",
-        json.dumps(doc | {"calls": {"replay": {"run_id": rec}}}),
+        "--workflow-id", tmp, "--input", json.dumps(doc | {"calls": calls}),
     )  # fmt: skip
     assert code == 0, out
     await client.get_workflow_handle(tmp, result_type=CampaignResult).result()
@@ -560,7 +587,7 @@ async def test_sim_calls_of_an_http_variant_count_as_captured_and_replay(
     assert synthetic and all(e["provider_kind"] == "sim" for e in synthetic)
     assert len({e["call_id"] for e in lines}) == row["calls"] > len(synthetic)
     fake.close()
-    replay, replayed = await run(client, queue, doc, replay={"run_id": original})
+    replay, replayed = await run(client, queue, doc, replay={"run_id": original}, settings=settings)
     assert isinstance(replayed, CampaignResult) and replayed.failed_cells == 0, replayed
     assert without_identity(records(settings.runs_dir / replay)) == without_identity(
         records(settings.runs_dir / original)
@@ -578,7 +605,7 @@ async def test_an_ask_replays_from_its_recording_by_wire_key(
         client, worker_queue, AskInput(question=question, model="sim:default", seed=4)
     )
     source = recorded.run_id
-    replay = CallOptions(replay=WireReplay(run_id=source))
+    replay = replaying(settings, source)
     again = await ask(
         client,
         worker_queue,
@@ -614,7 +641,7 @@ async def test_provider_shapes_replay_offline_json_mode_fallback_and_messages_ap
         chat.close()
         messages.close()
         for original, input in zip(recorded, asks, strict=True):
-            calls = CallOptions(replay=WireReplay(run_id=original.run_id))
+            calls = replaying(settings, original.run_id)
             again = await ask(client, queue, input.model_copy(update={"calls": calls}))
             assert again.response.text == original.response.text
             assert again.response.usage == original.response.usage

@@ -100,8 +100,9 @@ async def test_escalation_and_capture_stay_bounded_on_a_shared_worker(
     assert kinds.index("gate.defaulted") < kinds.index("gate.escalation_failed")
     assert kinds[-1] == "run.closed" and f"127.0.0.1:{port}" not in trace
 
-    (written,) = list((training / safe_name("../../etc")).glob("*.jsonl"))
-    assert written.parent.parent == training and written.name == f"{safe_name('..:..x')}.jsonl"
+    (written,) = list((training / safe_name("../../etc")).glob("*/*.jsonl"))
+    assert written.parent.parent.parent == training and written.parent.name == huge
+    assert written.name == f"{safe_name('..:..x')}.jsonl"
     raw = written.read_bytes()
     assert len(raw) <= MAX_LINE_BYTES
     record = json.loads(raw)

@@ -20,6 +20,7 @@ from temporalio.client import Client
 from activities.config import Settings
 from tests.hostile.harness import SharedWorker, dumps, shared_worker
 from workflows.names import ASK, PLAN_RUN, TOURNAMENT
+from workflows.run_capabilities import READ_TOKEN_FILE
 
 CODED_WITHIN = 30.0
 """A refused run ends well inside this (a retried one took 32 s and ended uncoded)."""
@@ -77,7 +78,12 @@ async def test_a_run_cannot_write_another_runs_directory(
         assert _snapshot(run_dir) == before
         # Replaying the victim still answers with its own text, not a hijacker's.
         replay = f"iso-replay-{tag}"
-        from_victim = {"question": "original", "model": f"replay:{victim}"}
+        token = (run_dir / READ_TOKEN_FILE).read_text().strip()  # its owner can read it
+        from_victim = {
+            "question": "original",
+            "model": f"replay:{victim}",
+            "calls": {"read_tokens": {victim: token}},
+        }
         await worker.start(ASK, replay, dumps(from_victim))
         replayed = await asyncio.wait_for(worker.handle(replay).result(), CODED_WITHIN)
         assert replayed["response"]["text"] == original["response"]["text"]
@@ -104,6 +110,8 @@ async def test_replay_reads_only_recordings_inside_the_run_store(
     recorded.mkdir()
     (recorded / "summary.json").write_text('{\n  "status": "completed"\n}\n')
     (recorded / "raw-events.jsonl").write_text("not json\n[1]\n")  # no exchange in it
+    token = "0123456789abcdef" * 2
+    (recorded / READ_TOKEN_FILE).write_text(token)
 
     async with shared_worker(client, settings, server_address) as worker:
         cases = {
@@ -119,8 +127,12 @@ async def test_replay_reads_only_recordings_inside_the_run_store(
                 "no successful exchange",
             ),
         }
+        # Each with a read token, so the rules checked are the recording's own: a link is
+        # refused before any token is looked at.
+        tokens = {"read_tokens": {linked: token, recorded.name: token}}
         for workflow_id, (model, _, _) in cases.items():
-            await worker.start(ASK, workflow_id, dumps({"question": "q", "model": model}))
+            ask = {"question": "q", "model": model, "calls": tokens}
+            await worker.start(ASK, workflow_id, dumps(ask))
         await worker.probe()
         for workflow_id, (_, code, said) in cases.items():
             error = await worker.failure(workflow_id, within=CODED_WITHIN)

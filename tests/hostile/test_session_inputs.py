@@ -23,8 +23,8 @@ REFUSED = [
         ASK,
         "session-queue-any",
         {"question": "q", "calls": {"session_queues": {"mcp": "ponder"}}},
-        "input.invalid",
-        "mcp: 'ponder' is not a session queue of provider 'mcp'",
+        "mcp.no_session",
+        "mcp: 'ponder' is not the session queue of a `ponder mcp`",
     ),
     (
         ASK,
@@ -37,7 +37,7 @@ REFUSED = [
         ASK,
         "mcp-without-session",
         {"question": "q", "model": "mcp:x"},
-        "provider.config",
+        "mcp.no_session",
         "reached a worker with no MCP session",
     ),
     (

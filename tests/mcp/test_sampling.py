@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import stat
 import uuid
+from pathlib import Path
 from typing import Any
 
 import mcp_types as types
@@ -20,10 +22,12 @@ from activities.config import Settings
 from activities.errors import ConfigError
 from activities.providers import resolve_model
 from activities.providers.sampling import SampleRequest
+from activities.routes import SESSION_SECRET_FILE, session_secret
 from tests.cli import cli_env, ponder
 from tests.mcp.helpers import serving, stdio_client, structured
 from workflows.ask_types import AskInput
-from workflows.call_options import CallOptions, session_task_queue
+from workflows.call_options import SESSION_SECRET, CallOptions, session_task_queue
+from workflows.inputs import InputInvalid, decode_input
 from workflows.model_calls import PROVIDER_SESSION_GONE
 from workflows.names import ASK, QUERY_PROGRESS, TOURNAMENT
 from workflows.tournament.profiles import BUILTIN_PROFILES, Profile
@@ -55,6 +59,13 @@ class Host:
 def _text(params: types.CreateMessageRequestParams) -> str:
     blocks = [b for m in params.messages for b in m.content_as_list]
     return "".join(b.text for b in blocks if isinstance(b, types.TextContent))
+
+
+def _session_queue(settings: Settings, queue: str) -> str:
+    """The session queue a `ponder mcp` of this home polls (as its tools would route a run)."""
+    secret = session_secret(settings.home, create=True)
+    assert secret is not None
+    return session_task_queue(queue, "mcp", secret)
 
 
 def _env(settings: Settings, server_address: str, queue: str) -> dict[str, str]:
@@ -90,7 +101,8 @@ async def test_a_tournament_runs_on_the_hosts_model(
     # Every call of the run went to the host, hint and prompt included.
     assert len(host.seen) == done["calls"] > 0
     assert all(p.model_preferences and p.model_preferences.hints for p in host.seen)
-    assert {p.model_preferences.hints[0].name for p in host.seen if p.model_preferences} == {HINT}
+    hints = [p.model_preferences.hints for p in host.seen if p.model_preferences]
+    assert {h[0].name for h in hints if h} == {HINT}
     assert any("Name a sorting algorithm" in _text(p) for p in host.seen)
     raw = (settings.runs_dir / run_id / "raw-events.jsonl").read_text().splitlines()
     events = [json.loads(line) for line in raw]
@@ -109,7 +121,7 @@ async def test_a_run_waits_for_a_session_then_goes_on(
         task="Name a sorting algorithm",
         model=f"mcp:{HINT}",
         custom=Profile.model_validate(BUILTIN_PROFILES["quick"].model_dump() | SMALL),
-        calls=CallOptions(session_queues={"mcp": session_task_queue(worker_queue, "mcp")}),
+        calls=CallOptions(session_queues={"mcp": _session_queue(settings, worker_queue)}),
     )
     handle = await client.start_workflow(
         TOURNAMENT, payload, id=run_id, task_queue=worker_queue, result_type=TournamentResult
@@ -139,7 +151,7 @@ async def test_a_run_waits_for_a_session_then_goes_on(
 
 
 async def test_a_call_that_waits_out_its_schedule_to_close_fails_session_gone(
-    client: Client, worker_queue: str
+    client: Client, settings: Settings, worker_queue: str
 ) -> None:
     # Nothing ever polls the session queue: each try is never started (not a session_gone
     # answer), and the call's 8 s run out at its second wait.
@@ -148,7 +160,7 @@ async def test_a_call_that_waits_out_its_schedule_to_close_fails_session_gone(
         model=f"mcp:{HINT}",
         calls=CallOptions(
             schedule_to_close_s=8.0,
-            session_queues={"mcp": session_task_queue(worker_queue, "mcp")},
+            session_queues={"mcp": _session_queue(settings, worker_queue)},
         ),
     )
     handle = await client.start_workflow(
@@ -194,10 +206,44 @@ def test_the_hint_goes_to_model_preferences() -> None:
     assert "modelPreferences" not in SampleRequest("p", None, None, 10, None).wire()
 
 
-def test_session_queues_are_checked() -> None:
-    with pytest.raises(ValueError, match="is not a session queue"):
-        CallOptions(session_queues={"mcp": "anywhere"})
-    assert CallOptions(session_queues={"mcp": "q.session.mcp"}).awaits_session("mcp:x")
+SECRET = "0123456789abcdef" * 2
+
+
+@pytest.mark.parametrize(
+    "queue",
+    [
+        "anywhere",
+        "q.session.mcp",  # the old, guessable form
+        f"q.session.{SECRET[:-1]}.mcp",  # 31 hex digits
+        f"q.session.{SECRET.upper()}.mcp",
+        f".session.{SECRET}.mcp",
+        f"q.session.{SECRET}.other",
+        f"q.provider.{SECRET}.mcp",
+    ],
+)
+def test_a_session_queue_without_a_secret_is_refused_no_session(queue: str) -> None:
+    with pytest.raises(InputInvalid) as refused:
+        decode_input(CallOptions, {"session_queues": {"mcp": queue}})
+    assert refused.value.code == "mcp.no_session", refused.value
+    assert "is not the session queue of a `ponder mcp`" in refused.value.message
+
+
+def test_a_session_queue_with_a_secret_is_taken() -> None:
+    queue = session_task_queue("q", "mcp", SECRET)
+    assert queue == f"q.session.{SECRET}.mcp"
+    assert CallOptions(session_queues={"mcp": queue}).awaits_session("mcp:x")
+
+
+def test_a_homes_secret_is_made_once_and_kept_private(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    assert session_secret(home) is None  # a start reads it; only `ponder mcp` makes it
+    made = session_secret(home, create=True)
+    assert made is not None and SESSION_SECRET.fullmatch(made)
+    assert session_secret(home, create=True) == session_secret(home) == made
+    assert stat.S_IMODE((home / SESSION_SECRET_FILE).stat().st_mode) == 0o600
+    assert [p.name for p in home.iterdir()] == [SESSION_SECRET_FILE]  # no draft left
+    (home / SESSION_SECRET_FILE).write_text("not hex\n")
+    assert session_secret(home) is None and session_secret(home, create=True) is None
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])

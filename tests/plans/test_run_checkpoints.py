@@ -16,10 +16,12 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowUpdateFailed
 from temporalio.exceptions import ApplicationError
 
 from activities.config import Settings
+from client.read_tokens import read_token
 from tests.plans.run_helpers import agent, events, plan_doc, start, status, wait_state
 from tests.plans.test_run_consumer import consumer, done, issued
 from tests.plans.test_run_control import signal, update
 from worker.worker import WorkerOptions, running_worker
+from workflows.call_options import CallOptions
 from workflows.names import UPDATE_CHECKPOINT, UPDATE_RESOLVE_GATE, UPDATE_REVERT
 from workflows.plan.checkpoints import CheckpointInput, RevertInput
 from workflows.plan.run_types import FromCheckpoint, PlanRunResult, ResolveGateInput
@@ -32,6 +34,16 @@ REVIEWED = plan_doc(
     agent("announce", "Announce.", deps=["ship"]),
     budget={"calls": 6},  # a revert buys no calls back: the re-run review is paid again
 )
+
+
+def _from(settings: Settings, run_id: str, label: str) -> dict[str, Any]:
+    """``from_checkpoint`` with the source's read token, as the CLI sends it."""
+    token = read_token(settings.runs_dir, run_id)
+    assert token is not None
+    return {
+        "from_checkpoint": FromCheckpoint(run_id=run_id, label=label),
+        "calls": CallOptions(read_tokens={run_id: token}),
+    }
 
 
 def _cause(exc: WorkflowUpdateFailedError) -> str:
@@ -151,7 +163,7 @@ async def test_a_new_run_from_a_failed_runs_checkpoint_reuses_only_matching_step
         worker_queue,
         _from_plan("Again, review ${steps.draft.output}."),
         workspace=str(workspace),
-        from_checkpoint=FromCheckpoint(run_id=first, label="reviewed"),
+        **_from(settings, first, "reviewed"),
     )
     gate = await wait_state(handle, "awaiting_gate")
     assert gate.resumed == ["draft"]
@@ -165,7 +177,7 @@ async def test_a_new_run_from_a_failed_runs_checkpoint_reuses_only_matching_step
 
 
 async def test_from_an_unchanged_plan_reuses_every_settled_step(
-    client: Client, worker_queue: str, tmp_path: Path
+    client: Client, worker_queue: str, settings: Settings, tmp_path: Path
 ) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -177,7 +189,7 @@ async def test_from_an_unchanged_plan_reuses_every_settled_step(
         worker_queue,
         plan,
         workspace=str(workspace),
-        from_checkpoint=FromCheckpoint(run_id=first, label="reviewed"),
+        **_from(settings, first, "reviewed"),
     )
     await wait_state(handle, "awaiting_gate")
     assert [e for e in await events(handle) if e.type == "dispatched"] == []  # nothing ran
@@ -186,20 +198,23 @@ async def test_from_an_unchanged_plan_reuses_every_settled_step(
 
 
 async def test_from_an_unknown_label_is_refused_before_the_run_opens(
-    client: Client, worker_queue: str, tmp_path: Path
+    client: Client, worker_queue: str, settings: Settings, tmp_path: Path
 ) -> None:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "notes.md").write_text("notes\n")
     plan = _from_plan("Review.")
     first = await _killed_run(client, worker_queue, plan, workspace=str(workspace))
+    # A run that does not exist is indistinguishable from a wrong token: no existence oracle.
+    nobody = {
+        "from_checkpoint": FromCheckpoint(run_id="plan-none-such", label="reviewed"),
+        "calls": CallOptions(read_tokens={"plan-none-such": "0" * 32}),
+    }
     for source, code in (
-        (FromCheckpoint(run_id=first, label="never"), "checkpoint-not-found"),
-        (FromCheckpoint(run_id="plan-none-such", label="reviewed"), "checkpoint-not-found"),
+        (_from(settings, first, "never"), "checkpoint-not-found"),
+        (nobody, "run.capability_invalid"),
     ):
-        handle = await start(
-            client, worker_queue, plan, workspace=str(workspace), from_checkpoint=source
-        )
+        handle = await start(client, worker_queue, plan, workspace=str(workspace), **source)
         with pytest.raises(WorkflowFailureError) as failed:
             await handle.result()
         cause = failed.value.cause
@@ -226,15 +241,13 @@ async def test_a_restored_agent_step_is_backfilled_as_a_training_pair_once(
     worker = settings.model_copy(update={"training_dir": second_dir})
     async with running_worker(client, worker, WorkerOptions(task_queue=queue)):
         kinds = []
-        for _ in range(2):  # two runs backfilling the same pair: one line
-            handle = await start(
-                client, queue, plan, from_checkpoint=FromCheckpoint(run_id=first, label="drafted")
-            )
+        for _ in range(2):  # two runs backfilling the same pair: one line in each run's file
+            handle = await start(client, queue, plan, **_from(settings, first, "drafted"))
             await wait_state(handle, "awaiting_gate")
             kinds.append([e.type for e in await events(handle) if e.type.startswith("capture.")])
             await handle.terminate("done")
-    assert kinds == [["capture.written"], ["capture.dup"]]
-    (pair,) = _pairs(second_dir, "draft")
+    assert kinds == [["capture.written"], ["capture.written"]]
+    pair, _ = _pairs(second_dir, "draft")
     assert (pair["capture_mode"], pair["resumed"], pair["output"]) == (
         "backfill",
         True,
@@ -245,8 +258,8 @@ async def test_a_restored_agent_step_is_backfilled_as_a_training_pair_once(
 
 
 def _pairs(root: Path, step: str) -> list[dict[str, Any]]:
-    path = root / safe_name("Backfill") / f"{safe_name(step)}.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    paths = sorted((root / safe_name("Backfill")).glob(f"*/{safe_name(step)}.jsonl"))
+    return [json.loads(line) for path in paths for line in path.read_text().splitlines()]
 
 
 async def test_revert_while_fanout_items_and_a_flow_child_wait_for_consumers(

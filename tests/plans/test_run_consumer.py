@@ -16,7 +16,7 @@ from activities.config import Settings
 from tests.plans.run_helpers import agent, events, plan_doc, start, status, trace
 from tests.plans.test_run_control import history_length, signal, update
 from workflows.names import QUERY_ISSUANCE, UPDATE_STEP_DONE
-from workflows.plan.consumer import IssuanceView, StepDoneInput, token_digest
+from workflows.plan.consumer import MAX_RESULT_BYTES, IssuanceView, StepDoneInput, token_digest
 from workflows.plan.run_types import PlanRunResult, PlanStatus
 
 
@@ -101,7 +101,7 @@ async def test_a_consumer_answers_through_the_update_and_refusals_leave_no_histo
         {"output": "x", "extra": 1},
         {"failure": ""},
         "just text",
-        {"output": "x" * (4 * 1024 * 1024 + 1)},
+        {"output": "x" * (MAX_RESULT_BYTES + 1)},
     ):
         with pytest.raises(WorkflowUpdateFailedError) as refused:
             await done(handle, "build", issuance.token, bad)

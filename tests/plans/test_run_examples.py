@@ -212,14 +212,13 @@ async def test_training_pairs_are_captured_once(
     client: Client, queue: str, settings: Settings
 ) -> None:
     plan = example("training-pairs.yaml")
-    for _ in range(2):  # the second run finds every pair written
-        result: PlanRunResult = await (
-            await start(client, queue, plan, args={"topic": "durable execution"})
-        ).result()
+    for _ in range(2):  # each run writes its own files
+        handle = await start(client, queue, plan, args={"topic": "durable execution"})
+        result: PlanRunResult = await handle.result()
         assert result.capture_failures == []
-    plan_dir = settings.training_dir / safe_name("training-pairs")
-    written = {p.name: p.read_text().splitlines() for p in plan_dir.glob("*.jsonl")}
-    assert sorted(map(len, written.values())) == [1, 2]  # outline; one per section item
+        run_dir = settings.training_dir / safe_name("training-pairs") / handle.id
+        written = {p.name: p.read_text().splitlines() for p in run_dir.glob("*.jsonl")}
+        assert sorted(map(len, written.values())) == [1, 2]  # outline; one per section item
 
 
 async def test_a_set_step_computes_values_for_a_later_prompt(client: Client, queue: str) -> None:

@@ -9,6 +9,7 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import ApplicationError
 
 from activities.config import Settings
+from client.read_tokens import read_token
 from tests.plans.run_helpers import agent, events, plan_doc, start, status
 from tests.tournament.test_report import parse
 from workflows.call_options import CallOptions
@@ -87,7 +88,10 @@ async def test_a_plan_with_a_tournament_step_replays_from_its_recording(
         agent("polish", "Polish: ${steps.best.output}", deps=["best"]),
     )
     recorded: PlanRunResult = await (await start(client, worker_queue, plan)).result()
-    replay = CallOptions(replay=WireReplay(run_id=recorded.run_id))
+    token = read_token(settings.runs_dir, recorded.run_id) or ""  # as the client sends it
+    replay = CallOptions(
+        replay=WireReplay(run_id=recorded.run_id), read_tokens={recorded.run_id: token}
+    )
     handle = await start(client, worker_queue, plan, calls=replay)
     again: PlanRunResult = await handle.result()
     assert again.outputs == recorded.outputs

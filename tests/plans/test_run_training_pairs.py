@@ -1,8 +1,9 @@
 """Training-pair capture (plans-part2.md section 11) through a real PlanRun and worker.
 
 One line per successful settle (a contract retry's failed attempt is not a pair; every region
-item is), a second run of the same plan writes nothing new (``capture.dup``), an empty output
-is a ``capture.failed``, and an unwritable training directory never fails the run.
+item is), in the run's own files (a second run of the same plan name writes its own and never
+touches the first run's), an empty output is a ``capture.failed``, and an unwritable training
+directory never fails the run.
 """
 
 from __future__ import annotations
@@ -48,8 +49,8 @@ PLAN = plan_doc(
 )
 
 
-def pairs(root: Path, step: str) -> list[dict[str, Any]]:
-    path = root / safe_name("Release Notes") / f"{safe_name(step)}.jsonl"
+def pairs(root: Path, run_id: str, step: str) -> list[dict[str, Any]]:
+    path = root / safe_name("Release Notes") / run_id / f"{safe_name(step)}.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
@@ -71,22 +72,24 @@ async def run_once(client: Client, settings: Settings, plan: dict[str, Any]) -> 
         return Ran(handle.id, result, await events(handle), await status(handle))
 
 
-async def test_each_successful_settle_is_one_pair_and_a_second_run_adds_none(
+async def test_each_successful_settle_is_one_pair_and_a_second_run_keeps_its_own(
     client: Client, settings: Settings, tmp_path: Path
 ) -> None:
     root = tmp_path / "training"
     settings = settings.model_copy(update={"training_dir": root})
     ran = await run_once(client, settings, PLAN)
-    (draft,) = pairs(root, "draft")  # the malformed first attempt is no pair
+    (draft,) = pairs(root, ran.run_id, "draft")  # the malformed first attempt is no pair
     assert draft["output"] == '{"items": ["a"]}'
     assert "Your previous attempt failed" in draft["input"]  # the prompt as sent
     assert (draft["run_id"], draft["step"], draft["item"]) == (ran.run_id, "draft", None)
     assert draft["provenance"]["model"] == "sim:default" and draft["provenance"]["role"] == "draft"
     assert draft["capture_mode"] == "capture" and draft["resumed"] is False
-    items = pairs(root, "fan.one")
+    items = pairs(root, ran.run_id, "fan.one")
     assert sorted(p["item"] for p in items) == [0, 1]
     assert all(p["output"] == "handled" for p in items)
-    assert not (root / safe_name("Release Notes") / f"{safe_name('quiet')}.jsonl").exists()
+    assert not (
+        root / safe_name("Release Notes") / ran.run_id / f"{safe_name('quiet')}.jsonl"
+    ).exists()
     assert [f.model_dump() for f in ran.result.capture_failures] == [
         {"step": "quiet", "mode": "capture", "reason": "empty-output", "detail": None}
     ]
@@ -97,10 +100,16 @@ async def test_each_successful_settle_is_one_pair_and_a_second_run_adds_none(
     assert on_disk.count("capture.written") == 3 and on_disk.count("capture.failed") == 1
     assert (root / "README.md").read_text().startswith("# ponder training pairs")
 
+    # A second run of the plan name: its own files, the first run's untouched.
+    first = {
+        p: p.read_bytes() for p in (root / safe_name("Release Notes")).rglob("*") if p.is_file()
+    }
     again = await run_once(client, settings, PLAN)
     kinds = [e.type for e in again.events]
-    assert kinds.count("capture.dup") == 3 and "capture.written" not in kinds
-    assert len(pairs(root, "draft")) == 1 and len(pairs(root, "fan.one")) == 2
+    assert kinds.count("capture.written") == 3 and "capture.dup" not in kinds
+    assert len(pairs(root, again.run_id, "draft")) == 1
+    assert len(pairs(root, again.run_id, "fan.one")) == 2
+    assert {p: p.read_bytes() for p in first} == first
 
 
 async def test_an_unwritable_training_directory_never_fails_the_run(

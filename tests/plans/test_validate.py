@@ -369,6 +369,8 @@ DOC_CASES: list[tuple[str, Callable[[Doc], None], str]] = [
     ("flow.with", call(**{"with": {"topic": "t", "mood": "${steps.t.output}"}}),
      "steps[7].with.mood"),
     ("flow.with", call(**{"with": {}}), "steps[7].with"),
+    ("flow.with_too_deep", call(**{"with": {"topic": json.loads("[" * 40 + "]" * 40)}}),
+     "steps[7].with.topic"),
     ("flow.with", on_flow(prompt="Write on ${input.subject}"), "flows.review.steps[0].prompt"),
     ("flow.output", on_flow_header(output="${steps.ghost.output}"), "flows.review.output"),
     ("flow.output", on_flow_header(output="the last one"), "flows.review.output"),

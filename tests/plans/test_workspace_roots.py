@@ -51,7 +51,9 @@ async def env(
     client: Client, tmp_path: Path, server_address: str, dirs: dict[str, Path]
 ) -> AsyncIterator[dict[str, str]]:
     queue = f"roots-{uuid.uuid4().hex[:8]}"
-    environment = cli_env(tmp_path, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE=queue)
+    # The home apart from the workspaces: ponder's own stores are never part of one.
+    home = tmp_path / "home"
+    environment = cli_env(home, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE=queue)
     worker = await start_ponder("worker", "--workspace-root", str(dirs["allowed"]), env=environment)
     try:
         await wait_for_worker(client, queue, 60)
@@ -161,14 +163,14 @@ def test_ponder_toml_declares_roots_and_refuses_relative_ones(tmp_path: Path) ->
         load_settings(config, home=str(tmp_path / "home"))
 
 
-def test_default_roots_are_the_start_directory_and_for_embedded_workers_home(
-    tmp_path: Path,
-) -> None:
+def test_the_default_root_is_the_start_directory_never_the_home(tmp_path: Path) -> None:
     here = str(tmp_path)
-    assert default_roots(embedded=False, cwd=here) == [here]
-    assert default_roots(embedded=True, cwd=here) == [here, os.path.realpath(Path.home())]
-    assert "/" not in default_roots(embedded=False, cwd="/")  # never declares everything
-    assert worker_roots([tmp_path / "a"], embedded=True, cwd=here) == [str(tmp_path / "a")]
+    assert default_roots(cwd=here) == [here]
+    assert worker_roots([], cwd=here) == [here]
+    assert os.path.realpath(Path.home()) not in worker_roots([], cwd=here)
+    assert default_roots(cwd="/") == []  # never declares everything
+    assert default_roots(cwd=str(Path.home())) == []  # nor the home, with its keys and secrets
+    assert worker_roots([tmp_path / "a"], cwd=here) == [str(tmp_path / "a")]
 
 
 def test_snapshots_outside_the_roots_are_refused_not_read(dirs: dict[str, Path]) -> None:

@@ -52,7 +52,7 @@ with workflow.unsafe.imports_passed_through():
         SIGNAL_EXTEND_BUDGET,
         UPDATE_EXTEND_BUDGET,
     )
-    from workflows.raw_input import NO_INPUT, decode_raw, input_failure
+    from workflows.raw_input import NO_INPUT, decode_raw, input_failure, without_capability
     from workflows.tournament.types import ExtendBudgetInput, ExtendBudgetResult
 
 __all__ = ["CampaignWorkflow"]
@@ -78,6 +78,8 @@ class CampaignWorkflow:
     def __init__(self, raw: object = NO_INPUT, *extra: object) -> None:
         # Decoded here (never raising), refused in run; queries answer either way.
         decoded = decode_raw(CampaignDocument, raw, extra)
+        if isinstance(decoded, CampaignDocument):  # its cells would each refuse it
+            decoded = without_capability(decoded) or decoded
         self.input_error = decoded if isinstance(decoded, InputInvalid) else None
         self.doc = decoded if isinstance(decoded, CampaignDocument) else None
         self.state = CampaignState(

@@ -64,7 +64,8 @@ __all__ = [
 
 CONSUMER_MODEL = "consumer"
 """What a consumer step "runs on" in the trace and the cost rows: no provider is called."""
-MAX_RESULT_BYTES = 4 * 1024 * 1024
+MAX_RESULT_BYTES = 896 * 1024
+"""A result's JSON: with its step and token it fits in one message (``MAX_MESSAGE_BYTES``)."""
 MAX_TELEMETRY_BYTES = 64 * 1024
 MAX_FAILURE_CHARS = 10_000
 _RESULT_KEYS = ("output", "failure", "usage", "telemetry")

@@ -77,6 +77,7 @@ CODES: dict[str, str] = {
     "flow.step_kind": "a flow body takes agent steps and model gates only",
     "flow.with": "a with key (or body ${input.x}) the flow's input contract lacks, or a field "
     "it requires that with does not give",
+    "flow.with_too_deep": "a with value is nested more than 32 lists or mappings deep",
     "flow.output": "a flow's output must be one ${steps.<id>.output[.path]} of its own steps",
     "flow.too_large": "the walk (each run step counting its flow's children) is over 10,000 steps",
     "expr.syntax": "a CEL expression does not parse",

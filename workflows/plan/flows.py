@@ -12,16 +12,18 @@ of another type is read as JSON (fences stripped), as a reference's path would r
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from workflows.plan.boundaries import Reservation
 from workflows.plan.contracts import check_record, parse_type
+from workflows.plan.errors import PlanError, join_path
 from workflows.plan.model import AgentStep, Flow, FlowHeader, GateStep, Plan, RunStep
 from workflows.plan.refs import Ref, RefError, extract_json, render, resolve, whole_reference
 
 __all__ = [
+    "MAX_WITH_DEPTH",
     "SCOPE_SEP",
     "FlowSignature",
     "check_with",
@@ -32,6 +34,7 @@ __all__ = [
     "render_with",
     "scoped",
     "step_ids",
+    "with_depth_errors",
 ]
 
 SCOPE_SEP = "/"
@@ -83,6 +86,43 @@ def _render_value(
     if isinstance(value, dict):
         return {k: _render_value(v, inputs, outputs, depth + 1) for k, v in value.items()}
     return value
+
+
+def _depth(value: Any) -> int:
+    """How deep the deepest item of ``value`` sits (a scalar or an empty list: 0; ``[1]``: 1),
+    counted as ``_render_value`` counts it. Iterative: the count itself costs no stack."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth > MAX_WITH_DEPTH:
+            break  # deep enough to refuse: the rest changes nothing
+        if isinstance(item, list):
+            stack += [(v, depth + 1) for v in item]
+        elif isinstance(item, dict):
+            stack += [(v, depth + 1) for v in item.values()]
+    return deepest
+
+
+def with_depth_errors(steps: Sequence[Any]) -> list[PlanError]:
+    """``flow.with_too_deep``: a run step's ``with`` value nested past what rendering takes,
+    refused here rather than when the run reaches the step."""
+    errors: list[PlanError] = []
+    for i, step in enumerate(steps):
+        if not isinstance(step, RunStep):
+            continue
+        for key, value in step.with_.items():
+            if _depth(value) > MAX_WITH_DEPTH:
+                errors.append(
+                    PlanError(
+                        "flow.with_too_deep",
+                        join_path(f"steps[{i}]", "with", key),
+                        f"with.{key} is nested more than {MAX_WITH_DEPTH} lists or mappings "
+                        "deep; fix: flatten it, or pass it as one ${...} reference",
+                    )
+                )
+    return errors
 
 
 def render_with(

@@ -194,12 +194,13 @@ class Artifacts(_Strict):
 
 class LedgerBudget(_Strict):
     """A nested ledger's limits (plans-part2.md 6): a step's own, a fan-out's (all items), a
-    ``run`` step's (its sub-flow). Unset: no limit of that kind at this level."""
+    ``run`` step's (its sub-flow). Unset: no limit of that kind at this level. The ceilings
+    are the run ledger's (``PlanBudget``): no nested ledger may hold more than a run can."""
 
-    calls: int | None = Field(default=None, ge=1, le=10_000_000)
-    tokens: int | None = Field(default=None, ge=1)
-    usd: float | None = Field(default=None, gt=0)
-    wall_ms: int | None = Field(default=None, ge=1)
+    calls: int | None = Field(default=None, ge=1, le=MAX_CALLS)
+    tokens: int | None = Field(default=None, ge=1, le=MAX_BUDGET_TOKENS)
+    usd: float | None = Field(default=None, gt=0, le=MAX_BUDGET_USD)
+    wall_ms: int | None = Field(default=None, ge=1, le=MAX_WALL_MS)
 
     def is_set(self) -> bool:
         return any(v is not None for v in (self.calls, self.tokens, self.usd, self.wall_ms))

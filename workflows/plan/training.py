@@ -6,11 +6,13 @@ activity input is bounded: at most ``MAX_IO_CHARS`` of text plus small fields) a
 ``append_training_pair`` (``activities.plan.training``) writes it at most once, keyed by
 ``pair_key``. Pure: hashlib, json and pydantic only.
 
-- **File**: ``<training_dir>/<safe(plan name)>/<safe(step id)>.jsonl``; ``safe`` lower-cases,
-  maps each run of characters outside ``[a-z0-9_-]`` to ``-`` and appends 8 hex of the name's
-  sha256, so no name can hold ``..`` or ``/`` and two names never share a file.
-- **Key**: sha256 over (step id, full input, full output): no run id, no time, so one pair has
-  one key in every run (a retried append, a second run, a backfill all find it).
+- **File**: ``<training_dir>/<safe(plan name)>/<run id>/<safe(step id)>.jsonl``; ``safe``
+  lower-cases, maps each run of characters outside ``[a-z0-9_-]`` to ``-`` and appends 8 hex of
+  the name's sha256, so no name can hold ``..`` or ``/`` and two names never share a file. The
+  run id is the writing workflow's own (the activity reads it from Temporal, never from input):
+  a run appends to its own files only, whatever plan name it gives.
+- **Key**: sha256 over (step id, full input, full output): no run id, no time, so a retried
+  append or a repeated backfill in one run finds it.
 - **Truncation**: past ``MAX_IO_CHARS`` of input + output, the shorter side is kept whole if it
   is within half, else each side keeps half; a cut side ends with
   ``…[TRUNCATED n chars — sha256=<full text's>]`` and ``truncated`` records both full lengths
@@ -59,9 +61,10 @@ DETAIL_CHARS = 500
 PRIVACY_NOTE = """\
 # ponder training pairs
 
-Each plan run with `training_pairs: true` appends here, one JSONL file per plan step
-(`<plan>/<step>.jsonl`), records of schema `ponder-trainpair/1`: the prompt the step was sent
-(`input`), what it answered (`output`), with model and family provenance.
+Each plan run with `training_pairs: true` appends here, one JSONL file per plan step of each
+run (`<plan>/<run id>/<step>.jsonl`: a run writes only its own files), records of schema
+`ponder-trainpair/1`: the prompt the step was sent (`input`), what it answered (`output`), with
+model and family provenance.
 
 PRIVACY: the pairs hold full prompts and outputs. They may contain your workspace's code, the
 run's arguments and whatever the models were shown. Review the files before you share, publish
@@ -69,7 +72,7 @@ or train on them; nothing here is filtered.
 
 `ts` is the capture time; for `capture_mode: backfill` (a step restored from a checkpoint) it
 is when the pair was reconstructed, not when the step first ran. Each `<step>.jsonl.keys` file
-lists the keys of the pairs written, so a pair is written at most once across runs: delete a
+lists the keys of the pairs written, so a pair is written at most once in a run: delete a
 line from a `.jsonl` file and its key from the `.keys` file together.
 """
 _KEY = re.compile(r"^[0-9a-f]{64}$")
@@ -215,18 +218,21 @@ def clip_detail(text: str) -> str:
 
 
 class AppendTrainingPairInput(BaseModel):
-    """One record for ``append_training_pair``: the activity derives the file from ``plan`` and
-    ``step`` itself (``safe_name``), so the input cannot name a path."""
+    """One record for ``append_training_pair``: the activity derives the file from ``plan``,
+    ``step`` (``safe_name``) and the calling workflow's id itself, so the input cannot name a
+    path or another run's file."""
 
     plan: str
     step: str
     line: str
     key: str
+    chain: str | None = None
+    """The writing workflow's ``first_execution_run_id``: its run id is claimed for it."""
 
 
 class AppendTrainingPairResult(BaseModel):
     outcome: Literal["written", "dup"]
     file: str
-    """The step file, relative to the training directory."""
+    """The step file, relative to the training directory (``<plan>/<run id>/<step>.jsonl``)."""
     repaired: list[str] = []
     """What the writer fixed first: a torn last line dropped, a missing key restored."""

@@ -25,6 +25,7 @@ from workflows.plan.document import MAX_DOCUMENT_CHARS, parse_text
 from workflows.plan.errors import PlanError, PlanInvalid
 from workflows.plan.expression_rules import expression_budget_error
 from workflows.plan.flow_shape import parse_flows
+from workflows.plan.flows import with_depth_errors
 from workflows.plan.limits import limit_errors
 from workflows.plan.loop_plan import map_loop_plan, translate
 from workflows.plan.model import MAX_STEPS, Plan, PlanHeader
@@ -98,6 +99,7 @@ def _validate_ponder(doc: dict[str, Any], *, from_loop: bool) -> Validation:
     flows = parse_flows(top.get("flows"), errors, contracts=contracts, max_rounds=max_rounds)
     if steps:
         errors += check_steps(steps, ids, contracts=contracts, max_rounds=max_rounds, flows=flows)
+        errors += with_depth_errors(steps)
     if errors:
         return Validation("ponder-plan/1", None, errors)
     try:

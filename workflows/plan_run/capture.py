@@ -8,7 +8,7 @@ at most once per key. Capture never decides an outcome:
     empty output -> ``capture.failed {reason: empty-output}``
     a record that cannot be UTF-8 JSON -> ``unserializable``
     the file system refused the write -> ``io``; anything else that went wrong -> ``threw``
-    written -> ``capture.written``; already there (a retry, another run) -> ``capture.dup``
+    written -> ``capture.written``; already there (a retry, a repeated backfill) -> ``capture.dup``
 
 Each failure is traced and listed in ``capture_failures`` (status and the result).
 """
@@ -119,7 +119,13 @@ async def capture_pair(
     try:
         result = await workflow.execute_activity(
             APPEND_TRAINING_PAIR,
-            AppendTrainingPairInput(plan=plan.name, step=step.id, line=line, key=pair.key),
+            AppendTrainingPairInput(
+                plan=plan.name,
+                step=step.id,
+                line=line,
+                key=pair.key,
+                chain=workflow.info().first_execution_run_id,
+            ),
             result_type=AppendTrainingPairResult,
             start_to_close_timeout=timedelta(seconds=30),
             retry_policy=CAPTURE_RETRY,

@@ -52,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan_run.dispatch import WORKSPACE_RETRY, Dispatcher
     from workflows.plan_run.regions import region_items
     from workflows.plan_run.state import PlanRunState
+    from workflows.run_capabilities import CAPABILITY_INVALID, CAPABILITY_REQUIRED
 
 __all__ = [
     "MAX_RETIRED_TOKENS",
@@ -63,6 +64,7 @@ __all__ = [
 ]
 
 MAX_RETIRED_TOKENS = 200
+_CAPABILITIES = (CAPABILITY_REQUIRED, CAPABILITY_INVALID)
 READ_RETRY = RetryPolicy(maximum_attempts=5, non_retryable_error_types=["ValueError"])
 _COSMETIC = {"title", "checkpoint"}
 
@@ -189,17 +191,25 @@ def apply_revert(run: PlanRunState, walk: list[Boundary], label: str) -> int:
 
 async def open_restore_point(run: PlanRunState, source: FromCheckpoint) -> tuple[str, str] | None:
     """Read ``--from RUN:LABEL`` on the worker; returns (code, message) when it cannot be used
-    (``checkpoint-not-found``, ``input.invalid``): the run is refused before it opens."""
+    (``run.capability_required`` / ``run.capability_invalid`` without the source's read token,
+    ``checkpoint-not-found``, ``input.invalid``): the run is refused before it opens, and a
+    refused source leaves nothing of itself in this run's history."""
     try:
         point: RestorePoint = await workflow.execute_activity(
             READ_CHECKPOINT,
-            ReadCheckpointInput(run_id=source.run_id, label=source.label),
+            ReadCheckpointInput(
+                run_id=source.run_id,
+                label=source.label,
+                token=run.input.calls.read_tokens.get(source.run_id),
+            ),
             result_type=RestorePoint,
             start_to_close_timeout=timedelta(seconds=60),
             retry_policy=READ_RETRY,
         )
     except ActivityError as exc:
         cause = exc.cause
+        if isinstance(cause, ApplicationError) and cause.type in _CAPABILITIES:
+            return str(cause.type), cause.message
         message = cause.message if isinstance(cause, ApplicationError) else str(exc)
         code, _, rest = message.partition(": ")
         if code == str(Reason.CHECKPOINT_NOT_FOUND):

@@ -20,7 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.plan.workspace import CHECK_PATHS
     from workflows.plan.deadlines import notifiers_named
     from workflows.plan.ledgers import Ledgers
-    from workflows.plan.model import PauseStep, Plan
+    from workflows.plan.model import Plan
     from workflows.plan.preflight import (
         REQE_DEBT_FILE,
         check_trace,
@@ -40,24 +40,11 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan_run.state import PlanRunState
     from workflows.plan_run.worktrees import check_worktrees
 
-__all__ = ["WRITE_RETRY", "check_start_args", "preflight"]
+__all__ = ["WRITE_RETRY", "preflight"]
 
 WRITE_RETRY = RetryPolicy(maximum_attempts=10, non_retryable_error_types=["ValueError"])
 WORKSPACE_ROOTS_PATCH = "plan-workspace-roots"
 DEFAULT_PER_ITEM_PATCH = "plan-default-budget-per-item"
-
-
-def check_start_args(run: PlanRunState, plan: Plan) -> str | None:
-    """Typed pause arguments given at start are parsed and checked like a resume's; returns
-    the problem (the run is refused as input: ``input.invalid``, never a plan reason)."""
-    for step in plan.steps:
-        if isinstance(step, PauseStep):
-            run.typed_args[step.pause.resume_arg] = step.pause.json_schema
-    parsed, problem = run.parse_args(run.args)
-    if problem is not None:
-        return f"args: {problem}"
-    run.args = parsed
-    return None
 
 
 async def check_notifiers(plan: Plan) -> None:

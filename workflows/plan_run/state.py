@@ -44,7 +44,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.plan.ledger import PlanLedger
     from workflows.plan.ledgers import Ledgers
-    from workflows.plan.model import Plan
+    from workflows.plan.model import PauseStep, Plan
     from workflows.plan.reasons import Reason
     from workflows.plan.run_record import PlanRecord
     from workflows.plan.run_types import (
@@ -64,6 +64,7 @@ with workflow.unsafe.imports_passed_through():
         ResumeResult,
         RunState,
     )
+    from workflows.plan.validate import Validation, validate_document
     from workflows.raw_input import NO_INPUT, decode_raw, decode_run_input
 
 __all__ = ["CONTROL_REFUSED", "EVENTS_PAGE", "PlanRunState", "coded", "rejected"]
@@ -94,6 +95,16 @@ class PlanRunState:
         self.outputs: dict[str, Any] = {}
         self.typed_args: dict[str, dict[str, Any] | None] = {}
         """A pause's resume_arg -> its JSON Schema (None: the value is a string)."""
+        # The plan is read here, before any message is handled: a resume that arrives in the
+        # run's first workflow task is checked against its pause's schema like any other.
+        self.validation: Validation | None = None
+        """The plan's validation (None: the input did not decode); ``run`` fails on its errors."""
+        self.bad_args: str | None = None
+        """Why the typed start arguments are refused (``input.invalid``), or None."""
+        if self.input_error is None:
+            self.validation = validate_document(self.input.plan)
+            if self.validation.ok and self.validation.plan is not None:
+                self.bad_args = self._open_args(self.validation.plan)
         self.gates: dict[str, PendingGate] = {}
         self.decisions: dict[str, str] = {}
         self.deciders: dict[str, str] = {}
@@ -163,6 +174,18 @@ class PlanRunState:
 
     # -- control -----------------------------------------------------------------------------
 
+    def _open_args(self, plan: Plan) -> str | None:
+        """Learn each pause's type, then parse and check the typed start arguments like a
+        resume's; returns the problem (the run is refused as input, never a plan reason)."""
+        for step in plan.steps:
+            if isinstance(step, PauseStep):
+                self.typed_args[step.pause.resume_arg] = step.pause.json_schema
+        parsed, problem = self.parse_args(self.args)
+        if problem is not None:
+            return f"args: {problem}"
+        self.args = parsed
+        return None
+
     def parse_args(self, supplied: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
         """Supplied args with typed pause values parsed (JSON, checked against the schema)."""
         parsed = {}
@@ -186,6 +209,8 @@ class PlanRunState:
             return None, {}, input
         if self.state in ("completed", "failed", "cancelled"):
             return None, {}, f"the run is {self.state}"
+        if self.validation is None or not self.validation.ok or self.bad_args is not None:
+            return None, {}, "the run's input or plan is invalid: it fails without pausing"
         parsed, problem = self.parse_args(input.args)
         if problem is not None:
             return None, {}, InputInvalid(problem)

@@ -38,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
         UPDATE_EXTEND_BUDGET,
     )
     from workflows.raw_input import NO_INPUT, decode_raw, decode_run_input, input_failure
+    from workflows.run_refusals import RUN_STORE_REFUSALS, run_store_refusal
     from workflows.tournament import adaptive, rng
     from workflows.tournament.artifact_writes import (
         DEFERRED_WRITES_PATCH,
@@ -197,6 +198,8 @@ class TournamentWorkflow:
             await self._end("failed", f"{exc.type}: {exc.message}")
             raise
         except (asyncio.CancelledError, ActivityError) as exc:
+            if (refused := run_store_refusal(exc)) is not None:
+                raise refused from None  # coded like Ask's; no summary (it would be refused)
             # Cancelling while this task awaits an activity (a fit, a write, the finalizer)
             # arrives as an ActivityError whose cause is the cancellation.
             if not is_cancelled_exception(exc):
@@ -449,7 +452,10 @@ class TournamentWorkflow:
         self.calls.status = status  # type: ignore[assignment]
         self.record.error = error
         self.record.event(f"run.{status}", error=error)
-        if not (error or "").startswith(RUN_ID_INVALID):  # no run directory for a bad id
+        # No run directory for a bad id, nor for one the run store refused (the write would be
+        # refused again, and the run must fail with the store's code, not the write's).
+        code = (error or "").partition(":")[0]
+        if code != RUN_ID_INVALID and code not in RUN_STORE_REFUSALS:
             await self._write_artifacts(wait=True)
         await workflow.wait_condition(workflow.all_handlers_finished)
 
