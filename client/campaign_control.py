@@ -19,6 +19,7 @@ from temporalio.service import RPCError
 from activities.config import Settings
 from activities.errors import ConfigError
 from client.campaign_display import progress_line, resume_command
+from client.exit_codes import EXIT_PAUSED
 from client.runs import (
     RunFailed,
     ctrl_c_detaches,
@@ -38,8 +39,6 @@ __all__ = [
     "query_progress",
     "rerender_report",
 ]
-
-EXIT_PAUSED = 75
 
 
 async def query_progress(handle: WorkflowHandle) -> CampaignProgress:

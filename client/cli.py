@@ -196,7 +196,7 @@ def _run_guarded(command: click.Command, **kwargs: Any) -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
-        from client.failures import EXIT_FAILED
+        from client.exit_codes import EXIT_FAILED
 
         _fail("process.interrupted: aborted", EXIT_FAILED)
     except Exception as exc:  # ponder's, click's, Temporal's or a bug: one coded line

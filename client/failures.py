@@ -34,6 +34,7 @@ from temporalio.client import (
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
+from client.exit_codes import EXIT_FAILED, EXIT_USAGE
 from client.runs import RunFailed, failure_parts
 from workflows.errors import PonderError
 from workflows.inputs import INPUT_INVALID
@@ -49,10 +50,6 @@ __all__ = [
     "describe",
 ]
 
-EXIT_FAILED = 1
-"""A run ended failed or cancelled, or ponder itself failed."""
-EXIT_USAGE = 2
-"""Refused: bad input, configuration or state; nothing ran, or the run was left as it was."""
 
 USAGE_INVALID = "usage.invalid"
 CONTROL_REFUSED = "control.refused"

@@ -21,6 +21,7 @@ from temporalio.service import RPCError
 
 from activities.config import Settings
 from activities.errors import ConfigError
+from client.exit_codes import EXIT_PAUSED
 from client.hints import ponder_program
 from client.live import live_panel
 from client.plan_display import continue_command, status_table
@@ -66,7 +67,6 @@ __all__ = [
     "watch_plan",
 ]
 
-EXIT_PAUSED = 75
 POLL_S = 0.25
 console = Console(stderr=True)
 

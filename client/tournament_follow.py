@@ -14,6 +14,7 @@ from rich.console import Console
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError
 
+from client.exit_codes import EXIT_PAUSED
 from client.live import live_panel
 from client.runs import RunFailed, ctrl_c_detaches, detach, run_result
 from client.session import Session
@@ -23,7 +24,6 @@ from workflows.tournament.types import Progress, TournamentResult
 
 __all__ = ["EXIT_PAUSED", "console", "follow", "print_outcome", "run_times"]
 
-EXIT_PAUSED = 75
 console = Console(stderr=True)
 
 

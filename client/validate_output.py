@@ -14,11 +14,10 @@ from typing import Any, NoReturn
 
 import click
 
+from client.exit_codes import EXIT_USAGE
 from workflows.coded_errors import CodedError
 
-__all__ = ["EXIT_INVALID", "format_option", "print_invalid", "print_validation"]
-
-EXIT_INVALID = 2
+__all__ = ["format_option", "print_invalid", "print_validation"]
 
 format_option = click.option(
     "--format",
@@ -35,7 +34,7 @@ def print_invalid(file: str, errors: Sequence[CodedError]) -> NoReturn:
     for error in errors:
         click.echo(f"{file}: {error.line()}", err=True)
     click.echo(f"{file}: invalid, {len(errors)} error(s)", err=True)
-    sys.exit(EXIT_INVALID)
+    sys.exit(EXIT_USAGE)
 
 
 def print_validation(
@@ -58,7 +57,7 @@ def print_validation(
         out["summary"] = totals() if ok else None
         click.echo(json.dumps(out, indent=2))
         if not ok:
-            sys.exit(EXIT_INVALID)
+            sys.exit(EXIT_USAGE)
         return
     if not ok:
         print_invalid(file, errors)
