@@ -19,6 +19,7 @@ from temporalio.client import (
 )
 from temporalio.exceptions import CancelledError
 
+from activities.call_model import CALL_MODEL
 from activities.config import Price, Settings
 from tests.fakes import FakeProvider, Reply, Seen, sim_responder
 from tests.tournament.helpers import cancel_taken, read_jsonl, start
@@ -47,6 +48,18 @@ async def wait_for_status(handle: WorkflowHandle, status: str, timeout: float = 
         await asyncio.sleep(0.1)
 
 
+def calls_before_the_extension(history: Any) -> int:
+    """Model calls the run scheduled before its first accepted budget extension: with the run
+    paused, none may be scheduled until one arrives (read from history, not from a wait)."""
+    calls = 0
+    for event in history.events:
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
+            return calls
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            calls += event.activity_task_scheduled_event_attributes.activity_type.name == CALL_MODEL
+    raise AssertionError("no budget extension was accepted")
+
+
 async def paused_run(client: Client, queue: str, max_calls: int, **fields: Any) -> WorkflowHandle:
     handle = await start(
         client,
@@ -72,7 +85,6 @@ async def test_cap_holds_under_concurrency_and_extend_resumes_the_same_run(
     while len(fake.seen) < 60:  # the reserved calls still landing
         assert loop.time() < deadline, f"only {len(fake.seen)} calls arrived"
         await asyncio.sleep(0.05)
-    await asyncio.sleep(1.0)  # nothing more may arrive while paused
     assert len(fake.seen) == 60
     paused = await progress(handle)
     assert paused.spent.calls == 60
@@ -95,6 +107,7 @@ async def test_cap_holds_under_concurrency_and_extend_resumes_the_same_run(
     history = await handle.fetch_history()
     types = {event.event_type for event in history.events}
     assert EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW not in types
+    assert calls_before_the_extension(history) == 60  # nothing more started while paused
     assert len(fake.seen) == result.spent.calls > 60
     events = [e["type"] for e in read_jsonl(Path(result.run_dir) / "events.jsonl")]
     assert "budget.paused" in events and "budget.resumed" in events
@@ -150,7 +163,8 @@ async def test_cancel_mid_phase_drains_calls_in_flight(
     while len([s for s in fake.seen if s.phase == "generation_judging:1"]) < 8:
         assert loop.time() < deadline, "the first judging batch never reached the fake"
         await asyncio.sleep(0.05)
-    await asyncio.sleep(0.3)  # a ninth call would show up now if the cap were soft
+    # A soft cap would have started a ninth call in the batch that started these: it would be
+    # held too, then released and recorded below.
     in_flight = [s for s in fake.seen if s.phase == "generation_judging:1"]
     await handle.cancel()
     # The workflow has taken the cancel (a workflow task completed after its request) before
@@ -227,7 +241,6 @@ async def test_max_usd_pauses_within_the_in_flight_window_and_extends_in_the_sam
     while (paused := await progress(handle)).in_flight:  # the window drains
         assert asyncio.get_running_loop().time() < deadline, f"{paused.in_flight} in flight"
         await asyncio.sleep(0.05)
-    await asyncio.sleep(0.5)  # nothing new may start while paused
     paused = await progress(handle)
     assert paused.status == "awaiting_budget" and paused.blocking_limit == "max_usd"
     assert paused.in_flight == 0
@@ -260,5 +273,7 @@ async def test_max_usd_pauses_within_the_in_flight_window_and_extends_in_the_sam
     assert (await handle.describe()).run_id == first_run_id  # the same run, continued
     assert result.spent.calls == len(fake.seen) == 40  # every call made once, none lost
     assert result.spent.usd == pytest.approx(40 * PER_CALL)
+    # Nothing new started while paused: every call before the extension was already counted.
+    assert calls_before_the_extension(await handle.fetch_history()) == paused.spent.calls
     events = [e["type"] for e in read_jsonl(Path(result.run_dir) / "events.jsonl")]
     assert events.count("budget.paused") == 1 and "budget.resumed" in events
