@@ -1,4 +1,4 @@
-"""The CEL evaluator process: one per worker, started and replaced by ``activities.plan.cel``.
+"""A CEL evaluator process, one of a worker's few, started and replaced by ``activities.plan.cel``.
 
 A plan's expressions are untrusted input on a shared worker, and a thread cannot be stopped, so
 they are evaluated here, in a child process the worker kills when one overruns its 2 s. The
@@ -13,10 +13,13 @@ child also bounds itself:
 - it dies with the worker (``PR_SET_PDEATHSIG``) and exits when its input closes.
 
 Protocol over stdin/stdout, each message a 4-byte big-endian length and UTF-8 JSON:
-``{"ready": true}`` once; then per request ``{"expressions": [...], "bindings": {...}}`` ->
-``{"accepted": true}`` after the bindings are converted, then one
+``{"ready": true}`` once; then per request ``{"expressions": [...], "bindings": {...}, "key": K}``
+-> ``{"accepted": true}`` after the bindings are converted, then one
 ``{"ok": bool, "value": ..., "error": ...}`` per expression, in order (so the worker times each
-one and knows which overran).
+one and knows which overran). The converted values are kept under ``K`` until the next
+bindings arrive: ``{"expressions": [...], "key": K}`` evaluates more over them (the worker hands
+a request's expressions over one at a time, between other runs' turns), and any other key is
+refused, so one request never evaluates over another's values.
 """
 
 from __future__ import annotations
@@ -280,18 +283,26 @@ def _error(message: str) -> dict[str, Any]:
 
 def serve(engine: _Engine, stdin: BinaryIO, stdout: BinaryIO) -> None:
     write_message(stdout, {"ready": True})
+    key: Any = None
+    context: dict[str, Any] = {}
+    names: set[str] = set()
     while True:
         request = read_message(stdin)
         if request is None:
             return
-        try:
-            bindings = request.get("bindings") or {}
-            context = engine.bind(bindings)
-        except (Exception, RecursionError, MemoryError) as exc:
-            write_message(stdout, {"accepted": False, "error": _short(f"bindings: {exc}")})
+        if "bindings" in request:
+            key, context, names = None, {}, set()  # the old values go before the new are built
+            try:
+                bindings = request.get("bindings") or {}
+                context = engine.bind(bindings)
+            except (Exception, RecursionError, MemoryError) as exc:
+                write_message(stdout, {"accepted": False, "error": _short(f"bindings: {exc}")})
+                continue
+            key, names = request.get("key"), set(bindings)
+        elif request.get("key") is None or request.get("key") != key:
+            write_message(stdout, {"accepted": False, "error": "the bound values are gone"})
             continue
         write_message(stdout, {"accepted": True})
-        names = set(bindings)
         for text in request.get("expressions") or []:
             outcome = engine.evaluate(str(text), context, names)
             try:

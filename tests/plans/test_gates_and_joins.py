@@ -119,8 +119,9 @@ def test_empty_regions() -> None:
 
 def test_the_reason_enum_is_the_spec_table() -> None:
     # part 1's table plus all of part 2's (plans-part2.md section 12): 5 + 2 preflight
-    # failures, 14 + 7 run failures (and expr-too-costly), 3 + 1 pauses, 5 + 5 control refusals
-    assert [len(g) for g in GROUPS.values()] == [7, 22, 4, 10]
+    # failures, 14 + 7 run failures (and expr-too-costly, steps-stranded), 3 + 1 pauses, 5 + 5
+    # control refusals
+    assert [len(g) for g in GROUPS.values()] == [7, 23, 4, 10]
     assert {r for g in GROUPS.values() for r in g} == set(Reason)
     assert Reason("budget-extension-exhausted") is Reason.BUDGET_EXTENSION_EXHAUSTED
 

@@ -44,6 +44,9 @@ class CelOutcome(BaseModel):
     ok: bool
     value: JsonValue = None
     error: str | None = Field(default=None, description="why it has no value (<= 500 chars)")
+    too_costly: bool = Field(
+        default=False, description="not evaluated: the run has used its evaluation time"
+    )
 
 
 class EvaluateCelResult(BaseModel):

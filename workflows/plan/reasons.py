@@ -37,10 +37,12 @@ class Reason(StrEnum):
     ENSURE_FAILED = "ensure-failed"
     ITERATE_EXHAUSTED = "iterate-exhausted"
     EXPR_FAILED = "expr-failed"
+    EXPR_TOO_COSTLY = "expr-too-costly"
     STEP_BUDGET_EXHAUSTED = "step-budget-exhausted"
     SUBFLOW_BUDGET_EXHAUSTED = "subflow-budget-exhausted"
     GATE_DEADLINE_EXPIRED = "gate-deadline-expired"
     WORKTREE_MERGE_CONFLICT = "worktree-merge-conflict"
+    STEPS_STRANDED = "steps-stranded"
     # pauses
     BUDGET_EXHAUSTED = "budget-exhausted"
     PLAN_PAUSE = "plan-pause"
@@ -88,10 +90,12 @@ GROUPS: dict[str, tuple[Reason, ...]] = {
         R.ENSURE_FAILED,
         R.ITERATE_EXHAUSTED,
         R.EXPR_FAILED,
+        R.EXPR_TOO_COSTLY,
         R.STEP_BUDGET_EXHAUSTED,
         R.SUBFLOW_BUDGET_EXHAUSTED,
         R.GATE_DEADLINE_EXPIRED,
         R.WORKTREE_MERGE_CONFLICT,
+        R.STEPS_STRANDED,
     ),
     "pause": (R.BUDGET_EXHAUSTED, R.PLAN_PAUSE, R.GATE_PENDING, R.CONSUMER_PENDING),
     "control": (
@@ -113,6 +117,7 @@ RUN_FATAL: frozenset[Reason] = frozenset(
         R.BUDGET_INVARIANT_VIOLATED,
         R.ARTIFACT_PATH_ESCAPES_ROOT,
         R.EXPR_FAILED,
+        R.EXPR_TOO_COSTLY,
         R.WORKTREE_UNAVAILABLE,
         R.WORKTREE_MERGE_CONFLICT,
     }

@@ -81,9 +81,12 @@ class CheckFailure:
     an agent saying "done" twice may have written the file the second time)."""
 
 
-async def evaluate(expressions: list[str], values: dict[str, Any]) -> list[CelOutcome]:
+async def evaluate(
+    expressions: list[str], values: dict[str, Any], *, step: str | None = None
+) -> list[CelOutcome]:
     """Each expression over ``values``, by the worker's evaluator (a local activity: recorded
-    once, never run again on replay). Every failure is an outcome, never an exception."""
+    once, never run again on replay). Every failure is an outcome, never an exception, except
+    the run's evaluation time running out (``expr-too-costly``, run-fatal, ``step``: whose)."""
     size = bound_bytes(values)
     if size > MAX_BOUND_BYTES:
         error = (
@@ -104,6 +107,10 @@ async def evaluate(expressions: list[str], values: dict[str, Any]) -> list[CelOu
         return [CelOutcome(ok=False, error=error[:500]) for _ in expressions]
     missing = CelOutcome(ok=False, error="the evaluator gave no answer for it")
     outcomes = result.outcomes[: len(expressions)]
+    for text, outcome in zip(expressions, outcomes, strict=False):
+        if outcome.too_costly:
+            where = f"{step}: " if step else ""
+            raise PlanFailure(Reason.EXPR_TOO_COSTLY, f"{where}{text}: {outcome.error}", step=step)
     return outcomes + [missing] * (len(expressions) - len(outcomes))
 
 
@@ -157,7 +164,7 @@ async def check_ensures(
     if exprs:
         texts = [t for _, t in exprs]
         values = bindings(texts, plan=plan, scope=scope, names=names, result=result)
-        for (k, _), outcome in zip(exprs, await evaluate(texts, values), strict=True):
+        for (k, _), outcome in zip(exprs, await evaluate(texts, values, step=sid), strict=True):
             outcomes[k] = _holds(outcome)
     files = await _probe(dispatcher, step, scope)
     for k, predicate in enumerate(step.ensure):
@@ -232,7 +239,7 @@ async def until_holds(
     names = bound_names(step, member=scope.item_index is not None, result=True)
     text = step.iterate.until
     values = bindings([text], plan=dispatcher.plan, scope=scope, names=names, result=result)
-    (outcome,) = await evaluate([text], values)
+    (outcome,) = await evaluate([text], values, step=step.id)
     return _holds(outcome)
 
 

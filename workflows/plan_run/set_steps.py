@@ -39,7 +39,7 @@ async def set_step(run: PlanRunState, dispatcher: Dispatcher, where: Scope, step
     names = bound_names(step, member=False, result=False)
     values = bindings(texts, plan=plan, scope=scope, names=names)
     run.record.steps[sid] = "running"
-    outcomes = await evaluate(texts, values)
+    outcomes = await evaluate(texts, values, step=sid)
     output = {}
     for key, outcome in zip(keys, outcomes, strict=True):
         if not outcome.ok:
