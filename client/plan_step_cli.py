@@ -1,8 +1,10 @@
 """``ponder step-done | checkpoint | revert``: consumer answers and checkpoints of a plan run.
 
 ``step-done ID STEP --token T --output @FILE`` (or ``--failure TEXT``) answers a consumer
-step's issuance with the ``step_done`` update, sent with the update id ``step_done:<token>``
-so a retried command is answered once by Temporal; then follows the run like ``ponder gate``.
+step's issuance with the ``step_done`` update, sent with an update id that digests the
+answer (``step_done_id``): a retried command is answered once by Temporal, and a different
+answer to a used token is refused ``stale-dispatch-token``; then follows the run like
+``ponder gate``.
 ``checkpoint ID LABEL`` commits the run's settled state; ``revert ID LABEL`` goes back to a
 checkpoint while the run waits (then follows it). A refusal is one line, exit 2.
 
@@ -85,7 +87,7 @@ def step_done(
 ) -> None:
     """Answer a consumer step's issuance (its prompt: the issuance query, or status)."""
     from client.plan_follow import _answer, finish
-    from workflows.plan.consumer import StepDoneInput
+    from workflows.plan.consumer import StepDoneInput, step_done_id
 
     if (output is None) == (failure is None):
         raise ConfigError(
@@ -117,7 +119,7 @@ def step_done(
                 UPDATE_STEP_DONE,
                 make,
                 detach_after=detach,
-                update_id=lambda arg: f"step_done:{arg.token}",
+                update_id=step_done_id,
                 # A retried answer (its issuance already gone) answers no wait shown now.
                 answers=lambda status, arg: any(i.token == arg.token for i in status.issuances),
             )

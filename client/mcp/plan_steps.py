@@ -3,7 +3,8 @@
 
 An MCP client can be a consumer: ``plan_run`` pauses ``awaiting_consumer`` with the issuances in
 its answer; ``issuance`` gives the prompt exactly as the executor gets it and the contract;
-``step_done`` answers with the update id ``step_done:<token>``, as the CLI does.
+``step_done`` answers with the update id ``step_done_id`` gives (a digest of the answer), as the
+CLI does.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from client.mcp.backend import Backend
 from client.mcp.plans import _answer, _handle, _paused
 from workflows.names import QUERY_ISSUANCE, UPDATE_CHECKPOINT, UPDATE_REVERT, UPDATE_STEP_DONE
 from workflows.plan.checkpoints import CheckpointInput, CheckpointResult, RevertInput
-from workflows.plan.consumer import IssuanceView, StepDoneInput
+from workflows.plan.consumer import IssuanceView, StepDoneInput, step_done_id
 
 __all__ = ["checkpoint", "issuance", "revert", "step_done"]
 
@@ -55,7 +56,7 @@ async def step_done(backend: Backend, args: StepDoneArgs, progress: Any) -> dict
     answer = StepDoneInput(step=args.step, token=token, result=result)
     return await _answer(
         backend, args.run_id, UPDATE_STEP_DONE, answer, wait=args.wait, wait_s=args.timeout_s,
-        progress=progress, before=before, update_id=f"step_done:{token}",
+        progress=progress, before=before, update_id=step_done_id(answer),
     )  # fmt: skip
 
 

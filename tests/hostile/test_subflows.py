@@ -1,6 +1,7 @@
 """Hostile sub-flows through the real ``temporal`` binary: a small document whose run steps
 would expand into more boundaries than a plan may have is refused before it walks, and a
-``with`` value nested past its bound fails its run step with a code; the worker keeps serving."""
+``with`` value nested past its bound is refused at validation (``flow.with_too_deep``); the worker
+keeps serving."""
 
 from __future__ import annotations
 
@@ -47,4 +48,4 @@ async def test_hostile_sub_flows_end_with_codes_while_the_worker_serves(
         assert await probe < 10
     assert expand.type == "plan-invalid" and "flow.too_large" in expand.message
     assert "200200 steps" in expand.message
-    assert deep.type == "malformed-output" and "nested deeper than 32" in deep.message
+    assert deep.type == "plan-invalid" and "[flow.with_too_deep]" in deep.message

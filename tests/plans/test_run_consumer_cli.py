@@ -61,7 +61,7 @@ async def test_step_done_checkpoint_revert_and_from_through_the_cli(
     gate = await ponder(*args, "--usage", "tokens=50,wall_ms=1200", env=env)
     assert gate.code == 75, gate.err
     assert "continue with: ponder gate approve cli-consumer ship  (or: revise, kill)" in gate.err
-    # The same command again: the update id step_done:<token> is answered once by Temporal.
+    # The same command again: its update id (a digest of the answer) is answered once.
     again = await ponder(*args, env=env)
     assert again.code == 75, again.err
     handle = client.get_workflow_handle("cli-consumer")

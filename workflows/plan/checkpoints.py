@@ -83,6 +83,9 @@ class WalkControl:
     """A revert accepted and not yet applied: every wait ends, no new dispatch starts."""
     reverts: int = 0
     """Reverts applied so far (the update's handler waits for its own)."""
+    route_activation: bool = False
+    """Routes and deps, not the plan order, decide what runs (``workflows.plan.activation``);
+    False only where a history from before the rule replays."""
 
 
 class Snapshot(BaseModel):

@@ -59,6 +59,7 @@ __all__ = [
     "consumer_step_ids",
     "parse_result",
     "plan_digest",
+    "step_done_id",
     "token_digest",
 ]
 
@@ -186,6 +187,26 @@ class ConsumerDesk:
 def token_digest(token: str) -> str:
     """What the trace records instead of a token: enough to match it, not to use it."""
     return "sha256:" + hashlib.sha256(token.encode()).hexdigest()[:16]
+
+
+def step_done_id(answer: StepDoneInput) -> str:
+    """The update id a client sends ``answer`` with: a digest of its step, token and what it
+    answers (``output`` or ``failure``; ``usage`` and ``telemetry`` are about the answer, not
+    it). Temporal answers a repeated id once, so the same answer sent again (a retried
+    command) stays one answer; a *different* output for a token already used gets its own id,
+    reaches the validator and is refused ``stale-dispatch-token`` (an id of the token alone
+    deduplicated it into the first answer's success)."""
+    said = answer.result
+    if isinstance(said, dict):
+        said = {k: said[k] for k in ("output", "failure") if k in said}
+    body = json.dumps(
+        [answer.step, answer.token, said],
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        default=str,
+    )
+    return "step_done:" + hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def check_step_done(

@@ -54,11 +54,13 @@ Reason = Literal["threw", "unserializable", "empty-output", "io"]
 
 def capture_hook(run: PlanRunState, plan: Plan, models: dict[str, str]) -> SettledHook:
     async def capture(
-        step: AgentStep, prompt: str, output: str, item: int | None, invocation: str
+        step: AgentStep, sid: str, prompt: str, output: str, item: int | None, invocation: str
     ) -> None:
+        # A sub-flow child is routed, and its pairs filed, under its scoped id (``short/gist``):
+        # its bare id names no model and would collide with a top-level step's file.
         await capture_pair(
-            run, plan, step, models[step.id], prompt=prompt, output=output, item=item,
-            invocation=invocation,
+            run, plan, step, models[sid], prompt=prompt, output=output, item=item,
+            invocation=invocation, sid=sid,
         )  # fmt: skip
 
     return capture
@@ -85,16 +87,19 @@ async def capture_pair(
     invocation: str,
     mode: Mode = "capture",
     resumed: bool = False,
+    sid: str | None = None,
 ) -> None:
+    """``sid``: the step's scoped id (None: a top-level step, its own id)."""
+    sid = sid or step.id
     if not output.strip():
-        _failed(run, step.id, mode, "empty-output", None)
+        _failed(run, sid, mode, "empty-output", None)
         return
     row = next((c for c in reversed(run.record.calls) if c.invocation == invocation), None)
     try:
         pair = build_pair(
             plan=plan.name,
             run_id=run.run_id,
-            step=step.id,
+            step=sid,
             item=item,
             ts=workflow.now().isoformat(),
             input=prompt,
@@ -111,17 +116,17 @@ async def capture_pair(
         )
         line = pair_line(pair)
     except Unserializable as exc:
-        _failed(run, step.id, mode, "unserializable", str(exc))
+        _failed(run, sid, mode, "unserializable", str(exc))
         return
     except Exception as exc:  # capture never decides an outcome
-        _failed(run, step.id, mode, "threw", f"{type(exc).__name__}: {exc}")
+        _failed(run, sid, mode, "threw", f"{type(exc).__name__}: {exc}")
         return
     try:
         result = await workflow.execute_activity(
             APPEND_TRAINING_PAIR,
             AppendTrainingPairInput(
                 plan=plan.name,
-                step=step.id,
+                step=sid,
                 line=line,
                 key=pair.key,
                 chain=workflow.info().first_execution_run_id,
@@ -136,12 +141,12 @@ async def capture_pair(
         cause = exc.cause
         io = isinstance(cause, ApplicationError) and cause.type == CAPTURE_IO
         message = cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
-        _failed(run, step.id, mode, "io" if io else "threw", message)
+        _failed(run, sid, mode, "io" if io else "threw", message)
         return
     extra = {"repaired": result.repaired} if result.repaired else {}
     run.record.event(
         "capture.written" if result.outcome == "written" else "capture.dup",
-        step=step.id,
+        step=sid,
         mode=mode,
         item=item,
         key=pair.key,

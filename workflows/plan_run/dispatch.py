@@ -65,9 +65,10 @@ __all__ = [
     "left_the_recording",
 ]
 
-SettledHook = Callable[[AgentStep, str, str, "int | None", str], Awaitable[None]]
-"""Called once an agent step's attempt succeeds: (step, prompt as sent, output, item index,
-invocation id). Training-pair capture (``capture``) is one; it never changes the outcome."""
+SettledHook = Callable[[AgentStep, str, str, str, "int | None", str], Awaitable[None]]
+"""Called once an agent step's attempt succeeds: (step, its scoped id, prompt as sent, output,
+item index, invocation id). Training-pair capture (``capture``) is one; it never changes the
+outcome."""
 
 PROMPT_CEILING_CHARS = 1_000_000
 """A dispatch prompt past this (upstream values spliced in) fails ``prompt-over-ceiling``."""
@@ -346,7 +347,7 @@ class Dispatcher:
                 self.pacer.charge(len(prompt) + len(text))
                 count = self.counts[count_key(sid, item_index)]
                 invocation = invocation_id(sid, count, item_index)
-                await self.on_settled(step, prompt, text, item_index, invocation)
+                await self.on_settled(step, sid, prompt, text, item_index, invocation)
             return text
         raise AssertionError("unreachable: the last attempt returns or raises")
 

@@ -1,7 +1,11 @@
 """The boundary walk (plans.md "Run" 2): boundaries in plan order, each reserving its worst case
 before it runs.
 
-    for each boundary (an ``on_fail`` target runs only when a failure routed to it):
+    for each boundary, activation says whether it runs (``workflows.plan.activation``): a
+    route target only once its route was taken, nothing behind a killed gate or a skipped
+    step; one behind a failed step is stranded, and a walk that ends with stranded steps
+    fails ``steps-stranded`` (histories from before the rule replay the plan-order walk,
+    where an ``on_fail`` target runs only when a failure routed to it):
         pause -> ``pauses`` | human gate -> ``gates`` | set -> ``set_steps`` (none of them
         reserves: nothing is dispatched)
         run step -> ``subflows`` (not a boundary: its body walks here, each child a boundary)
@@ -10,7 +14,8 @@ before it runs.
         ``awaiting_budget`` / ``awaiting_wall_clock`` for ``extend_budget`` when it does not
         fit) --, open the reservation, run it -- agent step | model gate | region |
         tournament -- spend its wall time, close it
-        a route (``on_fail``, a redo, a gate decision) jumps the walk to that step
+        a route (``on_fail``, a gate decision) forward arms its target; one back (a
+        revise, a gate routing to an earlier step) jumps the walk to that step
         a settled top-level step: its fingerprint; with ``checkpoint: LABEL``, a commit
         ``--from RUN:LABEL``: a step whose fingerprint matches is restored, not run
         a revert (``Reverted`` out of a wait): restore the snapshot, go on at its first
@@ -24,6 +29,7 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from workflows.plan.activation import forward_routers, has_routes
     from workflows.plan.boundaries import Boundary, Reservation, boundaries, region_reservation
     from workflows.plan.checkpoints import Reverted
     from workflows.plan.model import (
@@ -44,16 +50,23 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan_run.gates import human_gate, model_gate
     from workflows.plan_run.pauses import pause
     from workflows.plan_run.regions import region, region_items
+    from workflows.plan_run.routes import arm, decide, not_run, stranded_failure
     from workflows.plan_run.scope import Scope
     from workflows.plan_run.set_steps import set_step
     from workflows.plan_run.state import PlanRunState
     from workflows.plan_run.subflows import run_subflow
     from workflows.plan_run.waits import wait_for_person
 
-__all__ = ["walk", "walk_scope"]
+__all__ = ["ROUTE_ACTIVATION_PATCH", "walk", "walk_scope"]
+
+ROUTE_ACTIVATION_PATCH = "plan-route-activation"
 
 
 async def walk(run: PlanRunState, dispatcher: Dispatcher, plan: Plan) -> None:
+    # Asked before the walk dispatches anything, and only by plans with routes (the only ones the
+    # rule changes): a history from before it replays the plan-order walk.
+    if has_routes(plan):
+        run.control.route_activation = workflow.patched(ROUTE_ACTIVATION_PATCH)
     await walk_scope(run, dispatcher, Scope(run, plan), boundaries(plan))
 
 
@@ -62,11 +75,21 @@ async def walk_scope(
 ) -> None:
     """Walk the boundaries of one scope: the top level, or a sub-flow's body."""
     index = {b.step_id: b.index for b in steps}
+    ordered = [scope.step(b.step_id) for b in steps]
+    routers = forward_routers(ordered)
+    activation = run.control.route_activation
+    stranded: dict[str, str | None] = {}
     i = 0
     while i < len(steps):
         boundary = steps[i]
         sid = scope.sid(boundary.step_id)
-        if boundary.on_fail_target and sid not in run.on_fail_armed:
+        if activation:
+            decided = decide(run, scope, boundary, routers)
+            if decided.action != "run":
+                not_run(run, scope, boundary, decided, stranded)
+                i += 1
+                continue
+        elif boundary.on_fail_target and sid not in run.on_fail_armed:
             run.record.steps[sid] = "skipped"
             i += 1
             continue
@@ -78,9 +101,19 @@ async def walk_scope(
                 continue
         else:
             jump = await _boundary(run, dispatcher, scope, boundary)
+        if activation:
+            arm(run, scope, boundary)
+            if jump is not None and index[jump] > index[boundary.step_id]:
+                # A route forward arms its target (done above, or by the failure that took
+                # it); what runs on the way there is for activation to say, not the jump.
+                run.record.event("route", frm=sid, to=scope.sid(jump))
+                i += 1
+                continue
         if jump is not None:
             run.record.event("route", frm=sid, to=scope.sid(jump))
         i = index[jump] if jump is not None else i + 1
+    if activation and (failure := stranded_failure(run, scope, steps, stranded)) is not None:
+        raise failure
 
 
 async def _top_level(

@@ -1,0 +1,125 @@
+"""Route activation: which boundary of a scope runs, is skipped, or is stranded.
+
+Pure. The walk goes through a scope's boundaries in plan order, but the order does not decide
+what runs; routes and deps do:
+
+- a *route target* -- a later step named by an ``on_fail``, or by a human gate's
+  ``on_approve`` / ``on_kill`` -- runs only when its route was taken (the walk *arms* it);
+  untaken, it is skipped;
+- a human gate that was killed does not continue: a step that depends on it is skipped, unless
+  it is the target the kill routed to;
+- a step that depends on a skipped step is skipped too (it was reached only through a route
+  not taken);
+- a step that depends on a failed step (a failure routed away by ``on_fail``) or on a stranded
+  one can never run: it is *stranded*. When the walk ends with stranded steps the run does not
+  complete: it fails ``steps-stranded`` naming them.
+
+A step's deps on the step that routed to it are met by the route itself (an ``on_fail`` target
+may depend on the step whose failure it handles; an ``on_kill`` target on its gate).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from workflows.plan.boundaries import AnyStep
+from workflows.plan.model import AgentStep, GateStep, Plan, RunStep
+
+__all__ = [
+    "KILL",
+    "Verdict",
+    "forward_routers",
+    "gate_route_targets",
+    "has_routes",
+    "stranded_detail",
+    "verdict",
+]
+
+KILL = "kill"
+"""A human gate's output once killed (its decision)."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    action: Literal["run", "skip", "strand"]
+    because: str | None = None
+    """The dep (or route) that decided a skip or a strand."""
+
+
+def _routes(step: AnyStep) -> list[str]:
+    """The step ids ``step`` may route to (``on_fail``; a human gate's approve and kill)."""
+    if isinstance(step, AgentStep | RunStep) and step.on_fail is not None:
+        return [step.on_fail]
+    if isinstance(step, GateStep) and step.gate is not None:
+        return [t for t in (step.gate.on_approve, step.gate.on_kill) if t is not None]
+    return []
+
+
+def has_routes(plan: Plan) -> bool:
+    """Whether any scope of the plan routes (where activation and a plan-order walk differ)."""
+    scopes: list[Sequence[AnyStep]] = [plan.steps, *(f.steps for f in plan.flows.values())]
+    return any(_routes(step) for steps in scopes for step in steps)
+
+
+def forward_routers(steps: Sequence[AnyStep]) -> dict[str, set[str]]:
+    """Route target -> the steps that route to it, for targets later in the scope (an earlier
+    target is a loop back: the walk jumps there)."""
+    position = {s.id: i for i, s in enumerate(steps)}
+    routers: dict[str, set[str]] = {}
+    for i, step in enumerate(steps):
+        for target in _routes(step):
+            if position.get(target, -1) > i:
+                routers.setdefault(target, set()).add(step.id)
+    return routers
+
+
+def gate_route_targets(step: AnyStep) -> tuple[str | None, str | None]:
+    """(on_approve, on_kill) of a human gate; (None, None) otherwise."""
+    if isinstance(step, GateStep) and step.gate is not None:
+        return step.gate.on_approve, step.gate.on_kill
+    return None, None
+
+
+def verdict(
+    step: AnyStep,
+    *,
+    armed: bool,
+    routers: Mapping[str, set[str]],
+    states: Mapping[str, str],
+    outputs: Mapping[str, object],
+    gates: Mapping[str, AnyStep],
+) -> Verdict:
+    """Whether ``step`` runs now. ``states`` and ``outputs``: the scope's steps by their ids in
+    it; ``armed``: a route to ``step`` was taken; ``gates``: the scope's human gates."""
+    routed_by = routers.get(step.id)
+    if routed_by is not None and not armed:
+        return Verdict("skip", f"no route to it was taken ({', '.join(sorted(routed_by))})")
+    skipped: str | None = None
+    for dep in step.deps:
+        if routed_by is not None and dep in routed_by:
+            continue  # the route that armed it is what it waited for
+        state = states.get(dep, "pending")
+        if state == "skipped":
+            skipped = skipped or f"{dep} was skipped"
+        elif state != "settled":
+            return Verdict("strand", f"{dep} {_state_word(state)}")
+        elif dep in gates and outputs.get(dep) == KILL:
+            skipped = skipped or f"gate {dep} was killed"
+    return Verdict("run") if skipped is None else Verdict("skip", skipped)
+
+
+def _state_word(state: str) -> str:
+    return "failed" if state == "failed" else "never ran"
+
+
+def stranded_detail(stranded: Sequence[tuple[str, str | None]]) -> str:
+    """The failure's message: each stranded step with why, at most 20 named."""
+    shown = "; ".join(f"{sid} ({why})" if why else sid for sid, why in stranded[:20])
+    more = f"; and {len(stranded) - 20} more" if len(stranded) > 20 else ""
+    return (
+        f"no runnable step remains and {len(stranded)} step(s) never ran: {shown}{more}; "
+        "fix: make them depend on the on_fail target rather than the failed step, or drop "
+        "on_fail so the failure itself fails the run"
+    )

@@ -1,0 +1,115 @@
+"""Route activation from workflow code: whether the walk runs a boundary, skips it, or leaves it
+stranded (the rule is ``workflows.plan.activation``'s), and the routes a decided human gate
+arms.
+
+Armed route targets share ``on_fail_armed`` with ``on_fail``'s, so a checkpoint's snapshot and
+a revert carry them as they do the others.
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from workflows.plan.activation import (
+        KILL,
+        Verdict,
+        gate_route_targets,
+        stranded_detail,
+        verdict,
+    )
+    from workflows.plan.boundaries import Boundary
+    from workflows.plan.model import GateStep
+    from workflows.plan.reasons import Reason
+    from workflows.plan.run_record import PlanFailure
+    from workflows.plan_run.scope import Scope
+    from workflows.plan_run.state import PlanRunState
+
+__all__ = ["arm", "decide", "not_run", "stranded_failure"]
+
+
+def decide(
+    run: PlanRunState, scope: Scope, boundary: Boundary, routers: dict[str, set[str]]
+) -> Verdict:
+    step = scope.step(boundary.step_id)
+    near = [*step.deps, *routers.get(step.id, ())]
+    return verdict(
+        step,
+        armed=scope.sid(step.id) in run.on_fail_armed,
+        routers=routers,
+        states={d: run.record.steps.get(scope.sid(d), "pending") for d in near},
+        outputs={d: scope.outputs.get(d) for d in near},
+        gates={d: g for d in near if _is_human_gate(g := scope.step(d))},
+    )
+
+
+def _is_human_gate(step: object) -> bool:
+    return isinstance(step, GateStep) and step.is_human()
+
+
+def not_run(
+    run: PlanRunState,
+    scope: Scope,
+    boundary: Boundary,
+    decided: Verdict,
+    stranded: dict[str, str | None],
+) -> None:
+    """A skipped boundary is marked so with all it holds (a region's members, a body's
+    children); a stranded one stays pending, and the walk's end names it."""
+    sid = scope.sid(boundary.step_id)
+    kind = "step.skipped" if decided.action == "skip" else "step.stranded"
+    run.record.event(kind, step=sid, because=decided.because)
+    if decided.action == "strand":
+        stranded[sid] = decided.because
+        run.record.steps[sid] = "pending"
+        return
+    stranded.pop(sid, None)
+    for held in _held(scope, boundary):
+        run.record.steps[held] = "skipped"
+
+
+def _held(scope: Scope, boundary: Boundary) -> list[str]:
+    """The scoped ids a boundary stands for: itself, its region's members, its body's
+    children (and theirs)."""
+    sid = scope.sid(boundary.step_id)
+    out = [sid, *(scope.sid(m) for m in boundary.members if m != boundary.step_id)]
+    stack = [(sid, child) for child in boundary.children]
+    while stack:
+        prefix, child = stack.pop()
+        child_sid = f"{prefix}/{child.step_id}"
+        out.append(child_sid)
+        out += [f"{prefix}/{m}" for m in child.members if m != child.step_id]
+        stack += [(child_sid, grandchild) for grandchild in child.children]
+    return out
+
+
+def arm(run: PlanRunState, scope: Scope, boundary: Boundary) -> None:
+    """A decided human gate arms the target of the route it took and disarms the other (a
+    gate decided again after a revise may choose differently)."""
+    step = scope.step(boundary.step_id)
+    on_approve, on_kill = gate_route_targets(step)
+    if on_approve is None and on_kill is None:
+        return
+    decision = scope.outputs.get(step.id)
+    if run.record.steps.get(scope.sid(step.id)) != "settled":
+        return
+    for target in (on_approve, on_kill):
+        if target is not None:
+            run.on_fail_armed.discard(scope.sid(target))
+    chosen = on_approve if decision == "approve" else on_kill if decision == KILL else None
+    if chosen is not None:
+        run.on_fail_armed.add(scope.sid(chosen))
+
+
+def stranded_failure(
+    run: PlanRunState, scope: Scope, steps: list[Boundary], stranded: dict[str, str | None]
+) -> PlanFailure | None:
+    """``steps-stranded`` naming the scope's boundaries still pending once its walk ended."""
+    left = [
+        (scope.sid(b.step_id), stranded.get(scope.sid(b.step_id)))
+        for b in steps
+        if run.record.steps.get(scope.sid(b.step_id)) == "pending"
+    ]
+    if not left:
+        return None
+    return PlanFailure(Reason.STEPS_STRANDED, stranded_detail(left), step=left[0][0])
