@@ -48,6 +48,7 @@ bench: install
 	$(BIN)/python -m benchmarks.tournament_overhead
 	$(BIN)/python -m benchmarks.bt_fit
 	$(BIN)/python -m benchmarks.ranking_accuracy
+	$(BIN)/python -m benchmarks.ranking_trust
 	$(BIN)/python -m benchmarks.plan_validation
 	$(BIN)/python -m benchmarks.plan_run
 	$(BIN)/python -m benchmarks.plan_fanout

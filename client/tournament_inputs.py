@@ -124,6 +124,10 @@ def build_input(settings: Settings, **o: Any) -> TournamentInput:
         judges=judges,
         bootstrap_resamples=o["bootstrap_resamples"],
         write_interval_s=o["write_interval_s"],
+        length_control=o["length_control"],
+        weight_by_confidence=o["weight_by_confidence"],
+        # An adaptive phase spends 30% of its k-regular pairs unless --m sizes it by hand.
+        adaptive_share=1.0 if o["m"] is not None and o["schedule"] == "adaptive" else None,
     )
     preflight(payload)  # a TournamentError: coded, one line (client.failures)
     return payload
@@ -146,6 +150,8 @@ def build_rank_input(
     given: list[GivenCandidate] | None = None,
     judges: list[str] | None = None,
     judge_orders: JudgeOrders | None = None,
+    length_control: bool = False,
+    weight_by_confidence: bool = False,
 ) -> TournamentInput:
     """The workflow input that ranks ``files`` (or the ``given`` texts, for the MCP server);
     refuses what preflight refuses."""
@@ -182,6 +188,8 @@ def build_rank_input(
         prices=price_table(in_use, settings, require_key=keys_here),
         judges=judges,
         judge_orders=judge_orders or TournamentInput.model_fields["judge_orders"].default,
+        length_control=length_control,
+        weight_by_confidence=weight_by_confidence,
     )
     preflight(payload)  # a TournamentError: coded, one line (client.failures)
     return payload

@@ -220,6 +220,17 @@ class RunOptions(StrictModel):
         le=MAX_CRITIQUE_CHARS,
         description=f"Cap on the critique a mutator receives (at least {MIN_CRITIQUE_CHARS}).",
     )
+    length_control: bool = Field(
+        default=False,
+        description="Fit the ranking with a length term, as the public arena's style control "
+        "does: scores net of the judge's preference for longer (or shorter) answers; the "
+        "summary reports the length coefficient with its interval.",
+    )
+    weight_by_confidence: bool = Field(
+        default=False,
+        description="Weigh each verdict by the judge's confidence (1 + 2 x confidence: a sure "
+        "verdict counts three times, as Arena-Hard counts a strong preference).",
+    )
     include_raw_outputs: bool = Field(
         default=False, description="Keep the judge's raw text in comparisons."
     )

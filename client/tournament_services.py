@@ -34,6 +34,8 @@ ALL_PAIRS_FREE_LIMIT: int = help_constant("all_pairs_free_limit")
 @click.option("--model", default=None, help="Judge model, provider:model.")
 @field_option("TournamentSettings", "judges")
 @field_option("TournamentSettings", "judge_orders")
+@field_option("RunOptions", "length_control")
+@field_option("RunOptions", "weight_by_confidence")
 @click.option(
     "--rank-mode",
     type=click.Choice(help_constant("rank_modes")),
@@ -64,6 +66,8 @@ def rank(
     model: str | None,
     judges: tuple[str, ...],
     judge_orders: JudgeOrders | None,
+    length_control: bool,
+    weight_by_confidence: bool,
     rank_mode: RankMode,
     rank_k: int | None,
     rank_seed: int | None,
@@ -92,6 +96,8 @@ def rank(
         model=model,
         judges=model_list(judges) or None,
         judge_orders=judge_orders,
+        length_control=length_control,
+        weight_by_confidence=weight_by_confidence,
         mode=rank_mode,
         rank_k=rank_k,
         rank_seed=rank_seed,

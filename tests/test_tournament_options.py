@@ -59,6 +59,7 @@ EVERY_RUN = RunOptions(
     bootstrap_resamples=0, seed=7, write_interval_s=2.5,
     budget=BudgetLimits(max_calls=40, max_input_tokens=9000, max_output_tokens=5000, max_usd=2.5),
     max_critique_chars=900, include_raw_outputs=True, include_prompts=True, run_id="think-x",
+    length_control=True, weight_by_confidence=True,
 )  # fmt: skip
 EVERY_ARGV = [
     "x", "--n", "6", "--k", "3", "--t", "1", "--m", "2", "--lambda", "0.05",
@@ -73,7 +74,7 @@ EVERY_ARGV = [
     "--write-interval-s", "2.5",
     "--max-calls", "40", "--max-input-tokens", "9000", "--max-output-tokens", "5000",
     "--max-usd", "2.5", "--max-critique-chars", "900", "--include-raw-outputs",
-    "--include-prompts", "--run-id", "think-x",
+    "--include-prompts", "--run-id", "think-x", "--length-control", "--weight-by-confidence",
 ]  # fmt: skip
 
 
@@ -186,6 +187,7 @@ RUN_ONLY_FLAGS = {
     "--bootstrap-resamples": "0", "--seed": "7", "--max-critique-chars": "900",
     "--write-interval-s": "2.5",
     "--include-raw-outputs": None, "--include-prompts": None, "--run-id": "think-x",
+    "--length-control": None, "--weight-by-confidence": None,
 }  # fmt: skip
 
 

@@ -194,7 +194,7 @@ def _chars_range(text: str) -> tuple[int | None, int]:
     """``chars=N`` (every answer's filler N characters) or ``chars=LOW-HIGH`` (each drawn
     between them)."""
     low, dash, high = text.partition("-")
-    if not dash:
+    if not (dash and low):  # "-1" is a (refused) number, not a range
         return None, _chars(text)
     lo, hi = _chars(low), _chars(high)
     if lo > hi:

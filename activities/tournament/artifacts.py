@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from activities.tournament.write_order import WriteKey, in_order
 from workflows.families import model_family
 from workflows.progress_file import PROGRESS_FILE, progress_json
 from workflows.tournament.bootstrap import LEVEL, rank_intervals
-from workflows.tournament.judge_stats import judge_summary
+from workflows.tournament.judge_stats import confidence_vs_correctness, judge_summary
 from workflows.tournament.preflight import self_preference_risks
 from workflows.tournament.progress import ENDED
 from workflows.tournament.schedule import FINAL_JUDGING_PHASE
@@ -115,7 +116,7 @@ def _final_scores(snap: TournamentSnapshot, final: list[ScoreRow]) -> list[dict[
 def _confidence(snap: TournamentSnapshot, final: list[ScoreRow]) -> dict[str, Any] | None:
     """The bootstrap behind the intervals, and whether the winner's clears the runner-up's."""
     intervals = snap.intervals
-    if intervals is None:
+    if intervals is None or not intervals.requested:  # none asked (length control's call)
         return None
     out: dict[str, Any] = {
         "method": "bootstrap percentile (comparisons resampled, Bradley-Terry refitted)",
@@ -148,6 +149,24 @@ def _confidence(snap: TournamentSnapshot, final: list[ScoreRow]) -> dict[str, An
     return out
 
 
+def _length_control(snap: TournamentSnapshot) -> dict[str, Any] | None:
+    """The final fit's length coefficient (``--length-control``), or None."""
+    if not snap.input.length_control:
+        return None
+    term = snap.intervals.length_control if snap.intervals else None
+    if term is None:
+        return {"enabled": True, "coefficient": None}
+    return {
+        "enabled": True,
+        **term.model_dump(),
+        "level": LEVEL,
+        "method": "Bradley-Terry with a length term, P(A wins) = sigmoid(s_A - s_B + "
+        "coefficient * x), x = +1 when A is the longer, -1 when B is, 0 for equal lengths; "
+        "Wald interval",
+        "odds_ratio": math.exp(term.coefficient),
+    }
+
+
 def _summary(snap: TournamentSnapshot) -> dict[str, Any]:
     texts = {c.id: c.text for c in snap.candidates}
     final_scores = [s for s in snap.scores if s.phase == FINAL_JUDGING_PHASE]
@@ -172,6 +191,8 @@ def _summary(snap: TournamentSnapshot) -> dict[str, Any]:
         "final_scores": _final_scores(snap, final_scores),
         "confidence": _confidence(snap, final_scores),
         "judge": _judge(snap),
+        "length_control": _length_control(snap),
+        "weighting": "confidence" if snap.input.weight_by_confidence else "none",
         "final_answer_is_postprocessed": snap.final_answer_is_postprocessed,
         "error": snap.error,
         "completed_at": snap.written_at if snap.status == "completed" else None,
@@ -181,6 +202,9 @@ def _summary(snap: TournamentSnapshot) -> dict[str, Any]:
         qualities = {cid: true_quality(text) for cid, text in texts.items()}
         known = {cid: q for cid, q in qualities.items() if q is not None}
         best = max(known, key=lambda cid: known[cid]) if known else None
+        summary["judge"]["confidence_vs_correctness"] = confidence_vs_correctness(
+            snap.comparisons, known
+        )
         summary |= {
             "simulated": True,
             "winner_true_quality": known.get(snap.winner_id or ""),

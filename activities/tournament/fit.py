@@ -18,7 +18,8 @@ from workflows.tournament import adaptive
 from workflows.tournament.bootstrap import bootstrap
 from workflows.tournament.bradley_terry import LeaderboardRow, Outcome, leaderboard
 from workflows.tournament.schedule import ScheduledPair
-from workflows.tournament.types import ScoreIntervals
+from workflows.tournament.style_control import confidence_weight, controlled_fit
+from workflows.tournament.types import LengthControl, ScoreIntervals
 
 __all__ = [
     "ADAPTIVE_BATCH",
@@ -41,6 +42,14 @@ class FitOutcome(BaseModel):
     presented_a: str
     presented_b: str
     winner: Literal["A", "B", "tie"]
+    confidence: float | None = None
+    """The judge's confidence, sent only to weigh the verdict (``weight_by_confidence``)."""
+
+
+def _weights(input: FitInput | BootstrapInput) -> list[float] | None:
+    if not input.weight_by_confidence:
+        return None
+    return [confidence_weight(o.confidence) for o in input.outcomes]
 
 
 class FitInput(BaseModel):
@@ -48,18 +57,43 @@ class FitInput(BaseModel):
     outcomes: list[FitOutcome]
     lambda_: float = 0.01
     generations: dict[str, int] = {}
+    weight_by_confidence: bool = False
+    """Weigh each outcome by ``style_control.confidence_weight`` of its confidence."""
+    lengths: dict[str, int] | None = None
+    """Candidate id -> its text's length: fit with the length term (``style_control``)."""
+
+
+def _scores(
+    ids: list[str],
+    outcomes: list[Outcome],
+    lambda_: float,
+    weights: list[float] | None,
+    lengths: dict[str, int] | None,
+) -> dict[str, float] | None:
+    """The controlled fit's scores, or None for the plain leaderboard fit."""
+    if weights is None and lengths is None:
+        return None
+    fitted = controlled_fit(ids, outcomes, weights=weights, lengths=lengths, lambda_=lambda_)
+    return fitted.scores
+
+
+def _leaderboard(input: FitInput) -> list[LeaderboardRow]:
+    outcomes = [Outcome(o.presented_a, o.presented_b, o.winner) for o in input.outcomes]
+    return leaderboard(
+        input.candidate_ids,
+        outcomes,
+        lambda_=input.lambda_,
+        generations=input.generations,
+        scores=_scores(
+            input.candidate_ids, outcomes, input.lambda_, _weights(input), input.lengths
+        ),
+    )
 
 
 @activity.defn(name=FIT_LEADERBOARD)
 async def fit_leaderboard(input: FitInput) -> list[LeaderboardRow]:
     # CPU work runs in a thread, so other activities' heartbeats never wait for a fit.
-    return await asyncio.to_thread(
-        leaderboard,
-        input.candidate_ids,
-        [Outcome(o.presented_a, o.presented_b, o.winner) for o in input.outcomes],
-        lambda_=input.lambda_,
-        generations=input.generations,
-    )
+    return await asyncio.to_thread(_leaderboard, input)
 
 
 class AdaptiveBatchInput(BaseModel):
@@ -92,6 +126,8 @@ class BootstrapInput(BaseModel):
     lambda_: float = 0.01
     resamples: int
     seed: int
+    weight_by_confidence: bool = False
+    lengths: dict[str, int] | None = None
 
 
 BOOTSTRAP_LANES = 2
@@ -113,7 +149,10 @@ async def bootstrap_leaderboard(input: BootstrapInput) -> ScoreIntervals:
         seed=input.seed,
         lanes=BOOTSTRAP_LANES,
         map_chunks=_refits.map,
+        weights=_weights(input),
+        lengths=input.lengths,
     )
+    length = result.length
     return ScoreIntervals(
         resamples=result.resamples,
         requested=result.requested,
@@ -121,4 +160,16 @@ async def bootstrap_leaderboard(input: BootstrapInput) -> ScoreIntervals:
         low=result.low,
         high=result.high,
         top_share=result.top_share,
+        length_control=None
+        if length is None
+        else LengthControl(
+            coefficient=length.coefficient,
+            low=length.low,
+            high=length.high,
+            standard_error=length.standard_error,
+            comparisons=length.comparisons,
+            differing=length.differing,
+            significant=length.significant,
+            identified=length.identified,
+        ),
     )

@@ -25,6 +25,7 @@ from activities.reports import render_page
 from activities.sim_math import true_quality
 from activities.tournament.report_svg import interval_chart, line_chart, score_ladder
 from activities.tournament.report_trust import (
+    fit_sentences,
     interval_text,
     judge_rows,
     judge_sentences,
@@ -118,6 +119,8 @@ class ReportData(BaseModel):
     judge: dict[str, Any] = {}
     confidence: dict[str, Any] | None = None
     final_scores: list[dict[str, Any]] = []
+    length_control: dict[str, Any] | None = None
+    weighting: str | None = None
 
 
 _phase_order = phase_names.order_key  # generation_judging:G in G order, then final_judging
@@ -313,7 +316,8 @@ def render_report(data: ReportData) -> str:
         intervals=Markup(intervals),  # escaped by the SVG helper too
         winner_line=winner_line(data.confidence, data.final_scores),
         judge_rows=judge_rows(data.judge) if data.judge else [],
-        judge_sentences=judge_sentences(data.judge) if data.judge else [],
+        judge_sentences=(judge_sentences(data.judge) if data.judge else [])
+        + fit_sentences(data.length_control, data.weighting, data.judge),
         ids=ids,
         matrix=_win_matrix(ids, matrix_comparisons),
         progress=progress,
@@ -433,4 +437,8 @@ def report_data_from_run_dir(run_dir: Path) -> ReportData:
         if isinstance(summary.get("confidence"), dict)
         else None,
         final_scores=[s for s in summary.get("final_scores") or [] if isinstance(s, dict)],
+        length_control=summary.get("length_control")
+        if isinstance(summary.get("length_control"), dict)
+        else None,
+        weighting=summary.get("weighting") if isinstance(summary.get("weighting"), str) else None,
     )

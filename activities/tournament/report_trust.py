@@ -7,9 +7,10 @@ sentences what they mean; the template escapes every value.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-__all__ = ["interval_text", "judge_rows", "judge_sentences", "winner_line"]
+__all__ = ["fit_sentences", "interval_text", "judge_rows", "judge_sentences", "winner_line"]
 
 
 def _pct(value: float | None) -> str:
@@ -152,3 +153,49 @@ def winner_line(confidence: dict[str, Any] | None, final: list[dict[str, Any]]) 
         f"{runner_up['candidate_id']}'s {r}, so the comparisons do not separate them{share}; "
         "more judge calls (a higher m) would."
     )
+
+
+def fit_sentences(
+    length: dict[str, Any] | None, weighting: str | None, judge: dict[str, Any]
+) -> list[str]:
+    """How the scores were fitted, where it is not plain Bradley-Terry: the length term and
+    its coefficient, confidence weighting, and (on the sim) whether confidence tracks
+    correctness."""
+    sentences = []
+    if length and length.get("identified") is False:
+        sentences.append(
+            "Length-controlled scores: these comparisons cannot tell the candidates' lengths "
+            "from their own strength (every decisive verdict went the way length points, or "
+            "length follows the candidates exactly), so the fit gives the differences to "
+            "length and the scores say little; judge more pairs, or rank without length "
+            "control."
+        )
+    elif length and length.get("coefficient") is not None:
+        c, low, high = length["coefficient"], length["low"], length["high"]
+        verdict = (
+            f"the judge favours the {'longer' if c > 0 else 'shorter'} candidate beyond chance"
+            if length.get("significant")
+            else "no length preference beyond chance"
+        )
+        sentences.append(
+            f"Length-controlled scores: Bradley-Terry with a length term; the longer answer "
+            f"gains {c:+.2f} log-odds (odds x{math.exp(c):.2f}; 95% CI {low:+.2f} to "
+            f"{high:+.2f}): {verdict}. The scores and ranks are net of it."
+        )
+    elif length:
+        sentences.append("Length control was asked for, but no length coefficient was fitted.")
+    if weighting == "confidence":
+        sentences.append(
+            "Verdicts are weighted by the judge's confidence (1 + 2 x confidence: a sure verdict "
+            "counts three times)."
+        )
+    agree = judge.get("confidence_vs_correctness") or {}
+    if agree.get("concordance") is not None:
+        sentences.append(
+            f"On the simulated candidates the judge named the better one in "
+            f"{_pct((agree.get('correct') or {}).get('rate'))} of {agree['verdicts']} verdicts; "
+            f"its mean confidence was {agree['mean_confidence_correct']:.2f} when right and "
+            f"{agree['mean_confidence_incorrect']:.2f} when wrong (a right verdict had the "
+            f"higher confidence {_pct(agree['concordance'])} of the time)."
+        )
+    return sentences

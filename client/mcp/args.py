@@ -108,6 +108,12 @@ class RankArgs(WaitArgs):
     judge_orders: JudgeOrders | None = Field(
         default=None, description="both: judge every pair in both orders (2x judge calls)"
     )
+    length_control: bool = Field(
+        default=False, description="fit with a length term: scores net of length preference"
+    )
+    weight_by_confidence: bool = Field(
+        default=False, description="weigh each verdict by the judge's confidence"
+    )
     rank_mode: RankMode = "auto"
     rank_k: int | None = None
     rank_seed: Seed | None = None

@@ -129,6 +129,8 @@ async def rank(backend: Backend, args: RankArgs, progress: ProgressFn) -> dict[s
         model=args.model,
         judges=args.judges,
         judge_orders=args.judge_orders,
+        length_control=args.length_control,
+        weight_by_confidence=args.weight_by_confidence,
         mode=args.rank_mode,
         rank_k=args.rank_k,
         rank_seed=args.rank_seed,

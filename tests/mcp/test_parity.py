@@ -39,10 +39,11 @@ async def test_plan_and_profiles(settings: Settings, server_address: str) -> Non
             )
         )
         phases = {p["phase"]: p for p in adaptive["phases"]}
-        assert phases["generation_judging:1"]["calls"] == 12
-        assert phases["generation_judging:1"]["adaptive_rounds"] == [4, 8]
-        assert phases["final_judging"]["adaptive_rounds"] == [4, 8, 4]
-        assert adaptive["sequential_rounds"] == 10 and adaptive["profile"] == "balanced"
+        # The adaptive default budget: 30% of the k-regular pairs, at least n = 8.
+        assert phases["generation_judging:1"]["calls"] == 8
+        assert phases["generation_judging:1"]["adaptive_rounds"] == [4, 4]
+        assert phases["final_judging"]["adaptive_rounds"] == [4, 4]
+        assert adaptive["sequential_rounds"] == 9 and adaptive["profile"] == "balanced"
         priced = structured(
             await client.call_tool(
                 "plan",

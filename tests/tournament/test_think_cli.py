@@ -353,16 +353,23 @@ def test_dry_run_shows_the_adaptive_rounds(tmp_path: Path) -> None:
     adaptive = ponder_here(*args, "--schedule", "adaptive", env=cli_env(tmp_path))
     assert regular.code == adaptive.code == 0, adaptive.err
     assert "adaptive" not in regular.out and "sequential rounds: 6" in regular.out
-    # 12 judge calls over 8 candidates: an opening matching of 4, then one batch of 8.
-    assert "generation_judging:1     12  (adaptive: 2 rounds of 4 + 8)" in adaptive.out
-    assert "final_judging            16  (adaptive: 3 rounds of 4 + 8 + 4)" in adaptive.out
-    assert "sequential rounds: 10" in adaptive.out
+    # The default budget: 30% of the 12 (3-regular) and 16 (4-regular) pairs over 8
+    # candidates, raised to n = 8: an opening matching of 4, then one batch of 4.
+    assert "generation_judging:1     8  (adaptive: 2 rounds of 4 + 4)" in adaptive.out
+    assert "final_judging            8  (adaptive: 2 rounds of 4 + 4)" in adaptive.out
+    assert "sequential rounds: 9" in adaptive.out
+    # --m sizes the phases by hand: all of the k-regular pairs.
+    sized = ponder_here(*args, "--schedule", "adaptive", "--m", "4", env=cli_env(tmp_path))
+    assert sized.code == 0, sized.err
+    assert "generation_judging:1     12  (adaptive: 2 rounds of 4 + 8)" in sized.out
+    assert "final_judging            16  (adaptive: 3 rounds of 4 + 8 + 4)" in sized.out
+    assert "sequential rounds: 10" in sized.out
     # Both orders: twice the calls, the same rounds of pairs.
     both = ponder_here(
         *args, "--schedule", "adaptive", "--judge-orders", "both", env=cli_env(tmp_path)
     )
     assert both.code == 0, both.err
-    assert "generation_judging:1     24  (adaptive: 2 rounds of 4 + 8)" in both.out
+    assert "generation_judging:1     16  (adaptive: 2 rounds of 4 + 4)" in both.out
     assert "judge calls per pair: 2 (1 judge, both orders)" in both.out
 
 

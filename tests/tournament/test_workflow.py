@@ -255,15 +255,15 @@ async def test_finalizer_polishes_the_winner(client: Client, queue: str) -> None
     assert result.final_answer.startswith("Simulated final answer from " + result.winner_id)
 
 
-async def test_adaptive_schedule_spends_the_same_calls_in_batches(
-    client: Client, queue: str
-) -> None:
+async def test_adaptive_schedule_spends_its_budget_in_batches(client: Client, queue: str) -> None:
+    # Balanced: 8 generations + 2 x (8 judged + 6 mutants) + 8 judged. Each adaptive phase
+    # judges 30% of its k-regular pairs (12 and 16), but at least n = 8.
     result = await run(client, queue, profile="balanced", seed=9, schedule="adaptive")
-    assert result.spent.calls == 60
+    assert result.spent.calls == 8 + 2 * (8 + 6) + 8
     run_dir = Path(result.run_dir)
     comparisons = read_jsonl(run_dir / "comparisons.jsonl")
     final = [c for c in comparisons if c["phase"] == "final_judging"]
-    assert len(final) == 16
+    assert len(final) == 8
     assert all(c["presented_a"] != c["presented_b"] for c in comparisons)
     # Pairs picked from earlier verdicts: the bootstrap's intervals are marked as not valid.
     confidence = json.loads((run_dir / "summary.json").read_text())["confidence"]
@@ -272,6 +272,11 @@ async def test_adaptive_schedule_spends_the_same_calls_in_batches(
     assert "The intervals are not valid here" in report
     again = await run(client, queue, profile="balanced", seed=9, schedule="adaptive")
     assert fingerprint(Path(again.run_dir)) == fingerprint(run_dir)
+    # A share of 1 (ponder think --m) spends every k-regular pair, as runs before the default.
+    whole = await run(
+        client, queue, profile="balanced", seed=9, schedule="adaptive", adaptive_share=1.0
+    )
+    assert whole.spent.calls == 8 + 2 * (12 + 6) + 16
 
 
 async def test_zero_generations_and_a_redacted_config(

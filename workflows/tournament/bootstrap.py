@@ -9,6 +9,13 @@ resamples, widened where needed to take in its own point (a candidate with a few
 all won or all lost, can have its resamples pile up on one side of it). The generator is numpy's
 PCG64 seeded from the run, so the same comparisons and seed give the same intervals.
 
+A run fitted with confidence weights or a length term (``style_control``) is resampled the
+same way: a resample's counts are multiplied by the comparisons' weights, and the length term
+is held at its full-data value, a fixed offset ``gamma_hat * x_k`` on each comparison, so the
+refits stay this batched n-dimensional Newton. Its intervals are thus the scores' spread given
+the length effect; the coefficient's own uncertainty is its Wald interval, reported beside
+them (refitting gamma in every resample would add a dimension to every batched solve).
+
 All resamples are refitted at once: damped Newton on a ``(resamples, n)`` score matrix, warm
 started at the full-data fit (a resample is close to it, so a handful of steps converge), with
 batched Hessians ``lambda*I + X^T diag(w) X`` (``X`` the comparisons' +-1 incidence matrix) and
@@ -32,6 +39,8 @@ from workflows.tournament.bradley_terry import (
     fit_arrays,
 )
 from workflows.tournament.judge_parse import Outcome
+from workflows.tournament.style_control import LengthTerm, controlled_fit
+from workflows.tournament.style_control import arrays as style_arrays
 
 __all__ = [
     "CHUNK_FLOATS",
@@ -71,6 +80,8 @@ class Bootstrap:
     high: dict[str, float]
     top_share: dict[str, float]
     """Share of resamples in which each candidate has the top score."""
+    length: LengthTerm | None = None
+    """With lengths: the full-data fit's length coefficient, held fixed in the refits."""
 
 
 def resamples_within_ceiling(requested: int, n: int, comparisons: int) -> int:
@@ -111,8 +122,12 @@ class _Segments:
 class Design:
     """The comparisons, grouped for the gradient (by candidate) and the Hessian (by pair)."""
 
-    def __init__(self, n: int, a: IntArray, b: IntArray, y: FloatArray) -> None:
+    def __init__(
+        self, n: int, a: IntArray, b: IntArray, y: FloatArray, offset: FloatArray | None = None
+    ) -> None:
         self.n, self.a, self.b, self.y = n, a, b, y
+        self.offset = np.zeros(len(a)) if offset is None else offset
+        """A fixed term added to each comparison's score difference (the length term)."""
         self.by_candidate = _Segments(np.concatenate([a, b]), n)
         """Entry ``k`` of ``[r, -r]`` is comparison ``k``'s gradient term for its ``a`` (then its
         ``b``): summed by candidate, they are ``x^T r``."""
@@ -122,13 +137,13 @@ class Design:
         self.lo, self.hi = keys // n, keys % n
 
     def objective(self, s: FloatArray, w: FloatArray, lam: float) -> FloatArray:
-        d = s[:, self.a] - s[:, self.b]
+        d = s[:, self.a] - s[:, self.b] + self.offset
         data = np.einsum("bm,bm->b", w, _softplus(d) - self.y * d)
         return 0.5 * lam * np.einsum("bi,bi->b", s, s) + data
 
     def gradients(self, s: FloatArray, w: FloatArray, lam: float) -> tuple[FloatArray, FloatArray]:
         """The objective's gradient at each row of ``s``, and each comparison's win chance."""
-        p = 0.5 * (1.0 + np.tanh(0.5 * (s[:, self.a] - s[:, self.b])))
+        p = 0.5 * (1.0 + np.tanh(0.5 * (s[:, self.a] - s[:, self.b] + self.offset)))
         r = w * (p - self.y)
         return lam * s + self.by_candidate.sums(np.concatenate([r, -r], axis=1)), p
 
@@ -217,6 +232,8 @@ def bootstrap(
     seed: int = 0,
     lanes: int = 1,
     map_chunks: MapChunks = map,
+    weights: Sequence[float] | None = None,
+    lengths: Mapping[str, int] | None = None,
 ) -> Bootstrap:
     """Percentile intervals of each candidate's z-scored Bradley-Terry score.
 
@@ -224,16 +241,37 @@ def bootstrap(
     (``map``: one after another; an executor's ``map``: side by side, and numpy's products and
     solves let go of the GIL). A row's refit never depends on the rows beside it, so the
     intervals are the same bits whatever the chunks; the chunks' memory in all stays within
-    ``CHUNK_FLOATS`` per lane."""
-    ids, a, b, y = canonical_arrays(candidate_ids, outcomes)
+    ``CHUNK_FLOATS`` per lane.
+
+    ``weights`` (one per outcome) weigh the comparisons as the leaderboard's fit did: a
+    resample's counts are multiplied by them. With ``lengths`` the leaderboard is the
+    length-controlled fit (``style_control``), and each refit holds the length term at its
+    full-data value, ``gamma_hat * x_k`` as a fixed offset: the refits stay the batched
+    n-dimensional Newton, and the intervals are the scores' spread given the length effect
+    (the coefficient's own uncertainty is its Wald interval, reported beside them)."""
+    controlled = weights is not None or lengths is not None
+    if controlled:
+        arr = style_arrays(candidate_ids, outcomes, weights=weights, lengths=lengths)
+        ids, a, b, y = arr.ids, arr.a, arr.b, arr.y
+    else:
+        ids, a, b, y = canonical_arrays(candidate_ids, outcomes)
     n, m = len(ids), len(a)
+    length = None
+    offset = None
+    if controlled:
+        full = controlled_fit(
+            candidate_ids, outcomes, weights=weights, lengths=lengths, lambda_=lambda_
+        )
+        length, offset = full.length, full.offset
     used = resamples_within_ceiling(resamples, n, m) if n >= 2 and m else 0
     if used == 0:
-        return Bootstrap(0, resamples, seed, {}, {}, {})
-    design = Design(n, a, b, y)
-    start = fit_arrays(n, a, b, y, lambda_)
+        return Bootstrap(0, resamples, seed, {}, {}, {}, length)
+    design = Design(n, a, b, y, offset)
+    start = full.raw if controlled else fit_arrays(n, a, b, y, lambda_)
     rng = np.random.default_rng(seed)
     counts = rng.multinomial(m, np.full(m, 1.0 / m), size=used).astype(np.float64)
+    if controlled and arr.weights is not None:
+        counts *= arr.weights
     chunk = max(1, min(CHUNK_FLOATS // (n * n + m * n), -(-used // max(1, lanes))))
 
     def refit(rows: FloatArray) -> FloatArray:
@@ -258,6 +296,7 @@ def bootstrap(
         low={cid: float(v) for cid, v in zip(ids, low, strict=True)},
         high={cid: float(v) for cid, v in zip(ids, high, strict=True)},
         top_share={cid: float(v) for cid, v in zip(ids, top, strict=True)},
+        length=length,
     )
 
 

@@ -252,9 +252,14 @@ def leaderboard(
     *,
     lambda_: float = 0.01,
     generations: Mapping[str, int] | None = None,
+    scores: Mapping[str, float] | None = None,
 ) -> list[LeaderboardRow]:
-    """Rows sorted by score descending, then id; ``rank`` from 1, ``tie_group`` from 1."""
-    scores = fit_scores(candidate_ids, outcomes, lambda_=lambda_)
+    """Rows sorted by score descending, then id; ``rank`` from 1, ``tie_group`` from 1.
+
+    ``scores`` (by candidate id) are used instead of this module's fit: another fit of the same
+    comparisons (``style_control``'s); the wins, losses and ties are counted here either way."""
+    if scores is None:
+        scores = fit_scores(candidate_ids, outcomes, lambda_=lambda_)
     tally = {cid: [0, 0, 0] for cid in scores}  # wins, losses, ties
     for o in outcomes:
         if o.winner == "tie":

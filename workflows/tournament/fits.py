@@ -28,7 +28,13 @@ with workflow.unsafe.imports_passed_through():
     from workflows.tournament.schedule import ScheduledPair
     from workflows.tournament.types import ComparisonRow, ScoreIntervals
 
-__all__ = ["FIT_RETRY_POLICY", "adaptive_pairs", "bootstrap_intervals", "fit_leaderboard"]
+__all__ = [
+    "FIT_RETRY_POLICY",
+    "adaptive_pairs",
+    "bootstrap_intervals",
+    "fit_leaderboard",
+    "row_confidence",
+]
 
 FIT_RETRY_POLICY = RetryPolicy(maximum_attempts=3)
 FIT_TIMEOUT = timedelta(seconds=60)
@@ -40,15 +46,20 @@ async def fit_leaderboard(
     *,
     lambda_: float,
     generations: dict[str, int],
+    lengths: dict[str, int] | None = None,
+    weigh: bool = False,
 ) -> list[LeaderboardRow]:
-    """The regularised Bradley-Terry leaderboard of ``population`` from judged ``rows``."""
+    """The regularised Bradley-Terry leaderboard of ``population`` from judged ``rows``; with
+    ``lengths``, controlled for length; ``weigh``: each verdict weighed by its confidence."""
     return await workflow.execute_local_activity(
         FIT_LEADERBOARD,
         FitInput(
             candidate_ids=population,
-            outcomes=[_outcome(r) for r in rows],
+            outcomes=[_outcome(r, weigh) for r in rows],
             lambda_=lambda_,
             generations=generations,
+            weight_by_confidence=weigh,
+            lengths=lengths,
         ),
         result_type=list[LeaderboardRow],
         start_to_close_timeout=FIT_TIMEOUT,
@@ -91,16 +102,21 @@ async def bootstrap_intervals(
     lambda_: float,
     resamples: int,
     seed: int,
+    lengths: dict[str, int] | None = None,
+    weigh: bool = False,
 ) -> ScoreIntervals:
-    """Bootstrap 95% intervals of the scores fitted from ``rows`` (the final ranking)."""
+    """Bootstrap 95% intervals of the scores fitted from ``rows`` (the final ranking), fitted
+    as ``fit_leaderboard`` fits them (``lengths``, ``weigh``)."""
     return await workflow.execute_local_activity(
         BOOTSTRAP_LEADERBOARD,
         BootstrapInput(
             candidate_ids=population,
-            outcomes=[_outcome(r) for r in rows],
+            outcomes=[_outcome(r, weigh) for r in rows],
             lambda_=lambda_,
             resamples=resamples,
             seed=seed,
+            weight_by_confidence=weigh,
+            lengths=lengths,
         ),
         result_type=ScoreIntervals,
         start_to_close_timeout=FIT_TIMEOUT,
@@ -108,5 +124,19 @@ async def bootstrap_intervals(
     )
 
 
-def _outcome(row: ComparisonRow) -> FitOutcome:
-    return FitOutcome(presented_a=row.presented_a, presented_b=row.presented_b, winner=row.winner)
+def row_confidence(row: ComparisonRow) -> float | None:
+    """A comparison's confidence: its judge's, or, for a pair several calls decided (both
+    orders, a panel), the mean of the calls' confidences (None where none gave one)."""
+    if row.confidence is not None:
+        return row.confidence
+    given = [v.confidence for v in row.verdicts or [] if v.confidence is not None]
+    return sum(given) / len(given) if given else None
+
+
+def _outcome(row: ComparisonRow, weigh: bool = False) -> FitOutcome:
+    return FitOutcome(
+        presented_a=row.presented_a,
+        presented_b=row.presented_b,
+        winner=row.winner,
+        confidence=row_confidence(row) if weigh else None,
+    )

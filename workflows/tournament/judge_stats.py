@@ -30,6 +30,11 @@ about a second of CPU (on a cold worker, during the first artifact write) for th
   verdicts on pairs with exactly one candidate of its own family, the share that candidate won.
   Quality is not held fixed here: read it against the other judges' rate on the same pairs.
   ``significant``: its interval leaves out 0.5.
+- ``confidence_vs_correctness`` (where true qualities are known: the sim): of the decisive
+  verdicts that carry a confidence, the share that named the better candidate, the mean
+  confidence of the right and of the wrong ones, and their concordance (the chance a right
+  verdict was the surer of a right-wrong pair): whether weighing verdicts by confidence
+  (``weight_by_confidence``) can help.
 
 Each verdict is one judge call: a ``comparisons.jsonl`` row without ``verdicts`` is one, a row
 with them contributes each.
@@ -47,7 +52,7 @@ from typing import Any, Protocol
 from workflows.families import model_family
 from workflows.tournament.verdicts import JudgedCall, majority, vote, winner_id
 
-__all__ = ["LEVEL", "Rate", "judge_summary", "rate"]
+__all__ = ["LEVEL", "Rate", "confidence_vs_correctness", "judge_summary", "rate"]
 
 LEVEL = 0.95
 _Z = NormalDist().inv_cdf(0.5 + 0.5 * LEVEL)
@@ -242,3 +247,57 @@ def judge_summary(
             by_judge[judge] = entry
         summary["by_judge"] = by_judge
     return summary
+
+
+def confidence_vs_correctness(
+    rows: Sequence[_Row], quality: Mapping[str, float]
+) -> dict[str, Any] | None:
+    """Where candidates' true qualities are known (the sim): whether the judge's confidence
+    tells its right verdicts from its wrong ones. Of the decisive verdicts that carry a
+    confidence, between candidates of different quality: how many named the better one, the
+    mean confidence of those and of the rest, and ``concordance``, the chance that a random
+    right verdict was given more confidence than a random wrong one (ties count half; 0.5:
+    confidence says nothing, 1: it always ranks the right ones higher). None: no such verdict."""
+    right: list[float] = []
+    wrong: list[float] = []
+    for row in rows:
+        calls: Sequence[Any] = row.verdicts or [row]
+        for call in calls:
+            confidence = getattr(call, "confidence", None)
+            a, b = call.presented_a, call.presented_b
+            if confidence is None or call.winner == "tie" or a not in quality or b not in quality:
+                continue
+            if quality[a] == quality[b]:
+                continue
+            better = "A" if quality[a] > quality[b] else "B"
+            (right if call.winner == better else wrong).append(float(confidence))
+    if not right and not wrong:
+        return None
+    return {
+        "verdicts": len(right) + len(wrong),
+        "correct": rate(len(right), len(right) + len(wrong)).as_dict(),
+        "mean_confidence_correct": sum(right) / len(right) if right else None,
+        "mean_confidence_incorrect": sum(wrong) / len(wrong) if wrong else None,
+        "concordance": _concordance(right, wrong),
+    }
+
+
+def _concordance(high: Sequence[float], low: Sequence[float]) -> float | None:
+    """P(an entry of ``high`` > one of ``low``) + half P(equal): the Mann-Whitney U over the
+    pairs, by one sort (no pair loop)."""
+    if not high or not low:
+        return None
+    merged = sorted([(v, 1) for v in high] + [(v, 0) for v in low])
+    u = 0.0
+    below = 0  # entries of low strictly below the current value
+    i = 0
+    while i < len(merged):
+        j = i
+        while j < len(merged) and merged[j][0] == merged[i][0]:
+            j += 1
+        group_high = sum(flag for _, flag in merged[i:j])
+        group_low = (j - i) - group_high
+        u += group_high * (below + 0.5 * group_low)
+        below += group_low
+        i = j
+    return u / (len(high) * len(low))

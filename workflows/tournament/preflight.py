@@ -216,6 +216,7 @@ def preflight(
         usd_per_call=usd_per_call,
         given=input.candidates is not None,
         calls_per_pair=input.calls_per_pair,
+        adaptive_share=input.adaptive_pairs_share,
     )
     check_planned_calls(tournament, input.budget.max_calls)
     check_history_size(tournament)

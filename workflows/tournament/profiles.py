@@ -28,6 +28,7 @@ from workflows.tournament.errors import (
 )
 
 __all__ = [
+    "ADAPTIVE_SHARE",
     "ALL_PAIRS_FREE_LIMIT",
     "BUILTIN_PROFILES",
     "FINALIZE_TEMPERATURE",
@@ -37,6 +38,7 @@ __all__ = [
     "RankBlock",
     "RankMode",
     "TournamentPlan",
+    "adaptive_pairs_budget",
     "check_planned_calls",
     "elite_count",
     "final_judging_calls",
@@ -277,6 +279,22 @@ class TournamentPlan(BaseModel):
     worst_case_usd: float | None = None
 
 
+ADAPTIVE_SHARE = 0.3
+"""An adaptive judging phase spends this share of the pairs its k-regular schedule would judge
+(unless the caller sizes it: ``TournamentInput.adaptive_share``). ``benchmarks/ranking_accuracy``
+(20 candidates, 200 seeds) backs it: adaptive with 30 calls names the best candidate 63.0% of
+the time at judge accuracy 0.85 and 85.0% at 0.95, against 54.0% and 61.5% for 10-regular's
+100 calls; at 0.75, 40.0% against 42.5%, within a standard error (3.5 points)."""
+
+
+def adaptive_pairs_budget(regular: int, n: int, share: float) -> int:
+    """The pairs an adaptive phase judges: ``share`` of the ``regular`` pairs, rounded up, and
+    at least ``n`` (the opening's matching and about as many champion pairs after it: below
+    that the phase is little more than one random round), never more than ``regular``."""
+    wanted = math.ceil(share * regular - 1e-9)
+    return min(regular, max(wanted, n))
+
+
 def plan(
     profile: Profile,
     *,
@@ -286,12 +304,15 @@ def plan(
     usd_per_call: float | None = None,
     given: bool = False,
     calls_per_pair: int = 1,
+    adaptive_share: float | None = None,
 ) -> TournamentPlan:
     """The dry-run plan of one tournament; refuses an invalid profile or rank block.
 
     ``given``: the initial population is supplied (the ``rank`` service), so no generation
     call is made for it. ``calls_per_pair``: judge calls per scheduled pair (judges times
     orders: 2 with ``judge_orders: both``), counted in every judging phase and its retries.
+    ``adaptive_share``: the adaptive schedule's share (``adaptive_pairs_budget``) of each
+    judging phase's pairs (the rank block's final phase is never adaptive); None: k-regular.
     """
     profile.check()
     if invalid_json_retries < 0:
@@ -299,8 +320,13 @@ def plan(
     if calls_per_pair < 1:
         raise ValueError(f"calls_per_pair must be >= 1 (got {calls_per_pair})")
     n, k, t = profile.n, profile.k, profile.t
-    final = final_judging_calls(profile, rank) * calls_per_pair
-    judging = n * k // 2 * calls_per_pair
+    final_pairs, judging_pairs = final_judging_calls(profile, rank), n * k // 2
+    if adaptive_share is not None:
+        judging_pairs = adaptive_pairs_budget(judging_pairs, n, adaptive_share)
+        if rank is None:
+            final_pairs = adaptive_pairs_budget(final_pairs, n, adaptive_share)
+    final = final_pairs * calls_per_pair
+    judging = judging_pairs * calls_per_pair
     generated = 0 if given else n
     phases = [PhaseCalls(phase=phase_names.INITIAL_GENERATION, calls=generated)]
     for g in range(1, t + 1):

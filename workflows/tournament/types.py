@@ -14,7 +14,7 @@ from workflows.inputs import StrictModel
 from workflows.model_types import DEFAULT_MODEL, Price, Usage
 from workflows.sim_options import ModelSpec
 from workflows.tournament.critique import MIN_CRITIQUE_CHARS
-from workflows.tournament.profiles import Profile, RankBlock
+from workflows.tournament.profiles import ADAPTIVE_SHARE, Profile, RankBlock
 from workflows.tournament.progress import Progress, ScoreRow, Status
 from workflows.tournament.prompt_sizes import prompt_size_problem, variable_bounds
 from workflows.tournament.prompts import DEFAULT_RUBRIC, PromptOverrides, Style
@@ -30,6 +30,7 @@ __all__ = [
     "ExtendBudgetResult",
     "GivenCandidate",
     "JudgeOrders",
+    "LengthControl",
     "OnBudgetExhausted",
     "Progress",
     "RoleModels",
@@ -155,6 +156,23 @@ class TournamentInput(StrictModel):
         le=MAX_BOOTSTRAP_RESAMPLES,
         description="resamples of the final comparisons behind each score's 95% interval; 0: none",
     )
+    adaptive_share: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description="adaptive schedule: the share of each judging phase's k-regular pairs it "
+        "judges (at least n of them); None: 0.3 (ponder think --m sets 1: the degree given)",
+    )
+    length_control: bool = Field(
+        default=False,
+        description="fit Bradley-Terry with a length term (as the public arena's style "
+        "control): scores net of the judge's preference for longer answers",
+    )
+    weight_by_confidence: bool = Field(
+        default=False,
+        description="weigh each verdict by the judge's confidence: 1 + 2*confidence (a sure "
+        "verdict counts three times, as Arena-Hard counts a strong preference)",
+    )
     write_interval_s: float = Field(
         default=DEFAULT_WRITE_INTERVAL_S,
         ge=0,
@@ -202,6 +220,13 @@ class TournamentInput(StrictModel):
     def judge_panel(self) -> list[str]:
         """The judges of every pair: the panel, else the one judge model."""
         return list(self.judges) if self.judges else [self.models.judge or self.model]
+
+    @property
+    def adaptive_pairs_share(self) -> float | None:
+        """The adaptive schedule's share of the k-regular pairs; None: a k-regular schedule."""
+        if self.schedule != "adaptive":
+            return None
+        return ADAPTIVE_SHARE if self.adaptive_share is None else self.adaptive_share
 
     @property
     def calls_per_pair(self) -> int:
@@ -261,6 +286,23 @@ class ComparisonRow(BaseModel):
     )
 
 
+class LengthControl(BaseModel):
+    """The length term of a length-controlled fit (``style_control``): the log-odds the longer
+    candidate gains in a comparison, with its 95% (Wald) interval."""
+
+    coefficient: float
+    low: float
+    high: float
+    standard_error: float
+    comparisons: int
+    differing: int
+    """Comparisons between candidates of different lengths."""
+    significant: bool
+    identified: bool = True
+    """False: the comparisons cannot tell length from the candidates' own strength (only the
+    penalty does), and the coefficient and its interval mean nothing."""
+
+
 class ScoreIntervals(BaseModel):
     """Bootstrap 95% intervals of the final scores, per candidate id (empty: none made)."""
 
@@ -272,6 +314,8 @@ class ScoreIntervals(BaseModel):
     top_share: dict[str, float] = Field(
         default={}, description="share of resamples in which the candidate has the top score"
     )
+    length_control: LengthControl | None = None
+    """With ``length_control``: the final fit's length coefficient (held fixed in the refits)."""
 
 
 class UsageRow(BaseModel):

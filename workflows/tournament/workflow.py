@@ -52,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.tournament.judge_parse import JudgeParseError, parse_judge_output
     from workflows.tournament.panel import judge_by_panel
     from workflows.tournament.preflight import Preflight, preflight
+    from workflows.tournament.profiles import adaptive_pairs_budget
     from workflows.tournament.prompts import DEFAULT_RUBRIC
     from workflows.tournament.record import TournamentRecord
     from workflows.tournament.schedule import (
@@ -102,6 +103,10 @@ next letter."""
 BALANCED_PANEL_PATCH = "tournament-2026-12c"
 """``THROTTLED_PATCH``, and an odd judge panel's presentation orders balanced across pairs
 (``verdicts.call_slots``), for runs started from here on."""
+ADAPTIVE_BUDGET_PATCH = "tournament-2026-12d"
+"""``BALANCED_PANEL_PATCH``, and an adaptive phase's default budget cut to
+``profiles.ADAPTIVE_SHARE`` of its k-regular pairs, for runs started from here on (runs before
+it spent them all, as ``adaptive_share: 1`` does)."""
 _STAND_IN = TournamentInput.model_construct(task="")
 
 
@@ -134,7 +139,10 @@ class TournamentWorkflow:
     def _ask_patches(self, input: TournamentInput) -> None:
         """Which behaviours this run has (the patches above); called in its first task."""
         pipelined = input.rounds == "pipelined"
-        self.calls.balanced_panel = workflow.patched(BALANCED_PANEL_PATCH)
+        budgeted = workflow.patched(ADAPTIVE_BUDGET_PATCH)
+        if not budgeted and input.schedule == "adaptive" and input.adaptive_share is None:
+            self.input = input.model_copy(update={"adaptive_share": 1.0})
+        self.calls.balanced_panel = budgeted or workflow.patched(BALANCED_PANEL_PATCH)
         throttled = self.calls.balanced_panel or workflow.patched(THROTTLED_PATCH)
         if throttled or workflow.patched(CURRENT_PATCH):
             if throttled:
@@ -164,8 +172,8 @@ class TournamentWorkflow:
             self.record.error = f"{self.input_error.code}: {self.input_error.message}"
             self.record.event("run.failed", error=self.record.error)
             raise input_failure(self.input_error)
+        self._ask_patches(self.input)
         input = self.input
-        self._ask_patches(input)
         seed = input.seed if input.seed is not None else workflow.random().randint(0, 2**31 - 1)
         self.calls.seed = seed
         try:
@@ -246,7 +254,10 @@ class TournamentWorkflow:
         """Judge ``pairs`` (or, on the adaptive schedule, as many calls chosen in batches)."""
         self.phase = phase
         if self.input.schedule == "adaptive" and adaptive:
-            rows = await self._judge_adaptively(phase, generation, population, len(pairs))
+            budget = adaptive_pairs_budget(
+                len(pairs), len(population), self.input.adaptive_pairs_share or 1.0
+            )
+            rows = await self._judge_adaptively(phase, generation, population, budget)
         else:
             rows = await self._judge_batch(phase, generation, pairs, first_index=0)
         await self._made()
@@ -429,13 +440,17 @@ class TournamentWorkflow:
             rows,
             lambda_=self.plan.profile.lambda_ if self.plan else 0.01,
             generations={cid: self.record.candidates[cid].generation for cid in population},
+            lengths=self._lengths(population),
+            weigh=self.input.weight_by_confidence,
         )
         return self.record.add_scores(phase, generation, fitted)
 
     async def _score_intervals(self, population: list[str]) -> None:
         """Bootstrap intervals on the final scores (resampled comparisons, refitted)."""
         resamples = self.input.bootstrap_resamples
-        if not resamples or not self.bootstrap:
+        # A length-controlled run asks even without resamples: the activity reports the
+        # length coefficient too.
+        if not (resamples or self.input.length_control) or not self.bootstrap:
             return
         self.record.intervals = await bootstrap_intervals(
             population,
@@ -443,7 +458,15 @@ class TournamentWorkflow:
             lambda_=self.plan.profile.lambda_ if self.plan else 0.01,
             resamples=resamples,
             seed=rng.phase_seed(self.calls.seed, f"{FINAL_JUDGING_PHASE}:bootstrap") % 2**63,
+            lengths=self._lengths(population),
+            weigh=self.input.weight_by_confidence,
         )
+
+    def _lengths(self, population: list[str]) -> dict[str, int] | None:
+        """Each candidate's length in characters, for a length-controlled fit (else None)."""
+        if not self.input.length_control:
+            return None
+        return {cid: len(self.record.candidates[cid].text) for cid in population}
 
     async def _end(self, status: str, error: str | None) -> None:
         """Drain calls in flight, record the outcome and write the artifacts."""
