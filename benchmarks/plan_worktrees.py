@@ -157,8 +157,9 @@ async def measure(
 
 
 async def main(items: int, concurrency: int, rounds: int) -> None:
-    home = Path(tempfile.mkdtemp(prefix="ponder-bench-"))
-    repo = make_repo(home / "repo")
+    scratch = Path(tempfile.mkdtemp(prefix="ponder-bench-"))
+    home = scratch / "home"  # beside the workspace: ponder's home is never inside one
+    repo = make_repo(scratch / "repo")
     settings: Settings = load_settings(home=str(home))
     writer = Endpoint(kind="command", argv=["/bin/sh", "-c", WRITE_ONE])
     settings = settings.model_copy(
