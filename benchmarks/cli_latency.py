@@ -58,6 +58,7 @@ LIVE_RUN = [
     *("--invalid-json-retries", "3", "--max-calls", "15", "--run-id", LIVE_ID, "--detach"),
 ]
 DOWN = [
+    ["--version"],
     ["--help"],
     ["think", "--help"],
     ["rank", "--help"],

@@ -259,6 +259,7 @@ def accept_config(command: click.Command) -> None:
     on_load=accept_config,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+@click.version_option(package_name="ponder", message="%(prog)s %(version)s")
 @click.option("--debug", is_flag=True, help="Show tracebacks on errors.")
 @click.option("--config", type=click.Path(), default=None, help="Path to ponder.toml.")
 @click.pass_context

@@ -58,6 +58,25 @@ def test_ponder_help_imports_no_command_and_no_temporal() -> None:
     assert loaded.strip() == "['client.cli', 'client.lazy_group']", loaded
 
 
+def test_ponder_version_prints_the_installed_version_and_loads_no_command() -> None:
+    from importlib.metadata import version
+
+    probe = (
+        "import sys\n"
+        "from client.cli import cli\n"
+        "sys.argv = ['ponder', '--version']\n"
+        "try:\n"
+        "    cli.main(['--version'], standalone_mode=False)\n"
+        "finally:\n"
+        "    loaded = sorted(m for m in sys.modules if m.startswith(('client.', 'temporalio', "
+        "'workflows', 'activities', 'numpy', 'mcp', 'pydantic')))\n"
+        "    print('LOADED', loaded)\n"
+    )
+    out = run_probe(probe)
+    assert out.startswith(f"ponder {version('ponder')}\n"), out
+    assert out.split("LOADED", 1)[1].strip() == "['client.cli', 'client.lazy_group']"
+
+
 def test_the_campaign_workflow_loads_no_activity_code_numpy_or_jinja2() -> None:
     # The workflow names its activities (activities.campaign.names); the activity modules, the
     # report's jinja2 and its statistics' numpy stay out of a process until something uses them.
