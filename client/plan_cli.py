@@ -7,7 +7,8 @@ The validator and schema are imported when a command runs, so ``--help`` answers
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,7 +22,7 @@ __all__ = ["plan"]
 
 @click.group()
 def plan() -> None:
-    """Plans: validate, run and extend ponder-plan/1 and loop-plan/1 documents."""
+    """Plans: validate, run and extend ponder-plan/1, loop-plan/1 and stratum flow documents."""
 
 
 def _totals(result: Validation) -> dict[str, int | str]:
@@ -54,11 +55,18 @@ def _summary(result: Validation) -> str:
 @plan.command()
 @click.argument("file")
 @format_option
+@click.option(
+    "--translated",
+    is_flag=True,
+    help="Print the ponder-plan/1 plan FILE runs as (a stratum flow's or loop-plan/1's "
+    "translation) as JSON, then validate it.",
+)
 @click.pass_context
-def validate(ctx: click.Context, file: str, fmt: str) -> None:
+def validate(ctx: click.Context, file: str, fmt: str, translated: bool) -> None:
     """Validate FILE (JSON or YAML; - reads stdin) without running anything.
 
     Prints every error, one per line as `path: [code] message`; exit 2 when invalid, 0 when valid.
+    A stratum flow (version: 1) is translated first; --translated (or --format json) shows it.
     """
     from activities.config import load_settings
     from client.documents import check_text, read_plan
@@ -72,6 +80,15 @@ def validate(ctx: click.Context, file: str, fmt: str) -> None:
         root = ctx.find_root().obj or {}
         settings = load_settings(root.get("config"))
         result, _ = check_text(text, None if file == "-" else file, settings)
+    if translated:
+        shown = result.translated
+        if shown is None and result.plan is not None:
+            shown = result.plan.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+        if shown is not None:
+            click.echo(json.dumps(shown, indent=2, ensure_ascii=False))
+    extra: dict[str, Any] = {"form": result.form}
+    if result.translated is not None:
+        extra["translated"] = result.translated
     print_validation(
         file,
         fmt,
@@ -80,7 +97,7 @@ def validate(ctx: click.Context, file: str, fmt: str) -> None:
         summary=lambda: _summary(result),
         totals=lambda: _totals(result),
         notes=result.notes if result.ok else (),
-        extra={"form": result.form},
+        extra=extra,
     )
 
 

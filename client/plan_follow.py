@@ -202,6 +202,7 @@ def start_plan(settings: Settings, file: str, options: dict[str, Any]) -> NoRetu
     from client.documents import check_text
     from client.plan_input import from_checkpoint, routing, run_workspace
     from client.validate_output import print_invalid
+    from workflows.plan.stratum import run_args
 
     try:
         text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
@@ -213,13 +214,17 @@ def start_plan(settings: Settings, file: str, options: dict[str, Any]) -> NoRetu
     if not checked.ok:
         print_invalid(file, checked.errors)
     run_id = check_run_id(options["run_id"] or new_run_id("plan"))
+    try:  # a stratum flow's inputs are declared and typed; any other plan's are text
+        args = run_args(checked.translated or {}, _pairs(options["args"], "--arg"))
+    except ValueError as exc:
+        raise ConfigError("option.invalid", str(exc)) from None
     executors, default_family = routing(
         settings, _pairs(options["executors"], "--executor"), options["default_family"]
     )
     payload = PlanRunInput(
         plan=document,
         run_id=run_id,
-        args=dict(_pairs(options["args"], "--arg")),
+        args=args,
         workspace=run_workspace(options["workspace"], checked.plan),
         budget=_budget(options["budget"]),
         executors=executors,

@@ -95,6 +95,12 @@ CODES: dict[str, str] = {
     "loop.fold_unknown": "a gates/pauses/fanouts/joins entry names no matching step",
     "loop.fold_duplicate": "two gates/pauses/fanouts/joins entries fold into one step",
     "loop.fold_missing": "a gate, pause, fanout or join step has no matching entry",
+    "stratum.version": "a stratum flow document must say version: 1",
+    "stratum.entry": "flows.entry must name one of the document's flows",
+    "stratum.construct": "a stratum step has exactly one of do, set, gate, fanout, run, evaluate",
+    "stratum.unsupported": "a stratum flow key or value ponder does not run (the message names it)",
+    "stratum.expression": "a stratum expression with no exact CEL translation",
+    "stratum.reference": "a stratum ${...} reference with no ponder translation",
 }
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")

@@ -111,8 +111,8 @@ def output_value(plan: Plan, step_id: str, raw: Any, prefix: str | None = None) 
         step = _step_in(plan, step_id, prefix)
     except KeyError:
         return raw
-    if isinstance(step, AgentStep) and step.out is not None:
-        return _parsed(raw)
+    if isinstance(step, AgentStep | RunStep) and step.out is not None:
+        return _parsed(raw)  # a run step's out checked its flow's output: read it as JSON too
     if isinstance(step, FanoutStep) and isinstance(raw, list) and step.fanout.chain:
         last = step.fanout.chain[-1]
         try:

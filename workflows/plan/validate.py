@@ -1,11 +1,13 @@
-"""Read and validate a plan document (``ponder-plan/1`` or ``loop-plan/1``, JSON or YAML).
+"""Read and validate a plan document (``ponder-plan/1``, ``loop-plan/1`` or a stratum flow, JSON
+or YAML).
 
 Pure apart from parsing text (``workflows.plan.document``). Validation runs in passes and
 reports every error it finds, each with a stable code, a path and a message naming the rule and
 the fix:
 
 1. text -> JSON value (``document``): syntax, duplicate keys, NaN/infinities, non-JSON values;
-2. form: ``schema`` picks the form; a ``loop-plan/1`` document is mapped first (``loop_plan``);
+2. form: ``schema`` picks the form; a ``loop-plan/1`` document is mapped first (``loop_plan``),
+   and so is a stratum flow (``version: 1``, no ``schema``: ``stratum``);
 3. shape (``shape``): closed-world keys per step kind, then the pydantic model, the header and
    each step on their own, so one bad step does not hide the others; each flow's body the same
    way (``flow_shape``), checked under the rules inside it;
@@ -31,6 +33,8 @@ from workflows.plan.loop_plan import map_loop_plan, translate
 from workflows.plan.model import MAX_STEPS, Plan, PlanHeader
 from workflows.plan.rules import budget_errors, check_steps
 from workflows.plan.shape import TOP_FIELDS, parse_step, prune, pydantic_errors, short
+from workflows.plan.stratum import FORM as STRATUM_FORM
+from workflows.plan.stratum import fanout_notes, is_stratum, map_stratum
 
 __all__ = [
     "FORMS",
@@ -43,6 +47,7 @@ __all__ = [
 ]
 
 FORMS = ("ponder-plan/1", "loop-plan/1")
+"""The forms ``schema`` names; a stratum flow (``STRATUM_FORM``) has no ``schema``."""
 _STEP_PATH = re.compile(r"^steps\[(\d+)\]")
 
 
@@ -53,6 +58,8 @@ class Validation:
     errors: list[PlanError] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     """What a valid plan should know before it runs (a preflight refusal ahead, for one)."""
+    translated: dict[str, Any] | None = None
+    """A stratum flow's ``ponder-plan/1`` translation (what runs), valid or not."""
 
     @property
     def ok(self) -> bool:
@@ -140,6 +147,8 @@ def _validate_document(raw: Any) -> Validation:
                 )
             ],
         )
+    if is_stratum(raw):
+        return _validate_stratum(raw)
     form = raw.get("schema")
     if form not in FORMS:
         return Validation(
@@ -169,6 +178,19 @@ def _validate_document(raw: Any) -> Validation:
             "(trace-emit-required); fix: add trace: {emit: true}"
         )
     return Validation("loop-plan/1", plan, errors, notes)
+
+
+def _validate_stratum(raw: dict[str, Any]) -> Validation:
+    mapping = map_stratum(raw)
+    if mapping.errors and "steps" not in mapping.doc:  # no flow to translate: say only why
+        return Validation(STRATUM_FORM, None, mapping.errors, translated=mapping.doc)
+    result = _validate_ponder(mapping.doc, from_loop=False)
+    errors = mapping.errors + [
+        PlanError(e.code, translate(e.path, mapping.paths), e.message) for e in result.errors
+    ]
+    plan = None if errors else result.plan
+    notes = fanout_notes(mapping.doc) if plan is not None else []
+    return Validation(STRATUM_FORM, plan, errors, notes, translated=mapping.doc)
 
 
 def validate_text(text: str, *, filename: str | None = None) -> Validation:
