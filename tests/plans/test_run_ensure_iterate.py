@@ -71,7 +71,8 @@ async def test_an_expr_failure_is_retried_with_feedback_to_success(
     assert result.outputs["rate"] == '{"score": 0.9}'
     sent = prompts(fake)
     assert len(sent) == 2 and "Your previous attempt failed" not in sent[0]
-    assert "Your previous attempt failed: ensure expr failed: evaluated to false" in sent[1]
+    failed = "ensure expr failed: `result.score >= 0.5` evaluated to false"
+    assert f"Your previous attempt failed: {failed}" in sent[1]
     rows = trace(settings.runs_dir, result.run_id)
     assert checked(rows, "rate") == [(0, "expr", False), (0, "expr", True)]
 

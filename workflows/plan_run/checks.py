@@ -170,6 +170,8 @@ async def check_ensures(
     for k, predicate in enumerate(step.ensure):
         if isinstance(predicate, EnsureExpr):
             holds, reason = outcomes[k]
+            # The retry's feedback names the expression that failed, as the reference does.
+            reason = reason if holds else f"`{predicate.expr}` {reason}"
             form = "expr"
         elif isinstance(predicate, EnsureFileExists | EnsureFileContains):
             form = "file_exists" if isinstance(predicate, EnsureFileExists) else "file_contains"
