@@ -258,3 +258,25 @@ async def test_an_unroutable_judge_is_refused_at_preflight(
     error = await failure(client, worker_queue, plan)  # no executor for the claude family
     assert error.type == "plan-model-unroutable"
     assert "w ensure[0] judged (model opus)" in error.message
+
+
+async def test_an_on_fail_target_is_told_why_it_was_routed_there(
+    client: Client, fake_queue: str, fake: FakeProvider
+) -> None:
+    fake.replies = [Reply(body=openai_completion(t)) for t in ('{"score": 0.1}', "fixed")]
+    plan = plan_doc(
+        agent(
+            "rate", "Rate it.", model="fake:m", out="S", on_fail="repair",
+            ensure=[{"expr": "result.score >= 0.5"}],
+        ),
+        agent("repair", "Repair the rating.", model="fake:m"),
+        contracts=SCORE,
+    )  # fmt: skip
+    result = await run(client, fake_queue, plan)
+    assert result.outputs["repair"] == "fixed"
+    sent = prompts(fake)
+    assert len(sent) == 2 and "routed here" not in sent[0]
+    assert (
+        "You were routed here because step rate failed (ensure-failed): rate: ensure[0] expr "
+        "failed: `result.score >= 0.5` evaluated to false"
+    ) in sent[1]

@@ -22,7 +22,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -86,6 +86,9 @@ class WalkControl:
     route_activation: bool = False
     """Routes and deps, not the plan order, decide what runs (``workflows.plan.activation``);
     False only where a history from before the rule replays."""
+    routed_because: dict[str, str] = field(default_factory=dict)
+    """An ``on_fail`` target's scoped id -> the failure that routed the walk to it, told to the
+    target's prompt as the reference tells it."""
 
 
 class Snapshot(BaseModel):

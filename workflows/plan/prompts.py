@@ -51,11 +51,16 @@ def assemble_prompt(
     has_item: bool = False,
     upstream: Any = None,
     redo_of: str | None = None,
+    routed_because: str | None = None,
 ) -> str:
     """``rendered`` is the step prompt with its references resolved (``refs.render``).
     ``redo_of``: a model gate re-runs this step (its fail route); ``upstream`` is then the
-    step's own previous output, shown whatever its deps, as the reference does."""
+    step's own previous output, shown whatever its deps, as the reference does.
+    ``routed_because``: the failure whose ``on_fail`` route led here, told as the reference
+    tells it."""
     parts = [rendered, *contract_lines(step, contract)]
+    if routed_because is not None:
+        parts.append("You were routed here because " + defang(routed_because))
     if has_item:
         text = item if isinstance(item, str) else json.dumps(item, ensure_ascii=False)
         parts.append("This branch handles the item: " + defang(text))

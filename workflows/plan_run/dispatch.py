@@ -30,11 +30,10 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.errors import ReplayMissError
-    from activities.plan.workspace import CHECK_LANDED, CHECK_PATHS, SNAPSHOT_WRITES
     from workflows.call_options import CallOptions
     from workflows.model_calls import OnWait, call_model
     from workflows.model_types import CallModelInput, ModelRequest, ModelResponse
+    from workflows.plan.activity_contracts import CHECK_LANDED, CHECK_PATHS, SNAPSHOT_WRITES
     from workflows.plan.boundaries import occurrence, stage_timeout_ms
     from workflows.plan.checkpoints import Reverted, WalkControl
     from workflows.plan.consumer import ConsumerCall, ConsumerFailure, ConsumerHook
@@ -53,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan_run.checks import check_ensures
     from workflows.plan_run.iterate import iterate
     from workflows.plan_run.pacing import Pacer
+    from workflows.provider_errors import ReplayMissError
 
 __all__ = [
     "PROMPT_CEILING_CHARS",
@@ -266,6 +266,7 @@ class Dispatcher:
             has_item=item_index is not None,
             upstream=upstream if redo is None else redo.previous,
             redo_of=None if redo is None else redo.gate,
+            routed_because=self.control.routed_because.get(sid),
         )
         self.pacer.charge(len(prompt))
         scope = AttemptScope(inputs, outputs, item, item_index, causes=at.causes, prefix=at.prefix)

@@ -59,6 +59,7 @@ async def run_subflow(
         target = scope.sid(step.on_fail)
         run.record.event("step.failed", step=sid, reason=exc.reason, on_fail=target)
         run.on_fail_armed.add(target)
+        run.control.routed_because[target] = f"step {sid} failed ({exc.reason}): {exc.detail}"
         return step.on_fail
     scope.settle(step.id, output)
     return None

@@ -232,6 +232,7 @@ def _failed(run: PlanRunState, scope: Scope, step: AgentStep, exc: PlanFailure) 
     target = scope.sid(step.on_fail)
     run.record.event("step.failed", step=sid, reason=exc.reason, on_fail=target)
     run.on_fail_armed.add(target)
+    run.control.routed_because[target] = f"step {sid} failed ({exc.reason}): {exc.detail}"
     return step.on_fail
 
 
