@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test lint bench mutation lock
+.PHONY: install demo test lint docs bench mutation lock
 
 # Reproducible: every package pinned with its hashes in requirements.lock (the embedded and
 # dev extras included; `make lock` regenerates it), then ponder itself, editable, without deps.
@@ -39,6 +39,10 @@ lint: install
 # one at a time, the slow tests spread over all six (tests/conftest.py).
 test: install lint
 	$(BIN)/pytest -q -p no:cacheprovider -n 6 --maxschedchunk 1 --durations=10 -rfE --tb=native
+
+# The documentation site (mkdocs.yml, docs/) into site/; the suite builds it too (tests/test_docs.py).
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 # Full sizes; tests/test_benchmarks.py runs each with --smoke (tiny sizes) in the suite.
 bench: install

@@ -18,12 +18,9 @@ from typing import ParamSpec, TypeVar
 
 from temporalio import activity
 
-__all__ = ["HEARTBEAT_TIMEOUT", "heartbeating", "in_thread"]
+from workflows.activity_contracts import HEARTBEAT_TIMEOUT
 
-HEARTBEAT_TIMEOUT = timedelta(seconds=20)
-"""The heartbeat timeout of ponder's own long activities (a cell's settle step, artifact and
-run-file writes): a worker killed during one is noticed, and the activity retried on another,
-within this (plus the retry interval)."""
+__all__ = ["HEARTBEAT_TIMEOUT", "heartbeating", "in_thread"]
 
 P = ParamSpec("P")
 T = TypeVar("T")

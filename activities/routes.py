@@ -22,6 +22,7 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 
+from workflows.activity_contracts import QUEUE_POLLED
 from workflows.call_options import SESSION_SECRET
 
 __all__ = [
@@ -32,8 +33,6 @@ __all__ = [
     "session_secret",
     "task_queue_polled",
 ]
-
-QUEUE_POLLED = "task_queue_polled"
 
 POLLER_FRESH_S = 90.0
 """A queue's poller seen this recently is live: an idle worker re-polls about every minute, and

@@ -37,10 +37,16 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel
-
 from activities.atomic import write_atomically
 from activities.raw_events import redact
+from workflows.activity_contracts import (
+    FILES_GAP,
+    RUN_DIR_INVALID,
+    RUN_ID_IN_USE,
+    WRITE_RUN_FILES,
+    FileAppend,
+    WriteRunFilesInput,
+)
 from workflows.errors import PonderError
 from workflows.run_capabilities import CAPABILITY_INVALID, CAPABILITY_REQUIRED, READ_TOKEN_FILE
 from workflows.run_ids import RUN_ID, RunIdInvalid, check_run_id, writer_problem
@@ -69,10 +75,6 @@ __all__ = [
     "refusal",
 ]
 
-WRITE_RUN_FILES = "write_run_files"
-RUN_DIR_INVALID = "run.dir_invalid"
-RUN_ID_IN_USE = "run.id_in_use"
-FILES_GAP = "run.files_gap"
 CLAIMS = ".claims"
 """Under the runs directory; not a run id (a leading dot), so no listing shows it."""
 CLAIMS_REMEMBERED = 4096
@@ -135,24 +137,6 @@ def check_writer(run_id: str, store: RunStore | None = None, chain: str | None =
     if store is not None and chain is not None and workflow_id is not None:
         store.claim(workflow_id, chain)
     return run_id
-
-
-class FileAppend(BaseModel):
-    after_lines: int
-    """Lines the file holds before ``text``: what the writer sent it before."""
-    text: str
-    """The new lines, each ending in a newline."""
-
-
-class WriteRunFilesInput(BaseModel):
-    run_id: str
-    files: dict[str, str]
-    """Relative path -> full content. Re-executing writes the same bytes."""
-    appends: dict[str, FileAppend] = {}
-    """Relative path -> new lines after the first ``after_lines`` (re-executing writes the
-    same bytes too: the file is cut back to ``after_lines`` first)."""
-    chain: str | None = None
-    """The writing workflow's ``first_execution_run_id`` (see the module docstring)."""
 
 
 class RunStore:

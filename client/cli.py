@@ -61,7 +61,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "plan": (
         "client.plan_run_cli:plan_commands",
-        "Plans: validate, run and extend ponder-plan/1 and loop-plan/1 documents.",
+        "Plans: validate, run and extend ponder-plan/1, loop-plan/1 and stratum flow documents.",
     ),
     "profile": (
         "client.profile_cli:profile",

@@ -78,8 +78,9 @@ def test_ponder_version_prints_the_installed_version_and_loads_no_command() -> N
 
 
 def test_the_campaign_workflow_loads_no_activity_code_numpy_or_jinja2() -> None:
-    # The workflow names its activities (activities.campaign.names); the activity modules, the
-    # report's jinja2 and its statistics' numpy stay out of a process until something uses them.
+    # The workflow names its activities (workflows.campaign.activity_contracts); the activity
+    # modules, the report's jinja2 and its statistics' numpy stay out of a process until
+    # something uses them.
     probe = (
         "import sys\n"
         "import workflows.campaign.workflow\n"

@@ -1,6 +1,6 @@
 """A reader that leaves early (``| head``, ``| grep -q``) is not a failure: ``ponder`` exits 0 and
 says nothing, so a pipeline under ``set -o pipefail`` goes on; a command that fails still fails.
-Click alone turned the closed pipe into a quiet exit 1 (issue 16: the README's wait loop)."""
+Click alone turned the closed pipe into a quiet exit 1 (the wait loops in docs/plans.md)."""
 
 from __future__ import annotations
 

@@ -489,8 +489,8 @@ def _type_args(annotation: object) -> list[object]:
     ],
 )
 def test_every_model_inside_a_workflow_input_is_strict(root: type[BaseModel]) -> None:
-    """Every workflow, update and signal input (and each model inside one) is strict: the README
-    says wrong types are refused, and "8" is not 8 in any of them."""
+    """Every workflow, update and signal input (and each model inside one) is strict:
+    docs/errors.md says wrong types are refused, and "8" is not 8 in any of them."""
     models = _nested_models(root, set())
     assert len(models) >= (9 if root is TournamentInput else 1)
     loose = [

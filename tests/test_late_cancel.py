@@ -18,7 +18,6 @@ from temporalio import activity
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.worker import Replayer
 
-from activities.campaign.names import WRITE_CAMPAIGN_ARTIFACTS
 from activities.campaign.report import CampaignArtifactActivities
 from activities.config import Settings
 from activities.plan.files import WRITE_PLAN_FILES, PlanFileActivities
@@ -34,6 +33,7 @@ from tests.test_completion import cancel_recorded
 from tests.tournament.helpers import start as start_tournament
 from worker.connect import data_converter
 from worker.worker import WORKFLOWS, WorkerOptions, running_worker
+from workflows.campaign.activity_contracts import WRITE_CAMPAIGN_ARTIFACTS
 from workflows.campaign.types import CampaignArtifactsInput, CampaignResult
 from workflows.names import CAMPAIGN
 from workflows.tournament.types import TournamentSnapshot

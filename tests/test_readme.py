@@ -1,4 +1,5 @@
-"""The README's recipes run as written: each fenced block is taken from the README text."""
+"""The documentation's recipes run as written: each fenced block is taken from the text of the
+page that shows it (README.md, or a page under docs/)."""
 
 from __future__ import annotations
 
@@ -17,12 +18,22 @@ from tests.test_worker_cli import processes_using
 
 pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+OPERATING = "docs/operating.md"
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 
 
-def section(title: str) -> str:
-    """The README text under heading ``title`` up to the next heading of any level."""
-    text = README.read_text()
+def pages() -> list[Path]:
+    """Every page whose recipes the suite runs: the README, then the docs site's pages."""
+    return [README, *sorted(DOCS.glob("*.md"))]
+
+
+def section(title: str, page: str = "README.md") -> str:
+    """The text of ``page`` (a path from the repository root) under ``title`` (a heading, or the
+    start of a paragraph) up to the next heading of any level."""
+    text = (ROOT / page).read_text()
     start = text.index(title)
     # A heading is a ``#`` line outside a fenced block (a shell comment inside one is not).
     rest = text[start:].splitlines(keepends=True)
@@ -65,12 +76,12 @@ async def run_bash(script: str, home: Path, timeout: float) -> tuple[int, str]:
 
 @pytest.mark.timeout(240)
 async def test_temporal_cli_recipes_run_as_written(tmp_path: Path) -> None:
-    text = section("### Driving workflows with the `temporal` CLI")
+    text = section("## Driving workflows with the `temporal` CLI", page=OPERATING)
     blocks = fenced(text, "sh")
     assert len(blocks) == 4, "setup, Ask, Tournament, Campaign"
-    # The README's own stop line ends the script: worker, then server.
+    # The page's own stop line ends the script: worker, then server.
     stop = re.search(r"`(kill %2 %1)`", text)
-    assert stop, "the README says how to stop the worker and the server"
+    assert stop, "the page says how to stop the worker and the server"
     script = "set -euo pipefail\n" + "\n".join(blocks) + f"\n{stop.group(1)}\nwait\n"
     home = tmp_path / "home"
     home.mkdir()
@@ -86,7 +97,7 @@ async def test_temporal_cli_recipes_run_as_written(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(180)
 async def test_python_client_snippet_runs_as_written(tmp_path: Path) -> None:
-    (snippet,) = fenced(section("### Python client"), "python")
+    (snippet,) = fenced(section("## Python client", page=OPERATING), "python")
     home = tmp_path / "home"
     home.mkdir()
     script = tmp_path / "snippet.py"

@@ -1,5 +1,5 @@
-"""The README's Campaigns and Wire replay recipes run as pasted, in order (taken from its text).
-One home and one embedded server serve the whole file."""
+"""The Campaigns page's recipes (Wire replay included) run as pasted, in order, taken from its
+text. One home and one embedded server serve the whole file."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from tests.test_readme import fenced, section
 
 pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
 
+PAGE = "docs/campaigns.md"
+
 
 @pytest.fixture(scope="module")
 async def sh(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Shell]:
@@ -22,7 +24,7 @@ async def sh(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Shell]:
 
 @pytest.mark.timeout(400)
 async def test_campaign_recipes_run_as_written(sh: Shell) -> None:
-    (block,) = fenced(section("## Campaigns (`ponder campaign`)"), "sh")
+    (block,) = fenced(section("# Campaigns (`ponder campaign`)", page=PAGE), "sh")
     validate, dry_run, live, status, watch, report, detach, extend, cancel = lines(block)
     assert "valid campaign" in await sh.run(validate)
     assert "worst case" in await sh.run(dry_run)
@@ -43,7 +45,7 @@ async def test_campaign_recipes_run_as_written(sh: Shell) -> None:
 
 @pytest.mark.timeout(300)
 async def test_wire_replay_recipes_run_as_written(sh: Shell) -> None:
-    (block,) = fenced(section("### Wire replay"), "sh")
+    (block,) = fenced(section("## Wire replay", page=PAGE), "sh")
     record, replay = lines(block)
     recorded = await sh.run(record)
     replayed = await sh.run(replay)

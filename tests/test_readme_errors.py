@@ -1,4 +1,4 @@
-"""The README's error examples, run as written: each prints one line with the code it documents.
+"""The Errors page's examples, run as written: each prints one line with the code it documents.
 
 Each line of the Errors block ends in ``# exit N  CODE``; the command must exit N and print
 exactly one line, ``ponder: CODE: ...``, with no traceback.
@@ -19,7 +19,7 @@ LINE = re.compile(r"^ponder: (?P<code>[a-z][a-z0-9_]*(?:[.-][a-z0-9_]+)+): \S")
 
 
 def examples() -> list[tuple[str, int, str]]:
-    (block,) = fenced(section("### Errors"), "sh")
+    (block,) = fenced(section("# Errors and codes", page="docs/errors.md"), "sh")
     found = []
     for line in lines(block):
         documented = DOCUMENTED.match(line)

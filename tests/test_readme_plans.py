@@ -1,4 +1,4 @@
-"""The README's Plans recipes run as pasted, in order: the CLI walk through
+"""The Plans page's recipes run as pasted, in order: the CLI walk through
 examples/plans/release.yaml, the same control through the ``temporal`` CLI and from Python, and
 Validation. One home and one embedded server serve the whole file."""
 
@@ -17,7 +17,8 @@ from tests.test_readme import fenced, section
 
 pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
 
-PLANS = "## Plans"
+PAGE = "docs/plans.md"
+PLANS = "# Plans"
 TEMPORAL = "The same control through the `temporal` CLI"
 
 
@@ -40,12 +41,12 @@ async def settled(sh: Shell, run: str, state: str) -> str:
 
 @pytest.mark.timeout(400)
 async def test_plan_cli_recipes_run_as_written(sh: Shell) -> None:
-    block = fenced(section(PLANS), "sh")[0]
+    (block,) = fenced(section(PLANS, page=PAGE), "sh")
     start, resume, gate, status, second, extend, watch, cancel = lines(block)
     printed = re.search(r"#\s+(continue with: .*)", block)
-    assert printed, "the README shows what the paused run prints"
+    assert printed, "the page shows what the paused run prints"
     out = await sh.run(start, expect=75)
-    assert printed.group(1) in out  # the hint, exactly as the README shows it
+    assert printed.group(1) in out  # the hint, exactly as the page shows it
     await sh.run(resume, expect=75)
     await sh.run(gate, expect=0)
     assert re.search(r"state\s+completed", await sh.run(status))
@@ -59,7 +60,7 @@ async def test_plan_cli_recipes_run_as_written(sh: Shell) -> None:
 
 @pytest.mark.timeout(120)
 async def test_plan_validation_recipes_run_as_written(sh: Shell) -> None:
-    (block,) = fenced(section("### Validation"), "sh")
+    (block,) = fenced(section("## Validation", page=PAGE), "sh")
     validate, as_json, schema = lines(block)
     assert "valid" in await sh.run(validate)
     assert json.loads(await sh.run(as_json))["valid"] is True
@@ -76,8 +77,8 @@ def test_the_shipped_plan_run_input_is_release_yaml() -> None:
 
 @pytest.mark.timeout(520)
 async def test_plan_control_by_temporal_cli_and_python_runs_as_written(sh: Shell) -> None:
-    (block,) = fenced(section(TEMPORAL), "sh")
-    (snippet,) = fenced(section(TEMPORAL), "python")
+    (block,) = fenced(section(TEMPORAL, page=PAGE), "sh")
+    (snippet,) = fenced(section(TEMPORAL, page=PAGE), "python")
     # The server and worker of "Driving workflows with the `temporal` CLI", as that section
     # starts them: this file's embedded server, and a worker on task queue `ponder`.
     address = (await sh.run("ponder server address")).strip()
@@ -85,7 +86,7 @@ async def test_plan_control_by_temporal_cli_and_python_runs_as_written(sh: Shell
     worker = await sh.start("ponder worker")
     try:
         # One shell, as pasted: TOKEN carries from one line to the next.
-        # A ceiling, not an expectation (its waits once looped for minutes: see the README note on
+        # A ceiling, not an expectation (its waits once looped for minutes: see the page's note on
         # grep -q under pipefail).
         out = await sh.run("set -euo pipefail\n" + block, timeout=420)
         assert '"awaiting_input"' in out  # the status query before the resume
@@ -99,3 +100,14 @@ async def test_plan_control_by_temporal_cli_and_python_runs_as_written(sh: Shell
         worker.terminate()
         await worker.wait()
         sh.env.pop("TEMPORAL_ADDRESS")
+
+
+@pytest.mark.timeout(200)
+async def test_the_stratum_flow_recipe_runs_as_written(sh: Shell) -> None:
+    (block,) = fenced(section("## Stratum flows", page=PAGE), "sh")
+    run, approve = lines(block)
+    printed = re.search(r"#\s+(continue with: .*)", block)
+    assert printed, "the page shows what the paused run prints"
+    assert printed.group(1) in await sh.run(run, expect=75)
+    out = await sh.run(approve, expect=0)
+    assert "green" in out

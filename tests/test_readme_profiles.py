@@ -1,4 +1,4 @@
-"""The README's Profiles and past-runs/export recipes run as pasted, in order (its text)."""
+"""The Tournaments page's profiles and past-runs/export recipes run as pasted, in order."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
 
 @pytest.mark.timeout(240)
 async def test_profile_runs_and_export_recipes_run_as_written(tmp_path: Path) -> None:
-    profiles, runs = fenced(section("## Profiles, past runs, export and MCP"), "sh")
+    profiles, runs = fenced(
+        section("## Profiles, past runs and export", page="docs/tournaments.md"), "sh"
+    )
     save, think, listing, show, delete = lines(profiles)
     past, export = lines(runs)
     async with readme_shell(tmp_path) as sh:

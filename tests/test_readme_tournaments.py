@@ -1,4 +1,4 @@
-"""The README's tournament, rank/mutate and ask recipes run as pasted, in order (its text).
+"""The Tournaments and Asking a model pages' recipes run as pasted, in order (their text).
 
 Lines that name ``openai:``/``anthropic:`` models run against a local fake (real HTTP): the
 home's ``ponder.toml`` points the built-in ``openai`` and ``anthropic`` endpoints at it and a
@@ -24,6 +24,8 @@ from tests.test_readme import fenced, section
 
 pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
 
+PAGE = "docs/tournaments.md"
+
 
 def answer_both(seen: Seen) -> Reply:
     """OpenAI chat completions answered like the sim; Anthropic messages with a fixed text."""
@@ -44,7 +46,7 @@ def provider() -> Iterator[FakeProvider]:
 
 @pytest.fixture(scope="module")
 def ollama() -> Iterator[FakeProvider]:
-    """The README's OpenAI-compatible server on 127.0.0.1:11434 (Ollama's port)."""
+    """The ask recipe's OpenAI-compatible server on 127.0.0.1:11434 (Ollama's port)."""
     server = FakeProvider(answer_both, port=OLLAMA_PORT)
     yield server
     server.close()
@@ -78,7 +80,7 @@ def summary(sh: Shell, run: str) -> dict[str, object]:
 
 @pytest.mark.timeout(700)
 async def test_tournament_recipes_run_as_written(sh: Shell, provider: FakeProvider) -> None:
-    think, _, _ = fenced(section("## Tournaments (`ponder think`)"), "sh")
+    (think,) = fenced(section("# Tournaments (`ponder think`)", page=PAGE), "sh")
     (first, paper, dry_run, tight, status, extend, watch, report, detach, cancel) = lines(think)
     provider.seen.clear()
     assert "[sim q=" in await sh.run(first)
@@ -102,7 +104,7 @@ async def test_tournament_recipes_run_as_written(sh: Shell, provider: FakeProvid
 
 @pytest.mark.timeout(300)
 async def test_rank_and_mutate_recipes_run_as_written(sh: Shell) -> None:
-    _, block, _ = fenced(section("## Tournaments (`ponder think`)"), "sh")
+    (block,) = fenced(section("## Ranking and mutating answers you already have", page=PAGE), "sh")
     for line in lines(block):
         out = await sh.run(line)
         assert "completed" in out or "[sim q=" in out, out
@@ -114,7 +116,7 @@ async def test_rank_and_mutate_recipes_run_as_written(sh: Shell) -> None:
 
 @pytest.mark.timeout(300)
 async def test_trust_recipes_run_as_written(sh: Shell) -> None:
-    _, _, block = fenced(section("## Tournaments (`ponder think`)"), "sh")
+    (block,) = fenced(section("## How far to trust a ranking", page=PAGE), "sh")
     both, panel, flagged = lines(block)
     assert "confidence: the winner's 95% interval" in await sh.run(both, timeout=200)
     judge: dict[str, Any] = summary(sh, "think-both")["judge"]  # type: ignore[assignment]
@@ -132,7 +134,7 @@ async def test_trust_recipes_run_as_written(sh: Shell) -> None:
 async def test_ask_recipes_run_as_written(
     sh: Shell, provider: FakeProvider, ollama: FakeProvider
 ) -> None:
-    (block,) = fenced(section("## Asking a model"), "sh")
+    (block,) = fenced(section("# Asking a model", page="docs/models.md"), "sh")
     sim, openai, local, anthropic, detach, status, declare, declared = lines(block)
     provider.seen.clear()
     assert "[sim q=" in await sh.run(sim)

@@ -1,4 +1,4 @@
-"""The README's worker command (``With TEMPORAL_ADDRESS set ...``) runs as written."""
+"""The Operating page's worker command (``With TEMPORAL_ADDRESS set ...``) runs as written."""
 
 from __future__ import annotations
 
@@ -16,7 +16,12 @@ pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
 
 @pytest.mark.timeout(120)
 async def test_worker_command_runs_as_written(tmp_path: Path, server_address: str) -> None:
-    (block,) = fenced(section("With `TEMPORAL_ADDRESS` set, `ponder` is a plain client"), "sh")
+    (block,) = fenced(
+        section(
+            "With `TEMPORAL_ADDRESS` set, `ponder` is a plain client", page="docs/operating.md"
+        ),
+        "sh",
+    )
     (command,) = lines(block)
     assert "TEMPORAL_ADDRESS" not in command.split("#")[0]  # the reader's export gives it
     async with readme_shell(tmp_path) as sh:

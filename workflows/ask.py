@@ -10,9 +10,8 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.heartbeats import HEARTBEAT_TIMEOUT
-    from activities.run_store import WRITE_RUN_FILES, WriteRunFilesInput
     from workflows import phases
+    from workflows.activity_contracts import HEARTBEAT_TIMEOUT, WRITE_RUN_FILES, WriteRunFilesInput
     from workflows.ask_types import AskInput, AskResult
     from workflows.model_calls import call_failure, call_model, failed_transport_retries
     from workflows.model_types import CallModelInput, ModelRequest

@@ -23,16 +23,18 @@ PonderError(code, message, fix=None)     base of every error a user can see
 │                      reason (stale-gate-token, unknown-step), ...
 ├── ServerError        server.*                      Temporal cannot be reached or started
 │   └── NoWorkerError  worker.missing                nothing polls the task queue
-├── ProviderError      provider.<class>              a model call failed (activities.errors)
+├── ProviderError      provider.<class>              a model call failed (provider_errors)
 └── RunFailed          the failure's type            a run ended failed or cancelled
                        (a plan reason such as gate-killed, provider.auth, run.cancelled)
 ```
 
-``ConfigError``, ``ServerError``, ``NoWorkerError`` and ``ProviderError`` (with its own subtree)
-live in ``activities.errors``, ``RunDirRefused``, ``RunIdInUse`` and ``FilesGap`` in
-``activities.run_store``, ``RunFailed`` in ``client.runs``. A ``RunFailed`` exits 1, every other
-error 2. What a run fails with inside Temporal is an ``ApplicationError`` whose ``type`` is one
-of these codes: that is the wire format of failures, and saved histories depend on it.
+``ConfigError``, ``ServerError`` and ``NoWorkerError`` live in ``activities.errors``,
+``ProviderError`` (with its own subtree) in ``workflows.provider_errors``, ``RunDirRefused``,
+``RunIdInUse`` and ``FilesGap`` in ``activities.run_store`` (their codes in
+``workflows.activity_contracts``), ``RunFailed`` in ``client.runs``. A ``RunFailed`` exits 1,
+every other error 2. What a run fails with inside Temporal is an ``ApplicationError`` whose
+``type`` is one of these codes: that is the wire format of failures, and saved histories depend
+on it.
 
 Exceptions from elsewhere that a person can meet (Temporal's RPC and update errors, pydantic's
 ``ValidationError``, click's usage errors) are translated in one place, ``client.failures``,

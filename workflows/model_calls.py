@@ -35,18 +35,17 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError, TimeoutType
 
 with workflow.unsafe.imports_passed_through():
-    from activities.call_model import CALL_MODEL
-    from activities.errors import (
+    from workflows.activity_contracts import CALL_MODEL, QUEUE_POLLED
+    from workflows.bounds import SESSION_START_S, SESSION_WAIT_S, UNROUTABLE_AFTER_S
+    from workflows.call_options import CallOptions
+    from workflows.model_types import CallModelInput, ModelResponse
+    from workflows.provider_errors import (
         NON_RETRYABLE_TYPES,
         RETRY_LATER_TYPE,
         ModelTimeoutError,
         SessionGoneError,
         TransportError,
     )
-    from activities.routes import QUEUE_POLLED
-    from workflows.bounds import SESSION_START_S, SESSION_WAIT_S, UNROUTABLE_AFTER_S
-    from workflows.call_options import CallOptions
-    from workflows.model_types import CallModelInput, ModelResponse
 
 __all__ = [
     "MAX_PROVIDER_WAIT",

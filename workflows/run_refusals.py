@@ -13,7 +13,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.run_store import RUN_DIR_INVALID, RUN_ID_IN_USE
+    from workflows.activity_contracts import RUN_DIR_INVALID, RUN_ID_IN_USE
 
 __all__ = ["RUN_STORE_REFUSALS", "run_store_refusal"]
 

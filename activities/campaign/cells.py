@@ -21,12 +21,12 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.campaign.names import CHECK_CAMPAIGN_ROUTE, SETTLE_CAMPAIGN_CELL
 from activities.config import _BUILTIN_ENDPOINTS, Settings, check_declared_base_url, read_secret
 from activities.errors import ConfigError
 from activities.heartbeats import in_thread
 from activities.providers.registry import resolve_model
 from activities.sim_math import true_quality
+from workflows.campaign.activity_contracts import CHECK_CAMPAIGN_ROUTE, SETTLE_CAMPAIGN_CELL
 from workflows.campaign.document import (
     CommandScorer,
     ExactScorer,

@@ -17,11 +17,11 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from temporalio import activity
 
-from activities.campaign.names import WRITE_CAMPAIGN_ARTIFACTS
 from activities.campaign.plot import Plot, pareto_plot
 from activities.reports import PREVIEW_CHARS, render_page
 from activities.run_files import in_run_store
 from activities.run_store import RunStore, check_writer
+from workflows.campaign.activity_contracts import WRITE_CAMPAIGN_ARTIFACTS
 from workflows.campaign.records import RunRecord, failed, was_cancelled
 from workflows.campaign.stats import BOOTSTRAP_SEED, Analysis, analyse
 from workflows.campaign.types import CampaignArtifactsInput, CampaignArtifactsResult

@@ -55,6 +55,7 @@ from typing import Any
 from temporalio import activity
 
 from activities.plan.cel_share import MAX_RUNS, RUN_BUDGET_SECONDS, FairShare
+from workflows.plan.activity_contracts import EVALUATE_CEL
 from workflows.plan.check_types import (
     MAX_BOUND_BYTES,
     MAX_VALUE_BYTES,
@@ -66,7 +67,6 @@ from workflows.plan.check_types import (
 
 __all__ = ["EVALUATE_CEL", "CelActivities", "CelEvaluator"]
 
-EVALUATE_CEL = "plan_evaluate_cel"
 DEADLINE_SECONDS = 2.0
 STARTUP_SECONDS = 60.0
 """A cold child imports cel-python and builds its parser (~1-2 s; more on a loaded machine)."""

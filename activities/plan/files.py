@@ -18,7 +18,6 @@ import errno
 import os
 import stat
 
-from pydantic import BaseModel
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -31,6 +30,7 @@ from activities.run_store import (
     check_writer,
 )
 from workflows.inputs import INPUT_INVALID
+from workflows.plan.activity_contracts import READ_CHECKPOINT, WRITE_PLAN_FILES, ReadCheckpointInput
 from workflows.plan.checkpoints import (
     CHECKPOINTS_FILE,
     MAX_CHECKPOINTS_FILE_BYTES,
@@ -39,16 +39,6 @@ from workflows.plan.checkpoints import (
 )
 
 __all__ = ["READ_CHECKPOINT", "WRITE_PLAN_FILES", "PlanFileActivities", "ReadCheckpointInput"]
-
-WRITE_PLAN_FILES = "plan_write_run_files"
-READ_CHECKPOINT = "plan_read_checkpoint"
-
-
-class ReadCheckpointInput(BaseModel):
-    run_id: str
-    label: str
-    token: str | None = None
-    """The source run's read token (checked before its directory is read)."""
 
 
 class PlanFileActivities:

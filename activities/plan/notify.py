@@ -22,6 +22,13 @@ from temporalio.exceptions import ApplicationError
 
 from activities.config import Notifier
 from activities.errors import ConfigError
+from workflows.plan.activity_contracts import (
+    CHECK_NOTIFIERS,
+    NOTIFY_GATE,
+    NOTIFY_NOT_RETRYABLE,
+    NOTIFY_REFUSED,
+    NOTIFY_UNKNOWN,
+)
 from workflows.plan.run_types import CheckNotifiersInput, NotifyGateInput
 
 __all__ = [
@@ -32,14 +39,8 @@ __all__ = [
     "NotifierActivities",
 ]
 
-CHECK_NOTIFIERS = "plan_check_notifiers"
-NOTIFY_GATE = "plan_notify_gate"
 MAX_NOTIFY_BODY = 4096
 """Bytes of one escalation post (a run id, a step id, a time and a command: far less)."""
-NOTIFY_UNKNOWN = "notify.unknown"
-NOTIFY_REFUSED = "notify.refused"
-NOTIFY_NOT_RETRYABLE = [NOTIFY_UNKNOWN, NOTIFY_REFUSED]
-"""Failure types a retry cannot change: the notifier is gone, or it answered 3xx/4xx."""
 
 
 class NotifierActivities:

@@ -25,6 +25,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.plan.roots import WORKSPACE_REFUSED, RunRoots, outside_roots, store_problem
+from workflows.plan.activity_contracts import PROBE_FILES
 from workflows.plan.check_types import (
     MAX_FILE_BYTES,
     FileProbe,
@@ -36,7 +37,6 @@ from workflows.plan.paths import escape_problem
 
 __all__ = ["PROBE_FILES", "FileProbeActivities", "probe"]
 
-PROBE_FILES = "plan_probe_files"
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 

@@ -42,6 +42,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.run_store import REFUSED, RunStore, refusal
+from workflows.plan.activity_contracts import APPEND_TRAINING_PAIR, CAPTURE_IO
 from workflows.plan.training import (
     MAX_LINE_BYTES,
     PRIVACY_NOTE,
@@ -54,9 +55,6 @@ from workflows.run_ids import check_run_id
 
 __all__ = ["APPEND_TRAINING_PAIR", "CAPTURE_IO", "TrainingActivities", "append_pair"]
 
-APPEND_TRAINING_PAIR = "append_training_pair"
-CAPTURE_IO = "capture.io"
-"""The failure type of a write the file system refused (``capture.failed`` reason ``io``)."""
 _OPEN = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
 _WINDOW = MAX_LINE_BYTES + 1
 _FIRST_READ = 64 * 1024

@@ -22,6 +22,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.plan.roots import WORKSPACE_REFUSED, RunRoots, outside_roots, store_problem
+from workflows.plan.activity_contracts import CHECK_LANDED, CHECK_PATHS, SNAPSHOT_WRITES
 from workflows.plan.paths import escape_problem
 from workflows.plan.run_types import LandedInput, PathsInput, WriteSnapshot
 
@@ -31,10 +32,6 @@ __all__ = [
     "SNAPSHOT_WRITES",
     "WorkspaceActivities",
 ]
-
-CHECK_PATHS = "plan_check_paths"
-SNAPSHOT_WRITES = "plan_snapshot_writes"
-CHECK_LANDED = "plan_check_landed"
 
 
 def _realpath(path: str) -> str | None:

@@ -51,6 +51,14 @@ from activities.plan.git import (
 )
 from activities.plan.roots import WORKSPACE_REFUSED, outside_roots
 from activities.run_store import REFUSED, RunStore, check_writer, refusal
+from workflows.plan.activity_contracts import (
+    WORKTREE_ADD,
+    WORKTREE_BASE,
+    WORKTREE_FINISH,
+    WORKTREE_LAND,
+    WORKTREE_MERGE,
+    WORKTREE_PROBE,
+)
 from workflows.plan.worktrees import (
     EMPTY_TREE,
     MAX_PATCH_BYTES,
@@ -84,12 +92,6 @@ __all__ = [
     "workspace_tree",
 ]
 
-WORKTREE_PROBE = "plan_worktree_probe"
-WORKTREE_BASE = "plan_worktree_base"
-WORKTREE_ADD = "plan_worktree_add"
-WORKTREE_FINISH = "plan_worktree_finish"
-WORKTREE_MERGE = "plan_worktree_merge"
-WORKTREE_LAND = "plan_worktree_land"
 WORKTREE_FAILED = "worktree.git"
 """The failure type of a git command that failed (retried: a lock held a moment is common)."""
 _DIFF = ("diff", "--cached", "--binary", "--full-index", "--no-renames", "--no-ext-diff")

@@ -29,6 +29,7 @@ from activities.tournament.report import render_report, report_data_from_run_dir
 from activities.tournament.write_order import WriteKey, in_order
 from workflows.families import model_family
 from workflows.progress_file import PROGRESS_FILE, progress_json
+from workflows.tournament.activity_contracts import WRITE_TOURNAMENT_ARTIFACTS
 from workflows.tournament.bootstrap import LEVEL, rank_intervals
 from workflows.tournament.judge_stats import confidence_vs_correctness, judge_summary
 from workflows.tournament.preflight import self_preference_risks
@@ -52,7 +53,6 @@ __all__ = [
     "stacked",
 ]
 
-WRITE_TOURNAMENT_ARTIFACTS = "write_tournament_artifacts"
 _ROW_TYPES: dict[str, type[BaseModel]] = {
     "candidates": CandidateRow,
     "comparisons": ComparisonRow,

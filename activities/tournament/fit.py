@@ -9,12 +9,18 @@ from __future__ import annotations
 
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
-from typing import Literal
 
-from pydantic import BaseModel
 from temporalio import activity
 
 from workflows.tournament import adaptive
+from workflows.tournament.activity_contracts import (
+    ADAPTIVE_BATCH,
+    BOOTSTRAP_LEADERBOARD,
+    FIT_LEADERBOARD,
+    AdaptiveBatchInput,
+    BootstrapInput,
+    FitInput,
+)
 from workflows.tournament.bootstrap import bootstrap
 from workflows.tournament.bradley_terry import LeaderboardRow, Outcome, leaderboard
 from workflows.tournament.schedule import ScheduledPair
@@ -33,34 +39,11 @@ __all__ = [
     "fit_leaderboard",
 ]
 
-FIT_LEADERBOARD = "fit_leaderboard"
-ADAPTIVE_BATCH = "adaptive_batch"
-BOOTSTRAP_LEADERBOARD = "bootstrap_leaderboard"
-
-
-class FitOutcome(BaseModel):
-    presented_a: str
-    presented_b: str
-    winner: Literal["A", "B", "tie"]
-    confidence: float | None = None
-    """The judge's confidence, sent only to weigh the verdict (``weight_by_confidence``)."""
-
 
 def _weights(input: FitInput | BootstrapInput) -> list[float] | None:
     if not input.weight_by_confidence:
         return None
     return [confidence_weight(o.confidence) for o in input.outcomes]
-
-
-class FitInput(BaseModel):
-    candidate_ids: list[str]
-    outcomes: list[FitOutcome]
-    lambda_: float = 0.01
-    generations: dict[str, int] = {}
-    weight_by_confidence: bool = False
-    """Weigh each outcome by ``style_control.confidence_weight`` of its confidence."""
-    lengths: dict[str, int] | None = None
-    """Candidate id -> its text's length: fit with the length term (``style_control``)."""
 
 
 def _scores(
@@ -96,17 +79,6 @@ async def fit_leaderboard(input: FitInput) -> list[LeaderboardRow]:
     return await asyncio.to_thread(_leaderboard, input)
 
 
-class AdaptiveBatchInput(BaseModel):
-    candidate_ids: list[str]
-    outcomes: list[FitOutcome]
-    seed: int
-    phase: str
-    round_no: int
-    size: int
-    rule: Literal["thompson", "champion"] = "thompson"
-    """champion: the sparse opening's pair rule; thompson: runs started before it."""
-
-
 @activity.defn(name=ADAPTIVE_BATCH)
 async def adaptive_batch(input: AdaptiveBatchInput) -> list[ScheduledPair]:
     """The next batch of the adaptive schedule (a posterior fit and its draws)."""
@@ -118,16 +90,6 @@ async def adaptive_batch(input: AdaptiveBatchInput) -> list[ScheduledPair]:
         rng=adaptive.round_rng(input.seed, input.phase, input.round_no),
         size=input.size,
     )
-
-
-class BootstrapInput(BaseModel):
-    candidate_ids: list[str]
-    outcomes: list[FitOutcome]
-    lambda_: float = 0.01
-    resamples: int
-    seed: int
-    weight_by_confidence: bool = False
-    lengths: dict[str, int] | None = None
 
 
 BOOTSTRAP_LANES = 2

@@ -101,7 +101,7 @@ async def _resume_in_the_first_task(worker: SharedWorker, tag: str) -> None:
 
 async def _oversized_step_done(worker: SharedWorker, tag: str, tmp_path: Path) -> None:
     """A ``step_done`` over the message bound (and under Temporal's own 2 MiB limit, which no
-    refusal can pass: see the README) is refused by the validator: nothing enters history, and
+    refusal can pass: see docs/security.md) is refused by the validator: nothing enters history, and
     the next (valid) answer is taken at once. The signal form is recorded as refused."""
     run_id = f"small-big-{tag}"
     await worker.start(PLAN_RUN, run_id, dumps({"plan": CONSUMER}))

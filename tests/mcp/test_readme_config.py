@@ -1,4 +1,4 @@
-"""The README's MCP client configuration, as a client would use it, starts a working server."""
+"""The MCP page's client configuration, as a client would use it, starts a working server."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
 
 async def test_the_readme_configuration_serves_ponder(tmp_path: Path) -> None:
-    (block,) = fenced(section("### MCP server"), "json")
+    (block,) = fenced(section("## Client configuration", page="docs/mcp.md"), "json")
     entry = json.loads(block)["mcpServers"]["ponder"]
     assert entry["command"] == "ponder" and entry["args"] == ["mcp"]
     # The installed script, as a client finds it on PATH; this test's home for PONDER_HOME.

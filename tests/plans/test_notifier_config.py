@@ -96,10 +96,10 @@ def test_plan_validate_refuses_a_bad_deadline(tmp_path: Path) -> None:
 def test_the_readme_configuration_declares_a_notifier_and_training_dir(tmp_path: Path) -> None:
     from tests.test_readme import fenced, section
 
-    (block,) = fenced(section("## Configuration"), "toml")
+    (block,) = fenced(section("# Configuration", page="docs/configuration.md"), "toml")
     config = tmp_path / "ponder.toml"
     config.write_text(block)
     settings = load_settings(config, home=str(tmp_path / "home"))
-    # The README leaves training_dir commented out, so the pasted file keeps the default.
+    # The page leaves training_dir commented out, so the pasted file keeps the default.
     assert settings.training_dir == tmp_path / "home" / "training"
     assert settings.notifiers["ops"].url_env == "OPS_WEBHOOK_URL"

@@ -145,8 +145,8 @@ async def test_a_region_over_an_upstream_array(client: Client, worker_queue: str
 async def test_the_default_budget_runs_a_region_and_a_short_one_pauses_before_it(
     client: Client, worker_queue: str
 ) -> None:
-    # The default budget counts every activated item (README, differences from the
-    # reference): a plan without a budget runs its region without asking.
+    # The default budget counts every activated item (docs/plans.md, differences
+    # from the reference interpreter): a plan without a budget runs its region without asking.
     plan = region("all", ['{"v": 1}'], max_fanout=3)
     del plan["budget"]
     result = await run(client, worker_queue, plan)

@@ -1,7 +1,7 @@
-"""Where part 1 differed from the reference (issue 14, section 2) and now matches it.
+"""Where ponder's plan interpreter matches the reference interpreter's behaviour.
 
-Each test runs a plan through ``PlanRun`` on the real dev server; the README's "Differences
-from the reference" lists what ponder keeps different, and why.
+Each test runs a plan through ``PlanRun`` on the real dev server; docs/plans.md, "Differences
+from the reference interpreter", lists what ponder keeps different, and why.
 """
 
 from __future__ import annotations

@@ -112,10 +112,10 @@ async def test_a_used_run_id_is_refused_with_its_code(
     assert "pick another --run-id" in str(refused.value)
 
 
-def test_the_readme_documents_exactly_the_closed_list() -> None:
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    start = readme.index("Error codes")
-    paragraph = readme[start : readme.index("\n\n", start)]
+def test_the_errors_page_documents_exactly_the_closed_list() -> None:
+    page = (Path(__file__).parents[2] / "docs" / "errors.md").read_text()
+    start = page.index("## Tournament error codes")
+    paragraph = page[start : page.index("\n\n", page.index("\n\n", start) + 2)]
     documented = set(re.findall(r"`([a-z_]+\.[a-z_<>]+)`", paragraph))
     assert documented == errors.CODES | {"provider.<class>"}
 

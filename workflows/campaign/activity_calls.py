@@ -12,13 +12,12 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    # The names only: the activity modules load jinja2, statistics and numpy (names.py).
-    from activities.campaign.names import (
+    from workflows.activity_contracts import HEARTBEAT_TIMEOUT
+    from workflows.campaign.activity_contracts import (
         CHECK_CAMPAIGN_ROUTE,
         SETTLE_CAMPAIGN_CELL,
         WRITE_CAMPAIGN_ARTIFACTS,
     )
-    from activities.heartbeats import HEARTBEAT_TIMEOUT
     from workflows.campaign.types import (
         CampaignArtifactsInput,
         CampaignArtifactsResult,

@@ -23,7 +23,6 @@ from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.errors import ReplayMissError
     from workflows.budget import BudgetLimits
     from workflows.campaign.activity_calls import settle_cell, write_artifacts
     from workflows.campaign.cell_records import RecordInvalid, build_record, unsettled_record
@@ -52,6 +51,7 @@ with workflow.unsafe.imports_passed_through():
         SIGNAL_EXTEND_BUDGET,
         UPDATE_EXTEND_BUDGET,
     )
+    from workflows.provider_errors import ReplayMissError
     from workflows.raw_input import NO_INPUT, decode_raw, input_failure, without_capability
     from workflows.tournament.types import ExtendBudgetInput, ExtendBudgetResult
 

@@ -23,7 +23,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
-    from activities.plan.training import APPEND_TRAINING_PAIR, CAPTURE_IO
+    from workflows.plan.activity_contracts import APPEND_TRAINING_PAIR, CAPTURE_IO
     from workflows.plan.model import AgentStep, Plan
     from workflows.plan.routing import step_family
     from workflows.plan.run_types import CaptureFailure

@@ -22,9 +22,12 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.plan.files import READ_CHECKPOINT, ReadCheckpointInput
-    from activities.plan.workspace import SNAPSHOT_WRITES
     from workflows.inputs import INPUT_INVALID
+    from workflows.plan.activity_contracts import (
+        READ_CHECKPOINT,
+        SNAPSHOT_WRITES,
+        ReadCheckpointInput,
+    )
     from workflows.plan.boundaries import AnyStep, Boundary
     from workflows.plan.checkpoints import (
         RestorePoint,

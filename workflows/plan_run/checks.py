@@ -23,10 +23,9 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.plan.cel import EVALUATE_CEL
-    from activities.plan.probes import PROBE_FILES
     from workflows.model_calls import call_model
     from workflows.model_types import CallModelInput, ModelRequest
+    from workflows.plan.activity_contracts import EVALUATE_CEL, PROBE_FILES
     from workflows.plan.boundaries import stage_timeout_ms
     from workflows.plan.check_types import (
         MAX_BOUND_BYTES,

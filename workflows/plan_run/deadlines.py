@@ -26,7 +26,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
-    from activities.plan.notify import NOTIFY_GATE, NOTIFY_NOT_RETRYABLE
+    from workflows.plan.activity_contracts import NOTIFY_GATE, NOTIFY_NOT_RETRYABLE
     from workflows.plan.deadlines import GateSchedule
     from workflows.plan.model import GateStep
     from workflows.plan.run_types import NotifyGateInput, PendingGate

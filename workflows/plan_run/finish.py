@@ -19,9 +19,14 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.heartbeats import HEARTBEAT_TIMEOUT
-    from activities.plan.files import WRITE_PLAN_FILES
-    from activities.run_store import FILES_GAP, WRITE_RUN_FILES, FileAppend, WriteRunFilesInput
+    from workflows.activity_contracts import (
+        FILES_GAP,
+        HEARTBEAT_TIMEOUT,
+        WRITE_RUN_FILES,
+        FileAppend,
+        WriteRunFilesInput,
+    )
+    from workflows.plan.activity_contracts import WRITE_PLAN_FILES
     from workflows.plan.checkpoints import CHECKPOINTS_FILE, checkpoints_json
     from workflows.plan.preflight import REQE_DEBT_FILE
     from workflows.plan.run_files import args_json, calls_jsonl, graph_json, outputs_json

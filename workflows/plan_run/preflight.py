@@ -16,8 +16,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from activities.plan.notify import CHECK_NOTIFIERS
-    from activities.plan.workspace import CHECK_PATHS
+    from workflows.plan.activity_contracts import CHECK_NOTIFIERS, CHECK_PATHS
     from workflows.plan.deadlines import notifiers_named
     from workflows.plan.ledgers import Ledgers
     from workflows.plan.model import Plan

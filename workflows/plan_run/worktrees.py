@@ -26,8 +26,8 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.heartbeats import HEARTBEAT_TIMEOUT
-    from activities.plan.worktrees import (
+    from workflows.activity_contracts import HEARTBEAT_TIMEOUT
+    from workflows.plan.activity_contracts import (
         WORKTREE_ADD,
         WORKTREE_BASE,
         WORKTREE_FINISH,

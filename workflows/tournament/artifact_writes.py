@@ -41,9 +41,8 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
-    from activities.heartbeats import HEARTBEAT_TIMEOUT
-    from activities.run_store import FILES_GAP
-    from activities.tournament.artifacts import WRITE_TOURNAMENT_ARTIFACTS
+    from workflows.activity_contracts import FILES_GAP, HEARTBEAT_TIMEOUT
+    from workflows.tournament.activity_contracts import WRITE_TOURNAMENT_ARTIFACTS
     from workflows.tournament.types import GROWING_FILES, TournamentSnapshot
 
 __all__ = [

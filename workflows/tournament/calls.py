@@ -17,8 +17,8 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
-    from activities.pricing import cost_usd
     from workflows.budget import Budget, BudgetLimits
+    from workflows.costs import cost_usd
     from workflows.model_calls import call_failure, call_model, failed_transport_retries
     from workflows.model_types import CallModelInput, ModelRequest, ModelResponse, Usage
     from workflows.tournament.errors import (

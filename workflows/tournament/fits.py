@@ -15,7 +15,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from activities.tournament.fit import (
+    from workflows.tournament.activity_contracts import (
         ADAPTIVE_BATCH,
         BOOTSTRAP_LEADERBOARD,
         FIT_LEADERBOARD,
