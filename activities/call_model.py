@@ -28,17 +28,17 @@ from activities.heartbeats import heartbeating
 from activities.plan.roots import WORKSPACE_REFUSED, outside_roots, with_run_worktrees
 from activities.pricing import cost_usd
 from activities.providers import CallContext, ResolvedModel, resolve_model, resolves_in_memory
+from activities.providers.registry import PROVIDER_UNKNOWN
 from activities.providers.replay import source_run, store_holds
 from activities.providers.sampling import Sampler
 from activities.raw_events import RawEventLog, redact
 from activities.run_store import REFUSED, RunStore, check_read_token, check_writer, refusal
 from activities.wire_cache import WireCaches, replayed
+from workflows.activity_contracts import CALL_MODEL
 from workflows.call_options import NO_SESSION
 from workflows.model_types import CallModelInput, ModelResponse
 
 __all__ = ["CALL_MODEL", "ModelActivities"]
-
-CALL_MODEL = "call_model"
 
 
 LONG_RETRY_AFTER_S = 300.0
@@ -58,9 +58,10 @@ def _remaining_s(info: activity.Info) -> float | None:
     return (deadline - datetime.now(UTC)).total_seconds()
 
 
-_OWN_CODES = frozenset({BASE_URL_NOT_ALLOWED, NO_SESSION})
-"""Refusals of what the run's input asked for (a host or an MCP session the worker does not give
-it), not of the worker's configuration: the run fails with their own code."""
+_OWN_CODES = frozenset({BASE_URL_NOT_ALLOWED, NO_SESSION, PROVIDER_UNKNOWN})
+"""Refusals of what the run's input asked for (a host, an MCP session or a provider the worker
+does not give it), not of the worker's configuration: the run fails with their own code, the one
+the CLI gives the same mistake before a run starts."""
 
 
 def _config_failure(exc: ConfigError) -> ApplicationError:

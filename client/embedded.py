@@ -492,9 +492,7 @@ class EmbeddedServer:
 
         While held, a watchdog restarts the server if it dies.
         """
-        from client.server_idle import leave_idle  # it starts servers' keepers from this module
-
-        lease = self.add_lease(os.getpid())
+        self.add_lease(os.getpid())
         try:
             info = await self.ensure(grpc_port)
             leaving = asyncio.Event()
@@ -510,10 +508,17 @@ class EmbeddedServer:
                 with contextlib.suppress(asyncio.CancelledError):
                     await watchdog
         finally:
-            lease.unlink(missing_ok=True)
-            with self._locked():
-                if not self.live_leases():
-                    leave_idle(self, idle_s)
+            self.drop_lease(os.getpid(), idle_s)
+
+    def drop_lease(self, pid: int, idle_s: float = 0.0) -> None:
+        """Give up ``pid``'s lease (one its spawner took for it, too); the last holder out stops
+        the server, at once or after ``idle_s`` (``client.server_idle``)."""
+        from client.server_idle import leave_idle  # it starts servers' keepers from this module
+
+        (self.leases / str(pid)).unlink(missing_ok=True)
+        with self._locked():
+            if not self.live_leases():
+                leave_idle(self, idle_s)
 
     async def _watch(self, leaving: asyncio.Event) -> None:
         while not leaving.is_set():

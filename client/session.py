@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import fcntl
 import json
-import logging
 import os
 import signal
 import subprocess
@@ -29,15 +28,9 @@ from activities.errors import NoWorkerError
 from client.call_routes import RouteLookups
 from client.connect import connect
 from client.embedded import EmbeddedServer, child_environment
-from client.worker_fingerprint import worker_fingerprint
+from client.worker_fingerprint import for_configuration, worker_fingerprint
 from client.worker_liveness import Heartbeat, serves
-from client.worker_record import (
-    is_background_worker,
-    read_record,
-    record_path,
-    record_pid,
-    running_background_worker,
-)
+from client.worker_record import read_record, record_path, running_background_worker
 
 __all__ = [
     "Session",
@@ -46,16 +39,11 @@ __all__ = [
     "query_answerer",
     "reclaim_background_worker",
     "release_background_worker",
-    "replace_stale_background_worker",
     "spawn_background_worker",
     "terminated",
 ]
 
 NO_WORKER_WAIT_S = 5.0
-STALE_WORKER_EXIT_S = 10.0
-"""How long a command waits for a background worker it retired (another configuration) to exit:
-it stops polling at once, and an idle one is gone in about a second; one still finishing a long
-call is left to finish it after this wait."""
 IN_PROCESS_SHUTDOWN = timedelta(seconds=3)
 """A command's own worker lets calls in flight finish this long at exit, then hands them back to
 Temporal (retried elsewhere): a command must exit within seconds, not wait out a long call."""
@@ -192,7 +180,11 @@ async def own_worker(client: Client, settings: Settings) -> AsyncIterator[None]:
 async def open_session(
     settings: Settings, *, local_worker: bool = False, worker: bool = True
 ) -> AsyncIterator[Session]:
-    """A connected client; in embedded mode (no TEMPORAL_ADDRESS) with an in-process worker."""
+    """A connected client; in embedded mode (no TEMPORAL_ADDRESS) with an in-process worker.
+
+    In embedded mode the session's settings are on their configuration's task queue
+    (``client.worker_fingerprint``): the runs it starts, its worker and the background worker it
+    may leave all use that queue, which no worker of another configuration polls."""
     with _sigterm_through_the_loop():
         if settings.temporal_address:
             client = await connect(settings)
@@ -204,6 +196,7 @@ async def open_session(
                 await wait_for_worker(client, settings.task_queue, NO_WORKER_WAIT_S)
             yield Session(client, settings, embedded=False)
             return
+        settings = for_configuration(settings)
         server = EmbeddedServer(settings.home)
         # The worker's modules (about a second of CPU) load while the server starts.
         importing = asyncio.create_task(asyncio.to_thread(_import_worker)) if worker else None
@@ -211,7 +204,6 @@ async def open_session(
             if importing is not None:
                 await importing
             client = await connect(settings, info.address)
-            await replace_stale_background_worker(settings, client)
             if not worker:
                 yield Session(client, settings, embedded=True)
                 return
@@ -226,8 +218,9 @@ async def open_session(
 
 
 @contextlib.asynccontextmanager
-async def query_answerer(session: Session) -> AsyncIterator[None]:
-    """Within the block a query on the session's task queue gets answered, at the least cost.
+async def query_answerer(session: Session, task_queue: str | None = None) -> AsyncIterator[None]:
+    """Within the block a query on ``task_queue`` (the run's; default the session's) gets
+    answered, at the least cost.
 
     A query is answered by a worker polling the run's queue. In embedded mode the home's
     background worker does when its process lives and the queue shows a live worker (it polls:
@@ -237,10 +230,26 @@ async def query_answerer(session: Session) -> AsyncIterator[None]:
     for a few seconds, and a query sent then fails ("no poller seen for task queue recently").
     A cluster waits for a worker (``NoWorkerError`` after ``NO_WORKER_WAIT_S``), as
     ``open_session`` does.
+
+    A run on another configuration's queue (started from another directory, or with another
+    ``--config``) is answered by a worker of that configuration only: a worker of this one
+    would take that run's calls too. Without a live one the read is refused, saying where to
+    run it from.
     """
     client, settings = session.client, session.settings
+    queue = task_queue or settings.task_queue
     if not session.embedded:
-        await wait_for_worker(client, settings.task_queue, NO_WORKER_WAIT_S)
+        await wait_for_worker(client, queue, NO_WORKER_WAIT_S)
+        yield
+        return
+    if queue != settings.task_queue:
+        if not await has_worker(client, queue):
+            raise NoWorkerError(
+                f"the run is on task queue {queue!r}, another configuration's than this "
+                f"command's ({settings.task_queue!r}), and no worker of that configuration "
+                "runs: run the command with the configuration that started the run (from its "
+                "directory, or with its --config), which starts one"
+            )
         yield
         return
     if running_background_worker(settings) is not None and await has_worker(
@@ -271,43 +280,16 @@ def _write_record(record: Path, pid: int, fingerprint: str) -> None:
     record.write_text(json.dumps({"pid": pid, "fingerprint": fingerprint}) + "\n")
 
 
-def _retire_if_stale(record: Path, settings: Settings) -> int | None:
-    """Stop a live background worker whose configuration is not ``settings``' (under the record
-    lock); returns its pid. SIGTERM makes it stop polling at once and finish its calls in flight,
-    so from here on only workers with this configuration take the queue's tasks."""
-    pid = record_pid(record, settings)
-    if pid is None or read_record(record).get("fingerprint") == worker_fingerprint(settings):
-        return None
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    record.unlink(missing_ok=True)
-    return pid
-
-
-async def replace_stale_background_worker(settings: Settings, client: Client) -> None:
-    """A command whose configuration differs from the background worker's (a provider added to
-    ponder.toml, another ``--config``, a key set since) replaces that worker before it starts or
-    serves a run: the old one would take calls it cannot make ("unknown provider ...").
-
-    The runs it served go on in a new background worker with this configuration."""
-    with _record_locked(settings) as record:
-        pid = _retire_if_stale(record, settings)
-    if pid is None:
-        return
-    logging.getLogger(__name__).info("retired background worker %d: configuration changed", pid)
-    deadline = time.monotonic() + STALE_WORKER_EXIT_S
-    while is_background_worker(pid, settings) and time.monotonic() < deadline:
-        await asyncio.sleep(0.1)
-    if await _runs_open(client, settings.task_queue):
-        spawn_background_worker(settings)
-
-
 def spawn_background_worker(settings: Settings, idle_seconds: int = 600) -> int:
-    """Reuse this home's background worker if it has this configuration, else start ``ponder
-    worker --embedded --exit-when-idle N --config FILE`` detached; returns its pid."""
+    """Reuse this home's background worker for this configuration, else start ``ponder worker
+    --embedded --exit-when-idle N --task-queue QUEUE --config FILE`` detached; returns its pid.
+
+    Workers of other configurations are left alone: each polls its own configuration's queue
+    and exits once that queue has been idle ``idle_seconds``, as the server keeps its idle
+    period, so several serve at once and none takes another's runs."""
+    settings = for_configuration(settings)
     fingerprint = worker_fingerprint(settings)
     with _record_locked(settings) as record:
-        _retire_if_stale(record, settings)
         running = running_background_worker(settings)
         if running is not None:
             return running

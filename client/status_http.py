@@ -7,8 +7,10 @@ describe and query as the SDK, and the run's kind is shown by the same display m
 one ``client.status_query`` prints, without importing the SDK client (issue 16: under 0.5 s).
 
 Anything else goes to ``client.status_query``: an Ask (its view reads the run's result), a
-cluster, a run on another task queue, no live worker to answer the query (that path runs one in
-the process), or any answer the HTTP API does not give.
+cluster, no live background worker on the run's task queue to answer the query (that path runs
+one in the process, or names the configuration to run it with), or any answer the HTTP API does
+not give. The run is found by its id: a run of another configuration (another directory's
+ponder.toml) is read the same way, its query answered by that configuration's worker.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from client.embedded import EmbeddedServer
 from client.server_http import HttpUnanswered, ServerHttp
-from client.worker_record import running_background_worker
+from client.worker_record import queue_worker
 from workflows.names import CAMPAIGN, PLAN_RUN, QUERY_PROGRESS, QUERY_STATUS, TOURNAMENT
 
 if TYPE_CHECKING:
@@ -33,7 +35,7 @@ Shown = TypeVar("Shown", bound=BaseModel)
 
 def show_status_over_http(settings: Settings, run_id: str, *, as_json: bool) -> bool:
     """Print the run's status and return True, or print nothing and return False."""
-    if settings.temporal_address or running_background_worker(settings) is None:
+    if settings.temporal_address or not (settings.home / "workers").is_dir():
         return False
     server = EmbeddedServer(settings.home)
     info = server.read_state()
@@ -42,9 +44,10 @@ def show_status_over_http(settings: Settings, run_id: str, *, as_json: bool) -> 
     api = ServerHttp(info.http_port, settings.namespace)
     try:
         described = api.describe(run_id)
-        if described.task_queue != settings.task_queue or not api.serves(
-            settings.task_queue, time.time()
-        ):
+        queue = described.task_queue
+        if queue is None or queue_worker(settings.home, queue) is None:
+            return False
+        if not api.serves(queue, time.time()):
             return False
         if described.kind == TOURNAMENT:
             return _tournament(api, run_id, as_json=as_json)

@@ -104,7 +104,7 @@ def show_status(settings: Settings, run_id: str, *, as_json: bool) -> None:
         if kind == ASK:  # describe and result: no query
             view = await _ask_view(session, handle, description)
             return lambda: print_ask_view(view, as_json=as_json)
-        async with query_answerer(session):
+        async with query_answerer(session, description.task_queue):
             if kind == PLAN_RUN:
                 return await _plan_view(handle, settings, as_json=as_json)
             if kind == CAMPAIGN:

@@ -1,6 +1,9 @@
-"""The record of a home's background worker (``$PONDER_HOME/workers/QUEUE.json``): which process
-serves the queue, and with which configuration. Read here; written under its lock by
-``client.session``, which spawns and retires the worker.
+"""The record of a home's background worker for one task queue
+(``$PONDER_HOME/workers/QUEUE.json``): which process serves the queue, and with which
+configuration. On the embedded server each configuration has its own queue
+(``client.worker_fingerprint``), so a home has a record, and at most one live background
+worker, per configuration. Read here; written under its lock by ``client.session``, which
+spawns the worker.
 
 No SDK import: ``ponder status`` checks for the worker before it reads a live run over the
 server's HTTP API (``client.status_http``).
@@ -19,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "is_background_worker",
+    "queue_worker",
     "read_record",
     "record_path",
     "record_pid",
@@ -26,18 +30,27 @@ __all__ = [
 ]
 
 
+def _queue_record(home: Path, task_queue: str) -> Path:
+    return home / "workers" / f"{task_queue}.json"
+
+
 def record_path(settings: Settings) -> Path:
-    return settings.home / "workers" / f"{settings.task_queue}.json"
+    """The record of ``settings``' own task queue (give them on their configuration's queue)."""
+    return _queue_record(settings.home, settings.task_queue)
 
 
-def is_background_worker(pid: int, settings: Settings) -> bool:
+def _serves_queue(pid: int, task_queue: str) -> bool:
     argv = live_argv(pid)
     return (
         argv is not None
         and b"--embedded" in argv
         and b"--exit-when-idle" in argv
-        and settings.task_queue.encode() in argv
+        and task_queue.encode() in argv
     )
+
+
+def is_background_worker(pid: int, settings: Settings) -> bool:
+    return _serves_queue(pid, settings.task_queue)
 
 
 def read_record(record: Path) -> dict[str, object]:
@@ -48,14 +61,26 @@ def read_record(record: Path) -> dict[str, object]:
     return data if isinstance(data, dict) else {}
 
 
-def record_pid(record: Path, settings: Settings) -> int | None:
+def _live_pid(record: Path, task_queue: str) -> int | None:
     try:
         pid = int(read_record(record)["pid"])  # type: ignore[call-overload]
     except (KeyError, TypeError, ValueError):
         return None
-    return pid if is_background_worker(pid, settings) else None
+    return pid if _serves_queue(pid, task_queue) else None
+
+
+def record_pid(record: Path, settings: Settings) -> int | None:
+    return _live_pid(record, settings.task_queue)
 
 
 def running_background_worker(settings: Settings) -> int | None:
-    """The pid of this home's live background worker for the task queue, if any."""
+    """The pid of this home's live background worker for ``settings``' task queue, if any."""
     return record_pid(record_path(settings), settings)
+
+
+def queue_worker(home: Path, task_queue: str) -> int | None:
+    """The pid of ``home``'s live background worker polling ``task_queue`` (a run's, whatever
+    configuration started it), if any."""
+    if "/" in task_queue or task_queue.startswith("."):  # a queue name, never a path
+        return None
+    return _live_pid(_queue_record(home, task_queue), task_queue)

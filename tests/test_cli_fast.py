@@ -286,11 +286,13 @@ async def test_status_over_http_prints_what_the_sdk_path_prints(tmp_path: Path) 
             assert run_id in over_http
             assert _same_clock(over_http) == _same_clock(through_sdk), (run_id, as_json)
         # The SDK path's query was answered by the background worker too: none of its own.
-        identities = await _poller_identities(tmp_path, "ponder")
+        # It polls its configuration's queue, ``ponder.<digest>``, named by its record.
+        (record_file,) = (tmp_path / "workers").glob("ponder.*.json")
+        identities = await _poller_identities(tmp_path, record_file.stem)
         assert not any(i.startswith(f"{probe.pid}@") for i in identities), identities
 
         # The background worker gone, the HTTP path declines and the SDK path answers.
-        record = json.loads((tmp_path / "workers" / "ponder.json").read_text())
+        record = json.loads(record_file.read_text())
         os.kill(record["pid"], signal.SIGTERM)
         await wait_until(lambda: not Path(f"/proc/{record['pid']}").exists(), 90)
         settings = load_settings(home=str(tmp_path))

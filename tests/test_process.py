@@ -25,7 +25,6 @@ from client.embedded import EmbeddedServer, _free_port, find_temporal_binary, se
 from tests.cli import cli_env, finish, ponder, start_ponder
 from tests.test_embedded import server_pids, wait_until
 from tests.test_worker_cli import cmdline, processes_using
-from workflows.names import TASK_QUEUE
 
 pytestmark = [pytest.mark.usefixtures("no_leftover_processes"), pytest.mark.slow]
 
@@ -92,16 +91,17 @@ async def waits_on(home: Path, pid: int, run_id: str) -> bool:
         return False
     try:
         client = await Client.connect(info.address)
+        # The command's configuration's queue (``ponder.<digest>``): the run's own.
+        queue = (await client.get_workflow_handle(run_id).describe()).task_queue
         described = await client.workflow_service.describe_task_queue(
             DescribeTaskQueueRequest(
                 namespace="default",
-                task_queue=TaskQueue(name=TASK_QUEUE),
+                task_queue=TaskQueue(name=queue),
                 task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
             )
         )
         if not any(p.identity.startswith(f"{pid}@") for p in described.pollers):
             return False
-        await client.get_workflow_handle(run_id).describe()
     except (RPCError, RuntimeError):  # not started yet, or a restarting server
         return False
     return True

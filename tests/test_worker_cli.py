@@ -268,8 +268,13 @@ async def test_a_provider_added_after_a_detach_is_served_by_a_worker_that_has_it
                 assert done.code == 0, done.err
                 assert "unknown provider" not in done.err
             assert [s.body["model"] for s in fake.seen] == ["qwen"] * 4
-            # The old worker is gone, not left polling beside the new configuration.
-            await wait_until(lambda: old not in processes_using(home), 90)
+            # The old worker polls on, its own configuration's queue, never the new one's.
+            polled = {
+                pid: argv[argv.index("--task-queue") + 1]
+                for pid in processes_using(home)
+                if "--exit-when-idle" in (argv := cmdline(pid))
+            }
+            assert old in polled and len(set(polled.values())) == 2, polled
 
             # A detached run given --config is served by a worker that loaded that file.
             other = tmp_path / "other.toml"

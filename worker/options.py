@@ -19,7 +19,8 @@ _OPTIONS = (
         "--task-queue",
         envvar="PONDER_TASK_QUEUE",
         default=None,
-        help="Task queue to poll  [default: ponder, or ponder.toml's task_queue]",
+        help="Task queue to poll  [default: ponder, or ponder.toml's task_queue; on the "
+        "embedded server, that name and the configuration's digest, ponder.<digest>]",
     ),
     click.option(
         "--max-concurrent-activities", default=64, show_default=True, help="Activities run at once."

@@ -10,12 +10,16 @@ is the directory the command ran from. ``/`` is never a default root: it would d
 everything, and the user's home directory itself is never one either: it holds ponder's own
 stores, keys and secrets (declare it to mean it; the stores stay carved out even then).
 
-Embedded workers of one home share a task queue (a command's own worker, the background worker
-an earlier command left), so any of them may serve any of their runs. Each notes the directory
-it started in, in ``$PONDER_HOME/workers/QUEUE.dirs`` (the last ``COMMAND_DIRS_KEPT``), and
-each holds a workspace to all of those, read at every check: a run started from one project
-directory is still served when a command from another one started the worker that takes its
-task. Only ponder's own commands write that file, inside the home no run may reach.
+Embedded workers of one home and one configuration share a task queue, that configuration's
+own (``ponder.<digest>``, ``client.worker_fingerprint``): a command's own worker, and the
+background worker an earlier command with that configuration left. Any of them may serve any
+of their runs, and no worker of another configuration takes them. Each notes the directory it
+started in, in ``$PONDER_HOME/workers/QUEUE.dirs`` (one file per queue, the last
+``COMMAND_DIRS_KEPT``), and each holds a workspace to all of those, read at every check: a run
+started from one project directory is still served when a command from another one, with the
+same configuration, started the worker that takes its task. A directory with a ponder.toml of
+its own is another configuration, another queue and another file. Only ponder's own commands
+write that file, inside the home no run may reach.
 
 Ponder's own stores (its home with the state, logs and configuration there, the runs, payload
 and training directories, replay directories, the configuration and secrets files) are carved

@@ -30,6 +30,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "MODEL_EXAMPLES",
     "PROVIDERS",
+    "PROVIDER_UNKNOWN",
     "ResolvedModel",
     "default_model_for",
     "parse_model_spec",
@@ -61,6 +62,11 @@ class ResolvedModel:
     @property
     def implementation(self) -> Provider:
         return PROVIDERS[self.endpoint.kind]
+
+
+PROVIDER_UNKNOWN = "model.provider_unknown"
+"""A model spec names a provider the configuration does not declare: the same code from the CLI
+before a run starts and from the worker that resolves the call."""
 
 
 def parse_model_spec(spec: str) -> tuple[str, str]:
@@ -98,7 +104,7 @@ def resolve_model(
     if endpoint is None:
         known = ", ".join(sorted(settings.providers))
         raise ConfigError(
-            "model.provider_unknown",
+            PROVIDER_UNKNOWN,
             f"unknown provider {provider!r} in model {spec!r}: use one of {known} "
             "or add [providers.NAME] to ponder.toml",
         )

@@ -70,7 +70,8 @@ def mcp(
         sampler = SessionSampler()
         async with (
             open_session(settings, worker=False) as session,
-            serving_sampling(session.client, settings, sampler),  # mcp: calls, to the host
+            # mcp: calls, to the host, on the session's (its configuration's) queue
+            serving_sampling(session.client, session.settings, sampler),
         ):
             backend = Backend(session)
             server = build_server(backend, sampler)

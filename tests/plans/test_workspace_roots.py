@@ -188,7 +188,7 @@ def test_snapshots_outside_the_roots_are_refused_not_read(dirs: dict[str, Path])
 def test_the_readme_configuration_loads(tmp_path: Path) -> None:
     from tests.test_readme import fenced, section
 
-    (block,) = fenced(section("## Configuration"), "toml")
+    (block,) = fenced(section("# Configuration", page="docs/configuration.md"), "toml")
     config = tmp_path / "ponder.toml"
     config.write_text(block)
     settings = load_settings(config, home=str(tmp_path / "home"))
