@@ -464,12 +464,14 @@ async def test_no_route_or_join_absorbs_a_plan_miss(
         assert error.type == "dispatch-dead" and "provider.replay_miss: " in error.message
         assert PlanFailureDetail.of(error.details).cause == "provider.replay_miss"
     # Any other failed call is the step's to route, as before: a miss under fail-closed is an
-    # HTTP 599, and the rescue step's call is replayed.
+    # HTTP 599, and the run goes on to the rescue step, whose prompt now says why it was routed
+    # there (a text the recording never held), so its own call is the run's end.
     closed = calls.model_copy(
         update={"replay": WireReplay(run_id=original.run_id, on_miss="fail-closed")}
     )
-    done = await run_plan(client, worker_queue, routed, calls=closed)
-    assert "rescue" in done.outputs and "a" not in done.outputs
+    error = await plan_failure(client, worker_queue, routed, calls=closed)
+    assert error.type == "dispatch-dead", error
+    assert error.message.startswith("rescue: provider.replay_closed: HTTP 599"), error.message
 
 
 async def test_a_miss_under_fail_closed_is_a_599_the_cell_records(

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecutionStatus
 
 from activities.config import Settings
 from tests.hostile.harness import dumps, shared_worker, temporal
@@ -61,9 +61,14 @@ async def test_costly_runs_fail_themselves_and_never_starve_an_innocent_expressi
         }
         await worker.start(PLAN_RUN, "cel-innocent", dumps({"plan": innocent}))
         handle = worker.client.get_workflow_handle("cel-innocent", result_type=PlanRunResult)
-        result = await asyncio.wait_for(handle.result(), 10)
-        assert result.outputs["v"] == {"v": 2}
-        assert time.monotonic() - began < 10
+        result = await asyncio.wait_for(handle.result(), 60)
+        assert result.outputs["v"] == {"v": 2}  # evaluated, never failed for another's cost
+        # Fairness by order, not by a clock a loaded machine stretches: the innocent expression
+        # was served while both costly runs were still evaluating theirs.
+        for run_id in hogs:
+            described = await worker.handle(run_id).describe()
+            assert described.status == WorkflowExecutionStatus.RUNNING, (run_id, described.status)
+        print(f"innocent run: {time.monotonic() - began:.1f} s")
         assert await probe < 10
         for run_id in hogs:
             error = await worker.failure(run_id, within=60)
