@@ -65,6 +65,7 @@ DOWN = [
     ["mutate", "--help"],
     ["profile", "save", "--help"],
     ["plan", "run", "--help"],
+    ["plan", "validate", str(EXAMPLES / "plans" / "set-values.yaml")],  # no server: the validator
     ["status", "--help"],
     ["status", RUN_ID],
     ["status", THINK_ID],

@@ -9,20 +9,20 @@ from __future__ import annotations
 import copy
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from activities.campaign.cells import route_check
-from activities.config import Settings, load_settings
-from activities.providers import default_model_for
-from client.profiles import expand_saved_profiles
-from workflows.campaign.configs import config_errors, variant_models
-from workflows.campaign.document import CampaignDocument, validate_value
-from workflows.campaign.document import Validation as CampaignValidation
-from workflows.campaign.errors import CampaignError
-from workflows.campaign.types import RoutedModel
-from workflows.plan.document import parse_text
 from workflows.plan.errors import PlanError
-from workflows.plan.validate import Validation, validate_document, validate_text
+
+if TYPE_CHECKING:
+    from activities.config import Settings
+    from workflows.campaign.document import CampaignDocument
+    from workflows.campaign.document import Validation as CampaignValidation
+    from workflows.campaign.errors import CampaignError
+    from workflows.plan.validate import Validation
+
+# Imports sit in the functions below: ``ponder plan validate`` answers in well under a second
+# only while a plan's path leaves the campaign document, its route check (and with them the
+# Temporal SDK), the provider registry and the profile machinery unloaded.
 
 __all__ = ["check_text", "load", "read_plan", "route_errors", "validate_campaign"]
 
@@ -43,9 +43,17 @@ def read_plan(file: str) -> tuple[str | None, PlanError | None]:
 def check_text(text: str, filename: str | None, settings: Settings) -> tuple[Validation, Any]:
     """The plan in ``text`` validated, with each tournament step's saved ``profile`` expanded
     into explicit fields first (client side: workers need no profile files); and the document."""
+    from workflows.plan.document import parse_text
+    from workflows.plan.validate import Validation, validate_document, validate_text
+
     raw, problems = parse_text(text, filename=filename)
     if problems:
         return validate_text(text, filename=filename), raw
+    if not _names_tournament(raw):
+        return validate_document(raw), raw  # no saved profile to expand
+    from activities.providers import default_model_for
+    from client.profiles import expand_saved_profiles
+
     refused = expand_saved_profiles(raw, settings.home, lambda p: default_model_for(p, settings))
     if refused:
         errors = [PlanError("tournament.profile", path, exc.line()) for path, exc in refused]
@@ -53,9 +61,25 @@ def check_text(text: str, filename: str | None, settings: Settings) -> tuple[Val
     return validate_document(raw), raw
 
 
+def _names_tournament(value: object) -> bool:
+    """Whether any mapping in ``value`` is a tournament (``kind: tournament``): only those name
+    a saved profile ``expand_saved_profiles`` would expand."""
+    if isinstance(value, list):
+        return any(_names_tournament(item) for item in value)
+    if not isinstance(value, dict):
+        return False
+    return value.get("kind") == "tournament" or any(
+        _names_tournament(item) for item in value.values()
+    )
+
+
 def load(file: str, settings: Settings | None = None) -> CampaignValidation:
     """The document in FILE (``-`` reads stdin), plan paths inlined, saved profiles expanded,
     validated as the workflow will validate it."""
+    from workflows.campaign.document import Validation as CampaignValidation
+    from workflows.campaign.errors import CampaignError
+    from workflows.plan.document import parse_text
+
     try:
         text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -74,6 +98,14 @@ def validate_campaign(
 ) -> CampaignValidation:
     """A parsed document: plan paths inlined (relative to ``base``, default the working
     directory), saved profiles expanded, validated as the workflow will validate it."""
+    from activities.config import load_settings
+    from activities.providers import default_model_for
+    from client.profiles import expand_saved_profiles
+    from workflows.campaign.configs import config_errors
+    from workflows.campaign.document import Validation as CampaignValidation
+    from workflows.campaign.document import validate_value
+    from workflows.campaign.errors import CampaignError
+
     value = copy.deepcopy(value)  # the caller's document is left as it was
     errors = _inline_plans(value, base or Path.cwd())
     settings = settings or load_settings()
@@ -94,6 +126,11 @@ def validate_campaign(
 def route_errors(doc: CampaignDocument, settings: Settings) -> list[CampaignError]:
     """What the campaign's route assertion refuses, against this machine's endpoints: the
     check a worker with the same ponder.toml runs before the first cell (``route.<reason>``)."""
+    from activities.campaign.cells import route_check
+    from workflows.campaign.configs import variant_models
+    from workflows.campaign.errors import CampaignError
+    from workflows.campaign.types import RoutedModel
+
     check = route_check(
         doc.route,
         [RoutedModel(variant=v, model=m, base_url=u) for v, m, u in variant_models(doc)],
@@ -107,6 +144,8 @@ def route_errors(doc: CampaignDocument, settings: Settings) -> list[CampaignErro
 
 
 def _unreadable(path: str, file: str | Path, exc: Exception) -> CampaignError:
+    from workflows.campaign.errors import CampaignError
+
     reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
     return CampaignError("document.unreadable", path, f"cannot read {file}: {reason}")
 
@@ -114,6 +153,9 @@ def _unreadable(path: str, file: str | Path, exc: Exception) -> CampaignError:
 def _inline_plans(value: object, base: Path) -> list[CampaignError]:
     """Replace each plan variant's ``plan: PATH`` by the parsed document (client side: the
     worker never reads a file a campaign names)."""
+    from workflows.campaign.errors import CampaignError
+    from workflows.plan.document import parse_text
+
     variants = value.get("variants") if isinstance(value, dict) else None
     errors: list[CampaignError] = []
     for i, variant in enumerate(variants if isinstance(variants, list) else []):

@@ -200,7 +200,7 @@ def start_plan(settings: Settings, file: str, options: dict[str, Any]) -> NoRetu
     """``ponder plan run FILE``: validate (exit 2 with every error), start, follow, finish."""
     # The validator and the input's checks load only for a run (status and watch skip them).
     from client.documents import check_text
-    from client.plan_input import from_checkpoint, routing, run_workspace
+    from client.plan_input import check_source_checkpoint, from_checkpoint, routing, run_workspace
     from client.validate_output import print_invalid
     from workflows.plan.stratum import run_args
 
@@ -221,6 +221,9 @@ def start_plan(settings: Settings, file: str, options: dict[str, Any]) -> NoRetu
     executors, default_family = routing(
         settings, _pairs(options["executors"], "--executor"), options["default_family"]
     )
+    source = from_checkpoint(options["from_"])
+    if source is not None:  # refused here, before a run opens, when this run store can tell
+        check_source_checkpoint(settings.runs_dir, source, embedded=not settings.temporal_address)
     payload = PlanRunInput(
         plan=document,
         run_id=run_id,
@@ -232,7 +235,7 @@ def start_plan(settings: Settings, file: str, options: dict[str, Any]) -> NoRetu
         coder_family=options["coder_family"],
         allow_same_family_qe=options["allow_same_family_qe"],
         seed=options["seed"],
-        from_checkpoint=from_checkpoint(options["from_"]),
+        from_checkpoint=source,
     )
 
     finish(

@@ -10,8 +10,11 @@ it to its declared roots.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Mapping
+from pathlib import Path
 
 from activities.config import Settings
 from activities.errors import ConfigError
@@ -24,7 +27,7 @@ from workflows.plan.run_types import FromCheckpoint
 from workflows.plan.worktrees import isolated_fanouts
 from workflows.run_ids import check_run_id
 
-__all__ = ["from_checkpoint", "routing", "run_workspace"]
+__all__ = ["check_source_checkpoint", "from_checkpoint", "routing", "run_workspace"]
 
 
 def _check_executor(family: str, spec: str, where: str) -> None:
@@ -90,3 +93,57 @@ def from_checkpoint(text: str | None, *, field: str = "--from") -> FromCheckpoin
         return FromCheckpoint(run_id=run_id, label=label)
     except ValueError as exc:
         raise ConfigError(Reason.INVALID_LABEL, f"{field} {text!r}: {exc}") from None
+
+
+def check_source_checkpoint(
+    runs_dir: Path, point: FromCheckpoint, *, embedded: bool, field: str = "--from"
+) -> None:
+    """Refuse ``--from RUN:LABEL`` before a run opens when this machine's run store shows the
+    run or the label is missing: ``checkpoint-not-found``, listing the labels in commit order.
+    The CLI runs as the user who owns the store, so naming the labels tells nothing that user
+    could not read. A run absent here is refused only with the embedded server (``embedded``:
+    its worker writes this store); a cluster's worker may keep the run in a store of its own.
+    Whatever this cannot decide (an unreadable or malformed file, a linked directory) is left
+    to the workflow's own check, which refuses it the same way once the run opens."""
+    from workflows.plan.checkpoints import (
+        CHECKPOINTS_FILE,
+        MAX_CHECKPOINTS_FILE_BYTES,
+        restore_point,
+    )
+
+    run_dir = Path(runs_dir) / point.run_id
+    if run_dir.is_symlink():
+        return  # the worker refuses a linked run directory with its own code
+    if not run_dir.is_dir():
+        if embedded:
+            raise ConfigError(
+                Reason.CHECKPOINT_NOT_FOUND,
+                f"{field} {point.run_id}:{point.label}: run {point.run_id} is not in the run "
+                f"store {runs_dir}; fix: name a run that committed a checkpoint "
+                "(ponder runs lists them)",
+            )
+        return
+    try:
+        # Bounded as the worker reads it: no link followed, no FIFO waited on, 1 MiB at most.
+        fd = os.open(run_dir / CHECKPOINTS_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
+            return
+        raise ConfigError(
+            Reason.CHECKPOINT_NOT_FOUND,
+            f"{field} {point.run_id}:{point.label}: run {point.run_id} has no checkpoints (no "
+            f"{CHECKPOINTS_FILE}); fix: name a run that committed a checkpoint",
+        ) from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_CHECKPOINTS_FILE_BYTES:
+            return
+        text = f.read(MAX_CHECKPOINTS_FILE_BYTES + 1).decode("utf-8", errors="replace")
+    found, problem = restore_point(text, run_id=point.run_id, label=point.label)
+    code = Reason.CHECKPOINT_NOT_FOUND
+    if found is None and problem.startswith(f"{code}: "):
+        raise ConfigError(
+            code,
+            f"{field} {point.run_id}:{point.label}: {problem.removeprefix(f'{code}: ')}; fix: "
+            "name a label that run committed",
+        )

@@ -117,3 +117,31 @@ def test_the_report_of_an_ended_ask_run_loads_no_sdk_and_no_tournament_or_campai
     assert out.splitlines()[0] == str(run / "report.html")
     assert "forty-two" in (run / "report.html").read_text()
     assert out.split("LOADED", 1)[1].strip() == "[]", out
+
+
+def test_plan_validate_loads_no_sdk_campaign_provider_or_profile_code(tmp_path: Path) -> None:
+    # A plan's validation is the validator's alone: the campaign document and its route check
+    # (which bring the Temporal SDK), the provider registry with its HTTP client and the saved
+    # profile machinery load only for a document that names a tournament.
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(
+        "schema: ponder-plan/1\nname: tiny\nsteps:\n"
+        "  - {id: a, kind: agent, prompt: Hi., model: 'sim:default'}\n"
+    )
+    probe = (
+        "import sys\n"
+        "from client.cli import cli\n"
+        "try:\n"
+        f"    cli.main(['plan', 'validate', {str(plan)!r}], standalone_mode=False)\n"
+        "finally:\n"
+        "    heavy = ('temporalio', 'httpx', 'numpy', 'activities.campaign', 'workflows.campaign', "
+        "'activities.providers', 'client.profiles', 'client.tournament_options', "
+        "'client.session')\n"
+        "    print('LOADED', sorted({m.split('.')[0] if m.startswith(('temporalio', 'httpx', "
+        "'numpy')) else m for m in sys.modules if m.startswith(heavy)}))\n"
+    )
+    env = {**os.environ, "PONDER_HOME": str(tmp_path / "home")}
+    env.pop("PONDER_CONFIG", None)
+    out = run_probe(probe, env)
+    assert "valid ponder-plan/1 plan 'tiny'" in out, out
+    assert out.split("LOADED", 1)[1].strip() == "[]", out

@@ -23,7 +23,7 @@ from client.documents import check_text
 from client.mcp.args import PlanRunArgs, ResolveGateArgs, ResumeArgs
 from client.mcp.backend import Backend
 from client.plan_display import blocking_limit
-from client.plan_input import from_checkpoint, routing, run_workspace
+from client.plan_input import check_source_checkpoint, from_checkpoint, routing, run_workspace
 from client.runs import failure_view, new_run_id, report_path, start_run
 from workflows.names import PLAN_RUN, QUERY_STATUS, UPDATE_RESOLVE_GATE, UPDATE_RESUME
 from workflows.plan.errors import PlanInvalid
@@ -200,6 +200,14 @@ async def plan_run(backend: Backend, args: PlanRunArgs, progress: Any) -> dict[s
         raise PlanInvalid(checked.errors)
     run_id = check_run_id(args.run_id or new_run_id("plan"))
     executors, default_family = routing(backend.settings, args.executors, args.default_family)
+    source = from_checkpoint(args.from_checkpoint, field="from_checkpoint")
+    if source is not None:  # as the CLI: refused before a run opens when this store can tell
+        check_source_checkpoint(
+            backend.settings.runs_dir,
+            source,
+            embedded=not backend.settings.temporal_address,
+            field="from_checkpoint",
+        )
     payload = PlanRunInput(
         plan=document,
         run_id=run_id,
@@ -213,7 +221,7 @@ async def plan_run(backend: Backend, args: PlanRunArgs, progress: Any) -> dict[s
         coder_family=args.coder_family,
         allow_same_family_qe=args.allow_same_family_qe,
         seed=args.seed,
-        from_checkpoint=from_checkpoint(args.from_checkpoint, field="from_checkpoint"),
+        from_checkpoint=source,
     )
     await backend.ensure_worker()
     await start_run(backend.session, PLAN_RUN, payload, run_id, PlanRunResult)

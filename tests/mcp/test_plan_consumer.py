@@ -97,3 +97,14 @@ async def test_an_mcp_client_is_the_consumer_and_reverts_and_resumes_from_a_chec
             )
         )
         assert malformed["code"] == "input.invalid"
+        refused_id = f"{run_id}-nope"
+        unknown_label = tool_failure(
+            await client.call_tool(
+                "plan_run",
+                {"document": PLAN, "filename": "p.yaml", "run_id": refused_id,
+                 "from_checkpoint": f"{run_id}:nope"},
+            )
+        )  # fmt: skip
+        assert unknown_label["code"] == "checkpoint-not-found", unknown_label
+        assert "built, at-gate" in unknown_label["message"]
+        assert not (settings.runs_dir / refused_id).exists()  # no run opened

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from temporalio.client import Client
+from temporalio.service import RPCError
 
 from tests.cli import ponder
 from tests.plans.test_run_cli import env, home, worker_env  # noqa: F401 (the fixtures)
@@ -99,7 +100,13 @@ async def test_step_done_checkpoint_revert_and_from_through_the_cli(
     assert done.code == 0, done.err
     assert "Announce widget." in done.out
 
-    unknown = await ponder("plan", "run", str(plan), "--from", "cli-consumer:nope", env=env)
-    assert unknown.code == 1 and "checkpoint-not-found" in unknown.err
+    # Refused before a run opens: this run store shows the labels, so no run and no record.
+    unknown = await ponder("plan", "run", str(plan), "--from", "cli-consumer:nope",
+                           "--run-id", "cli-consumer-nope", env=env)  # fmt: skip
+    assert unknown.code == 2 and "ponder: checkpoint-not-found: " in unknown.err, unknown.err
+    assert "labels in commit order: built, at-gate" in unknown.err
+    assert not (home / "runs" / "cli-consumer-nope").exists()
+    with pytest.raises(RPCError):
+        await client.get_workflow_handle("cli-consumer-nope").describe()
     malformed = await ponder("plan", "run", str(plan), "--from", "cli-consumer", env=env)
     assert malformed.code == 2 and "RUN:LABEL" in malformed.err
