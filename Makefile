@@ -47,6 +47,7 @@ docs: install
 # Full sizes; tests/test_benchmarks.py runs each with --smoke (tiny sizes) in the suite.
 bench: install
 	$(BIN)/python -m benchmarks.ask_latency
+	$(BIN)/python -m benchmarks.quick_latency
 	$(BIN)/python -m benchmarks.cli_latency
 	$(BIN)/python -m benchmarks.activity_overhead
 	$(BIN)/python -m benchmarks.tournament_overhead

@@ -3,8 +3,11 @@
 Cold: every repetition uses a fresh ``$PONDER_HOME``, so the process starts the embedded
 Temporal server, runs its in-process worker, makes one ``sim`` call and, as the last lease
 holder, stops the server again. Warm: a ``ponder server`` already runs in the home, so the
-process only connects, runs its worker and makes the call. The startup floor is
-``ponder --help`` (Python and imports only). Whole-process wall times; nothing is asserted.
+process only connects, runs its worker and makes the call (no idle period: no worker lingers).
+Served: the server runs and, as after any command with an idle period, so does the
+configuration's background worker, so the process is a client only: start, wait, print.
+The startup floor is ``ponder --help`` (Python and imports only). Whole-process wall times;
+nothing is asserted.
 
     python -m benchmarks.ask_latency [--repeat 3]
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import json
 import os
 import signal
 import statistics
@@ -36,12 +40,12 @@ def ponder_env(home: Path) -> dict[str, str]:
     return env
 
 
-def run_ponder(home: Path, *args: str) -> float:
+def run_ponder(home: Path, *args: str, env: dict[str, str] | None = None) -> float:
     """Wall seconds of one ``ponder`` process; fails loudly if the command fails."""
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "client", *args],
-        env=ponder_env(home),
+        env={**ponder_env(home), **(env or {})},
         capture_output=True,
         text=True,
         check=False,
@@ -99,6 +103,28 @@ def warm(root: Path, repeat: int, warm_up: bool = True) -> list[float]:
         return [run_ponder(home, "ask", QUESTION) for _ in range(repeat)]
 
 
+def stop_background_workers(home: Path) -> None:
+    """SIGTERM every background worker the home's records name (each exits within seconds)."""
+    for record in (home / "workers").glob("*.json"):
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            os.kill(int(json.loads(record.read_text())["pid"]), signal.SIGTERM)
+
+
+def served(root: Path, repeat: int) -> list[float]:
+    """Server up and the configuration's background worker lingering (an idle period, as a
+    user's commands have): the warm-up ask leaves the worker, each measured ask is a client."""
+    home = root / "served"
+    home.mkdir()
+    env = {"PONDER_SERVER_IDLE_S": "60"}
+    with foreground_server([sys.executable, "-m", "client", "server"], ponder_env(home)):
+        try:
+            run_ponder(home, "ask", "warm-up", env=env)
+            return [run_ponder(home, "ask", QUESTION, env=env) for _ in range(repeat)]
+        finally:
+            stop_background_workers(home)
+            time.sleep(1)  # the worker drops its lease, so the server's SIGINT stops it at once
+
+
 def floor(root: Path, repeat: int) -> list[float]:
     return [run_ponder(root / "floor", "--help") for _ in range(repeat)]
 
@@ -115,6 +141,7 @@ def main() -> None:
     modes: list[tuple[str, Callable[[Path, int], list[float]]]] = [
         ("startup floor (ponder --help)", floor),
         ("warm (ponder server running)", functools.partial(warm, warm_up=not args.smoke)),
+        ("served (server + bg worker)", served),
         ("cold (fresh PONDER_HOME)", cold),
     ]
     rows = []

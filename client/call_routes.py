@@ -16,6 +16,7 @@ this home polls that queue: nothing could answer its calls.
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -83,20 +84,23 @@ def _specs_in(value: Any) -> list[str]:
     return [spec for spec in found if ":" in spec]
 
 
+def _is_a(value: Any, module: str, name: str) -> bool:
+    """``isinstance(value, module.name)`` without importing ``module``: a value's class is loaded
+    by the time the value is built, so a module this process never imported holds none of it."""
+    found = getattr(sys.modules.get(module), name, None)
+    return isinstance(found, type) and isinstance(value, found)
+
+
 def model_specs(input: Any) -> list[str]:
     """Every model spec a run's input may call."""
-    # Here, not at the top: every session holds a ``RouteLookups``, and a read such as
-    # ``ponder status`` must not load every run kind's types (a start has them loaded already).
-    from workflows.ask_types import AskInput
-    from workflows.plan.run_types import PlanRunInput
-    from workflows.tournament.types import TournamentInput
-
-    if isinstance(input, AskInput):
+    # Importing every run kind's types to rule them out would cost an Ask or a read such as
+    # ``ponder status`` a few hundred ms (the tournament and plan types are large models).
+    if _is_a(input, "workflows.ask_types", "AskInput"):
         return [input.model]
-    if isinstance(input, TournamentInput):
+    if _is_a(input, "workflows.tournament.types", "TournamentInput"):
         roles = input.models.model_dump().values()
         return [input.model, *(spec for spec in roles if spec)]
-    if isinstance(input, PlanRunInput):
+    if _is_a(input, "workflows.plan.run_types", "PlanRunInput"):
         return [*input.executors.values(), *_specs_in(input.plan)]
     if isinstance(input, dict):  # a document sent as JSON (a campaign)
         return list(dict.fromkeys(_specs_in(input)))

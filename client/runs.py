@@ -34,7 +34,13 @@ from activities.run_store import RUN_ID_IN_USE
 from client.call_routes import route_calls
 from client.hints import ponder_program
 from client.read_tokens import attach_read_tokens
-from client.session import Session, on_sigterm, open_session, spawn_background_worker
+from client.session import (
+    Session,
+    keep_background_worker,
+    on_sigterm,
+    open_session,
+    spawn_background_worker,
+)
 
 _T = TypeVar("_T")
 log = logging.getLogger(__name__)
@@ -93,7 +99,7 @@ async def start_run(
         session.client, session.settings.task_queue, arg, session.routes, session.settings
     )
     try:
-        return await session.client.start_workflow(
+        handle = await session.client.start_workflow(
             workflow,
             arg,
             id=run_id,
@@ -101,12 +107,15 @@ async def start_run(
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
             result_type=result_type,
-            request_eager_start=True,
+            request_eager_start=not session.background,
         )
     except WorkflowAlreadyStartedError:
         raise ConfigError(
             RUN_ID_IN_USE, f"run id {run_id!r} is already used: pick another --run-id"
         ) from None
+    if session.background:
+        keep_background_worker(session.settings)
+    return handle
 
 
 async def start_and_follow(

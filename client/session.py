@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import fcntl
 import json
+import math
 import os
 import signal
 import subprocess
@@ -34,6 +35,8 @@ from client.worker_record import read_record, record_path, running_background_wo
 
 __all__ = [
     "Session",
+    "keep_background_worker",
+    "linger_background_worker",
     "on_sigterm",
     "open_session",
     "query_answerer",
@@ -56,6 +59,9 @@ class Session:
     embedded: bool
     routes: RouteLookups = field(default_factory=RouteLookups)
     """What this session saw of provider queues: runs started in a burst ask once."""
+    background: bool = False
+    """Embedded, and its configuration's background worker takes its runs: no worker here.
+    ``client.runs.start_run`` confirms that worker after each start (``keep_background_worker``)."""
 
 
 # -- SIGTERM -------------------------------------------------------------------------------
@@ -180,7 +186,10 @@ async def own_worker(client: Client, settings: Settings) -> AsyncIterator[None]:
 async def open_session(
     settings: Settings, *, local_worker: bool = False, worker: bool = True
 ) -> AsyncIterator[Session]:
-    """A connected client; in embedded mode (no TEMPORAL_ADDRESS) with an in-process worker.
+    """A connected client; in embedded mode (no TEMPORAL_ADDRESS) with an in-process worker,
+    unless the configuration's background worker lives (then it takes the runs, and the command
+    is a client only). A command that ran its own worker leaves a background one for the
+    server's idle period (``linger_background_worker``), so the commands after it are clients.
 
     In embedded mode the session's settings are on their configuration's task queue
     (``client.worker_fingerprint``): the runs it starts, its worker and the background worker it
@@ -198,14 +207,18 @@ async def open_session(
             return
         settings = for_configuration(settings)
         server = EmbeddedServer(settings.home)
+        # A live background worker of this configuration takes the runs, so the command is a
+        # client only: it neither imports nor starts a worker (most of a quick command's time).
+        background = worker and running_background_worker(settings) is not None
+        own = worker and not background
         # The worker's modules (about a second of CPU) load while the server starts.
-        importing = asyncio.create_task(asyncio.to_thread(_import_worker)) if worker else None
+        importing = asyncio.create_task(asyncio.to_thread(_import_worker)) if own else None
         async with server.lease(idle_s=settings.server_idle_s) as info:
             if importing is not None:
                 await importing
             client = await connect(settings, info.address)
-            if not worker:
-                yield Session(client, settings, embedded=True)
+            if not own:
+                yield Session(client, settings, embedded=True, background=background)
                 return
             try:
                 async with own_worker(client, settings):
@@ -215,6 +228,7 @@ async def open_session(
                 if terminated() and await _runs_open(client, settings.task_queue):
                     spawn_background_worker(settings)
                 raise
+            linger_background_worker(settings)
 
 
 @contextlib.asynccontextmanager
@@ -323,6 +337,21 @@ def spawn_background_worker(settings: Settings, idle_seconds: int = 600) -> int:
         EmbeddedServer(settings.home).add_lease(process.pid)
         _write_record(record, process.pid, fingerprint)
         return process.pid
+
+
+def linger_background_worker(settings: Settings) -> None:
+    """After a command that ran its own worker, leave one in the background for the server's
+    idle period, so the next command of this configuration is a client only (``open_session``).
+    With no idle period (``server_idle_s`` 0) nothing lingers, as the server does not."""
+    if settings.server_idle_s > 0:
+        spawn_background_worker(settings, idle_seconds=max(1, math.ceil(settings.server_idle_s)))
+
+
+def keep_background_worker(settings: Settings) -> None:
+    """After a client-only session started a run: the background worker it counted on may have
+    released its record meanwhile (idle, about to exit); then one starts for the run. Under the
+    record's lock, as that release is, so the worker either sees the run or is replaced."""
+    spawn_background_worker(settings)
 
 
 def release_background_worker(settings: Settings) -> str | None:
