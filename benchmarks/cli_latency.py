@@ -119,20 +119,22 @@ WORKER_EXIT_S = 30.0
 
 
 def _stop_background_worker(home: Path) -> None:
-    """SIGTERM the home's background worker and wait for it to go: while it lives it holds a
-    lease that restarts the server, and it writes under the home the benchmark removes."""
-    record = home / "workers" / "ponder.json"
-    try:
-        pid = int(json.loads(record.read_text())["pid"])
-    except (OSError, ValueError, KeyError):
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
+    """SIGTERM the home's background workers (one per configuration: ``workers/<queue>.json``)
+    and wait for them to go: while one lives it holds a lease that restarts the server, and it
+    writes under the home the benchmark removes."""
+    pids = []
+    for record in (home / "workers").glob("*.json"):
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            pids.append(int(json.loads(record.read_text())["pid"]))
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + WORKER_EXIT_S
-    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+    while any(Path(f"/proc/{pid}").exists() for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def main() -> None:

@@ -259,8 +259,8 @@ async def query_answerer(session: Session, task_queue: str | None = None) -> Asy
     if queue != settings.task_queue:
         if not await has_worker(client, queue):
             raise NoWorkerError(
-                f"the run is on task queue {queue!r}, another configuration's than this "
-                f"command's ({settings.task_queue!r}), and no worker of that configuration "
+                f"the run is on task queue {queue!r}, which belongs to another configuration "
+                f"than this one ({settings.task_queue!r}), and no worker of that configuration "
                 "runs: run the command with the configuration that started the run (from its "
                 "directory, or with its --config), which starts one"
             )
