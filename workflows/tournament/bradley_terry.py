@@ -15,7 +15,7 @@ bit-identical scores whatever order they completed in.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -32,6 +32,7 @@ __all__ = [
     "fit_arrays",
     "fit_scores",
     "hessian",
+    "jacobi_cg",
     "leaderboard",
     "objective",
     "zscore",
@@ -114,24 +115,35 @@ class _Problem:
             t = w * (v[a] - v[b])
             return lam * v + np.bincount(a, t, n) - np.bincount(b, t, n)
 
-        x = np.zeros(n)
-        r = -g
+        return jacobi_cg(hess_vec, -g, diag, forcing)
+
+
+def jacobi_cg(
+    hess_vec: Callable[[FloatArray], FloatArray],
+    rhs: FloatArray,
+    diag: NDArray[np.floating],
+    forcing: float,
+) -> FloatArray:
+    """Solve ``H x = rhs`` by conjugate gradients preconditioned with ``diag`` (H's diagonal),
+    to residual ``forcing * |rhs|``, at most ``10 * len(rhs)`` steps; ``hess_vec(v)`` is ``H v``."""
+    x = np.zeros(len(rhs))
+    r = rhs.copy()
+    z = r / diag
+    p = z.copy()
+    rz = r @ z
+    stop = forcing * np.sqrt(rhs @ rhs)
+    for _ in range(10 * len(rhs)):
+        hp = hess_vec(p)
+        alpha = rz / (p @ hp)
+        x += alpha * p
+        r -= alpha * hp
+        if np.sqrt(r @ r) <= stop:
+            break
         z = r / diag
-        p = z.copy()
-        rz = r @ z
-        stop = forcing * np.sqrt(g @ g)
-        for _ in range(10 * n):
-            hp = hess_vec(p)
-            alpha = rz / (p @ hp)
-            x += alpha * p
-            r -= alpha * hp
-            if np.sqrt(r @ r) <= stop:
-                break
-            z = r / diag
-            rz_next = r @ z
-            p = z + (rz_next / rz) * p
-            rz = rz_next
-        return x
+        rz_next = r @ z
+        p = z + (rz_next / rz) * p
+        rz = rz_next
+    return x
 
 
 def fit_arrays(

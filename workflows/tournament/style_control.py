@@ -48,6 +48,7 @@ from workflows.tournament.bradley_terry import (
     FloatArray,
     IntArray,
     Outcome,
+    jacobi_cg,
     zscore,
 )
 
@@ -170,24 +171,7 @@ def fit(
             out = lambda_ * s + np.bincount(a, t, n) - np.bincount(b, t, n)
             return np.append(out, t @ x) if free else out
 
-        out = np.zeros(size)
-        r = rhs.copy()
-        z = r / diag
-        d = z.copy()
-        rz = r @ z
-        stop = forcing * np.sqrt(rhs @ rhs)
-        for _ in range(10 * size):
-            hd = hess_vec(d)
-            alpha = rz / (d @ hd)
-            out += alpha * d
-            r -= alpha * hd
-            if np.sqrt(r @ r) <= stop:
-                break
-            z = r / diag
-            rz_next = r @ z
-            d = z + (rz_next / rz) * d
-            rz = rz_next
-        return out
+        return jacobi_cg(hess_vec, rhs, diag, forcing)
 
     dense = n <= DENSE_MAX_N
     f = value(theta)
