@@ -5,19 +5,7 @@ PonderError(code, message)       base of everything ponder raises on purpose (wo
 ├── ConfigError                  bad flag, config file, model spec or missing secret (exit 2)
 ├── ServerError                  the Temporal server cannot be reached, started or shared (exit 2)
 │   └── NoWorkerError            nothing polls the task queue (worker.missing)
-└── ProviderError                a model call failed; its code is ``provider.<failure_class>``
-    ├── TransportError           connection trouble or 5xx             retryable
-    ├── RateLimitedError         429; ``retry_after`` seconds if sent  retryable
-    ├── ModelTimeoutError        no answer within the call timeout      retryable
-    ├── MalformedOutputError     the provider answered something unparseable
-    ├── ResponseTooLargeError    a response body over 1 MiB (read no further)
-    ├── PolicyRefusalError       the provider refused on content policy
-    ├── DispatchError            a command provider exited non-zero (stderr is the detail)
-    ├── AuthError                401/403: key missing or wrong
-    ├── BadRequestError          any other 4xx: the request itself is wrong
-    ├── SessionGoneError         mcp: no MCP session is connected to answer (waited out)
-    ├── ReplayMissError          wire replay: no recorded exchange (on_miss throw)
-    └── ReplayClosedError        wire replay: no recorded exchange, a synthetic 599 (fail-closed)
+└── ProviderError                a model call failed (its subtree: workflows.provider_errors)
 ```
 
 Third-party exceptions (httpx, subprocess, JSON) are translated into this tree in
