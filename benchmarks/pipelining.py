@@ -1,4 +1,4 @@
-"""Pipelined against barrier tournament rounds under heavy-tailed latency (issue 16 §3).
+"""Pipelined against barrier tournament rounds under heavy-tailed latency.
 
 One fresh local dev server, one process (worker in-process). Each repetition runs the same
 tournament (profile, seed, sim model with ``latency=lognormal:MEDIAN,SIGMA``, every role at the

@@ -6,11 +6,13 @@ judge simulated as the sim provider's (``activities/sim_math.py``: hidden qualit
 accuracy; ``position_bias=P``: with probability P the first shown wins; ``length_bias=P``: with
 probability P the longer one wins). Per setting, over ``--seeds`` worlds:
 
-1. Coverage of the true quality by the 95% bootstrap intervals, for a k-regular final round
-   and for the adaptive schedule at its default budget. A candidate's true score on the
-   leaderboard's scale is ``beta * q``, centred and divided by the full fit's spread (the scale
-   the bootstrap puts its resamples on). Target: within 2 points of 95% (the adaptive
-   schedule's intervals are marked not valid in runs: this shows why).
+1. Coverage of the true quality by the 95% intervals (profile likelihood, as runs make them
+   now), for a k-regular final round and for the adaptive schedule at its default budget, and
+   by the percentile-bootstrap intervals of runs before, on the same regular rounds. The sim's
+   judge is Bradley-Terry in ``beta * q``, the scale the fit estimates: a candidate's true
+   score on the leaderboard's scale is ``beta * q``, centred and divided by the full fit's
+   spread, as the intervals are. Target: within 2 points of 95% (the adaptive schedule's
+   intervals are marked not valid in runs: this shows why).
 2. Rank-interval coverage: the share of candidates whose true rank lies in
    ``[rank_high, rank_low]`` (regular schedule). Target: at least 95%.
 3. A three-judge panel with position biases 0, 0.3 and 0.6, listed in each of the 6 orders:
@@ -47,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from activities.sim_math import beta_for_accuracy, draw_quality, p_a_wins
 from workflows.tournament.adaptive import champion_batch, opening, opening_sizes, round_rng
-from workflows.tournament.bootstrap import bootstrap, rank_intervals
+from workflows.tournament.bootstrap import IntervalMethod, bootstrap, rank_intervals
 from workflows.tournament.bradley_terry import fit_arrays, leaderboard
 from workflows.tournament.judge_parse import Outcome, Winner
 from workflows.tournament.judge_stats import rate
@@ -124,10 +126,18 @@ def _adaptive(ids: list[str], seed: int, verdict: Any) -> list[Outcome]:
 
 
 def _coverage(
-    ids: list[str], quality: dict[str, float], beta: float, outcomes: list[Outcome], seed: int
-) -> tuple[int, int, int]:
-    """(candidates covered, candidates, candidates whose true rank is in their rank interval)."""
-    result = bootstrap(ids, outcomes, lambda_=LAMBDA, resamples=RESAMPLES, seed=seed)
+    ids: list[str],
+    quality: dict[str, float],
+    beta: float,
+    outcomes: list[Outcome],
+    seed: int,
+    intervals: IntervalMethod = "likelihood",
+) -> tuple[int, int, int, float]:
+    """(candidates covered, candidates, candidates whose true rank is in their rank interval,
+    the intervals' widths summed on the leaderboard's scale)."""
+    result = bootstrap(
+        ids, outcomes, lambda_=LAMBDA, resamples=RESAMPLES, seed=seed, intervals=intervals
+    )
     arr = arrays(ids, outcomes)
     full = fit_arrays(len(arr.ids), arr.a, arr.b, arr.y, LAMBDA)
     spread = statistics.pstdev(full.tolist()) or 1.0
@@ -140,15 +150,18 @@ def _coverage(
     ranks = rank_intervals(result.low, result.high)
     truth = {c: r + 1 for r, c in enumerate(sorted(ids, key=lambda c: -quality[c]))}
     in_rank = sum(ranks[c][0] <= truth[c] <= ranks[c][1] for c in ids)
-    return covered, len(ids), in_rank
+    width = sum(result.high[c] - result.low[c] for c in ids)
+    return covered, len(ids), in_rank, width
 
 
-def coverage_seed(seed: int) -> dict[str, tuple[int, int, int]]:
+def coverage_seed(seed: int) -> dict[str, tuple[int, int, int, float]]:
     ids, quality, beta = _world(seed)
     regular = k_regular_schedule(ids, M, phase_rng(seed, "final_judging"))
     out = {}
     verdict = _judge(quality, beta, random.Random(f"{seed}:regular"))
-    out["regular"] = _coverage(ids, quality, beta, _one_judge(regular, verdict), seed)
+    judged = _one_judge(regular, verdict)
+    out["regular"] = _coverage(ids, quality, beta, judged, seed)
+    out["percentile"] = _coverage(ids, quality, beta, judged, seed, "percentile")
     verdict = _judge(quality, beta, random.Random(f"{seed}:adaptive"))
     out["adaptive"] = _coverage(ids, quality, beta, _adaptive(ids, seed, verdict), seed)
     return out
@@ -265,6 +278,7 @@ def main(argv: Sequence[str] | None = None) -> None:
           " +/- 2 points), and of the true rank by the rank intervals")  # fmt: skip
     for name, label in (
         ("regular", f"{M}-regular, {N * M // 2} pairs"),
+        ("percentile", f"{M}-regular, percentile bootstrap (runs before)"),
         (
             "adaptive",
             f"adaptive, {adaptive_pairs_budget(N * M // 2, N, ADAPTIVE_SHARE)} pairs "
@@ -274,12 +288,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         covered = sum(c[name][0] for c in coverage)
         total = sum(c[name][1] for c in coverage)
         in_rank = sum(c[name][2] for c in coverage)
+        width = sum(c[name][3] for c in coverage) / total
         q, r = rate(covered, total), rate(in_rank, total)
         met = abs((q.rate or 0) - COVERAGE_TARGET) <= 0.02
         print(
             f"  {label:<48} quality {_pct(q.rate)} [{_pct(q.low)}, {_pct(q.high)}] "
             f"({'meets' if met else 'misses'} the target); rank {_pct(r.rate)} "
-            f"({'meets' if (r.rate or 0) >= COVERAGE_TARGET else 'misses'} >= 95%)"
+            f"({'meets' if (r.rate or 0) >= COVERAGE_TARGET else 'misses'} >= 95%); "
+            f"mean width {width:.2f}"
         )
 
     print(

@@ -134,10 +134,11 @@ async def retry_later_worker(
 
 
 async def start_quick_tournament(client: Client, queue: str) -> WorkflowHandle:
-    """A quick tournament whose first call is ``initial_generation/0/0``."""
+    """A quick tournament whose first call is ``initial_generation/0/0``; barrier rounds, so
+    while that call waits no judging starts beside it."""
     return await client.start_workflow(
         TOURNAMENT,
-        TournamentInput(task="Sort a list.", profile="quick", seed=3),
+        TournamentInput(task="Sort a list.", profile="quick", seed=3, rounds="barrier"),
         id=f"wait-{uuid.uuid4().hex[:8]}",
         task_queue=queue,
         result_type=TournamentResult,

@@ -119,13 +119,25 @@ def _confidence(snap: TournamentSnapshot, final: list[ScoreRow]) -> dict[str, An
     if intervals is None or not intervals.requested:  # none asked (length control's call)
         return None
     out: dict[str, Any] = {
-        "method": "bootstrap percentile (comparisons resampled, Bradley-Terry refitted)",
+        "method": "profile likelihood (Bradley-Terry, chi-square 95%)"
+        if intervals.method == "likelihood"
+        else "bootstrap percentile (comparisons resampled, Bradley-Terry refitted)",
         "level": LEVEL,
         "resamples": intervals.resamples,
         "requested": intervals.requested,
         "seed": intervals.seed,
     }
-    if snap.input.schedule == "adaptive":
+    if snap.input.schedule == "adaptive" and intervals.method == "likelihood":
+        # The likelihood does not depend on how the pairs were picked, but the default budget
+        # judges so few pairs that the intervals are wide: 95% intervals covered the true
+        # quality 99.5% of the time on the sim.
+        out |= {
+            "intervals_valid": False,
+            "note": "the adaptive schedule judged few pairs, picked from earlier verdicts: the "
+            "intervals are too wide to be read as 95% (they cover more often); read them as a "
+            "rough guide, or run a regular schedule (k-regular) for intervals you can rely on",
+        }
+    elif snap.input.schedule == "adaptive":
         # Adaptive pairs are chosen from earlier verdicts; resampling the comparisons as if
         # they had been drawn independently understates the spread (95% intervals covered the
         # true quality about 73% of the time on the sim, against 89-91% for regular schedules).

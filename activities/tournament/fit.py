@@ -101,7 +101,7 @@ _refits = ThreadPoolExecutor(max_workers=BOOTSTRAP_LANES, thread_name_prefix="po
 
 @activity.defn(name=BOOTSTRAP_LEADERBOARD)
 async def bootstrap_leaderboard(input: BootstrapInput) -> ScoreIntervals:
-    """Bootstrap intervals of the final scores (``workflows/tournament/bootstrap.py``)."""
+    """The final scores' 95% intervals and top shares (``workflows/tournament/bootstrap.py``)."""
     result = await asyncio.to_thread(
         bootstrap,
         input.candidate_ids,
@@ -113,6 +113,7 @@ async def bootstrap_leaderboard(input: BootstrapInput) -> ScoreIntervals:
         map_chunks=_refits.map,
         weights=_weights(input),
         lengths=input.lengths,
+        intervals=input.intervals,
     )
     length = result.length
     return ScoreIntervals(
@@ -122,6 +123,7 @@ async def bootstrap_leaderboard(input: BootstrapInput) -> ScoreIntervals:
         low=result.low,
         high=result.high,
         top_share=result.top_share,
+        method=result.method,
         length_control=None
         if length is None
         else LengthControl(

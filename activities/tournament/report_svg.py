@@ -199,7 +199,7 @@ def interval_chart(
     titles = (
         f'<text class="axis-title" x="{middle:.1f}" y="{height - 4}" font-size="11" '
         'text-anchor="middle" fill="#334155">Bradley-Terry score (leaderboard scale); bar: '
-        "95% bootstrap interval, dot: the score</text>"
+        "95% interval, dot: the score</text>"
         f'<text class="axis-title" x="12" y="{top + len(rows) * gap / 2:.1f}" font-size="11" '
         f'text-anchor="middle" fill="#334155" transform="rotate(-90 12 '
         f'{top + len(rows) * gap / 2:.1f})">candidate, best first</text>'

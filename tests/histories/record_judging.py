@@ -1,4 +1,4 @@
-"""Record a Tournament history with issue 17's judging patched in: both orders, a judge panel,
+"""Record a Tournament history with the judging patches in: both orders, a judge panel,
 the sparse adaptive opening with champion pairs, and the final scores' bootstrap. Run when
 that part of the Tournament changes on purpose.
 

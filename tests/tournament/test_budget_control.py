@@ -252,7 +252,9 @@ async def test_max_usd_pauses_within_the_in_flight_window_and_extends_in_the_sam
     assert paused.spent.usd <= limit + concurrency * PER_CALL + 1e-12
     # Not vacuous: calls in flight at the crossing did land after it (the 11th alone crosses).
     assert paused.spent.calls > math.ceil(limit / PER_CALL)
-    assert paused.phase == "initial_generation"
+    # Pipelined rounds (the default): the final judging began beside the generation, and the
+    # one provider both call kept the window at ``concurrency`` calls for the two phases.
+    assert paused.phase == "final_judging"
 
     with pytest.raises(WorkflowUpdateFailedError) as refused:
         await handle.execute_update(

@@ -1,4 +1,4 @@
-"""The pure parts of issue 17, tested directly: combining verdicts, the judge statistics (and
+"""The pure parts of judging, tested directly: combining verdicts, the judge statistics (and
 that they recover the sim judge's configured bias), bootstrap intervals, model families."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Judging through the real Tournament workflow: both orders, judge panels, the judge report,
-bootstrap intervals (issue 17), with the sim judge's position bias and self-preference."""
+bootstrap intervals, with the sim judge's position bias and self-preference."""
 
 from __future__ import annotations
 
@@ -138,6 +138,7 @@ async def test_final_scores_carry_bootstrap_intervals(
     confidence = summary["confidence"]
     assert confidence["resamples"] == resamples and confidence["level"] == 0.95
     assert confidence["intervals_valid"] is True  # a regular schedule
+    assert confidence["method"].startswith("profile likelihood")  # a run started now
     final = summary["final_scores"]
     for row in final:
         assert row["score_low"] <= row["score"] <= row["score_high"]

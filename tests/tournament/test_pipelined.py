@@ -1,4 +1,4 @@
-"""Pipelined rounds (issue 16 §3): the same tournament as the barrier run, sooner.
+"""Pipelined rounds: the same tournament as the barrier run, sooner.
 
 A pair is judged as soon as both of its candidates exist and a population's next judging starts
 while its last calls are still out; the fits stay barriers. Every call keeps its key, so with
@@ -102,7 +102,7 @@ async def test_pipelined_rounds_give_the_barrier_result(
         "models": {"generate": "local:default", "mutate": SLOW_MAKER},
         "concurrency": {"generate": 4, "judge": 4, "mutate": 4},
     }
-    barrier = await run(client, queue, **common)
+    barrier = await run(client, queue, rounds="barrier", **common)
     run_id = f"t-{uuid.uuid4().hex[:10]}"
     holding = asyncio.create_task(hold_last_candidate_until_judged(client, fake, run_id))
     try:
@@ -123,7 +123,7 @@ async def test_pipelined_panel_judging_gives_the_barrier_result(client: Client, 
     """Several calls per pair (both orders): each waits for the pair's candidates."""
     common: dict[str, Any] = {"profile": "quick", "seed": 3, "model": JITTERY,
                               "judge_orders": "both"}  # fmt: skip
-    barrier = await run(client, queue, **common)
+    barrier = await run(client, queue, rounds="barrier", **common)
     # A call on a candidate not made yet fails its workflow task, retried forever: bounded here.
     pipelined = await asyncio.wait_for(run(client, queue, rounds="pipelined", **common), 60)
     assert pipelined.spent.calls == barrier.spent.calls == 4 + 2 * 4 + 3 + 2 * 4
@@ -180,7 +180,7 @@ async def test_a_budget_pause_mid_run_holds_the_cap_and_resumes_to_the_barrier_r
     pipelined = await handle.result()
     assert pipelined.status == "completed" and len(fake.seen) == pipelined.spent.calls > 60
     barrier = await run(client, queue, profile="balanced", seed=4, model=JITTERY_JUDGE,
-                        invalid_json_retries=3)  # fmt: skip
+                        invalid_json_retries=3, rounds="barrier")  # fmt: skip
     assert outcome(Path(pipelined.run_dir)) == outcome(Path(barrier.run_dir))
     assert overlaps(Path(pipelined.run_dir)) != []  # it did run phases side by side
 

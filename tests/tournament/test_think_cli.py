@@ -293,7 +293,7 @@ def test_every_input_option_has_a_flag(tmp_path: Path, monkeypatch: pytest.Monke
     built = _built(
         tmp_path,
         monkeypatch,
-        "--max-critique-chars",
+        "--critique-chars",
         "900",
         "--concurrency",
         "2",

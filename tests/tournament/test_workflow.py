@@ -267,7 +267,7 @@ async def test_adaptive_schedule_spends_its_budget_in_batches(client: Client, qu
     assert all(c["presented_a"] != c["presented_b"] for c in comparisons)
     # Pairs picked from earlier verdicts: the bootstrap's intervals are marked as not valid.
     confidence = json.loads((run_dir / "summary.json").read_text())["confidence"]
-    assert confidence["intervals_valid"] is False and "too narrow" in confidence["note"]
+    assert confidence["intervals_valid"] is False and "too wide" in confidence["note"]
     report = (run_dir / "report.html").read_text()
     assert "The intervals are not valid here" in report
     again = await run(client, queue, profile="balanced", seed=9, schedule="adaptive")

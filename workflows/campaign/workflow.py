@@ -16,10 +16,10 @@ counted as spent) and the campaign ends without it.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from temporalio import workflow
-from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -40,9 +40,12 @@ with workflow.unsafe.imports_passed_through():
         CampaignEvent,
         CampaignProgress,
         CampaignResult,
+        CellOutcome,
         SettleCellInput,
     )
     from workflows.completion import complete_despite_cancel
+    from workflows.control_verbs import control_verb
+    from workflows.errors import PonderError
     from workflows.inputs import InputInvalid
     from workflows.names import (
         CAMPAIGN,
@@ -63,13 +66,23 @@ DRAIN_BOUND_PATCH = "campaign-drain-bound"
 REPLAY_MISS = ReplayMissError("").error_type
 
 
-class GenuineError(Exception):
-    """Stops the campaign: not a cell's failure but the campaign's own."""
+@dataclass(frozen=True)
+class ChildRun:
+    """How a cell's child ended: with its answer, with a failure, or cancelled (neither)."""
 
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+    answer: str | None = None
+    failure: ChildFailure | None = None
+    cancelled: bool = False
+
+    @property
+    def error(self) -> str | None:
+        """The cell record's error: ``"<code>: <message>"`` of the child's failure."""
+        return self.failure.text if self.failure is not None else None
+
+
+class GenuineError(PonderError):
+    """Stops the campaign: not a cell's failure but the campaign's own. The campaign fails
+    with its ``code`` as the ``ApplicationError`` type and its ``message`` alone."""
 
 
 @workflow.defn(name=CAMPAIGN)
@@ -232,53 +245,83 @@ class CampaignWorkflow:
         return True
 
     async def _run_cell(self, doc: CampaignDocument, cell: Cell) -> None:
-        """Reserve, run the child, settle (capture, spend, score), record; raise if genuine."""
-        state = self.state
-        variant, scenario = doc.variant(cell.variant), doc.scenario(cell.scenario)
-        reserved = cell_calls(variant, scenario)
+        """Reserve, run the child, settle (capture, spend, score), record; raise if genuine.
+
+        A cell the drain bound gave up on (``unsettled``) was recorded already: it stops at the
+        next step."""
+        reserved = cell_calls(doc.variant(cell.variant), doc.scenario(cell.scenario))
         if not await self._reserve(reserved):
             return
-        state.running.add(cell.index)
+        started = self._open(cell, reserved)
+        child = await self._run_child(doc, cell, reserved)
+        if cell.index in self.state.unsettled:
+            return
+        outcome = await self._settle(doc, cell, child)
+        if cell.index in self.state.unsettled:
+            return
+        self._record(doc, cell, child, outcome, reserved=reserved, started=started)
+        self._raise_if_genuine(doc, cell, child, outcome)
+
+    def _open(self, cell: Cell, reserved: int) -> datetime:
+        """The cell runs from now, holding ``reserved`` calls of the shared budget."""
+        self.state.running.add(cell.index)
         started = workflow.now()
         self.in_flight[cell.index] = (started, reserved)
-        failure: ChildFailure | None = None
-        cancelled = False
-        answer: str | None = None
+        return started
+
+    async def _run_child(self, doc: CampaignDocument, cell: Cell, reserved: int) -> ChildRun:
+        """The cell's child workflow to its end: its answer, or how it failed or was cancelled."""
         task = asyncio.create_task(run_child(doc, cell, reserved))
         self.children[cell.index] = task
         try:
-            answer = await task
+            return ChildRun(answer=await task)
         except CHILD_ENDED as exc:
             failure = child_failure(exc, stopping=self.cancelling or self.genuine is not None)
-            cancelled = failure is None
+            return ChildRun(failure=failure, cancelled=failure is None)
         finally:
             self.children.pop(cell.index, None)
-        if cell.index in state.unsettled:  # the drain bound gave up on it: already recorded
-            return
-        child_error = failure.text if failure is not None else None
+
+    async def _settle(self, doc: CampaignDocument, cell: Cell, child: ChildRun) -> CellOutcome:
+        """What the cell left: its capture checked, its spend and its score (a judge's, when
+        the scenario is judged and the child answered)."""
+        variant, scenario = doc.variant(cell.variant), doc.scenario(cell.scenario)
         scorer = scenario.scorer
-        judged = isinstance(scorer, JudgeScorer) and not cancelled and child_error is None
+        judged = isinstance(scorer, JudgeScorer) and not child.cancelled and child.error is None
         outcome = await settle_cell(
             SettleCellInput(
                 run_id=cell.run_id,
                 kind=variant.kind,
                 scorer=scorer,
-                child_failed=cancelled or child_error is not None,
+                child_failed=child.cancelled or child.error is not None,
                 http=variant.id in self.http_variants,
                 return_answer=judged,
-                answer=answer,
+                answer=child.answer,
             )
         )
         if isinstance(scorer, JudgeScorer) and judged and outcome.answer is not None:
             outcome = await judge(
                 scorer, task=scenario.task, cell=cell, outcome=outcome, calls=doc.calls
             )
-        if cell.index in state.unsettled:
-            return
+        return outcome
+
+    def _record(
+        self,
+        doc: CampaignDocument,
+        cell: Cell,
+        child: ChildRun,
+        outcome: CellOutcome,
+        *,
+        reserved: int,
+        started: datetime,
+    ) -> None:
+        """Settle the cell's spend on the shared budget and keep its record (an invalid record
+        stops the campaign)."""
+        state = self.state
         self.in_flight.pop(cell.index, None)
         wall_ms = (workflow.now() - started).total_seconds() * 1000
-        calls = outcome.calls if outcome.exists else (reserved if cancelled else 0)
-        state.settle(cell, reserved, outcome, calls=calls, failed=child_error is not None)
+        calls = outcome.calls if outcome.exists else (reserved if child.cancelled else 0)
+        state.settle(cell, reserved, outcome, calls=calls, failed=child.error is not None)
+        variant, scenario = doc.variant(cell.variant), doc.scenario(cell.scenario)
         try:
             record = build_record(
                 doc,
@@ -286,22 +329,27 @@ class CampaignWorkflow:
                 outcome,
                 calls=calls,
                 wall_ms=wall_ms,
-                child_error=child_error,
-                cancelled=cancelled,
+                child_error=child.error,
+                cancelled=child.cancelled,
                 prompt_hash=prompt_hash(variant, task=scenario.task),
             )
         except RecordInvalid as exc:
             raise GenuineError(exc.code, str(exc)) from None
         state.record(cell, record)
+
+    def _raise_if_genuine(
+        self, doc: CampaignDocument, cell: Cell, child: ChildRun, outcome: CellOutcome
+    ) -> None:
+        """A recorded cell whose failure is the campaign's own stops it."""
         # calls.replay on_miss throw: a replay that cannot be faithful stops the campaign. Told
         # by the error's type: the cell's own (a plan's failed call's), or the judge call's.
-        if failure is not None and failure.is_a(REPLAY_MISS):
-            raise GenuineError(REPLAY_MISS, f"cell {cell.run_id}: {failure.text}")
+        if child.failure is not None and child.failure.is_a(REPLAY_MISS):
+            raise GenuineError(REPLAY_MISS, f"cell {cell.run_id}: {child.failure.text}")
         if outcome.score_error_code == REPLAY_MISS:
             raise GenuineError(REPLAY_MISS, f"cell {cell.run_id}: {outcome.score_error}")
-        if outcome.integrity_issues and doc.integrity == "throw" and not cancelled:
+        if outcome.integrity_issues and doc.integrity == "throw" and not child.cancelled:
             # A cell that also failed says why: its capture gap may only follow from that.
-            failed = f"; the cell itself failed: {child_error}" if child_error else ""
+            failed = f"; the cell itself failed: {child.error}" if child.error else ""
             raise GenuineError(
                 INTEGRITY_FAILED,
                 f"cell {cell.run_id}: capture integrity failed "
@@ -339,36 +387,22 @@ class CampaignWorkflow:
     def events_after(self, cursor: int) -> list[CampaignEvent]:
         return self.state.events_after(cursor)
 
-    @workflow.update(name=UPDATE_EXTEND_BUDGET)
-    def extend_budget(self, raw: RawValue = NO_INPUT) -> ExtendBudgetResult:
-        limits, _ = self._extension(raw)
-        assert limits is not None  # the validator refused anything else
+    def _extension(self, new: ExtendBudgetInput) -> tuple[BudgetLimits | None, list[str]]:
+        """New limits, or why not (never raises: see budget.py)."""
+        return self.state.budget.budget.checked_extension(new.model_dump())
+
+    def _extend(self, limits: BudgetLimits) -> ExtendBudgetResult:
         self.state.extend(limits)
         budget = self.state.budget.budget
         return ExtendBudgetResult(budget=budget.limits, spent=budget.spent)
 
-    @extend_budget.validator
-    def _check_extension(self, raw: RawValue = NO_INPUT) -> None:
-        if isinstance(new := decode_raw(ExtendBudgetInput, raw), InputInvalid):
-            raise input_failure(new)  # coded: input.invalid, with the field's path and rule
-        _, problems = self._extension(raw)
-        if problems:
-            raise ValueError("; ".join(problems))
-
-    @workflow.signal(name=SIGNAL_EXTEND_BUDGET)
-    def extend_budget_signal(self, raw: RawValue = NO_INPUT) -> None:
-        limits, problems = self._extension(raw)
-        if limits is None:
-            self.refuse_signal(SIGNAL_EXTEND_BUDGET, "; ".join(problems))
-            return
-        self.state.extend(limits)
-
-    def _extension(self, raw: RawValue) -> tuple[BudgetLimits | None, list[str]]:
-        """New limits from raw control input (it may not decode), or why not."""
-        new = decode_raw(ExtendBudgetInput, raw)
-        if isinstance(new, InputInvalid):
-            return None, [new.message]
-        return self.state.budget.budget.checked_extension(new.model_dump())
+    extend_budget, extend_budget_signal = control_verb(
+        update=UPDATE_EXTEND_BUDGET,
+        signal=SIGNAL_EXTEND_BUDGET,
+        input=ExtendBudgetInput,
+        check=_extension,
+        apply=_extend,
+    )
 
     def refuse_signal(self, signal: str, message: str) -> None:
         """A refused signal, its content or its arguments (``worker/arity``): recorded."""

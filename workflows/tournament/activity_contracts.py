@@ -74,3 +74,5 @@ class BootstrapInput(BaseModel):
     seed: int
     weight_by_confidence: bool = False
     lengths: dict[str, int] | None = None
+    intervals: Literal["percentile", "likelihood"] = "percentile"
+    """How the 95% intervals are made (``bootstrap.IntervalMethod``)."""

@@ -43,6 +43,7 @@ from temporalio.exceptions import ActivityError, is_cancelled_exception
 with workflow.unsafe.imports_passed_through():
     from workflows.activity_contracts import FILES_GAP, HEARTBEAT_TIMEOUT
     from workflows.tournament.activity_contracts import WRITE_TOURNAMENT_ARTIFACTS
+    from workflows.tournament.behaviour import DEFERRED_WRITES_PATCH, INCREMENTAL_ARTIFACTS_PATCH
     from workflows.tournament.types import GROWING_FILES, TournamentSnapshot
 
 __all__ = [
@@ -54,8 +55,6 @@ __all__ = [
 
 # A bad path is a bug, not a passing fault: do not retry it forever.
 ARTIFACT_RETRY_POLICY = RetryPolicy(maximum_attempts=10, non_retryable_error_types=["ValueError"])
-INCREMENTAL_ARTIFACTS_PATCH = "incremental-artifacts"
-DEFERRED_WRITES_PATCH = "deferred-artifact-writes"
 
 
 def _sent_before(rows: Sequence[object], sent: Sequence[object]) -> int:

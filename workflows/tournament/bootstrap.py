@@ -1,13 +1,18 @@
-"""Bootstrap intervals on the leaderboard: resample the comparisons, refit Bradley-Terry.
+"""Bootstrap on the leaderboard: resample the comparisons, refit Bradley-Terry.
 
 Pure (numpy, no Temporal import); the ``bootstrap_leaderboard`` local activity runs it once,
-on the final ranking. A resample draws the phase's comparisons with replacement (multinomial
-counts over them), refits the same penalised objective as the leaderboard, and puts the result
-on the leaderboard's scale (centred, divided by the full-data fit's spread: one divisor for every
-resample); each candidate's 95% interval is the 2.5th to 97.5th percentile of its score over the
-resamples, widened where needed to take in its own point (a candidate with a few comparisons,
-all won or all lost, can have its resamples pile up on one side of it). The generator is numpy's
-PCG64 seeded from the run, so the same comparisons and seed give the same intervals.
+on the final ranking. Runs since ``tournament-2026-12f`` take their 95% intervals from the
+profile likelihood (``likelihood_intervals``: the percentiles below left undefeated and winless
+candidates short of their true quality, since no resample makes them lose or win) and the
+resamples give the top shares; the percentile intervals remain for runs before it and for
+fields past ``PROFILE_MAX_N``. A resample draws the phase's comparisons with replacement
+(multinomial counts over them), refits the same penalised objective as the leaderboard, and
+puts the result on the leaderboard's scale (centred, divided by the full-data fit's spread: one
+divisor for every resample); a percentile interval is the 2.5th to 97.5th percentile of the
+candidate's score over the resamples, widened where needed to take in its own point (a
+candidate with a few comparisons, all won or all lost, can have its resamples pile up on one side
+of it). The generator is numpy's PCG64 seeded from the run, so the same comparisons and seed give
+the same intervals.
 
 A run fitted with confidence weights or a length term (``style_control``) is resampled the
 same way: a resample's counts are multiplied by the comparisons' weights, and the length term
@@ -29,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -39,6 +45,7 @@ from workflows.tournament.bradley_terry import (
     fit_arrays,
 )
 from workflows.tournament.judge_parse import Outcome
+from workflows.tournament.likelihood_intervals import profile_intervals
 from workflows.tournament.style_control import LengthTerm, controlled_fit
 from workflows.tournament.style_control import arrays as style_arrays
 
@@ -46,9 +53,11 @@ __all__ = [
     "CHUNK_FLOATS",
     "LEVEL",
     "MIN_RESAMPLES",
+    "PROFILE_MAX_N",
     "WORK_CEILING",
     "Bootstrap",
     "Design",
+    "IntervalMethod",
     "MapChunks",
     "bootstrap",
     "rank_intervals",
@@ -67,6 +76,15 @@ _NEWTON_STEPS = 8  # the work estimate's steps per refit (measured: 4-6 from the
 _MAX_STEPS = 50
 _TOL = 1e-7
 
+IntervalMethod = Literal["percentile", "likelihood"]
+"""How the 95% intervals are made: the resamples' percentiles (runs before the
+``tournament-2026-12f`` patch), or profile likelihood (``likelihood_intervals``), where the
+resamples give the top shares only."""
+PROFILE_MAX_N = 48
+"""Profile intervals up to this many candidates (20 candidates and 100 comparisons take about
+0.08 s of CPU, 40 and 200 about 0.2 s; 2n edges of a few n-dimensional solves each: the work
+grows as ``n**4`` in a large field); past it, percentile intervals."""
+
 
 @dataclass(frozen=True, slots=True)
 class Bootstrap:
@@ -82,6 +100,8 @@ class Bootstrap:
     """Share of resamples in which each candidate has the top score."""
     length: LengthTerm | None = None
     """With lengths: the full-data fit's length coefficient, held fixed in the refits."""
+    method: IntervalMethod = "percentile"
+    """How ``low`` and ``high`` were made."""
 
 
 def resamples_within_ceiling(requested: int, n: int, comparisons: int) -> int:
@@ -215,12 +235,16 @@ def _on_leaderboard_scale(rows: FloatArray, full: FloatArray) -> FloatArray:
     resamples in which an undefeated or winless candidate ran away, and so placed such a
     candidate's point score outside its own interval."""
     rows = np.where(np.isfinite(rows), rows, 0.0)
-    rows = rows - rows.mean(axis=1, keepdims=True)
+    return _divided(rows - rows.mean(axis=1, keepdims=True), full)
+
+
+def _divided(centred: FloatArray, full: FloatArray) -> FloatArray:
+    """Centred scores divided by the full-data fit's spread (when above 1e-6)."""
     full = np.where(np.isfinite(full), full, 0.0)
     spread = float((full - full.mean()).std())
     if spread > 1e-6:
-        rows = rows / spread
-    return np.where(np.isfinite(rows), rows, 0.0)
+        centred = centred / spread
+    return np.where(np.isfinite(centred), centred, 0.0)
 
 
 def bootstrap(
@@ -234,8 +258,13 @@ def bootstrap(
     map_chunks: MapChunks = map,
     weights: Sequence[float] | None = None,
     lengths: Mapping[str, int] | None = None,
+    intervals: IntervalMethod = "percentile",
 ) -> Bootstrap:
-    """Percentile intervals of each candidate's z-scored Bradley-Terry score.
+    """Intervals of each candidate's z-scored Bradley-Terry score, and its top share.
+
+    ``intervals``: ``"percentile"``, the resamples' 2.5th and 97.5th percentiles, or
+    ``"likelihood"``, profile-likelihood intervals of the full-data fit (``likelihood_intervals``;
+    up to ``PROFILE_MAX_N`` candidates, percentile beyond), both on the leaderboard's scale.
 
     The resamples are refitted in chunks, at least ``lanes`` of them, through ``map_chunks``
     (``map``: one after another; an executor's ``map``: side by side, and numpy's products and
@@ -283,6 +312,20 @@ def bootstrap(
     z = _on_leaderboard_scale(fitted, start)
     tail = 100 * (1 - LEVEL) / 2
     low, high = np.percentile(z, [tail, 100 - tail], axis=0)
+    method: IntervalMethod = "percentile"
+    if intervals == "likelihood" and n <= PROFILE_MAX_N:
+        method = "likelihood"
+        raw_low, raw_high = profile_intervals(
+            n,
+            a,
+            b,
+            y,
+            start,
+            lambda_=lambda_,
+            weights=arr.weights if controlled else None,
+            offset=offset,
+        )
+        low, high = _divided(raw_low, start), _divided(raw_high, start)
     # Where a candidate has very few comparisons, all won or all lost, its resamples pile up on
     # one side of its point and the percentiles can miss it by a little: an interval is widened
     # to take in its own point rather than report a score it excludes.
@@ -297,6 +340,7 @@ def bootstrap(
         high={cid: float(v) for cid, v in zip(ids, high, strict=True)},
         top_share={cid: float(v) for cid, v in zip(ids, top, strict=True)},
         length=length,
+        method=method,
     )
 
 

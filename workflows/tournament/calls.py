@@ -18,9 +18,11 @@ from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_
 
 with workflow.unsafe.imports_passed_through():
     from workflows.budget import Budget, BudgetLimits
+    from workflows.call_options import provider_of
     from workflows.costs import cost_usd
     from workflows.model_calls import call_failure, call_model, failed_transport_retries
     from workflows.model_types import CallModelInput, ModelRequest, ModelResponse, Usage
+    from workflows.tournament.behaviour import SlotWidths
     from workflows.tournament.errors import (
         BUDGET_EXHAUSTED,
         BUDGET_UNPRICED_MODEL,
@@ -28,7 +30,7 @@ with workflow.unsafe.imports_passed_through():
         TournamentError,
     )
     from workflows.tournament.prompts import render
-    from workflows.tournament.slots import Slot, Slots
+    from workflows.tournament.slots import Slots, provider_widths
     from workflows.tournament.types import Status, TournamentInput, UsageRow
 
 __all__ = ["Dropped", "Judged", "Lane", "TournamentCalls"]
@@ -43,6 +45,8 @@ _REQUEST_ROLE = {
     "mutate": "mutate",
     "finalize": "finalize",
 }
+_LANE_ROLE: dict[Lane, str] = {"generate": "generate", "judge": "compare", "mutate": "mutate"}
+"""A lane's prompt role (the judge's is "compare")."""
 
 
 class Dropped(Exception):
@@ -127,13 +131,27 @@ class TournamentCalls:
 
     # -- running many calls ----------------------------------------------------------------
 
-    def pipeline(self, *, shared_width: bool) -> None:
+    def pipeline(self, widths: SlotWidths) -> None:
         """Pipelined rounds: every call takes a slot of its role's concurrency, first come,
         first served (``workflows/tournament/slots.py``), so overlapping phases of different
-        roles each run at their own width. ``shared_width`` (runs started before
-        ``pipelined-lane-widths``): also one of a run-wide width as wide as the widest role."""
-        widths = self.input.concurrency.model_dump()
-        self.slots = Slots(widths, max(widths.values()) if shared_width else None)
+        roles each run at their own width, within their provider's (``widths="provider"``:
+        the widest role that calls it), or within one run-wide width as wide as the widest
+        role (``"run"``, runs started before ``pipelined-lane-widths``)."""
+        lanes = self.input.concurrency.model_dump()
+        if widths == "run":
+            self.slots = Slots(lanes, max(lanes.values()))
+        elif widths == "lane":
+            self.slots = Slots(lanes)
+        else:
+            self.slots = Slots(lanes, provider_widths=provider_widths(lanes, self._providers()))
+
+    def _providers(self) -> dict[str, list[str]]:
+        """Lane -> the providers its calls go to (a judge panel's may be several)."""
+        return {
+            "generate": [provider_of(self.model_for("generate"))],
+            "judge": [provider_of(judge) for judge in self.input.judge_panel],
+            "mutate": [provider_of(self.model_for("mutate"))],
+        }
 
     def start_all(
         self,
@@ -141,24 +159,28 @@ class TournamentCalls:
         lane: Lane,
         *,
         ready: Sequence[Callable[[], Awaitable[None]]] | None = None,
+        models: Sequence[str] | None = None,
     ) -> list[asyncio.Task[T]]:
         """Start ``calls``, at most ``lane``'s concurrency at a time; ``ready[i]``, if given, is
         awaited before call ``i`` takes a slot (a pair waiting for its candidates holds none).
+        ``models[i]`` is the model call ``i`` goes to (default: the lane's), whose provider's
+        slot it holds too when pipelined.
 
         On the first failure nothing new starts: a call that has not taken its slot yet raises
         ``Dropped``.
         """
-        gate: Slot | asyncio.Semaphore = (
-            self.slots.slot(lane)
-            if self.slots
-            else asyncio.Semaphore(getattr(self.input.concurrency, lane))
-        )
+        slots = self.slots
+        semaphore = None if slots else asyncio.Semaphore(getattr(self.input.concurrency, lane))
 
         async def guarded(
-            call: Callable[[], Awaitable[T]], ready: Callable[[], Awaitable[None]] | None
+            call: Callable[[], Awaitable[T]],
+            ready: Callable[[], Awaitable[None]] | None,
+            model: str,
         ) -> T:
             if ready is not None:
                 await ready()
+            gate = slots.slot(lane, provider_of(model)) if slots is not None else semaphore
+            assert gate is not None
             async with gate:
                 if self.stopping:
                     raise Dropped()
@@ -170,9 +192,11 @@ class TournamentCalls:
                     raise
 
         waits: Sequence[Callable[[], Awaitable[None]] | None] = ready or [None] * len(calls)
+        lane_model = self.model_for(_LANE_ROLE[lane])
+        to = models or [lane_model] * len(calls)
         tasks = [
-            asyncio.create_task(guarded(call, wait))
-            for call, wait in zip(calls, waits, strict=True)
+            asyncio.create_task(guarded(call, wait, model))
+            for call, wait, model in zip(calls, waits, to, strict=True)
         ]
         self.inflight.update(tasks)
         return tasks
@@ -199,9 +223,10 @@ class TournamentCalls:
         lane: Lane,
         *,
         ready: Sequence[Callable[[], Awaitable[None]]] | None = None,
+        models: Sequence[str] | None = None,
     ) -> list[T]:
         """Run ``calls`` (see ``start_all``); their results in the given order."""
-        return await self.settle(self.start_all(calls, lane, ready=ready))
+        return await self.settle(self.start_all(calls, lane, ready=ready, models=models))
 
     def stop(self) -> None:
         self.stopping = True

@@ -104,9 +104,11 @@ async def bootstrap_intervals(
     seed: int,
     lengths: dict[str, int] | None = None,
     weigh: bool = False,
+    intervals: Literal["percentile", "likelihood"] = "percentile",
 ) -> ScoreIntervals:
-    """Bootstrap 95% intervals of the scores fitted from ``rows`` (the final ranking), fitted
-    as ``fit_leaderboard`` fits them (``lengths``, ``weigh``)."""
+    """95% intervals of the scores fitted from ``rows`` (the final ranking), fitted as
+    ``fit_leaderboard`` fits them (``lengths``, ``weigh``), made as ``intervals`` says, and the
+    bootstrap's top shares."""
     return await workflow.execute_local_activity(
         BOOTSTRAP_LEADERBOARD,
         BootstrapInput(
@@ -117,6 +119,7 @@ async def bootstrap_intervals(
             seed=seed,
             weight_by_confidence=weigh,
             lengths=lengths,
+            intervals=intervals,
         ),
         result_type=ScoreIntervals,
         start_to_close_timeout=FIT_TIMEOUT,

@@ -3,7 +3,8 @@
 Workflow-side (it awaits the calls); the rules are ``workflows.tournament.verdicts``. Every
 call is one slot of the judge concurrency, and a pair's comparison row is recorded as soon as
 its last call lands, so a cancelled run keeps the pairs it finished. Call slot ``s`` of pair
-``i`` is call index ``i * calls_per_pair + s``: every call has its own key.
+``i`` is call index ``i * calls_per_pair + s``: every call has its own key. Pipelined, a call
+also holds a slot of its judge's provider.
 """
 
 from __future__ import annotations
@@ -88,5 +89,6 @@ async def judge_by_panel(
         [functools.partial(call, *slot) for slot in slots],
         "judge",
         ready=[functools.partial(ready, pair) for _, pair, _, _ in slots] if ready else None,
+        models=[slot.judge for *_, slot in slots],
     )
     return [rows[first_index + i] for i in range(len(pairs))]

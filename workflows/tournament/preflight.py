@@ -5,6 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from workflows.families import model_family
+from workflows.history_budget import (  # preflight refuses a plan past half of either limit
+    HISTORY_BYTES_BUDGET,
+    HISTORY_EVENTS_BUDGET,
+    TEMPORAL_HISTORY_EVENTS,
+)
 from workflows.run_ids import RUN_ID
 from workflows.tournament.errors import (
     PROFILE_INVALID,
@@ -37,14 +42,6 @@ __all__ = [
     "self_preference_risks",
 ]
 
-# Temporal terminates a workflow whose history passes 50,000 events or 50 MB. A run may grow
-# past its plan (pauses, extensions, transport retries stay out of history but signals do not),
-# so preflight refuses a plan whose estimate passes half of either limit.
-TEMPORAL_HISTORY_EVENTS = 50_000
-TEMPORAL_HISTORY_BYTES = 50 * 1024 * 1024
-HISTORY_SHARE = 0.5
-HISTORY_EVENTS_BUDGET = int(TEMPORAL_HISTORY_EVENTS * HISTORY_SHARE)
-HISTORY_BYTES_BUDGET = int(TEMPORAL_HISTORY_BYTES * HISTORY_SHARE)
 # Measured: a paper run (285 calls, judge concurrency 8) had 1,182 events, 4.1 per call. A call
 # is 3 activity events; at concurrency 1 each answer also needs its own workflow task (3 more).
 EVENTS_PER_CALL = 6

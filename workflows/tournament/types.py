@@ -21,6 +21,7 @@ from workflows.tournament.prompts import DEFAULT_RUBRIC, PromptOverrides, Style
 from workflows.tournament.verdicts import JudgeOrders
 
 __all__ = [
+    "DEFAULT_ROUNDS",
     "GROWING_FILES",
     "CandidateRow",
     "ComparisonRow",
@@ -50,6 +51,9 @@ Schedule = Literal["k-regular", "adaptive"]
 Rounds = Literal["barrier", "pipelined"]
 """barrier: every phase waits for its slowest call (the reference); pipelined: a pair is judged
 as soon as both of its candidates exist, with the same calls and the same result."""
+DEFAULT_ROUNDS: Rounds = "pipelined"
+"""What an input without ``rounds`` runs (decided in the run's first task: runs recorded before
+this default replay as barrier runs, ``behaviour.py``)."""
 OnBudgetExhausted = Literal["pause", "fail"]
 
 
@@ -118,9 +122,10 @@ class TournamentInput(StrictModel):
     concurrency: Concurrency = Concurrency()
     rank: RankBlock | None = None
     schedule: Schedule = "k-regular"
-    rounds: Rounds = Field(
-        default="barrier",
-        description="pipelined: judge a pair once both candidates exist (same result, sooner)",
+    rounds: Rounds | None = Field(
+        default=None,
+        description="pipelined: judge a pair once both candidates exist (same result, sooner); "
+        "barrier: each phase waits for the last call of the one before; None: pipelined",
     )
     seed: Seed | None = Field(default=None, description="None: drawn once and recorded")
     run_id: str | None = None
@@ -316,6 +321,8 @@ class ScoreIntervals(BaseModel):
     )
     length_control: LengthControl | None = None
     """With ``length_control``: the final fit's length coefficient (held fixed in the refits)."""
+    method: Literal["percentile", "likelihood"] = "percentile"
+    """How ``low`` and ``high`` were made: the resamples' percentiles, or profile likelihood."""
 
 
 class UsageRow(BaseModel):

@@ -6,12 +6,18 @@
 Every model call goes through ``TournamentCalls`` (reservation, billing, pause on budget);
 phases run their calls with bounded concurrency and commit artifacts when they end.
 
-Pipelined rounds (``rounds="pipelined"``) run the same loop with the same calls: a population's
-ids are known before its texts are, so the next judging starts at once and each pair waits only
-for its own two candidates (``_exist``); the fits, which need every comparison, stay barriers
-(``_made`` completes the population first). Each role keeps its own concurrency, so a judging
-phase runs beside the calls still making its candidates. Every call's key and output are the
-barrier run's, and rows are read back in schedule order, so the result is the barrier run's.
+Two paths through one loop, chosen once per run (``TournamentBehaviour``, with every other
+behaviour its patches decide):
+
+- **barrier** rounds (``rounds="barrier"``, the reference's schedule): each phase's calls all
+  land (``_populate`` waits for them) before the next phase starts.
+- **pipelined** rounds (the default): a population's ids are known before its texts are, so
+  ``_populate`` returns at once, the next judging starts, and each pair waits only for its own
+  two candidates (``_exist``); the fits, which need every comparison, stay barriers (``_made``
+  completes the population first). Each role keeps its own concurrency within its provider's,
+  so a judging phase runs beside the calls still making its candidates without a provider
+  getting more calls at once than one phase sends it. Every call's key and output are the
+  barrier run's, and rows are read back in schedule order, so the result is the barrier run's.
 """
 
 from __future__ import annotations
@@ -22,13 +28,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
     from workflows import phases
     from workflows.budget import BudgetLimits
     from workflows.completion import complete_despite_cancel
+    from workflows.control_verbs import control_verb
     from workflows.inputs import InputInvalid
     from workflows.names import (
         QUERY_EVENTS,
@@ -37,14 +43,11 @@ with workflow.unsafe.imports_passed_through():
         TOURNAMENT,
         UPDATE_EXTEND_BUDGET,
     )
-    from workflows.raw_input import NO_INPUT, decode_raw, decode_run_input, input_failure
+    from workflows.raw_input import NO_INPUT, decode_run_input, input_failure
     from workflows.run_refusals import RUN_STORE_REFUSALS, run_store_refusal
     from workflows.tournament import adaptive, rng
-    from workflows.tournament.artifact_writes import (
-        DEFERRED_WRITES_PATCH,
-        INCREMENTAL_ARTIFACTS_PATCH,
-        ArtifactWriter,
-    )
+    from workflows.tournament.artifact_writes import ArtifactWriter
+    from workflows.tournament.behaviour import TournamentBehaviour
     from workflows.tournament.calls import Dropped, Lane, TournamentCalls
     from workflows.tournament.critique import aggregate_critiques
     from workflows.tournament.errors import RUN_ID_INVALID, TournamentError
@@ -77,36 +80,6 @@ with workflow.unsafe.imports_passed_through():
 __all__ = ["TournamentWorkflow"]
 
 EVENTS_PAGE = 500
-# Behaviour added after histories were recorded: runs started before it replay without it.
-# Each (and ``INCREMENTAL_ARTIFACTS_PATCH``, ``DEFERRED_WRITES_PATCH``) is asked once, in the
-# run's first workflow task: core answers ``patched`` from the markers of the task it replays,
-# and a call made right after a local activity resolves can land in the task before the one
-# whose completion recorded its marker (seen: a replay of such a run failed "patch marker
-# encountered ... no corresponding change command").
-SPARSE_OPENING_PATCH = "adaptive-sparse-opening"
-BOOTSTRAP_PATCH = "final-score-bootstrap"
-PIPELINED_PATCH = "pipelined-rounds"
-PIPELINED_LANES_PATCH = "pipelined-lane-widths"  # each role its own width, none run-wide
-LEAN_WRITES_PATCH = "lean-artifact-writes"
-"""Fewer artifact writes, none of them lost: a barrier run writes a population it commits with
-the fit that ranks it (as a pipelined run does), and the final ranking's write is left to the
-run's last one when no finalizer call comes between them. A quick run makes two writes instead
-of five."""
-CURRENT_PATCH = "tournament-2026-12"
-"""Every patch above at once: each ``patched`` call records a marker and a search-attribute
-upsert in the run's first task, and seven of them cost the server about 10 ms a run (issue 16
-§4). A run recorded before it replays through the patches one by one."""
-THROTTLED_PATCH = "tournament-2026-12b"
-"""``CURRENT_PATCH``, writes at most one per ``write_interval_s`` of workflow time and one when
-the run pauses (``artifact_writes``), for runs started from here on; a later change takes the
-next letter."""
-BALANCED_PANEL_PATCH = "tournament-2026-12c"
-"""``THROTTLED_PATCH``, and an odd judge panel's presentation orders balanced across pairs
-(``verdicts.call_slots``), for runs started from here on."""
-ADAPTIVE_BUDGET_PATCH = "tournament-2026-12d"
-"""``BALANCED_PANEL_PATCH``, and an adaptive phase's default budget cut to
-``profiles.ADAPTIVE_SHARE`` of its k-regular pairs, for runs started from here on (runs before
-it spent them all, as ``adaptive_share: 1`` does)."""
 _STAND_IN = TournamentInput.model_construct(task="")
 
 
@@ -129,39 +102,29 @@ class TournamentWorkflow:
         self.writer = ArtifactWriter(
             landed=lambda: len(self.calls.usage), in_flight=lambda: self.calls.in_flight
         )
-        self.sparse_opening = self.bootstrap = self.pipelined = self.lean_writes = False
-        """Patches (see above), asked in the first workflow task of ``run``."""
+        self.behaviour = TournamentBehaviour()
+        """What this run's version does (its patches), decided in the first task of ``run``."""
         self.making: dict[str, asyncio.Task[None]] = {}
         """Pipelined: candidate id -> the call making it, for the population being made."""
         self.unmade: tuple[int, list[str], list[asyncio.Task[None]]] | None = None
         """Pipelined: the population (generation, ids) whose calls (tasks) may still run."""
 
-    def _ask_patches(self, input: TournamentInput) -> None:
-        """Which behaviours this run has (the patches above); called in its first task."""
-        pipelined = input.rounds == "pipelined"
-        budgeted = workflow.patched(ADAPTIVE_BUDGET_PATCH)
-        if not budgeted and input.schedule == "adaptive" and input.adaptive_share is None:
-            self.input = input.model_copy(update={"adaptive_share": 1.0})
-        self.calls.balanced_panel = budgeted or workflow.patched(BALANCED_PANEL_PATCH)
-        throttled = self.calls.balanced_panel or workflow.patched(THROTTLED_PATCH)
-        if throttled or workflow.patched(CURRENT_PATCH):
-            if throttled:
-                self.writer.interval = timedelta(seconds=input.write_interval_s)
-                self.calls.on_pause = self._write_paused
-            self.sparse_opening = self.bootstrap = self.lean_writes = True
-            self.writer.incremental = self.writer.deferred = True
-            self.pipelined = pipelined
-            if pipelined:
-                self.calls.pipeline(shared_width=False)
-            return
-        self.sparse_opening = workflow.patched(SPARSE_OPENING_PATCH)
-        self.bootstrap = workflow.patched(BOOTSTRAP_PATCH)
-        self.writer.incremental = workflow.patched(INCREMENTAL_ARTIFACTS_PATCH)
-        self.lean_writes = workflow.patched(LEAN_WRITES_PATCH)
-        self.writer.deferred = workflow.patched(DEFERRED_WRITES_PATCH)
-        self.pipelined = pipelined and workflow.patched(PIPELINED_PATCH)
-        if self.pipelined:
-            self.calls.pipeline(shared_width=not workflow.patched(PIPELINED_LANES_PATCH))
+    def _decide_behaviour(self) -> None:
+        """Ask the run's patches, once, in its first workflow task: core answers ``patched``
+        from the markers of the task it replays, and a call made after a local activity
+        resolves can land in the task before the one whose completion recorded its marker (a
+        replay of such a run failed "patch marker encountered ... no corresponding change
+        command")."""
+        self.behaviour = behaviour = TournamentBehaviour.decide(workflow.patched, self.input)
+        self.input = input = behaviour.resolve(self.input)
+        self.calls.balanced_panel = behaviour.balanced_panel
+        if behaviour.throttled_writes:
+            self.writer.interval = timedelta(seconds=input.write_interval_s)
+            self.calls.on_pause = self._write_paused
+        self.writer.incremental = behaviour.incremental_writes
+        self.writer.deferred = behaviour.deferred_writes
+        if behaviour.pipelined:
+            self.calls.pipeline(behaviour.slot_widths)
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -172,7 +135,7 @@ class TournamentWorkflow:
             self.record.error = f"{self.input_error.code}: {self.input_error.message}"
             self.record.event("run.failed", error=self.record.error)
             raise input_failure(self.input_error)
-        self._ask_patches(self.input)
+        self._decide_behaviour()
         input = self.input
         seed = input.seed if input.seed is not None else workflow.random().randint(0, 2**31 - 1)
         self.calls.seed = seed
@@ -265,14 +228,14 @@ class TournamentWorkflow:
         # The final ranking is written by the run's last write, unless a finalizer call (a
         # model's time) comes between them.
         last = phase == FINAL_JUDGING_PHASE and not self.input.models.finalize
-        if not (self.lean_writes and last):
+        if not (self.behaviour.lean_writes and last):
             await self._write_artifacts()
         return board
 
     async def _judge_batch(
         self, phase: str, generation: int | None, pairs: list[ScheduledPair], first_index: int
     ) -> list[ComparisonRow]:
-        exist = self._exist if self.pipelined else None
+        exist = self._exist if self.behaviour.pipelined else None
         if self.input.calls_per_pair > 1:  # both orders, or a panel: several calls per pair
             return await judge_by_panel(
                 self.calls,
@@ -299,7 +262,7 @@ class TournamentWorkflow:
         """A random matching, then batches of the judge concurrency by champion pairs (runs
         started before that: a 2-regular round, then Thompson sampling; ``adaptive.py``)."""
         rows: list[ComparisonRow] = []
-        sparse = self.sparse_opening
+        sparse = self.behaviour.sparse_opening
         sizing = adaptive.opening_sizes if sparse else adaptive.batch_sizes
         sizes = sizing(len(population), calls, self.input.concurrency.judge)
         for round_no, size in enumerate(sizes):
@@ -398,7 +361,7 @@ class TournamentWorkflow:
         """Population ``generation`` is ``ids``, once the calls ``making`` its new candidates
         (by id) have landed. Pipelined, it returns at once: the next judging starts on the
         candidates that exist, and ``_made`` completes the population before it is ranked."""
-        if not self.pipelined:
+        if not self.behaviour.pipelined:
             await self.calls.run_all(list(making.values()), lane)
             return await self._commit_population(generation, ids)
         tasks = self.calls.start_all(list(making.values()), lane)
@@ -428,7 +391,7 @@ class TournamentWorkflow:
 
     async def _commit_population(self, generation: int, ids: list[str]) -> list[str]:
         self.record.commit_population(generation, ids)
-        if not self.lean_writes:  # runs before the patch: a write of its own
+        if not self.behaviour.lean_writes:  # runs before the patch: a write of its own
             await self._write_artifacts()
         return ids
 
@@ -450,7 +413,7 @@ class TournamentWorkflow:
         resamples = self.input.bootstrap_resamples
         # A length-controlled run asks even without resamples: the activity reports the
         # length coefficient too.
-        if not (resamples or self.input.length_control) or not self.bootstrap:
+        if not (resamples or self.input.length_control) or not self.behaviour.bootstrap:
             return
         self.record.intervals = await bootstrap_intervals(
             population,
@@ -460,6 +423,7 @@ class TournamentWorkflow:
             seed=rng.phase_seed(self.calls.seed, f"{FINAL_JUDGING_PHASE}:bootstrap") % 2**63,
             lengths=self._lengths(population),
             weigh=self.input.weight_by_confidence,
+            intervals="likelihood" if self.behaviour.likelihood_intervals else "percentile",
         )
 
     def _lengths(self, population: list[str]) -> dict[str, int] | None:
@@ -537,37 +501,23 @@ class TournamentWorkflow:
     def events_after(self, cursor: int) -> list[Event]:
         return [e for e in self.record.events if e.seq > cursor][:EVENTS_PAGE]
 
-    @workflow.update(name=UPDATE_EXTEND_BUDGET)
-    def extend_budget(self, raw: RawValue = NO_INPUT) -> ExtendBudgetResult:
-        limits, _ = self._extension(raw)
-        assert limits is not None  # the validator refused anything else
+    def _extension(self, new: ExtendBudgetInput) -> tuple[BudgetLimits | None, list[str]]:
+        """New limits, or why not (never raises: see budget.py)."""
+        return self.calls.budget.checked_extension(new.model_dump())
+
+    def _extend(self, limits: BudgetLimits) -> ExtendBudgetResult:
         self.calls.extend(limits)
         return ExtendBudgetResult(budget=self.calls.budget.limits, spent=self.calls.budget.spent)
 
-    @extend_budget.validator
-    def _check_extension(self, raw: RawValue = NO_INPUT) -> None:
-        if isinstance(new := decode_raw(ExtendBudgetInput, raw), InputInvalid):
-            raise input_failure(new)  # coded: input.invalid, with the field's path and rule
-        _, problems = self._extension(raw)
-        if problems:
-            raise ValueError("; ".join(problems))
-
-    @workflow.signal(name=SIGNAL_EXTEND_BUDGET)
-    def extend_budget_signal(self, raw: RawValue = NO_INPUT) -> None:
-        limits, problems = self._extension(raw)
-        if limits is None:
-            self.refuse_signal(SIGNAL_EXTEND_BUDGET, "; ".join(problems))
-            return
-        self.calls.extend(limits)
+    extend_budget, extend_budget_signal = control_verb(
+        update=UPDATE_EXTEND_BUDGET,
+        signal=SIGNAL_EXTEND_BUDGET,
+        input=ExtendBudgetInput,
+        check=_extension,
+        apply=_extend,
+    )
 
     def refuse_signal(self, signal: str, message: str) -> None:
         """A refused signal, its content or its arguments (``worker/arity``): recorded."""
         self.record.refused.append(message)
         self.record.event("control.refused", control=signal.removesuffix("_signal"), reason=message)
-
-    def _extension(self, raw: RawValue) -> tuple[BudgetLimits | None, list[str]]:
-        """New limits from raw control input, or why not (never raises: see budget.py)."""
-        new = decode_raw(ExtendBudgetInput, raw)
-        if isinstance(new, InputInvalid):
-            return None, [new.message]
-        return self.calls.budget.checked_extension(new.model_dump())
