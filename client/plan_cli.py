@@ -1,6 +1,6 @@
 """``ponder plan``: validate a plan document and print the ``ponder-plan/1`` JSON Schema.
 
-Part 1 of plans: nothing here runs a plan (``ponder plan run`` comes with the PlanRun workflow).
+Nothing here runs a plan (``ponder plan run`` does, in ``client.plan_run_cli``).
 Exit codes: 0 valid, 2 invalid (every error printed, one per line: ``path: [code] message``).
 The validator and schema are imported when a command runs, so ``--help`` answers at once.
 """
@@ -15,6 +15,7 @@ import click
 from client.validate_output import format_option
 
 if TYPE_CHECKING:
+    from activities.config import Settings
     from workflows.plan.validate import Validation
 
 __all__ = ["plan"]
@@ -68,7 +69,6 @@ def validate(ctx: click.Context, file: str, fmt: str, translated: bool) -> None:
     Prints every error, one per line as `path: [code] message`; exit 2 when invalid, 0 when valid.
     A stratum flow (version: 1) is translated first; --translated (or --format json) shows it.
     """
-    from activities.config import load_settings
     from client.documents import check_text, read_plan
     from client.validate_output import print_validation
     from workflows.plan.validate import Validation
@@ -78,7 +78,12 @@ def validate(ctx: click.Context, file: str, fmt: str, translated: bool) -> None:
         result = Validation(None, None, [unreadable] if unreadable else [])
     else:
         root = ctx.find_root().obj or {}
-        settings = load_settings(root.get("config"))
+
+        def settings() -> Settings:  # for a plan that names a tournament (a saved profile)
+            from activities.config import load_settings
+
+            return load_settings(root.get("config"))
+
         result, _ = check_text(text, None if file == "-" else file, settings)
     if translated:
         shown = result.translated

@@ -17,7 +17,14 @@ from activities.config import Settings
 from client.hints import ponder_program
 from workflows.plan.status import LedgerStatus, PlanBudgetStatus, PlanStatus
 
-__all__ = ["blocking_limit", "continue_command", "ledger_line", "print_plan_status", "status_table"]
+__all__ = [
+    "blocking_limit",
+    "continue_command",
+    "ledger_line",
+    "print_plan_status",
+    "status_table",
+    "steps_line",
+]
 
 
 def blocking_limit(b: PlanBudgetStatus) -> str | None:
@@ -37,8 +44,7 @@ def status_table(s: PlanStatus) -> Table:
     table.add_row("state", s.state + (f" ({s.reason})" if s.reason else ""))
     if s.step:
         table.add_row("step", s.step)
-    done = sum(1 for v in s.steps.values() if v == "settled")
-    table.add_row("steps", f"{done} / {len(s.steps)} settled")
+    table.add_row("steps", steps_line(s.steps))
     if s.budget:
         b = s.budget
         table.add_row(
@@ -62,6 +68,17 @@ def status_table(s: PlanStatus) -> Table:
     for refusal in s.refused[-3:]:
         table.add_row("refused", refusal)
     return table
+
+
+def steps_line(steps: dict[str, str]) -> str:
+    """``3 / 7 settled, 2 skipped, 2 running``: skipped ones (a false ``when``, an untaken
+    route) are done too, and more than one step runs at once when the plan allows it."""
+    states = list(steps.values())
+    shown = f"{states.count('settled')} / {len(states)} settled"
+    for state in ("skipped", "running", "waiting"):
+        if count := states.count(state):
+            shown += f", {count} {state}"
+    return shown
 
 
 def ledger_line(ledger: LedgerStatus) -> str:
@@ -112,7 +129,7 @@ def print_plan_status(
     if as_json:
         click.echo(json.dumps(shown.model_dump(mode="json"), indent=2))
         return
-    out = Console()
+    out = Console(markup=False)  # errors and hints hold [brackets] that are not markup
     out.print(status_table(shown))
     for step, state in shown.steps.items():
         out.print(f"  {step:<24} {state}")

@@ -68,7 +68,7 @@ __all__ = [
 ]
 
 POLL_S = 0.25
-console = Console(stderr=True)
+console = Console(stderr=True, markup=False)  # [brackets] in errors are not markup
 
 
 def _pairs(values: tuple[str, ...], flag: str) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""Gate escalation notifiers (plans-part2.md section 10): the worker's ``[notifiers.NAME]``.
+"""Gate escalation notifiers (docs/plans.md, "Gate deadlines and escalation"): the worker's
+``[notifiers.NAME]``.
 
 A plan's ``escalate.notify`` names a notifier; the worker declares what the name means
 (``kind = "webhook"``, ``url`` or ``url_env``), so whoever starts a run cannot make the worker

@@ -1,4 +1,5 @@
-"""The at-most-once training-pair writer (plans-part2.md section 11): ``append_training_pair``.
+"""The at-most-once training-pair writer (docs/plans.md, "Training pairs"):
+``append_training_pair``.
 
 One file per plan step of one run, ``<training_dir>/<safe(plan)>/<run id>/<safe(step)>.jsonl``,
 and beside it a sidecar ``<file>.keys`` with one pair key per line. Every write holds an

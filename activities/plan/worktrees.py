@@ -1,4 +1,4 @@
-"""The git activities of a worktree-isolated fan-out (plans-part2.md section 9).
+"""The git activities of a worktree-isolated fan-out (docs/plans.md, "Worktree fan-out").
 
 One activity per move of ``workflows.plan.worktrees`` (probe, base, add, finish, merge, land);
 git runs only here, through ``activities.plan.git`` (no shell, no hooks, no filter, an

@@ -8,7 +8,7 @@ from typing import Any
 
 from workflows.plan.validate import Validation, validate_document
 
-# The spec's loop-plan/1 example (shared/spec/examples/), the contract for the accepted subset.
+# The reference's loop-plan/1 example, the contract for the accepted subset.
 LOOP_EXAMPLE_PATH = Path(__file__).with_name("loop-plan-1.example.json")
 
 BASE: dict[str, Any] = {

@@ -118,7 +118,7 @@ def test_empty_regions() -> None:
 
 
 def test_the_reason_enum_is_the_spec_table() -> None:
-    # part 1's table plus all of part 2's (plans-part2.md section 12): 5 + 2 preflight
+    # the whole table (docs/plans.md, "Failure reasons"): 5 + 2 preflight
     # failures, 14 + 7 run failures (and expr-too-costly, steps-stranded), 3 + 1 pauses, 5 + 5
     # control refusals
     assert [len(g) for g in GROUPS.values()] == [7, 23, 4, 10]

@@ -1,4 +1,5 @@
-"""The worker's side of plans part 2: ``[notifiers.NAME]`` and ``training_dir`` in ponder.toml.
+"""The worker's side of gate escalation and training pairs: ``[notifiers.NAME]`` and
+``training_dir`` in ponder.toml.
 
 A plan names a notifier and never a URL, and it never sets where training pairs go: both are
 the worker's settings, read from its config file (and, for ``training_dir``, the environment).

@@ -1,4 +1,4 @@
-"""Checkpoints (plans-part2.md section 8) through a real ``PlanRun``: commits by step and by
+"""Checkpoints (docs/plans.md, "Checkpoints") through a real ``PlanRun``: commits by step and by
 operator, a revert at a gate (the old token refused, ledgers unchanged), a revert while a
 consumer waits, the signal and ``temporal`` forms, and ``--from RUN:LABEL`` reusing only steps
 whose fingerprint matches and whose declared writes exist."""

@@ -1,6 +1,6 @@
-"""Consumer steps (plans-part2.md section 7) through a real ``PlanRun``: issuances, ``step_done``
-from the typed client, the plain ``temporal`` CLI (update and signal), retries with new tokens,
-the timeout, fan-out items, and the refusals that leave no history event."""
+"""Consumer steps (docs/plans.md, "Consumer steps") through a real ``PlanRun``: issuances,
+``step_done`` from the typed client, the plain ``temporal`` CLI (update and signal), retries with
+new tokens, the timeout, fan-out items, and the refusals that leave no history event."""
 
 from __future__ import annotations
 

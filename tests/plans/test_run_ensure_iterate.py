@@ -1,5 +1,5 @@
-"""Ensure predicates and iterate end to end (plans-part2.md sections 2 and 3), on the sim and on
-a fake OpenAI server (to read the prompts a retry and an iteration send)."""
+"""Ensure predicates and iterate end to end (docs/plans.md, "Expressions, ensure, iterate and set"),
+on the sim and on a fake OpenAI server (to read the prompts a retry and an iteration send)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every plan in examples/plans/ (and the spec's loop-plan/1 example) runs to completion: each
+"""Every plan in examples/plans/ (and the reference's loop-plan/1 example) runs to completion: each
 found by glob runs through ``ponder plan run`` on the embedded default as its header says (the
 last test), and the tests before it check what each one does.
 

@@ -1,4 +1,5 @@
-"""Human-gate deadlines and escalation (plans-part2.md section 10) through a real PlanRun.
+"""Human-gate deadlines and escalation (docs/plans.md, "Gate deadlines and escalation") through a
+real PlanRun.
 
 Deadlines are 1-2 s; escalation posts go to a real HTTP server in this process (the test's
 fake), named by the worker's ``[notifiers.NAME]``, never by the plan.

@@ -1,4 +1,4 @@
-"""Part 2 as the spec says where the first builds stopped short: ``set`` steps in flow bodies,
+"""The rarer combinations of plan features: ``set`` steps in flow bodies,
 ``ensure`` on ``run`` steps."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Preflight refusals in the spec's order, the QE waiver, and the landed barrier on real files."""
+"""Preflight refusals in their fixed order, the QE waiver, and the landed barrier on real files."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def workspace(tmp_path: Path) -> Path:
 async def test_preflight_refuses_in_the_spec_order(
     client: Client, worker_queue: str, workspace: Path, tmp_path: Path
 ) -> None:
-    # Everything is wrong at once; each fix uncovers the next refusal, in the spec's order.
+    # Everything is wrong at once; each fix uncovers the next refusal, in order.
     (tmp_path / "elsewhere").mkdir()
     (workspace / "docs" / "plan.md").symlink_to(tmp_path / "elsewhere" / "plan.md")
     no_trace = loop_example(trace={"emit": False})

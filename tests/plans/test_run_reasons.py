@@ -127,7 +127,8 @@ def _mark(s: Any) -> tuple[Any, ...]:
 
 
 async def act_on_run(handle: WorkflowHandle, action: dict[str, Any], paused: Any) -> bool:
-    """The consumer and checkpoint actions (plans-part2.md 7, 8); False: not one of them."""
+    """The consumer and checkpoint actions (docs/plans.md, "Consumer steps" and "Checkpoints");
+    False: not one of them."""
     if "step_done" in action:
         live = {(i.step, i.item): i.token for i in paused.issuances}
         token = action.get("token") or live.get((action["step_done"], action.get("item")), "")

@@ -1,5 +1,6 @@
-"""Set steps end to end (plans-part2.md section 4): values over input and steps, a later prompt
-reads them, a failing key ends the run ``expr-failed``, and replay evaluates nothing."""
+"""Set steps end to end (docs/plans.md, "Expressions, ensure, iterate and set"): values over input
+and steps, a later prompt reads them, a failing key ends the run ``expr-failed``, and replay
+evaluates nothing."""
 
 from __future__ import annotations
 

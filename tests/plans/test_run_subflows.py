@@ -1,4 +1,5 @@
-"""Sub-flows and nested budgets end to end (plans-part2.md 5 and 6) on the real dev server.
+"""Sub-flows and nested budgets end to end (docs/plans.md, "Sub-flows and nested budgets") on the
+real dev server.
 
 The sim answers an unscripted step with the first line of its prompt, so what a child saw of
 its ``with`` inputs shows in its output; ``x-sim`` outputs are counted per scoped id.

@@ -1,4 +1,4 @@
-"""Training-pair capture (plans-part2.md section 11) through a real PlanRun and worker.
+"""Training-pair capture (docs/plans.md, "Training pairs") through a real PlanRun and worker.
 
 One line per successful settle (a contract retry's failed attempt is not a pair; every region
 item is), in the run's own files (a second run of the same plan name writes its own and never

@@ -52,6 +52,7 @@ async def test_human_waits_are_not_charged_to_the_wall_budget(
     assert f"ms left of {STAGE_MS + SLACK_MS} ms" in shown and "waiting since" in shown
     assert f"gate     ok token {at_gate.pending_gates[0].token}" in shown
 
+    # A person's wait has to last for real: its length is what the budget must not charge.
     await asyncio.sleep(WAIT_S)
     token = at_gate.pending_gates[0].token
     await handle.execute_update(
@@ -64,7 +65,7 @@ async def test_human_waits_are_not_charged_to_the_wall_budget(
     shown = capsys.readouterr().out
     assert f"pause    who (AWAITING_OWNER) resume_arg who schema {json.dumps(WHO_SCHEMA)}" in shown
 
-    await asyncio.sleep(WAIT_S)
+    await asyncio.sleep(WAIT_S)  # the second wait, as real as the first
     await handle.execute_update(UPDATE_RESUME, ResumeInput(args={"who": '"ada"'}))
     await wait_state(handle, "completed")  # "still awaiting_wall_clock" if charged
     await handle.result()  # its files are written once it has ended
@@ -88,7 +89,7 @@ async def test_a_wait_cut_short_by_cancellation_is_still_counted(
 ) -> None:
     handle = await start(client, worker_queue, WAITS)
     await wait_state(handle, "awaiting_gate")
-    await asyncio.sleep(0.5)
+    await asyncio.sleep(0.5)  # a wait of known length (counted below) for the cancel to cut
     await handle.cancel()
     with pytest.raises(WorkflowFailureError):  # once it has ended, its files are written
         await handle.result()

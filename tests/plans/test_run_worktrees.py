@@ -1,4 +1,5 @@
-"""Worktree-isolated fan-out through ``PlanRun`` on a real git repository (plans-part2.md 9).
+"""Worktree-isolated fan-out through ``PlanRun`` on a real git repository (docs/plans.md, "Worktree
+fan-out").
 
 The agent is a small command agent (``worktree_writer.py``) that reads and writes the files its
 item names in its cwd: the item's worktree. The worker's workspace root is the repository

@@ -11,6 +11,7 @@ import jsonschema
 from click.testing import CliRunner
 
 from client.plan_cli import plan
+from tests.cli import cli_env
 from tests.plans.helpers import base
 from workflows.plan.schema import SCHEMA_FILE, generate_schema, render_schema, shipped_schema
 from workflows.plan.validate import parse_text
@@ -109,12 +110,15 @@ def test_the_real_ponder_command_is_registered_and_exits_2(tmp_path: Path) -> No
     bad = tmp_path / "bad.yaml"
     bad.write_text("schema: ponder-plan/1\nname: x\nsteps: [{id: a, kind: agent}]\n")
     ponder = Path(sys.executable).with_name("ponder")
+    env = cli_env(tmp_path / "home")  # its log goes there, not to the real ~/.ponder
     invalid = subprocess.run(
-        [ponder, "plan", "validate", str(bad)], capture_output=True, text=True, timeout=60
+        [ponder, "plan", "validate", str(bad)], capture_output=True, text=True, timeout=60, env=env
     )
     assert invalid.returncode == 2, invalid.stderr
     assert "steps[0].prompt: [field.missing]" in invalid.stderr
-    schema = subprocess.run([ponder, "plan", "schema"], capture_output=True, text=True, timeout=60)
+    schema = subprocess.run(
+        [ponder, "plan", "schema"], capture_output=True, text=True, timeout=60, env=env
+    )
     assert schema.returncode == 0
     assert json.loads(schema.stdout) == generate_schema()
 

@@ -203,8 +203,8 @@ REFUSALS: list[tuple[Any, tuple[str, str]]] = [
     (lambda d: d.update(version=2), ("stratum.version", "version")),
     (lambda d: d["flows"].update(entry="nope"), ("stratum.entry", "flows.entry")),
     (lambda d: d.update(extra=1), ("field.unknown", "extra")),
-    (lambda d: S(d)[0].update(when="result.ok"),
-     ("stratum.unsupported", "flows.main.steps[0].when")),
+    (lambda d: S(d)[0].update(when="any(result.x)"),
+     ("stratum.expression", "flows.main.steps[0].when")),
     (lambda d: S(d)[0].update(set={"a": "1"}),
      ("stratum.construct", "flows.main.steps[0]")),
     (lambda d: S(d)[0].update(ensure=[{"expr": "any(result.x)"}]),
@@ -258,14 +258,17 @@ def test_the_plan_wide_expression_ceiling_holds_before_any_is_translated() -> No
     assert codes(doc) == [("expr.too_complex", "flows")]
 
 
-def test_a_gate_inside_a_sub_flow_is_refused() -> None:
+def test_a_gate_inside_a_sub_flow_is_a_human_gate_in_its_body() -> None:
     doc = flow(
         {"id": "s", "run": "child", "with": {}},
         flows={"child": {"input": {}, "output": {"from": "${c.output}", "contract": "R"},
                          "steps": [do("c", "x"), {"id": "g", "after": ["c"], "gate": {
                              "on_approve": None, "on_revise": None, "on_kill": None}}]}},
     )  # fmt: skip
-    assert ("stratum.unsupported", "flows.child.steps[1].gate") in codes(doc)
+    result = validate_document(doc)
+    assert result.errors == [], result.errors
+    body = result.translated["flows"]["child"]["steps"]  # type: ignore[index]
+    assert (body[1]["kind"], body[1]["deps"]) == ("gate", ["c"])
 
 
 def test_load_plan_and_the_text_forms_accept_the_format() -> None:

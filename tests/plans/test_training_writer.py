@@ -1,4 +1,4 @@
-"""Training pairs (plans-part2.md section 11): the pure record and the at-most-once writer.
+"""Training pairs (docs/plans.md, "Training pairs"): the pure record and the at-most-once writer.
 
 The record builder (``workflows.plan.training``) is pure; the writer (``append_pair`` in
 ``activities.plan.training``) is exercised on a real directory: retries, a repeated backfill,

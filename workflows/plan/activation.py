@@ -8,8 +8,12 @@ what runs; routes and deps do:
   untaken, it is skipped;
 - a human gate that was killed does not continue: a step that depends on it is skipped, unless
   it is the target the kill routed to;
-- a step that depends on a skipped step is skipped too (it was reached only through a route
-  not taken);
+- a step whose ``when`` is false is skipped (the walk evaluates it once the rules here say
+  the step may run). That skip is *local*: a dep skipped by its own ``when`` is met, so a
+  join after a conditional step still runs (what it reads of the skipped step's output fails
+  when its prompt is rendered, as any reference to an output that does not exist);
+- a step that depends on a step skipped any other way is skipped too (it was reached only
+  through a route not taken, or behind a killed gate);
 - a step that depends on a failed step (a failure routed away by ``on_fail``) or on a stranded
   one can never run: it is *stranded*. When the walk ends with stranded steps the run does not
   complete: it fails ``steps-stranded`` naming them.
@@ -20,19 +24,33 @@ may depend on the step whose failure it handles; an ``on_kill`` target on its ga
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from workflows.plan.boundaries import AnyStep
-from workflows.plan.model import AgentStep, GateStep, Plan, RunStep
+from workflows.plan.expression_rules import step_expressions
+from workflows.plan.expressions import analyse
+from workflows.plan.model import (
+    AgentStep,
+    EnsureFileContains,
+    EnsureFileExists,
+    GateStep,
+    Plan,
+    RunStep,
+    SetStep,
+)
+from workflows.plan.refs import Ref, RefError, parse_template
 
 __all__ = [
     "KILL",
     "Verdict",
     "forward_routers",
     "gate_route_targets",
+    "has_conditions",
     "has_routes",
+    "overlaps",
+    "reads",
     "stranded_detail",
     "verdict",
 ]
@@ -46,6 +64,8 @@ class Verdict:
     action: Literal["run", "skip", "strand"]
     because: str | None = None
     """The dep (or route) that decided a skip or a strand."""
+    local: bool = False
+    """A skip by the step's own ``when``: what depends on it still runs."""
 
 
 def _routes(step: AnyStep) -> list[str]:
@@ -61,6 +81,49 @@ def has_routes(plan: Plan) -> bool:
     """Whether any scope of the plan routes (where activation and a plan-order walk differ)."""
     scopes: list[Sequence[AnyStep]] = [plan.steps, *(f.steps for f in plan.flows.values())]
     return any(_routes(step) for steps in scopes for step in steps)
+
+
+def has_conditions(plan: Plan) -> bool:
+    """Whether any step of the plan (a flow body's included) has a ``when``: a false one
+    skips it as an untaken route would, which only activation knows how to carry."""
+    scopes: list[Sequence[AnyStep]] = [plan.steps, *(f.steps for f in plan.flows.values())]
+    return any(getattr(step, "when", None) is not None for steps in scopes for step in steps)
+
+
+def overlaps(step: AnyStep) -> bool:
+    """Whether ``step`` may run beside others when the plan allows concurrency: an engine
+    agent step or a set step without a checkpoint. Every other boundary (a gate, a pause, a
+    region, a tournament, a sub-flow, a consumer step, a checkpoint) runs alone, once every
+    step before it has finished, and nothing after it starts before it has."""
+    if getattr(step, "checkpoint", None) is not None:
+        return False
+    if isinstance(step, AgentStep):
+        return step.dispatch == "engine"
+    return isinstance(step, SetStep)
+
+
+def reads(step: AnyStep) -> list[str]:
+    """The steps ``step`` waits for before it may start beside others: its deps and every step
+    its prompt, expressions (ensure, until, when) and file predicates read."""
+    out = list(step.deps)
+    texts = [t for t in (getattr(step, "prompt", None),) if isinstance(t, str)]
+    for predicate in getattr(step, "ensure", []):
+        if isinstance(predicate, EnsureFileExists):
+            texts.append(predicate.file_exists)
+        elif isinstance(predicate, EnsureFileContains):
+            texts.append(predicate.file_contains.path)
+    for text in texts:
+        try:
+            segments = parse_template(text)
+        except RefError:
+            continue  # refused at validation
+        out += [s.name for s in segments if isinstance(s, Ref) and s.source == "steps"]
+    cel = [text for text, _, _ in step_expressions(step)]
+    if isinstance(step, AgentStep | SetStep) and step.when is not None:
+        cel.append(step.when)
+    for text in cel:
+        out += list(analyse(text).steps)
+    return list(dict.fromkeys(out))
 
 
 def forward_routers(steps: Sequence[AnyStep]) -> dict[str, set[str]]:
@@ -90,9 +153,11 @@ def verdict(
     states: Mapping[str, str],
     outputs: Mapping[str, object],
     gates: Mapping[str, AnyStep],
+    local: Collection[str] = frozenset(),
 ) -> Verdict:
     """Whether ``step`` runs now. ``states`` and ``outputs``: the scope's steps by their ids in
-    it; ``armed``: a route to ``step`` was taken; ``gates``: the scope's human gates."""
+    it; ``armed``: a route to ``step`` was taken; ``gates``: the scope's human gates;
+    ``local``: the skipped ones whose skip was their own ``when`` (a met dep)."""
     routed_by = routers.get(step.id)
     if routed_by is not None and not armed:
         return Verdict("skip", f"no route to it was taken ({', '.join(sorted(routed_by))})")
@@ -102,7 +167,8 @@ def verdict(
             continue  # the route that armed it is what it waited for
         state = states.get(dep, "pending")
         if state == "skipped":
-            skipped = skipped or f"{dep} was skipped"
+            if dep not in local:
+                skipped = skipped or f"{dep} was skipped"
         elif state != "settled":
             return Verdict("strand", f"{dep} {_state_word(state)}")
         elif dep in gates and outputs.get(dep) == KILL:

@@ -1,6 +1,6 @@
 """Input and result models of the check activities of a plan run: ``evaluate_cel`` (CEL
-expressions, plans-part2.md section 1) and ``probe_files`` (ensure ``file_exists`` /
-``file_contains``, section 2).
+expressions, docs/plans.md, "Expressions, ensure, iterate and set") and ``probe_files`` (ensure
+``file_exists`` / ``file_contains``).
 
 Pure (pydantic only): the workflow and the activities both import these. An evaluation error
 or a file that is not there is data (``ok: false`` / ``holds: false`` with a reason), never an

@@ -1,4 +1,5 @@
-"""Checkpoints (plans-part2.md section 8): commit the decision state, revert to it, resume from it.
+"""Checkpoints (docs/plans.md, "Checkpoints"): commit the decision state, revert to it, resume from
+it.
 
 Pure. A *snapshot* is the run's decision state at a commit: the settled steps' outputs (shared,
 not copied: outputs are immutable values), step states, the consumed resume arguments, gate

@@ -1,4 +1,4 @@
-"""Consumer steps (plans-part2.md section 7): agent steps an external client executes.
+"""Consumer steps (docs/plans.md, "Consumer steps"): agent steps an external client executes.
 
 Pure. Each attempt of a ``dispatch: consumer`` step mints an *issuance* ``{step, item, attempt,
 epoch, token}``; the run waits ``awaiting_consumer`` until the executor answers with the update

@@ -1,4 +1,5 @@
-"""Human-gate deadlines and escalation (plans-part2.md section 10): the rule and the schedule.
+"""Human-gate deadlines and escalation (docs/plans.md, "Gate deadlines and escalation"): the rule
+and the schedule.
 
 Pure. A human gate may carry ``deadline`` (ms after its wait opens), the ``default`` decision
 the deadline takes (``approve`` | ``kill``; never ``revise``, which would loop work nobody asked

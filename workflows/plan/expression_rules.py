@@ -1,4 +1,5 @@
-"""Plan rules for CEL sites and ensure predicates (plans-part2.md sections 1-4).
+"""Plan rules for CEL sites and ensure predicates (docs/plans.md, "Expressions, ensure, iterate and
+set").
 
 Pure. Mixed into the rules checker (``workflows.plan.rules``): every ``set`` value,
 ``ensure[].expr`` and ``iterate.until`` is analysed once per distinct text
@@ -97,6 +98,8 @@ def _raw_expressions(doc: Mapping[str, Any]) -> Iterator[str]:
             iterate = step.get("iterate")
             if isinstance(iterate, dict) and isinstance(iterate.get("until"), str):
                 yield iterate["until"]
+            if isinstance(step.get("when"), str):
+                yield step["when"]
 
 
 def expression_budget_error(doc: Mapping[str, Any]) -> PlanError | None:
@@ -136,6 +139,23 @@ class ExpressionRules(StepGraph):
             if problem is not None:
                 code, why = problem
                 self.error(code, i, *parts, message=f'steps["{target}"]: {why}')
+
+    def condition(self, i: int, step: object) -> None:
+        """A step's ``when``: CEL over ``input`` and earlier steps; a fan-out's chain member
+        takes none (it runs once per item, as its fan-out decides)."""
+        text = getattr(step, "when", None)
+        if text is None:
+            return
+        if getattr(step, "id", None) in self.owner:
+            self.error(
+                "when.chain_member",
+                i,
+                "when",
+                message="a fan-out's chain member runs for every item its fan-out activates; "
+                "fix: move when to the fan-out, or test the item in an ensure",
+            )
+            return
+        self.cel(i, text, {"input", "steps"}, "when")
 
     def predicates(self, i: int, step: AgentStep | SetStep | RunStep) -> None:
         """The CEL sites and ensure predicates of an agent, set or run step."""

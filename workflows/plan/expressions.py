@@ -1,4 +1,5 @@
-"""CEL expressions in plans (plans-part2.md section 1): the grammar check, bounds and names.
+"""CEL expressions in plans (docs/plans.md, "Expressions, ensure, iterate and set"): the grammar
+check, bounds and names.
 
 Pure (lark only, with cel-python's own grammar file; nothing of cel-python's evaluator is
 imported, so this also runs in the workflow's input decoding). ``set`` values, ``ensure[].expr``

@@ -1,7 +1,8 @@
 """The shape pass of a plan's ``flows``: each flow's header, then each body step on its own.
 
-Pure. A body takes agent steps, model gates and set steps only (``flow.step_kind``: waits stay
-top-level and a ``run`` step cannot call a flow from a flow, so there is no recursion); every body
+Pure. A body takes agent steps, gates (model or human) and set steps only (``flow.step_kind``:
+pauses stay top-level and a ``run`` step cannot call a flow from a flow, so there is no
+recursion); every body
 step is parsed as a top-level step is (``shape.parse_step``, paths ``flows.NAME.steps[i]``), then
 the body is checked under part 1's rules (``rules.check_body``). The result is each flow's
 signature, which the ``run`` steps that call it are checked against.
@@ -39,11 +40,8 @@ def _kind_problem(raw: Any) -> str | None:
     if not isinstance(raw, dict):
         return None
     kind = raw.get("kind")
-    human_gate = kind == "gate" and "gate" in raw
-    if not isinstance(kind, str) or (kind in FLOW_STEP_KINDS and not human_gate):
+    if not isinstance(kind, str) or kind in FLOW_STEP_KINDS:
         return None
-    if human_gate:
-        return "a human gate waits for a person, and waits stay at the top level"
     if kind in STEP_MODELS or kind in PART2_KINDS:
         return f"a {kind} step cannot run inside a flow"
     return None
@@ -138,7 +136,7 @@ def _parse_flow(
                 PlanError(
                     "flow.step_kind",
                     join_path(base, "steps", i, "kind"),
-                    f"{problem}; fix: a flow body takes agent, gate (model gate) and set "
+                    f"{problem}; fix: a flow body takes agent, gate and set "
                     "steps: put the rest at the top level",
                 )
             )

@@ -1,4 +1,5 @@
-"""Sub-flows (plans-part2.md 5): scoped ids, ``with`` inputs and a flow's output.
+"""Sub-flows (docs/plans.md, "Sub-flows and nested budgets"): scoped ids, ``with`` inputs and a
+flow's output.
 
 Pure. A ``run`` step walks the body of ``flows[NAME]`` inline, in the same run; a child's id is
 scoped ``<run step>/<child>`` (step ids never contain ``/``) everywhere a run names it: the
@@ -192,7 +193,10 @@ def invocations(plan: Plan) -> Iterator[tuple[str, AgentStep | GateStep]]:
     for step in plan.steps:
         if isinstance(step, RunStep) and step.flow in plan.flows:
             for child in plan.flows[step.flow].steps:
-                if isinstance(child, AgentStep | GateStep):  # a set child dispatches nothing
+                # a set child and a human gate dispatch nothing
+                if isinstance(child, AgentStep) or (
+                    isinstance(child, GateStep) and not child.is_human()
+                ):
                     yield scoped(step.id, child.id), child
 
 

@@ -1,4 +1,5 @@
-"""The nested ledgers of a plan run (plans-part2.md 6): a step's own, a fan-out's, a sub-flow's.
+"""The nested ledgers of a plan run (docs/plans.md, "Sub-flows and nested budgets"): a step's own, a
+fan-out's, a sub-flow's.
 
 Pure, serializable (workflow state and ``status``). Three ledgers cover an invocation, innermost
 first: the **step** ledger (the step's ``budget``; a chain member's is its fan-out's), the
@@ -10,7 +11,8 @@ first: the **step** ledger (the step's ``budget``; a chain member's is its fan-o
   ``subflow-budget-exhausted``, nothing dispatched, never retried); the run ledger is asked last
   and pauses instead, so no one is asked to pay for a boundary a nested cap refuses. A step
   ledger reserves one *occurrence* of its step (``w`` invocations: the first run, a gate's redo,
-  a re-run after revise), a fan-out's its region, a sub-flow's each child boundary;
+  a re-run after revise), a fan-out's its region, a sub-flow's each child boundary (or, by the
+  reference's rule below, each call);
 - **spend** one invocation per dispatch in every covering ledger, inside what it holds (past it
   is ``BudgetInvariantViolated``); the rest is released when the boundary closes;
 - **settle** tokens, USD and wall clock after each invocation into every covering ledger, even
@@ -18,8 +20,17 @@ first: the **step** ledger (the step's ``budget``; a chain member's is its fan-o
   ``usd`` refuses the next call in its scope (``before_call``), retries included: ``tokens`` and
   ``usd`` stop the next call, ``calls`` and ``wall_ms`` are hard.
 
-Nested ledgers live for the run: a step re-run after a redo or revise spends in the same one
-(an author's structure, not the operator's money: ``extend_budget`` extends the run ledger only).
+Nested ledgers live for the run (an author's structure, not the operator's money:
+``extend_budget`` extends the run ledger only), with two rules of the reference that runs
+started before them replay without (``per_dispatch``, set at preflight):
+
+- a human gate's revise gives every step it resets a **fresh step ledger** (``fresh``): the
+  revised work starts over, while the sub-flow's and the run's ledgers keep counting (a step
+  re-run after a model gate's redo still spends in the same one);
+- a **sub-flow ledger reserves per dispatch**: one invocation and its stage timeout before each
+  call, not each child's worst case, so a ``budget: {calls: 2}`` flow of a one-call step and a
+  ``max_attempts: 2`` step runs both when the second succeeds first time, and fails
+  ``subflow-budget-exhausted`` only at the call that would overrun it.
 """
 
 from __future__ import annotations
@@ -30,7 +41,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from workflows.plan.boundaries import Reservation, occurrence
+from workflows.plan.boundaries import Reservation, occurrence, stage_timeout_ms
 from workflows.plan.flows import scoped
 from workflows.plan.ledger import BudgetInvariantViolated
 from workflows.plan.model import AgentStep, FanoutStep, GateStep, LedgerBudget, Plan, RunStep
@@ -52,6 +63,8 @@ class NestedLedger(BaseModel):
     wall_ms: int = 0
     held: int | None = None
     """Invocations left in the open reservation (None: nothing held)."""
+    per_dispatch: bool = False
+    """Reserves one invocation before each call instead of holding a boundary's worst case."""
 
     def refusal(self, res: Reservation) -> str | None:
         """Why this ledger cannot reserve ``res`` now, or None."""
@@ -81,12 +94,16 @@ class NestedLedger(BaseModel):
         return None
 
     def hold(self, res: Reservation) -> None:
-        self.held = res.invocations
+        if not self.per_dispatch:
+            self.held = res.invocations
 
     def release(self) -> None:
         self.held = None
 
     def spend(self, step_id: str) -> None:
+        if self.per_dispatch:  # the call was reserved just before it (``Ledgers.before_call``)
+            self.calls += 1
+            return
         if self.held is None or self.held <= 0:
             where = "with nothing held" if self.held is None else "past what it holds"
             raise BudgetInvariantViolated(
@@ -133,6 +150,12 @@ class Ledgers(BaseModel):
     covers: dict[str, list[str]] = Field(default_factory=dict)
     """Scoped step id -> the owners of the nested ledgers its invocations spend in, innermost
     first (a chain member's is its fan-out's; a sub-flow child's own, then its run step's)."""
+    call_wall_ms: dict[str, int] = Field(default_factory=dict)
+    """Scoped step id -> the wall clock one of its calls reserves in a per-dispatch ledger (its
+    stage timeout), for every step a sub-flow ledger covers."""
+    per_dispatch: bool = False
+    """The reference's rules: sub-flow ledgers reserve per dispatch, a revise gives fresh step
+    ledgers (False: a run recorded before them)."""
 
     @classmethod
     def for_plan(cls, plan: Plan) -> Ledgers:
@@ -158,7 +181,30 @@ class Ledgers(BaseModel):
                     owners += [step.id] if step.budget.is_set() else []
                     if owners:
                         ledgers.covers[sid] = owners
+                    if step.budget.is_set():
+                        ledgers.call_wall_ms[sid] = stage_timeout_ms(child)
         return ledgers
+
+    def reference_rules(self) -> None:
+        """Switch on the reference's rules (a run started after them): see the docstring."""
+        self.per_dispatch = True
+        for ledger in self.nested.values():
+            ledger.per_dispatch = ledger.scope == "subflow"
+
+    def fresh(self, step_ids: Iterable[str]) -> list[str]:
+        """A fresh step ledger for each of ``step_ids`` (a revise resets them), and for the
+        children of any ``run`` step among them; sub-flow ledgers keep what they spent.
+        Returns the owners whose ledgers were renewed. A no-op for runs recorded before it."""
+        if not self.per_dispatch:
+            return []
+        reset = set(step_ids)
+        renewed = []
+        for owner, ledger in self.nested.items():
+            body = owner.split("/", 1)[0] in reset and "/" in owner
+            if ledger.scope == "step" and (owner in reset or body):
+                self.nested[owner] = NestedLedger(owner=owner, scope="step", limits=ledger.limits)
+                renewed.append(owner)
+        return renewed
 
     def _add(self, owner: str, scope: LedgerScope, limits: LedgerBudget) -> None:
         self.nested[owner] = NestedLedger(owner=owner, scope=scope, limits=limits)
@@ -187,8 +233,12 @@ class Ledgers(BaseModel):
             checks.append((sid, res))
             holds.append((sid, res))
         if scope is not None and scope in self.nested:
-            checks.append((scope, res))
-            holds.append((scope, res))
+            if self.nested[scope].per_dispatch:  # only the boundary's first call, checked here
+                first = Reservation(min(res.invocations, 1), self.call_wall_ms.get(sid, 0))
+                checks.append((scope, first if res.invocations > 0 else res))
+            else:
+                checks.append((scope, res))
+                holds.append((scope, res))
         return checks, holds
 
     def check(self, needs: Iterable[tuple[str, Reservation]]) -> Exhausted | None:
@@ -217,11 +267,16 @@ class Ledgers(BaseModel):
                 ledger.release()
 
     def before_call(self, sid: str) -> Exhausted | None:
-        """A covering ledger whose tokens or USD are spent refuses the next call."""
+        """A covering ledger whose tokens or USD are spent refuses the next call, and so does a
+        per-dispatch ledger without room for this one call."""
         for owner in self.covers.get(sid, []):
-            why = self.nested[owner].stop()
+            ledger = self.nested[owner]
+            if ledger.per_dispatch:
+                why = ledger.refusal(Reservation(1, self.call_wall_ms.get(sid, 0)))
+            else:
+                why = ledger.stop()
             if why is not None:
-                return Exhausted(owner, self.nested[owner].scope, why)
+                return Exhausted(owner, ledger.scope, why)
         return None
 
     def spend(self, sid: str) -> None:

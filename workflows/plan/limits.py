@@ -38,9 +38,10 @@ The estimate, per boundary (``boundaries``), times the passes the walk can make 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from workflows.history_budget import HISTORY_EVENTS_BUDGET, TEMPORAL_HISTORY_EVENTS
 from workflows.plan.boundaries import (
     MAX_CONCURRENCY,
     AnyStep,
@@ -64,7 +65,6 @@ from workflows.plan.model import (
     TournamentStep,
 )
 from workflows.plan.worktrees import isolated_fanouts
-from workflows.tournament.preflight import HISTORY_EVENTS_BUDGET, TEMPORAL_HISTORY_EVENTS
 
 __all__ = [
     "EVENTS_PER_ACTIVITY",
@@ -174,12 +174,14 @@ def _worktree_events(step: FanoutStep) -> int:
 
 def _loops_back(plan: Plan) -> bool:
     """A human gate that routes (approve or kill) to itself or an earlier step."""
-    index = {s.id: i for i, s in enumerate(plan.steps)}
-    for i, step in enumerate(plan.steps):
-        if isinstance(step, GateStep) and step.gate is not None:
-            for target in (step.gate.on_approve, step.gate.on_kill):
-                if target is not None and index.get(target, len(plan.steps)) <= i:
-                    return True
+    scopes: list[Sequence[AnyStep]] = [plan.steps, *(f.steps for f in plan.flows.values())]
+    for steps in scopes:
+        index = {s.id: i for i, s in enumerate(steps)}
+        for i, step in enumerate(steps):
+            if isinstance(step, GateStep) and step.gate is not None:
+                for target in (step.gate.on_approve, step.gate.on_kill):
+                    if target is not None and index.get(target, len(steps)) <= i:
+                        return True
     return False
 
 
@@ -188,9 +190,11 @@ def estimate_history(plan: Plan) -> HistoryEstimate:
     per = [(_boundary_events(plan, b), b) for b in walk]
     one_pass = sum(events for events, _ in per)
     biggest_events, biggest = max(per, key=lambda p: p[0], default=(0, None))
+    # A body's gate revises within its body; counted as a pass over the whole plan, an upper
+    # bound.
     rounds = sum(
         (s.gate.max_rounds or plan.max_rounds or 0)
-        for s in plan.steps
+        for s in [*plan.steps, *(c for f in plan.flows.values() for c in f.steps)]
         if isinstance(s, GateStep) and s.gate is not None and s.gate.on_revise is not None
     )
     passes = 1 + rounds

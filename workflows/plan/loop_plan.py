@@ -1,7 +1,7 @@
 """Map a ``loop-plan/1`` document (the reference's camelCase form) onto ``ponder-plan/1``.
 
 Pure, and raw dict to raw dict: the result is validated by the same model and rules as a
-``ponder-plan/1`` document. The mapping (plans.md): ``stepId`` -> ``id``; ``gates[]``,
+``ponder-plan/1`` document. The mapping (docs/plans.md): ``stepId`` -> ``id``; ``gates[]``,
 ``pauses[]``, ``fanouts[]``, ``joins[]`` fold into their steps; ``failRoute``/``maxRedos`` ->
 ``fail_route``/``max_redos``; ``retry.maxAttempts``/``retryableFailureClasses`` ->
 ``retry.max_attempts``/``on``; ``budget.maxAgents`` -> ``max_agents``; ``x-role: qe`` -> ``role:
@@ -38,7 +38,7 @@ PART2_LOOP_KINDS = {"run"}
 PART2_LOOP_BUDGET = {"calls", "tokens", "usd", "wall_ms"}
 # Values the reference allows that ponder's part 1 implements exactly one way.
 ONLY_VALUE = {("fanouts", "overflow"): "window", ("joins", "onInvalid"): "named-failure"}
-# Part-2 features are ponder-plan/1 only (plans-part2.md): loop.unsupported in this form.
+# The newer plan features are ponder-plan/1 only: loop.unsupported in this form.
 PONDER_ONLY_KINDS = {"set"}
 PONDER_ONLY_STEP_KEYS = {"ensure", "iterate", "set"}
 
@@ -118,7 +118,7 @@ def _fold_index(m: LoopMapping, raw: Mapping[str, Any], key: str, by: str) -> di
 
 
 def _part2_only(m: LoopMapping, source: Mapping[str, Any], where: str) -> None:
-    """Part-2 plan features are ``ponder-plan/1`` only (plans-part2.md, first lines)."""
+    """The newer plan features are ``ponder-plan/1`` only (docs/plans.md)."""
     kind = source.get("kind")
     if isinstance(kind, str) and kind in PART2_LOOP_KINDS:
         _err(
@@ -162,7 +162,7 @@ def map_loop_plan(raw: Mapping[str, Any]) -> LoopMapping:
                 f"{key!r} is a ponder-plan/1 feature; fix: write the plan as ponder-plan/1",
             )
             continue
-        if key == "subsystems":  # the reference's opt-ins (003:328): part 2, ours only
+        if key == "subsystems":  # the reference's opt-ins: ours only
             _err(
                 m,
                 "loop.unsupported",
@@ -249,7 +249,7 @@ def map_loop_plan(raw: Mapping[str, Any]) -> LoopMapping:
                 m,
                 "loop.unsupported",
                 join_path(where, "kind"),
-                f"kind {source['kind']!r} is a ponder-plan/1 feature (plans-part2.md); "
+                f"kind {source['kind']!r} is a ponder-plan/1 feature; "
                 "fix: write the plan as ponder-plan/1",
             )
             continue
@@ -259,8 +259,7 @@ def map_loop_plan(raw: Mapping[str, Any]) -> LoopMapping:
                     m,
                     "loop.unsupported",
                     join_path(where, key),
-                    f"{key!r} is a ponder-plan/1 feature (plans-part2.md); "
-                    "fix: write the plan as ponder-plan/1",
+                    f"{key!r} is a ponder-plan/1 feature; fix: write the plan as ponder-plan/1",
                 )
                 continue
             if key in STEP_RENAMES:

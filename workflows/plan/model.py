@@ -97,20 +97,25 @@ FAILURE_CLASSES: tuple[str, ...] = (
 )
 STEP_KINDS: tuple[str, ...] = ("agent", "gate", "fanout", "pause", "tournament", "run", "set")
 FLOW_STEP_KINDS: tuple[str, ...] = ("agent", "gate", "set")
-"""What a sub-flow body takes (model gates only: waits stay top-level; no recursion)."""
+"""What a sub-flow body takes (model and human gates; pauses stay top-level; no recursion)."""
 FLOW_NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,63}$"
 FlowName = Annotated[str, StringConstraints(pattern=FLOW_NAME_PATTERN)]
-# A CEL expression (plans-part2.md section 1). Its bounds (2,000 characters, 400 nodes, ...)
-# are checked by workflows.plan.expressions with the expr.* codes, so only the schema shows the
-# length; a too-long text is expr.too_complex, not a generic range error.
+# A CEL expression (docs/plans.md, "Expressions, ensure, iterate and set"). Its bounds (2,000
+# characters, 400 nodes, ...) are checked by workflows.plan.expressions with the expr.* codes, so
+# only the schema shows the length; a too-long text is expr.too_complex, not a generic range error.
 Cel = Annotated[str, Field(min_length=1, json_schema_extra={"maxLength": 2000})]
 SetKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")]
 MAX_ENSURES = 20
 MAX_STEPS = 10_000
+MAX_PLAN_CONCURRENCY = 256
 # Who executes an agent step: the engine (a provider call), or an external client that answers
-# the step's issuance with the step_done update (plans-part2.md section 7).
+# the step's issuance with the step_done update (docs/plans.md, "Consumer steps").
 Dispatch = Literal["engine", "consumer"]
 CHECKPOINT_DOC = "commit a checkpoint with this label when the step succeeds (top level only)"
+WHEN_DOC = (
+    "CEL over input and steps: false skips the step, and the steps that depend on it (not on a "
+    "fan-out's chain member)"
+)
 MAX_TIMEOUT_MS = 7 * 24 * 3600 * 1000
 MIN_DEADLINE_MS = 1000
 MAX_DEADLINE_MS = 90 * 24 * 3600 * 1000
@@ -168,6 +173,11 @@ class _Vendor(BaseModel):
         return (self.__pydantic_extra__ or {}).get(key)
 
 
+def _unset(value: object) -> bool:
+    # Dumped only when set: a plan without ``when`` dumps (and so fingerprints) as before.
+    return value is None
+
+
 def _finite(value: object) -> bool:
     if isinstance(value, float):
         return math.isfinite(value)
@@ -193,9 +203,10 @@ class Artifacts(_Strict):
 
 
 class LedgerBudget(_Strict):
-    """A nested ledger's limits (plans-part2.md 6): a step's own, a fan-out's (all items), a
-    ``run`` step's (its sub-flow). Unset: no limit of that kind at this level. The ceilings
-    are the run ledger's (``PlanBudget``): no nested ledger may hold more than a run can."""
+    """A nested ledger's limits (docs/plans.md, "Sub-flows and nested budgets"): a step's own, a
+    fan-out's (all items), a ``run`` step's (its sub-flow). Unset: no limit of that kind at this
+    level. The ceilings are the run ledger's (``PlanBudget``): no nested ledger may hold more than a
+    run can."""
 
     calls: int | None = Field(default=None, ge=1, le=MAX_CALLS)
     tokens: int | None = Field(default=None, ge=1, le=MAX_BUDGET_TOKENS)
@@ -293,6 +304,7 @@ class _Invocation(_Vendor):
     role: Literal["qe"] | None = None
     dispatch: Dispatch = "engine"
     checkpoint: Label | None = Field(default=None, description=CHECKPOINT_DOC)
+    when: Cel | None = Field(default=None, description=WHEN_DOC, exclude_if=_unset)
 
     def attempts(self) -> int:
         """Worst-case invocations of one occurrence: ``max(1, min(max_agents, max_attempts))``
@@ -365,6 +377,7 @@ class GateStep(_Invocation):
     gate: HumanGate | None = None
     dispatch: Dispatch = Field(default="engine", description="consumer is refused on a gate")
     checkpoint: Label | None = Field(default=None, description=CHECKPOINT_DOC)
+    when: Cel | None = Field(default=None, description=WHEN_DOC, exclude_if=_unset)
 
     def is_human(self) -> bool:
         return self.gate is not None
@@ -398,6 +411,7 @@ class FanoutStep(_Vendor):
     title: str | None = Field(default=None, max_length=500)
     fanout: FanoutSpec
     checkpoint: Label | None = Field(default=None, description=CHECKPOINT_DOC)
+    when: Cel | None = Field(default=None, description=WHEN_DOC, exclude_if=_unset)
     budget: LedgerBudget = Field(
         default_factory=LedgerBudget, description="the region's ledger: every item's calls"
     )
@@ -420,6 +434,7 @@ class PauseStep(_Vendor):
     title: str | None = Field(default=None, max_length=500)
     pause: PauseSpec
     checkpoint: Label | None = Field(default=None, description=CHECKPOINT_DOC)
+    when: Cel | None = Field(default=None, description=WHEN_DOC, exclude_if=_unset)
 
 
 class TournamentSpec(_Strict):
@@ -445,6 +460,7 @@ class TournamentStep(_Vendor):
     timeout_ms: int | None = Field(default=None, ge=1, le=MAX_TIMEOUT_MS)
     tournament: TournamentSpec = Field(default_factory=TournamentSpec)
     checkpoint: Label | None = Field(default=None, description=CHECKPOINT_DOC)
+    when: Cel | None = Field(default=None, description=WHEN_DOC, exclude_if=_unset)
 
 
 class RunStep(_Vendor):
@@ -473,6 +489,7 @@ class RunStep(_Vendor):
     )
     on_fail: StepId | None = None
     checkpoint: Label | None = Field(default=None, description=CHECKPOINT_DOC)
+    when: Cel | None = Field(default=None, description=WHEN_DOC, exclude_if=_unset)
 
 
 class SetStep(_Vendor):
@@ -487,6 +504,7 @@ class SetStep(_Vendor):
     out: ContractName | None = None
     ensure: list[Ensure] = Field(default_factory=list, max_length=MAX_ENSURES)
     checkpoint: Label | None = Field(default=None, description=CHECKPOINT_DOC)
+    when: Cel | None = Field(default=None, description=WHEN_DOC, exclude_if=_unset)
 
 
 Step = Annotated[
@@ -557,6 +575,14 @@ class PlanHeader(_Vendor):
     contracts: dict[ContractName, dict[ContractName, TypeExpr]] = Field(default_factory=dict)
     max_rounds: int | None = Field(
         default=None, ge=1, le=100, description="human-gate revise rounds"
+    )
+    concurrency: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_PLAN_CONCURRENCY,
+        description="top-level agent and set steps in flight at once, each once what it reads "
+        "has settled (default 1: one step at a time, in plan order)",
+        exclude_if=_unset,
     )
     training_pairs: bool = Field(
         default=False,

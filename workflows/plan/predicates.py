@@ -1,4 +1,5 @@
-"""What CEL sees and what the model is told around ensure, iterate and set (plans-part2.md 1-4).
+"""What CEL sees and what the model is told around ensure, iterate and set (docs/plans.md,
+"Expressions, ensure, iterate and set").
 
 Pure. ``bindings`` builds the JSON an expression is evaluated over: ``result`` (the attempt's
 output: parsed JSON when the step has an ``out`` contract, else its text; a set step's map),

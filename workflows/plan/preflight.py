@@ -1,4 +1,4 @@
-"""The preflight refusals of a plan run (plans.md "Run" 1), in the spec's order.
+"""The preflight refusals of a plan run (docs/plans.md), in their fixed order.
 
 Pure: the workflow calls these in order and runs the one effect between them (the workspace
 containment probe, an activity) itself. Each refusal is a ``PlanFailure`` with its reason.

@@ -1,6 +1,7 @@
-"""The one closed enum of plan-run reasons (plans.md "Reasons"); the only source of the strings.
+"""The one closed enum of plan-run reasons (docs/plans.md, "Failure reasons"); the only source of
+the strings.
 
-Pure. Grouped as the spec groups them; ``GROUPS`` lets tests walk every member.
+Pure. Grouped as docs/plans.md groups them; ``GROUPS`` lets tests walk every member.
 """
 
 from __future__ import annotations

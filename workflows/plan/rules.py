@@ -1,4 +1,4 @@
-"""Cross-field plan rules (plans.md "Validation"), run after every step has been parsed.
+"""Cross-field plan rules (docs/plans.md, "Validation"), run after every step has been parsed.
 
 Pure. Each rule reports every violation it finds as a ``PlanError``; a step that failed to parse
 is passed as None (its id, when readable, still counts, so a typo in one step does not make every
@@ -323,7 +323,8 @@ class _Checker(ExpressionRules):
                     "budget",
                     field,
                     message=f"budget.{field}={limit} is below the {need} {unit} that {what} "
-                    f"reserves; fix: give at least {need}, or lower the retries/timeouts inside",
+                    f"needs at worst; fix: give at least {need}, or lower the retries/timeouts "
+                    "inside",
                 )
 
     def gate(self, i: int, step: GateStep) -> None:
@@ -591,6 +592,7 @@ class _Checker(ExpressionRules):
             if step is None:
                 continue
             self.deps(i, step)
+            self.condition(i, step)
             owner = self.owner.get(step.id)
             if owner is not None and owner != i:
                 self.member(i, step, owner)

@@ -105,8 +105,9 @@ class PlanBudgetStatus(BaseModel):
 
 
 class LedgerStatus(BaseModel):
-    """A nested ledger (plans-part2.md 6): a step's own, a fan-out's, a sub-flow's. None: no
-    limit of that kind at this level (the run's ledger is ``PlanStatus.budget``)."""
+    """A nested ledger (docs/plans.md, "Sub-flows and nested budgets"): a step's own, a fan-out's, a
+    sub-flow's. None: no limit of that kind at this level (the run's ledger is
+    ``PlanStatus.budget``)."""
 
     owner: str
     scope: Literal["step", "subflow"]

@@ -21,8 +21,11 @@ later is reported at the path the author wrote (``flows.main.steps[2].do``). The
   checked by the contract (the run's last output);
 - ``budget: {usd, tokens, dispatches, ms}`` -> ``{usd, tokens, calls, wall_ms}``.
 
-Refused with a code naming the key: ``when``, ``evaluate``, a consumer-dispatched fan-out,
-``pre_merge``, ``on_fail`` on a fan-out, a gate inside a sub-flow, enum contract types, an
+- ``when`` -> ``when`` (CEL; the steps it reads join the deps), on a step of any flow; a
+  ``gate`` in a sub-flow is a human gate in that flow's body.
+
+Refused with a code naming the key: ``when`` on a fan-out stage, ``evaluate``, a
+consumer-dispatched fan-out, ``pre_merge``, ``on_fail`` on a fan-out, enum contract types, an
 optional field in the entry output's contract, and any expression or reference
 ``stratum_expr`` cannot translate exactly. ``x-*`` keys pass through (``x-sim`` scripts).
 
@@ -284,13 +287,6 @@ class _FlowMapper:
                     join_path(where, str(key)),
                     f"{key!r} is not a field of a {kind} step; fix: remove it",
                 )
-        if "when" in step:
-            _unsupported(
-                self.m,
-                join_path(where, "when"),
-                "conditional steps (when) do not run in ponder",
-                "drop when, or split the flow",
-            )
         if kind == "evaluate":
             _unsupported(
                 self.m,
@@ -309,22 +305,32 @@ class _FlowMapper:
         elif kind == "set":
             self.set_step(out, step, where, i)
         elif kind == "gate":
-            if not top:
-                _unsupported(
-                    self.m,
-                    join_path(where, "gate"),
-                    "a human gate inside a sub-flow does not run in ponder",
-                    "move the gate into the entry flow",
-                )
-                return
             self.gate_step(out, step, where, i)
         elif kind == "run":
             self.run_step(out, step, where, i)
         else:
             self.steps.append(out)  # the fan-out first, its stages after it
             self.fanout_step(out, step, where, i)
+            self.condition(out, step, where, i)
             return
+        self.condition(out, step, where, i)
         self.steps.append(out)
+
+    def condition(self, out: dict[str, Any], step: Mapping[str, Any], where: str, i: int) -> None:
+        """``when`` -> ``when`` in CEL; the steps it reads become deps (as references do)."""
+        if "when" not in step:
+            return
+        at = join_path(where, "when")
+        self.m.paths[self.new(i, "when")] = at
+        try:
+            cel = translate_expression(step["when"], ExprSite(result="steps"), predicate=False).cel
+        except ExprError as exc:
+            _err(self.m, "stratum.expression", at, f"{exc}")
+            return
+        out["when"] = cel
+        deps = out.get("deps")
+        if isinstance(deps, list) and cel is not None:
+            out["deps"] = deps + [s for s in _steps_read(cel) if s not in deps]
 
     def do_step(
         self, out: dict[str, Any], step: Mapping[str, Any], where: str, i: int, site: ExprSite

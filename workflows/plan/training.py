@@ -1,4 +1,4 @@
-"""Training pairs (plans-part2.md section 11): the ``ponder-trainpair/1`` record, built pure.
+"""Training pairs (docs/plans.md, "Training pairs"): the ``ponder-trainpair/1`` record, built pure.
 
 A plan with ``training_pairs: true`` captures, at each successful settle of an agent step, the
 prompt as sent and the output as a supervised pair. The workflow builds the record here (so the

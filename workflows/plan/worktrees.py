@@ -1,5 +1,5 @@
-"""Worktree-isolated fan-out (plans-part2.md section 9): names, ceilings, the landing rule, and
-the models the workflow and the git activities (``activities.plan.worktrees``) exchange.
+"""Worktree-isolated fan-out (docs/plans.md, "Worktree fan-out"): names, ceilings, the landing rule,
+and the models the workflow and the git activities (``activities.plan.worktrees``) exchange.
 
 Pure (pydantic only). A region with ``fanout.isolation: worktree`` runs in five moves, each an
 activity, so git never runs in workflow code:

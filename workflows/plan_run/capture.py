@@ -1,4 +1,4 @@
-"""Training-pair capture (plans-part2.md section 11), from workflow code.
+"""Training-pair capture (docs/plans.md, "Training pairs"), from workflow code.
 
 With ``training_pairs: true`` the dispatcher calls ``capture`` at each successful settle of an
 agent step (chain members, redos and every item each count; failures never do). The record is

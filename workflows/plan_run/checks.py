@@ -1,4 +1,5 @@
-"""Ensure predicates and ``iterate.until`` in a plan run (plans-part2.md sections 1-3).
+"""Ensure predicates and ``iterate.until`` in a plan run (docs/plans.md, "Expressions, ensure,
+iterate and set").
 
 Workflow code; every effect is an activity. Per attempt, after the output, the landed barrier
 and the ``out`` contract (``dispatch``):
@@ -153,7 +154,7 @@ async def check_ensures(
     result: Any,
     scope: AttemptScope,
 ) -> CheckFailure | None:
-    """The step's ensure predicates on one attempt's output, in the spec's order (``sid``: the
+    """The step's ensure predicates on one attempt's output, in a fixed order (``sid``: the
     step's scoped id, ``<run step>/<child>`` in a sub-flow's body)."""
     plan, record = dispatcher.plan, dispatcher.record
     member = scope.item_index is not None

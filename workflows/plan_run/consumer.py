@@ -27,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
         token_digest,
     )
     from workflows.plan.reasons import Reason
+    from workflows.plan.run_record import CallRow
     from workflows.plan_run.finish import write_trace
     from workflows.plan_run.state import PlanRunState
 
@@ -95,6 +96,19 @@ async def _issue_and_wait(run: PlanRunState, consumer: ConsumerCall) -> ModelRes
     answer = run.desk.answers.pop(token, None)
     if answer is None:  # a revert abandoned the wait: applying it rotates the token
         assert control.revert_to is not None
+        # The invocation was spent: its row keeps calls.jsonl, cost.json and the closing line
+        # counting what the ledger counts.
+        run.record.calls.append(
+            CallRow(issuance.invocation, sid, call.request.model, outcome="reverted")
+        )
+        run.record.event(
+            "settled",
+            caused_by=[consumer.seq],
+            step=sid,
+            invocation=issuance.invocation,
+            ok=False,
+            failure="reverted",
+        )
         raise Reverted(control.revert_to)
     _stop_waiting(run)
     run.record.event(

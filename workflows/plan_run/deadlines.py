@@ -1,4 +1,5 @@
-"""Human-gate deadlines and escalation (plans-part2.md section 10), from workflow code.
+"""Human-gate deadlines and escalation (docs/plans.md, "Gate deadlines and escalation"), from
+workflow code.
 
 A timed gate waits on durable timers (``workflow.wait_condition(..., timeout=...)``), measured
 from when its wait opened:

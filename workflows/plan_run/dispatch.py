@@ -46,7 +46,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.predicates import AttemptScope, result_of
     from workflows.plan.prompts import assemble_prompt, count_key, invocation_id, retry_feedback
     from workflows.plan.reasons import Reason
-    from workflows.plan.refs import RefError, RenderTooLong, render
+    from workflows.plan.refs import Ref, RefError, RenderTooLong, parse_template, render
     from workflows.plan.run_record import CallRow, PlanFailure, PlanRecord
     from workflows.plan.run_types import LandedInput, PathsInput, WriteSnapshot
     from workflows.plan_run.checks import check_ensures
@@ -91,7 +91,7 @@ _REASON_OF = {
 @dataclass(frozen=True)
 class Redo:
     """A model gate re-runs its fail route: the route step's upstream is its own previous
-    output (plans.md "Run" 4, as the reference does)."""
+    output (docs/plans.md; the reference interpreter does the same)."""
 
     gate: str
     """The gate's scoped id."""
@@ -256,7 +256,8 @@ class Dispatcher:
                 step=sid,
             ) from None
         except RefError as exc:
-            raise PlanFailure(Reason.MALFORMED_OUTPUT, f"{sid}: {exc}", step=sid) from None
+            detail = self._unrendered(step.prompt or "", exc, at.prefix)
+            raise PlanFailure(Reason.MALFORMED_OUTPUT, f"{sid}: {detail}", step=sid) from None
         upstream = outputs.get(step.deps[0]) if len(step.deps) == 1 else None
         prompt = assemble_prompt(
             step,
@@ -273,6 +274,29 @@ class Dispatcher:
         if isinstance(step, AgentStep) and step.iterate is not None:
             return await iterate(self, step, sid, prompt, contract, scope)
         return await self.attempts(step, sid, prompt, contract, scope)
+
+    def _unrendered(self, prompt: str, exc: RefError, prefix: str | None) -> str:
+        """Why a prompt did not render. A reference to a skipped step's output names the skip:
+        a false ``when`` skips only its own step, so a step after it may run and read it."""
+        try:
+            segments = parse_template(prompt)
+        except RefError:
+            return str(exc)  # the template itself is what failed
+        skipped = [
+            s.name
+            for s in segments
+            if isinstance(s, Ref)
+            and s.source == "steps"
+            and self.record.steps.get(scoped(prefix, s.name)) == "skipped"
+        ]
+        if not skipped:
+            return str(exc)
+        name = skipped[0]
+        return (
+            f"{exc} (step {name!r} was skipped, so its output is unavailable); fix: give this "
+            f"step a when that is false whenever {name!r} is skipped (its own condition, say), "
+            "or an on_fail route"
+        )
 
     async def attempts(
         self,

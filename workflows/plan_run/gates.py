@@ -1,4 +1,4 @@
-"""Gates (plans.md "Run" 4 and 5).
+"""Gates (docs/plans.md).
 
 A **model gate** is an invocation whose own output carries the verdict: PASS continues; FAIL or
 unparseable re-runs the route step and then the gate while redos are left; a ``terminal:`` route
@@ -9,6 +9,7 @@ routes to ``on_approve``, kill to ``on_kill`` (or fails ``gate-killed``), revise
 and everything downstream within ``max_rounds`` (the epoch bumps, so tokens rotate). A gate
 with a ``deadline`` or ``escalate`` waits on timers (``deadlines``): its default decides as a
 person would, except that a default kill with no ``on_kill`` fails ``gate-deadline-expired``.
+Either gate may sit in a sub-flow's body; its routes stay within the body.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.boundaries import downstream_of
     from workflows.plan.deadlines import schedule
     from workflows.plan.gates import gate_verdict
-    from workflows.plan.model import AgentStep, GateStep, Plan
+    from workflows.plan.model import AgentStep, GateStep
     from workflows.plan.reasons import Reason
     from workflows.plan.run_record import PlanFailure, TerminalRoute
     from workflows.plan.run_types import PendingGate
@@ -95,76 +96,98 @@ async def model_gate(
         )
 
 
-async def human_gate(run: PlanRunState, plan: Plan, step: GateStep) -> str | None:
-    """Wait for the decision; returns the step id the walk jumps to, or None to go on."""
+async def human_gate(run: PlanRunState, scope: Scope, step: GateStep) -> str | None:
+    """Wait for the decision; returns the step id the walk jumps to (in ``scope``), or None to
+    go on. In a sub-flow's body the gate is known by its scoped id (``<run step>/<gate>``):
+    status shows it so, ``resolve_gate`` names it so, and a revise resets within the body."""
     gate = step.gate
     assert gate is not None
-    rounds = run.rounds.get(step.id, 0)
+    plan = scope.plan
+    sid = scope.sid(step.id)
+    rounds = run.rounds.get(sid, 0)
     token = f"{run.epoch}-{workflow.uuid4().hex[:12]}"
-    pending = PendingGate(step=step.id, token=token, round=rounds)
+    pending = PendingGate(step=sid, token=token, round=rounds)
     timers = schedule(gate)
     opened = workflow.now()
     if timers.timed:
         pending = open_timed_gate(pending, step, timers, opened)
-    run.gates[step.id] = pending
-    run.record.steps[step.id] = "waiting"
+    run.gates[sid] = pending
+    run.record.steps[sid] = "waiting"
     timed: dict[str, Any] = {}
     if timers.timed:
         timed = {"deadline_at": pending.deadline_at, "default": pending.default}
-    run.record.event("gate.opened", step=step.id, token=token, round=rounds, **timed)
+    run.record.event("gate.opened", step=sid, token=token, round=rounds, **timed)
     waited_ms = await wait_for_person(
         run,
         "awaiting_gate",
         Reason.GATE_PENDING,
-        lambda: step.id in run.decisions,
-        wait=(lambda: wait_with_timers(run, step.id, timers, pending, opened))
+        lambda: sid in run.decisions,
+        wait=(lambda: wait_with_timers(run, sid, timers, pending, opened))
         if timers.timed
         else None,
     )
-    decision = run.decisions.pop(step.id)
-    run.gates.pop(step.id, None)
-    by_deadline = run.expired_tokens.get(step.id) == token
-    by = run.deciders.pop(step.id, None)
+    decision = run.decisions.pop(sid)
+    run.gates.pop(sid, None)
+    by_deadline = run.expired_tokens.get(sid) == token
+    by = run.deciders.pop(sid, None)
     decided: dict[str, Any] = {"decided_by": "deadline"} if by_deadline else {}
     if by is not None and not by_deadline:
         decided["decided_by"] = by  # a person who gave their name (the CLI: the local user)
     run.record.event(
         "gate.decided",
-        step=step.id,
+        step=sid,
         decision=decision,
         round=rounds,
         waited_ms=waited_ms,
         **decided,
     )
-    run.settle(step.id, decision)
-    run.settle_by_message(step.id, step.deps, decision=decision, **decided)
+    scope.settle(step.id, decision)
+    run.settle_by_message(sid, [scope.sid(d) for d in step.deps], decision=decision, **decided)
     if decision == "approve":
         return gate.on_approve
     if decision == "kill":
         if gate.on_kill is not None:
             return gate.on_kill
-        run.record.steps[step.id] = "failed"
+        run.record.steps[sid] = "failed"
         if by_deadline:
             raise PlanFailure(
                 Reason.GATE_DEADLINE_EXPIRED,
-                f"gate {step.id!r}: nobody decided within {gate.deadline} ms; its default is "
+                f"gate {sid!r}: nobody decided within {gate.deadline} ms; its default is "
                 "kill and on_kill is null",
-                step=step.id,
+                step=sid,
             )
-        raise PlanFailure(Reason.GATE_KILLED, f"gate {step.id!r} was killed", step=step.id)
+        raise PlanFailure(Reason.GATE_KILLED, f"gate {sid!r} was killed", step=sid)
     max_rounds = gate.max_rounds or plan.max_rounds or 0
     target = gate.on_revise
     if rounds >= max_rounds or target is None:
-        run.record.steps[step.id] = "failed"
+        run.record.steps[sid] = "failed"
         raise PlanFailure(
             Reason.GATE_ROUNDS_EXHAUSTED,
-            f"gate {step.id!r}: revise asked after {rounds} of {max_rounds} round(s)",
-            step=step.id,
+            f"gate {sid!r}: revise asked after {rounds} of {max_rounds} round(s)",
+            step=sid,
         )
-    run.rounds[step.id] = rounds + 1
+    run.rounds[sid] = rounds + 1
     run.epoch += 1
-    for reset in downstream_of(plan, target):
-        run.outputs.pop(reset, None)
-        run.record.steps[reset] = "pending"
-    run.record.event("gate.revise", step=step.id, target=target, epoch=run.epoch)
+    before = dict(run.record.steps)
+    _reset(run, scope, target)
+    reset = [s for s, state in run.record.steps.items() if state != before.get(s)]
+    renewed = run.ledgers.fresh(reset)  # the revised work starts over in fresh step ledgers
+    extra: dict[str, Any] = {"ledgers_renewed": renewed} if renewed else {}
+    run.record.event("gate.revise", step=sid, target=scope.sid(target), epoch=run.epoch, **extra)
     return target
+
+
+def _reset(run: PlanRunState, scope: Scope, target: str) -> None:
+    """Forget ``target`` and everything downstream of it in ``scope`` (a body's own steps)."""
+    if scope.prefix is None:
+        for reset in downstream_of(scope.plan, target):
+            run.outputs.pop(reset, None)
+            run.record.steps[reset] = "pending"
+        return
+    hit = {target}
+    for child in scope.body():
+        if child.id in hit or any(d in hit for d in child.deps):
+            hit.add(child.id)
+            scope.outputs.pop(child.id, None)
+            run.outputs.pop(scope.sid(child.id), None)
+            run.record.steps[scope.sid(child.id)] = "pending"

@@ -1,4 +1,5 @@
-"""``iterate: {max, until}`` (plans-part2.md section 3): an agent step re-run until ``until``.
+"""``iterate: {max, until}`` (docs/plans.md, "Expressions, ensure, iterate and set"): an agent step
+re-run until ``until``.
 
 Workflow code. Each iteration is a whole attempt cycle with its own ``retry`` (iterations do not
 eat each other's attempts); ``until`` runs once the contract and ensures pass, with

@@ -1,4 +1,4 @@
-"""Pause steps (plans.md "Run" 6): the run waits ``awaiting_input`` until the step's
+"""Pause steps (docs/plans.md): the run waits ``awaiting_input`` until the step's
 ``resume_arg`` has a value (the ``resume`` update or signal, checked in ``state``); the step's
 output is that value. A value given at start satisfies the pause without waiting.
 """

@@ -1,4 +1,4 @@
-"""Preflight (plans.md "Run" 1): the start arguments, then the refusals in the spec's order,
+"""Preflight (docs/plans.md): the start arguments, then the refusals in their fixed order,
 before anything runs; what survives opens the ledger and the dispatcher.
 
     trace-emit-required -> plan-model-unroutable -> escalation-unroutable (an activity asks
@@ -44,6 +44,7 @@ __all__ = ["WRITE_RETRY", "preflight"]
 WRITE_RETRY = RetryPolicy(maximum_attempts=10, non_retryable_error_types=["ValueError"])
 WORKSPACE_ROOTS_PATCH = "plan-workspace-roots"
 DEFAULT_PER_ITEM_PATCH = "plan-default-budget-per-item"
+NESTED_LEDGERS_PATCH = "plan-nested-ledgers-per-dispatch"
 
 
 async def check_notifiers(plan: Plan) -> None:
@@ -115,6 +116,9 @@ async def preflight(run: PlanRunState, plan: Plan) -> Dispatcher:
     per_item = not default_calls_differ(plan) or workflow.patched(DEFAULT_PER_ITEM_PATCH)
     run.ledger = open_ledger(plan, run.input, per_item=per_item)
     run.ledgers = Ledgers.for_plan(plan)
+    # Asked only by plans with nested budgets: histories from before replay the old rules.
+    if run.ledgers.nested and workflow.patched(NESTED_LEDGERS_PATCH):
+        run.ledgers.reference_rules()
 
     def provider_wait(until: datetime | None, code: str) -> None:
         """A provider asked to wait longer than a call may, or no MCP session serves an mcp:

@@ -1,4 +1,4 @@
-"""Fan-out regions (plans.md "Run" 7): the first ``max_fanout`` items (after dedup) run their
+"""Fan-out regions (docs/plans.md): the first ``max_fanout`` items (after dedup) run their
 chain, ``concurrency`` at a time; a failed branch is null; the join (``all`` | ``any`` |
 ``quorum:N``) decides, and an unsatisfied one carries the first failing branch's reason by item
 index, not by completion time. With ``isolation: worktree`` each item runs in its own git

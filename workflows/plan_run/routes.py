@@ -1,6 +1,7 @@
 """Route activation from workflow code: whether the walk runs a boundary, skips it, or leaves it
-stranded (the rule is ``workflows.plan.activation``'s), and the routes a decided human gate
-arms.
+stranded (the rule is ``workflows.plan.activation``'s), the routes a decided human gate arms,
+and a step's ``when`` (evaluated once its deps let it run: false skips that step alone, and
+what depends on it still runs; an untaken route's skip carries on to its dependents).
 
 Armed route targets share ``on_fail_armed`` with ``on_fail``'s, so a checkpoint's snapshot and
 a revert carry them as they do the others.
@@ -20,12 +21,17 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.plan.boundaries import Boundary
     from workflows.plan.model import GateStep
+    from workflows.plan.predicates import AttemptScope, bindings
     from workflows.plan.reasons import Reason
     from workflows.plan.run_record import PlanFailure
+    from workflows.plan_run.checks import evaluate
+    from workflows.plan_run.dispatch import Dispatcher
     from workflows.plan_run.scope import Scope
     from workflows.plan_run.state import PlanRunState
 
-__all__ = ["arm", "decide", "not_run", "stranded_failure"]
+__all__ = ["arm", "condition", "decide", "not_run", "stranded_failure"]
+
+WHEN_NAMES = {"input", "steps"}
 
 
 def decide(
@@ -40,6 +46,7 @@ def decide(
         states={d: run.record.steps.get(scope.sid(d), "pending") for d in near},
         outputs={d: scope.outputs.get(d) for d in near},
         gates={d: g for d in near if _is_human_gate(g := scope.step(d))},
+        local={d for d in near if scope.sid(d) in run.when_skipped},
     )
 
 
@@ -66,6 +73,12 @@ def not_run(
     stranded.pop(sid, None)
     for held in _held(scope, boundary):
         run.record.steps[held] = "skipped"
+        # Set or cleared each time: a revise or a revert walks a step again, and its skip may
+        # then be of the other kind.
+        if decided.local:
+            run.when_skipped.add(held)
+        else:
+            run.when_skipped.discard(held)
 
 
 def _held(scope: Scope, boundary: Boundary) -> list[str]:
@@ -113,3 +126,42 @@ def stranded_failure(
     if not left:
         return None
     return PlanFailure(Reason.STEPS_STRANDED, stranded_detail(left), step=left[0][0])
+
+
+async def condition(
+    run: PlanRunState, dispatcher: Dispatcher, scope: Scope, boundary: Boundary
+) -> Verdict:
+    """A step's ``when`` over its scope's input and outputs: true (or none) runs it, false
+    skips it (a local skip: its dependents are not skipped for it). A value that is not a
+    boolean, or an evaluation error, fails the step ``expr-failed``: a condition that cannot
+    be read decides nothing."""
+    step = scope.step(boundary.step_id)
+    text: str | None = getattr(step, "when", None)
+    if text is None:
+        return Verdict("run")
+    sid = scope.sid(step.id)
+    where = AttemptScope(scope.inputs, scope.outputs, prefix=scope.prefix)
+    values = bindings([text], plan=dispatcher.plan, scope=where, names=WHEN_NAMES)
+    (outcome,) = await evaluate([text], values, step=sid)
+    if outcome.ok and isinstance(outcome.value, bool):
+        run.record.event("when.evaluated", step=sid, holds=outcome.value)
+        if outcome.value:
+            return Verdict("run")
+        return Verdict("skip", f"when {text} is false", local=True)
+    error = outcome.error if not outcome.ok else f"gave {_json_kind(outcome.value)}, not a boolean"
+    run.record.steps[sid] = "failed"
+    run.record.event("when.evaluated", step=sid, error=error)
+    raise PlanFailure(
+        Reason.EXPR_FAILED,
+        f"{sid}.when = {text}: {error}; fix: make it a boolean over outputs that exist when the "
+        "step runs (e.g. compare with ==)",
+        step=sid,
+    )
+
+
+def _json_kind(value: object) -> str:
+    if value is None:
+        return "null"
+    return {str: "a string", int: "a number", float: "a number", list: "a list", dict: "a map"}.get(
+        type(value), type(value).__name__
+    )

@@ -51,6 +51,10 @@ class Scope:
     def step(self, step_id: str) -> AnyStep:
         return self._steps[step_id]
 
+    def body(self) -> list[AnyStep]:
+        """The scope's steps in plan order."""
+        return list(self._steps.values())
+
     def settle(self, step_id: str, output: Any) -> None:
         self.outputs[step_id] = output
         if self.prefix is None:

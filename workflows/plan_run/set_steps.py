@@ -1,4 +1,5 @@
-"""``kind: set`` (plans-part2.md section 4): computed values, no reservation, no dispatch.
+"""``kind: set`` (docs/plans.md, "Expressions, ensure, iterate and set"): computed values, no
+reservation, no dispatch.
 
 Workflow code. One ``evaluate_cel`` local activity evaluates every key over ``input`` and
 ``steps`` into a map, the step's output (``${steps.<id>.output.<KEY>}`` in prompts,

@@ -114,13 +114,16 @@ class PlanRunState:
         self.pending_pause: PendingPause | None = None
         self.need: str | None = None
         self.on_fail_armed: set[str] = set()
+        self.when_skipped: set[str] = set()
+        """Scoped ids skipped by their own false ``when``: a local skip, so a step depending on
+        one still runs (``workflows.plan.activation``); a route's skip is never in it."""
         self.wall_started: Any = None
         self.waited_ms = 0
         """Time spent waiting for a person (pauses, human gates, budget extensions): never
         charged to the wall budget (``waits``)."""
         self.waiting_since: datetime | None = None
-        # Consumer steps and checkpoints (plans-part2.md 7, 8): consumer_control,
-        # checkpoint_control and plan_run.checkpoints use these.
+        # Consumer steps and checkpoints (docs/plans.md, "Consumer steps" and "Checkpoints"):
+        # consumer_control, checkpoint_control and plan_run.checkpoints use these.
         self.desk = ConsumerDesk()
         self.consumer_steps: frozenset[str] = frozenset()
         self.plan_digest = ""
@@ -337,6 +340,13 @@ class PlanRunState:
         self.record.refuse(signal.removesuffix("_signal"), INPUT_INVALID, message)
 
     # -- queries -----------------------------------------------------------------------------
+
+    def calls_spent(self) -> int:
+        """Model calls spent: the run ledger's count (a tournament step's child calls and a
+        call a revert abandoned included), the one number ``status`` and the result show."""
+        if self.ledger is not None:
+            return self.ledger.budget.spent.calls
+        return sum(c.model_calls for c in self.record.calls)
 
     def budget_status(self) -> PlanBudgetStatus:
         ledger = self.ledger

@@ -1,4 +1,5 @@
-"""Sub-flows (plans-part2.md 5): a ``run`` step walks ``flows[NAME]``'s body inline.
+"""Sub-flows (docs/plans.md, "Sub-flows and nested budgets"): a ``run`` step walks ``flows[NAME]``'s
+body inline.
 
     render ``with`` over the caller's scope, check it against the flow's input contract
     (``malformed-output``) -> ``subflow.started`` -> walk the body in its own scope, each

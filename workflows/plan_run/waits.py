@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from workflows import metrics
     from workflows.plan.checkpoints import Reverted
     from workflows.plan.reasons import Reason
     from workflows.plan.run_types import RunState
@@ -39,12 +40,16 @@ async def wait_for_person(
     returns once it holds: a gate's timers); returns the ms waited."""
     run.wait_state(state, reason)
     run.waiting_since = workflow.now()
-    await write_trace(run)
     control = run.control
-    if wait is not None:
-        await wait()  # its condition ends on a revert too (deadlines.wait_with_timers)
-    else:
-        await workflow.wait_condition(lambda: until() or control.revert_to is not None)
+    metrics.pause_started(state)
+    try:
+        await write_trace(run)
+        if wait is not None:
+            await wait()  # its condition ends on a revert too (deadlines.wait_with_timers)
+        else:
+            await workflow.wait_condition(lambda: until() or control.revert_to is not None)
+    finally:  # answered, reverted or cancelled: nobody is waited for any more
+        metrics.pause_ended(state)
     waited = workflow.now() - run.waiting_since
     waited_ms = max(0, int(waited.total_seconds() * 1000))
     run.waited_ms += waited_ms

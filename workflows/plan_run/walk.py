@@ -1,11 +1,14 @@
-"""The boundary walk (plans.md "Run" 2): boundaries in plan order, each reserving its worst case
-before it runs.
+"""The boundary walk (docs/plans.md): boundaries in plan order, each reserving its worst case
+before it runs; with the plan's ``concurrency`` above 1, the top level's independent agent and
+set steps overlap (``overlap``) and everything else runs as below.
 
     for each boundary, activation says whether it runs (``workflows.plan.activation``): a
-    route target only once its route was taken, nothing behind a killed gate or a skipped
-    step; one behind a failed step is stranded, and a walk that ends with stranded steps
-    fails ``steps-stranded`` (histories from before the rule replay the plan-order walk,
-    where an ``on_fail`` target runs only when a failure routed to it):
+    route target only once its route was taken, nothing behind a killed gate or a step an
+    untaken route skipped, nothing whose ``when`` is false (evaluated once the rest says it
+    may run; that skip is its own, a step after it still runs); one behind a failed step is
+    stranded, and a walk that ends with stranded steps fails ``steps-stranded`` (histories
+    from before the rule replay the plan-order walk, where an ``on_fail`` target runs only
+    when a failure routed to it):
         pause -> ``pauses`` | human gate -> ``gates`` | set -> ``set_steps`` (none of them
         reserves: nothing is dispatched)
         run step -> ``subflows`` (not a boundary: its body walks here, each child a boundary)
@@ -29,7 +32,7 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from workflows.plan.activation import forward_routers, has_routes
+    from workflows.plan.activation import Verdict, forward_routers, has_conditions, has_routes
     from workflows.plan.boundaries import Boundary, Reservation, boundaries, region_reservation
     from workflows.plan.checkpoints import Reverted
     from workflows.plan.model import (
@@ -48,26 +51,117 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan_run.child import run_tournament
     from workflows.plan_run.dispatch import Dispatcher, budget_failure, left_the_recording
     from workflows.plan_run.gates import human_gate, model_gate
+    from workflows.plan_run.overlap import CONCURRENT_WALK_PATCH, Hooks, Overlap, walk_overlapping
     from workflows.plan_run.pauses import pause
     from workflows.plan_run.regions import region, region_items
-    from workflows.plan_run.routes import arm, decide, not_run, stranded_failure
+    from workflows.plan_run.routes import arm, condition, decide, not_run, stranded_failure
     from workflows.plan_run.scope import Scope
     from workflows.plan_run.set_steps import set_step
     from workflows.plan_run.state import PlanRunState
     from workflows.plan_run.subflows import run_subflow
     from workflows.plan_run.waits import wait_for_person
 
-__all__ = ["ROUTE_ACTIVATION_PATCH", "walk", "walk_scope"]
+__all__ = ["CONCURRENT_WALK_PATCH", "ROUTE_ACTIVATION_PATCH", "walk", "walk_scope"]
 
 ROUTE_ACTIVATION_PATCH = "plan-route-activation"
 
 
 async def walk(run: PlanRunState, dispatcher: Dispatcher, plan: Plan) -> None:
-    # Asked before the walk dispatches anything, and only by plans with routes (the only ones the
-    # rule changes): a history from before it replays the plan-order walk.
-    if has_routes(plan):
+    # A run from a checkpoint restores step by step in plan order: it walks one at a time.
+    limit = (plan.concurrency or 1) if run.restore_point is None else 1
+    # Asked before the walk dispatches anything, and only by plans with routes, conditions or
+    # concurrency (the only ones the rules change): a history from before them replays the
+    # plan-order walk.
+    if has_routes(plan) or has_conditions(plan) or limit > 1:
         run.control.route_activation = workflow.patched(ROUTE_ACTIVATION_PATCH)
-    await walk_scope(run, dispatcher, Scope(run, plan), boundaries(plan))
+    scope, steps = Scope(run, plan), boundaries(plan)
+    if limit > 1 and run.control.route_activation and workflow.patched(CONCURRENT_WALK_PATCH):
+        await _walk_overlapping(run, dispatcher, scope, steps, limit)
+        return
+    await walk_scope(run, dispatcher, scope, steps)
+
+
+async def _walk_overlapping(
+    run: PlanRunState, dispatcher: Dispatcher, scope: Scope, steps: list[Boundary], limit: int
+) -> None:
+    """The top level with independent steps in flight together (``overlap``)."""
+    routers = forward_routers([scope.step(b.step_id) for b in steps])
+    stranded: dict[str, str | None] = {}
+
+    async def decided(boundary: Boundary) -> Verdict:
+        verdict = decide(run, scope, boundary, routers)
+        if verdict.action == "run":
+            verdict = await condition(run, dispatcher, scope, boundary)
+        return verdict
+
+    async def alone(boundary: Boundary) -> str | None:
+        jump = await _top_level(run, dispatcher, scope, boundary)
+        arm(run, scope, boundary)
+        return jump
+
+    def admit(boundary: Boundary) -> PlanFailure | str | None:
+        step = scope.step(boundary.step_id)
+        if not isinstance(step, AgentStep):
+            return None  # a set step reserves nothing
+        sid = scope.sid(step.id)
+        checks, _ = dispatcher.ledgers.for_boundary(sid, None, step, boundary.reservation)
+        exhausted = dispatcher.ledgers.check(checks)
+        if exhausted is None:
+            return None
+        failure = budget_failure(run.record, exhausted, sid)
+        if exhausted.scope == "step" and exhausted.owner == sid:
+            try:
+                return _failed(run, scope, step, failure)
+            except PlanFailure as exc:
+                return exc
+        run.record.steps[sid] = "failed"
+        return failure
+
+    async def reserve(boundary: Boundary) -> None:
+        await _reserve(run, scope.sid(boundary.step_id), boundary.reservation)
+
+    async def overlapped(boundary: Boundary, pool: Overlap) -> str | None:
+        step = scope.step(boundary.step_id)
+        sid = scope.sid(step.id)
+        run.current = sid
+        jump: str | None = None
+        closed = False
+        try:
+            if isinstance(step, SetStep):
+                await set_step(run, dispatcher, scope, step)
+            else:
+                assert isinstance(step, AgentStep)
+                _, holds = dispatcher.ledgers.for_boundary(sid, None, step, boundary.reservation)
+                held = dispatcher.ledgers.hold(holds)
+                try:
+                    jump = await _agent(run, dispatcher, scope, step)
+                finally:
+                    dispatcher.ledgers.release(held)
+        except GeneratorExit:
+            closed = True  # as in _boundary: outside an activation nothing may be recorded
+            raise
+        finally:
+            if not closed:
+                pool.leave()
+        note_fingerprint(run, dispatcher, scope.plan, step)
+        return jump
+
+    def routed(boundary: Boundary, jump: str) -> None:
+        run.record.event("route", frm=scope.sid(boundary.step_id), to=scope.sid(jump))
+
+    hooks = Hooks(
+        decide=decided,
+        not_run=lambda boundary, verdict: not_run(run, scope, boundary, verdict, stranded),
+        alone=alone,
+        admit=admit,
+        reserve=reserve,
+        overlapped=overlapped,
+        revert=lambda label: apply_revert(run, steps, label),
+        routed=routed,
+    )
+    await walk_overlapping(run, scope, steps, limit, hooks)
+    if (failure := stranded_failure(run, scope, steps, stranded)) is not None:
+        raise failure
 
 
 async def walk_scope(
@@ -85,6 +179,8 @@ async def walk_scope(
         sid = scope.sid(boundary.step_id)
         if activation:
             decided = decide(run, scope, boundary, routers)
+            if decided.action == "run":
+                decided = await condition(run, dispatcher, scope, boundary)
             if decided.action != "run":
                 not_run(run, scope, boundary, decided, stranded)
                 i += 1
@@ -145,7 +241,7 @@ async def _boundary(
         await pause(run, step)
         return None
     if isinstance(step, GateStep) and step.is_human():
-        return await human_gate(run, plan, step)
+        return await human_gate(run, scope, step)
     if isinstance(step, RunStep):
         return await run_subflow(run, dispatcher, scope, step, boundary, walk_scope)
     if isinstance(step, SetStep):

@@ -1,6 +1,6 @@
-"""``PlanRun``: a plan interpreted as a durable workflow, in the order of plans.md "Run".
+"""``PlanRun``: a plan interpreted as a durable workflow, in the order below.
 
-    decode input -> validate the plan -> ``preflight`` (refusals in the spec's order)
+    decode input -> validate the plan -> ``preflight`` (refusals in a fixed order)
     -> ``walk`` the boundaries with reservations: agent steps and model gates go through
        ``dispatch``; ``gates`` (model and human), ``regions`` (fan-out + join), ``pauses``,
        tournaments as ``child`` workflows
@@ -101,7 +101,7 @@ class PlanRunWorkflow(ConsumerControl, CheckpointControl):
             run_id=self.run_id,
             route=self.route_label,
             outputs=self.outputs,
-            calls=sum(c.model_calls for c in self.record.calls),  # a tournament step's too
+            calls=self.calls_spent(),  # the ledger's count, as status shows it
             invocations=len(self.record.calls),
             usd=round(sum(c.usd for c in self.record.calls), 6),
             simulated=self.simulated(),

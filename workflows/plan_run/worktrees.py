@@ -1,4 +1,4 @@
-"""Worktree-isolated fan-out (plans-part2.md section 9), from workflow code.
+"""Worktree-isolated fan-out (docs/plans.md, "Worktree fan-out"), from workflow code.
 
     preflight: ``worktree-unavailable`` (no git, or the workspace is not in a git work tree)
     region start: base -- a commit of the workspace through a temporary index
