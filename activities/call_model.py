@@ -12,6 +12,7 @@ import httpx
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities import metrics
 from activities.config import (
     BASE_URL_NOT_ALLOWED,
     Settings,
@@ -270,16 +271,20 @@ class ModelActivities:
                 else:
                     response = await resolved.implementation.request(request, ctx)
         except ProviderError as exc:
-            raise _application_error(
+            failure = _application_error(
                 exc,
                 secrets,
                 attempt=info.attempt,
                 transport_retries=info.attempt - 1 + ctx.fallbacks,
-            ) from None
+            )
+            _record(resolved, str(failure.type), started, None)
+            raise failure from None
         except ConfigError as exc:
-            raise _config_failure(exc) from None
+            failure = _config_failure(exc)
+            _record(resolved, str(failure.type), started, None)
+            raise failure from None
         price = self.settings.prices.get(f"{resolved.provider_name}:{resolved.model_name}")
-        return response.model_copy(
+        answered = response.model_copy(
             update={
                 # Redacted here, before the result enters history: a provider may echo a key
                 # in a well-formed answer and a command agent may print one it was given.
@@ -289,3 +294,17 @@ class ModelActivities:
                 "usd": cost_usd(price, response.usage) if price else response.usd,
             }
         )
+        _record(resolved, metrics.OK, started, answered)
+        return answered
+
+
+def _record(
+    resolved: ResolvedModel, outcome: str, started: float, response: ModelResponse | None
+) -> None:
+    metrics.record_call(
+        provider=resolved.provider_name,
+        model=resolved.model_name,
+        outcome=outcome,
+        latency_ms=(time.monotonic() - started) * 1000,
+        response=response,
+    )

@@ -335,6 +335,25 @@ class Settings(BaseSettings):
         "calls from workflow code (about 30 ms more worker CPU a tournament); the test suite "
         "turns it on",
     )
+    metrics_bind: str | None = Field(
+        default=None,
+        description="IP:PORT where a long-lived worker serves Prometheus metrics "
+        "(``ponder worker --metrics-bind``; docs/operating.md, Metrics); unset: none served",
+    )
+    keyring_file: Path | None = Field(
+        default=None,
+        description="a file of KEY_ID=BASE64 lines (256-bit AES keys, newest last): payloads are "
+        "encrypted with the newest key and decrypted with any listed (see docs/security.md)",
+    )
+    keyring_env: str = Field(
+        default="PONDER_KEYRING",
+        description="the variable holding the keyring when no keyring_file is set (no keyring: "
+        "payloads stay plain)",
+    )
+    codec_token_env: str = Field(
+        default="PONDER_CODEC_TOKEN",
+        description="the variable holding the bearer token `ponder codec-server` requires",
+    )
     config_file: Path | None = None
 
     @field_validator("allowed_base_urls")

@@ -3,6 +3,10 @@
 Payloads over the threshold are written once, content-addressed by their SHA-256, under one
 directory every worker and client shares (a volume in docker-compose). History then holds a
 small reference instead of the bytes.
+
+With a keyring configured the data converter encrypts a payload before it reaches this driver
+(``activities.codec``), so the files hold ciphertext and the digest is the ciphertext's: the
+store needs no key of its own.
 """
 
 from __future__ import annotations

@@ -92,10 +92,20 @@ def worker_command(
     """Run a worker: TEMPORAL_ADDRESS for a cluster (TEMPORAL_API_KEY, TEMPORAL_TLS=1 for a
     hosted one), else the embedded server."""
     signal.signal(signal.SIGTERM, _note_sigterm)
+    from activities.errors import ConfigError
     from worker.cli import worker_settings
+    from worker.logs import METRICS_BIND_IN_USE, serve_metrics
 
     config = config or (ctx.obj or {}).get("config")  # `ponder --config F worker` too
     settings, options = worker_settings(embedded=embedded, config=config, **flags)
+    try:
+        serve_metrics(settings.metrics_bind)  # a taken port refuses before the lease is taken
+    except ConfigError as exc:
+        if exit_when_idle is None or exc.code != METRICS_BIND_IN_USE:
+            raise
+        # A worker that leaves when idle is the one a command starts for its run: refusing it
+        # would strand the run for a port its predecessor, still draining, holds.
+        click.echo(f"warning: {exc.line()}; serving no metrics", err=True)
     named = ctx.get_parameter_source("task_queue") == click.core.ParameterSource.COMMANDLINE
     if (embedded or not settings.temporal_address) and not named:
         from client.worker_fingerprint import for_configuration

@@ -29,16 +29,26 @@ def worker_fingerprint(settings: Settings) -> str:
     """
     # The server's idle period is the CLI's: it changes nothing a worker does. The task queue
     # is named after this digest, so it cannot be part of it.
-    skipped = {"config_file", "temporal_address", "server_idle_s", "task_queue"}
+    # Where a worker serves its metrics changes nothing it does to a run either.
+    skipped = {"config_file", "temporal_address", "server_idle_s", "task_queue", "metrics_bind"}
     config = settings.model_dump(mode="json", exclude=skipped)
     names = {e.api_key_env for e in settings.providers.values() if e.api_key_env}
     names |= {name for e in settings.providers.values() for name in e.env}
     names |= {n.url_env for n in settings.notifiers.values() if n.url_env}
     names.add(settings.temporal_api_key_env)
+    # A rotated keyring is a new configuration too: a lingering worker without the new key
+    # would fail every run started with it (encryption.key_unknown).
+    names.add(settings.keyring_env)
     secrets = {
         name: hashlib.sha256(value.encode()).hexdigest() if (value := read_secret(name)) else None
         for name in sorted(names)
     }
+    if settings.keyring_file is not None:
+        try:
+            keyring = settings.keyring_file.expanduser().read_bytes()
+        except OSError:
+            keyring = b""  # the worker refuses to start with it, naming the file
+        secrets["keyring_file"] = hashlib.sha256(keyring).hexdigest()
     text = json.dumps({"config": config, "secrets": secrets}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

@@ -1,11 +1,20 @@
 """What every ponder process sets before it imports its modules (``worker.startup``): one BLAS
-thread unless its user chose otherwise, and no cyclic garbage collection until it connects."""
+thread unless its user chose otherwise, and no cyclic garbage collection until it connects;
+a command that never connects ends with none, a worker and a connected client collect."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import signal
 import subprocess
 import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.cli import cli_env, finish
 
 BLAS_PROBE = """
 import os, sys
@@ -67,3 +76,120 @@ def test_collection_is_paused_while_importing_and_back_once_connecting() -> None
 
 def test_a_program_that_turned_collection_off_keeps_it_off() -> None:
     assert probe(GC_PROBE, "program-disabled") == ["True", "False", "False"]
+
+
+# The real `ponder` entry point, telling on stderr whether the collector is on and the imports
+# frozen: at exit, and whenever it gets SIGUSR1 (a worker, asked while it polls). os.write, not
+# print: a handler that interrupts a print to the same stream would fail re-entering it.
+ENTRY_PROBE = """
+import gc, os, signal, sys
+import worker.exits
+
+def show(*_):
+    os.write(2, f"gc {gc.isenabled()} {gc.get_freeze_count() > 0}\\n".encode())
+
+signal.signal(signal.SIGUSR1, show)
+leave = worker.exits.leave
+
+def shown_then_left(code):
+    show()
+    leave(code)
+
+worker.exits.leave = shown_then_left  # before client.cli imports it
+sys.argv = ["ponder", *sys.argv[1:]]
+from client.cli import main
+main()
+"""
+
+
+async def start_probed(*args: str, env: dict[str, str]) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        ENTRY_PROBE,
+        *args,
+        env=env,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+async def wait_for_line(process: asyncio.subprocess.Process, needle: str, timeout: float) -> str:
+    """The first line on ``process``'s stderr that holds ``needle``."""
+    assert process.stderr is not None
+    async with asyncio.timeout(timeout):
+        while line := (await process.stderr.readline()).decode():
+            if needle in line:
+                return line
+    raise AssertionError(f"{needle!r} never came: the process ended")
+
+
+def gc_lines(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("gc ")]
+
+
+async def test_a_command_that_never_connects_exits_with_collection_off(tmp_path: Path) -> None:
+    # A refusal before anything connects: bounded work, and its memory goes back at exit.
+    done = await finish(await start_probed("profile", "show", "no-such", env=cli_env(tmp_path)))
+    assert done.code == 2, done.err
+    assert "profile.not_found" in done.err
+    assert gc_lines(done.err) == ["gc False False"]
+
+
+async def test_a_client_only_command_collects_once_it_connects(
+    tmp_path: Path, server_address: str
+) -> None:
+    # `runs` on a cluster: it connects (no worker), lists and leaves; `watch` or `ask` would
+    # go on to follow a run for as long as it takes.
+    env = cli_env(tmp_path, TEMPORAL_ADDRESS=server_address)
+    done = await finish(await start_probed("runs", "--limit", "1", env=env))
+    assert done.code == 0 and "run store only" not in done.err, done.err
+    assert gc_lines(done.err) == ["gc True True"]
+
+
+@pytest.mark.timeout(120)
+async def test_a_long_lived_worker_collects_with_its_imports_frozen(
+    tmp_path: Path, server_address: str
+) -> None:
+    queue = f"test-{uuid.uuid4()}"
+    env = cli_env(tmp_path, TEMPORAL_ADDRESS=server_address)
+    worker = await start_probed("worker", "--task-queue", queue, env=env)
+    try:
+        await wait_for_line(worker, f"polling {queue!r}", 90)  # a process start under load
+        worker.send_signal(signal.SIGUSR1)
+        assert (await wait_for_line(worker, "gc ", 30)).strip() == "gc True True"
+        worker.send_signal(signal.SIGTERM)
+        done = await finish(worker, timeout=30)
+        assert done.code == 0, done.err
+    finally:
+        if worker.returncode is None:
+            worker.kill()
+            await worker.wait()
+
+
+INITIALIZE = (
+    '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+    '"capabilities":{},"clientInfo":{"name":"probe","version":"0"}}}\n'
+)
+
+
+@pytest.mark.timeout(120)
+async def test_an_mcp_server_collects_from_its_start_connected_or_not(tmp_path: Path) -> None:
+    # It answers the handshake without connecting, and could go on answering for days.
+    server = await start_probed("mcp", env=cli_env(tmp_path))
+    assert server.stdin is not None and server.stdout is not None
+    try:
+        server.stdin.write(INITIALIZE.encode())
+        await server.stdin.drain()
+        answer = await asyncio.wait_for(server.stdout.readline(), 90)
+        assert b'"serverInfo"' in answer, answer
+        server.send_signal(signal.SIGUSR1)
+        assert (await wait_for_line(server, "gc ", 30)).strip() == "gc True True"
+        server.stdin.close()  # the client leaves: the server ends
+        done = await finish(server, timeout=60)
+        assert done.code == 0, done.err
+    finally:
+        if server.returncode is None:
+            server.kill()
+            await server.wait()

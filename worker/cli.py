@@ -28,7 +28,7 @@ from activities.plan.roots import worker_roots
 from activities.raw_events import MIN_REDACTED_CHARS
 from worker.connect import connect
 from worker.exits import leave
-from worker.logs import configure_logging
+from worker.logs import configure_logging, serve_metrics
 from worker.options import worker_options
 from worker.worker import WorkerOptions, running_worker
 from workflows.errors import PonderError
@@ -70,6 +70,7 @@ def worker_settings(
     api_key_env: str | None,
     workspace_roots: tuple[str, ...],
     config: str | None,
+    metrics_bind: str | None = None,
 ) -> tuple[Settings, WorkerOptions]:
     """The settings and worker options the flags (and ponder.toml) make."""
     if heartbeat_timeout is not None:
@@ -86,6 +87,7 @@ def worker_settings(
         temporal_tls=tls,
         temporal_api_key_env=api_key_env,
         workspace_roots=[Path(r).expanduser().absolute() for r in workspace_roots] or None,
+        metrics_bind=metrics_bind,
     )
     options = WorkerOptions(
         task_queue=settings.task_queue,
@@ -178,6 +180,8 @@ def worker_command(exit_when_idle: float | None, **flags: Any) -> None:
             "python -m worker serves a cluster: set TEMPORAL_ADDRESS (for the embedded server "
             "run `ponder worker`)",
         )
+
+    serve_metrics(settings.metrics_bind)  # a taken port refuses the worker before it connects
 
     async def go() -> None:
         client = await connect(settings)

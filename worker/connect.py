@@ -16,10 +16,12 @@ from temporalio.contrib.pydantic import PydanticPayloadConverter, pydantic_data_
 from temporalio.converter import (
     CompositePayloadConverter,
     DataConverter,
+    DefaultFailureConverterWithEncodedAttributes,
     EncodingPayloadConverter,
     ExternalStorage,
 )
 
+from activities.codec import EncryptionCodec, keyring_from_settings
 from activities.config import Settings, read_secret
 from activities.errors import ServerError
 from activities.payload_store import FileSystemStorageDriver
@@ -103,15 +105,29 @@ class PonderPayloadConverter(_DecodeOrRaw):
 
 
 def data_converter(settings: Settings) -> DataConverter:
-    """Pydantic JSON, with payloads over the threshold kept in the shared payload directory."""
+    """Pydantic JSON, with payloads over the threshold kept in the shared payload directory.
+
+    With a keyring configured every payload is encrypted (``activities.codec``) before it is
+    stored or sent, and failures' messages and stack traces travel as an encrypted payload
+    (their codes stay readable): a model's error text would otherwise land in plain history.
+    """
     storage = ExternalStorage(
         drivers=[FileSystemStorageDriver(settings.payload_dir)],
         payload_size_threshold=settings.payload_threshold,
     )
+    keyring = keyring_from_settings(settings)
+    if keyring is None:
+        return dataclasses.replace(
+            pydantic_data_converter,
+            payload_converter_class=PonderPayloadConverter,
+            external_storage=storage,
+        )
     return dataclasses.replace(
         pydantic_data_converter,
         payload_converter_class=PonderPayloadConverter,
         external_storage=storage,
+        payload_codec=EncryptionCodec(keyring),
+        failure_converter_class=DefaultFailureConverterWithEncodedAttributes,
     )
 
 

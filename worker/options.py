@@ -69,6 +69,13 @@ _OPTIONS = (
         "workspace_roots). None declared: the directory the worker starts in. Ponder's home "
         "and stores are never part of a workspace.",
     ),
+    click.option(
+        "--metrics-bind",
+        default=None,
+        metavar="IP:PORT",
+        help="Serve Prometheus metrics (the SDK's temporal_* and ponder's ponder_*) at "
+        "http://IP:PORT/metrics  [default: ponder.toml's metrics_bind, else none]",
+    ),
     click.option("--config", type=click.Path(), default=None, help="Path to ponder.toml."),
 )
 

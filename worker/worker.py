@@ -37,6 +37,7 @@ from activities.run_store import RunStore
 from activities.tournament.artifacts import TournamentArtifactActivities
 from activities.tournament.fit import adaptive_batch, bootstrap_leaderboard, fit_leaderboard
 from worker.arity import ControlArity
+from worker.run_metrics import RunMetrics
 from workflows.ask import AskWorkflow
 from workflows.call_options import provider_task_queue
 from workflows.campaign.workflow import CampaignWorkflow
@@ -152,7 +153,7 @@ async def running_worker(
                 task_queue=options.task_queue,
                 workflows=WORKFLOWS,
                 activities=activities,
-                interceptors=[ControlArity()],
+                interceptors=[ControlArity(), RunMetrics()],
                 workflow_runner=workflow_runner(settings.workflow_sandbox),
                 build_id=build_id(),
                 max_concurrent_activities=options.max_concurrent_activities,
