@@ -1,4 +1,4 @@
-"""Plan validation time for large plans (goal from issue 6: a 1,000-step plan under 100 ms).
+"""Plan validation time for large plans (goal: a 1,000-step plan under 100 ms).
 
 Measures, never asserts. The plan mixes every part-1 kind: agents with references to earlier
 steps, model gates with redo routes, pauses, human gates, and fan-outs with two-step chains.
@@ -9,6 +9,9 @@ steps, model gates with redo routes, pauses, human gates, and fan-outs with two-
 parses each distinct text (the cache cleared first), "warm" is a plan validated again in the
 same process (what a workflow's replay, or a second run of the plan, pays).
 
+Last, the whole command a person runs: ``ponder plan validate`` of a one-step plan, its median
+wall time over ``--repeats`` processes next to ``python -c pass`` (the interpreter's own start).
+
     python -m benchmarks.plan_validation [--repeats 15] [--steps 1000]
 """
 
@@ -17,8 +20,11 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -173,6 +179,39 @@ def main() -> None:
         for name, fn in cases:
             median, best, cpu = timed(fn, args.repeats)
             print(f"{steps:>6} {name:<28} {median:>10.1f} {best:>8.1f} {cpu:>8.1f}")
+    command, interpreter = command_wall(args.repeats)
+    print(
+        f"\nponder plan validate (one step), whole command: median {command:.3f} s wall "
+        f"(python -c pass {interpreter:.3f} s), load {os.getloadavg()[0]:.1f}"
+    )
+
+
+ONE_STEP = (
+    "schema: ponder-plan/1\nname: one\nsteps:\n"
+    "  - {id: a, kind: agent, prompt: Hi., model: 'sim:default'}\n"
+)
+
+
+def command_wall(repeats: int) -> tuple[float, float]:
+    """Median wall seconds of ``ponder plan validate`` of a one-step plan, and of
+    ``python -c pass``, each run ``repeats`` times in a fresh home."""
+    with tempfile.TemporaryDirectory(prefix="ponder-bench-") as tmp:
+        plan = Path(tmp) / "one.yaml"
+        plan.write_text(ONE_STEP)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PONDER_", "TEMPORAL_"))}
+        env["PONDER_HOME"] = str(Path(tmp) / "home")
+        validate = [sys.executable, "-m", "client", "plan", "validate", str(plan)]
+
+        def wall(argv: list[str]) -> float:
+            started = time.perf_counter()
+            subprocess.run(argv, env=env, capture_output=True, check=True)
+            return time.perf_counter() - started
+
+        command = statistics.median(wall(validate) for _ in range(repeats))
+        interpreter = statistics.median(
+            wall([sys.executable, "-c", "pass"]) for _ in range(repeats)
+        )
+        return command, interpreter
 
 
 if __name__ == "__main__":

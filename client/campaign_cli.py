@@ -137,7 +137,7 @@ def report(ctx: click.Context, run_id: str, html: bool) -> None:
 
     The same records give the same bytes, so the rewritten files equal the campaign's own.
     """
-    from client.campaign_control import rerender_report
+    from client.campaign_report import rerender_report
 
     run_dir, files = rerender_report(command_settings(ctx), run_id)
     click.echo(str(run_dir / "report.html") if html else files["report.md"], nl=False)

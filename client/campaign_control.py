@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import sys
 from pathlib import Path
 
@@ -16,9 +15,8 @@ import click
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError
 
-from activities.config import Settings
-from activities.errors import ConfigError
 from client.campaign_display import progress_line, resume_command
+from client.campaign_report import rerender_report
 from client.exit_codes import EXIT_PAUSED
 from client.runs import (
     RunFailed,
@@ -27,10 +25,8 @@ from client.runs import (
     run_result,
 )
 from client.session import Session
-from workflows.campaign.records import RunRecord
 from workflows.campaign.types import CampaignProgress, CampaignResult
 from workflows.names import QUERY_PROGRESS
-from workflows.run_ids import check_run_id
 
 __all__ = [
     "EXIT_PAUSED",
@@ -97,37 +93,3 @@ def print_outcome(run_id: str, outcome: CampaignResult | CampaignProgress) -> No
         f"{outcome.spent.calls} calls; report in {Path(outcome.run_dir) / 'report.html'}",
         err=True,
     )
-
-
-def rerender_report(settings: Settings, run_id: str) -> tuple[Path, dict[str, str]]:
-    """Rewrite ``report.md`` and ``report.html`` from ``records.jsonl``: the run directory and
-    the two files' text.
-
-    The same records give the same bytes, so the rewritten files equal the campaign's own.
-    """
-    # The renderer (jinja2, the statistics) is imported only by a command that renders.
-    from activities.campaign.report import ReportDesign, render_report
-
-    run_dir = settings.runs_dir / check_run_id(run_id)
-    try:
-        summary = json.loads((run_dir / "summary.json").read_text())
-        document = json.loads((run_dir / "campaign.json").read_text())
-        lines = (run_dir / "records.jsonl").read_text().splitlines()
-    except (OSError, ValueError) as exc:
-        raise ConfigError(
-            "run.not_found",
-            f"no campaign report for {run_id!r} in {run_dir} ({exc}): check the run id; a "
-            "campaign writes its report when it ends",
-        ) from None
-    records = [RunRecord.model_validate_json(line) for line in lines if line.strip()]
-    design = ReportDesign.from_document(
-        run_id,
-        document,
-        fingerprint=summary["fingerprint"],
-        status=summary["status"],
-        planned_cells=summary["cells"]["planned"],
-    )
-    _, files = render_report(design, records)
-    for name in ("report.md", "report.html"):
-        (run_dir / name).write_text(files[name])
-    return run_dir, {name: files[name] for name in ("report.md", "report.html")}

@@ -39,6 +39,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "client.plan_step_cli:checkpoint",
         "Commit a plan run's settled state under LABEL (re-committing a label replaces it).",
     ),
+    "codec-server": (
+        "client.codec_server:codec_server",
+        "Decrypt payloads for `temporal workflow show --codec-endpoint` and the Web UI.",
+    ),
     "export": (
         "client.export:export",
         "Write one run as a portable bundle (json, jsonl or markdown); secrets never included.",
@@ -214,7 +218,7 @@ def _run_guarded(command: click.Command, **kwargs: Any) -> None:
         asyncio = sys.modules.get("asyncio")
         if asyncio is None or not isinstance(exc, asyncio.CancelledError):
             raise
-        from client.session import terminated
+        from client.sigterm import terminated
 
         if not terminated():
             raise

@@ -11,7 +11,7 @@ import click
 
 from client.option_table import OptionSpec, option_table
 
-__all__ = ["field_option", "settings_options", "spec_option"]
+__all__ = ["settings_options", "spec_option"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -29,37 +29,46 @@ def _click_type(spec: OptionSpec) -> Any:
 
 
 def spec_option(spec: OptionSpec, command_defaults: bool = True) -> Callable[[F], F]:
-    """The click option of one table row; without ``command_defaults`` it defaults to None."""
+    """The click option of one table row, and a hidden one for each earlier flag of it (into the
+    same parameter, with the same default); without ``command_defaults`` it defaults to None."""
+    made = [_option(spec.flag, spec, command_defaults, hidden=False)]
+    made += [_option(alias, spec, command_defaults, hidden=True) for alias in spec.aliases]
+
+    def apply(command: F) -> F:
+        for option in made:  # the option itself listed last: it names the parameter in --help
+            command = option(command)
+        return command
+
+    return apply
+
+
+def _option(flag: str, spec: OptionSpec, command_defaults: bool, *, hidden: bool) -> Any:
+    shown = f"Earlier name of {spec.flag}." if hidden else spec.help
     if spec.kind == "multiple":
         return click.option(
-            spec.flag, spec.dest, multiple=True, metavar=spec.metavar, help=spec.help
+            flag, spec.dest, multiple=True, metavar=spec.metavar, help=shown, hidden=hidden
         )
     if spec.kind == "flag":
-        return click.option(spec.flag, spec.dest, is_flag=True, help=spec.help)
+        return click.option(flag, spec.dest, is_flag=True, help=shown, hidden=hidden)
     default = spec.default if command_defaults else None
     return click.option(
-        spec.flag,
+        flag,
         spec.dest,
         type=_click_type(spec),
         default=default,
         show_default=default is not None,
         metavar=spec.metavar,
-        help=spec.help,
+        help=shown,
+        hidden=hidden,
     )
 
 
-def field_option(table: str, dest: str) -> Callable[[F], F]:
-    """The click option of one field of ``table`` (``TournamentSettings``: ``rubric``)."""
-    (spec,) = [spec for spec in option_table(table) if spec.dest == dest]
-    return spec_option(spec)
-
-
 def settings_options(table: str, *, command_defaults: bool = True) -> Callable[[F], F]:
-    """Every option of ``table`` (``TournamentSettings``, ``RunOptions``, ``ProfileRun``: see
-    ``client.option_table``) as a click option, in the model's field order. Without
-    ``command_defaults`` an option left out stays None, even where the command that runs
-    applies a default (``ponder profile save`` records only what was given, so an unset field
-    takes the think default when the profile is used)."""
+    """Every option of ``table`` (``TournamentSettings``, ``RunOptions``, ``ProfileRun``,
+    ``RankOptions``, ``MutateOptions``: see ``client.option_table``) as a click option, in the
+    model's field order. Without ``command_defaults`` an option left out stays None, even where
+    the command that runs applies a default (``ponder profile save`` records only what was
+    given, so an unset field takes the think default when the profile is used)."""
     chosen = option_table(table)
 
     def apply(command: F) -> F:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,9 +41,13 @@ def read_plan(file: str) -> tuple[str | None, PlanError | None]:
         )
 
 
-def check_text(text: str, filename: str | None, settings: Settings) -> tuple[Validation, Any]:
+def check_text(
+    text: str, filename: str | None, settings: Settings | Callable[[], Settings]
+) -> tuple[Validation, Any]:
     """The plan in ``text`` validated, with each tournament step's saved ``profile`` expanded
-    into explicit fields first (client side: workers need no profile files); and the document."""
+    into explicit fields first (client side: workers need no profile files); and the document.
+    ``settings`` may be a function that loads them: only a plan that names a tournament needs
+    them (``ponder plan validate`` of any other plan loads no settings)."""
     from workflows.plan.document import parse_text
     from workflows.plan.validate import Validation, validate_document, validate_text
 
@@ -54,7 +59,8 @@ def check_text(text: str, filename: str | None, settings: Settings) -> tuple[Val
     from activities.providers import default_model_for
     from client.profiles import expand_saved_profiles
 
-    refused = expand_saved_profiles(raw, settings.home, lambda p: default_model_for(p, settings))
+    loaded = settings() if callable(settings) else settings
+    refused = expand_saved_profiles(raw, loaded.home, lambda p: default_model_for(p, loaded))
     if refused:
         errors = [PlanError("tournament.profile", path, exc.line()) for path, exc in refused]
         return Validation(None, None, errors), raw

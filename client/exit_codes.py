@@ -1,4 +1,5 @@
-"""The exit codes every ``ponder`` command uses (one home; nothing here imports anything).
+"""The exit codes every ``ponder`` command uses, defined once in ``workflows.error_codes``
+(beside the code table that gives each error code its exit status).
 
 - 0: done (a run completed, a document validated, a query answered).
 - ``EXIT_FAILED``: a run ended failed or cancelled, or ponder itself failed.
@@ -11,8 +12,6 @@
 
 from __future__ import annotations
 
-__all__ = ["EXIT_FAILED", "EXIT_PAUSED", "EXIT_USAGE"]
+from workflows.error_codes import EXIT_FAILED, EXIT_PAUSED, EXIT_USAGE
 
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_PAUSED = 75
+__all__ = ["EXIT_FAILED", "EXIT_PAUSED", "EXIT_USAGE"]

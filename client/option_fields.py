@@ -52,6 +52,9 @@ class CliOption:
     """The field is a model whose own fields are the options (an MCP argument keeps it whole)."""
     fields: Mapping[str, CliOption] = field(default_factory=dict)
     """With ``flatten``: the form of a sub-field whose option differs from the plain rule."""
+    aliases: tuple[str, ...] = ()
+    """Earlier names of the option (without ``--``), still taken but left out of ``--help``:
+    renaming an option to its field's name must not break a script that uses the old one."""
 
 
 _PLAIN = CliOption()
@@ -91,7 +94,11 @@ class CliField:
         """What the command takes when the option is left out."""
         if self.marker.default is not None:
             return self.marker.default
-        return False if self.is_flag else None
+        if self.is_flag:
+            return False
+        # A field whose own default is a value (not None: unset) is what the command takes too.
+        default = self.info.get_default(call_default_factory=True)
+        return None if isinstance(default, BaseModel) else default
 
     def value(self, settings: BaseModel) -> Any:
         value: Any = settings

@@ -45,6 +45,8 @@ class OptionSpec:
     low: int | float | None = None
     high: int | float | None = None
     metavar: str | None = None
+    aliases: tuple[str, ...] = ()
+    """Earlier flags of the option, still taken, hidden from ``--help``."""
 
 
 def shipped_table() -> str:
@@ -59,15 +61,21 @@ def _loaded() -> dict[str, Any]:
 
 @cache
 def option_table(name: str) -> tuple[OptionSpec, ...]:
-    """The options of table ``name`` (``TournamentSettings``, ``RunOptions``, ``ProfileRun``),
-    in field order."""
+    """The options of table ``name`` (``TournamentSettings``, ``RunOptions``, ``ProfileRun``,
+    ``RankOptions``, ``MutateOptions``), in field order."""
     return tuple(
-        OptionSpec(**{**row, "choices": tuple(row.get("choices", ()))})
+        OptionSpec(
+            **{
+                **row,
+                "choices": tuple(row.get("choices", ())),
+                "aliases": tuple(row.get("aliases", ())),
+            }
+        )
         for row in _loaded()["tables"][name]
     )
 
 
 def help_constant(name: str) -> Any:
-    """A value a command's help shows that is declared beside the models (the rank modes, the
-    built-in profiles' names, ...)."""
+    """A value a command's help shows that is declared beside the models (the built-in
+    profiles' names, ...)."""
     return _loaded()["constants"][name]

@@ -72,12 +72,20 @@ def option_spec(field: CliField, where: str) -> OptionSpec:
         for part in (info.description, marker.form, "Repeatable." if marker.multiple else None)
         if part
     )
-    plain: dict[str, Any] = {"flag": field.flag, "dest": field.dest, "help": help_text}
+    aliases = tuple("--" + alias for alias in marker.aliases)
+    plain: dict[str, Any] = {
+        "flag": field.flag,
+        "dest": field.dest,
+        "help": help_text,
+        "aliases": aliases,
+    }
     if marker.multiple:
         return OptionSpec(**plain, kind="multiple", metavar=marker.metavar)
     if field.is_flag:
         return OptionSpec(**plain, kind="flag")
-    return OptionSpec(**plain, **_typed(info), default=marker.default, metavar=marker.metavar)
+    return OptionSpec(
+        **plain, **_typed(info), default=field.command_default, metavar=marker.metavar
+    )
 
 
 def model_specs(
@@ -90,13 +98,20 @@ def model_specs(
 def generate_table() -> dict[str, Any]:
     # The models' modules are imported here: importing this module builds none of them.
     from client.profiles import profile_run_fields
-    from client.tournament_options import RunOptions, TournamentSettings
-    from workflows.tournament.profiles import ALL_PAIRS_FREE_LIMIT, BUILTIN_PROFILES, RankMode
+    from client.tournament_options import (
+        MutateOptions,
+        RankOptions,
+        RunOptions,
+        TournamentSettings,
+    )
+    from workflows.tournament.profiles import BUILTIN_PROFILES
 
     tables = {
         "TournamentSettings": model_specs(TournamentSettings),
         "RunOptions": model_specs(RunOptions),
         "ProfileRun": model_specs(RunOptions, profile_run_fields()),
+        "RankOptions": model_specs(RankOptions),
+        "MutateOptions": model_specs(MutateOptions),
     }
     return {
         "generated_by": "python -m client.option_table_gen (from the models: do not edit)",
@@ -108,8 +123,6 @@ def generate_table() -> dict[str, Any]:
             for name, specs in tables.items()
         },
         "constants": {
-            "rank_modes": list(get_args(RankMode)),
-            "all_pairs_free_limit": ALL_PAIRS_FREE_LIMIT,
             "builtin_profiles": list(BUILTIN_PROFILES),
         },
     }

@@ -60,6 +60,10 @@ def list_(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def show(ctx: click.Context, name: str, as_json: bool) -> None:
     """Print a saved (or built-in) profile."""
+    from client.profile_names import builtin_names, not_saved, profile_file
+
+    if name not in builtin_names() and not profile_file(command_settings(ctx).home, name).exists():
+        raise not_saved(name)  # before the profile machinery loads: the refusal answers at once
     import yaml  # here, not at the top: the group's --help loads no YAML parser
 
     from workflows.tournament.profiles import BUILTIN_PROFILES

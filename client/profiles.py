@@ -23,6 +23,14 @@ from activities.atomic import write_atomically
 from activities.errors import ConfigError
 from activities.raw_events import SECRET_KEY
 from client.option_fields import CliField, cli_fields, cli_marker, cli_values
+from client.profile_names import (
+    PROFILE_INVALID,
+    PROFILE_NAME,
+    PROFILE_NOT_FOUND,
+    check_name,
+    not_saved,
+    profile_file,
+)
 from client.tournament_options import TEMPERATURE_ROLES as THINK_TEMPERATURE_ROLES
 from client.tournament_options import RunOptions, TournamentSettings, settings_values
 from workflows.budget import BudgetLimits
@@ -46,10 +54,7 @@ __all__ = [
     "secret_keys",
 ]
 
-PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 PROFILE_SECRET = "profile.secret"
-PROFILE_INVALID = "profile.invalid"
-PROFILE_NOT_FOUND = "profile.not_found"
 PROFILE_EXISTS = "profile.exists"
 
 # Besides the run store's redaction pattern: names a credential goes by in other tools' configs.
@@ -141,22 +146,10 @@ class ProfileStore:
     def __init__(self, home: Path) -> None:
         self.root = Path(home) / "profiles"
 
-    @staticmethod
-    def check_name(name: str) -> str:
-        if not PROFILE_NAME.fullmatch(name):
-            raise ConfigError(
-                PROFILE_INVALID,
-                f"profile name {name!r} must match [A-Za-z0-9][A-Za-z0-9._-]* "
-                "(at most 64 characters, no slashes): choose another",
-            )
-        if name in BUILTIN_PROFILES:
-            raise ConfigError(
-                PROFILE_INVALID, f"{name!r} is a built-in profile: save under another name"
-            )
-        return name
+    check_name = staticmethod(check_name)
 
     def path(self, name: str) -> Path:
-        return self.root / f"{self.check_name(name)}.yaml"
+        return profile_file(self.root.parent, name)
 
     def names(self) -> list[str]:
         if not self.root.is_dir():
@@ -177,11 +170,7 @@ class ProfileStore:
         try:
             text = path.read_text()
         except FileNotFoundError:
-            raise ConfigError(
-                PROFILE_NOT_FOUND,
-                f"no saved profile {name!r}: see ponder profile list "
-                f"(built-in: {', '.join(BUILTIN_PROFILES)})",
-            ) from None
+            raise not_saved(name) from None
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:

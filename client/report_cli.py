@@ -20,18 +20,21 @@ __all__ = ["report"]
 @click.pass_context
 def report(ctx: click.Context, run_id: str) -> None:
     """Print the path of a run's report.html (re-rendered from its run directory)."""
-    from activities.run_store import RunStore
     from client.run_list import is_campaign_dir
 
     check_run_id(run_id)  # run.id_invalid (exit 2) before anything is touched
     settings = command_settings(ctx)
+    if is_campaign_dir(settings.runs_dir / run_id):
+        # What renders each kind is imported for it alone; a campaign's statistics come from
+        # its summary (client.campaign_report).
+        from client.campaign_report import rerender_report
+
+        click.echo(str(rerender_report(settings, run_id)[0] / "report.html"))
+        return
+    from activities.run_store import RunStore
+
     store = RunStore(settings.runs_dir)
     run_dir = store.run_dir(run_id)
-    if is_campaign_dir(Path(run_dir)):
-        from client import campaign_control  # what renders each kind is imported for it alone
-
-        click.echo(str(campaign_control.rerender_report(settings, run_id)[0] / "report.html"))
-        return
     if (run_dir / "trace.jsonl").exists() and not (run_dir / "summary.json").exists():
         from activities.plan.report import render_plan_report  # a plan run
 

@@ -25,7 +25,7 @@ from client.plan_follow import (
     finish,
     watch_plan,
 )
-from client.run_list import state_name
+from client.run_list import run_ended, state_name
 from client.runs import wait_or_detach
 from client.session import Session, open_session, spawn_background_worker
 from client.tournament_follow import (
@@ -104,11 +104,7 @@ def extend_run(
             description = await handle.describe()
             if description.status != WorkflowExecutionStatus.RUNNING:
                 # Temporal would refuse the update with "workflow not found": say what it is.
-                raise ConfigError(
-                    "run.ended",
-                    f"run {run_id} has already ended "
-                    f"({state_name(description.status)}): nothing to extend",
-                )
+                raise run_ended(run_id, state_name(description.status), "extend")
             kind = description.workflow_type
             if kind == PLAN_RUN:
                 return await extend_plan_run(

@@ -79,6 +79,22 @@ class ServerHttp:
     def describe(self, run_id: str) -> RunDescription:
         return RunDescription(self._call("GET", f"/workflows/{quote(run_id, safe='')}"))
 
+    def list_workflows(self, query: str, *, limit: int) -> list[dict[str, Any]]:
+        """The executions ``query`` (a visibility query) matches, newest first, at most
+        ``limit``: what the SDK's ``list_workflows`` gives, as the API's JSON."""
+        found: list[dict[str, Any]] = []
+        token = ""
+        while len(found) < limit:
+            params = {"query": query, "pageSize": str(min(limit - len(found), 1000))}
+            if token:
+                params["nextPageToken"] = token
+            page = self._call("GET", "/workflows?" + urlencode(params))
+            found.extend(page.get("executions", []))
+            token = page.get("nextPageToken") or ""
+            if not token:
+                break
+        return found[:limit]
+
     def query(self, run_id: str, query_type: str) -> bytes:
         """The query's answer: the JSON its worker encoded (for the caller's pydantic type)."""
         path = f"/workflows/{quote(run_id, safe='')}/query/{quote(query_type, safe='')}"

@@ -8,11 +8,10 @@ import fcntl
 import json
 import math
 import os
-import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, timedelta
 from pathlib import Path
@@ -29,6 +28,7 @@ from activities.errors import NoWorkerError
 from client.call_routes import RouteLookups
 from client.connect import connect
 from client.embedded import EmbeddedServer, child_environment
+from client.sigterm import on_sigterm, sigterm_through_the_loop, terminated
 from client.worker_fingerprint import for_configuration, worker_fingerprint
 from client.worker_liveness import Heartbeat, serves
 from client.worker_record import read_record, record_path, running_background_worker
@@ -64,53 +64,8 @@ class Session:
     ``client.runs.start_run`` confirms that worker after each start (``keep_background_worker``)."""
 
 
-# -- SIGTERM -------------------------------------------------------------------------------
-# A Python-level signal handler raises in whatever frame the main thread runs, which under
-# asyncio is often an activity of some other run (SystemExit inside call_model). The handler
-# goes through the event loop instead: a command that waits on a run detaches (like Ctrl-C),
-# any other command's main task is cancelled, so leases and workers unwind in order.
-
-_sigterm_actions: list[Callable[[], None]] = []
-_terminated = False
-
-
-def terminated() -> bool:
-    """Whether SIGTERM ended this process's command."""
-    return _terminated
-
-
-@contextlib.contextmanager
-def on_sigterm(action: Callable[[], None]) -> Iterator[None]:
-    """Within the block, SIGTERM calls ``action`` (inner blocks win)."""
-    _sigterm_actions.append(action)
-    try:
-        yield
-    finally:
-        _sigterm_actions.remove(action)
-
-
-def _handle_sigterm() -> None:
-    global _terminated
-    _terminated = True
-    if _sigterm_actions:
-        _sigterm_actions[-1]()
-
-
-@contextlib.contextmanager
-def _sigterm_through_the_loop() -> Iterator[None]:
-    loop = asyncio.get_running_loop()
-    task = asyncio.current_task()
-
-    def cancel() -> None:
-        if task is not None:
-            task.cancel()
-
-    loop.add_signal_handler(signal.SIGTERM, _handle_sigterm)
-    try:
-        with on_sigterm(cancel):
-            yield
-    finally:
-        loop.remove_signal_handler(signal.SIGTERM)
+# -- SIGTERM: through the event loop (client.sigterm) -----------------------------------------
+_sigterm_through_the_loop = sigterm_through_the_loop
 
 
 # -- workers -------------------------------------------------------------------------------

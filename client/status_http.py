@@ -4,7 +4,7 @@ The common case of a live read is a run the home's background worker is executin
 embedded server up. Then the server's HTTP API (``client.server_http``) answers the same
 describe and query as the SDK, and the run's kind is shown by the same display module
 (``client.tournament_display``, ``plan_display``, ``campaign_display``), so the output is the
-one ``client.status_query`` prints, without importing the SDK client (issue 16: under 0.5 s).
+one ``client.status_query`` prints, without importing the SDK client (under 0.5 s).
 
 Anything else goes to ``client.status_query``: an Ask (its view reads the run's result), a
 cluster, no live background worker on the run's task queue to answer the query (that path runs

@@ -1,7 +1,7 @@
 """``ponder status`` from the server: a run's own view, by kind (``client.status_cli`` shows an
 ended run from its run store while the embedded server is down).
 
-A read of a live run should answer at once (issue 16: under 0.5 s with a server up), and most of
+A read of a live run should answer at once (under 0.5 s with a server up), and most of
 its time was imports. So this module loads the SDK client and the session alone; a run kind's
 types and display (a tournament's ``Progress`` and rich tables, a plan's status, a campaign's
 statistics) are imported once ``describe`` has said which kind the run is, and no other kind's.

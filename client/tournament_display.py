@@ -102,7 +102,7 @@ def print_progress(
 ) -> None:
     """``ponder status`` of a tournament: the progress table, its error and refused signals,
     how to continue a paused run, and the leaderboard."""
-    out = Console()
+    out = Console(markup=False)  # errors and hints hold [brackets] that are not markup
     out.print(progress_table(progress, started, ended))
     if progress.error:
         out.print(f"error    {progress.error}")

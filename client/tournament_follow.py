@@ -14,6 +14,7 @@ from rich.console import Console
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError
 
+from client.call_progress import retries_shown
 from client.exit_codes import EXIT_PAUSED
 from client.live import live_panel
 from client.runs import RunFailed, ctrl_c_detaches, detach, run_result
@@ -24,7 +25,11 @@ from workflows.tournament.types import Progress, TournamentResult
 
 __all__ = ["EXIT_PAUSED", "console", "follow", "print_outcome", "run_times"]
 
-console = Console(stderr=True)
+console = Console(stderr=True, markup=False)  # [brackets] in errors are not markup
+
+
+def _above_panel(line: str) -> None:
+    console.print(f"ponder: {line}", highlight=False, soft_wrap=True)
 
 
 async def run_times(handle: WorkflowHandle) -> tuple[datetime | None, datetime | None]:
@@ -45,22 +50,25 @@ async def follow(session: Session, handle: WorkflowHandle) -> TournamentResult |
     with ctrl_c_detaches() as interrupted, live_panel(console, refresh_per_second=4) as live:
         with contextlib.suppress(RPCError):  # a restarting server: the clock is only shown
             started, _ = await run_times(handle)
-        while not result_task.done():
-            if interrupted.is_set():
-                result_task.cancel()
-                detach(session, handle.id)
-            try:
-                progress = await handle.query(QUERY_PROGRESS, result_type=Progress)
-            except RPCError:
-                progress = None
-            if progress is not None:
-                live.update(progress_table(progress, started))
-                # Paused: leave once the calls already dispatched have landed (paid once).
-                if progress.status == "awaiting_budget" and progress.in_flight == 0:
+        # A failed call attempt (a refused connection, a 503) is printed above the panel as it
+        # happens, not only when the last retry fails the run.
+        async with retries_shown(handle, _above_panel):
+            while not result_task.done():
+                if interrupted.is_set():
                     result_task.cancel()
-                    paused = progress
-                    break
-            await asyncio.wait({result_task}, timeout=0.5)
+                    detach(session, handle.id)
+                try:
+                    progress = await handle.query(QUERY_PROGRESS, result_type=Progress)
+                except RPCError:
+                    progress = None
+                if progress is not None:
+                    live.update(progress_table(progress, started))
+                    # Paused: leave once the calls already dispatched have landed (paid once).
+                    if progress.status == "awaiting_budget" and progress.in_flight == 0:
+                        result_task.cancel()
+                        paused = progress
+                        break
+                await asyncio.wait({result_task}, timeout=0.5)
         if paused is None:
             with contextlib.suppress(RPCError):  # the last frame shows the final state
                 final = await handle.query(QUERY_PROGRESS, result_type=Progress)

@@ -48,7 +48,8 @@ def _profile(o: dict[str, Any]) -> Profile | None:
 
 
 def _output_tokens(items: tuple[str, ...]) -> tuple[int | None, dict[str, int]]:
-    """``--max-output-tokens``: a bare N is the run's budget, ROLE=N caps each call of ROLE."""
+    """``--max-output-tokens``: a bare N is the run's budget; ROLE=N, the earlier spelling of
+    ``--output-token-caps ROLE=N``, caps each call of ROLE."""
     budget: int | None = None
     per_role: list[str] = []
     for item in items:
@@ -91,6 +92,8 @@ def build_input(settings: Settings, **o: Any) -> TournamentInput:
     for spec in in_use:
         resolve_model(spec, settings, require_key=keys_here)
     budget_output_tokens, output_caps = _output_tokens(o["max_output_tokens"])
+    caps = role_values("--output-token-caps", o["output_token_caps"], TOKEN_ROLES, int)
+    output_caps |= {TOKEN_ROLES[role]: cap for role, cap in caps.items()}
     payload = TournamentInput(
         task=read_task(o["task"]),
         rubric=o["rubric"],
@@ -118,7 +121,7 @@ def build_input(settings: Settings, **o: Any) -> TournamentInput:
         include_prompts=o["include_prompts"],
         invalid_json_retries=o["invalid_json_retries"],
         on_budget_exhausted=o["on_budget_exhausted"],
-        critique_chars=o["max_critique_chars"],
+        critique_chars=o["critique_chars"],
         output_token_caps=output_caps,
         judge_orders=o["judge_orders"],
         judges=judges,

@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+from pydantic.fields import FieldInfo
 
 from activities.errors import ConfigError
 from client.option_fields import CliOption, cli_fields
-from workflows.bounds import Seed
+from workflows.bounds import MAX_CALLS, CallCount, OutputTokens, Seed
 from workflows.budget import BudgetLimits
 from workflows.inputs import StrictModel
 from workflows.sim_options import ModelSpec
 from workflows.tournament.critique import MIN_CRITIQUE_CHARS
+from workflows.tournament.profiles import ALL_PAIRS_FREE_LIMIT, RankMode
 from workflows.tournament.prompts import PromptOverrides, Style
 from workflows.tournament.types import (
+    DEFAULT_ROUNDS,
     MAX_BOOTSTRAP_RESAMPLES,
     MAX_CRITIQUE_CHARS,
     MAX_JUDGES,
@@ -35,7 +39,10 @@ __all__ = [
     "CONCURRENCY_PHASES",
     "TEMPERATURE_ROLES",
     "TOKEN_ROLES",
+    "MutateOptions",
+    "RankOptions",
     "RunOptions",
+    "TokenRole",
     "TournamentSettings",
     "concurrency_values",
     "load_prompts",
@@ -56,7 +63,8 @@ TEMPERATURE_ROLES: Mapping[str, str] = {
     "finalize": "finalize_temperature",
 }
 # CLI role name -> prompt role (the judge's prompt role is "compare").
-TOKEN_ROLES: Mapping[str, str] = {
+TokenRole = Literal["generate", "judge", "compare", "mutate", "finalize"]
+TOKEN_ROLES: Mapping[str, str] = {  # keyed by the TokenRole names
     "generate": "generate",
     "judge": "compare",
     "compare": "compare",
@@ -122,10 +130,13 @@ class TournamentSettings(StrictModel):
         description="Pair schedule of judging: k-regular (the paper) or adaptive (Thompson "
         "sampling).",
     )
-    rounds: Annotated[Rounds | None, CliOption(default=_think_default("rounds"))] = Field(
+    rounds: Annotated[Rounds | None, CliOption(default=DEFAULT_ROUNDS)] = Field(
         default=None,
         description="pipelined: judge a pair as soon as both of its candidates exist instead of "
-        "after the whole phase (the same calls and result, less waiting on slow calls).",
+        "after the whole phase (the same calls and result, less waiting on slow calls); a "
+        "provider still gets at most the widest concurrency of the phases that call it at once. "
+        "barrier: each phase waits for the last call of the one before (the reference's "
+        "schedule).",
     )
     concurrency: Annotated[
         Concurrency | None,
@@ -205,17 +216,26 @@ class RunOptions(StrictModel):
             fields={
                 "max_output_tokens": CliOption(
                     multiple=True,
-                    metavar="N|ROLE=N",
-                    form="N: that budget; ROLE=N: a cap on each call of ROLE "
-                    f"({', '.join(TEMPERATURE_ROLES)}).",
+                    metavar="N",
+                    form="(ROLE=N, the earlier form of --output-token-caps, is still taken.)",
                 )
             },
         ),
     ] = Field(default=BudgetLimits(), description="The run's budget limits (unset: unlimited).")
-    max_critique_chars: Annotated[
-        int | None, CliOption(default=_think_default("critique_chars"))
+    output_token_caps: Annotated[
+        dict[TokenRole, OutputTokens], CliOption(multiple=True, metavar="ROLE=N", form="ROLE=N.")
+    ] = Field(
+        default={},
+        description="A cap on the output tokens of each call of a role "
+        f"({', '.join(TEMPERATURE_ROLES)}; unset: the built-in caps).",
+    )
+    critique_chars: Annotated[
+        int | None,
+        CliOption(default=_think_default("critique_chars"), aliases=("max-critique-chars",)),
     ] = Field(
         default=None,
+        # The workflow input's name; the earlier one is still taken from callers written for it.
+        validation_alias=AliasChoices("critique_chars", "max_critique_chars"),
         ge=MIN_CRITIQUE_CHARS,
         le=MAX_CRITIQUE_CHARS,
         description=f"Cap on the critique a mutator receives (at least {MIN_CRITIQUE_CHARS}).",
@@ -239,6 +259,59 @@ class RunOptions(StrictModel):
         description="Store every rendered prompt in the run directory (prompts/<sha256>.json).",
     )
     run_id: str | None = Field(default=None, description="Workflow id (default: think-<random>).")
+
+
+def _same_as(model: type[BaseModel], name: str) -> Any:
+    """``model``'s field ``name`` (its type's constraints, description and command-line form),
+    for a command that takes the same option: declared there, not again here. Typed ``Any``
+    as ``Field()`` is, so a type checker takes it as the field's default."""
+    info: FieldInfo = copy.copy(model.model_fields[name])
+    return info
+
+
+class RankOptions(StrictModel):
+    """``ponder rank``'s options and the MCP ``rank`` tool's arguments (``client.mcp.args.
+    RankArgs``), declared once; what ranks as ``ponder think`` ranks takes think's field. The
+    task and the candidates are the command's own (a file per candidate on the command line,
+    the texts themselves over MCP)."""
+
+    rubric: str | None = _same_as(TournamentSettings, "rubric")
+    model: str | None = Field(default=None, description="Judge model, provider:model.")
+    judges: list[ModelSpec] | None = _same_as(TournamentSettings, "judges")
+    judge_orders: JudgeOrders | None = _same_as(TournamentSettings, "judge_orders")
+    length_control: bool = _same_as(RunOptions, "length_control")
+    weight_by_confidence: bool = _same_as(RunOptions, "weight_by_confidence")
+    rank_mode: RankMode = Field(
+        default="auto",
+        description=f"auto: all pairs while they fit the cap ({ALL_PAIRS_FREE_LIMIT} pairs "
+        "unless --rank-max-calls), else k-regular.",
+    )
+    rank_k: int | None = Field(default=None, description="Degree of the k-regular schedule.")
+    rank_seed: Seed | None = Field(default=None, description="Seed of the pair schedule.")
+    rank_max_calls: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_CALLS,
+        description=f"Cap on judge calls; all-pairs over {ALL_PAIRS_FREE_LIMIT} pairs needs it.",
+    )
+    max_calls: CallCount | None = _same_as(BudgetLimits, "max_calls")
+    seed: Seed | None = Field(default=None, description="Run seed (judge sampling, presentation).")
+    run_id: str | None = Field(default=None, description="Workflow id (default: rank-<random>).")
+
+
+class MutateOptions(StrictModel):
+    """``ponder mutate``'s options and the MCP ``mutate`` tool's arguments (``client.mcp.args.
+    MutateArgs``), declared once. The task, the candidate and the critique are the command's
+    own (files or ``@file`` on the command line, texts over MCP)."""
+
+    rubric: str | None = _same_as(TournamentSettings, "rubric")
+    model: str | None = Field(default=None, description="Mutator model, provider:model.")
+    prompt_style: Style = Field(
+        default=_think_default("prompt_style"),
+        description=TournamentSettings.model_fields["prompt_style"].description,
+    )
+    seed: Seed = Field(default=0, description="Seed for sim draws.")
+    run_id: str | None = Field(default=None, description="Workflow id (default: mutate-<random>).")
 
 
 def read_file(name: str, *, what: str = "candidate") -> str:

@@ -1,6 +1,7 @@
-"""The tournament's parts as services: ``ponder rank`` (judge given answers) and ``mutate``. What
-runs them is imported in each command's body, so ``--help`` loads no Temporal SDK (and, its
-options read from ``client.option_table``, no pydantic)."""
+"""The tournament's parts as services: ``ponder rank`` (judge given answers) and ``mutate``. Their
+options are declared once, on ``client.tournament_options.RankOptions`` and ``MutateOptions``
+(the MCP tools' arguments too), and read here from the generated ``client.option_table``; what
+runs them is imported in each command's body, so ``--help`` loads no Temporal SDK nor pydantic."""
 
 from __future__ import annotations
 
@@ -9,9 +10,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from client.click_fields import field_option
+from client.click_fields import settings_options
 from client.command_settings import command_settings
-from client.option_table import help_constant
 from workflows.names import TOURNAMENT
 from workflows.run_ids import check_run_id
 
@@ -23,40 +23,11 @@ if TYPE_CHECKING:
 
 __all__ = ["mutate", "rank"]
 
-# From workflows.tournament.profiles, through the option table (its module builds pydantic models).
-ALL_PAIRS_FREE_LIMIT: int = help_constant("all_pairs_free_limit")
-
 
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--task", required=True, help="The task the candidates answer (or @file).")
-@field_option("TournamentSettings", "rubric")
-@click.option("--model", default=None, help="Judge model, provider:model.")
-@field_option("TournamentSettings", "judges")
-@field_option("TournamentSettings", "judge_orders")
-@field_option("RunOptions", "length_control")
-@field_option("RunOptions", "weight_by_confidence")
-@click.option(
-    "--rank-mode",
-    type=click.Choice(help_constant("rank_modes")),
-    default="auto",
-    show_default=True,
-    help=f"auto: all pairs while they fit the cap ({ALL_PAIRS_FREE_LIMIT} pairs unless "
-    "--rank-max-calls), else k-regular.",
-)
-@click.option("--rank-k", type=int, default=None, help="Degree of the k-regular schedule.")
-@click.option("--rank-seed", type=int, default=None, help="Seed of the pair schedule.")
-@click.option(
-    "--rank-max-calls",
-    type=click.IntRange(min=1),
-    default=None,
-    help=f"Cap on judge calls; all-pairs over {ALL_PAIRS_FREE_LIMIT} pairs needs it.",
-)
-@click.option(
-    "--max-calls", type=click.IntRange(min=0), default=None, help="Budget: max model calls."
-)
-@click.option("--seed", type=int, default=None, help="Run seed (judge sampling, presentation).")
-@click.option("--run-id", default=None, help="Workflow id (default: rank-<random>).")
+@settings_options("RankOptions")  # rubric, model, judges, ..., rank mode, seed, run id
 @click.pass_context
 def rank(
     ctx: click.Context,
@@ -128,10 +99,7 @@ def rank(
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--task", required=True, help="The task the candidate answers (or @file).")
 @click.option("--critique", required=True, help="What to improve (or @file).")
-@field_option("TournamentSettings", "rubric")
-@click.option("--model", default=None, help="Mutator model, provider:model.")
-@field_option("TournamentSettings", "prompt_style")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed for sim draws.")
+@settings_options("MutateOptions")  # rubric, model, prompt style, seed, run id
 @click.pass_context
 def mutate(
     ctx: click.Context,
@@ -142,6 +110,7 @@ def mutate(
     model: str | None,
     prompt_style: str,
     seed: int,
+    run_id: str | None,
 ) -> None:
     """Improve one candidate answer (FILE) from a critique (one mutate call)."""
     import asyncio
@@ -154,7 +123,7 @@ def mutate(
     from workflows.names import ASK
 
     settings = command_settings(ctx)
-    run_id = new_run_id("mutate")
+    run_id = check_run_id(run_id or new_run_id("mutate"))
     payload = build_mutate_input(
         settings,
         read_file(file),

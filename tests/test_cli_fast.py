@@ -1,4 +1,4 @@
-"""Commands answer at once (issue 16): reads of ended runs come from the run store without a
+"""Commands answer at once: reads of ended runs come from the run store without a
 server, the embedded server lingers for a burst of commands, and the read commands' help loads
 no Temporal SDK."""
 
@@ -11,6 +11,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -63,13 +64,15 @@ print(json.dumps(found))
 def help_imports(commands: set[str], watched: tuple[str, ...]) -> list[list[Any]]:
     """``[path, heavy packages loaded]`` for each command path of ``commands``, their help shown
     in turn in one interpreter (a heavy import is charged to the first path that makes it)."""
-    out = subprocess.run(
-        [sys.executable, "-c", HELP_PROBE, json.dumps(sorted(commands)), *watched],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    ).stdout
+    with tempfile.TemporaryDirectory() as home:  # the group's log, not in the real ~/.ponder
+        out = subprocess.run(
+            [sys.executable, "-c", HELP_PROBE, json.dumps(sorted(commands)), *watched],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+            env=cli_env(Path(home)),
+        ).stdout
     found: list[list[Any]] = json.loads(out.splitlines()[-1])
     return found
 
@@ -115,7 +118,7 @@ print(json.dumps(sorted(m for m in sys.modules)))
 def test_status_of_a_live_run_imports_no_run_kind_before_it_knows_the_kind() -> None:
     """The server half of ``ponder status`` (a live run, with a server up) loads the SDK client
     and the session, and no run kind's types nor any heavy package other than the SDK, until
-    ``describe`` says which kind the run is (issue 16: ``status`` of a live run under 0.5 s)."""
+    ``describe`` says which kind the run is (``status`` of a live run under 0.5 s)."""
     out = subprocess.run(
         [sys.executable, "-c", STATUS_PROBE], capture_output=True, text=True, check=True
     ).stdout
@@ -279,12 +282,12 @@ async def test_status_over_http_prints_what_the_sdk_path_prints(tmp_path: Path) 
         assert probe.returncode == 0, err.decode()
         both = json.loads(out.decode().splitlines()[-1])
         assert both["sdk_loaded"] == []  # every HTTP read was made without the SDK
-        for (run_id, as_json), (answered, over_http), through_sdk in zip(
+        for (case_id, as_json), (answered, over_http), through_sdk in zip(
             cases, both["http"], both["sdk"], strict=True
         ):
-            assert answered, (run_id, as_json)
-            assert run_id in over_http
-            assert _same_clock(over_http) == _same_clock(through_sdk), (run_id, as_json)
+            assert answered, (case_id, as_json)
+            assert case_id in over_http
+            assert _same_clock(over_http) == _same_clock(through_sdk), (case_id, as_json)
         # The SDK path's query was answered by the background worker too: none of its own.
         # It polls its configuration's queue, ``ponder.<digest>``, named by its record.
         (record_file,) = (tmp_path / "workers").glob("ponder.*.json")
@@ -299,3 +302,65 @@ async def test_status_over_http_prints_what_the_sdk_path_prints(tmp_path: Path) 
         assert not show_status_over_http(settings, "t1", as_json=True)
         shown = await ponder("status", "t1", "--json", env=env)
         assert shown.code == 0 and json.loads(shown.out)["status"] == "awaiting_budget", shown
+
+
+RUNS_PROBE = """
+import json, sys
+from client.cli import cli
+cli.main(["runs", "--json", "--cells"], standalone_mode=False)
+print("SDK", json.dumps(sorted(m for m in sys.modules if m.startswith("temporalio"))))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("no_leftover_processes")
+async def test_runs_with_the_server_up_reads_the_servers_list_over_http_as_the_sdk_does(
+    tmp_path: Path,
+) -> None:
+    """With the embedded server up, ``ponder runs`` joins the run store to the server's list read
+    over its HTTP API: the rows the SDK path gives (a run only the server knows among them),
+    without importing the SDK."""
+    from temporalio.client import Client
+
+    from client.run_list import RunRow, list_runs
+
+    env = cli_env(tmp_path)
+    async with one_server(tmp_path):
+        done = await ponder("ask", "hello", "--model", "sim:default", "--run-id", "a1", env=env)
+        assert done.code == 0, done.err
+        info = EmbeddedServer(tmp_path).read_state()
+        assert info is not None
+        client = await Client.connect(info.address)
+        # On a queue no worker polls: the server knows it, the run store does not.
+        await client.start_workflow("Ask", {}, id="live-1", task_queue="nobody-polls")
+        settings = load_settings(home=str(tmp_path))
+        deadline = time.monotonic() + 60
+        while True:  # the server's list is its visibility store, which a new run reaches later
+            through_sdk = await list_runs(settings, client, cells=True, limit=50)
+            if {"a1", "live-1"} <= {row.run_id for row in through_sdk}:
+                break
+            assert time.monotonic() < deadline, through_sdk
+            await asyncio.sleep(0.2)
+        probe = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", RUNS_PROBE, env=env,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        out, err = await asyncio.wait_for(probe.communicate(), 120)
+        assert probe.returncode == 0, err.decode()
+        text = out.decode()
+        listed, sdk = text.rsplit("SDK", 1)
+        assert json.loads(sdk) == []  # read without the SDK
+        over_http = [RunRow.model_validate(row) for row in json.loads(listed)]
+        assert over_http == through_sdk
+        rows = {row.run_id: row for row in over_http}
+        assert (rows["live-1"].status, rows["live-1"].on_server, rows["live-1"].in_store) == (
+            "running",
+            True,
+            False,
+        )
+        assert (rows["a1"].status, rows["a1"].on_server, rows["a1"].in_store) == (
+            "completed",
+            True,
+            True,
+        )
+        await client.get_workflow_handle("live-1").terminate()

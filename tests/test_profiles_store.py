@@ -154,7 +154,7 @@ def test_names_are_words_and_flags_win(tmp_path: Path) -> None:
 
 
 def test_a_saved_profile_carries_judge_orders_and_a_panel(tmp_path: Path) -> None:
-    # Issue 17: judge_orders and a judge panel are profile settings too; flags still win.
+    # judge_orders and a judge panel are profile settings too; flags still win.
     store = ProfileStore(tmp_path)
     panel = ["sim:default,accuracy=0.95", "sim:default,position_bias=0.5"]
     store.save("trusted", SavedProfile.model_validate({"judge_orders": "both", "judges": panel}))

@@ -58,7 +58,8 @@ EVERY_RUN = RunOptions(
     judge_model="sim:judge", mutator_model="sim:mutator", finalizer_model="sim:final",
     bootstrap_resamples=0, seed=7, write_interval_s=2.5,
     budget=BudgetLimits(max_calls=40, max_input_tokens=9000, max_output_tokens=5000, max_usd=2.5),
-    max_critique_chars=900, include_raw_outputs=True, include_prompts=True, run_id="think-x",
+    output_token_caps={"judge": 300}, critique_chars=900, include_raw_outputs=True,
+    include_prompts=True, run_id="think-x",
     length_control=True, weight_by_confidence=True,
 )  # fmt: skip
 EVERY_ARGV = [
@@ -73,7 +74,8 @@ EVERY_ARGV = [
     "--finalizer-model", "sim:final", "--bootstrap-resamples", "0", "--seed", "7",
     "--write-interval-s", "2.5",
     "--max-calls", "40", "--max-input-tokens", "9000", "--max-output-tokens", "5000",
-    "--max-usd", "2.5", "--max-critique-chars", "900", "--include-raw-outputs",
+    "--max-usd", "2.5", "--output-token-caps", "judge=300", "--critique-chars", "900",
+    "--include-raw-outputs",
     "--include-prompts", "--run-id", "think-x", "--length-control", "--weight-by-confidence",
 ]  # fmt: skip
 
@@ -184,7 +186,8 @@ def test_every_setting_and_every_run_option_a_profile_holds_is_a_profile_save_op
 
 # The flags of every field a saved profile holds (EVERY_ARGV but for what only a run takes).
 RUN_ONLY_FLAGS = {
-    "--bootstrap-resamples": "0", "--seed": "7", "--max-critique-chars": "900",
+    "--bootstrap-resamples": "0", "--seed": "7", "--critique-chars": "900",
+    "--output-token-caps": "judge=300",
     "--write-interval-s": "2.5",
     "--include-raw-outputs": None, "--include-prompts": None, "--run-id": "think-x",
     "--length-control": None, "--weight-by-confidence": None,

@@ -8,10 +8,12 @@ misbehaving endpoint cannot make it parse megabytes per call.
 from __future__ import annotations
 
 import email.utils
+import ipaddress
 import json
 import time
 import zlib
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import orjson
@@ -31,10 +33,12 @@ from workflows.bounds import MAX_RESPONSE_BYTES
 
 __all__ = [
     "broken_envelope",
+    "connection_refused",
     "error_for_status",
     "is_final_status",
     "post_json",
     "retry_after_seconds",
+    "transport_failure",
 ]
 
 CALL_ID_HEADER = "X-Ponder-Call-Id"
@@ -112,9 +116,7 @@ async def post_json(
         ) from exc
     except httpx.HTTPError as exc:
         await ctx.raw_events.record({**event, "error": f"transport: {exc!r}"})
-        raise TransportError(
-            f"{ctx.provider_name} at {url} unreachable: {exc!r}", model=ctx.model_name
-        ) from exc
+        raise transport_failure(ctx, url, exc) from exc
     event["latency_ms"] = round((time.monotonic() - started) * 1000, 3)
     event["response"] = {"status": response.status_code, "headers": dict(response.headers)}
     if content is None:
@@ -184,6 +186,68 @@ async def _bounded_body(response: httpx.Response) -> bytes | None:
 
 # Content encodings decoded with a bound (others arrive as they are, and do not parse as JSON).
 _WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+
+
+def connection_refused(exc: BaseException) -> bool:
+    """Whether connecting was refused at every address tried: nothing listens at the port.
+
+    httpx wraps the socket's error (``ConnectError`` from httpcore's, from anyio's "All connection
+    attempts failed", from ``ConnectionRefusedError``, or a group of them when a name resolves to
+    several addresses); anything else on the way (a timeout, a reset) is not a refusal."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError):
+            return True
+        if isinstance(current, BaseExceptionGroup):
+            return all(connection_refused(inner) for inner in current.exceptions)
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def shown_url(url: str) -> str:
+    """``url`` without user info: a ``user:password@`` in a base URL is a secret of its own."""
+    parts = urlsplit(url)
+    if parts.hostname is None or "@" not in parts.netloc:
+        return url
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    netloc = f"{host}:{parts.port}" if parts.port is not None else host
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def is_loopback(url: str) -> bool:
+    """Whether ``url`` names this machine (``localhost``, 127.0.0.0/8, ``::1``)."""
+    host = (urlsplit(url).hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+LOCAL_SERVERS = "ollama serve, vllm serve, llama-server ..."
+"""What usually listens on a local OpenAI-compatible port, named in the refusal's fix."""
+
+
+def transport_failure(ctx: CallContext, url: str, exc: httpx.HTTPError) -> TransportError:
+    """A request that got no HTTP answer. A refused connection says where nothing listens and
+    what to start there; it stays a retried ``provider.transport``, so a server started (or
+    restarted) while the call backs off serves the attempt after (see docs/models.md#failures)."""
+    if not connection_refused(exc):
+        return TransportError(
+            f"{ctx.provider_name} at {shown_url(url)} unreachable: {exc!r}", model=ctx.model_name
+        )
+    base = shown_url(ctx.base_url or url)
+    if is_loopback(base):
+        fix = f"start your server ({LOCAL_SERVERS}) or fix base_url"
+    else:
+        fix = "check that the server is up and base_url is right"
+    return TransportError(
+        f"nothing listens at {base} (connection refused, provider {ctx.provider_name}): {fix}",
+        model=ctx.model_name,
+    )
 
 
 def broken_envelope(

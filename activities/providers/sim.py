@@ -134,9 +134,13 @@ def _biased(
 def simulate(request: ModelRequest, seed: int, call_key: str, options: SimOptions) -> str:
     """The simulated output text for one call."""
     rng = _rng(seed, call_key, "output")
-    tag = request.tag or call_key.replace("/", "-")
     task = request.prompt.strip().splitlines()[0][:120] if request.prompt.strip() else ""
     trailers = parse_trailers(request.prompt)
+    tag = request.tag or call_key.replace("/", "-")
+    if request.tag is None and request.role == "mutate":
+        # A mutate run (ponder mutate) names no candidate and its one call's key is any Ask's:
+        # the new candidate is named after the one it improves.
+        tag = f"{trailers[0][1]}-mutated" if trailers else "mutated"
     if request.role == "judge":
         if rng.random() < options.invalid_json_rate:
             return "Both have merit; I lean towards the first one."
@@ -202,7 +206,7 @@ class SimProvider:
 
         def exchange() -> str:
             text = simulate(request, request.seed, ctx.call_key, options)
-            if request.script is not None:  # a plan step's x-sim.outputs (plans.md)
+            if request.script is not None:  # a plan step's x-sim.outputs (docs/plans.md)
                 text = request.script
             ctx.raw_events.append(
                 {

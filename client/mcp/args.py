@@ -14,20 +14,16 @@ from pydantic import ConfigDict, Field, JsonValue
 from client.bundles import Format as ExportFormat
 from client.profiles import SavedProfile
 from client.run_states import KINDS, STATUSES
-from client.tournament_options import RunOptions, TournamentSettings
+from client.tournament_options import MutateOptions, RankOptions, RunOptions, TournamentSettings
 from workflows.ask_types import AskInput
-from workflows.bounds import MAX_CALLS, BudgetTokens, CallCount, OutputTokens, Seed, WallMs
+from workflows.bounds import BudgetTokens, OutputTokens, Seed, WallMs
 from workflows.inputs import StrictModel
 from workflows.plan.run_types import PlanBudgetOverride
-from workflows.sim_options import ModelSpec
-from workflows.tournament.profiles import BUILTIN_PROFILES, RankMode
-from workflows.tournament.prompts import Style
+from workflows.tournament.profiles import BUILTIN_PROFILES
 from workflows.tournament.types import (
-    MAX_JUDGES,
     ExtendBudgetInput,
     GivenCandidate,
 )
-from workflows.tournament.verdicts import JudgeOrders
 
 __all__ = [
     "AskArgs",
@@ -92,48 +88,21 @@ class PlanArgs(TournamentArgs):
     """``ponder think --dry-run``: the same arguments as think; nothing starts."""
 
 
-class RankArgs(WaitArgs):
+# The options of rank and mutate are declared on client.tournament_options' RankOptions and
+# MutateOptions, which ponder rank's and ponder mutate's options are built from.
+class RankArgs(WaitArgs, RankOptions):
     """``ponder rank``: rank given candidate texts by pairwise judging."""
 
     task: str = Field(min_length=1)
     candidates: list[GivenCandidate] = Field(min_length=2, description="id and text of each")
-    rubric: str | None = None
-    model: str | None = Field(default=None, description="judge model, provider:model")
-    judges: list[ModelSpec] | None = Field(
-        default=None,
-        min_length=2,
-        max_length=MAX_JUDGES,
-        description="a judge panel (replaces model): each pair by majority",
-    )
-    judge_orders: JudgeOrders | None = Field(
-        default=None, description="both: judge every pair in both orders (2x judge calls)"
-    )
-    length_control: bool = Field(
-        default=False, description="fit with a length term: scores net of length preference"
-    )
-    weight_by_confidence: bool = Field(
-        default=False, description="weigh each verdict by the judge's confidence"
-    )
-    rank_mode: RankMode = "auto"
-    rank_k: int | None = None
-    rank_seed: Seed | None = None
-    rank_max_calls: int | None = Field(default=None, ge=1, le=MAX_CALLS)
-    max_calls: CallCount | None = None
-    seed: Seed | None = None
-    run_id: str | None = None
 
 
-class MutateArgs(WaitArgs):
+class MutateArgs(WaitArgs, MutateOptions):
     """``ponder mutate``: improve one candidate from a critique."""
 
     task: str = Field(min_length=1)
     candidate: str
     critique: str
-    rubric: str | None = None
-    model: str | None = Field(default=None, description="mutator model, provider:model")
-    prompt_style: Style = "general"
-    seed: Seed = 0
-    run_id: str | None = None
 
 
 class AskArgs(WaitArgs):

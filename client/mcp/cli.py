@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from activities.errors import ConfigError
 from client.mcp.http import PATH, TOKEN_ENV, Guard, allowed_hosts, is_loopback, parse_listen
+
+if TYPE_CHECKING:
+    from mcp.server import Server
+
+    from client.mcp.backend import Backend
+    from client.mcp.sampling import SessionSampler
 
 __all__ = ["mcp"]
 
@@ -59,48 +68,86 @@ def mcp(
                 "set it (e.g. to the output of `openssl rand -hex 24`) and give it to clients",
             )
 
-    # Imported here: the MCP SDK and the client's session cost about a second to import, which
-    # neither `ponder mcp --help` nor any other command should pay.
-    from client.mcp.backend import Backend
-    from client.mcp.sampling import SessionSampler, serving_sampling
+    # Imported here: the MCP SDK costs half a second to import, which neither `ponder mcp --help`
+    # nor any other command should pay. The tools' own modules, the session and the sampling
+    # worker come later, made while the server already answers (client.mcp.services).
     from client.mcp.server import build_server
-    from client.session import on_sigterm, open_session, terminated
+    from client.mcp.services import Services
+    from client.sigterm import on_sigterm, sigterm_through_the_loop, terminated
 
-    async def go() -> None:
+    stops: list[Callable[[], None]] = []
+    """What SIGTERM does to the server, innermost last: cancel its task, or stop uvicorn."""
+
+    @contextlib.asynccontextmanager
+    async def connect() -> AsyncIterator[tuple[Backend, SessionSampler]]:
+        from client.mcp.backend import Backend
+        from client.mcp.sampling import SessionSampler, serving_sampling
+        from client.session import open_session
+
         sampler = SessionSampler()
         async with (
             open_session(settings, worker=False) as session,
             # mcp: calls, to the host, on the session's (its configuration's) queue
             serving_sampling(session.client, session.settings, sampler),
         ):
-            backend = Backend(session)
-            server = build_server(backend, sampler)
-            if where is None:
-                from mcp.server.stdio import stdio_server
+            # The session routes SIGTERM to the task that opened it, a background one here:
+            # SIGTERM still stops the server.
+            with on_sigterm(stops[-1]):
+                yield Backend(session), sampler
 
-                async with stdio_server() as (read, write):
-                    await server.run(read, write, server.create_initialization_options())
-                return
-            import uvicorn
-            from mcp.server.transport_security import TransportSecuritySettings
+    async def go() -> None:
+        with sigterm_through_the_loop():
+            task = asyncio.current_task()
+            assert task is not None
 
-            app = server.streamable_http_app(
-                streamable_http_path=PATH,
-                host=where.host,
-                # The Guard checks Host, Origin, content type and token first, on every route.
-                transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-            )
-            guarded = Guard(app, hosts=allowed_hosts(where, allow_host), token=token)
-            click.echo(f"ponder MCP server at {where.url}", err=True)
-            config = uvicorn.Config(
-                guarded, host=where.host, port=where.port, log_level="warning", lifespan="on"
-            )
-            http_server = uvicorn.Server(config)
-            # SIGTERM stops uvicorn its own way (should_exit); cancelling the task under it, as
-            # other commands are stopped, makes its lifespan log a CancelledError traceback.
-            with on_sigterm(lambda: setattr(http_server, "should_exit", True)):
-                await http_server.serve()
-            if terminated():
-                raise asyncio.CancelledError  # ends as every command SIGTERM ends: one line
+            def cancel() -> None:
+                task.cancel()
+
+            stops.append(cancel)
+            # A server: it may answer for hours before a session makes it connect, so the
+            # collector goes back on as it starts serving (see worker/startup.py).
+            from worker.startup import imports_done
+
+            imports_done()
+            services = Services(settings, connect)
+            try:
+                if where is not None:
+                    # Over HTTP the port opens once the tools can run, as a client that
+                    # connects when it sees the port expects (a stdio client starts the
+                    # process and waits for initialize instead).
+                    await services.get()
+                await serve(build_server(services))
+            finally:
+                await services.aclose()
+
+    async def serve(server: Server[Any]) -> None:
+        if where is None:
+            from mcp.server.stdio import stdio_server
+
+            async with stdio_server() as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+            return
+        import uvicorn
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        app = server.streamable_http_app(
+            streamable_http_path=PATH,
+            host=where.host,
+            # The Guard checks Host, Origin, content type and token first, on every route.
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        )
+        guarded = Guard(app, hosts=allowed_hosts(where, allow_host), token=token)
+        click.echo(f"ponder MCP server at {where.url}", err=True)
+        config = uvicorn.Config(
+            guarded, host=where.host, port=where.port, log_level="warning", lifespan="on"
+        )
+        http_server = uvicorn.Server(config)
+        # SIGTERM stops uvicorn its own way (should_exit); cancelling the task under it, as
+        # other commands are stopped, makes its lifespan log a CancelledError traceback.
+        stops.append(lambda: setattr(http_server, "should_exit", True))
+        with on_sigterm(stops[-1]):
+            await http_server.serve()
+        if terminated():
+            raise asyncio.CancelledError  # ends as every command SIGTERM ends: one line
 
     asyncio.run(go())

@@ -22,7 +22,7 @@ from client.api import AskRun, Run, RunFailed, TournamentRun
 from client.mcp import campaigns, plans
 from client.mcp.args import ExtendArgs, ListRunsArgs, ResultArgs, RunArgs
 from client.mcp.backend import Backend
-from client.run_list import kind_of, list_runs, state_name
+from client.run_list import kind_of, list_runs, run_ended, state_name
 from client.runs import failure_view
 from workflows.names import CAMPAIGN, PLAN_RUN
 from workflows.plan.run_types import ExtendPlanBudgetInput
@@ -185,12 +185,15 @@ async def extend(backend: Backend, args: ExtendArgs, progress: ProgressFn) -> di
     )
     if all(v is None for v in limits.values()) and args.wall_ms is None and args.tokens is None:
         raise ConfigError(
-            "input.invalid",
+            "option.missing",  # ponder extend's code for the same mistake
             "extend needs at least one new limit",
             fix="give max_calls, max_usd, max_input_tokens, max_output_tokens or (plans) wall_ms, "
             "tokens",
         )
     run = await backend.ponder.attach(args.run_id)
+    description = await run.handle.describe()
+    if description.status != WorkflowExecutionStatus.RUNNING:
+        raise run_ended(run.id, state_name(description.status), "extend")
     if await _kind(run) == "campaign":
         return await campaigns.extend(
             backend, run.id, limits, wait=args.wait, wait_s=args.timeout_s, progress=progress
@@ -210,7 +213,7 @@ async def extend(backend: Backend, args: ExtendArgs, progress: ProgressFn) -> di
         )
     if args.tokens is not None or args.wall_ms is not None:
         raise ConfigError(
-            "input.invalid",
+            "option.invalid",  # as ponder extend --tokens of a tournament says
             "tokens and wall_ms are a plan run's limits",
             fix="give max_calls, max_usd, max_input_tokens or max_output_tokens",
         )

@@ -2,8 +2,9 @@
 with which arguments.
 
 A prompt's arguments are strings (the protocol's rule); each is checked here, and a missing
-required one, an unknown one or one past its ceiling is refused with the argument's name and
-the fix, as a JSON-RPC invalid-params error.
+required one or an unknown one (``usage.invalid``), a blank one or one past its ceiling
+(``input.invalid``) is refused with the argument's name and the fix, as a JSON-RPC
+invalid-params error.
 """
 
 from __future__ import annotations
@@ -200,11 +201,14 @@ PROMPTS: dict[str, PromptSpec] = {
 }
 
 
-def _refused(argument: str, problem: str, fix: str) -> MCPError:
-    message = f"input.invalid: prompt argument {argument!r} {problem} (fix: {fix})"
-    return MCPError(
-        types.INVALID_PARAMS, message, {"code": "input.invalid", "message": problem, "fix": fix}
-    )
+USAGE = "usage.invalid"
+
+
+def _refused(argument: str, problem: str, fix: str, code: str = "input.invalid") -> MCPError:
+    """``input.invalid`` for a value that breaks its rule; ``usage.invalid`` for an argument
+    missing or not known, the code a tool's arguments and the command line give those."""
+    message = f"{code}: prompt argument {argument!r} {problem} (fix: {fix})"
+    return MCPError(types.INVALID_PARAMS, message, {"code": code, "message": problem, "fix": fix})
 
 
 def list_prompts() -> list[types.Prompt]:
@@ -227,17 +231,20 @@ def get_prompt(name: str, arguments: Mapping[str, str] | None) -> types.GetPromp
     if spec is None:
         raise MCPError(
             types.INVALID_PARAMS,
-            f"input.invalid: no prompt {name!r} (fix: use one of {', '.join(PROMPTS)})",
+            f"{USAGE}: no prompt {name!r} (fix: use one of {', '.join(PROMPTS)})",
         )
     given = dict(arguments or {})
     known = {a.name for a in spec.arguments}
     for key in given:
         if key not in known:
-            raise _refused(key, f"is not one of {name}'s", f"give only {', '.join(sorted(known))}")
+            known_ones = ", ".join(sorted(known))
+            raise _refused(key, f"is not one of {name}'s", f"give only {known_ones}", USAGE)
     for a in spec.arguments:
         value = given.get(a.name)
         if a.required and not (value or "").strip():
-            raise _refused(a.name, f"is required by {name}", f"give {a.name}: {a.description}")
+            code = USAGE if value is None else "input.invalid"  # left out, or blank
+            fix = f"give {a.name}: {a.description}"
+            raise _refused(a.name, f"is required by {name}", fix, code)
         if value is not None and len(value) > MAX_ARGUMENT_CHARS:
             raise _refused(
                 a.name,

@@ -3,24 +3,29 @@
 The low-level server, not ``MCPServer``'s decorators, because each tool's input schema is its
 pydantic argument model's JSON Schema (``client.mcp.tools``), validated here with the same model
 so a bad argument is refused with the field, the rule and the fix.
+
+It answers ``initialize`` and ``tools/list`` (from ``client.mcp.tool_list``) without importing
+the tools' modules or the Temporal SDK: a tool call waits for them (``client.mcp.services``).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
 
 from client.mcp import prompts, resources
-from client.mcp.backend import Backend
-from client.mcp.errors import describe, tool_error
-from client.mcp.follow import ProgressFn
-from client.mcp.sampling import SessionSampler
-from client.mcp.tools import TOOLS
+from client.mcp.errors import arguments_refused, describe, tool_error
+from client.mcp.services import Services
+from client.mcp.tool_list import tool_entries
+
+if TYPE_CHECKING:
+    from client.mcp.follow import ProgressFn
 
 __all__ = ["build_server"]
 
@@ -36,34 +41,45 @@ INSTRUCTIONS = (
 )
 
 
-def build_server(backend: Backend, sampler: SessionSampler | None = None) -> Server[Any]:
-    """The server; with ``sampler``, each session that allows sampling joins it (``mcp:``)."""
+def build_server(services: Services) -> Server[Any]:
+    """The server; each session that allows sampling joins the services' sampler (``mcp:``)."""
+    listed = tool_entries()
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         return types.ListToolsResult(
             tools=[
-                types.Tool(name=t.name, description=t.description, input_schema=t.input_schema())
-                for t in TOOLS.values()
+                types.Tool(
+                    name=t["name"], description=t["description"], input_schema=t["input_schema"]
+                )
+                for t in listed
             ]
         )
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
-        tool = TOOLS.get(params.name)
-        if tool is None:
+        if params.name not in {t["name"] for t in listed}:
+            names = ", ".join(t["name"] for t in listed)
             raise MCPError(
-                types.INVALID_PARAMS, f"unknown tool {params.name!r}: use one of {', '.join(TOOLS)}"
+                types.INVALID_PARAMS, f"unknown tool {params.name!r}: use one of {names}"
             )
         try:
-            if params.request_state is not None and sampler is not None:
+            backend, sampler = await services.get()
+            from client.mcp.tools import find_tool  # loaded by services.get()
+
+            tool = find_tool(params.name)
+            assert tool is not None  # listed, so in the table
+            if params.request_state is not None:
                 # A later round of a call that carries mcp: calls (client/mcp/carriers.py).
                 return await sampler.carriers.resume(
                     ctx, params.request_state, params.input_responses
                 )
-            args = tool.args.model_validate(params.arguments or {})
+            try:
+                args = tool.args.model_validate(params.arguments or {})
+            except ValidationError as exc:
+                raise arguments_refused(exc) or exc from None
         except Exception as exc:
             return _failed(params.name, exc)
 
@@ -77,7 +93,7 @@ def build_server(backend: Backend, sampler: SessionSampler | None = None) -> Ser
                 structured_content=out,
             )
 
-        if sampler is not None and sampler.carries(ctx, getattr(args, "wait", False) is True):
+        if sampler.carries(ctx, getattr(args, "wait", False) is True):
             return await sampler.carriers.carry(ctx, work)
 
         async def progress(done: float, total: float | None, message: str) -> None:
@@ -88,7 +104,7 @@ def build_server(backend: Backend, sampler: SessionSampler | None = None) -> Ser
     async def list_resources(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        return types.ListResourcesResult(resources=resources.list_resources(backend.settings))
+        return types.ListResourcesResult(resources=resources.list_resources(services.settings))
 
     async def list_templates(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -99,7 +115,7 @@ def build_server(backend: Backend, sampler: SessionSampler | None = None) -> Ser
         ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         try:
-            contents = resources.read(backend.settings, str(params.uri))
+            contents = resources.read(services.settings, str(params.uri))
         except Exception as exc:
             failure = describe(exc)
             raise MCPError(
@@ -131,10 +147,9 @@ def build_server(backend: Backend, sampler: SessionSampler | None = None) -> Ser
         on_list_prompts=list_prompts,
         on_get_prompt=get_prompt,
     )
-    if sampler is not None:
-        server.add_notification_handler(
-            "notifications/initialized", types.NotificationParams, sampler.on_initialized
-        )
+    server.add_notification_handler(
+        "notifications/initialized", types.NotificationParams, services.on_initialized
+    )
     return server
 
 

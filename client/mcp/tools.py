@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import BaseModel
@@ -58,7 +58,7 @@ from workflows.run_ids import check_run_id
 from workflows.tournament.profiles import BUILTIN_PROFILES
 from workflows.tournament.types import TournamentInput
 
-__all__ = ["TOOLS", "Tool"]
+__all__ = ["ALIASES", "TOOLS", "Tool", "find_tool", "listed_tools"]
 
 
 def _no_file(value: str, field: str) -> str:
@@ -413,3 +413,31 @@ TOOLS: dict[str, Tool] = {
         ),
     )
 }
+
+ALIASES: dict[str, str] = {
+    "think_status": "status",
+    "profile_get": "profile_show",
+    "runs_list": "list_runs",
+    "run_export": "export",
+    "estimate": "plan",
+}
+"""DeepThonk's tool names, so a client configured for it carries over: alias -> ponder's name."""
+
+
+def find_tool(name: str) -> Tool | None:
+    """The tool a name calls: one of ``TOOLS``, or the tool an alias stands for."""
+    return TOOLS.get(name) or TOOLS.get(ALIASES.get(name, ""))
+
+
+def listed_tools() -> list[Tool]:
+    """What ``tools/list`` shows: every tool, then each alias as a tool of its own whose
+    description says which tool it stands for."""
+    aliases = [
+        replace(
+            TOOLS[name],
+            name=alias,
+            description=f"Alias of {name} (DeepThonk's name). {TOOLS[name].description}",
+        )
+        for alias, name in ALIASES.items()
+    ]
+    return [*TOOLS.values(), *aliases]

@@ -52,7 +52,7 @@ def report(doc: dict[str, Any], records: list[RunRecord]) -> Node:
 
 
 def two_singles() -> tuple[dict[str, Any], list[RunRecord]]:
-    """The issue's case: a single shot and a same-config single (the same cost and mean)."""
+    """A single shot and a same-config single (the same cost and mean)."""
     doc = document()
     doc["variants"][1] = {"id": "same", "kind": "single", "config": {"model": "sim:default"}}
     doc["scenarios"] = [

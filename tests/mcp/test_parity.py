@@ -170,18 +170,25 @@ async def test_prompts(settings: Settings, server_address: str) -> None:
         campaign = _text(await client.get_prompt("compare_variants", {"document": "x: 1"}))
         assert "`campaign_run`" in campaign
 
+        # A call of the wrong shape is usage.invalid, a value that breaks its rule input.invalid,
+        # as a tool's arguments and the command line code them.
         refusals = [
-            ("think_on_task", {}, "'task' is required"),
-            ("think_on_task", {"task": "  "}, "'task' is required"),
-            ("think_on_task", {"task": "t", "colour": "red"}, "'colour' is not one of"),
-            ("rank_candidates", {"task": "t", "candidates": "only one"}, "at least 2"),
-            ("run_plan", {"document": "d", "args": "[1]"}, "not a JSON object"),
-            ("no_such_prompt", {}, "no prompt 'no_such_prompt'"),
+            ("think_on_task", {}, "usage.invalid", "'task' is required"),
+            ("think_on_task", {"task": "  "}, "input.invalid", "'task' is required"),
+            ("think_on_task", {"task": "t", "colour": "red"}, "usage.invalid", "'colour' is not"),
+            (
+                "rank_candidates",
+                {"task": "t", "candidates": "only one"},
+                "input.invalid",
+                "at least 2",
+            ),
+            ("run_plan", {"document": "d", "args": "[1]"}, "input.invalid", "not a JSON object"),
+            ("no_such_prompt", {}, "usage.invalid", "no prompt 'no_such_prompt'"),
         ]
-        for name, arguments, needle in refusals:
+        for name, arguments, code, needle in refusals:
             with pytest.raises(MCPError) as refused:
                 await client.get_prompt(name, arguments)
             assert refused.value.error.code == types.INVALID_PARAMS
             message = refused.value.error.message
-            assert message.startswith("input.invalid: ") and needle in message, message
+            assert message.startswith(f"{code}: ") and needle in message, message
             assert "fix: " in message

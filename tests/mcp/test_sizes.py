@@ -1,5 +1,5 @@
-"""MCP tools hold numbers and sim options to the workflow input's ceilings (issue 13): the
-issue's ``ask`` reproductions are refused with a code before a run starts, over the SDK's own
+"""MCP tools hold numbers and sim options to the workflow input's ceilings: the
+oversized ``ask`` inputs are refused with a code before a run starts, over the SDK's own
 stdio client against ``ponder mcp``."""
 
 from __future__ import annotations

@@ -172,7 +172,7 @@ async def test_round_trip_over_stdio(
         bad = tool_failure(await client.call_tool("think", {"task": "x", "n": "many"}))
         assert bad["code"] == "input.invalid" and "n" in bad["message"]
         extra = tool_failure(await client.call_tool("ask", {"question": "x", "api_key": "k"}))
-        assert extra["code"] == "input.invalid"
+        assert extra["code"] == "usage.invalid"  # an unknown argument, as an unknown flag is
         planned = tool_failure(
             await client.call_tool(
                 "think", {"task": "x", "provider": "sim", "budget": {"max_calls": 3}}

@@ -280,7 +280,7 @@ def validate_value(value: Any) -> Validation:
 
 
 def semantic_errors(doc: CampaignDocument) -> list[CampaignError]:
-    """The rules one field cannot say, in the spec's preflight order (route checks need the
+    """The rules one field cannot say, in preflight order (route checks need the
     worker's configuration and run in the workflow's route activity)."""
     errors: list[CampaignError] = []
     _duplicates(errors, "variants", [v.id for v in doc.variants], "variant.duplicate")

@@ -1,4 +1,4 @@
-"""Everything refused before a campaign's first cell, in the spec's order.
+"""Everything refused before a campaign's first cell, in a fixed order.
 
 The run id first (its cells' ids extend it), then the document's own rules (unique, non-empty
 variants and scenarios, comparator, commit sha) and the variants' configs; only a document

@@ -30,8 +30,8 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from pydantic import BaseModel
 
+from workflows.campaign.analysis import BOOTSTRAP_SEED, Analysis, Comparison, VariantSummary
 from workflows.campaign.records import Decision, RunRecord, failed, was_cancelled
 
 __all__ = [
@@ -56,56 +56,7 @@ __all__ = [
 ALPHA = 0.05
 MIN_PAIRS_FLOOR = 6
 RESAMPLES = 4000
-BOOTSTRAP_SEED = 20_240_601
-"""The analysis seed of a campaign whose document gives none (``analysis_seed``)."""
 POWER = 0.8
-
-
-class VariantSummary(BaseModel):
-    variant: str
-    cells: int
-    scored: int
-    failed: int
-    cancelled: int = 0
-    mean: float | None
-    ci_low: float | None
-    ci_high: float | None
-    mean_cost_usd: float
-    total_cost_usd: float
-    calls: int
-    pareto: bool = False
-
-
-class Comparison(BaseModel):
-    variant: str
-    comparator: str
-    pairs: int
-    mean_delta: float | None = None
-    wins: int = 0
-    losses: int = 0
-    ties: int = 0
-    win_rate: float | None = None
-    p_value: float | None = None
-    q_value: float | None = None
-    cohens_d: float | None = None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    pr_positive: float | None = None
-    pr_rope: float | None = None
-    mde: float | None = None
-    decision: Decision = "needs_more_data"
-    reason: str = ""
-
-
-class Analysis(BaseModel):
-    comparator: str
-    rope: float
-    min_pairs: int
-    variants: list[VariantSummary]
-    comparisons: list[Comparison]
-    decisions: dict[str, Decision]
-    recommendation: str
-    recommended_variant: str
 
 
 def bootstrap_mean_ci(
