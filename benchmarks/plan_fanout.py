@@ -1,4 +1,4 @@
-"""A wide region on one worker: 2,000 items at concurrency 256 on ``sim`` (issue 13, item 5).
+"""A wide region on one worker: 2,000 items at concurrency 256 on ``sim``.
 
 On a fresh embedded server the real worker runs ``PlanRun`` over one region; the figures come
 from the run's own history: events and bytes per item, the workflow tasks, and the longest one

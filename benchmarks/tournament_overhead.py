@@ -125,7 +125,7 @@ PHASES: list[tuple[str, int]] = [
 CALLS = sum(size for _, size in PHASES)
 CALL_TYPES = {CALL_MODEL, TRIVIAL}
 GOAL = 1.15
-"""The real run's median wall over the bare workflow's (issue 16): printed as the last line."""
+"""The real run's median wall over the bare workflow's: printed as the last line."""
 _REQUEST_ROLE = {"generate": "generate", "compare": "judge", "mutate": "mutate"}
 
 

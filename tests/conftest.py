@@ -46,6 +46,33 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
+def home_entries(home: Path) -> set[str]:
+    """What ``home/.ponder`` holds, two levels deep (``logs``, ``runs/ID``); empty if none."""
+    root = home / ".ponder"
+    if not root.is_dir():
+        return set()
+    found = {"."}
+    for entry in root.iterdir():
+        found.add(entry.name)
+        if entry.is_dir() and not entry.is_symlink():
+            found.update(f"{entry.name}/{inner.name}" for inner in entry.iterdir())
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def real_home_untouched() -> Iterator[None]:
+    """No test writes to the real ``~/.ponder``: a ``ponder`` a test starts gets a home of its
+    own (``tests.cli.cli_env``); one started with the suite's own environment, which sets no
+    ``PONDER_HOME``, would create ``~/.ponder/logs`` for its log."""
+    before = home_entries(Path.home())
+    yield
+    gained = sorted(home_entries(Path.home()) - before)
+    assert not gained, (
+        f"the suite wrote to the real {Path.home() / '.ponder'}: {', '.join(gained[:8])}; "
+        "give each ponder process a PONDER_HOME of its own (tests.cli.cli_env)"
+    )
+
+
 @pytest.fixture(scope="session")
 async def dev_server() -> AsyncIterator[WorkflowEnvironment]:
     # The SDK core waits 5 s for the server to answer; on a loaded 2-core machine a start can

@@ -113,6 +113,7 @@ async def readme_shell(tmp_path: Path, **extra_env: str) -> AsyncIterator[Shell]
     (work / "examples").symlink_to(ROOT / "examples")
     # PYTHONPATH: the checkout under test, whichever checkout the venv was installed from.
     env = cli_env(home, PYTHONPATH=str(ROOT), **extra_env)
+    started = time.time()
     try:
         async with one_server(home):
             yield Shell(work, home, env)
@@ -120,6 +121,21 @@ async def readme_shell(tmp_path: Path, **extra_env: str) -> AsyncIterator[Shell]
         for pid in processes_using(home):  # a background worker the recipes left
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+    left = left_in_root(work, started)
+    assert not left, f"recipes wrote {left} in the repository, not in their scratch directory"
+
+
+def left_in_root(work: Path, since: float) -> list[str]:
+    """The files the recipes wrote in ``work`` (``local.toml``, ``run.md``, ``control.py``) that
+    also appeared in, or changed in, the repository root since ``since``: none should."""
+    left = []
+    for entry in work.iterdir():
+        there = ROOT / entry.name
+        if entry.name in (".venv", "examples") or not there.exists():
+            continue
+        if there.stat().st_mtime >= since:
+            left.append(entry.name)
+    return sorted(left)
 
 
 RUN_ID = re.compile(r"\b((?:think|ask|plan|camp|campaign|rank|mutate)-[0-9a-z-]+)\b")

@@ -286,7 +286,7 @@ def test_an_extension_is_accepted_exactly_when_nothing_is_below_spent(
 def test_non_finite_limits_and_unknown_fields_are_refused(
     values: dict[str, object], field: str
 ) -> None:
-    # Issue 7 section 1: non-finite numbers and unknown fields are refused everywhere.
+    # Non-finite numbers and unknown fields are refused everywhere.
     new, problems = paused_budget().checked_extension(values)
     assert new is None
     assert len(problems) == 1 and problems[0].startswith(f"{field}: "), problems

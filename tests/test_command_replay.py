@@ -182,7 +182,7 @@ async def test_input_cannot_name_an_undeclared_command(
 async def test_a_command_line_in_raw_tournament_input_is_refused(
     client: Client, worker_queue: str, tmp_path: Path
 ) -> None:
-    """The issue's reproduction, through the real ``temporal`` binary."""
+    """The hostile input, through the real ``temporal`` binary."""
     proof = tmp_path / "proof.txt"
     workflow_id = f"cmd-{uuid.uuid4().hex[:8]}"
     payload = {"task": "x", "model": f"command:/bin/sh -c 'id > {proof}; echo ok'"}
@@ -242,7 +242,7 @@ async def test_a_command_agent_gets_only_the_allowlisted_environment(
 async def test_ponder_ask_with_an_env_printing_agent_reveals_no_key(
     server_address: str, tmp_path: Path
 ) -> None:
-    """The issue's ``ponder ask hi --model command:/usr/bin/env``, with a declared agent."""
+    """``ponder ask hi --model command:/usr/bin/env``, with a declared agent."""
     secret = "sk-live-" + "Qz8" * 12
     config = tmp_path / "ponder.toml"
     config.write_text('[providers.envy]\nkind = "command"\nargv = ["/usr/bin/env"]\n')

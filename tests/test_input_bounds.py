@@ -101,7 +101,7 @@ def test_each_number_decodes_up_to_its_ceiling_and_is_refused_beyond(
 @pytest.mark.parametrize(
     ("model", "raw", "needle"),
     [
-        # The reproductions: each started, then failed 32 s later in an activity.
+        # Each of these once started, then failed 32 s later in an activity.
         (AskInput, '{"question":"q","seed":1e38}', "seed: "),
         (AskInput, '{"question":"q","seed":100000000000000000000000000000000000000}', "seed: "),
         (AskInput, '{"question":"q","max_output_tokens":1e30}', "max_output_tokens: "),

@@ -1,4 +1,4 @@
-"""Regexes and JSON Schemas from input (issue 13, section 1): RE2 with a bounded program, schemas
+"""Regexes and JSON Schemas from input: RE2 with a bounded program, schemas
 checked as schemas with bounded size, values checked in linear time with a step meter.
 
 Pure code, so these run in microseconds; the end-to-end runs through the real ``temporal``
@@ -187,7 +187,7 @@ def test_fence_scans_over_model_output_are_linear() -> None:
     assert extract_json("  ```\n[1]\n```  \n") == [1]
 
 
-# -- anchored names (issue 13, section 2) ---------------------------------------------------
+# -- anchored names ---------------------------------------------------------------------
 
 
 def test_names_validated_by_pythons_re_refuse_a_final_newline() -> None:

@@ -28,7 +28,7 @@ PROVIDER_NAME_ALLOWED: dict[str, set[str]] = {
     # The default model id and the examples --help and errors show are data every side
     # shares, declared once (here, so a command's --help imports nothing of activities/).
     "workflows/model_names.py": {"sim", "openai", "anthropic", "command", "mcp"},
-    # The built-in sim endpoint's options are input whose ceilings decode checks (issue 13):
+    # The built-in sim endpoint's options are input whose ceilings decode checks:
     # validation of a name, not a branch on which provider runs.
     "workflows/sim_options.py": {"sim"},
     # A campaign's "command" scorer kind (it names a command the worker declares), not a provider.

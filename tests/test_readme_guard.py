@@ -25,6 +25,18 @@ C = "docs/campaigns.md"
 
 CLAIMS: dict[tuple[str, str, str, int], str] = {
     (
+        "docs/security.md",
+        "## Encryption at rest",
+        "sh",
+        0,
+    ): "test_encryption.py::test_the_keyring_recipe_makes_a_keyring_that_loads",
+    (
+        "docs/security.md",
+        "## Encryption at rest",
+        "toml",
+        0,
+    ): "test_encryption.py::test_the_encryption_configuration_loads",
+    (
         P,
         "## Stratum flows",
         "sh",
@@ -58,6 +70,7 @@ CLAIMS: dict[tuple[str, str, str, int], str] = {
     ("docs/configuration.md", "# Configuration", "toml", 0): (
         "plans/test_workspace_roots.py::test_the_readme_configuration_loads"
     ),
+    (OPS, "## Metrics", "yaml", 0): "test_metrics.py::test_the_scrape_job_reads_a_worker",
     (OPS, "## Workers on a cluster", "sh", 0): (
         "test_readme_worker.py::test_worker_command_runs_as_written"
     ),
@@ -76,6 +89,12 @@ CLAIMS: dict[tuple[str, str, str, int], str] = {
     ),
     (P, "## Control through the `temporal` CLI and Python", "python", 0): (
         "test_readme_plans.py::test_plan_control_by_temporal_cli_and_python_runs_as_written"
+    ),
+    (P, "## Conditional steps and gates in sub-flows", "yaml", 0): (
+        "plans/test_run_conditions.py::test_the_conditional_steps_recipe_runs_as_written"
+    ),
+    (P, "## Concurrent steps", "yaml", 0): (
+        "plans/test_run_concurrency.py::test_the_concurrent_steps_recipe_runs_as_written"
     ),
     (P, "## Validation", "sh", 0): (
         "test_readme_plans.py::test_plan_validation_recipes_run_as_written"
@@ -159,7 +178,7 @@ def test_the_readme_is_a_ten_minute_read() -> None:
 # What a reader of the repository cannot follow: files that are not in it, and the history of
 # how the text was written.
 UNFOLLOWABLE = re.compile(
-    r"(?<![/(\w])plans(-part2)?\.md|shared/spec|\bissue #?\d+|\bround of work\b|§"
+    r"(?<![/(\w])plans(-part\d)?\.md|shared/spec|\bissue #?\d+|\bround of work\b|\u00a7"
     r"|\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|this|that|last|next)"
     r" session\b",
     re.IGNORECASE,
@@ -174,6 +193,76 @@ def test_no_page_cites_what_is_not_in_the_repository() -> None:
         if UNFOLLOWABLE.search(line)
     ]
     assert not found, f"references a reader cannot follow: {found}"
+
+
+# In code a parenthesis opens a citation (not a page's link), and "this session" or "the first
+# session" is an MCP client's or the test run's: only a numbered one past the first ("Ninth
+# session", "the seventh session's figures"; not "a second session") narrates how the code was
+# written.
+IN_CODE = re.compile(
+    r"(?<![/\w])plans(-part\d)?\.md|shared/spec|\bissue #?\d+|\bround of work\b|\u00a7"
+    r"|\bthe issue's\b"
+    r"|(?<!\ba )\b(second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth) session\b",
+    re.IGNORECASE,
+)
+SOURCE_DIRS = ("workflows", "activities", "client", "worker", "tests", "benchmarks", "examples")
+TEXT_SUFFIXES = {".py", ".md", ".toml", ".yml", ".yaml", ".json", ".txt", ".cfg", ".ini"}
+
+
+def repository_text() -> list[Path]:
+    """Every text file a maintainer reads besides the pages: code, tests, benchmarks (and their
+    log), examples and the build files; not this file, which spells out what it refuses."""
+    files = [ROOT / name for name in ("pyproject.toml", "Makefile", "Dockerfile")]
+    for folder in SOURCE_DIRS:
+        files += [
+            path
+            for path in sorted((ROOT / folder).rglob("*"))
+            if path.suffix in TEXT_SUFFIXES and "__pycache__" not in path.parts
+        ]
+    return [path for path in files if path.is_file() and path != Path(__file__).resolve()]
+
+
+def test_no_code_or_log_cites_what_is_not_in_the_repository() -> None:
+    """Comments and docstrings cite a ``docs/`` page (``docs/plans.md``), never the files the
+    plan language was first written in, a section mark, an issue number or a round of work."""
+    found = [
+        (str(path.relative_to(ROOT)), number, line.strip()[:120])
+        for path in repository_text()
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1)
+        if IN_CODE.search(line)
+    ]
+    assert not found, f"references a reader cannot follow: {found}"
+
+
+def test_the_citation_checks_see_what_they_refuse() -> None:
+    """Each form is caught; a docs page's own name, a page's link and an MCP session are not."""
+    for cited in (
+        '(plans.md "Run" 4)',
+        "plans-part2.md section 9",
+        "plans-part3.md",
+        "\u00a74",
+        "issue 16",
+        "issue #13",
+        "the ninth session's figures",
+        "a round of work",
+        "shared/spec/examples",
+        "The issue's reproduction",
+    ):
+        assert IN_CODE.search(cited), cited
+        assert cited.startswith("The issue") or UNFOLLOWABLE.search(cited.removeprefix("(")), cited
+    fine_in_code = (
+        'docs/plans.md, "Checkpoints"',
+        "an MCP session",
+        "that session's ponder home",
+        "from the first session's handshake on",
+        "a second session connects",
+    )
+    for fine in fine_in_code:
+        assert not IN_CODE.search(fine), fine
+    assert not UNFOLLOWABLE.search("see [Plans](plans.md#validation)")
+    assert UNFOLLOWABLE.search("the next session") and not IN_CODE.search("the next session")
+    assert Path(__file__).resolve() not in repository_text()
+    assert ROOT / "workflows" / "errors.py" in repository_text()
 
 
 def test_the_docs_site_lists_every_page() -> None:

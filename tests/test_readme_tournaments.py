@@ -156,7 +156,7 @@ async def test_ask_recipes_run_as_written(
     assert summary(sh, "ask-bg")["status"] == "completed"
     assert answer in shown.split()  # the whole path, never cut with "…"
     # A provider declared after the detach: the background worker with the old configuration
-    # is replaced, never asked to make a call it cannot (issue 15 §1).
+    # is replaced, never asked to make a call it cannot.
     await sh.run(declare)
     out = await sh.run(declared)
     assert "[sim q=" in out and "unknown provider" not in out

@@ -11,7 +11,6 @@ import gzip
 import json
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -77,9 +76,8 @@ async def test_a_body_without_a_length_is_read_no_further_than_the_bound(
     # 64 MiB delimited only by the connection closing: the worker stops at 1 MiB and hangs up.
     huge = b'{"choices": [{"message": {"content": "' + b"x" * (64 * 1024 * 1024) + b'"}}]}'
     fake.replies.append(Reply(raw=huge, no_length=True))
-    began = time.monotonic()
     await too_large(client, local)
-    assert time.monotonic() - began < 30
+    # The worker hung up at the bound: the fake never finished sending (an event, not a clock).
     assert fake.bodies_cut == 1 and fake.bodies_sent == 0
     (run_dir,) = [d for d in settings.runs_dir.iterdir() if not d.name.startswith(".")]
     lines = (run_dir / "raw-events.jsonl").read_text().splitlines()

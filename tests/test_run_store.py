@@ -151,7 +151,7 @@ def test_known_secrets_cover_every_endpoint_key_and_the_cluster_key(
     assert sorted(known_secrets(settings)) == ["local-3", "sk-openai-1", "tmprl-2"]
 
 
-# -- a run writes only its own directory (issue 13, section 3) ----------------------------
+# -- a run writes only its own directory -------------------------------------------------------
 
 
 def test_input_may_name_only_its_own_run() -> None:

@@ -1,4 +1,4 @@
-"""``ponder status`` of an ended run reads its run store (issue 16: under 0.3 s, no query), and
+"""``ponder status`` of an ended run reads its run store (under 0.3 s, no query), and
 shows the server's own view: the same JSON as ``--live``, for an Ask, a plan and a campaign (a
 tournament's is checked in ``tests/tournament/test_think_cli.py``)."""
 

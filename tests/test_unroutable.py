@@ -1,4 +1,4 @@
-"""Input cannot route work where nobody listens (issue 13, section 4).
+"""Input cannot route work where nobody listens.
 
 ``calls.provider_queues`` may only name a provider's rate-limit queue (``<queue>.provider.<P>``),
 and a routed call that no worker starts within ``UNROUTABLE_AFTER_S`` fails with

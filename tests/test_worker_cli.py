@@ -240,7 +240,7 @@ async def test_a_gone_worker_is_noticed_within_seconds(
 async def test_a_provider_added_after_a_detach_is_served_by_a_worker_that_has_it(
     tmp_path: Path, fake: FakeProvider
 ) -> None:
-    """Issue 15 §1: after a ``--detach`` the home's background worker polls the queue for ten
+    """After a ``--detach`` the home's background worker polls the queue for ten
     minutes; a provider added to ponder.toml since must not meet that worker's old
     configuration ("unknown provider 'local' ... add [providers.NAME]")."""
     home = tmp_path / "home"

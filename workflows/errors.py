@@ -3,7 +3,8 @@
 A ``PonderError`` carries a stable ``code`` (``family.name``, or a plan reason's kebab-case name
 from ``workflows.plan.reasons``), a one-line ``message`` that names the field, the rule and the
 fix, and optionally the ``fix`` on its own (an MCP client shows it apart). The code is given
-where the error is raised, never recovered from the message.
+where the error is raised, never recovered from the message. Every code is listed, with its
+family, meaning and exit status, in the one closed table ``workflows.error_codes``.
 
 ```
 PonderError(code, message, fix=None)     base of every error a user can see
@@ -24,6 +25,7 @@ PonderError(code, message, fix=None)     base of every error a user can see
 ├── ServerError        server.*                      Temporal cannot be reached or started
 │   └── NoWorkerError  worker.missing                nothing polls the task queue
 ├── ProviderError      provider.<class>              a model call failed (provider_errors)
+├── GenuineError       integrity.failed, ...         what stops a campaign (campaign.workflow)
 └── RunFailed          the failure's type            a run ended failed or cancelled
                        (a plan reason such as gate-killed, provider.auth, run.cancelled)
 ```

@@ -14,13 +14,13 @@ QUERY_EVENTS = "events"
 UPDATE_EXTEND_BUDGET = "extend_budget"
 SIGNAL_EXTEND_BUDGET = "extend_budget_signal"
 
-# PlanRun control (plans.md "Control surface")
+# PlanRun control (docs/plans.md, "Control through the `temporal` CLI and Python")
 QUERY_STATUS = "status"
 UPDATE_RESUME = "resume"
 SIGNAL_RESUME = "resume_signal"
 UPDATE_RESOLVE_GATE = "resolve_gate"
 SIGNAL_RESOLVE_GATE = "resolve_gate_signal"
-# Consumer steps and checkpoints (plans-part2.md sections 7 and 8)
+# Consumer steps and checkpoints (docs/plans.md, "Consumer steps" and "Checkpoints")
 QUERY_ISSUANCE = "issuance"
 UPDATE_STEP_DONE = "step_done"
 SIGNAL_STEP_DONE = "step_done_signal"

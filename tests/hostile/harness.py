@@ -1,5 +1,5 @@
 """One real worker process that hostile input is sent to, and the three things every hostile test
-asserts (issue 13's rule): the hostile run ends with its code (or is refused before it starts)
+asserts: the hostile run ends with its code (or is refused before it starts)
 within a bounded time, a probe ``Ask`` on the same worker still completes within 10 s, and the
 worker still exits within 10 s of SIGTERM afterwards.
 

@@ -1,8 +1,9 @@
-"""Hostile CEL in plans (plans-part2.md section 1), sent through the real ``temporal`` binary to a
-real worker process: attribute probing, nested comprehensions over big lists, a backtracking
-regex, and an expression that overruns its 2 s. Each run ends with its code within bounds while
-a probe ``Ask`` on the same worker completes, the evaluator is replaced after the overrun, and
-the worker still stops within 10 s of SIGTERM (the harness asserts it on leaving the block).
+"""Hostile CEL in plans (docs/plans.md, "Expressions, ensure, iterate and set"), sent through the
+real ``temporal`` binary to a real worker process: attribute probing, nested comprehensions over big
+lists, a backtracking regex, and an expression that overruns its 2 s. Each run ends with its code
+within bounds while a probe ``Ask`` on the same worker completes, the evaluator is replaced after
+the overrun, and the worker still stops within 10 s of SIGTERM (the harness asserts it on leaving
+the block).
 """
 
 from __future__ import annotations

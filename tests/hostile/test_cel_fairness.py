@@ -51,7 +51,9 @@ async def test_costly_runs_fail_themselves_and_never_starve_an_innocent_expressi
                 "--workflow-id", run_id, "--input-file", str(path),
             )  # fmt: skip
             assert code == 0, output
-        await asyncio.sleep(4)  # both evaluators busy with the costly runs
+        # Both evaluators busy with the costly runs: a local activity under way leaves no event
+        # in history to wait on, so this stays a wait (the assertions below check the order).
+        await asyncio.sleep(4)
         probe = asyncio.create_task(worker.probe())
         began = time.monotonic()
         innocent = {

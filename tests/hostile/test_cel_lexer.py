@@ -34,7 +34,7 @@ def _agent(**checks: Any) -> dict[str, Any]:
 
 
 PLANS = {
-    "lex-dq": _plan("lex", _set('"' + ESCAPES)),  # the issue's reproduction
+    "lex-dq": _plan("lex", _set('"' + ESCAPES)),  # a lexer that once ran away
     "lex-sq": _plan("lex", _set("'" + ESCAPES)),
     "lex-raw": _plan("lex", _set('r"' + ESCAPES)),
     "lex-bytes": _plan("lex", _set('b"' + ESCAPES)),

@@ -1,6 +1,6 @@
-"""Plans part 2, sections 7 and 8, through the real ``temporal`` binary: what a consumer's
-``step_done``, a ``checkpoint`` or a ``revert`` carries is refused with its code before it
-enters history (update) or as ``control.refused`` (signal), and never stalls the shared worker.
+"""Consumer steps and checkpoints (docs/plans.md), through the real ``temporal`` binary: what a
+consumer's ``step_done``, a ``checkpoint`` or a ``revert`` carries is refused with its code before
+it enters history (update) or as ``control.refused`` (signal), and never stalls the shared worker.
 
 The harness's three things: the hostile run ends (here: answered, then completed) within a
 bounded time, a probe ``Ask`` completes within 10 s while it is processed, and the worker exits

@@ -1,5 +1,6 @@
-"""Plans part 2, sections 10 and 11, through the real ``temporal`` binary: gate deadlines,
-escalation and training pairs cannot make the shared worker post, write or wait without bound.
+"""Gate deadlines and training pairs (docs/plans.md), through the real ``temporal`` binary:
+gate deadlines, escalation and training pairs cannot make the shared worker post, write or wait
+without bound.
 
 Each case asserts the harness's three things: the hostile run ends with its code (or completes,
 where capture and escalation are never outcomes) within a bounded time, a probe ``Ask`` on the

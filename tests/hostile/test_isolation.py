@@ -1,4 +1,4 @@
-"""One run cannot reach another (issue 13, section 3), through the real ``temporal`` binary.
+"""One run cannot reach another, through the real ``temporal`` binary.
 
 A run's directory is its workflow id: input that names another run's id is refused at decode
 (``input.invalid``) by every workflow that writes one, a closed run's id started again is

@@ -1,5 +1,5 @@
-"""Big fan-outs stay inside Temporal's limits (issue 13, item 5), through the real ``temporal``
-binary against a real worker process: the issue's 10,000-item region is refused at start with
+"""Big fan-outs stay inside Temporal's limits, through the real ``temporal``
+binary against a real worker process: a 10,000-item region is refused at start with
 its codes and limits; a wide region extended from a budget pause runs in bounded batches. Each
 test also proves the worker still serves a probe ``Ask`` within 10 s and exits within 10 s of
 SIGTERM (``shared_worker``)."""

@@ -30,7 +30,7 @@ CEILING = f"over the ceiling of {PROMPT_CEILING_CHARS:,} characters per prompt"
 
 # id: (Tournament input, what the refusal names)
 TOURNAMENTS: dict[str, tuple[dict[str, Any], str]] = {
-    "t-generate": (  # the issue's input, as it was sent
+    "t-generate": (  # a hostile input, as it was once sent
         {
             "task": TASK,
             "model": "sim:default",
@@ -107,7 +107,7 @@ PLANS: dict[str, tuple[dict[str, Any], str, str]] = {
 
 
 async def _start(worker: SharedWorker, kind: str, workflow_id: str, file: Path) -> None:
-    """``temporal workflow start --input-file``, as the issue sent it: one input of over 128 KiB
+    """``temporal workflow start --input-file``, as a stranger sends it: one input of over 128 KiB
     is more than one command-line argument may hold."""
     code, output = await temporal(
         "workflow", "start", "--address", worker.address, "--namespace", "default",

@@ -1,4 +1,4 @@
-"""Issue 13, section 1, through the real ``temporal`` binary: regexes and JSON Schemas from input
+"""Through the real ``temporal`` binary: regexes and JSON Schemas from input
 cannot freeze the shared worker or wedge a run.
 
 Each case asserts the harness's three things: the hostile run ends with its code (or the hostile
@@ -53,7 +53,7 @@ def _pause_plan(schema: dict[str, Any]) -> dict[str, Any]:
 async def test_a_redos_scorer_from_start_input_scores_in_linear_time(
     client: Client, settings: Settings, server_address: str
 ) -> None:
-    """The issue's reproduction: the cell-settling activity never returned on Python's ``re``.
+    """Once, the cell-settling activity never returned on Python's ``re``.
     On RE2 the pattern is an ordinary one: the campaign completes, its cell scored 0."""
     run_id = _id("c-redos")
     scorer = {"kind": "regex", "pattern": "(?:.|.)*!NOPE"}

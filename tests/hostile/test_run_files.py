@@ -117,7 +117,7 @@ async def test_a_run_cannot_probe_or_append_to_ponders_own_files(
 
         (tmp_path / "ws" / "runs").symlink_to(settings.runs_dir)
         oracles = {
-            # The reproduction: the plan's workspace is the victim's run directory.
+            # The plan's workspace is the victim's run directory.
             "right": _guess(str(victim_dir), holding[0], SECRET),
             "wrong": _guess(str(victim_dir), holding[0], "the launch code is 0000"),
             # The root itself holds the home: a workspace that holds a store is refused.

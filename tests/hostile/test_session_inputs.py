@@ -1,4 +1,4 @@
-"""This session's new inputs, sent as a stranger would: MCP sampling's ``calls.session_queues``
+"""Newer inputs, sent as a stranger would: MCP sampling's ``calls.session_queues``
 and ``mcp:<hint>`` models, and the tournament's ``rounds``. Each run ends with its code at once
 through the real ``temporal`` binary, and a probe Ask on the same worker finishes meanwhile;
 ``shared_worker`` asserts the worker exits within 10 s of SIGTERM.

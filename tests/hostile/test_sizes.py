@@ -1,4 +1,4 @@
-"""Issue 13, sizes and numbers, and routing: the issue's reproductions through the real
+"""Sizes and numbers, and routing: hostile input that overran them, through the real
 ``temporal`` binary against a real worker process. Each hostile run ends with its code within a
 bounded time, a probe Ask on the same worker finishes within 10 s meanwhile, and the worker
 exits within 10 s of SIGTERM (``shared_worker`` asserts that on leaving the block).

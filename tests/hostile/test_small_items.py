@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -116,25 +115,23 @@ async def _oversized_step_done(worker: SharedWorker, tag: str, tmp_path: Path) -
     body = {"step": "b", "token": token, "result": {"output": "x" * (MAX_MESSAGE_BYTES * 3 // 2)}}
     big.write_text(dumps(body))
     target = ["--address", worker.address, "--namespace", "default", "--workflow-id", run_id]
-    began = time.monotonic()
     code, output = await temporal(
         "workflow", "update", "execute", *target, "--name", "step_done", "--input-file", str(big)
     )
     assert code != 0, output
     assert "input.invalid" in output and f"{MAX_MESSAGE_BYTES}-byte limit" in output, output[-600:]
-    assert time.monotonic() - began < 10
-    assert await settled_history(worker.handle(run_id)) == before  # nothing entered history
+    # Refused by the validator, so at once: nothing entered history (no clock needed to tell).
+    assert await settled_history(worker.handle(run_id)) == before
     code, output = await temporal(
         "workflow", "signal", *target, "--name", "step_done_signal", "--input-file", str(big)
     )
     assert code == 0, output
-    began = time.monotonic()
     ok = dumps({"step": "b", "token": token, "result": {"output": "ok"}})
     code, output = await worker.update(run_id, "step_done", ok)
     assert code == 0, output
     result = await asyncio.wait_for(worker.handle(run_id).result(), CODED_WITHIN)
-    assert time.monotonic() - began < 10
     assert result["outputs"]["b"] == "ok"
+    # Taken at once: no workflow task failed (and was retried after a backoff) on the way.
     history = await worker.handle(run_id).fetch_history()
     assert not any(e.HasField("workflow_task_failed_event_attributes") for e in history.events)
     refused = (await _status(worker, run_id)).refused

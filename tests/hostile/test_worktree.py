@@ -1,12 +1,11 @@
-"""Hostile worktree fan-outs (plans-part2.md section 9), sent through the real ``temporal`` binary
-to a real worker process: a repository whose configuration would run programs that hang (hooks,
-an fsmonitor daemon), an item's agent that plants a git directory of its own (a clean filter in
-its configuration, attributes applying it, the worktree's ``.git`` pointed at it), a workspace
+"""Hostile worktree fan-outs (docs/plans.md, "Worktree fan-out"), sent through the real ``temporal``
+binary to a real worker process: a repository whose configuration would run programs that hang
+(hooks, an fsmonitor daemon), an item's agent that plants a git directory of its own (a clean filter
+in its configuration, attributes applying it, the worktree's ``.git`` pointed at it), a workspace
 whose ``.git`` points into itself, a workspace that is no git work tree, and one outside the
-worker's roots. Each run ends (completed, or with its code) within bounds, nothing the
-repository or the agent names runs,
-a probe ``Ask`` on the same worker completes meanwhile, and the worker still stops within 10 s
-of SIGTERM (the harness asserts it on leaving the block).
+worker's roots. Each run ends (completed, or with its code) within bounds, nothing the repository or
+the agent names runs, a probe ``Ask`` on the same worker completes meanwhile, and the worker still
+stops within 10 s of SIGTERM (the harness asserts it on leaving the block).
 """
 
 from __future__ import annotations
