@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
 import mcp_types as types
 from mcp.client.session import ClientRequestContext
@@ -113,8 +114,8 @@ async def test_input_reaches_no_session_and_no_host_the_worker_did_not_declare(
             assert host.seen == [] and fake.seen == []
 
             # The session's owner (who can read its home) routes a run there: answered.
-            secret = session_secret(settings.home)
-            assert secret is not None
+            # `ponder mcp` opens its sampling session in the background after the handshake.
+            secret = await _session_ready(settings.home)
             owned = {
                 "calls": {
                     "session_queues": {"mcp": session_task_queue(worker.queue, "mcp", secret)}
@@ -139,3 +140,11 @@ async def test_input_reaches_no_session_and_no_host_the_worker_did_not_declare(
         assert seen.path == "/json/chat/completions"
         assert "authorization" not in seen.headers  # the openai key stays with its own URL
         await worker.probe()
+
+
+async def _session_ready(home: Path, within: float = 30.0) -> str:
+    deadline = time.monotonic() + within
+    while (secret := session_secret(home)) is None:
+        assert time.monotonic() < deadline, "the MCP server never opened its sampling session"
+        await asyncio.sleep(0.1)
+    return secret
