@@ -108,6 +108,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "client.tournament_cli:think",
         "Run a tournament on TASK (or @file): generate, judge, rank, mutate, rank again.",
     ),
+    "top": (
+        "client.top_cli:top",
+        "Watch a server: runs by state, calls and spend per provider, pauses, backlog.",
+    ),
     "watch": (
         "client.tournament_control:watch",
         "Follow a run until it completes, fails or pauses (Ctrl-C detaches again).",
