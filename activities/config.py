@@ -340,6 +340,12 @@ class Settings(BaseSettings):
         description="IP:PORT where a long-lived worker serves Prometheus metrics "
         "(``ponder worker --metrics-bind``; docs/operating.md, Metrics); unset: none served",
     )
+    otlp_endpoint: str | None = Field(
+        default=None,
+        description="an OTLP/HTTP traces URL (e.g. http://collector:4318/v1/traces): clients "
+        "and workers trace every run there (needs ponder[otel]; docs/operating.md, Traces); "
+        "unset: no tracing",
+    )
     keyring_file: Path | None = Field(
         default=None,
         description="a file of KEY_ID=BASE64 lines (256-bit AES keys, newest last): payloads are "

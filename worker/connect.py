@@ -27,6 +27,7 @@ from activities.errors import ServerError
 from activities.payload_store import FileSystemStorageDriver
 from worker.logs import install_runtime
 from worker.startup import imports_done
+from worker.tracing import interceptors
 
 __all__ = ["PonderPayloadConverter", "before_connect", "connect", "data_converter"]
 
@@ -146,6 +147,7 @@ async def connect(settings: Settings, address: str | None = None) -> Client:
             target,
             namespace=settings.namespace,
             data_converter=data_converter(settings),
+            interceptors=interceptors(settings),
             api_key=api_key,
             tls=bool(api_key) or settings.temporal_tls,
         )

@@ -138,6 +138,7 @@ _PLATFORM: tuple[tuple[str, int | None, str], ...] = (
     ("worker.missing", R, "no worker polls the task queue"),
     ("worker.metrics_bind_in_use", R, "the worker cannot listen on its metrics address (taken)"),
     ("worker.metrics_bind_invalid", R, "the worker's metrics address is not HOST:PORT"),
+    ("telemetry.otel_missing", R, "otlp_endpoint is set but ponder[otel] is not installed"),
     # runs
     ("run.id_invalid", R, "a run id breaks [A-Za-z0-9][A-Za-z0-9._-]*, at most 128 characters"),
     ("run.id_in_use", R, "a run id an earlier or live run already has"),
