@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import signal
 import socket
@@ -30,7 +29,7 @@ from tests.fakes import FakeProvider, Reply
 from tests.plans.run_helpers import agent, plan_doc, start, wait_state
 from tests.test_ask import ask
 from tests.test_readme import fenced, section
-from tests.worker_process import declare_fake
+from tests.worker_process import declare_fake, start_worker, worker_env
 from workflows.ask_types import AskInput
 from workflows.names import ASK, UPDATE_RESUME
 from workflows.plan.run_types import PlanRunResult, ResumeInput
@@ -72,17 +71,6 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def worker_env(settings: Settings, address: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PONDER_", "TEMPORAL_"))}
-    return env | {
-        "TEMPORAL_ADDRESS": address,
-        "PONDER_HOME": str(settings.home),
-        "PONDER_RUNS_DIR": str(settings.runs_dir),
-        "PONDER_PAYLOAD_DIR": str(settings.payload_dir),
-        "PONDER_CONFIG": str(settings.home / "ponder.toml"),
-    }
-
-
 class MetricsWorker:
     """``python -m worker --metrics-bind 127.0.0.1:PORT`` on ``queue``."""
 
@@ -122,19 +110,8 @@ async def metrics_worker(
     if not config.exists():
         config.parent.mkdir(parents=True, exist_ok=True)
         config.write_text("")
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "worker",
-        "--task-queue",
-        queue,
-        "--sticky-timeout",
-        "1",
-        "--metrics-bind",
-        f"127.0.0.1:{port}",
-        env=worker_env(settings, address),
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
+    process = await start_worker(
+        settings, address, queue, args=("--metrics-bind", f"127.0.0.1:{port}")
     )
     worker = MetricsWorker(process, f"http://127.0.0.1:{port}{path}")
     try:

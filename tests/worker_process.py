@@ -7,6 +7,7 @@ import os
 import resource
 import signal
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -62,6 +63,19 @@ class KilledWorker:
             await self.process.wait()
 
 
+def worker_env(settings: Settings, address: str) -> dict[str, str]:
+    """A worker process's environment: this process's, without its ponder and Temporal
+    settings, pointed at ``address`` and ``settings``' directories."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PONDER_", "TEMPORAL_"))}
+    return env | {
+        "TEMPORAL_ADDRESS": address,
+        "PONDER_HOME": str(settings.home),
+        "PONDER_RUNS_DIR": str(settings.runs_dir),
+        "PONDER_PAYLOAD_DIR": str(settings.payload_dir),
+        "PONDER_CONFIG": str(settings.home / "ponder.toml"),
+    }
+
+
 async def start_worker(
     settings: Settings,
     address: str,
@@ -69,24 +83,17 @@ async def start_worker(
     *,
     output: Path | None = None,
     max_file_bytes: int | None = None,
+    args: Sequence[str] = (),
 ) -> asyncio.subprocess.Process:
     """A worker with ``settings``' directories and ``$PONDER_HOME/ponder.toml``; its stdout and
     stderr go to ``output`` when given (appended: a restarted worker keeps the earlier log).
     ``max_file_bytes``: the worker's file-size limit (``ulimit -f``), a write past it failing
-    part-way as on a full disk."""
+    part-way as on a full disk. ``args``: more ``python -m worker`` options."""
 
     def limit() -> None:
         if max_file_bytes is not None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, max_file_bytes))
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PONDER_", "TEMPORAL_"))}
-    env |= {
-        "TEMPORAL_ADDRESS": address,
-        "PONDER_HOME": str(settings.home),
-        "PONDER_RUNS_DIR": str(settings.runs_dir),
-        "PONDER_PAYLOAD_DIR": str(settings.payload_dir),
-        "PONDER_CONFIG": str(settings.home / "ponder.toml"),
-    }
     sink = output.open("ab") if output else None
     try:
         return await asyncio.create_subprocess_exec(
@@ -97,7 +104,8 @@ async def start_worker(
             queue,
             "--sticky-timeout",
             "1",
-            env=env,
+            *args,
+            env=worker_env(settings, address),
             stdout=sink or asyncio.subprocess.DEVNULL,
             stderr=sink or asyncio.subprocess.DEVNULL,
             preexec_fn=limit if max_file_bytes is not None else None,

@@ -12,7 +12,6 @@ import asyncio
 import os
 import signal
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -20,15 +19,6 @@ import pytest
 from activities.plan.cel import CelEvaluator
 from activities.plan.probes import probe
 from workflows.plan.check_types import MAX_FILE_BYTES, FileProbe
-
-
-@pytest.fixture
-async def evaluator() -> AsyncIterator[CelEvaluator]:
-    cel = CelEvaluator()
-    try:
-        yield cel
-    finally:
-        await cel.close()
 
 
 async def test_values_and_errors_come_back_in_order(evaluator: CelEvaluator) -> None:

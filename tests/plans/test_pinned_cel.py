@@ -7,20 +7,7 @@ list/map guard once got past the suite: these cases fail when it is gone.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
-
 from activities.plan.cel import CelEvaluator
-
-
-@pytest.fixture
-async def evaluator() -> AsyncIterator[CelEvaluator]:
-    cel = CelEvaluator()
-    try:
-        yield cel
-    finally:
-        await cel.close()
 
 
 async def test_string_of_a_list_or_a_map_is_an_error_and_of_a_scalar_a_string(
