@@ -31,6 +31,9 @@ pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
 KILL_PHASES = ["initial_generation", "generation_judging:2", "generation_mutation:3"]
 
 
+KILL_ROUNDS = "barrier"
+"""The kills wait for a phase's whole first batch, which a barrier round sends at once; in
+pipelined rounds a phase's calls start as their candidates appear, so no batch is whole."""
 FIRST_BATCH = 8
 """A phase's calls in flight at once (the default concurrency); every phase killed in here has
 more calls than that, so its whole first batch reaches the fake and is held there."""
@@ -54,7 +57,12 @@ async def test_killed_worker_resumes_without_repeating_completed_calls(
     reference_queue = f"test-{uuid.uuid4()}"
     async with running_worker(client, local, WorkerOptions(task_queue=reference_queue)):
         reference = await run(
-            client, reference_queue, profile="paper", seed=21, model="local:default"
+            client,
+            reference_queue,
+            profile="paper",
+            seed=21,
+            model="local:default",
+            rounds=KILL_ROUNDS,
         )
     fake.seen.clear()
 
@@ -68,6 +76,7 @@ async def test_killed_worker_resumes_without_repeating_completed_calls(
                 profile="paper",
                 seed=21,
                 model="local:default",
+                rounds=KILL_ROUNDS,
                 calls=CallOptions(heartbeat_timeout_s=2),
             ),
             id=f"crash-{uuid.uuid4().hex[:8]}",
