@@ -10,6 +10,7 @@ import uuid
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
+from typing import Final
 
 import pytest
 from temporalio.api.enums.v1 import EventType
@@ -31,7 +32,7 @@ pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
 KILL_PHASES = ["initial_generation", "generation_judging:2", "generation_mutation:3"]
 
 
-KILL_ROUNDS = "barrier"
+KILL_ROUNDS: Final = "barrier"
 """The kills wait for a phase's whole first batch, which a barrier round sends at once; in
 pipelined rounds a phase's calls start as their candidates appear, so no batch is whole."""
 FIRST_BATCH = 8
