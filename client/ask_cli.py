@@ -56,7 +56,7 @@ def ask(
 ) -> None:
     """Ask one question through Temporal and print the answer."""
     from activities.providers import resolve_model
-    from client.call_progress import retries_shown
+    from client.call_progress import retries_shown, to_stderr
     from client.runs import new_run_id, start_run, wait_or_detach
     from client.session import open_session, spawn_background_worker
     from workflows.ask_types import AskInput, AskResult
@@ -93,7 +93,7 @@ def ask(
                 return None
             # A failed attempt shows as it happens (a refused connection among them), not only
             # once the last retry has failed too.
-            async with retries_shown(handle, lambda line: click.echo(f"ponder: {line}", err=True)):
+            async with retries_shown(handle, to_stderr):
                 return await wait_or_detach(session, handle)
 
     result = asyncio.run(go())

@@ -8,6 +8,11 @@ before it left the worker) and the interval before the next attempt. A follower 
 prints one line per failed attempt: a refused connection shows within a poll of the attempt,
 instead of after the last retry, and the retries after it show that they happen. The run's own
 coded failure still ends the command.
+
+Every follower shows them the same way (``retries_shown``): ``ask``, ``watch``, a tournament's,
+a plan run's and a campaign's. A plan run's tournament steps and a campaign's cells are child
+workflows whose calls are pending on the child, not on the run, so the children the run is
+waiting on are described too.
 """
 
 from __future__ import annotations
@@ -16,18 +21,39 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+import click
 from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.api.workflow.v1 import PendingActivityInfo
-from temporalio.client import WorkflowHandle
+from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 
 from workflows.activity_contracts import CALL_MODEL
 
-__all__ = ["POLL_S", "FailedAttempt", "RetryLines", "failed_attempts", "retries_shown"]
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = [
+    "CHILD_DEPTH",
+    "MAX_CHILDREN",
+    "POLL_S",
+    "FailedAttempt",
+    "RetryLines",
+    "above_panel",
+    "failed_attempts",
+    "retries_shown",
+    "to_stderr",
+]
 
 POLL_S = 0.5
 """How often a follower asks: a retry waits at least a second, so no attempt goes unseen."""
+CHILD_DEPTH = 1
+"""How far below the run a poll looks: its children (a campaign's cells, a plan run's
+tournament steps), which start none of their own."""
+MAX_CHILDREN = 16
+"""Children described per level and poll: a wide fan-out costs a bounded number of requests,
+and calls refused alike (one endpoint down) fail the same way in the children left out."""
 
 _WAITING = PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED
 _RUNNING = PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
@@ -123,27 +149,64 @@ class RetryLines:
         return out
 
 
-async def _show(handle: WorkflowHandle, echo: Callable[[str], None], poll_s: float) -> None:
+def to_stderr(line: str) -> None:
+    """Echo for a follower that prints plain lines (``ask``, ``watch`` of an ask, a campaign)."""
+    click.echo(f"ponder: {line}", err=True)
+
+
+def above_panel(console: Console) -> Callable[[str], None]:
+    """Echo for a follower with a live panel on ``console``: each line goes above the panel."""
+
+    def echo(line: str) -> None:
+        console.print(f"ponder: {line}", highlight=False, soft_wrap=True)
+
+    return echo
+
+
+async def _failed_in(
+    handle: WorkflowHandle, client: Client | None, depth: int
+) -> list[FailedAttempt]:
+    """The failed attempts pending on the run, and on the children it waits on (``client``)."""
+    try:
+        description = await handle.describe()
+    except RPCError:
+        return []  # a restarting server, or a child that just closed
+    raw = description.raw_description
+    found = failed_attempts(raw.pending_activities, description.run_id)
+    if client is None or depth == 0:
+        return found
+    children = [
+        client.get_workflow_handle(child.workflow_id, run_id=child.run_id)
+        for child in list(raw.pending_children)[:MAX_CHILDREN]
+    ]
+    for below in await asyncio.gather(*(_failed_in(c, client, depth - 1) for c in children)):
+        found.extend(below)
+    return found
+
+
+async def _show(
+    handle: WorkflowHandle, echo: Callable[[str], None], poll_s: float, client: Client | None
+) -> None:
     lines = RetryLines()
     while True:
         await asyncio.sleep(poll_s)
-        try:
-            description = await handle.describe()
-        except RPCError:
-            continue  # a restarting server: waiting for the result rides it out and says so
-        pending = description.raw_description.pending_activities
-        for line in lines.lines(failed_attempts(pending, description.run_id)):
+        for line in lines.lines(await _failed_in(handle, client, CHILD_DEPTH)):
             echo(line)
 
 
 @contextlib.asynccontextmanager
 async def retries_shown(
-    handle: WorkflowHandle, echo: Callable[[str], None], *, poll_s: float = POLL_S
+    handle: WorkflowHandle,
+    echo: Callable[[str], None],
+    *,
+    client: Client | None = None,
+    poll_s: float = POLL_S,
 ) -> AsyncIterator[None]:
-    """While the block runs, ``echo`` a line for each failed attempt of the run's model calls.
+    """While the block runs, ``echo`` a line for each failed attempt of the run's model calls;
+    given ``client``, of its pending children's calls too.
 
     The first poll comes ``poll_s`` in: a run that answers sooner costs no request."""
-    task = asyncio.create_task(_show(handle, echo, poll_s))
+    task = asyncio.create_task(_show(handle, echo, poll_s, client))
     try:
         yield
     finally:

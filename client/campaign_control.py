@@ -15,6 +15,7 @@ import click
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError
 
+from client.call_progress import retries_shown, to_stderr
 from client.campaign_display import progress_line, resume_command
 from client.campaign_report import rerender_report
 from client.exit_codes import EXIT_PAUSED
@@ -47,6 +48,12 @@ async def follow(session: Session, handle: WorkflowHandle) -> CampaignResult | C
 
     Ctrl-C detaches: the campaign goes on (with a background worker in embedded mode).
     """
+    # A failed call attempt of a cell (a refused connection, a 503) shows as it happens.
+    async with retries_shown(handle, to_stderr, client=session.client):
+        return await _follow(session, handle)
+
+
+async def _follow(session: Session, handle: WorkflowHandle) -> CampaignResult | CampaignProgress:
     result = asyncio.ensure_future(run_result(handle))
     shown = ""
     with ctrl_c_detaches() as interrupted:

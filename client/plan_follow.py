@@ -21,6 +21,7 @@ from temporalio.service import RPCError
 
 from activities.config import Settings
 from activities.errors import ConfigError
+from client.call_progress import above_panel, retries_shown
 from client.exit_codes import EXIT_PAUSED
 from client.hints import ponder_program
 from client.live import live_panel
@@ -138,17 +139,20 @@ async def follow(
     stale = _signature(answered) if answered else None
     paused: PlanStatus | None = None
     with ctrl_c_detaches() as interrupted, live_panel(console, transient=False) as live:
-        while not result.done():
-            if interrupted.is_set():
-                result.cancel()
-                detach(session, handle.id)
-            current = await _status(handle)
-            if current is not None:
-                live.update(status_table(current))
-                if current.state.startswith("awaiting_") and _signature(current) != stale:
-                    paused = current
-                    break
-            await asyncio.wait({result}, timeout=POLL_S)
+        # A failed call attempt (a refused connection, a 503), the run's or a tournament step's, is
+        # printed above the panel as it happens, not only when the last retry fails the step.
+        async with retries_shown(handle, above_panel(console), client=session.client):
+            while not result.done():
+                if interrupted.is_set():
+                    result.cancel()
+                    detach(session, handle.id)
+                current = await _status(handle)
+                if current is not None:
+                    live.update(status_table(current))
+                    if current.state.startswith("awaiting_") and _signature(current) != stale:
+                        paused = current
+                        break
+                await asyncio.wait({result}, timeout=POLL_S)
         if paused is None and (final := await _final_status(handle)) is not None:
             # The last poll may predate the end (an extension lands, the run finishes between
             # two polls): the panel left on screen shows the state the run ended in.

@@ -19,6 +19,7 @@ from activities.config import Settings
 from activities.errors import ConfigError
 from client import campaign_control
 from client.budget_extend import extend_budget, new_limits
+from client.call_progress import retries_shown, to_stderr
 from client.hints import ponder_program
 from client.plan_follow import (
     extend_plan_run,
@@ -67,7 +68,8 @@ def watch_run(settings: Settings, run_id: str) -> None:
                 return await campaign_control.follow(session, _as_campaign(session, handle))
             if kind == ASK:
                 ask = session.client.get_workflow_handle(run_id, result_type=AskResult)
-                return await wait_or_detach(session, ask)
+                async with retries_shown(ask, to_stderr, client=session.client):
+                    return await wait_or_detach(session, ask)
             return await follow(session, handle)
 
     print_followed(run_id, asyncio.run(go()))

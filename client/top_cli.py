@@ -34,10 +34,27 @@ __all__ = ["top"]
 _QUEUE_TYPES = {"workflow": 1, "activity": 2}  # TaskQueueType's numbers
 
 
+def _queue_clause(task_queue: str) -> str:
+    from activities.errors import ConfigError
+    from client.top_frame import queue_literal
+
+    literal = queue_literal(task_queue)
+    if literal is None:
+        raise ConfigError(
+            "config.invalid",
+            f"task_queue {task_queue!r}: ponder top finds a queue's runs in the server's "
+            "visibility list, which cannot match an empty name or one holding a double quote, "
+            "a backslash or a control character, or starting or ending with a single quote: "
+            "run the worker on a queue named without them (PONDER_TASK_QUEUE, or task_queue "
+            "in ponder.toml)",
+        )
+    return f"TaskQueue = {literal}"
+
+
 async def _runs(client: Client, settings: Settings) -> list[Any]:
     from client import run_list
 
-    query = f"{run_list._SERVER_QUERY} AND TaskQueue = '{settings.task_queue}'"
+    query = f"{run_list._SERVER_QUERY} AND {_queue_clause(settings.task_queue)}"
     server = [
         run_list._server_row(w.id, w.workflow_type, run_list.state_name(w.status), w.start_time)
         async for w in client.list_workflows(query, limit=run_list.SERVER_LIST_LIMIT)
@@ -191,6 +208,7 @@ def top(
     if as_json and not once:
         raise click.UsageError("--json prints one frame: give --once with it")
     settings = command_settings(ctx)
+    _queue_clause(settings.task_queue)  # refused before the server is reached
 
     async def go() -> None:
         from rich.console import Console

@@ -29,6 +29,7 @@ __all__ = [
     "open_waits",
     "provider_rates",
     "provider_totals",
+    "queue_literal",
     "runs_by_state",
 ]
 
@@ -36,6 +37,21 @@ CALLS = "ponder_model_calls"
 SPEND_MICRO_USD = "ponder_model_spend_micro_usd"
 WINDOW_S = 60.0
 """Rates are over the last minute (or what the view has seen of it)."""
+
+# What a visibility query cannot match, however it is quoted: the query language reads
+# backslash escapes, but a SQL-backed server (the dev server's SQLite among them) writes the
+# decoded value back into its own SQL with MySQL's escapes, so a double quote, a backslash or a
+# control character such as a tab never compares equal (all control characters are refused,
+# not only those), and a quote at either end is lost.
+_UNMATCHABLE = re.compile(r'["\\\x00-\x1f]')
+
+
+def queue_literal(name: str) -> str | None:
+    """``name`` as a visibility-query string literal, or None when no literal can match it."""
+    if not name or _UNMATCHABLE.search(name) or name.startswith("'") or name.endswith("'"):
+        return None
+    return "'" + name.replace("'", "''") + "'"
+
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)")
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')

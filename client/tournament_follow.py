@@ -14,7 +14,7 @@ from rich.console import Console
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError
 
-from client.call_progress import retries_shown
+from client.call_progress import above_panel, retries_shown
 from client.exit_codes import EXIT_PAUSED
 from client.live import live_panel
 from client.runs import RunFailed, ctrl_c_detaches, detach, run_result
@@ -26,10 +26,6 @@ from workflows.tournament.types import Progress, TournamentResult
 __all__ = ["EXIT_PAUSED", "console", "follow", "print_outcome", "run_times"]
 
 console = Console(stderr=True, markup=False)  # [brackets] in errors are not markup
-
-
-def _above_panel(line: str) -> None:
-    console.print(f"ponder: {line}", highlight=False, soft_wrap=True)
 
 
 async def run_times(handle: WorkflowHandle) -> tuple[datetime | None, datetime | None]:
@@ -52,7 +48,7 @@ async def follow(session: Session, handle: WorkflowHandle) -> TournamentResult |
             started, _ = await run_times(handle)
         # A failed call attempt (a refused connection, a 503) is printed above the panel as it
         # happens, not only when the last retry fails the run.
-        async with retries_shown(handle, _above_panel):
+        async with retries_shown(handle, above_panel(console), client=session.client):
             while not result_task.done():
                 if interrupted.is_set():
                     result_task.cancel()

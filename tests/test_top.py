@@ -25,6 +25,7 @@ from client.top_frame import (
     open_waits,
     provider_rates,
     provider_totals,
+    queue_literal,
     runs_by_state,
 )
 from tests.cli import cli_env, ponder
@@ -277,3 +278,62 @@ def test_a_frame_renders_as_text() -> None:
     bare = Frame(task_queue="q")
     console.print(_render(bare))
     assert "not measured (give --metrics URL" in console.export_text()
+
+
+# -- the task queue in the visibility query ---------------------------------------------------
+
+
+def test_a_quote_inside_a_queue_name_is_doubled() -> None:
+    assert queue_literal("ponder") == "'ponder'"
+    assert queue_literal("it's") == "'it''s'"
+    assert queue_literal("x' OR TaskQueue != 'y") == "'x'' OR TaskQueue != ''y'"
+    assert queue_literal("a%b_ü") == "'a%b_ü'"
+
+
+@pytest.mark.parametrize("name", ["", 'a"b', "a\\b", "a\tb", "a\x00b", "'x", "x'"])
+def test_a_queue_name_no_literal_can_match_has_none(name: str) -> None:
+    assert queue_literal(name) is None
+
+
+async def test_top_counts_only_its_queue_whatever_quotes_its_name_holds(
+    client: Client, settings: Settings, server_address: str
+) -> None:
+    # Read unescaped, this name made the query ``TaskQueue = 'x' OR TaskQueue != 'y'``: every
+    # other queue's runs. Nobody polls either queue: the runs wait in the backlog.
+    tag = uuid.uuid4().hex[:8]
+    hostile, other = f"x' OR TaskQueue != 'y-{tag}", f"other-{tag}"
+    handles = [
+        await client.start_workflow(
+            ASK, AskInput(question="waits"), id=f"ask-{uuid.uuid4().hex[:8]}", task_queue=queue
+        )
+        for queue in (hostile, hostile, other)
+    ]
+    env = cli_env(
+        settings.home,
+        TEMPORAL_ADDRESS=server_address,
+        PONDER_TASK_QUEUE=hostile,
+        PONDER_RUNS_DIR=str(settings.runs_dir),
+    )
+    try:
+        done = await ponder("top", "--once", "--json", env=env)
+        assert done.code == 0, done.err
+        frame = json.loads(done.out)
+        assert frame["task_queue"] == hostile
+        assert frame["runs"] == {"running": {"ask": 2}}
+        assert frame["backlog"]["workflow"] == 2
+    finally:
+        for handle in handles:
+            await handle.terminate()
+
+
+def test_a_queue_name_no_literal_can_match_is_refused_before_the_server(
+    settings: Settings,
+) -> None:
+    from tests.cli import ponder_here
+
+    # No server listens on port 1: the refusal comes first.
+    env = cli_env(settings.home, TEMPORAL_ADDRESS="127.0.0.1:1", PONDER_TASK_QUEUE='say "hi"')
+    done = ponder_here("top", "--once", env=env)
+    assert done.code == 2
+    assert "ponder: config.invalid: task_queue 'say \"hi\"': ponder top" in done.err
+    assert "a double quote" in done.err and "PONDER_TASK_QUEUE" in done.err

@@ -9,33 +9,21 @@ Two single-shot cells spend the budget, the tournament cells wait ``awaiting_bud
 from __future__ import annotations
 
 import asyncio
-import tempfile
 
-from temporalio.testing import WorkflowEnvironment
-
-from activities.config import load_settings
-from client.connect import connect
-from client.embedded import find_temporal_binary
 from tests.campaigns.helpers import document
-from tests.histories.record import OUT
-from worker.worker import WorkerOptions, running_worker
+from tests.histories import recording, save
 from workflows.campaign.types import CampaignProgress, CampaignResult
 from workflows.names import CAMPAIGN, QUERY_PROGRESS, UPDATE_EXTEND_BUDGET
 from workflows.tournament.types import ExtendBudgetInput, ExtendBudgetResult
 
 
 async def main() -> None:
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=find_temporal_binary(), ui=False, dev_server_log_level="error"
-    )
-    settings = load_settings(home=tempfile.mkdtemp())
-    client = await connect(settings, env.client.service_client.config.target_host)
-    queue = "campaign-history"  # the id is the file's stem: the replayer runs it under that id
     doc = document(seeds=[0, 1], concurrency=2, budget={"max_calls": 2})
     doc["scenarios"] = doc["scenarios"][:1]
-    async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
-        handle = await client.start_workflow(
-            CAMPAIGN, doc, id="campaign", task_queue=queue, result_type=CampaignResult
+    # The id is the file's stem: the replayer runs it under that id.
+    async with recording(task_queue="campaign-history") as rec:
+        handle = await rec.client.start_workflow(
+            CAMPAIGN, doc, id="campaign", task_queue=rec.task_queue, result_type=CampaignResult
         )
         while True:
             progress = await handle.query(QUERY_PROGRESS, result_type=CampaignProgress)
@@ -46,8 +34,7 @@ async def main() -> None:
             UPDATE_EXTEND_BUDGET, ExtendBudgetInput(max_calls=500), result_type=ExtendBudgetResult
         )
         await handle.result()
-        (OUT / "campaign.json").write_text((await handle.fetch_history()).to_json())
-    await env.shutdown()
+        await save(handle, "campaign.json")
 
 
 if __name__ == "__main__":

@@ -12,20 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
-import uuid
 from pathlib import Path
-
-from temporalio.testing import WorkflowEnvironment
+from typing import Any
 
 from activities.config import load_settings
-from client.connect import connect
-from client.embedded import find_temporal_binary
-from worker.worker import WorkerOptions, running_worker
+from tests.histories import recording, save
 from workflows.names import PLAN_RUN
 from workflows.plan.run_types import PlanRunInput, PlanRunResult
 
-OUT = Path(__file__).parent
-PLAN = {
+PLAN: dict[str, Any] = {
     "schema": "ponder-plan/1",
     "name": "checks-history",
     "contracts": {"S": {"score": "number"}},
@@ -47,26 +42,20 @@ PLAN = {
 
 
 async def main() -> None:
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=find_temporal_binary(), ui=False, dev_server_log_level="error"
-    )
     settings = load_settings(home=tempfile.mkdtemp())
     workspace = Path(tempfile.mkdtemp())
     (workspace / "notes.md").write_text("notes\n")
     settings = settings.model_copy(update={"workspace_roots": [str(workspace)]})
-    client = await connect(settings, env.client.service_client.config.target_host)
-    queue = str(uuid.uuid4())
-    async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
-        handle = await client.start_workflow(
+    async with recording(settings) as rec:
+        handle = await rec.client.start_workflow(
             PLAN_RUN,
             PlanRunInput(plan=PLAN, args={"goal": "0.5"}, workspace=str(workspace)),
             id="plan-checks-history",
-            task_queue=queue,
+            task_queue=rec.task_queue,
             result_type=PlanRunResult,
         )
         await handle.result()
-        (OUT / "plan-checks.json").write_text((await handle.fetch_history()).to_json())
-    await env.shutdown()
+        await save(handle, "plan-checks.json")
 
 
 if __name__ == "__main__":

@@ -12,17 +12,11 @@ run waiting for a consumer, or of a revert, fails tests/test_replay.py.
 from __future__ import annotations
 
 import asyncio
-import tempfile
-import uuid
-from pathlib import Path
+from typing import Any
 
 from temporalio.client import WorkflowHandle
-from temporalio.testing import WorkflowEnvironment
 
-from activities.config import load_settings
-from client.connect import connect
-from client.embedded import find_temporal_binary
-from worker.worker import WorkerOptions, running_worker
+from tests.histories import recording, save, wait_for_state
 from workflows.names import (
     PLAN_RUN,
     QUERY_STATUS,
@@ -35,8 +29,7 @@ from workflows.plan.checkpoints import RevertInput
 from workflows.plan.consumer import StepDoneInput
 from workflows.plan.run_types import PlanRunInput, PlanRunResult, PlanStatus, ResolveGateInput
 
-OUT = Path(__file__).parent
-PLAN = {
+PLAN: dict[str, Any] = {
     "schema": "ponder-plan/1",
     "name": "consumer-history",
     "budget": {"calls": 12},
@@ -45,7 +38,7 @@ PLAN = {
          "idempotent": True, "retry": {"max_attempts": 2, "on": ["transport"]},
          "checkpoint": "built"},
         {"id": "fan", "kind": "fanout", "deps": ["build"],
-         "fanout": {"over": ["a", "b"], "chain": ["fan.do"]}},
+         "fanout": {"over": ["a", "b"], "chain": ["fan.do"], "concurrency": 2}},
         {"id": "fan.do", "kind": "agent", "prompt": "Do the item.", "dispatch": "consumer"},
         {"id": "ship", "kind": "gate", "deps": ["fan"], "gate": {}},
         {"id": "notes", "kind": "agent", "deps": ["ship"], "model": "sim:default",
@@ -64,14 +57,6 @@ async def issued(handle: WorkflowHandle, count: int, seen: set[str]) -> PlanStat
         await asyncio.sleep(0.05)
 
 
-async def wait_for(handle: WorkflowHandle, state: str) -> PlanStatus:
-    while True:
-        status = await handle.query(QUERY_STATUS, result_type=PlanStatus)
-        if status.state == state:
-            return status
-        await asyncio.sleep(0.05)
-
-
 async def answer_fanout(handle: WorkflowHandle, seen: set[str]) -> None:
     status = await issued(handle, 2, seen)
     for i in status.issuances:
@@ -83,19 +68,13 @@ async def answer_fanout(handle: WorkflowHandle, seen: set[str]) -> None:
 
 
 async def main() -> None:
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=find_temporal_binary(), ui=False, dev_server_log_level="error"
-    )
-    settings = load_settings(home=tempfile.mkdtemp())
-    client = await connect(settings, env.client.service_client.config.target_host)
-    queue = str(uuid.uuid4())
     seen: set[str] = set()
-    async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
-        handle = await client.start_workflow(
+    async with recording() as rec:
+        handle = await rec.client.start_workflow(
             PLAN_RUN,
             PlanRunInput(plan=PLAN),
             id="plan-consumer-history",
-            task_queue=queue,
+            task_queue=rec.task_queue,
             result_type=PlanRunResult,
         )
         first = (await issued(handle, 1, seen)).issuances[0]
@@ -107,16 +86,15 @@ async def main() -> None:
         )
         await handle.execute_update(UPDATE_STEP_DONE, built, id=f"step_done:{second.token}")
         await answer_fanout(handle, seen)
-        await wait_for(handle, "awaiting_gate")
+        await wait_for_state(handle, "awaiting_gate")
         await handle.execute_update(UPDATE_REVERT, RevertInput(label="built"))
         await answer_fanout(handle, seen)
-        gate = await wait_for(handle, "awaiting_gate")
+        gate = await wait_for_state(handle, "awaiting_gate")
         token = gate.pending_gates[0].token
         approve = ResolveGateInput(step="ship", decision="approve", token=token)
         await handle.execute_update(UPDATE_RESOLVE_GATE, approve)
         await handle.result()
-        (OUT / "plan-consumer.json").write_text((await handle.fetch_history()).to_json())
-    await env.shutdown()
+        await save(handle, "plan-consumer.json")
 
 
 if __name__ == "__main__":

@@ -12,22 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
-import uuid
-from pathlib import Path
+from typing import Any
 
 from temporalio.client import WorkflowHandle
-from temporalio.testing import WorkflowEnvironment
 
 from activities.config import Notifier, load_settings
-from client.connect import connect
-from client.embedded import find_temporal_binary
 from tests.fakes import FakeProvider, Reply
-from worker.worker import WorkerOptions, running_worker
+from tests.histories import recording, save
 from workflows.names import PLAN_RUN, QUERY_STATUS, UPDATE_RESOLVE_GATE
 from workflows.plan.run_types import PlanRunInput, PlanRunResult, PlanStatus, ResolveGateInput
 
-OUT = Path(__file__).parent
-PLAN = {
+PLAN: dict[str, Any] = {
     "schema": "ponder-plan/1",
     "name": "deadline-history",
     "steps": [
@@ -52,22 +47,17 @@ async def wait_for(handle: WorkflowHandle, step: str) -> PlanStatus:
 
 
 async def main() -> None:
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=find_temporal_binary(), ui=False, dev_server_log_level="error"
-    )
     hook = FakeProvider(lambda seen: Reply(status=204, body={}))
     settings = load_settings(home=tempfile.mkdtemp())
     settings = settings.model_copy(
         update={"notifiers": {"ops": Notifier(kind="webhook", url=f"{hook.url}/hook")}}
     )
-    client = await connect(settings, env.client.service_client.config.target_host)
-    queue = str(uuid.uuid4())
-    async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
-        handle = await client.start_workflow(
+    async with recording(settings) as rec:
+        handle = await rec.client.start_workflow(
             PLAN_RUN,
             PlanRunInput(plan=PLAN),
             id="plan-gate-deadline-history",
-            task_queue=queue,
+            task_queue=rec.task_queue,
             result_type=PlanRunResult,
         )
         confirm = await wait_for(handle, "confirm")
@@ -76,9 +66,8 @@ async def main() -> None:
         await handle.execute_update(UPDATE_RESOLVE_GATE, decision)
         await handle.result()
         assert len(hook.seen) == 1, hook.seen
-        (OUT / "plan-gate-deadline.json").write_text((await handle.fetch_history()).to_json())
+        await save(handle, "plan-gate-deadline.json")
     hook.close()
-    await env.shutdown()
 
 
 if __name__ == "__main__":

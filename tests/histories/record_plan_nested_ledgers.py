@@ -18,22 +18,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-import tempfile
-import uuid
-from pathlib import Path
 from typing import Any
 
 from temporalio.client import WorkflowFailureError, WorkflowHandle
-from temporalio.testing import WorkflowEnvironment
 
-from activities.config import load_settings
-from client.connect import connect
-from client.embedded import find_temporal_binary
-from worker.worker import WorkerOptions, running_worker
+from tests.histories import recording, save
 from workflows.names import PLAN_RUN, QUERY_STATUS, UPDATE_RESOLVE_GATE
 from workflows.plan.run_types import PlanRunInput, PlanRunResult, PlanStatus, ResolveGateInput
 
-OUT = Path(__file__).parent
 PLAN: dict[str, Any] = {
     "schema": "ponder-plan/1",
     "name": "nested-ledgers-history",
@@ -74,26 +66,19 @@ async def decide(handle: WorkflowHandle, decision: str, after: str | None) -> st
 
 
 async def main(name: str) -> None:
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=find_temporal_binary(), ui=False, dev_server_log_level="error"
-    )
-    settings = load_settings(home=tempfile.mkdtemp())
-    client = await connect(settings, env.client.service_client.config.target_host)
-    queue = str(uuid.uuid4())
-    async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
-        handle = await client.start_workflow(
+    async with recording() as rec:
+        handle = await rec.client.start_workflow(
             PLAN_RUN,
             PlanRunInput(plan=PLAN),
             id="plan-nested-ledgers-history",
-            task_queue=queue,
+            task_queue=rec.task_queue,
             result_type=PlanRunResult,
         )
         first = await decide(handle, "revise", None)
         await decide(handle, "approve", first)
         with contextlib.suppress(WorkflowFailureError):  # before the rules the revise fails it
             await handle.result()
-        (OUT / f"{name}.json").write_text((await handle.fetch_history()).to_json())
-    await env.shutdown()
+        await save(handle, f"{name}.json")
 
 
 if __name__ == "__main__":
