@@ -12,7 +12,10 @@ probability P the longer one wins). Per setting, over ``--seeds`` worlds:
    judge is Bradley-Terry in ``beta * q``, the scale the fit estimates: a candidate's true
    score on the leaderboard's scale is ``beta * q``, centred and divided by the full fit's
    spread, as the intervals are. Target: within 2 points of 95% (the adaptive schedule's
-   intervals are marked not valid in runs: this shows why).
+   intervals are marked not valid in runs: this shows why). The same for a weak judge
+   (accuracy ``WEAK_ACCURACY``), and, for both, the plain likelihood-ratio intervals runs had
+   before a separated record's edge became its exact one (``likelihood_intervals``), with the
+   coverage of the undefeated and winless alone.
 2. Rank-interval coverage: the share of candidates whose true rank lies in
    ``[rank_high, rank_low]`` (regular schedule). Target: at least 95%.
 3. A three-judge panel with position biases 0, 0.3 and 0.6, listed in each of the 6 orders:
@@ -21,11 +24,13 @@ probability P the longer one wins). Per setting, over ``--seeds`` worlds:
 4. Kendall tau between the final ranking and the true qualities with ``length_bias=0.3``
    (lengths drawn independently of quality), fitted without and with length control, against
    the same judge without the bias, with every pair judged once and four times. Target:
-   length control recovers at least half of the tau the bias costs. Most of what a sparse
-   schedule loses is information (a verdict the judge gave to length says nothing of quality:
-   a judge that flips a coin as often loses nearly as much), which no fit gets back; what
-   control removes is the systematic lift of the longer candidates, which dominates once each
-   pair is judged several times.
+   length control recovers at least half of the tau the bias costs. Beside it, what fits could
+   recover: the plain fit of the verdicts length did not decide (an oracle: what is lost with
+   the rest is information), and the fit of the judge's own model, a mixture (with chance
+   ``length_bias`` the longer wins, else Bradley-Terry), its weight known and fitted. The
+   additive log-odds term style control fits is the wrong shape for a mixture, which costs
+   most with every pair judged once; the mixture's weight, fitted from those few verdicts,
+   costs about as much again.
 
     python -m benchmarks.ranking_trust --seeds 50
 """
@@ -43,7 +48,10 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+import numpy as np
+from scipy.optimize import minimize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -53,6 +61,7 @@ from workflows.tournament.bootstrap import IntervalMethod, bootstrap, rank_inter
 from workflows.tournament.bradley_terry import fit_arrays, leaderboard
 from workflows.tournament.judge_parse import Outcome, Winner
 from workflows.tournament.judge_stats import rate
+from workflows.tournament.likelihood_intervals import profile_intervals, separated
 from workflows.tournament.profiles import ADAPTIVE_SHARE, adaptive_pairs_budget
 from workflows.tournament.rng import phase_rng
 from workflows.tournament.schedule import ScheduledPair, k_regular_schedule
@@ -62,6 +71,7 @@ from workflows.tournament.verdicts import Slot, call_slots, combine
 N = 12
 M = 6  # the final round's degree: 36 pairs over 12 candidates
 ACCURACY = 0.85
+WEAK_ACCURACY = 0.75
 LAMBDA = 0.01
 BATCH = 8
 PANEL_BIASES = (0.0, 0.3, 0.6)
@@ -81,14 +91,21 @@ def _judge(
     position_bias: float = 0.0,
     length_bias: float = 0.0,
     lengths: dict[str, int] | None = None,
+    by_length: list[bool] | None = None,
 ) -> Any:
-    """One call's verdict on ``slot``, in its shown order, as the sim judge decides it."""
+    """One call's verdict on ``slot``, in its shown order, as the sim judge decides it; with
+    ``by_length``, whether length decided it is appended there."""
 
     def verdict(slot: Slot) -> Winner:
         a, b = slot.presented_a, slot.presented_b
         if position_bias and rng.random() < position_bias:
             return "A"
-        if length_bias and lengths and lengths[a] != lengths[b] and rng.random() < length_bias:
+        decided = bool(
+            length_bias and lengths and lengths[a] != lengths[b] and rng.random() < length_bias
+        )
+        if by_length is not None:
+            by_length.append(decided)
+        if decided and lengths:
             return "A" if lengths[a] > lengths[b] else "B"
         return "A" if rng.random() < p_a_wins(quality[a], quality[b], beta) else "B"
 
@@ -102,10 +119,10 @@ def _one_judge(pairs: Sequence[ScheduledPair], verdict: Any) -> list[Outcome]:
     ]
 
 
-def _world(seed: int) -> tuple[list[str], dict[str, float], float]:
+def _world(seed: int, accuracy: float = ACCURACY) -> tuple[list[str], dict[str, float], float]:
     world = random.Random(seed)
     ids = [f"c{i:02d}" for i in range(N)]
-    return ids, {c: draw_quality(world) for c in ids}, beta_for_accuracy(ACCURACY)
+    return ids, {c: draw_quality(world) for c in ids}, beta_for_accuracy(accuracy)
 
 
 def _adaptive(ids: list[str], seed: int, verdict: Any) -> list[Outcome]:
@@ -125,45 +142,71 @@ def _adaptive(ids: list[str], seed: int, verdict: Any) -> list[Outcome]:
     return outcomes
 
 
+Coverage = tuple[int, int, int, float, int, int]
+"""(candidates covered, candidates, candidates whose true rank is in their rank interval, the
+intervals' widths summed on the leaderboard's scale, undefeated or winless candidates covered,
+undefeated or winless candidates)."""
+Intervals = IntervalMethod | Literal["plain"]
+"""A run's construction, or ``"plain"``: the likelihood-ratio edges alone (runs before)."""
+
+
 def _coverage(
     ids: list[str],
     quality: dict[str, float],
     beta: float,
     outcomes: list[Outcome],
     seed: int,
-    intervals: IntervalMethod = "likelihood",
-) -> tuple[int, int, int, float]:
-    """(candidates covered, candidates, candidates whose true rank is in their rank interval,
-    the intervals' widths summed on the leaderboard's scale)."""
-    result = bootstrap(
-        ids, outcomes, lambda_=LAMBDA, resamples=RESAMPLES, seed=seed, intervals=intervals
-    )
+    intervals: Intervals = "likelihood",
+) -> Coverage:
     arr = arrays(ids, outcomes)
     full = fit_arrays(len(arr.ids), arr.a, arr.b, arr.y, LAMBDA)
     spread = statistics.pstdev(full.tolist()) or 1.0
+    if intervals == "plain":
+        # As ``bootstrap`` reports them: on the leaderboard's scale, widened to the point.
+        raw_low, raw_high = profile_intervals(
+            len(arr.ids), arr.a, arr.b, arr.y, full, lambda_=LAMBDA, separated_edges=False
+        )
+        point = (full - full.mean()) / spread
+        lows, highs = np.minimum(raw_low / spread, point), np.maximum(raw_high / spread, point)
+        low = dict(zip(arr.ids, lows.tolist(), strict=True))
+        high = dict(zip(arr.ids, highs.tolist(), strict=True))
+    else:
+        result = bootstrap(
+            ids, outcomes, lambda_=LAMBDA, resamples=RESAMPLES, seed=seed, intervals=intervals
+        )
+        low, high = result.low, result.high
     true = [beta * quality[c] for c in arr.ids]
     mean = statistics.fmean(true)
-    covered = sum(
-        result.low[c] <= (t - mean) / spread <= result.high[c]
-        for c, t in zip(arr.ids, true, strict=True)
-    )
-    ranks = rank_intervals(result.low, result.high)
+    hits = [low[c] <= (t - mean) / spread <= high[c] for c, t in zip(arr.ids, true, strict=True)]
+    extreme = separated(len(arr.ids), arr.a, arr.b, arr.y, np.ones(len(arr.a))) != 0
+    ranks = rank_intervals(low, high)
     truth = {c: r + 1 for r, c in enumerate(sorted(ids, key=lambda c: -quality[c]))}
     in_rank = sum(ranks[c][0] <= truth[c] <= ranks[c][1] for c in ids)
-    width = sum(result.high[c] - result.low[c] for c in ids)
-    return covered, len(ids), in_rank, width
+    width = sum(high[c] - low[c] for c in ids)
+    return (
+        sum(hits),
+        len(ids),
+        in_rank,
+        width,
+        sum(h for h, e in zip(hits, extreme, strict=True) if e),
+        int(extreme.sum()),
+    )
 
 
-def coverage_seed(seed: int) -> dict[str, tuple[int, int, int, float]]:
-    ids, quality, beta = _world(seed)
-    regular = k_regular_schedule(ids, M, phase_rng(seed, "final_judging"))
+def coverage_seed(seed: int) -> dict[str, Coverage]:
     out = {}
-    verdict = _judge(quality, beta, random.Random(f"{seed}:regular"))
-    judged = _one_judge(regular, verdict)
-    out["regular"] = _coverage(ids, quality, beta, judged, seed)
-    out["percentile"] = _coverage(ids, quality, beta, judged, seed, "percentile")
-    verdict = _judge(quality, beta, random.Random(f"{seed}:adaptive"))
-    out["adaptive"] = _coverage(ids, quality, beta, _adaptive(ids, seed, verdict), seed)
+    for accuracy, name in ((ACCURACY, "regular"), (WEAK_ACCURACY, "weak")):
+        ids, quality, beta = _world(seed, accuracy)
+        regular = k_regular_schedule(ids, M, phase_rng(seed, "final_judging"))
+        verdict = _judge(quality, beta, random.Random(f"{seed}:regular"))
+        judged = _one_judge(regular, verdict)
+        out[name] = _coverage(ids, quality, beta, judged, seed)
+        out[f"{name} plain"] = _coverage(ids, quality, beta, judged, seed, "plain")
+        if accuracy == ACCURACY:
+            out["percentile"] = _coverage(ids, quality, beta, judged, seed, "percentile")
+            verdict = _judge(quality, beta, random.Random(f"{seed}:adaptive"))
+            adaptive = _adaptive(ids, seed, verdict)
+            out["adaptive"] = _coverage(ids, quality, beta, adaptive, seed)
     return out
 
 
@@ -208,9 +251,44 @@ def _tau(scores: dict[str, float], quality: dict[str, float]) -> float:
     return concordant / (len(ids) * (len(ids) - 1) / 2)
 
 
-def length_seed(args: tuple[int, int]) -> tuple[float, float, float, float]:
-    """Kendall tau: no bias (plain fit), bias (plain fit), bias (length control); and the
-    length coefficient the controlled fit found. Every pair judged ``rounds`` times."""
+def _mixture_fit(
+    ids: list[str], outcomes: list[Outcome], lengths: dict[str, int], weight: float | None
+) -> dict[str, float]:
+    """Scores under the sim judge's own length model, a mixture: A wins with chance
+    ``(1 - weight) * sigmoid(s_A - s_B) + weight * [A is longer]`` (``weight`` None: fitted
+    too), by maximum likelihood with the leaderboard's ridge."""
+    index = {c: i for i, c in enumerate(ids)}
+    a = np.array([index[o.presented_a] for o in outcomes])
+    b = np.array([index[o.presented_b] for o in outcomes])
+    y = np.array([o.winner == "A" for o in outcomes], float)
+    longer = np.array([lengths[o.presented_a] > lengths[o.presented_b] for o in outcomes], float)
+    n = len(ids)
+
+    def loss(x: Any) -> tuple[float, Any]:
+        s = x[:n]
+        w = weight if weight is not None else 1.0 / (1.0 + math.exp(-x[n]))
+        sig = 1 / (1 + np.exp(s[b] - s[a]))
+        p = np.clip((1 - w) * sig + w * longer, 1e-12, 1 - 1e-12)
+        value = float(-(y @ np.log(p) + (1 - y) @ np.log1p(-p)) + 0.5 * LAMBDA * s @ s)
+        dp = (1 - y) / (1 - p) - y / p  # the loss's derivative in each p
+        dd = dp * (1 - w) * sig * (1 - sig)
+        grad = np.bincount(a, dd, n) - np.bincount(b, dd, n) + LAMBDA * s
+        if weight is not None:
+            return value, grad
+        return value, np.append(grad, dp @ (longer - sig) * w * (1 - w))
+
+    start = np.zeros(n if weight is not None else n + 1)
+    if weight is None:
+        start[n] = -1.0
+    x = minimize(loss, start, jac=True, method="L-BFGS-B").x
+    return {c: float(x[index[c]]) for c in ids}
+
+
+def length_seed(args: tuple[int, int]) -> tuple[float, ...]:
+    """Kendall tau: no bias (plain fit), bias (plain fit), bias (length control); the length
+    coefficient the controlled fit found; and, for what any fit could recover, tau with the
+    verdicts length decided dropped (an oracle) and under the judge's own mixture model, its
+    weight known and fitted. Every pair judged ``rounds`` times."""
     seed, rounds = args
     ids, quality, beta = _world(seed)
     world = random.Random(f"{seed}:lengths")
@@ -221,8 +299,14 @@ def length_seed(args: tuple[int, int]) -> tuple[float, float, float, float]:
         for p in k_regular_schedule(ids, N - 1, phase_rng(seed, f"final_judging:{r}"))
     ]
     fair = _one_judge(pairs, _judge(quality, beta, random.Random(f"{seed}:fair")))
+    by_length: list[bool] = []
     biased_judge = _judge(
-        quality, beta, random.Random(f"{seed}:biased"), length_bias=LENGTH_BIAS, lengths=lengths
+        quality,
+        beta,
+        random.Random(f"{seed}:biased"),
+        length_bias=LENGTH_BIAS,
+        lengths=lengths,
+        by_length=by_length,
     )
     biased = _one_judge(pairs, biased_judge)
 
@@ -236,6 +320,9 @@ def length_seed(args: tuple[int, int]) -> tuple[float, float, float, float]:
         _tau(plain(biased), quality),
         _tau(controlled.scores, quality),
         gamma,
+        _tau(plain([o for o, x in zip(biased, by_length, strict=True) if not x]), quality),
+        _tau(_mixture_fit(ids, biased, lengths, LENGTH_BIAS), quality),
+        _tau(_mixture_fit(ids, biased, lengths, None), quality),
     )
 
 
@@ -278,24 +365,29 @@ def main(argv: Sequence[str] | None = None) -> None:
           " +/- 2 points), and of the true rank by the rank intervals")  # fmt: skip
     for name, label in (
         ("regular", f"{M}-regular, {N * M // 2} pairs"),
-        ("percentile", f"{M}-regular, percentile bootstrap (runs before)"),
+        ("regular plain", f"{M}-regular, plain likelihood ratio (runs before)"),
+        ("percentile", f"{M}-regular, percentile bootstrap (runs before that)"),
         (
             "adaptive",
             f"adaptive, {adaptive_pairs_budget(N * M // 2, N, ADAPTIVE_SHARE)} pairs "
             "(intervals marked not valid)",
         ),
+        ("weak", f"judge accuracy {WEAK_ACCURACY}, {M}-regular"),
+        ("weak plain", f"judge accuracy {WEAK_ACCURACY}, plain likelihood ratio"),
     ):
         covered = sum(c[name][0] for c in coverage)
         total = sum(c[name][1] for c in coverage)
         in_rank = sum(c[name][2] for c in coverage)
         width = sum(c[name][3] for c in coverage) / total
+        extremes = rate(sum(c[name][4] for c in coverage), sum(c[name][5] for c in coverage))
         q, r = rate(covered, total), rate(in_rank, total)
         met = abs((q.rate or 0) - COVERAGE_TARGET) <= 0.02
         print(
-            f"  {label:<48} quality {_pct(q.rate)} [{_pct(q.low)}, {_pct(q.high)}] "
+            f"  {label:<52} quality {_pct(q.rate)} [{_pct(q.low)}, {_pct(q.high)}] "
             f"({'meets' if met else 'misses'} the target); rank {_pct(r.rate)} "
             f"({'meets' if (r.rate or 0) >= COVERAGE_TARGET else 'misses'} >= 95%); "
-            f"mean width {width:.2f}"
+            f"mean width {width:.2f}; undefeated or winless {_pct(extremes.rate)} "
+            f"of {extremes.total}"
         )
 
     print(
@@ -320,12 +412,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         "recovers at least half of the tau lost"
     )
     for rounds, taus in lengths.items():
-        fair, biased, controlled, gammas = (
+        fair, biased, controlled, gammas, oracle, known, fitted = (
             statistics.fmean(col) for col in zip(*taus, strict=True)
         )
         lost = fair - biased
         recovered = (controlled - biased) / lost if lost > 0 else float("nan")
-        gain = [c - b for _, b, c, _ in taus]
+        gain = [t[2] - t[1] for t in taus]
         se = statistics.stdev(gain) / math.sqrt(len(gain)) if len(gain) > 1 else 0.0
         print(f"  every pair judged {rounds}x ({rounds * N * (N - 1) // 2} comparisons):")
         print(f"    no bias, plain fit:          {fair:.3f}")
@@ -339,6 +431,13 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"    recovered: {recovered:.0%} of the {lost:.3f} lost "
             f"({'meets' if recovered >= 0.5 else 'misses'} the target)"
         )
+        for label, tau in (
+            ("verdicts length decided dropped (oracle)", oracle),
+            (f"the judge's mixture, weight {LENGTH_BIAS} known", known),
+            ("the judge's mixture, weight fitted", fitted),
+        ):
+            part = (tau - biased) / lost if lost > 0 else float("nan")
+            print(f"    {label + ':':<48} {tau:.3f} ({part:.0%} of the loss)")
     print(f"({time.perf_counter() - started:.1f} s)")
 
 

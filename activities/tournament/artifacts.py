@@ -119,7 +119,7 @@ def _confidence(snap: TournamentSnapshot, final: list[ScoreRow]) -> dict[str, An
     if intervals is None or not intervals.requested:  # none asked (length control's call)
         return None
     out: dict[str, Any] = {
-        "method": "profile likelihood (Bradley-Terry, chi-square 95%)"
+        "method": "profile likelihood (Bradley-Terry, chi-square 95%; exact at a separated record)"
         if intervals.method == "likelihood"
         else "bootstrap percentile (comparisons resampled, Bradley-Terry refitted)",
         "level": LEVEL,

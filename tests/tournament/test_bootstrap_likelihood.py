@@ -6,7 +6,9 @@ With two candidates the profile has a closed form: holding ``s_1 - mean(s) = the
 ``lambda*theta^2 + sum_k w_k*(log(1 + e^(d_k)) - y_k*d_k)`` with ``d_k = 2*theta + o_k``
 (``o_k``: the comparison's fixed offset, negated with it when candidate 2 is shown first). The
 expected edges are where twice its rise over the minimum is the chi-square(1) 95% point, found
-here by scipy's minimiser and Brent's method on that formula, not by the code under test.
+here by scipy's minimiser and Brent's method on that formula, not by the code under test; for a
+record won entire, the lower edge is the farther of that and where the record's chance,
+``prod_k sigmoid(d_k)**w_k``, falls to 0.025 (lost entire: the upper edge, mirrored).
 """
 
 from __future__ import annotations
@@ -52,7 +54,19 @@ def reference(
     def rise(theta: float) -> float:
         return 2 * (f(theta) - floor) - chi2.ppf(0.95, 1)
 
-    return brentq(rise, point - 60, point), point, brentq(rise, point, point + 60)
+    def record(theta: float) -> float:
+        """log of the chance every comparison went as it did, less log(0.025)."""
+        return sum(
+            wk * -math.log1p(math.exp(-2 * theta - ok if yk else 2 * theta + ok))
+            for wk, yk, ok in zip(w, y, o, strict=True)
+        ) - math.log(0.025)
+
+    low, high = brentq(rise, point - 60, point), brentq(rise, point, point + 60)
+    if all(yk == 1 for yk in y):
+        low = min(low, brentq(record, point - 60, point))
+    if all(yk == 0 for yk in y):
+        high = max(high, brentq(record, point, point + 60))
+    return low, point, high
 
 
 def test_the_threshold_is_the_chi_square_point() -> None:
@@ -77,8 +91,10 @@ def test_two_candidates_match_the_closed_form_profile(wins: int, games: int) -> 
     assert (low[1], high[1]) == pytest.approx((-exp_high, -exp_low), abs=1e-5)
     if wins == games:
         # Undefeated: a finite lower edge below the point, where the bootstrap's resamples
-        # (never a loss among them) could not reach down.
-        assert 0 < low[0] < exp_point < high[0]
+        # (never a loss among them) could not reach down; 5 of 5 is a 2.5% event for a
+        # candidate a little worse than the other (Clopper-Pearson's 0.478 a comparison).
+        assert low[0] == pytest.approx(0.5 * math.log(0.478 / 0.522), abs=2e-3)
+        assert low[0] < 0 < exp_point < high[0]
 
 
 def test_weights_and_offsets_enter_the_profile() -> None:
