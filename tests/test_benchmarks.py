@@ -19,8 +19,19 @@ BENCHMARKS = sorted(
     path.stem
     for path in (Path(__file__).parent.parent / "benchmarks").glob("*.py")
     # bare_calls: a workflow the others import; critical_path: pipelining's replay;
-    # activation_phases: tournament_overhead's instrument (its smoke mode turns it on)
-    if path.stem not in {"__init__", "activation_phases", "bare_calls", "critical_path"}
+    # activation_phases: tournament_overhead's instrument (its smoke mode turns it on);
+    # chaos asserts rather than measures (tests/test_chaos.py runs its smoke), chaos_checks
+    # and chaos_provider are its parts
+    if path.stem
+    not in {
+        "__init__",
+        "activation_phases",
+        "bare_calls",
+        "critical_path",
+        "chaos",
+        "chaos_checks",
+        "chaos_provider",
+    }
 )
 
 
