@@ -212,7 +212,7 @@ USD_PRICE = Price(input=1000.0, output=0.0)
 
 
 async def test_max_usd_pauses_within_the_in_flight_window_and_extends_in_the_same_run(
-    client: Client, queue: str, fake: FakeProvider
+    client: Client, queue: str, fake: FakeProvider, settings: Settings
 ) -> None:
     """USD is known only after a response, so calls already in flight when ``max_usd`` is reached
     still land: spend may pass the limit by at most the in-flight window, c calls of at most
@@ -246,6 +246,13 @@ async def test_max_usd_pauses_within_the_in_flight_window_and_extends_in_the_sam
     assert paused.in_flight == 0
     assert len(fake.seen) == paused.spent.calls
     assert paused.spent.usd == pytest.approx(paused.spent.calls * PER_CALL)
+    # The pause's files come once the window has drained: every landed call has its usage row,
+    # the ones that were still in flight at the pause too (nothing else writes while it waits).
+    usage = settings.runs_dir / handle.id / "usage.jsonl"
+    while not usage.exists() or len(read_jsonl(usage)) < paused.spent.calls:
+        assert asyncio.get_running_loop().time() < deadline, "the paused files miss landed calls"
+        await asyncio.sleep(0.05)
+    assert len(read_jsonl(usage)) == paused.spent.calls
     # Reserved only while spend < limit: at most floor(limit / PER_CALL) answers were in when the
     # last call was reserved, plus the c calls then in flight.
     assert paused.spent.calls <= math.floor(limit / PER_CALL) + concurrency

@@ -84,6 +84,10 @@ class ArtifactWriter:
         """Send only new rows (the workflow sets it from its patch)."""
         self.deferred = False
         """Start a write in a later activation (the workflow sets it from its patch)."""
+        self.settle_pauses = False
+        """Deferred: a pause's write takes its snapshot once the calls in flight at the pause
+        have landed (the workflow sets it from its patch); nothing else writes while a run
+        waits, so a snapshot taken at the pause would leave their rows out of its files."""
         self._landed = landed
         """How many model calls have landed so far (a count that only grows)."""
         self._in_flight = in_flight
@@ -128,6 +132,12 @@ class ArtifactWriter:
         if self.deferred and not wait:
             if self._queued is not None and self._queued.done():
                 self._queued.result()  # a failed write fails the run here
+            if always and self.settle_pauses:
+                settled = self._landed() + self._in_flight()  # once every open call has landed
+                self._queued = asyncio.create_task(
+                    self._send_settled(snapshot, settled, self._queued)
+                )
+                return
             mark = self._landed()
             self._queued = asyncio.create_task(self._send_later(snapshot(), mark, self._queued))
             return
@@ -175,6 +185,20 @@ class ArtifactWriter:
         )
         await self._settle_pending(wait=False)
         self._pending = self._start(snap)
+
+    async def _send_settled(
+        self,
+        snapshot: Callable[[], TournamentSnapshot],
+        settled: int,
+        before: asyncio.Task[None] | None,
+    ) -> None:
+        if before is not None:
+            await before
+        await workflow.wait_condition(
+            lambda: self._flushing or self._landed() >= settled or not self._in_flight()
+        )
+        await self._settle_pending(wait=False)
+        self._pending = self._start(snapshot())
 
     async def _settle_pending(self, *, wait: bool) -> None:
         """The write before has finished (a gap, or a cancel when ``wait``: the next is whole)."""

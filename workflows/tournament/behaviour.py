@@ -32,6 +32,7 @@ __all__ = [
     "PIPELINED_DEFAULT_PATCH",
     "PIPELINED_LANES_PATCH",
     "PIPELINED_PATCH",
+    "SETTLED_PAUSE_WRITES_PATCH",
     "SPARSE_OPENING_PATCH",
     "THROTTLED_PATCH",
     "SlotWidths",
@@ -83,6 +84,10 @@ LIKELIHOOD_INTERVALS_PATCH = "tournament-2026-12f"
 """``PIPELINED_DEFAULT_PATCH``, and the final scores' 95% intervals made by profile likelihood
 (``likelihood_intervals``) instead of the bootstrap's percentiles, which left undefeated and
 winless candidates' intervals short of their true quality."""
+SETTLED_PAUSE_WRITES_PATCH = "tournament-2026-12g"
+"""``LIKELIHOOD_INTERVALS_PATCH``, and a pause's write taken once the calls in flight at the
+pause have landed (before, it was taken at the pause and a call landing after it reached the
+files only when the run went on)."""
 
 
 @dataclass(frozen=True)
@@ -106,13 +111,16 @@ class TournamentBehaviour:
     """An adaptive phase's default share is ``profiles.ADAPTIVE_SHARE``, not all its pairs."""
     likelihood_intervals: bool = False
     """The final scores' intervals by profile likelihood, not the resamples' percentiles."""
+    settled_pause_writes: bool = False
+    """A pause's write waits for the calls in flight and then takes its snapshot."""
 
     @classmethod
     def decide(cls, patched: Callable[[str], bool], input: TournamentInput) -> TournamentBehaviour:
         """Ask ``patched`` (``workflow.patched``) in the order every recorded run asked it: a
         new run asks the newest umbrella patch only; one recorded before it replays through
         the older ones, down to the patches one by one."""
-        likelihood_intervals = patched(LIKELIHOOD_INTERVALS_PATCH)
+        settled_pause_writes = patched(SETTLED_PAUSE_WRITES_PATCH)
+        likelihood_intervals = settled_pause_writes or patched(LIKELIHOOD_INTERVALS_PATCH)
         pipelined_default = likelihood_intervals or patched(PIPELINED_DEFAULT_PATCH)
         rounds = input.rounds or (DEFAULT_ROUNDS if pipelined_default else "barrier")
         wants_pipelined = rounds == "pipelined"
@@ -133,6 +141,7 @@ class TournamentBehaviour:
                 balanced_panel=balanced_panel,
                 adaptive_budget=adaptive_budget,
                 likelihood_intervals=likelihood_intervals,
+                settled_pause_writes=settled_pause_writes,
             )
         sparse_opening = patched(SPARSE_OPENING_PATCH)
         bootstrap = patched(BOOTSTRAP_PATCH)

@@ -123,6 +123,7 @@ class TournamentWorkflow:
             self.calls.on_pause = self._write_paused
         self.writer.incremental = behaviour.incremental_writes
         self.writer.deferred = behaviour.deferred_writes
+        self.writer.settle_pauses = behaviour.settled_pause_writes
         if behaviour.pipelined:
             self.calls.pipeline(behaviour.slot_widths)
 
