@@ -592,8 +592,8 @@ def report(options: Options, outcome: Outcome) -> list[Check]:
         )
     paused = sum(r.state in PAUSED for r in runs)
     if lag := lagging(outcome.runs_dir, runs):
-        # Not a check: a paused run's files are written at the pause, and a call in flight
-        # then lands after that write; its row reaches the files when the run goes on.
+        # Not a check: a paused run's files are written once the calls in flight at the pause
+        # have landed, so a run read just as its last call lands may not have written yet.
         print(
             f"  paused files    {len(lag)} of {paused} paused runs' files lack calls that "
             f"landed after the pause: {', '.join(f'{r} {n}' for r, n in sorted(lag.items()))}"

@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import socket
 import sys
 import time
@@ -43,10 +44,14 @@ NO_FAULTS: dict[str, Any] = {kind: 0.0 for kind in FAULT_KINDS}
 @pytest.mark.slow  # started first: see tests/conftest.py
 @pytest.mark.timeout(240)
 async def test_the_smoke_run_loses_nothing_under_kills_restarts_and_faults(tmp_path: Path) -> None:
+    # The command the README's reliability section names, in the mode it says the suite runs.
+    readme = (ROOT / "README.md").read_text()
+    named = re.search(r"`python (-m benchmarks\.chaos)` runs", readme)
+    assert named and "`--smoke` mode" in readme, "the README names the chaos command"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PONDER_", "TEMPORAL_"))}
     env["PONDER_HOME"] = str(tmp_path / "unused")  # the run makes a home of its own in --home
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "benchmarks.chaos", "--smoke", "--seed", "2",
+        sys.executable, *named.group(1).split(), "--smoke", "--seed", "2",
         "--home", str(tmp_path), cwd=ROOT, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
