@@ -135,7 +135,10 @@ def test_status_of_a_live_run_imports_no_run_kind_before_it_knows_the_kind() -> 
 async def test_ended_runs_are_read_from_the_store_after_the_server_idled_out(
     tmp_path: Path,
 ) -> None:
-    env = cli_env(tmp_path, PONDER_SERVER_IDLE_S="10")
+    # The server outlives the last command by two idle periods (the lingering background
+    # worker's, then its own), all waited out below: 2 x 6 s still leaves the second ask
+    # seconds to find it up, however loaded.
+    env = cli_env(tmp_path, PONDER_SERVER_IDLE_S="6")
     server = EmbeddedServer(tmp_path)
     first = await ponder("ask", "hello", "--model", "sim:default", "--run-id", "a1", env=env)
     assert first.code == 0, first.err

@@ -23,7 +23,7 @@ from client.embedded import (
     find_temporal_binary,
     server_answers,
 )
-from tests.cli import cli_env, finish, ponder, start_ponder
+from tests.cli import cli_env, finish, ponder, ponder_here, start_ponder
 from tests.fakes import FakeProvider
 
 pytestmark = [pytest.mark.usefixtures("no_leftover_processes"), pytest.mark.slow]
@@ -169,6 +169,13 @@ async def test_ask_on_the_sim_provider_prints_a_labelled_answer(tmp_path: Path) 
     assert "(simulated)" in done.err
 
 
+def test_a_path_as_run_id_is_refused_before_a_server_starts(tmp_path: Path) -> None:
+    # In this process: ponder_here fails on a command that connects.
+    bad = ponder_here("ask", "b", "--run-id", "../etc", env=cli_env(tmp_path))
+    assert bad.code == 2 and "run.id_invalid" in bad.err
+    assert not (tmp_path / "server.json").exists()
+
+
 async def test_run_id_in_use_is_refused(tmp_path: Path) -> None:
     env = cli_env(tmp_path)
     keeper = await start_ponder("server", env=env)
@@ -177,8 +184,6 @@ async def test_run_id_in_use_is_refused(tmp_path: Path) -> None:
     again = await ponder("ask", "b", "--run-id", "same", env=env)
     assert again.code == 2
     assert "run.id_in_use" in again.err
-    bad = await ponder("ask", "b", "--run-id", "../etc", env=env)
-    assert bad.code == 2 and "run.id_invalid" in bad.err
     keeper.send_signal(signal.SIGINT)
     await finish(keeper)
 

@@ -17,51 +17,53 @@ from tests.cli import cli_env, ponder, ponder_here
 pytestmark = [pytest.mark.usefixtures("no_leftover_processes"), pytest.mark.slow]
 
 
-async def test_save_show_use_and_delete(
-    settings: Settings, server_address: str, worker_queue: str
-) -> None:
-    # The CLI as a plain client of the session's server; this test's worker runs the tournament.
-    tmp_path = settings.home
-    env = cli_env(tmp_path, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE=worker_queue)
-    run_id = f"p1-{uuid.uuid4().hex[:8]}"
-    saved = await ponder(
-        "profile",
-        "save",
-        "small-sim",
-        "--description",
-        "six candidates on the simulator",
-        "--n",
-        "6",
-        "--k",
-        "2",
-        "--t",
-        "1",
-        "--m",
-        "2",
-        "--provider",
-        "sim",
-        "--prompt-style",
-        "paper-programming",
-        "--max-calls",
-        "40",
-        "--concurrency",
-        "judge=3",
-        "--temperature",
-        "judge=0.1",
-        env=env,
-    )
+SAVE_SMALL_SIM = (
+    *("profile", "save", "small-sim", "--description", "six candidates on the simulator"),
+    *("--n", "6", "--k", "2", "--t", "1", "--m", "2", "--provider", "sim"),
+    *("--prompt-style", "paper-programming", "--max-calls", "40"),
+    *("--concurrency", "judge=3", "--temperature", "judge=0.1"),
+)
+
+
+def test_save_show_list_and_delete(tmp_path: Path) -> None:
+    """None of these commands connects (a dry run included), so they run in this process
+    (``ponder_here``): a ``ponder`` process each cost most of a second of CPU."""
+    env = cli_env(tmp_path)
+    saved = ponder_here(*SAVE_SMALL_SIM, env=env)
     assert saved.code == 0, saved.err
     path = tmp_path / "profiles/small-sim.yaml"
     assert saved.out.strip() == str(path)
     on_disk = yaml.safe_load(path.read_text())
     assert on_disk["n"] == 6 and on_disk["limits"] == {"max_calls": 40}
 
-    listed = await ponder("profile", "list", "--json", env=env)
+    listed = ponder_here("profile", "list", "--json", env=env)
     rows = {r["name"]: r for r in json.loads(listed.out)}
     assert rows["small-sim"]["kind"] == "saved"
     assert rows["quick"]["kind"] == "built-in"
-    shown = await ponder("profile", "show", "small-sim", "--json", env=env)
+    shown = ponder_here("profile", "show", "small-sim", "--json", env=env)
     assert json.loads(shown.out)["prompt_style"] == "paper-programming"
+    over = ponder_here(
+        "think", "x", "--profile", "small-sim", "--max-calls", "10", "--dry-run", env=env
+    )
+    assert over.code == 2 and "budget.planned_calls_exceeded" in over.err
+
+    deleted = ponder_here("profile", "delete", "small-sim", env=env)
+    assert deleted.code == 0 and not path.exists()
+    gone = ponder_here("think", "x", "--profile", "small-sim", "--dry-run", env=env)
+    assert gone.code == 2 and "profile.not_found" in gone.err
+
+
+async def test_a_saved_profile_is_used_by_think(
+    settings: Settings, server_address: str, worker_queue: str
+) -> None:
+    # The CLI as real processes, plain clients of the session's server; this test's worker runs
+    # the tournament.
+    tmp_path = settings.home
+    env = cli_env(tmp_path, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE=worker_queue)
+    run_id = f"p1-{uuid.uuid4().hex[:8]}"
+    saved = await ponder(*SAVE_SMALL_SIM, env=env)
+    assert saved.code == 0, saved.err
+    assert saved.out.strip() == str(tmp_path / "profiles/small-sim.yaml")
 
     # Used: the tournament runs with the saved n, k, t, m; a flag still beats the profile.
     run = await ponder(
@@ -77,15 +79,6 @@ async def test_save_show_use_and_delete(
     assert config["prompt_style"] == "paper-programming"
     assert config["budget"]["max_calls"] == 40
     assert config["concurrency"]["judge"] == 3
-    over = await ponder(
-        "think", "x", "--profile", "small-sim", "--max-calls", "10", "--dry-run", env=env
-    )
-    assert over.code == 2 and "budget.planned_calls_exceeded" in over.err
-
-    deleted = await ponder("profile", "delete", "small-sim", env=env)
-    assert deleted.code == 0 and not path.exists()
-    gone = await ponder("think", "x", "--profile", "small-sim", "--dry-run", env=env)
-    assert gone.code == 2 and "profile.not_found" in gone.err
 
 
 def test_a_secret_at_depth_three_is_refused_on_save(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from activities.errors import ConfigError
 from activities.model_types import CallModelInput, ModelRequest
 from activities.providers import resolve_model
 from tests.call_once import CallModelOnce, call_worker
-from tests.cli import cli_env, ponder
+from tests.cli import cli_env, ponder_here
 from tests.conftest import with_endpoint
 from tests.fakes import (
     FakeProvider,
@@ -326,7 +326,7 @@ async def test_failed_calls_record_their_transport_retries(
 
 
 async def test_a_malformed_base_url_is_refused_before_anything_runs(
-    client: Client, worker_queue: str, tmp_path: Path
+    client: Client, worker_queue: str
 ) -> None:
     for url in ["not-a-url", "ftp://host/v1", "http://", "http://host:port/v1", "http://h/v1?x=1"]:
         with pytest.raises(ConfigError, match="base URL"):
@@ -337,22 +337,26 @@ async def test_a_malformed_base_url_is_refused_before_anything_runs(
         await run_ask(client, worker_queue, model="openai:gpt-4o-mini", base_url="not-a-url")
     assert isinstance(info.value.cause, ApplicationError)
     assert info.value.cause.type == "provider.config"
-    # Through the CLI and the config file: exit 2 before a server or run is touched.
+
+
+def test_a_malformed_base_url_is_refused_by_the_cli_before_a_server_starts(tmp_path: Path) -> None:
+    """Through the CLI and the config file: exit 2 before a server or run is touched, so checked
+    in this process (``ponder_here``, which fails on a command that connects)."""
     home = tmp_path / "home"
-    done = await ponder("ask", "hi", "--base-url", "not-a-url", env=cli_env(home), timeout=60)
+    done = ponder_here("ask", "hi", "--base-url", "not-a-url", env=cli_env(home))
     assert done.code == 2, done.err
     assert "base URL 'not-a-url'" in done.err
     config = tmp_path / "ponder.toml"
     config.write_text('[providers.bad]\nkind = "openai"\nbase_url = "localhost:8000"\n')
     env = cli_env(home, PONDER_CONFIG=str(config))
-    done = await ponder("ask", "hi", "--model", "bad:m", env=env, timeout=60)
+    done = ponder_here("ask", "hi", "--model", "bad:m", env=env)
     assert done.code == 2, done.err
     assert "providers.bad.base_url" in done.err
     assert not (home / "server.json").exists()
 
 
-async def test_a_configured_provider_with_its_key_unset_is_refused(
-    client: Client, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_configured_provider_with_its_key_unset_is_refused(
+    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("UNSET_PROVIDER_KEY", raising=False)
     endpoint = Endpoint(
@@ -366,6 +370,6 @@ async def test_a_configured_provider_with_its_key_unset_is_refused(
         'api_key_env = "UNSET_PROVIDER_KEY"\n'
     )
     env = cli_env(tmp_path / "home", PONDER_CONFIG=str(config))
-    done = await ponder("ask", "hi", "--model", "keyed:m", env=env, timeout=60)
+    done = ponder_here("ask", "hi", "--model", "keyed:m", env=env)  # refused before connecting
     assert done.code == 2, done.err
     assert "needs an API key: set UNSET_PROVIDER_KEY" in done.err

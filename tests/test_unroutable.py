@@ -62,6 +62,7 @@ def test_input_names_only_a_providers_rate_limit_queue(queues: dict[str, str], n
     )
 
 
+@pytest.mark.slow  # tens of seconds: started first (tests/conftest.py)
 async def test_a_call_routed_where_no_worker_polls_fails_unroutable_within_a_minute(
     client: Client, worker_queue: str
 ) -> None:
@@ -96,6 +97,7 @@ async def test_a_call_routed_where_no_worker_polls_fails_unroutable_within_a_min
     ]
 
 
+@pytest.mark.slow  # tens of seconds: started first (tests/conftest.py)
 async def test_a_busy_routed_queue_is_waited_on_not_refused(
     client: Client, settings: Settings, worker_queue: str
 ) -> None:

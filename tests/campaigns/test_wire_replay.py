@@ -20,7 +20,7 @@ from activities.wire_cache import WireCaches, recording_files
 from client.documents import load
 from client.read_tokens import attach_read_tokens, read_token
 from tests.campaigns.helpers import document, run_campaign
-from tests.cli import cli_env, ponder
+from tests.cli import cli_env, ponder, ponder_here
 from tests.conftest import with_endpoint
 from tests.fakes import (
     FakeProvider,
@@ -519,6 +519,7 @@ async def test_a_miss_under_network_asks_the_provider(
 # -- the CLI ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # tens of seconds: started first (tests/conftest.py)
 async def test_the_cli_and_the_temporal_cli_replay_a_plan_campaign(
     client: Client, settings: Settings, server_address: str, worker_queue: str
 ) -> None:
@@ -532,10 +533,6 @@ async def test_the_cli_and_the_temporal_cli_replay_a_plan_campaign(
     env = cli_env(settings.home, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE=worker_queue)
     recorded = await ponder("campaign", "run", path, "--run-id", rec, env=env)
     assert recorded.code == 0, recorded.err
-    same = await ponder("campaign", "run", path, "--run-id", rec, "--replay", rec, env=env)
-    assert same.code == 2 and "--replay names the recorded campaign" in same.err
-    bad = await ponder("campaign", "run", path, "--replay", "../camp-rec", env=env)
-    assert bad.code == 2 and "run id '../camp-rec' must match" in bad.err
     replayed = await ponder(
         "campaign", "run", path, "--run-id", rep, "--replay", rec,
         "--on-miss", "fail-closed", env=env,
@@ -566,6 +563,20 @@ async def test_the_cli_and_the_temporal_cli_replay_a_plan_campaign(
             lines = events(settings, row["run_id"])
             assert lines and all("replayed_from" in e for e in lines)
         assert sum(r["variant"] == "revise" for r in rows) == 4
+
+
+def test_the_cli_refuses_a_replay_of_itself_or_of_a_path_before_it_connects(
+    tmp_path: Path,
+) -> None:
+    """Checked on the arguments, before any server or recording is looked at: in this process
+    (``ponder_here``), a ``ponder`` process each would cost most of a second of CPU."""
+    path, env = str(PLAN_EXAMPLE), cli_env(tmp_path / "home")
+    same = ponder_here(
+        "campaign", "run", path, "--run-id", "camp-rec", "--replay", "camp-rec", env=env
+    )
+    assert same.code == 2 and "--replay names the recorded campaign" in same.err
+    bad = ponder_here("campaign", "run", path, "--replay", "../camp-rec", env=env)
+    assert bad.code == 2 and "run id '../camp-rec' must match" in bad.err
 
 
 # -- sim raw events and the capture check ---------------------------------------------------

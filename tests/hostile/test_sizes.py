@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
 from temporalio.client import Client
 
 from activities.config import Settings
@@ -72,6 +73,7 @@ async def test_the_issues_sizes_and_numbers_are_refused_at_once(
         await worker.probe()
 
 
+@pytest.mark.slow  # tens of seconds: started first (tests/conftest.py)
 async def test_a_call_routed_to_a_queue_nobody_polls_fails_unroutable(
     client: Client, settings: Settings, server_address: str
 ) -> None:

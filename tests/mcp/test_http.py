@@ -12,7 +12,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from activities.config import Settings
 from client.mcp.http import Listen, parse_listen
-from tests.cli import cli_env, finish, ponder, start_ponder
+from tests.cli import cli_env, finish, ponder_here, start_ponder
 from tests.mcp.helpers import (
     free_port,
     raw_request,
@@ -91,14 +91,20 @@ async def test_round_trip_and_refusals_over_http(
         assert own.status_code not in (401, 403, 415, 421), own.text
 
 
+def test_a_remote_bind_is_refused_without_allow_remote_and_a_token(settings: Settings) -> None:
+    # Refused on the arguments before anything starts: in this process, not a ponder process
+    # each (most of a second of CPU apiece).
+    env = cli_env(settings.home, TEMPORAL_ADDRESS="127.0.0.1:9", PONDER_TASK_QUEUE="unused")
+    no_flag = ponder_here("mcp", "--http", "0.0.0.0:8765", env=env)
+    assert no_flag.code == 2 and "--allow-remote" in no_flag.err
+    no_token = ponder_here("mcp", "--http", "0.0.0.0:8765", "--allow-remote", env=env)
+    assert no_token.code == 2 and "PONDER_MCP_TOKEN" in no_token.err
+
+
 async def test_a_remote_bind_needs_allow_remote_and_a_token(
     settings: Settings, server_address: str, worker_queue: str
 ) -> None:
     env = cli_env(settings.home, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE=worker_queue)
-    no_flag = await ponder("mcp", "--http", "0.0.0.0:8765", env=env)
-    assert no_flag.code == 2 and "--allow-remote" in no_flag.err
-    no_token = await ponder("mcp", "--http", "0.0.0.0:8765", "--allow-remote", env=env)
-    assert no_token.code == 2 and "PONDER_MCP_TOKEN" in no_token.err
     env["PONDER_MCP_TOKEN"] = TOKEN
     async with serving(
         env, "0.0.0.0:{port}", "--allow-remote", "--allow-host", "127.0.0.1"

@@ -110,6 +110,7 @@ async def test_a_tournament_runs_on_the_hosts_model(
     assert events[0]["response"]["body"]["model"] == "host-model-1"
 
 
+@pytest.mark.slow  # tens of seconds: started first (tests/conftest.py)
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_a_run_waits_for_a_session_then_goes_on(
     client: Client, settings: Settings, server_address: str, worker_queue: str, mode: str

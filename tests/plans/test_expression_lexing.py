@@ -4,6 +4,7 @@ analyse in bounded time (the slowest is printed; a freeze took minutes before)."
 
 from __future__ import annotations
 
+import functools
 import random
 import re
 import time
@@ -15,8 +16,6 @@ from lark.exceptions import LarkError
 from workflows.plan.expression_lexing import lexical_problem, linear_grammar
 from workflows.plan.expressions import MAX_CHARS, MAX_DEPTH, _grammar, analyse, build_parser
 
-_LINEAR = build_parser(None)
-
 
 def _original_grammar() -> str:
     import importlib.util
@@ -27,14 +26,19 @@ def _original_grammar() -> str:
     return (Path(next(iter(spec.submodule_search_locations))) / "cel.lark").read_text()
 
 
-_ORIGINAL = Lark(
-    _original_grammar(),
-    parser="lalr",
-    start="expr",
-    g_regex_flags=re.M,
-    maybe_placeholders=False,
-    priority="invert",
-)
+@functools.cache
+def _parsers() -> tuple[Lark, Lark]:
+    """The rewritten parser and cel-python's own. Built on first use, not at import: every xdist
+    worker collects this module, and the two grammars cost about a second of CPU to analyse."""
+    original = Lark(
+        _original_grammar(),
+        parser="lalr",
+        start="expr",
+        g_regex_flags=re.M,
+        maybe_placeholders=False,
+        priority="invert",
+    )
+    return build_parser(None), original
 
 
 def test_the_grammar_differs_only_in_its_string_terminals() -> None:
@@ -52,6 +56,7 @@ _OPENERS = ['"', "'", '"""', "'''", 'r"', "b'", 'br"""', "R'"]
 
 def test_every_literal_the_rewrite_accepts_lexes_as_cel_python_lexes_it() -> None:
     # Small bodies, so that the original's backtracking stays cheap where it fails.
+    linear, original = _parsers()
     rng = random.Random(7)
     alphabet = "ab\"'\\nxu07f{-}8 \n"
     accepted = 0
@@ -61,10 +66,10 @@ def test_every_literal_the_rewrite_accepts_lexes_as_cel_python_lexes_it() -> Non
         body = "".join(rng.choice(alphabet) for _ in range(rng.randrange(12)))
         text = f"{opener}{body}{quote}{rng.choice(['', ' + x', quote])}"
         try:
-            tree = _LINEAR.parse(text)
+            tree = linear.parse(text)
         except LarkError:
             continue  # stricter only where cel-python's first path never closes the literal
-        assert tree == _ORIGINAL.parse(text), text
+        assert tree == original.parse(text), text
         accepted += 1
     assert accepted > 1_000
 

@@ -15,7 +15,7 @@ import pytest
 from temporalio.client import Client
 
 from client.session import wait_for_worker
-from tests.cli import cli_env, ponder, start_ponder
+from tests.cli import cli_env, ponder, ponder_here, start_ponder
 
 pytestmark = pytest.mark.slow  # started first: see tests/conftest.py
 
@@ -115,12 +115,16 @@ def report_line(err: str, home: Path, run_id: str) -> bool:
     return line in err.splitlines()
 
 
-async def test_exit_codes_for_invalid_and_failed_plans(env: dict[str, str], tmp_path: Path) -> None:
+def test_an_invalid_plan_exits_2_before_a_server_starts(tmp_path: Path) -> None:
+    # Refused on the document alone: in this process (ponder_here fails on a command that
+    # connects), not a ponder process (most of a second of CPU).
     bad = tmp_path / "bad.yaml"
     bad.write_text("schema: ponder-plan/1\nname: bad\nsteps:\n  - {id: a, kind: agent}\n")
-    invalid = await ponder("plan", "run", str(bad), env=env)
+    invalid = ponder_here("plan", "run", str(bad), env=cli_env(tmp_path / "home"))
     assert invalid.code == 2 and "steps[0].prompt: [field.missing]" in invalid.err
 
+
+async def test_exit_codes_for_invalid_and_failed_plans(env: dict[str, str]) -> None:
     paused = await ponder(
         "plan", "run", str(RELEASE), "--arg", "version=2", "--arg", "approved_by=eve",
         "--run-id", "cli-kill", env=env,

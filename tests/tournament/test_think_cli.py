@@ -48,8 +48,9 @@ async def test_an_ended_tournament_shows_its_stored_progress_while_the_server_is
     await wait_until(lambda: not server_pids(server.db) and not server.state_file.exists(), 90)
 
 
-async def test_dry_run_prints_the_plan_without_a_server(tmp_path: Path) -> None:
-    done = await ponder(
+def test_dry_run_prints_the_plan_without_a_server(tmp_path: Path) -> None:
+    # In this process: ponder_here fails on a command that connects.
+    done = ponder_here(
         "think", "Sort a list", "--profile", "paper", "--dry-run", env=cli_env(tmp_path)
     )
     assert done.code == 0, done.err
