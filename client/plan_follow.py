@@ -8,6 +8,7 @@ exit 2) and then follow it the same way, unless ``--detach``; show a plan run's 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import getpass
 import json
 import sys
@@ -36,7 +37,7 @@ from client.runs import (
     run_result,
     start_and_follow,
 )
-from client.session import Session, open_session, spawn_background_worker
+from client.session import Session, open_session, query_answerer, spawn_background_worker
 from workflows.bounds import MAX_DECIDER_CHARS
 from workflows.names import (
     PLAN_RUN,
@@ -268,7 +269,8 @@ async def _answer(
         handle = session.client.get_workflow_handle(check_run_id(run_id), result_type=PlanRunResult)
         if (await handle.describe()).workflow_type != PLAN_RUN:
             raise ConfigError("run.kind_invalid", f"run {run_id} is not a plan run")
-        before = await handle.query(QUERY_STATUS, result_type=PlanStatus)
+        async with query_answerer(session) if detach_after else contextlib.nullcontext():
+            before = await handle.query(QUERY_STATUS, result_type=PlanStatus)
         arg = make(before)
         chosen = update_id(arg) if update_id is not None else None
         answered = before if answers is None or answers(before, arg) else None
@@ -285,10 +287,11 @@ async def _send(
     update_id: str | None = None,
 ) -> PlanRunResult | PlanStatus:
     """``before``: the wait this update answers (None: it answers none the run shows now)."""
+    if detach_after and session.embedded:
+        # Before the update, so the worker that takes the run on outlives this command.
+        spawn_background_worker(session.settings)
     await handle.execute_update(update, arg, id=update_id)  # a refusal: coded by client.failures
     if detach_after:
-        if session.embedded:
-            spawn_background_worker(session.settings)
         follow_it = f"{ponder_program()} watch {handle.id}"
         click.echo(f"{update} accepted; the run goes on: {follow_it}", err=True)
         sys.exit(0)
@@ -305,7 +308,8 @@ async def extend_plan_run(
     """``ponder extend ID`` (and ``ponder plan extend ID``) on a plan run: ``--calls``,
     ``--wall-ms``, ``--tokens``, ``--usd``, each absolute or ``+N``."""
     handle = session.client.get_workflow_handle(handle.id, result_type=PlanRunResult)
-    before = await handle.query(QUERY_STATUS, result_type=PlanStatus)
+    async with query_answerer(session) if detach_after else contextlib.nullcontext():
+        before = await handle.query(QUERY_STATUS, result_type=PlanStatus)
     arg = plan_limits(before.budget, **flags)
     return await _send(session, handle, UPDATE_EXTEND_BUDGET, arg, before, detach_after)
 

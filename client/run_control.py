@@ -28,7 +28,7 @@ from client.plan_follow import (
 )
 from client.run_list import run_ended, state_name
 from client.runs import wait_or_detach
-from client.session import Session, open_session, spawn_background_worker
+from client.session import Session, open_session, query_answerer, spawn_background_worker
 from client.tournament_follow import (
     follow,
     print_outcome,
@@ -100,8 +100,10 @@ def extend_run(
     --output-tokens; ``tokens``, ``wall_ms``: a plan run's); ``returns`` once they are accepted."""
 
     async def go() -> Followed:
-        # A worker here answers the query; with --detach a background one continues the run.
-        async with open_session(settings) as session:
+        # Following, the worker here runs the resumed run. With --detach none runs here past the
+        # reads: a worker that took the resumed run's calls and then exited with the command
+        # would leave them to time out (30 s) before another took them.
+        async with open_session(settings, worker=not returns) as session:
             handle = await _handle(session, run_id)
             description = await handle.describe()
             if description.status != WorkflowExecutionStatus.RUNNING:
@@ -119,15 +121,16 @@ def extend_run(
                     f"{flag} is a plan run's limit; a {kind} run's are --calls, --usd, "
                     "--input-tokens and --output-tokens",
                 )
-            if kind == CAMPAIGN:
-                handle = _as_campaign(session, handle)
-                current = (await campaign_control.query_progress(handle)).budget
-            else:
-                current = (await handle.query(QUERY_PROGRESS, result_type=Progress)).budget
+            async with query_answerer(session) if returns else contextlib.nullcontext():
+                if kind == CAMPAIGN:
+                    handle = _as_campaign(session, handle)
+                    current = (await campaign_control.query_progress(handle)).budget
+                else:
+                    current = (await handle.query(QUERY_PROGRESS, result_type=Progress)).budget
+            if returns and session.embedded:
+                spawn_background_worker(settings)  # before the update: it takes the run on
             await extend_budget(handle, new_limits(current, **given))
             if returns:
-                if session.embedded:
-                    spawn_background_worker(settings)
                 click.echo(f"the run goes on: {ponder_program()} watch {run_id}", err=True)
                 sys.exit(0)
             if kind == CAMPAIGN:

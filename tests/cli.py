@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from client.embedded import EmbeddedServer
+from client.embedded import EmbeddedServer, ServerInfo
 
 
 @dataclass
@@ -92,8 +92,8 @@ def ponder_here(*args: str, env: dict[str, str]) -> Done:
 
 
 @contextlib.asynccontextmanager
-async def one_server(home: Path) -> AsyncIterator[None]:
+async def one_server(home: Path) -> AsyncIterator[ServerInfo]:
     """Hold a lease on ``home``'s embedded server for the block: the commands a test runs in
     turn share one server instead of each starting and stopping its own (seconds apiece)."""
-    async with EmbeddedServer(home).lease():
-        yield
+    async with EmbeddedServer(home).lease() as info:
+        yield info

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
 
 from client.embedded import EmbeddedServer
 from tests.cli import cli_env, one_server, ponder, ponder_here
@@ -118,7 +120,7 @@ async def test_think_on_the_sim_prints_winner_true_quality_and_report(tmp_path: 
 
 
 async def test_pause_exits_75_and_extend_finishes_the_same_run(tmp_path: Path) -> None:
-    async with one_server(tmp_path):
+    async with one_server(tmp_path) as server:
         env = cli_env(tmp_path)
         paused = await ponder(
             "think",
@@ -161,6 +163,19 @@ async def test_pause_exits_75_and_extend_finishes_the_same_run(tmp_path: Path) -
         await wait_until(completed, 90)  # a background worker finished it
         summary = json.loads(summary_path.read_text())
         assert summary["calls"]["used"] > 60
+        # No call of the resumed run was left on the exiting command's worker to time out and
+        # go again: every model call ran once, on its first attempt.
+        history = (
+            await (await Client.connect(server.address))
+            .get_workflow_handle("tight")
+            .fetch_history()
+        )
+        attempts = [
+            e.activity_task_started_event_attributes.attempt
+            for e in history.events
+            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+        ]
+        assert len(attempts) > 60 and set(attempts) == {1}, sorted(attempts)[-5:]
 
 
 def test_refusals_are_one_line_exit_2(tmp_path: Path) -> None:
