@@ -27,8 +27,9 @@ from workflows.tournament.behaviour import (
 )
 from workflows.tournament.types import TournamentInput
 
-UMBRELLAS = [SETTLED_PAUSE_WRITES_PATCH, LIKELIHOOD_INTERVALS_PATCH, PIPELINED_DEFAULT_PATCH, ADAPTIVE_BUDGET_PATCH,
-             BALANCED_PANEL_PATCH, THROTTLED_PATCH, CURRENT_PATCH]  # fmt: skip
+UMBRELLAS = [SETTLED_PAUSE_WRITES_PATCH, LIKELIHOOD_INTERVALS_PATCH, PIPELINED_DEFAULT_PATCH,
+             ADAPTIVE_BUDGET_PATCH, BALANCED_PANEL_PATCH, THROTTLED_PATCH,
+             CURRENT_PATCH]  # fmt: skip
 ONE_BY_ONE = [SPARSE_OPENING_PATCH, BOOTSTRAP_PATCH, INCREMENTAL_ARTIFACTS_PATCH,
               LEAN_WRITES_PATCH, DEFERRED_WRITES_PATCH]  # fmt: skip
 
@@ -61,8 +62,8 @@ def task(**fields: object) -> TournamentInput:
 
 def test_the_patch_ids_are_the_recorded_ones() -> None:
     """Histories hold these strings: a renamed id fails every run recorded under it."""
-    assert UMBRELLAS == ["tournament-2026-12g", "tournament-2026-12f", "tournament-2026-12e", "tournament-2026-12d",
-                         "tournament-2026-12c", "tournament-2026-12b",
+    assert UMBRELLAS == ["tournament-2026-12g", "tournament-2026-12f", "tournament-2026-12e",
+                         "tournament-2026-12d", "tournament-2026-12c", "tournament-2026-12b",
                          "tournament-2026-12"]  # fmt: skip
     assert ONE_BY_ONE == ["adaptive-sparse-opening", "final-score-bootstrap",
                           "incremental-artifacts", "lean-artifact-writes",
