@@ -57,6 +57,8 @@ def pause_started(state: str) -> None:
 
 def pause_ended(state: str) -> None:
     """The wait ``pause_started`` counted ended (answered, or abandoned by a revert)."""
+    if not workflow.in_workflow():  # closed with an evicted run, outside any activation
+        return
     counter = workflow.metric_meter().create_counter(
         PAUSES_ENDED, "Waits for a person ended, by kind and state"
     )

@@ -35,6 +35,7 @@ from workflows.plan.model import (
     AgentStep,
     EnsureFileContains,
     EnsureFileExists,
+    Flow,
     GateStep,
     Plan,
     RunStep,
@@ -53,6 +54,7 @@ __all__ = [
     "reads",
     "stranded_detail",
     "verdict",
+    "with_strings",
 ]
 
 KILL = "kill"
@@ -90,23 +92,32 @@ def has_conditions(plan: Plan) -> bool:
     return any(getattr(step, "when", None) is not None for steps in scopes for step in steps)
 
 
-def overlaps(step: AnyStep) -> bool:
+def overlaps(step: AnyStep, *, flows: Mapping[str, Flow] | None = None) -> bool:
     """Whether ``step`` may run beside others when the plan allows concurrency: an engine
-    agent step or a set step without a checkpoint. Every other boundary (a gate, a pause, a
-    region, a tournament, a sub-flow, a consumer step, a checkpoint) runs alone, once every
-    step before it has finished, and nothing after it starts before it has."""
+    agent step or a set step without a checkpoint, and given the plan's ``flows`` (once
+    sub-flows may overlap) a ``run`` step whose body dispatches no consumer step (its
+    children reserve one at a time beside what else is in flight). Every other boundary (a
+    gate, a pause, a region, a tournament, a consumer step, a checkpoint) runs alone, once
+    every step before it has finished, and nothing after it starts before it has."""
     if getattr(step, "checkpoint", None) is not None:
         return False
     if isinstance(step, AgentStep):
         return step.dispatch == "engine"
+    if isinstance(step, RunStep) and flows is not None:
+        flow = flows.get(step.flow)
+        body = flow.steps if flow is not None else []
+        return flow is not None and all(getattr(c, "dispatch", "engine") == "engine" for c in body)
     return isinstance(step, SetStep)
 
 
 def reads(step: AnyStep) -> list[str]:
     """The steps ``step`` waits for before it may start beside others: its deps and every step
-    its prompt, expressions (ensure, until, when) and file predicates read."""
+    its prompt (a ``run`` step: its ``with``), expressions (ensure, until, when) and file
+    predicates read."""
     out = list(step.deps)
     texts = [t for t in (getattr(step, "prompt", None),) if isinstance(t, str)]
+    if isinstance(step, RunStep):
+        texts += with_strings(step.with_)
     for predicate in getattr(step, "ensure", []):
         if isinstance(predicate, EnsureFileExists):
             texts.append(predicate.file_exists)
@@ -119,11 +130,22 @@ def reads(step: AnyStep) -> list[str]:
             continue  # refused at validation
         out += [s.name for s in segments if isinstance(s, Ref) and s.source == "steps"]
     cel = [text for text, _, _ in step_expressions(step)]
-    if isinstance(step, AgentStep | SetStep) and step.when is not None:
+    if isinstance(step, AgentStep | SetStep | RunStep) and step.when is not None:
         cel.append(step.when)
     for text in cel:
         out += list(analyse(text).steps)
     return list(dict.fromkeys(out))
+
+
+def with_strings(value: object) -> list[str]:
+    """Every string in a ``with`` value (templates, at any depth)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [s for v in value for s in with_strings(v)]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in with_strings(v)]
+    return []
 
 
 def forward_routers(steps: Sequence[AnyStep]) -> dict[str, set[str]]:

@@ -580,8 +580,8 @@ class PlanHeader(_Vendor):
         default=None,
         ge=1,
         le=MAX_PLAN_CONCURRENCY,
-        description="top-level agent and set steps in flight at once, each once what it reads "
-        "has settled (default 1: one step at a time, in plan order)",
+        description="top-level agent, set and run steps in flight at once, each once what it "
+        "reads has settled (default 1: one step at a time, in plan order)",
         exclude_if=_unset,
     )
     training_pairs: bool = Field(

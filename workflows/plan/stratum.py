@@ -20,6 +20,10 @@ later is reported at the path the author wrote (``flows.main.steps[2].do``). The
 - the entry flow's ``output: {from, contract}`` -> a final ``set`` step ``<entry>:output``
   checked by the contract (the run's last output);
 - ``budget: {usd, tokens, dispatches, ms}`` -> ``{usd, tokens, calls, wall_ms}``.
+- the reference dispatches every ready step of the entry flow at once (list order is never a
+  dependency): when two of its steps are independent, the plan's ``concurrency`` is the most
+  that can be ready together (at most the step count less the longest chain of deps and
+  forward routes, plus one; capped at ``MAX_PLAN_CONCURRENCY``).
 
 - ``when`` -> ``when`` (CEL; the steps it reads join the deps), on a step of any flow; a
   ``gate`` in a sub-flow is a human gate in that flow's body.
@@ -44,7 +48,7 @@ from typing import Any
 from workflows.plan.errors import PlanError, join_path
 from workflows.plan.expressions import MAX_PLAN_EXPRESSION_CHARS, MAX_PLAN_EXPRESSIONS
 from workflows.plan.flows import MAX_WITH_DEPTH
-from workflows.plan.model import FAILURE_CLASSES
+from workflows.plan.model import FAILURE_CLASSES, MAX_PLAN_CONCURRENCY
 from workflows.plan.stratum_expr import (
     ExprError,
     ExprSite,
@@ -653,6 +657,33 @@ def _entry_output(
     return {"id": sid, "kind": "set", "deps": reads, "set": values, "out": contract}
 
 
+def _widest(steps: list[dict[str, Any]]) -> int:
+    """How many of the mapped top-level steps may be ready at once: the steps less the longest
+    chain through deps and forward routes, plus one (no more steps than that can be pairwise
+    independent). A fan-out's chain members run inside it and are not counted; a dep on a later
+    step is ignored (validation refuses it), so one pass in plan order finds every chain."""
+    members = {
+        m for s in steps if isinstance(s.get("fanout"), dict) for m in s["fanout"].get("chain", [])
+    }
+    order = [s for s in steps if isinstance(s.get("id"), str) and s["id"] not in members]
+    before: dict[str, set[str]] = {s["id"]: set() for s in order}
+    for step in order:
+        deps = step.get("deps")
+        before[step["id"]] |= {d for d in deps if d in before} if isinstance(deps, list) else set()
+        gate = step.get("gate")
+        gate = gate if isinstance(gate, dict) else {}
+        for target in (step.get("on_fail"), gate.get("on_approve"), gate.get("on_kill")):
+            if isinstance(target, str) and target in before:
+                before[target].add(step["id"])
+    longest: dict[str, int] = {}
+    for step in order:  # a dep not yet counted is later in the plan: refused, so not a chain
+        longest[step["id"]] = 1 + max(
+            (longest[d] for d in before[step["id"]] if d in longest), default=0
+        )
+    chain = max(longest.values(), default=0)
+    return min(MAX_PLAN_CONCURRENCY, len(order) - chain + 1)
+
+
 def map_stratum(raw: Mapping[str, Any]) -> StratumMapping:
     m = StratumMapping(doc={"schema": "ponder-plan/1"})
     for key in raw:
@@ -725,6 +756,10 @@ def map_stratum(raw: Mapping[str, Any]) -> StratumMapping:
         m.paths[f"steps[{len(steps)}]"] = f"flows.{entry}.output"
         steps.append(final)
     m.doc["steps"] = steps
+    width = _widest(steps)
+    if width > 1:
+        m.doc["concurrency"] = width
+        m.paths["concurrency"] = f"flows.{entry}.steps"
     out_flows: dict[str, Any] = {}
     for name, flow in bodies.items():
         if name == entry or not isinstance(flow, dict):

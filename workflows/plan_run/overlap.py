@@ -2,20 +2,26 @@
 ``concurrency`` and the run's budget (docs/plans.md, "Concurrent steps").
 
     scan the boundaries in plan order, starting what may start:
-        a step that may overlap (``activation.overlaps``: an engine agent step or a set step)
-        starts once every step it reads (``activation.reads``) and every route to it has
-        finished, and fewer than ``concurrency`` are in flight; activation and its ``when``
-        say whether it runs (as in the plan-order walk); its nested ledgers are checked, then
+        a step that may overlap (``activation.overlaps``: an engine agent step, a set step, and
+        behind ``plan-concurrent-subflows`` a ``run`` step) starts once every step it reads
+        (``activation.reads``) and every route to it has finished, and fewer than
+        ``concurrency`` are in flight; activation and its ``when`` say whether it runs (as
+        in the plan-order walk); its nested ledgers are checked, then
         the run's ledger must hold its worst case beside every reservation in flight
         (``Overlap.fits``): if not, nothing more starts until what is in flight has finished
         (with nothing in flight it reserves as the plan-order walk does, and may wait
         ``awaiting_budget``)
+        a ``run`` step reserves nothing itself: each child of its body, as the body walks,
+        joins the reservation in flight once its worst case fits beside it (``Overlap.enter``;
+        with nothing in flight it reserves as the plan-order walk does), and leaves it when
+        done; a human gate in the body waits while the rest goes on
         any other boundary starts alone (activation and its ``when`` decide as for any step),
         once everything before it has finished, and nothing after it starts before it has; a
         route back from it (a revise) walks again from there
     wait for the first step in flight to finish (``workflow.wait``, deterministic); a failure
     that fails the run is raised once every step still in flight has finished (their calls are
-    paid for: their outputs are kept)
+    paid for: their outputs are kept); a revert out of a body's wait restores once every
+    step still in flight has finished
 
 The steps in flight share one open reservation on the run's ledger, the sum of their worst
 cases, closed (and the wall clock it took charged once) when the last of them finishes, so an
@@ -42,9 +48,16 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan_run.scope import Scope
     from workflows.plan_run.state import PlanRunState
 
-__all__ = ["CONCURRENT_WALK_PATCH", "Hooks", "Overlap", "walk_overlapping"]
+__all__ = [
+    "CONCURRENT_SUBFLOWS_PATCH",
+    "CONCURRENT_WALK_PATCH",
+    "Hooks",
+    "Overlap",
+    "walk_overlapping",
+]
 
 CONCURRENT_WALK_PATCH = "plan-concurrent-walk"
+CONCURRENT_SUBFLOWS_PATCH = "plan-concurrent-subflows"
 
 
 class Overlap:
@@ -54,6 +67,8 @@ class Overlap:
         self.ledger = ledger
         self.members = 0
         self.opened: datetime | None = None
+        self.pausing = False
+        """A body's child is waiting for a budget extension (one such wait at a time)."""
 
     def fits(self, step_id: str, res: Reservation) -> bool:
         """Whether ``res`` fits beside what is reserved in flight (the ledger's own rule)."""
@@ -71,6 +86,25 @@ class Overlap:
             active.invocations_left += res.invocations
             active.wall_ms += res.wall_ms
         self.members += 1
+
+    async def enter(
+        self, step_id: str, res: Reservation, reserve: Callable[[], Awaitable[None]]
+    ) -> None:
+        """Join once ``res`` fits beside what is in flight. When it does not fit even alone,
+        ``reserve`` waits for an extension (``awaiting_budget``), then it is asked again:
+        a step may have joined meanwhile."""
+        while not self.fits(step_id, res):
+            if self.members == 0 and not self.pausing:
+                self.pausing = True
+                try:
+                    await reserve()
+                finally:
+                    self.pausing = False
+                continue
+            await workflow.wait_condition(
+                lambda: self.fits(step_id, res) or (self.members == 0 and not self.pausing)
+            )
+        self.join(step_id, res)
 
     def leave(self) -> None:
         self.members -= 1
@@ -101,16 +135,16 @@ class Hooks:
     """Apply a revert: the position the walk goes on from."""
     routed: Callable[[Boundary, str], None]
     """A finished boundary took a route (traced)."""
+    subflows: bool = False
+    """``run`` steps overlap too (``CONCURRENT_SUBFLOWS_PATCH``)."""
     started: set[int] = field(default_factory=set)
     done: set[int] = field(default_factory=set)
 
 
 async def walk_overlapping(
-    run: PlanRunState, scope: Scope, steps: list[Boundary], limit: int, hooks: Hooks
+    run: PlanRunState, scope: Scope, steps: list[Boundary], limit: int, hooks: Hooks, pool: Overlap
 ) -> None:
     position = {b.step_id: k for k, b in enumerate(steps)}
-    assert run.ledger is not None
-    pool = Overlap(run.ledger)
     waits: list[list[int]] = []
     for k, b in enumerate(steps):
         step = scope.step(b.step_id)
@@ -127,7 +161,8 @@ async def walk_overlapping(
                 k += 1
                 continue
             boundary = steps[k]
-            if not overlaps(scope.step(boundary.step_id)):
+            flows = scope.plan.flows if hooks.subflows else None
+            if not overlaps(scope.step(boundary.step_id), flows=flows):
                 if inflight or any(j not in done for j in range(k)):
                     break  # it runs alone, after everything before it
                 started.add(k)
@@ -173,7 +208,8 @@ async def walk_overlapping(
                 k += 1
                 continue
             res = boundary.reservation
-            if not pool.fits(scope.sid(boundary.step_id), res):
+            joins = boundary.kind != "run"  # a body's children join one by one (Overlap.enter)
+            if joins and not pool.fits(scope.sid(boundary.step_id), res):
                 if inflight:
                     break  # admit only what fits: wait for what is in flight
                 try:
@@ -182,7 +218,8 @@ async def walk_overlapping(
                     _rewind(started, done, hooks.revert(exc.label))
                     k = 0
                     continue
-            pool.join(scope.sid(boundary.step_id), res)
+            if joins:
+                pool.join(scope.sid(boundary.step_id), res)
             started.add(k)
             inflight[k] = asyncio.create_task(hooks.overlapped(boundary, pool))
             k += 1
@@ -205,6 +242,10 @@ async def walk_overlapping(
             del inflight[k]
             done.add(k)
             error = task.exception()
+            if isinstance(error, Reverted) and hooks.subflows:
+                await _settle(inflight)  # a revert out of a body's wait: restore once all ended
+                _rewind(started, done, hooks.revert(error.label))
+                break
             if error is not None:
                 await _settle(inflight)
                 raise error

@@ -23,6 +23,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.refs import RefError, extract_json, resolve, whole_reference
     from workflows.plan.run_record import PlanFailure
     from workflows.plan_run.dispatch import Dispatcher, left_the_recording
+    from workflows.plan_run.routes import skipped_read
+    from workflows.plan_run.scope import Scope
     from workflows.plan_run.state import PlanRunState
     from workflows.plan_run.worktrees import RegionWorktrees, isolated
 
@@ -54,8 +56,9 @@ def region_items(run: PlanRunState, step: FanoutStep) -> list[Any]:
             if isinstance(value, str):
                 value = extract_json(value)
         except (RefError, ValueError) as exc:
+            detail = skipped_read(run, Scope(run, run.plan), [over]) if run.plan else None
             raise PlanFailure(
-                Reason.MALFORMED_OUTPUT, f"{step.id}.fanout.over: {exc}", step=step.id
+                Reason.MALFORMED_OUTPUT, f"{step.id}.fanout.over: {detail or exc}", step=step.id
             ) from None
         if not isinstance(value, list):
             raise PlanFailure(

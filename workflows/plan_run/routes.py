@@ -23,13 +23,14 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.model import GateStep
     from workflows.plan.predicates import AttemptScope, bindings
     from workflows.plan.reasons import Reason
+    from workflows.plan.refs import Ref, RefError, parse_template
     from workflows.plan.run_record import PlanFailure
     from workflows.plan_run.checks import evaluate
     from workflows.plan_run.dispatch import Dispatcher
     from workflows.plan_run.scope import Scope
     from workflows.plan_run.state import PlanRunState
 
-__all__ = ["arm", "condition", "decide", "not_run", "stranded_failure"]
+__all__ = ["arm", "condition", "decide", "not_run", "skipped_read", "stranded_failure"]
 
 WHEN_NAMES = {"input", "steps"}
 
@@ -157,6 +158,31 @@ async def condition(
         "step runs (e.g. compare with ==)",
         step=sid,
     )
+
+
+def skipped_read(run: PlanRunState, scope: Scope, texts: list[str]) -> str | None:
+    """Why a reference in ``texts`` (a ``with`` value, a fan-out's ``over``) has no output
+    when it names a step that was skipped, else None: a false ``when`` skips only its own
+    step, so a step after it may run and read it."""
+    for text in texts:
+        try:
+            segments = parse_template(text)
+        except RefError:
+            continue  # the template itself is what failed: its own message says so
+        for ref in segments:
+            if not isinstance(ref, Ref) or ref.source != "steps" or ref.name in scope.outputs:
+                continue
+            sid = scope.sid(ref.name)
+            if run.record.steps.get(sid) != "skipped":
+                continue
+            when = getattr(scope.step(ref.name), "when", None) if sid in run.when_skipped else None
+            why = f"when: {when} was false" if when is not None else "it did not run"
+            return (
+                f"step {sid!r} was skipped ({why}), so {ref.text()} has no output; fix: give "
+                f"this step a when that is false whenever {sid!r} is skipped, or read a step "
+                "that always runs"
+            )
+    return None
 
 
 def _json_kind(value: object) -> str:

@@ -9,7 +9,7 @@ child under its scoped id ``<run step>/<child>`` (``status``, the trace, the res
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
 
@@ -18,6 +18,9 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.flows import scoped
     from workflows.plan.model import Plan
     from workflows.plan_run.state import PlanRunState
+
+if TYPE_CHECKING:
+    from workflows.plan_run.overlap import Overlap
 
 __all__ = ["Scope"]
 
@@ -39,6 +42,9 @@ class Scope:
         self._inputs = inputs
         self._steps: Mapping[str, AnyStep] = steps or {s.id: s for s in plan.steps}
         self.outputs: dict[str, Any] = run.outputs if prefix is None else {}
+        self.pool: Overlap | None = None
+        """A body walking beside other steps: its children join this shared reservation
+        instead of opening the run's ledger alone (``overlap``)."""
 
     @property
     def inputs(self) -> Mapping[str, Any]:

@@ -11,8 +11,9 @@ A ``run`` step is not a boundary: it reserves nothing itself; its children reser
 ledger (``budget``), then the run's. A child failure ends the body and fails the run step with
 the child's reason (``subflow.failed``; the scoped child id in the message), routed by the run
 step's ``on_fail``, else the run fails so. A failure of the run's own ledger or arithmetic
-(``RUN_LEVEL``) fails the run whatever the routes. Bodies run one boundary at a time (the
-reference runs sub-flows concurrently).
+(``RUN_LEVEL``) fails the run whatever the routes. Bodies run one boundary at a time; under
+the plan's ``concurrency`` a ``run`` step runs beside other steps, its children joining the
+reservation they share (``overlap``), as the reference runs sub-flows concurrently.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from workflows.plan.activation import with_strings
     from workflows.plan.boundaries import Boundary
     from workflows.plan.contracts import check_output, check_record
     from workflows.plan.flows import check_with, flow_output, input_fields, render_with
@@ -33,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan.run_record import PlanFailure
     from workflows.plan_run.checks import check_ensures
     from workflows.plan_run.dispatch import Dispatcher, left_the_recording
+    from workflows.plan_run.routes import skipped_read
     from workflows.plan_run.scope import Scope
     from workflows.plan_run.state import PlanRunState
 
@@ -87,7 +90,8 @@ async def _body(
             contracts=plan.contracts,
         )
     except RefError as exc:
-        raise PlanFailure(Reason.MALFORMED_OUTPUT, f"{sid}.with: {exc}", step=sid) from None
+        detail = skipped_read(run, scope, with_strings(step.with_)) or str(exc)
+        raise PlanFailure(Reason.MALFORMED_OUTPUT, f"{sid}.with: {detail}", step=sid) from None
     problem = check_with(values, fields, plan.contracts)
     if problem is not None:
         raise PlanFailure(

@@ -39,7 +39,11 @@ async def wait_for_person(
     """Show the wait (state, trace on disk), wait for ``until`` (or run ``wait``, which
     returns once it holds: a gate's timers); returns the ms waited."""
     run.wait_state(state, reason)
-    run.waiting_since = workflow.now()
+    since = workflow.now()
+    if not run.open_waits:
+        run.waiting_since = since
+    entry = (state, reason)
+    run.open_waits.append(entry)
     control = run.control
     metrics.pause_started(state)
     try:
@@ -50,11 +54,16 @@ async def wait_for_person(
             await workflow.wait_condition(lambda: until() or control.revert_to is not None)
     finally:  # answered, reverted or cancelled: nobody is waited for any more
         metrics.pause_ended(state)
-    waited = workflow.now() - run.waiting_since
-    waited_ms = max(0, int(waited.total_seconds() * 1000))
-    run.waited_ms += waited_ms
-    run.waiting_since = None
-    run.running()
+        run.open_waits.remove(entry)
+    now = workflow.now()
+    waited_ms = max(0, int((now - since).total_seconds() * 1000))
+    if run.open_waits:  # another wait is still open (concurrent sub-flows): it is shown
+        run.wait_state(*run.open_waits[-1])
+    else:  # the time anyone was waited for, counted once however many waits overlapped
+        if run.waiting_since is not None:
+            run.waited_ms += max(0, int((now - run.waiting_since).total_seconds() * 1000))
+        run.waiting_since = None
+        run.running()
     if control.revert_to is not None:  # a revert abandons the wait (plan_run.checkpoints)
         raise Reverted(control.revert_to)
     return waited_ms

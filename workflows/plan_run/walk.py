@@ -1,6 +1,7 @@
 """The boundary walk (docs/plans.md): boundaries in plan order, each reserving its worst case
 before it runs; with the plan's ``concurrency`` above 1, the top level's independent agent and
-set steps overlap (``overlap``) and everything else runs as below.
+set steps overlap (``overlap``), and so do its ``run`` steps, whose bodies' children then
+join the reservation in flight; everything else runs as below.
 
     for each boundary, activation says whether it runs (``workflows.plan.activation``): a
     route target only once its route was taken, nothing behind a killed gate or a step an
@@ -51,7 +52,13 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan_run.child import run_tournament
     from workflows.plan_run.dispatch import Dispatcher, budget_failure, left_the_recording
     from workflows.plan_run.gates import human_gate, model_gate
-    from workflows.plan_run.overlap import CONCURRENT_WALK_PATCH, Hooks, Overlap, walk_overlapping
+    from workflows.plan_run.overlap import (
+        CONCURRENT_SUBFLOWS_PATCH,
+        CONCURRENT_WALK_PATCH,
+        Hooks,
+        Overlap,
+        walk_overlapping,
+    )
     from workflows.plan_run.pauses import pause
     from workflows.plan_run.regions import region, region_items
     from workflows.plan_run.routes import arm, condition, decide, not_run, stranded_failure
@@ -87,6 +94,11 @@ async def _walk_overlapping(
     """The top level with independent steps in flight together (``overlap``)."""
     routers = forward_routers([scope.step(b.step_id) for b in steps])
     stranded: dict[str, str | None] = {}
+    assert run.ledger is not None
+    pool = Overlap(run.ledger)
+    # Asked only by plans that call a sub-flow: their histories from before it walk each
+    # ``run`` step alone.
+    subflows = any(b.kind == "run" for b in steps) and workflow.patched(CONCURRENT_SUBFLOWS_PATCH)
 
     async def decided(boundary: Boundary) -> Verdict:
         verdict = decide(run, scope, boundary, routers)
@@ -129,6 +141,8 @@ async def _walk_overlapping(
         try:
             if isinstance(step, SetStep):
                 await set_step(run, dispatcher, scope, step)
+            elif isinstance(step, RunStep):
+                jump = await run_subflow(run, dispatcher, scope, step, boundary, pooled)
             else:
                 assert isinstance(step, AgentStep)
                 _, holds = dispatcher.ledgers.for_boundary(sid, None, step, boundary.reservation)
@@ -141,10 +155,16 @@ async def _walk_overlapping(
             closed = True  # as in _boundary: outside an activation nothing may be recorded
             raise
         finally:
-            if not closed:
+            if not closed and not isinstance(step, RunStep):  # its children left the pool
                 pool.leave()
         note_fingerprint(run, dispatcher, scope.plan, step)
         return jump
+
+    async def pooled(
+        run: PlanRunState, dispatcher: Dispatcher, body: Scope, children: list[Boundary]
+    ) -> None:
+        body.pool = pool
+        await walk_scope(run, dispatcher, body, children)
 
     def routed(boundary: Boundary, jump: str) -> None:
         run.record.event("route", frm=scope.sid(boundary.step_id), to=scope.sid(jump))
@@ -158,8 +178,9 @@ async def _walk_overlapping(
         overlapped=overlapped,
         revert=lambda label: apply_revert(run, steps, label),
         routed=routed,
+        subflows=subflows,
     )
-    await walk_overlapping(run, scope, steps, limit, hooks)
+    await walk_overlapping(run, scope, steps, limit, hooks, pool)
     if (failure := stranded_failure(run, scope, steps, stranded)) is not None:
         raise failure
 
@@ -261,9 +282,12 @@ async def _boundary(
             return _failed(run, scope, step, failure)
         run.record.steps[sid] = "failed"
         raise failure
-    await _reserve(run, sid, reservation)
-    ledger = dispatcher.ledger
-    ledger.open(sid, reservation)
+    ledger, pool = dispatcher.ledger, scope.pool
+    if pool is None:
+        await _reserve(run, sid, reservation)
+        ledger.open(sid, reservation)
+    else:  # a body beside other steps: join the reservation they share
+        await pool.enter(sid, reservation, lambda: _reserve(run, sid, reservation))
     held = dispatcher.ledgers.hold(holds)
     started = workflow.now()
     closed = False
@@ -293,9 +317,12 @@ async def _boundary(
         raise
     finally:
         if not closed:
-            elapsed = workflow.now() - started
-            ledger.spend_wall(int(elapsed.total_seconds() * 1000))
-            ledger.close()
+            if pool is None:
+                elapsed = workflow.now() - started
+                ledger.spend_wall(int(elapsed.total_seconds() * 1000))
+                ledger.close()
+            else:
+                pool.leave()  # the pool charges its wall clock once the last one leaves
             dispatcher.ledgers.release(held)
 
 
