@@ -27,6 +27,13 @@ from activities.errors import ConfigError, ServerError
 from activities.plan.roots import worker_roots
 from activities.raw_events import MIN_REDACTED_CHARS
 from worker.connect import connect
+from worker.deployment import (
+    DEPLOYMENT_EMBEDDED,
+    DeployError,
+    check_build_id,
+    check_deployment_name,
+    take_first_version,
+)
 from worker.exits import leave
 from worker.logs import configure_logging, serve_metrics
 from worker.options import worker_options
@@ -71,6 +78,8 @@ def worker_settings(
     workspace_roots: tuple[str, ...],
     config: str | None,
     metrics_bind: str | None = None,
+    deployment: str | None = None,
+    build_id: str | None = None,
 ) -> tuple[Settings, WorkerOptions]:
     """The settings and worker options the flags (and ponder.toml) make."""
     if heartbeat_timeout is not None:
@@ -95,7 +104,17 @@ def worker_settings(
         sticky_timeout=timedelta(seconds=sticky_timeout),
         rate_limits=_parse_rate_limits(rate_limits),
         embedded=embedded or not settings.temporal_address,
+        deployment=None if deployment is None else check_deployment_name(deployment),
+        build_id=None if build_id is None else check_build_id(build_id),
     )
+    if options.deployment and options.embedded:
+        # Each command runs its own unversioned worker on the embedded server (and starts its
+        # runs eagerly on it): a versioned worker beside them would split one queue's runs.
+        raise DeployError(
+            DEPLOYMENT_EMBEDDED,
+            "--deployment versions a cluster's workers: set TEMPORAL_ADDRESS to the cluster, "
+            "or drop --deployment for the embedded server",
+        )
     return settings, options
 
 
@@ -134,6 +153,9 @@ async def serve(
         loop.add_signal_handler(sig, stop.set)
     async with running_worker(client, settings, options):
         click.echo(f"ponder worker polling {options.task_queue!r}", err=True)
+        if options.deployment:
+            line = await take_first_version(client, options.deployment, options.version)
+            click.echo(line, err=True)
         roots = worker_roots(
             settings.workspace_roots, settings=settings, embedded=options.embedded
         ).current()

@@ -10,7 +10,10 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["worker_options"]
+__all__ = ["DEPLOYMENT", "worker_options"]
+
+DEPLOYMENT = "ponder"
+"""The Worker Deployment a ``--deployment`` worker joins when it names none."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -75,6 +78,24 @@ _OPTIONS = (
         metavar="IP:PORT",
         help="Serve Prometheus metrics (the SDK's temporal_* and ponder's ponder_*) at "
         "http://IP:PORT/metrics  [default: ponder.toml's metrics_bind, else none]",
+    ),
+    click.option(
+        "--deployment",
+        is_flag=False,
+        flag_value=DEPLOYMENT,
+        default=None,
+        metavar="[NAME]",
+        help="Serve a version of Worker Deployment NAME (default ponder), named by the build id: "
+        "short runs stay on the version that started them, plans and campaigns move to the "
+        "current one. Cluster workers only; see `ponder deploy`.",
+    ),
+    click.option(
+        "--build-id",
+        envvar="PONDER_BUILD_ID",
+        default=None,
+        metavar="ID",
+        help="This worker's build id  [default: a digest of ponder's sources and the SDK's "
+        "version]",
     ),
     click.option("--config", type=click.Path(), default=None, help="Path to ponder.toml."),
 )

@@ -24,6 +24,8 @@ PonderError(code, message, fix=None)     base of every error a user can see
 │                      reason (stale-gate-token, unknown-step), ...
 ├── ServerError        server.*                      Temporal cannot be reached or started
 │   └── NoWorkerError  worker.missing                nothing polls the task queue
+├── DeployError        deploy.*                      a Worker Deployment request refused
+│                                                    (worker.deployment)
 ├── ProviderError      provider.<class>              a model call failed (provider_errors)
 ├── GenuineError       integrity.failed, ...         what stops a campaign (campaign.workflow)
 └── RunFailed          the failure's type            a run ended failed or cancelled
