@@ -61,6 +61,7 @@ bench: install
 	$(BIN)/python -m benchmarks.campaign_scale
 	$(BIN)/python -m benchmarks.many_runs
 	$(BIN)/python -m benchmarks.pipelining
+	$(BIN)/python -m benchmarks.ledger
 
 # Mutation testing of the pure cores (the "pure cores" import-linter contract in pyproject.toml;
 # [tool.mutmut] there holds the fast unit tests mutmut runs against each mutant) through

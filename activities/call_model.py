@@ -26,6 +26,7 @@ from activities.errors import (
     ProviderError,
 )
 from activities.heartbeats import heartbeating
+from activities.ledger import LedgerDrawer
 from activities.plan.roots import WORKSPACE_REFUSED, outside_roots, with_run_worktrees
 from activities.pricing import cost_usd
 from activities.providers import CallContext, ResolvedModel, resolve_model, resolves_in_memory
@@ -118,8 +119,11 @@ class ModelActivities:
         *,
         workspace_roots: list[str] | None = None,
         sampler: Sampler | None = None,
+        ledger_queue: str | None = None,
     ) -> None:
         self.settings = settings
+        self.ledgers = LedgerDrawer(settings, ledger_queue or settings.task_queue)
+        """Blocks of shared-ledger calls this worker holds (``calls.ledger``)."""
         self.sampler = sampler
         """The MCP session(s) ``mcp:`` calls sample from (``ponder mcp``'s worker only)."""
         self.http = http
@@ -263,7 +267,14 @@ class ModelActivities:
             },
             sampler=self.sampler,
         )
+        # Reserved before the call is made: a refusal (or an unknown ledger) makes no call.
+        block = (
+            None
+            if input.ledger is None
+            else await self.ledgers.take(input.ledger, info.workflow_id or "", input.call_id)
+        )
         started = time.monotonic()
+        response: ModelResponse | None = None
         try:
             async with heartbeating():  # a dead worker is noticed quickly
                 if input.replay is not None:
@@ -283,6 +294,9 @@ class ModelActivities:
             failure = _config_failure(exc)
             _record(resolved, str(failure.type), started, None)
             raise failure from None
+        finally:
+            if block is not None and response is None:  # failed or cancelled: still counted
+                await self.ledgers.answered(block, input.call_id, tokens=0, usd=0.0)
         price = self.settings.prices.get(f"{resolved.provider_name}:{resolved.model_name}")
         answered = response.model_copy(
             update={
@@ -295,6 +309,14 @@ class ModelActivities:
             }
         )
         _record(resolved, metrics.OK, started, answered)
+        if block is not None:
+            usage = answered.usage
+            await self.ledgers.answered(
+                block,
+                input.call_id,
+                tokens=usage.input_tokens + usage.output_tokens,
+                usd=answered.usd or 0.0,
+            )
         return answered
 
 

@@ -34,6 +34,7 @@ from pydantic_settings import (
 )
 
 from activities.errors import ConfigError
+from activities.ledger_config import LedgerConfig
 from activities.raw_events import MIN_REDACTED_CHARS, SECRET_KEY
 from workflows.model_types import Price
 from workflows.names import TASK_QUEUE
@@ -250,6 +251,7 @@ _NOT_FROM_ENV = frozenset(
         "default_family",
         "workspace_roots",
         "notifiers",
+        "ledgers",
     }
 )
 """Fields that only ``load_settings`` fills (``PONDER_HOME`` is read there, before the file)."""
@@ -267,6 +269,11 @@ class _Environment(EnvSettingsSource):
 SERVER_IDLE_S = 300.0
 """The embedded server's default idle period (``server_idle_s``, ``PONDER_SERVER_IDLE_S``)."""
 MAX_SERVER_IDLE_S = 86_400.0
+
+
+MAX_TASK_QUEUE_CHARS = 1000
+"""Temporal's own limit on a task queue's name."""
+_UNQUOTABLE = re.compile(r"[\"'\\\x00-\x1f\x7f]")
 
 
 class Settings(BaseSettings):
@@ -318,6 +325,10 @@ class Settings(BaseSettings):
         default={},
         description="[notifiers.NAME]: where gate escalations are posted (plans name them)",
     )
+    ledgers: dict[str, LedgerConfig] = Field(
+        default={},
+        description="[ledgers.NAME]: shared spend ledgers runs may draw on (docs/operating.md)",
+    )
     training_dir: Path = Field(
         description="where plans with training_pairs: true append their pairs (default "
         "$PONDER_HOME/training); set on the worker, never by a plan"
@@ -361,6 +372,20 @@ class Settings(BaseSettings):
         description="the variable holding the bearer token `ponder codec-server` requires",
     )
     config_file: Path | None = None
+
+    @field_validator("task_queue")
+    @classmethod
+    def _queue_is_quotable(cls, name: str) -> str:
+        # Commands find a queue's runs and workers with visibility queries that quote the name;
+        # a quote, a backslash or a control character could never be matched (or would end the
+        # literal), so such a name is refused here rather than misread there.
+        if not name or len(name) > MAX_TASK_QUEUE_CHARS or _UNQUOTABLE.search(name):
+            raise ValueError(
+                f"task_queue {name!r} (PONDER_TASK_QUEUE, or task_queue in ponder.toml): use "
+                f"1-{MAX_TASK_QUEUE_CHARS} characters without quotes, backslashes or control "
+                "characters (letters, digits, '.', '-', '_' are safe)"
+            )
+        return name
 
     @field_validator("allowed_base_urls")
     @classmethod
@@ -448,6 +473,7 @@ def load_settings(config: str | Path | None = None, **flags: Any) -> Settings:
         )
     plans = _validated(PlansTable, data.get("plans", {}), where, "plans")
     notifiers = _notifiers(data.get("notifiers", {}), where)
+    ledgers = _ledgers(data.get("ledgers", {}), where)
     given = {k: v for k, v in flags.items() if v is not None and k != "home"}
     fixed: dict[str, Any] = {
         "home": home,
@@ -457,6 +483,7 @@ def load_settings(config: str | Path | None = None, **flags: Any) -> Settings:
         "default_family": plans.default_family,
         "workspace_roots": [Path(r).expanduser() for r in plans.workspace_roots],
         "notifiers": notifiers,
+        "ledgers": ledgers,
         "config_file": path,
     }
     fixed.update({k: given.pop(k) for k in ("default_family", "workspace_roots") if k in given})
@@ -488,6 +515,23 @@ def _notifiers(tables: Any, where: Path | str) -> dict[str, Notifier]:
                 "(plans name it in escalate.notify): rename it",
             )
         out[name] = _validated(Notifier, table, where, f"notifiers.{name}")
+    return out
+
+
+def _ledgers(tables: Any, where: Path | str) -> dict[str, LedgerConfig]:
+    if not isinstance(tables, dict):
+        raise ConfigError(
+            "config.invalid", f"config {where}: ledgers: give [ledgers.NAME] tables: fix them"
+        )
+    out = {}
+    for name, table in tables.items():
+        if not NOTIFIER_NAME.match(name):
+            raise ConfigError(
+                "config.invalid",
+                f"config {where}: ledgers.{name}: a ledger name is [a-z][a-z0-9_-]{{0,63}} "
+                "(runs name it with --ledger): rename it",
+            )
+        out[name] = _validated(LedgerConfig, table, where, f"ledgers.{name}")
     return out
 
 

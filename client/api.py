@@ -27,6 +27,7 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, Wor
 
 from activities.config import Settings, load_settings
 from client.documents import load, validate_campaign
+from client.ledgers import attach_ledger
 from client.runs import (
     RunFailed,
     new_run_id,
@@ -199,8 +200,10 @@ KINDS: dict[str, type[Run[Any]]] = {
 class Ponder:
     """Start or attach to runs. Create with ``async with Ponder.connect(...) as ponder``."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, *, ledger: str | None = None) -> None:
         self._session = session
+        self._ledger = ledger
+        """The shared ledger every run started here draws on (``connect(ledger=...)``)."""
 
     @classmethod
     @contextlib.asynccontextmanager
@@ -211,14 +214,16 @@ class Ponder:
         home: str | Path | None = None,
         task_queue: str | None = None,
         config: str | Path | None = None,
+        ledger: str | None = None,
     ) -> AsyncIterator[Ponder]:
-        """Connect as ``ponder`` itself does (see the module docstring)."""
+        """Connect as ``ponder`` itself does (see the module docstring); ``ledger``: every run
+        started here draws on that shared ledger (its draw token read from its file)."""
         flags = {"home": str(home) if home else None, "task_queue": task_queue}
         settings: Settings = load_settings(config, **flags)
         if address:
             settings = settings.model_copy(update={"temporal_address": address})
         async with open_session(settings) as session:
-            ponder = cls(session)
+            ponder = cls(session, ledger=ledger)
             try:
                 yield ponder
             finally:
@@ -257,6 +262,7 @@ class Ponder:
             raise CampaignInvalid(checked.errors)
         run_id = check_run_id(run_id or new_run_id(CampaignRun.id_prefix))
         payload = checked.document.model_dump(mode="json", by_alias=True)
+        payload = attach_ledger(payload, self.settings, self._ledger)
         handle = await start_run(self._session, CAMPAIGN, payload, run_id, CampaignResult)
         return CampaignRun(run_id, handle)
 
@@ -270,7 +276,9 @@ class Ponder:
 
     async def _start(self, kind: type[RunT], payload: AskInput | TournamentInput) -> RunT:
         run_id = check_run_id(payload.run_id or new_run_id(kind.id_prefix))
-        payload = payload.model_copy(update={"run_id": run_id})
+        payload = attach_ledger(
+            payload.model_copy(update={"run_id": run_id}), self.settings, self._ledger
+        )
         handle = await start_run(
             self._session, kind.workflow_type, payload, run_id, kind.result_type
         )

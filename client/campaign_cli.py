@@ -12,6 +12,7 @@ import asyncio
 import click
 
 from client.command_settings import command_settings
+from client.ledger_cli import ledger_option
 from client.status_cli import status as shared_status
 from client.tournament_control import extend as shared_extend
 from client.validate_output import format_option
@@ -81,6 +82,7 @@ def validate(ctx: click.Context, file: str, fmt: str) -> None:
     show_default=True,
     help="With --replay: a call the recording lacks fails, gets a synthetic 599, or goes out.",
 )
+@ledger_option
 @click.pass_context
 def run(
     ctx: click.Context,

@@ -43,6 +43,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "client.codec_server:codec_server",
         "Decrypt payloads for `temporal workflow show --codec-endpoint` and the Web UI.",
     ),
+    "deploy": (
+        "client.deploy_cli:deploy",
+        "A cluster's Worker Deployment: which build takes new runs, which still drains.",
+    ),
     "export": (
         "client.export:export",
         "Write one run as a portable bundle (json, jsonl or markdown); secrets never included.",
@@ -54,6 +58,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "gate": (
         "client.plan_run_cli:gate",
         "Decide a plan run's pending human gate (the token is read from status).",
+    ),
+    "ledger": (
+        "client.ledger_cli:ledger",
+        "Shared spend ledgers: one budget every run started with --ledger NAME draws on.",
     ),
     "mcp": (
         "client.mcp.cli:mcp",

@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from client.command_settings import command_settings
+from client.ledger_cli import ledger_option
 
 __all__ = ["extend_plan", "gate", "plan_commands", "resume", "run"]
 
@@ -57,6 +58,7 @@ WORKSPACE_HELP = (
     help="Restore the settled steps of RUN's checkpoint LABEL whose fingerprint matches.",
 )
 @click.option("--detach", is_flag=True, help="Start the run, print its id and return.")
+@ledger_option
 @click.pass_context
 def run(ctx: click.Context, file: str, **options: Any) -> None:
     """Run a plan (ponder-plan/1 or loop-plan/1, JSON or YAML) and follow it.

@@ -33,6 +33,7 @@ from activities.errors import ConfigError, PonderError
 from activities.run_store import RUN_ID_IN_USE
 from client.call_routes import route_calls
 from client.hints import ponder_program
+from client.ledgers import attach_ledger
 from client.read_tokens import attach_read_tokens
 from client.session import (
     Session,
@@ -95,6 +96,7 @@ async def start_run(
     hands the run's first workflow task back in the start's answer instead of through a poll.
     """
     arg = attach_read_tokens(arg, session.settings.runs_dir)  # what it reads of other runs
+    arg = attach_ledger(arg, session.settings)  # --ledger NAME: its draw token
     arg = await route_calls(
         session.client, session.settings.task_queue, arg, session.routes, session.settings
     )
@@ -107,7 +109,9 @@ async def start_run(
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
             result_type=result_type,
-            request_eager_start=not session.background,
+            # The embedded server's only: on a cluster the first task would go to this process's
+            # unversioned worker (--local-worker) past a deployment's current version.
+            request_eager_start=session.embedded and not session.background,
         )
     except WorkflowAlreadyStartedError:
         raise ConfigError(

@@ -14,6 +14,7 @@ import click
 from click.core import ParameterSource
 
 from client.click_fields import settings_options
+from client.ledger_cli import ledger_option
 from workflows.names import TOURNAMENT
 from workflows.run_ids import check_run_id
 
@@ -42,6 +43,7 @@ __all__ = ["think", "think_input"]
     help="JSON or TOML file of per-role prompt overrides ({role: {system, user}}).",
 )
 @settings_options("RunOptions")  # judge, mutator and finalizer model, seed, budget, run id, ...
+@ledger_option
 @click.option("--detach", is_flag=True, help="Start the run, print its id and return.")
 @click.option("--dry-run", is_flag=True, help="Print the plan (calls, rounds, USD); no run.")
 @click.pass_context

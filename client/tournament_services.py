@@ -12,6 +12,7 @@ import click
 
 from client.click_fields import settings_options
 from client.command_settings import command_settings
+from client.ledger_cli import ledger_option
 from workflows.names import TOURNAMENT
 from workflows.run_ids import check_run_id
 
@@ -28,6 +29,7 @@ __all__ = ["mutate", "rank"]
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--task", required=True, help="The task the candidates answer (or @file).")
 @settings_options("RankOptions")  # rubric, model, judges, ..., rank mode, seed, run id
+@ledger_option
 @click.pass_context
 def rank(
     ctx: click.Context,
@@ -100,6 +102,7 @@ def rank(
 @click.option("--task", required=True, help="The task the candidate answers (or @file).")
 @click.option("--critique", required=True, help="What to improve (or @file).")
 @settings_options("MutateOptions")  # rubric, model, prompt style, seed, run id
+@ledger_option
 @click.pass_context
 def mutate(
     ctx: click.Context,

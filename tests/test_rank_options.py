@@ -20,11 +20,11 @@ from client.tournament_services import mutate, rank
 # tool takes the texts themselves; only the tool waits. A new entry is a deliberate choice.
 SURFACES = [
     pytest.param(
-        rank, RankArgs, RankOptions, {"files", "task"},
+        rank, RankArgs, RankOptions, {"files", "task", "ledger"},
         {"task", "candidates", "wait", "timeout_s"}, id="rank",
     ),
     pytest.param(
-        mutate, MutateArgs, MutateOptions, {"file", "task", "critique"},
+        mutate, MutateArgs, MutateOptions, {"file", "task", "critique", "ledger"},
         {"task", "candidate", "critique", "wait", "timeout_s"}, id="mutate",
     ),
 ]  # fmt: skip

@@ -24,6 +24,7 @@ OPS = "docs/operating.md"
 C = "docs/campaigns.md"
 
 CLAIMS: dict[tuple[str, str, str, int], str] = {
+    (OPS, "## Shared ledgers", "toml", 0): "test_ledger.py::test_the_documented_ledger_loads",
     (
         "docs/security.md",
         "## Encryption at rest",

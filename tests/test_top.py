@@ -295,45 +295,18 @@ def test_a_queue_name_no_literal_can_match_has_none(name: str) -> None:
     assert queue_literal(name) is None
 
 
-async def test_top_counts_only_its_queue_whatever_quotes_its_name_holds(
-    client: Client, settings: Settings, server_address: str
+@pytest.mark.parametrize("name", ["x' OR TaskQueue != 'y", 'say "hi"', "a\\b", "a\tb"])
+def test_a_queue_name_a_query_could_misread_is_refused_before_the_server(
+    settings: Settings, name: str
 ) -> None:
-    # Read unescaped, this name made the query ``TaskQueue = 'x' OR TaskQueue != 'y'``: every
-    # other queue's runs. Nobody polls either queue: the runs wait in the backlog.
-    tag = uuid.uuid4().hex[:8]
-    hostile, other = f"x' OR TaskQueue != 'y-{tag}", f"other-{tag}"
-    handles = [
-        await client.start_workflow(
-            ASK, AskInput(question="waits"), id=f"ask-{uuid.uuid4().hex[:8]}", task_queue=queue
-        )
-        for queue in (hostile, hostile, other)
-    ]
-    env = cli_env(
-        settings.home,
-        TEMPORAL_ADDRESS=server_address,
-        PONDER_TASK_QUEUE=hostile,
-        PONDER_RUNS_DIR=str(settings.runs_dir),
-    )
-    try:
-        done = await ponder("top", "--once", "--json", env=env)
-        assert done.code == 0, done.err
-        frame = json.loads(done.out)
-        assert frame["task_queue"] == hostile
-        assert frame["runs"] == {"running": {"ask": 2}}
-        assert frame["backlog"]["workflow"] == 2
-    finally:
-        for handle in handles:
-            await handle.terminate()
-
-
-def test_a_queue_name_no_literal_can_match_is_refused_before_the_server(
-    settings: Settings,
-) -> None:
+    """Read unquoted, ``x' OR TaskQueue != 'y`` made the query ``TaskQueue = 'x' OR TaskQueue !=
+    'y'``: every other queue's runs. The configuration refuses such names, for every command."""
     from tests.cli import ponder_here
 
     # No server listens on port 1: the refusal comes first.
-    env = cli_env(settings.home, TEMPORAL_ADDRESS="127.0.0.1:1", PONDER_TASK_QUEUE='say "hi"')
-    done = ponder_here("top", "--once", env=env)
-    assert done.code == 2
-    assert "ponder: config.invalid: task_queue 'say \"hi\"': ponder top" in done.err
-    assert "a double quote" in done.err and "PONDER_TASK_QUEUE" in done.err
+    env = cli_env(settings.home, TEMPORAL_ADDRESS="127.0.0.1:1", PONDER_TASK_QUEUE=name)
+    for command in (("top", "--once"), ("runs",)):
+        done = ponder_here(*command, env=env)
+        assert done.code == 2, done.err
+        assert "ponder: config.invalid:" in done.err and "PONDER_TASK_QUEUE" in done.err
+        assert "without quotes, backslashes or control characters" in done.err

@@ -35,7 +35,7 @@ SHARED = (TournamentSettings, RunOptions)
 # What each place holds beside the shared models; a new entry here is a deliberate choice.
 # The task is an argument of the command; --prompts names a file on the caller's machine (the
 # MCP server must not read its own files for a caller); --dry-run is the MCP plan tool.
-THINK_ONLY = {"task", "profile", "prompts", "detach", "dry_run"}
+THINK_ONLY = {"task", "profile", "prompts", "detach", "dry_run", "ledger"}
 MCP_ONLY = {"task", "profile", "wait", "timeout_s"}
 # A saved profile holds the run's models and budget under its own names (profile_options).
 PROFILE_ONLY = {"description", "base", "models", "limits"}

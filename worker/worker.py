@@ -37,17 +37,26 @@ from activities.run_store import RunStore
 from activities.tournament.artifacts import TournamentArtifactActivities
 from activities.tournament.fit import adaptive_batch, bootstrap_leaderboard, fit_leaderboard
 from worker.arity import ControlArity
+from worker.deployment import deployment_config
 from worker.run_metrics import RunMetrics
 from workflows.ask import AskWorkflow
 from workflows.call_options import provider_task_queue
 from workflows.campaign.workflow import CampaignWorkflow
+from workflows.ledger.workflow import LedgerWorkflow
 from workflows.names import TASK_QUEUE
 from workflows.plan_run.workflow import PlanRunWorkflow
 from workflows.tournament.workflow import TournamentWorkflow
+from workflows.versioned import VERSIONED
 
 __all__ = ["WORKFLOWS", "WorkerOptions", "build_id", "running_worker", "workflow_runner"]
 
-WORKFLOWS: list[type] = [AskWorkflow, TournamentWorkflow, PlanRunWorkflow, CampaignWorkflow]
+WORKFLOWS: list[type] = [
+    AskWorkflow,
+    TournamentWorkflow,
+    PlanRunWorkflow,
+    CampaignWorkflow,
+    LedgerWorkflow,
+]
 
 
 def workflow_runner(sandboxed: bool) -> WorkflowRunner:
@@ -69,9 +78,10 @@ def workflow_runner(sandboxed: bool) -> WorkflowRunner:
 @functools.cache
 def build_id() -> str:
     """What this worker's workflow tasks are marked with in history: the SDK's version and a
-    digest of ponder's Python sources. ponder uses no worker versioning, so it names the code and
-    never routes. The SDK's default hashes the bytecode of every loaded module, 0.14 s of CPU at
-    each worker start (1,139 modules); reading ponder's 262 files takes about 13 ms."""
+    digest of ponder's Python sources. Unversioned, it only names the code; a ``--deployment``
+    worker's version is this (or ``--build-id``), and Temporal routes runs by it. The SDK's
+    default hashes the bytecode of every loaded module, 0.14 s of CPU at each worker start
+    (1,139 modules); reading ponder's 262 files takes about 13 ms."""
     digest = hashlib.md5(usedforsecurity=False)
     for package in ("activities", "client", "worker", "workflows"):
         root = Path(str(importlib.import_module(package).__file__)).parent
@@ -97,6 +107,17 @@ class WorkerOptions:
     """The single-user case (a command's own worker, the home's background worker): with no
     declared workspace roots, each serves the directories the home's embedded workers started
     in (``activities.plan.roots``)."""
+    deployment: str | None = None
+    """A Worker Deployment this worker serves a version of (``worker.deployment``); None: an
+    unversioned worker, which takes whatever no version claims."""
+    build_id: str | None = None
+    """The version's build id in place of ``build_id()``: for an operator's own release names,
+    and for tests that need two builds of one source tree."""
+
+    @property
+    def version(self) -> str:
+        """The build id this worker marks its tasks with (its version's, when versioned)."""
+        return self.build_id or build_id()
 
 
 @contextlib.asynccontextmanager
@@ -106,7 +127,9 @@ async def running_worker(
     """Run the workers for ``options`` until the block exits, then shut them down gracefully."""
     async with httpx.AsyncClient(timeout=None) as http:
         roots = worker_roots(settings.workspace_roots, settings=settings, embedded=options.embedded)
-        model = ModelActivities(settings, http, workspace_roots=roots)
+        model = ModelActivities(
+            settings, http, workspace_roots=roots, ledger_queue=options.task_queue
+        )
         store = RunStore(settings.runs_dir, secrets=known_secrets(settings))
         files = RunFileActivities(store)
         tournament_files = TournamentArtifactActivities(store)
@@ -147,15 +170,24 @@ async def running_worker(
             training.append_training_pair,
             task_queue_polled,
         ]
+        build = options.version
+        # A versioned worker takes a version's tasks only, and registers each workflow with its
+        # versioning behaviour (workflows.versioned); an unversioned one marks its tasks.
+        versioning: dict[str, Any] = (
+            {"deployment_config": deployment_config(options.deployment, build)}
+            if options.deployment
+            else {"build_id": build}
+        )
+        workflows = [VERSIONED.get(c, c) for c in WORKFLOWS] if options.deployment else WORKFLOWS
         workers = [
             Worker(
                 client,
                 task_queue=options.task_queue,
-                workflows=WORKFLOWS,
+                workflows=workflows,
                 activities=activities,
                 interceptors=[ControlArity(), RunMetrics()],
                 workflow_runner=workflow_runner(settings.workflow_sandbox),
-                build_id=build_id(),
+                **versioning,
                 max_concurrent_activities=options.max_concurrent_activities,
                 sticky_queue_schedule_to_start_timeout=options.sticky_timeout,
                 graceful_shutdown_timeout=options.graceful_shutdown,
@@ -168,7 +200,7 @@ async def running_worker(
                     task_queue=provider_task_queue(options.task_queue, provider),
                     activities=[model.call_model],
                     max_task_queue_activities_per_second=per_second,
-                    build_id=build_id(),
+                    **versioning,
                     graceful_shutdown_timeout=options.graceful_shutdown,
                 )
             )

@@ -34,6 +34,7 @@ from pydantic_core import PydanticCustomError
 
 from workflows.bounds import MAX_HEARTBEAT_TIMEOUT_S, MAX_SCHEDULE_TO_CLOSE_S
 from workflows.inputs import StrictModel
+from workflows.ledger.types import LedgerDraw
 from workflows.run_capabilities import MAX_READ_TOKENS, READ_TOKEN_PATTERN
 from workflows.run_ids import check_run_id
 from workflows.wire_replay import WireReplay
@@ -159,6 +160,11 @@ class CallOptions(StrictModel):
         description="run id -> that run's read token (its directory's read-token file), for "
         "every other run this input reads (a replay model, from_checkpoint, replay); the client "
         "fills it from the run store",
+    )
+    ledger: LedgerDraw | None = Field(
+        default=None,
+        description="a shared ledger ([ledgers.NAME] on the worker) every paid call draws on "
+        "before it is made, with its draw token (the client reads it from the token file)",
     )
 
     @field_validator("provider_queues")

@@ -38,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.activity_contracts import CALL_MODEL, QUEUE_POLLED
     from workflows.bounds import SESSION_START_S, SESSION_WAIT_S, UNROUTABLE_AFTER_S
     from workflows.call_options import CallOptions
+    from workflows.ledger.waits import LedgerRoom, ledger_refusal
     from workflows.model_types import CallModelInput, ModelResponse
     from workflows.provider_errors import (
         NON_RETRYABLE_TYPES,
@@ -158,10 +159,16 @@ async def call_model(
     options: CallOptions,
     *,
     on_wait: OnWait | None = None,
+    ledger_room: LedgerRoom | None = None,
     **overrides: Any,
 ) -> ModelResponse:
-    """Run one logical model call as an activity and return its normalized result."""
+    """Run one logical model call as an activity and return its normalized result.
+
+    A call its shared ledger refuses (``ledger.spent``) waits in ``ledger_room`` for the ledger
+    to have room, then runs again (without one, the refusal fails the call)."""
     update: dict[str, Any] = {}
+    if options.ledger is not None and input.ledger is None:
+        update["ledger"] = options.ledger
     if options.replay is not None and input.replay is None:
         update["replay"] = options.replay  # the run's own routing, carried to the activity
     if options.read_tokens and input.read_tokens is None:
@@ -199,6 +206,7 @@ async def call_model(
             on_wait(None, PROVIDER_SESSION_GONE)
 
     while True:
+        told = ledger_room.told if ledger_room is not None else 0
         try:
             response = await workflow.execute_activity(
                 CALL_MODEL, input, result_type=ModelResponse, **activity_options
@@ -206,6 +214,11 @@ async def call_model(
             settled()
             return response
         except ActivityError as exc:
+            refused = ledger_refusal(exc) if ledger_room is not None else None
+            if refused is not None and ledger_room is not None:
+                if await ledger_room.wait(*refused, told):
+                    continue
+                raise
             if session and (_not_started(exc) or _session_gone(exc)):
                 delay = await _session_delay(exc, routed, session_waits)
                 if workflow.now() + (delay or timedelta()) - first_scheduled > schedule_to_close:

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from workflows.bounds import MAX_CONTEXT_TOKENS, UsdPerMTok
 from workflows.inputs import StrictModel
+from workflows.ledger.types import LedgerDraw
 from workflows.model_names import DEFAULT_MODEL, MODEL_EXAMPLES
 from workflows.wire_replay import WireReplay
 
@@ -90,6 +91,11 @@ class CallModelInput(BaseModel):
         default=None,
         exclude_if=_unset,
         description="the read tokens of the runs this call reads (a replay model, calls.replay)",
+    )
+    ledger: LedgerDraw | None = Field(
+        default=None,
+        exclude_if=_unset,
+        description="the run's calls.ledger: the shared ledger this call draws on first",
     )
 
     @property

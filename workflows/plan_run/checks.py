@@ -292,6 +292,7 @@ async def _judge(
             call,
             d.options,
             on_wait=d.on_wait,
+            ledger_room=d.ledger_room,
             start_to_close_timeout=timeout,
             schedule_to_close_timeout=timeout,
         )

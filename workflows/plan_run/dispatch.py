@@ -31,6 +31,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 
 with workflow.unsafe.imports_passed_through():
     from workflows.call_options import CallOptions
+    from workflows.ledger.waits import LedgerRoom
     from workflows.model_calls import OnWait, call_model
     from workflows.model_types import CallModelInput, ModelRequest, ModelResponse
     from workflows.plan.activity_contracts import CHECK_LANDED, CHECK_PATHS, SNAPSHOT_WRITES
@@ -159,8 +160,11 @@ class Dispatcher:
         consumer: ConsumerHook | None = None,
         control: WalkControl | None = None,
         ledgers: Ledgers | None = None,
+        ledger_room: LedgerRoom | None = None,
     ) -> None:
         self.run_id = run_id
+        self.ledger_room = ledger_room
+        """Calls the run's shared ledger (``calls.ledger``) refused wait here for room."""
         self.seed = seed
         self.plan = plan
         self.models = models
@@ -497,6 +501,7 @@ class Dispatcher:
                 call,
                 self.options,
                 on_wait=self.on_wait,
+                ledger_room=self.ledger_room,
                 start_to_close_timeout=timeout,
                 schedule_to_close_timeout=timeout,
             )

@@ -126,6 +126,24 @@ async def preflight(run: PlanRunState, plan: Plan) -> Dispatcher:
         if until is not None:
             run.record.event("waiting_provider", until=until.isoformat(), code=code)
 
+    async def ledger_paused(ledger: str, limit: str) -> None:
+        """The run's shared ledger refused a call: the run waits as for its own budget."""
+        if run.state == "running":
+            run.wait_state("awaiting_budget", Reason.BUDGET_EXHAUSTED)
+            run.need = f"ledger {ledger}: {limit} limit of its period reached"
+        run.record.event("ledger.waiting", ledger=ledger, limit=limit)
+        # Imported here: finish imports this module (through the walk).
+        from workflows.plan_run.finish import write_trace
+
+        await write_trace(run)
+
+    def ledger_resumed(ledger: str) -> None:
+        if run.state == "awaiting_budget" and (run.need or "").startswith("ledger "):
+            run.running()
+            run.need = None
+        run.record.event("ledger.resumed", ledger=ledger)
+
+    run.ledger_room.paused, run.ledger_room.resumed = ledger_paused, ledger_resumed
     dispatcher = Dispatcher(
         run_id=run.run_id,
         seed=run.input.seed,
@@ -138,6 +156,7 @@ async def preflight(run: PlanRunState, plan: Plan) -> Dispatcher:
         on_wait=provider_wait,
         control=run.control,
         ledgers=run.ledgers,
+        ledger_room=run.ledger_room,
     )
     if plan.training_pairs:  # opt-in: a plan without it runs the commands it always did
         dispatcher.on_settled = capture_hook(run, plan, models)

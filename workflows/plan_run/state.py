@@ -19,10 +19,12 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from workflows.inputs import INPUT_INVALID, InputInvalid
     from workflows.json_schemas import value_problem
+    from workflows.ledger.waits import LedgerRoom
     from workflows.names import (
         QUERY_EVENTS,
         QUERY_STATUS,
         SIGNAL_EXTEND_BUDGET,
+        SIGNAL_LEDGER_ROOM,
         SIGNAL_RESOLVE_GATE,
         SIGNAL_RESUME,
         UPDATE_EXTEND_BUDGET,
@@ -122,6 +124,9 @@ class PlanRunState:
         """Time spent waiting for a person (pauses, human gates, budget extensions): never
         charged to the wall budget (``waits``)."""
         self.waiting_since: datetime | None = None
+        self.open_waits: list[tuple[RunState, Reason]] = []
+        """The person waits open at once (a sub-flow's gate beside another's): the newest
+        is the state shown; ``waiting_since`` is the first's."""
         # Consumer steps and checkpoints (docs/plans.md, "Consumer steps" and "Checkpoints"):
         # consumer_control, checkpoint_control and plan_run.checkpoints use these.
         self.desk = ConsumerDesk()
@@ -147,6 +152,8 @@ class PlanRunState:
         self.shipped_lines: dict[str, int] = {}
         """``trace.jsonl`` / ``calls.jsonl`` -> lines written to the run directory so far:
         later writes send only what is new (``finish.write_trace``)."""
+        self.ledger_room = LedgerRoom()
+        """Calls its shared ledger refused wait here (``ledger_room`` signals; preflight)."""
         self.capture_failures: list[CaptureFailure] = []
         """Training pairs not written, the first ``MAX_CAPTURE_FAILURES`` (all are traced)."""
 
@@ -320,6 +327,11 @@ class PlanRunState:
         _, refusal = self._extension(raw)
         if refusal is not None:
             raise rejected(refusal)
+
+    @workflow.signal(name=SIGNAL_LEDGER_ROOM)
+    def ledger_room_signal(self, raw: RawValue = NO_INPUT) -> None:
+        """The run's shared ledger has room again: calls waiting for it go on."""
+        self.ledger_room.room()
 
     @workflow.signal(name=SIGNAL_EXTEND_BUDGET)
     def extend_budget_signal(self, raw: RawValue = NO_INPUT) -> None:

@@ -20,6 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.budget import Budget, BudgetLimits
     from workflows.call_options import provider_of
     from workflows.costs import cost_usd
+    from workflows.ledger.waits import LedgerRoom
     from workflows.model_calls import call_failure, call_model, failed_transport_retries
     from workflows.model_types import CallModelInput, ModelRequest, ModelResponse, Usage
     from workflows.tournament.behaviour import SlotWidths
@@ -91,6 +92,10 @@ class TournamentCalls:
         """Whose run directory the calls write (activities/run_store.py)."""
         self.on_pause: Callable[[], Awaitable[None]] | None = None
         """Called when the run starts waiting for a budget extension (its files are written)."""
+        self.ledger_room = LedgerRoom(
+            paused=self._ledger_paused, resumed=self._ledger_resumed, stopping=lambda: self.stopping
+        )
+        """Calls its shared ledger (``calls.ledger``) refused wait here for room."""
         self.balanced_panel = False
         """An odd panel's extra judge alternates sides from pair to pair (``verdicts``); runs
         started before that rule replay without it."""
@@ -300,7 +305,9 @@ class TournamentCalls:
         await self._reserve()
         self.in_flight += 1
         try:
-            response = await call_model(call, self.input.calls, on_wait=self._on_wait(call))
+            response = await call_model(
+                call, self.input.calls, on_wait=self._on_wait(call), ledger_room=self.ledger_room
+            )
         except asyncio.CancelledError:  # cancelled while waiting out a provider's pause
             self._bill(call, None, "cancelled")
             raise
@@ -385,6 +392,19 @@ class TournamentCalls:
             if self.status == "awaiting_budget" and not self.stopping:
                 self.status = "running"
                 self.event("budget.resumed", limits=self.budget.limits.model_dump())
+
+    async def _ledger_paused(self, ledger: str, limit: str) -> None:
+        """The run's shared ledger refused a call: the run waits as for its own budget."""
+        if self.status != "awaiting_budget":
+            self.status = "awaiting_budget"
+            self.event("budget.paused", limit=limit, ledger=ledger)
+            if self.on_pause is not None:
+                await self.on_pause()
+
+    def _ledger_resumed(self, ledger: str) -> None:
+        if self.status == "awaiting_budget" and self.budget.blocking_limit() is None:
+            self.status = "running"
+            self.event("budget.resumed", ledger=ledger)
 
     def extend(self, limits: BudgetLimits) -> None:
         merged = self.budget.limits.model_copy(update=limits.model_dump(exclude_none=True))

@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 
 from temporalio import workflow
+from temporalio.common import RawValue
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
@@ -40,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
         QUERY_EVENTS,
         QUERY_PROGRESS,
         SIGNAL_EXTEND_BUDGET,
+        SIGNAL_LEDGER_ROOM,
         TOURNAMENT,
         UPDATE_EXTEND_BUDGET,
     )
@@ -489,7 +491,7 @@ class TournamentWorkflow:
             budget=self.calls.budget.limits,
             spent=self.calls.budget.spent,
             leaderboard=self.record.leaderboard[:5],
-            blocking_limit=self.calls.budget.blocking_limit(),
+            blocking_limit=self.calls.budget.blocking_limit() or self.calls.ledger_room.blocking,
             error=self.record.error,
             in_flight=self.calls.in_flight,
             refused=self.record.refused[-5:],
@@ -517,6 +519,11 @@ class TournamentWorkflow:
         check=_extension,
         apply=_extend,
     )
+
+    @workflow.signal(name=SIGNAL_LEDGER_ROOM)
+    def ledger_room(self, raw: RawValue = NO_INPUT) -> None:
+        """The run's shared ledger has room again: calls waiting for it go on."""
+        self.calls.ledger_room.room()
 
     def refuse_signal(self, signal: str, message: str) -> None:
         """A refused signal, its content or its arguments (``worker/arity``): recorded."""
