@@ -4,19 +4,60 @@ the SDK) is imported in the command's body, so ``--help`` answers at once."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
 import click
 
 from client.command_settings import command_settings
+from client.ledger_cli import ledger_option
 from workflows.model_names import DEFAULT_MODEL, MODEL_EXAMPLES
 from workflows.names import ASK
 from workflows.run_ids import check_run_id
 
 if TYPE_CHECKING:
+    from temporalio.client import WorkflowHandle
+
     from workflows.ask_types import AskResult
 
-__all__ = ["ask"]
+__all__ = ["ask", "ledger_waits_shown"]
+
+LEDGER_POLL_S = 0.5
+"""How often a follower looks for a ledger wait: the line shows within a poll of the pause."""
+
+
+async def _show_ledger_waits(
+    handle: WorkflowHandle, echo: Callable[[str], None], poll_s: float
+) -> None:
+    from temporalio.service import RPCError
+
+    from workflows.ask import LEDGER_WAIT_MEMO
+
+    shown: object = None
+    while True:
+        await asyncio.sleep(poll_s)
+        try:
+            wait = await (await handle.describe()).memo_value(LEDGER_WAIT_MEMO, None)
+        except RPCError:
+            continue  # a restarting server: the next poll asks again
+        if wait != shown and isinstance(wait, dict):
+            name, limit = wait.get("ledger"), wait.get("limit")
+            echo(f"waiting for ledger {name} ({limit}): ponder ledger extend {name}")
+        shown = wait
+
+
+@contextlib.asynccontextmanager
+async def ledger_waits_shown(
+    handle: WorkflowHandle, echo: Callable[[str], None], *, poll_s: float = LEDGER_POLL_S
+) -> AsyncIterator[None]:
+    """While the block runs, ``echo`` a line each time the Ask starts waiting for its shared
+    ledger (the run's memo says so), naming the command that lets it go on."""
+    task = asyncio.create_task(_show_ledger_waits(handle, echo, poll_s))
+    try:
+        yield
+    finally:
+        task.cancel()
 
 
 @click.command()
@@ -40,6 +81,7 @@ __all__ = ["ask"]
 @click.option("--run-id", default=None, help="Workflow id (default: ask-<random>).")
 @click.option("--detach", is_flag=True, help="Start the run, print its id and return.")
 @click.option("--local-worker", is_flag=True, help="With TEMPORAL_ADDRESS: run a worker here.")
+@ledger_option
 @click.pass_context
 def ask(
     ctx: click.Context,
@@ -93,7 +135,7 @@ def ask(
                 return None
             # A failed attempt shows as it happens (a refused connection among them), not only
             # once the last retry has failed too.
-            async with retries_shown(handle, to_stderr):
+            async with retries_shown(handle, to_stderr), ledger_waits_shown(handle, to_stderr):
                 return await wait_or_detach(session, handle)
 
     result = asyncio.run(go())

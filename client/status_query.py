@@ -63,7 +63,15 @@ async def _ask_view(
             await handle.result()
         except WorkflowFailureError as exc:
             error = failure_message(exc)
-    return ask_view(handle.id, status, started, ended, error=error)
+    view = ask_view(handle.id, status, started, ended, error=error)
+    if description.status == WorkflowExecutionStatus.RUNNING:
+        from workflows.ask import LEDGER_WAIT_MEMO
+
+        wait = await description.memo_value(LEDGER_WAIT_MEMO, None)
+        if isinstance(wait, dict):  # its shared ledger is spent: say what lets it go on
+            name, limit = wait.get("ledger"), wait.get("limit")
+            view["waiting_for"] = f"ledger {name} ({limit}): ponder ledger extend {name}"
+    return view
 
 
 async def _plan_view(handle: WorkflowHandle, settings: Settings, *, as_json: bool) -> Printer:

@@ -118,6 +118,8 @@ def mutate(
     """Improve one candidate answer (FILE) from a critique (one mutate call)."""
     import asyncio
 
+    from client.ask_cli import ledger_waits_shown
+    from client.call_progress import to_stderr
     from client.runs import new_run_id, start_run, wait_or_detach
     from client.session import open_session
     from client.tournament_inputs import build_mutate_input
@@ -142,6 +144,7 @@ def mutate(
     async def go() -> AskResult:
         async with open_session(settings) as session:
             handle = await start_run(session, ASK, payload, run_id, AskResult)
-            return await wait_or_detach(session, handle)
+            async with ledger_waits_shown(handle, to_stderr):
+                return await wait_or_detach(session, handle)
 
     click.echo(asyncio.run(go()).response.text)

@@ -6,23 +6,29 @@ import json
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from workflows import phases
     from workflows.activity_contracts import HEARTBEAT_TIMEOUT, WRITE_RUN_FILES, WriteRunFilesInput
     from workflows.ask_types import AskInput, AskResult
+    from workflows.ledger.waits import LedgerRoom
     from workflows.model_calls import call_failure, call_model, failed_transport_retries
     from workflows.model_types import CallModelInput, ModelRequest
-    from workflows.names import ASK
+    from workflows.names import ASK, SIGNAL_LEDGER_ROOM
     from workflows.raw_input import NO_INPUT, decode_run_input, input_failure
     from workflows.run_ids import RUN_ID_INVALID, run_id_problem
 
-__all__ = ["AskWorkflow"]
+__all__ = ["ASK_LEDGER_WAITS_PATCH", "LEDGER_WAIT_MEMO", "AskWorkflow"]
 
 # A bad path is a bug, not a passing fault: do not retry it forever.
 WRITE_RETRY_POLICY = RetryPolicy(maximum_attempts=10, non_retryable_error_types=["ValueError"])
+ASK_LEDGER_WAITS_PATCH = "ask-ledger-waits"
+"""Asks on a ledger recorded before it failed a refused call with ``ledger.spent``; now it waits."""
+LEDGER_WAIT_MEMO = "ledger_wait"
+"""The memo key an Ask sets while its shared ledger refuses its call (``{"ledger", "limit"}``):
+an Ask has no query, and a description (``ponder ask``, ``ponder status``) needs no worker."""
 
 
 @workflow.defn(name=ASK)
@@ -31,6 +37,7 @@ class AskWorkflow:
     def __init__(self, input: object = NO_INPUT, *extra: object) -> None:
         # Decoded here, raised from run: an exception in init would fail the task forever.
         self.input = decode_run_input(AskInput, input, extra)
+        self.ledger_room = LedgerRoom(paused=self._ledger_paused, resumed=self._ledger_resumed)
 
     @workflow.run
     async def run(self, raw: object = NO_INPUT, *extra: object) -> AskResult:
@@ -51,10 +58,13 @@ class AskWorkflow:
             role=input.role,
             seed=input.seed,
         )
+        # Asked in the first task, and only of an Ask on a ledger: others record no marker.
+        waits = input.calls.ledger is not None and workflow.patched(ASK_LEDGER_WAITS_PATCH)
         try:
             response = await call_model(
                 CallModelInput(run_id=run_id, phase=phases.ASK, index=0, request=request),
                 input.calls,
+                ledger_room=self.ledger_room if waits else None,
             )
         except ActivityError as exc:
             # A domain failure writes its summary, then fails with the provider's code.
@@ -89,6 +99,17 @@ class AskWorkflow:
             run_id, {"artifacts/answer.txt": response.text, "summary.json": _json(summary)}
         )
         return AskResult(run_id=run_id, answer_path=paths[0], response=response)
+
+    @workflow.signal(name=SIGNAL_LEDGER_ROOM)
+    def ledger_room_signal(self, raw: RawValue = NO_INPUT) -> None:
+        """The run's shared ledger has room again: its call goes on."""
+        self.ledger_room.room()
+
+    async def _ledger_paused(self, ledger: str, limit: str) -> None:
+        workflow.upsert_memo({LEDGER_WAIT_MEMO: {"ledger": ledger, "limit": limit}})
+
+    def _ledger_resumed(self, ledger: str) -> None:
+        workflow.upsert_memo({LEDGER_WAIT_MEMO: None})  # None removes the key
 
     async def _write(self, run_id: str, files: dict[str, str]) -> list[str]:
         return await workflow.execute_activity(

@@ -32,6 +32,7 @@ __all__ = [
     "ExportArgs",
     "ExtendArgs",
     "IssuanceArgs",
+    "LedgerArgs",
     "ListRunsArgs",
     "MutateArgs",
     "NoArgs",
@@ -66,6 +67,15 @@ class WaitArgs(StrictModel):
     )
 
 
+class LedgerArgs(StrictModel):
+    ledger: str | None = Field(
+        default=None,
+        description="draw every paid call on the shared ledger NAME ([ledgers.NAME] in "
+        "ponder.toml; its draw token is read for you, as ponder ... --ledger NAME does); the "
+        "run waits while the ledger is spent",
+    )
+
+
 class TournamentArgs(RunOptions, TournamentSettings):
     """A tournament on a task: the think settings a saved profile also holds and what only a
     run takes (``client.tournament_options``: ``TournamentSettings``, ``RunOptions``, the
@@ -80,7 +90,7 @@ class TournamentArgs(RunOptions, TournamentSettings):
     )
 
 
-class ThinkArgs(WaitArgs, TournamentArgs):
+class ThinkArgs(WaitArgs, LedgerArgs, TournamentArgs):
     """``ponder think``: start a tournament."""
 
 
@@ -90,14 +100,14 @@ class PlanArgs(TournamentArgs):
 
 # The options of rank and mutate are declared on client.tournament_options' RankOptions and
 # MutateOptions, which ponder rank's and ponder mutate's options are built from.
-class RankArgs(WaitArgs, RankOptions):
+class RankArgs(WaitArgs, LedgerArgs, RankOptions):
     """``ponder rank``: rank given candidate texts by pairwise judging."""
 
     task: str = Field(min_length=1)
     candidates: list[GivenCandidate] = Field(min_length=2, description="id and text of each")
 
 
-class MutateArgs(WaitArgs, MutateOptions):
+class MutateArgs(WaitArgs, LedgerArgs, MutateOptions):
     """``ponder mutate``: improve one candidate from a critique."""
 
     task: str = Field(min_length=1)
@@ -105,7 +115,7 @@ class MutateArgs(WaitArgs, MutateOptions):
     critique: str
 
 
-class AskArgs(WaitArgs):
+class AskArgs(WaitArgs, LedgerArgs):
     """``ponder ask``: one model call through Temporal."""
 
     question: str = Field(min_length=1)
@@ -186,7 +196,7 @@ class PlanValidateArgs(StrictModel):
     )
 
 
-class PlanRunArgs(WaitArgs):
+class PlanRunArgs(WaitArgs, LedgerArgs):
     """``ponder plan run``: run a plan document (the PlanRun workflow's own input fields)."""
 
     document: str = Field(min_length=1, description="the plan document's text (YAML or JSON)")
@@ -268,7 +278,7 @@ class RevertArgs(WaitArgs):
     label: str
 
 
-class CampaignRunArgs(WaitArgs):
+class CampaignRunArgs(WaitArgs, LedgerArgs):
     """``ponder campaign run``: variants x scenarios x seeds, ending in a decision."""
 
     document: str = Field(min_length=1, description="the ponder-campaign/1 document's text")

@@ -22,6 +22,7 @@ from temporalio.service import RPCError
 
 from activities.errors import ConfigError
 from activities.providers import default_model_for
+from client.ledgers import attach_ledger
 from client.mcp.args import CampaignRunArgs
 from client.mcp.backend import Backend
 from client.profiles import expand_saved_profiles
@@ -143,7 +144,9 @@ async def campaign_run(backend: Backend, args: CampaignRunArgs, progress: Any) -
     if checked.document is None or checked.errors:
         raise CampaignInvalid(checked.errors)
     run_id = check_run_id(args.run_id or new_run_id("campaign"))
-    payload = checked.document.model_dump(mode="json", by_alias=True)
+    payload = attach_ledger(
+        checked.document.model_dump(mode="json", by_alias=True), backend.settings, args.ledger
+    )
     await backend.ensure_worker()
     await start_run(backend.session, CAMPAIGN, payload, run_id, CampaignResult)
     if not args.wait:

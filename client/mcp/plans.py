@@ -20,6 +20,7 @@ from temporalio.service import RPCError
 
 from activities.errors import ConfigError
 from client.documents import check_text
+from client.ledgers import attach_ledger
 from client.mcp.args import PlanRunArgs, ResolveGateArgs, ResumeArgs
 from client.mcp.backend import Backend
 from client.plan_display import blocking_limit
@@ -223,6 +224,7 @@ async def plan_run(backend: Backend, args: PlanRunArgs, progress: Any) -> dict[s
         seed=args.seed,
         from_checkpoint=source,
     )
+    payload = attach_ledger(payload, backend.settings, args.ledger)
     await backend.ensure_worker()
     await start_run(backend.session, PLAN_RUN, payload, run_id, PlanRunResult)
     if not args.wait:

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from activities.errors import ConfigError
 from client.bundles import bundle, render
+from client.ledgers import attach_ledger
 from client.mcp import campaigns, follow, plan_steps, plans
 from client.mcp.args import (
     AskArgs,
@@ -100,6 +101,7 @@ def _tournament_input(
 async def think(backend: Backend, args: ThinkArgs, progress: ProgressFn) -> dict[str, Any]:
     run_id = check_run_id(args.run_id or new_run_id("think"))
     payload, saved = _tournament_input(backend, args, run_id, dry_run=False)
+    payload = attach_ledger(payload, backend.settings, args.ledger)
     await backend.ensure_worker()
     await backend.ponder.tournament(payload)
     started = {"run_id": run_id, "kind": "tournament", "profile": saved or args.profile}
@@ -140,6 +142,7 @@ async def rank(backend: Backend, args: RankArgs, progress: ProgressFn) -> dict[s
         run_id=run_id,
         given=args.candidates,
     )
+    payload = attach_ledger(payload, backend.settings, args.ledger)
     await backend.ensure_worker()
     await backend.ponder.tournament(payload)
     return await _maybe_wait(backend, run_id, args, progress, {"run_id": run_id, "kind": "rank"})
@@ -158,6 +161,7 @@ async def mutate(backend: Backend, args: MutateArgs, progress: ProgressFn) -> di
         seed=args.seed,
         run_id=run_id,
     )
+    payload = attach_ledger(payload, backend.settings, args.ledger)
     await backend.ensure_worker()
     await backend.ponder.ask(payload)
     return await _maybe_wait(backend, run_id, args, progress, {"run_id": run_id, "kind": "mutate"})
@@ -177,6 +181,7 @@ async def ask(backend: Backend, args: AskArgs, progress: ProgressFn) -> dict[str
         seed=args.seed,
         run_id=run_id,
     )
+    payload = attach_ledger(payload, backend.settings, args.ledger)
     await backend.ensure_worker()
     await backend.ponder.ask(payload)
     return await _maybe_wait(backend, run_id, args, progress, {"run_id": run_id, "kind": "ask"})
