@@ -1,10 +1,11 @@
 """``ponder ledger show|extend NAME`` and ``--ledger NAME``: shared spend ledgers from the CLI.
 
 A ledger is declared in ponder.toml (``[ledgers.NAME]``) and counted by its ``Ledger`` entity
-workflow (``workflows/ledger/``). ``--ledger NAME`` on ``think``, ``rank``, ``mutate`` and
-``plan run`` puts ``calls.ledger`` in the run's input with the ledger's draw token, read from
-its 0600 file on the user's behalf (``attach_ledger``). ``extend`` raises the entity's limits
-(absolute, or ``+N``); the ledger then tells every run it had refused, and they go on.
+workflow (``workflows/ledger/``). ``--ledger NAME`` on ``think``, ``rank``, ``mutate``, ``ask``,
+``plan run`` and ``campaign run`` puts ``calls.ledger`` in the run's input with the ledger's
+draw token, read from its 0600 file on the user's behalf (``attach_ledger``). ``extend``
+raises the entity's limits (absolute, or ``+N``); the ledger then tells every run it had
+refused, and they go on.
 """
 
 from __future__ import annotations
