@@ -59,7 +59,7 @@ def watch_run(settings: Settings, run_id: str) -> None:
     """``ponder watch``: follow a run by its kind until it ends or pauses."""
 
     async def go() -> AskResult | Followed:
-        async with open_session(settings) as session:
+        async with open_session(settings, run=check_run_id(run_id)) as session:
             handle = await _handle(session, run_id)
             kind = (await handle.describe()).workflow_type
             if kind == PLAN_RUN:
@@ -103,7 +103,7 @@ def extend_run(
         # Following, the worker here runs the resumed run. With --detach none runs here past the
         # reads: a worker that took the resumed run's calls and then exited with the command
         # would leave them to time out (30 s) before another took them.
-        async with open_session(settings, worker=not returns) as session:
+        async with open_session(settings, worker=not returns, run=check_run_id(run_id)) as session:
             handle = await _handle(session, run_id)
             description = await handle.describe()
             if description.status != WorkflowExecutionStatus.RUNNING:
@@ -146,7 +146,7 @@ def cancel_run(settings: Settings, run_id: str) -> None:
     cancel came once its work was done: ``workflows/completion.py``)."""
 
     async def go() -> WorkflowExecutionStatus | None:
-        async with open_session(settings) as session:
+        async with open_session(settings, run=check_run_id(run_id)) as session:
             handle = await _handle(session, run_id)
             description = await handle.describe()
             if description.status != WorkflowExecutionStatus.RUNNING:

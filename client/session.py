@@ -139,7 +139,7 @@ async def own_worker(client: Client, settings: Settings) -> AsyncIterator[None]:
 
 @contextlib.asynccontextmanager
 async def open_session(
-    settings: Settings, *, local_worker: bool = False, worker: bool = True
+    settings: Settings, *, local_worker: bool = False, worker: bool = True, run: str | None = None
 ) -> AsyncIterator[Session]:
     """A connected client; in embedded mode (no TEMPORAL_ADDRESS) with an in-process worker,
     unless the configuration's background worker lives (then it takes the runs, and the command
@@ -148,10 +148,16 @@ async def open_session(
 
     In embedded mode the session's settings are on their configuration's task queue
     (``client.worker_fingerprint``): the runs it starts, its worker and the background worker it
-    may leave all use that queue, which no worker of another configuration polls."""
+    may leave all use that queue, which no worker of another configuration polls.
+
+    A command on an existing run passes its id as ``run``: the run is described before any
+    worker is imported, started or waited for, so a run that does not exist is refused
+    (``NOT_FOUND``, ``run.not_found``) in a client's round trip, not a worker's start and stop."""
     with _sigterm_through_the_loop():
         if settings.temporal_address:
             client = await connect(settings)
+            if run is not None:
+                await client.get_workflow_handle(run).describe()
             if local_worker:
                 async with own_worker(client, settings):
                     yield Session(client, settings, embedded=False)
@@ -166,12 +172,19 @@ async def open_session(
         # client only: it neither imports nor starts a worker (most of a quick command's time).
         background = worker and running_background_worker(settings) is not None
         own = worker and not background
-        # The worker's modules (about a second of CPU) load while the server starts.
-        importing = asyncio.create_task(asyncio.to_thread(_import_worker)) if own else None
+        # The worker's modules (about a second of CPU) load while the server starts. For a
+        # command on a run with the server up, once the run is known to exist: an import
+        # cannot be stopped, and the refusal would wait for it.
+        later = run is not None and server.up()
+        importing = (
+            asyncio.create_task(asyncio.to_thread(_import_worker)) if own and not later else None
+        )
         async with server.lease(idle_s=settings.server_idle_s) as info:
             if importing is not None:
                 await importing
             client = await connect(settings, info.address)
+            if run is not None:
+                await client.get_workflow_handle(run).describe()
             if not own:
                 yield Session(client, settings, embedded=True, background=background)
                 return

@@ -24,21 +24,31 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import CancelledError
 
 from activities.config import Settings
+from activities.ledger import draw_token
+from activities.ledger_config import LedgerConfig
 from activities.metrics import micro_usd
+from client.ledgers import extend_ledger
 from tests.fakes import FakeProvider, Reply
 from tests.plans.run_helpers import agent, plan_doc, start, wait_state
 from tests.test_ask import ask
 from tests.test_readme import fenced, section
+from tests.tournament.helpers import start as start_tournament
+from tests.tournament.test_budget_control import wait_for_status as tournament_status
 from tests.worker_process import declare_fake, start_worker, worker_env
 from workflows.ask_types import AskInput
-from workflows.names import ASK, UPDATE_RESUME
-from workflows.plan.run_types import PlanRunResult, ResumeInput
+from workflows.budget import BudgetLimits
+from workflows.call_options import CallOptions
+from workflows.ledger.types import LedgerDraw
+from workflows.names import ASK, TOURNAMENT, UPDATE_EXTEND_BUDGET, UPDATE_RESUME
+from workflows.plan.run_types import PlanBudgetOverride, PlanRunResult, ResumeInput
+from workflows.tournament.types import ExtendBudgetInput, ExtendBudgetResult
 
 PRICES = '[prices."sim:default"]\ninput = 3.0\noutput = 15.0\n'
 PAUSED = plan_doc(
     {"id": "ask", "kind": "pause", "pause": {"state": "AWAITING_NAME", "resume_arg": "name"}},
     agent("hello", "Hello ${input.name}."),
 )
+THREE = plan_doc(agent("a", "One."), agent("b", "Two.", deps=["a"]), agent("c", "Three."))
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$")
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
@@ -256,6 +266,80 @@ async def test_a_restarted_worker_replays_without_counting_the_run_again(
     assert total(after, "ponder_runs_ended", kind=plan, outcome="cancelled") == 1
     assert total(after, "ponder_runs_ended", kind=plan) == 2
     assert total(after, "ponder_model_calls", provider="sim", outcome="ok") == 1
+
+
+async def test_budget_pauses_count_until_extended_or_cancelled(
+    client: Client, settings: Settings, server_address: str
+) -> None:
+    """A tournament and a plan that stop on their budget: each pause counts once under
+    ``awaiting_budget``, is not counted again by a worker that replays it, and ends with the
+    extension, or with the run cancelled while it waits."""
+    queue = f"test-{uuid.uuid4()}"
+    tour, plan = TOURNAMENT, "PlanRun"
+    budget = BudgetLimits(max_input_tokens=100)  # no preflight: the run starts, then stops
+    async with metrics_worker(settings, server_address, queue) as first:
+        extended = await start_tournament(client, queue, seed=4, budget=budget)
+        cancelled = await start_tournament(client, queue, seed=5, budget=budget)
+        planned = await start(client, queue, THREE, budget=PlanBudgetOverride(tokens=10))
+        await tournament_status(extended, "awaiting_budget")
+        await tournament_status(cancelled, "awaiting_budget")
+        await wait_state(planned, "awaiting_budget")
+        paused = await first.scrape()
+        await first.kill()
+    async with metrics_worker(settings, server_address, queue) as second:
+        # Each update is taken by the new worker after it replays the run up to its pause.
+        await extended.execute_update(
+            UPDATE_EXTEND_BUDGET,
+            ExtendBudgetInput(max_input_tokens=10_000_000),
+            result_type=ExtendBudgetResult,
+        )
+        await planned.execute_update(UPDATE_EXTEND_BUDGET, {"tokens": 1_000_000})
+        await cancelled.cancel()
+        with pytest.raises(WorkflowFailureError) as ended:
+            await cancelled.result()
+        results = (await extended.result(), await planned.result())
+        after = await second.scrape()
+    assert isinstance(ended.value.cause, CancelledError), ended.value.cause
+    assert results[0].status == "completed" and results[1].calls == 3
+    state = {"state": "awaiting_budget"}
+    assert total(paused, "ponder_pauses_started", kind=tour, **state) == 2
+    assert total(paused, "ponder_pauses_ended", kind=tour, **state) == 0
+    assert total(paused, "ponder_pauses_started", kind=plan, **state) == 1
+    assert total(paused, "ponder_pauses_ended", kind=plan, **state) == 0
+    # Replayed pauses are not counted again, and the extended runs never paused a second time.
+    assert total(after, "ponder_pauses_started", kind=tour) == 0
+    assert total(after, "ponder_pauses_started", kind=plan) == 0
+    assert total(after, "ponder_pauses_ended", kind=tour, **state) == 2
+    assert total(after, "ponder_pauses_ended", kind=plan, **state) == 1
+    assert total(after, "ponder_pauses_ended") == 3  # under no other state
+
+
+async def test_a_plan_paused_on_its_shared_ledger_counts_one_budget_pause(
+    client: Client, settings: Settings, server_address: str
+) -> None:
+    name = f"t{uuid.uuid4().hex[:12]}"  # one ledger entity per test: they share the server
+    settings.home.mkdir(parents=True, exist_ok=True)
+    (settings.home / "ponder.toml").write_text(f"[ledgers.{name}]\ncalls = 12\nblock = 4\n")
+    queue = f"test-{uuid.uuid4()}"
+    on_queue = settings.model_copy(
+        update={"task_queue": queue, "ledgers": {name: LedgerConfig(calls=12, block=4)}}
+    )
+    draw = CallOptions(ledger=LedgerDraw(name=name, token=draw_token(on_queue, name)))
+    async with metrics_worker(settings, server_address, queue) as worker:
+        await extend_ledger(client, on_queue, name, calls="2")  # room for two of three steps
+        handle = await start(client, queue, THREE, calls=draw)
+        paused = await wait_state(handle, "awaiting_budget")
+        during = await worker.scrape()
+        await extend_ledger(client, on_queue, name, calls="+10")
+        result: PlanRunResult = await handle.result()
+        after = await worker.scrape()
+    assert paused.budget is not None and (paused.budget.need or "").startswith(f"ledger {name}")
+    assert result.calls == 3
+    state = {"kind": "PlanRun", "state": "awaiting_budget"}
+    assert total(during, "ponder_pauses_started", **state) == 1
+    assert total(during, "ponder_pauses_ended", **state) == 0
+    assert total(after, "ponder_pauses_started", **state) == 1
+    assert total(after, "ponder_pauses_ended", **state) == 1
 
 
 async def refused(settings: Settings, address: str, *args: str) -> tuple[int, str]:

@@ -1,4 +1,5 @@
-"""Ponder's own metrics from workflow code: runs started and ended, waits for a person.
+"""Ponder's own metrics from workflow code: runs started and ended, pauses (waits for a person
+or for a budget).
 
 Recorded through the workflow's metric meter, which records nothing while a worker replays a
 history: a run a restarted worker picks up is not counted again (docs/operating.md,
@@ -48,18 +49,20 @@ def run_ended(outcome: str) -> None:
 
 
 def pause_started(state: str) -> None:
-    """A run began waiting for a person (``state``: awaiting_input, awaiting_gate, ...)."""
+    """A run paused: it waits for a person or for budget (``state``: awaiting_input,
+    awaiting_gate, awaiting_budget, ...)."""
     counter = workflow.metric_meter().create_counter(
-        PAUSES_STARTED, "Waits for a person begun, by kind and state"
+        PAUSES_STARTED, "Pauses begun (waits for a person or a budget), by kind and state"
     )
     counter.add(1, _kind() | {"state": state})
 
 
 def pause_ended(state: str) -> None:
-    """The wait ``pause_started`` counted ended (answered, or abandoned by a revert)."""
+    """The pause ``pause_started`` counted ended (answered, extended, abandoned by a revert, or
+    with its run)."""
     if not workflow.in_workflow():  # closed with an evicted run, outside any activation
         return
     counter = workflow.metric_meter().create_counter(
-        PAUSES_ENDED, "Waits for a person ended, by kind and state"
+        PAUSES_ENDED, "Pauses ended, by kind and state"
     )
     counter.add(1, _kind() | {"state": state})

@@ -16,6 +16,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
+    from workflows import metrics
     from workflows.plan.activity_contracts import CHECK_NOTIFIERS, CHECK_PATHS
     from workflows.plan.deadlines import notifiers_named
     from workflows.plan.ledgers import Ledgers
@@ -126,11 +127,18 @@ async def preflight(run: PlanRunState, plan: Plan) -> Dispatcher:
         if until is not None:
             run.record.event("waiting_provider", until=until.isoformat(), code=code)
 
+    # The ledger pause the metrics counted: its room's end closes it even when the run's state
+    # moved on meanwhile (another wait, a cancel), so started and ended stay paired.
+    counted: list[bool] = [False]
+
     async def ledger_paused(ledger: str, limit: str) -> None:
         """The run's shared ledger refused a call: the run waits as for its own budget."""
         if run.state == "running":
             run.wait_state("awaiting_budget", Reason.BUDGET_EXHAUSTED)
             run.need = f"ledger {ledger}: {limit} limit of its period reached"
+            if not counted[0]:
+                counted[0] = True
+                metrics.pause_started("awaiting_budget")
         run.record.event("ledger.waiting", ledger=ledger, limit=limit)
         # Imported here: finish imports this module (through the walk).
         from workflows.plan_run.finish import write_trace
@@ -138,6 +146,9 @@ async def preflight(run: PlanRunState, plan: Plan) -> Dispatcher:
         await write_trace(run)
 
     def ledger_resumed(ledger: str) -> None:
+        if counted[0]:
+            counted[0] = False
+            metrics.pause_ended("awaiting_budget")
         if run.state == "awaiting_budget" and (run.need or "").startswith("ledger "):
             run.running()
             run.need = None

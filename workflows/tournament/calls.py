@@ -17,6 +17,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, is_cancelled_exception
 
 with workflow.unsafe.imports_passed_through():
+    from workflows import metrics
     from workflows.budget import Budget, BudgetLimits
     from workflows.call_options import provider_of
     from workflows.costs import cost_usd
@@ -109,6 +110,12 @@ class TournamentCalls:
 
     @status.setter
     def status(self, value: Status) -> None:
+        # Counted where the status changes, so every way out of a budget pause (an extension,
+        # a ledger's room, the run's end) closes the pause it opened.
+        if value == "awaiting_budget" and self._status != "awaiting_budget":
+            metrics.pause_started("awaiting_budget")
+        elif self._status == "awaiting_budget" and value != "awaiting_budget":
+            metrics.pause_ended("awaiting_budget")
         self._status = value
 
     @property
