@@ -17,15 +17,16 @@ from client.tournament_options import MutateOptions, RankOptions, model_list
 from client.tournament_services import mutate, rank
 
 # What each surface takes beside the shared options: the command reads files and @files, the
-# tool takes the texts themselves; only the tool waits. A new entry is a deliberate choice.
+# tool takes the texts themselves; only the tool waits. Both take a ledger, each its own way
+# (a --ledger option, the tools' LedgerArgs). A new entry is a deliberate choice.
 SURFACES = [
     pytest.param(
         rank, RankArgs, RankOptions, {"files", "task", "ledger"},
-        {"task", "candidates", "wait", "timeout_s"}, id="rank",
+        {"task", "candidates", "wait", "timeout_s", "ledger"}, id="rank",
     ),
     pytest.param(
         mutate, MutateArgs, MutateOptions, {"file", "task", "critique", "ledger"},
-        {"task", "candidate", "critique", "wait", "timeout_s"}, id="mutate",
+        {"task", "candidate", "critique", "wait", "timeout_s", "ledger"}, id="mutate",
     ),
 ]  # fmt: skip
 

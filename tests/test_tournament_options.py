@@ -36,7 +36,10 @@ SHARED = (TournamentSettings, RunOptions)
 # The task is an argument of the command; --prompts names a file on the caller's machine (the
 # MCP server must not read its own files for a caller); --dry-run is the MCP plan tool.
 THINK_ONLY = {"task", "profile", "prompts", "detach", "dry_run", "ledger"}
-MCP_ONLY = {"task", "profile", "wait", "timeout_s"}
+MCP_ONLY = {"task", "profile", "wait", "timeout_s", "ledger"}
+# Only the tools that start a run (think, not its plan) wait and draw on a ledger; the command
+# takes its ledger too, as its own option.
+STARTS_ONLY = {"wait", "timeout_s", "ledger"}
 # A saved profile holds the run's models and budget under its own names (profile_options).
 PROFILE_ONLY = {"description", "base", "models", "limits"}
 # ponder profile save: the profile's name, a file to start from, its own fields, --force.
@@ -109,7 +112,7 @@ def test_every_shared_field_is_an_mcp_property_and_every_setting_a_profile_field
     shared = {info.alias or name for model in SHARED for name, info in model.model_fields.items()}
     for args in (ThinkArgs, PlanArgs):
         properties = set(args.model_json_schema(by_alias=True)["properties"])
-        assert properties - shared == MCP_ONLY - ({"wait", "timeout_s"} - properties)
+        assert properties - shared == MCP_ONLY - (STARTS_ONLY - properties)
         assert shared <= properties
     assert set(SavedProfile.model_fields) - set(SETTINGS) == PROFILE_ONLY
     assert set(SETTINGS) <= set(SavedProfile.model_fields)
