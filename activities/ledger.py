@@ -64,9 +64,26 @@ if TYPE_CHECKING:
 
     from activities.config import Settings
 
-__all__ = ["IDLE_S", "LedgerDrawer", "draw_token", "token_path"]
+__all__ = ["IDLE_S", "LedgerDrawer", "draw_token", "ledger_start", "token_path"]
 
 T = TypeVar("T")
+
+
+def ledger_start(
+    name: str, config: LedgerConfig, digest: str, task_queue: str
+) -> WithStartWorkflowOperation[Any, Any]:
+    """Start ledger ``name``'s entity with the configuration's limits, or reach the running one
+    (the start half of every update-with-start on a ledger: a draw, an extend)."""
+    return WithStartWorkflowOperation(
+        LEDGER,
+        LedgerInput(
+            name=name, limits=config.limits(), hold_ttl_s=config.hold_ttl_s, token_sha256=digest
+        ),
+        id=ledger_workflow_id(name),
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        task_queue=task_queue,
+    )
+
 
 IDLE_S = 2.0
 """A block none of whose calls is in flight for this long is reported and closed."""
@@ -200,26 +217,13 @@ class LedgerDrawer:
         key = f"{holder}/{self._instance}/{self._drawn}"
         digest = token_digest(self._tokens[name])
 
-        def start_operation() -> WithStartWorkflowOperation[Any, Any]:
-            return WithStartWorkflowOperation(  # one per request: the SDK uses each once
-                LEDGER,
-                LedgerInput(
-                    name=name,
-                    limits=config.limits(),
-                    hold_ttl_s=config.hold_ttl_s,
-                    token_sha256=digest,
-                ),
-                id=ledger_workflow_id(name),
-                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-                task_queue=self.task_queue,
-            )
-
         result: DrawResult = await self._busy_retried(
             name,
             lambda: _client().execute_update_with_start_workflow(
                 UPDATE_LEDGER_DRAW,
                 DrawInput(token_sha256=digest, key=key, holder=holder, calls=config.block),
-                start_workflow_operation=start_operation(),
+                # One per request: the SDK uses each operation once.
+                start_workflow_operation=ledger_start(name, config, digest, self.task_queue),
                 id=f"draw-{key}",
                 result_type=DrawResult,
             ),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from temporalio.client import Client
@@ -98,20 +98,13 @@ async def extend_ledger(
 ) -> LedgerView:
     """Raise ledger ``name``'s limits (absolute, or ``+N`` on the current ones); the entity is
     started with ponder.toml's limits first if nothing drew on it yet."""
-    from temporalio.client import WithStartWorkflowOperation, WorkflowUpdateFailedError
-    from temporalio.common import WorkflowIDConflictPolicy
+    from temporalio.client import WorkflowUpdateFailedError
 
     from activities.errors import ConfigError
-    from activities.ledger import draw_token
+    from activities.ledger import draw_token, ledger_start
     from client.budget_extend import new_limit
-    from workflows.ledger.types import (
-        ExtendLedgerInput,
-        LedgerInput,
-        LedgerView,
-        ledger_workflow_id,
-        token_digest,
-    )
-    from workflows.names import LEDGER, UPDATE_LEDGER_EXTEND
+    from workflows.ledger.types import ExtendLedgerInput, LedgerView, token_digest
+    from workflows.names import UPDATE_LEDGER_EXTEND
 
     config = settings.ledgers.get(name)
     if config is None:
@@ -127,18 +120,7 @@ async def extend_ledger(
             "usd": new_limit("usd", usd, limits.usd, float),
         }
     )
-    start: WithStartWorkflowOperation[Any, Any] = WithStartWorkflowOperation(
-        LEDGER,
-        LedgerInput(
-            name=name,
-            limits=config.limits(),
-            hold_ttl_s=config.hold_ttl_s,
-            token_sha256=digest,
-        ),
-        id=ledger_workflow_id(name),
-        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-        task_queue=settings.task_queue,
-    )
+    start = ledger_start(name, config, digest, settings.task_queue)
     try:
         view: LedgerView = await client.execute_update_with_start_workflow(
             UPDATE_LEDGER_EXTEND, new, start_workflow_operation=start, result_type=LedgerView
