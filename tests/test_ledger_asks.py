@@ -19,6 +19,7 @@ from activities.config import Settings
 from activities.ledger_config import LedgerConfig
 from client.ledgers import ledger_view
 from tests.cli import cli_env, finish, ponder, start_ponder
+from tests.test_ledger_runs import until
 from worker.worker import WorkerOptions, running_worker
 from workflows.ask import ASK_LEDGER_WAITS_PATCH, LEDGER_WAIT_MEMO
 from workflows.ask_types import AskInput, AskResult
@@ -42,18 +43,6 @@ async def queue(client: Client, ledger_settings: Settings) -> AsyncIterator[str]
     queue = f"test-{uuid.uuid4()}"
     async with running_worker(client, ledger_settings, WorkerOptions(task_queue=queue)):
         yield queue
-
-
-async def until(check: Any, what: str, timeout: float = 60) -> Any:
-    """Poll ``check()`` (live state on the server) until it returns something truthy."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        found = await check()
-        if found:
-            return found
-        assert loop.time() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.1)
 
 
 @pytest.mark.parametrize("command", ["ask", "mutate"])
