@@ -28,6 +28,31 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+PORT_TAKEN = "address already in use"
+
+
+async def start_http(
+    env: dict[str, str], *args: str, listen: str = "127.0.0.1:{port}"
+) -> tuple[asyncio.subprocess.Process, int]:
+    """``ponder mcp --http LISTEN ARGS`` once its port answers: the process and its port.
+
+    A free port can be taken by another process between ``free_port`` and the server's bind
+    (the suite runs in parallel): only that is tried again, on another port."""
+    for _ in range(3):
+        port = free_port()
+        process = await start_ponder("mcp", "--http", listen.format(port=port), *args, env=env)
+        try:
+            await wait_for_port(port, process)
+        except PortTaken:
+            continue
+        return process, port
+    raise AssertionError("three free ports were each taken before ponder mcp could bind one")
+
+
+class PortTaken(AssertionError):
+    pass
+
+
 async def wait_for_port(
     port: int, process: asyncio.subprocess.Process, timeout: float = 60
 ) -> None:
@@ -35,7 +60,9 @@ async def wait_for_port(
     deadline = loop.time() + timeout
     while loop.time() < deadline:
         if process.returncode is not None:
-            raise AssertionError(f"ponder mcp exited with {process.returncode}")
+            done = await finish(process, timeout=30)
+            failure = PortTaken if PORT_TAKEN in done.err else AssertionError
+            raise failure(f"ponder mcp exited with {done.code} before listening:\n{done.err}")
         try:
             _, writer = await asyncio.open_connection("127.0.0.1", port)
         except OSError:
@@ -49,11 +76,9 @@ async def wait_for_port(
 @contextlib.asynccontextmanager
 async def serving(env: dict[str, str], *args: str) -> AsyncIterator[int]:
     """``ponder mcp --http`` (at ``args[0]``, ``{port}`` filled in, else loopback): its port."""
-    port = free_port()
-    listen = args[0] if args else f"127.0.0.1:{port}"
-    process = await start_ponder("mcp", "--http", listen.format(port=port), *args[1:], env=env)
+    listen = args[0] if args else "127.0.0.1:{port}"
+    process, port = await start_http(env, *args[1:], listen=listen)
     try:
-        await wait_for_port(port, process)
         yield port
     finally:
         if process.returncode is None:

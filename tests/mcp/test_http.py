@@ -12,14 +12,13 @@ from mcp.client.streamable_http import streamable_http_client
 
 from activities.config import Settings
 from client.mcp.http import Listen, parse_listen
-from tests.cli import cli_env, finish, ponder_here, start_ponder
+from tests.cli import cli_env, finish, ponder_here
 from tests.mcp.helpers import (
-    free_port,
     raw_request,
     serving,
+    start_http,
     structured,
     tool_failure,
-    wait_for_port,
 )
 
 TOKEN = "t0ken-for-tests-0123456789abcdef"
@@ -133,12 +132,8 @@ def test_listen_addresses() -> None:
 
 async def test_sigterm_is_one_line_with_a_code(settings: Settings, server_address: str) -> None:
     env = cli_env(settings.home, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE="no-worker")
-    port = free_port()
-    process = await start_ponder("mcp", "--http", f"127.0.0.1:{port}", env=env)
-    try:
-        await wait_for_port(port, process)
-    finally:
-        process.terminate()
+    process, _ = await start_http(env)
+    process.terminate()
     done = await finish(process, timeout=60)
     lines = [line for line in done.err.splitlines() if line.strip()]
     assert lines[0].startswith("ponder MCP server at "), done.err

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from tests.cli import cli_env, finish, ponder, start_ponder
-from tests.mcp.helpers import free_port, stdio_client, structured, wait_for_port
+from tests.cli import cli_env, finish, ponder
+from tests.mcp.helpers import start_http, stdio_client, structured
 
 pytestmark = [pytest.mark.usefixtures("no_leftover_processes"), pytest.mark.slow]
 
@@ -19,9 +19,7 @@ pytestmark = [pytest.mark.usefixtures("no_leftover_processes"), pytest.mark.slow
 async def test_a_killed_mcp_server_leaves_its_run_going(tmp_path: Path) -> None:
     # The embedded default, as a user has it: no TEMPORAL_ADDRESS, a home of its own.
     env = cli_env(tmp_path)
-    port = free_port()
-    server = await start_ponder("mcp", "--http", f"127.0.0.1:{port}", env=env)
-    await wait_for_port(port, server)
+    server, port = await start_http(env)
     async with Client(f"http://127.0.0.1:{port}/mcp") as client:
         started = structured(
             await client.call_tool(
