@@ -11,80 +11,76 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+from collections.abc import Callable
 
 import click
 from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 
 from activities.config import Settings
 from activities.errors import ConfigError
-from client import campaign_control
-from client.budget_extend import extend_budget, new_limits
-from client.call_progress import retries_shown, to_stderr
 from client.hints import ponder_program
-from client.plan_follow import (
-    extend_plan_run,
-    finish,
-    watch_plan,
-)
 from client.run_list import run_ended, state_name
-from client.runs import wait_or_detach
 from client.session import Session, open_session, query_answerer, spawn_background_worker
-from client.tournament_follow import (
-    follow,
-    print_outcome,
-)
-from workflows.ask_types import AskResult
-from workflows.campaign.types import CampaignProgress, CampaignResult
 from workflows.names import ASK, CAMPAIGN, PLAN_RUN, QUERY_PROGRESS
-from workflows.plan.run_types import PlanRunResult, PlanStatus
 from workflows.run_ids import check_run_id
-from workflows.tournament.types import Progress, TournamentResult
+
+# Each kind's follow code (and its types: a campaign's pull in the plan validator) is imported
+# once the run's kind is known, so a command on one kind loads none of the others'.
 
 __all__ = ["cancel_run", "extend_run", "watch_run"]
 
-Followed = (
-    TournamentResult | Progress | PlanRunResult | PlanStatus | CampaignResult | CampaignProgress
-)
-
 
 async def _handle(session: Session, run_id: str) -> WorkflowHandle:
+    from workflows.tournament.types import TournamentResult
+
     return session.client.get_workflow_handle(check_run_id(run_id), result_type=TournamentResult)
 
 
 def _as_campaign(session: Session, handle: WorkflowHandle) -> WorkflowHandle:
+    from workflows.campaign.types import CampaignResult
+
     return session.client.get_workflow_handle(handle.id, result_type=CampaignResult)
 
 
 def watch_run(settings: Settings, run_id: str) -> None:
     """``ponder watch``: follow a run by its kind until it ends or pauses."""
 
-    async def go() -> AskResult | Followed:
+    async def go() -> Callable[[], None]:
         async with open_session(settings, run=check_run_id(run_id)) as session:
             handle = await _handle(session, run_id)
             kind = (await handle.describe()).workflow_type
             if kind == PLAN_RUN:
-                return await watch_plan(session, run_id)
+                from client.plan_follow import finish, watch_plan
+
+                plan_outcome = await watch_plan(session, run_id)
+                return lambda: finish(plan_outcome)
             if kind == CAMPAIGN:
-                return await campaign_control.follow(session, _as_campaign(session, handle))
+                from client import campaign_control
+
+                campaign = _as_campaign(session, handle)
+                campaign_outcome = await campaign_control.follow(session, campaign)
+                return lambda: campaign_control.print_outcome(run_id, campaign_outcome)
             if kind == ASK:
+                from client.call_progress import retries_shown, to_stderr
+                from client.runs import wait_or_detach
+                from workflows.ask_types import AskResult
+
                 ask = session.client.get_workflow_handle(run_id, result_type=AskResult)
                 async with retries_shown(ask, to_stderr, client=session.client):
-                    return await wait_or_detach(session, ask)
-            return await follow(session, handle)
+                    answer = (await wait_or_detach(session, ask)).response.text
+                return lambda: click.echo(answer)
+            return await _follow_tournament(session, handle, run_id)
 
-    print_followed(run_id, asyncio.run(go()))
+    asyncio.run(go())()
 
 
-def print_followed(run_id: str, outcome: AskResult | Followed) -> None:
-    """How a followed run ended, in its kind's words (a plan run exits with its code)."""
-    if isinstance(outcome, PlanRunResult | PlanStatus):
-        finish(outcome)
-    elif isinstance(outcome, CampaignResult | CampaignProgress):
-        campaign_control.print_outcome(run_id, outcome)
-    elif isinstance(outcome, AskResult):
-        click.echo(outcome.response.text)
-    else:
-        print_outcome(run_id, outcome)
+async def _follow_tournament(
+    session: Session, handle: WorkflowHandle, run_id: str
+) -> Callable[[], None]:
+    from client.tournament_follow import follow, print_outcome
+
+    outcome = await follow(session, handle)
+    return lambda: print_outcome(run_id, outcome)
 
 
 def extend_run(
@@ -99,7 +95,7 @@ def extend_run(
     """``ponder extend``: raise a run's limits (``given``: --calls, --usd, --input-tokens and
     --output-tokens; ``tokens``, ``wall_ms``: a plan run's); ``returns`` once they are accepted."""
 
-    async def go() -> Followed:
+    async def go() -> Callable[[], None]:
         # Following, the worker here runs the resumed run. With --detach none runs here past the
         # reads: a worker that took the resumed run's calls and then exited with the command
         # would leave them to time out (30 s) before another took them.
@@ -111,9 +107,12 @@ def extend_run(
                 raise run_ended(run_id, state_name(description.status), "extend")
             kind = description.workflow_type
             if kind == PLAN_RUN:
-                return await extend_plan_run(
+                from client.plan_follow import extend_plan_run, finish
+
+                plan_outcome = await extend_plan_run(
                     session, handle, returns, tokens=tokens, wall_ms=wall_ms, **given
                 )
+                return lambda: finish(plan_outcome)
             if tokens is not None or wall_ms is not None:
                 flag = "--tokens" if tokens is not None else "--wall-ms"
                 raise ConfigError(
@@ -121,8 +120,13 @@ def extend_run(
                     f"{flag} is a plan run's limit; a {kind} run's are --calls, --usd, "
                     "--input-tokens and --output-tokens",
                 )
+            from client.budget_extend import extend_budget, new_limits
+            from workflows.tournament.types import Progress
+
             async with query_answerer(session) if returns else contextlib.nullcontext():
                 if kind == CAMPAIGN:
+                    from client import campaign_control
+
                     handle = _as_campaign(session, handle)
                     current = (await campaign_control.query_progress(handle)).budget
                 else:
@@ -134,10 +138,11 @@ def extend_run(
                 click.echo(f"the run goes on: {ponder_program()} watch {run_id}", err=True)
                 sys.exit(0)
             if kind == CAMPAIGN:
-                return await campaign_control.follow(session, handle)
-            return await follow(session, handle)
+                campaign_outcome = await campaign_control.follow(session, handle)
+                return lambda: campaign_control.print_outcome(run_id, campaign_outcome)
+            return await _follow_tournament(session, handle, run_id)
 
-    print_followed(run_id, asyncio.run(go()))
+    asyncio.run(go())()
 
 
 def cancel_run(settings: Settings, run_id: str) -> None:
