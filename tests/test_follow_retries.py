@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import re
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -94,81 +95,68 @@ async def first_retry_line(
     return seen[-1]
 
 
-async def test_watch_of_an_ask_shows_a_refused_call_at_once(
-    client: Client,
-    settings: Settings,
-    server_address: str,
-    worker_queue: str,
-    url: str,
-) -> None:
+# -- one run of each kind, on a worker whose model endpoint refuses ----------------------------
+
+Start = Callable[[Client, str], Awaitable[WorkflowHandle[Any, Any]]]
+
+
+async def an_ask(client: Client, queue: str) -> WorkflowHandle[Any, Any]:
     run_id = f"ask-{uuid.uuid4().hex[:8]}"
-    handle = await client.start_workflow(
-        ASK, AskInput(question="Hi", model=MODEL, run_id=run_id), id=run_id, task_queue=worker_queue
-    )
-    line = await first_retry_line(settings, server_address, worker_queue, handle)
-    assert_retry_line(line, url)
-    assert line.endswith(" (Ctrl-C detaches, the run goes on)")
+    ask = AskInput(question="Hi", model=MODEL, run_id=run_id)
+    return await client.start_workflow(ASK, ask, id=run_id, task_queue=queue)
 
 
-async def test_watch_of_a_tournament_shows_its_refused_calls(
-    client: Client,
-    settings: Settings,
-    server_address: str,
-    worker_queue: str,
-    url: str,
-) -> None:
+async def a_tournament(client: Client, queue: str) -> WorkflowHandle[Any, Any]:
+    task = TournamentInput(task="Name a prime.", profile="quick", model=MODEL)
     run_id = f"think-{uuid.uuid4().hex[:8]}"
-    handle = await client.start_workflow(
-        TOURNAMENT,
-        TournamentInput(task="Name a prime.", profile="quick", model=MODEL),
-        id=run_id,
-        task_queue=worker_queue,
-    )
-    line = await first_retry_line(settings, server_address, worker_queue, handle)
-    assert_retry_line(line, url)
+    return await client.start_workflow(TOURNAMENT, task, id=run_id, task_queue=queue)
 
 
-async def test_watch_of_a_plan_run_shows_its_refused_call(
-    client: Client,
-    settings: Settings,
-    server_address: str,
-    worker_queue: str,
-    url: str,
-) -> None:
-    handle = await start(client, worker_queue, plan_doc(agent("draft", "Draft it.", model=MODEL)))
-    line = await first_retry_line(settings, server_address, worker_queue, handle)
-    assert_retry_line(line, url)
+async def a_plan_agent_step(client: Client, queue: str) -> WorkflowHandle[Any, Any]:
+    return await start(client, queue, plan_doc(agent("draft", "Draft it.", model=MODEL)))
 
 
-async def test_watch_of_a_plan_run_shows_its_tournament_steps_refused_calls(
-    client: Client,
-    settings: Settings,
-    server_address: str,
-    worker_queue: str,
-    url: str,
-) -> None:
+async def a_plan_tournament_step(client: Client, queue: str) -> WorkflowHandle[Any, Any]:
     # The step's calls are a child Tournament's: pending on the child, not on the plan run.
     step = {"id": "pick", "kind": "tournament", "prompt": "Name a prime.", "model": MODEL}
-    handle = await start(client, worker_queue, plan_doc(step))
-    line = await first_retry_line(settings, server_address, worker_queue, handle)
-    assert_retry_line(line, url)
+    return await start(client, queue, plan_doc(step))
 
 
-async def test_watch_of_a_campaign_shows_its_cells_refused_calls(
-    client: Client,
-    settings: Settings,
-    server_address: str,
-    worker_queue: str,
-    url: str,
-) -> None:
+async def a_campaign(client: Client, queue: str) -> WorkflowHandle[Any, Any]:
+    # Its calls are its cells' child workflows'.
     doc: dict[str, Any] = document(seeds=[0, 1], concurrency=2)
     doc["scenarios"] = doc["scenarios"][:1]
     for variant in doc["variants"]:
         variant["config"]["model"] = MODEL
     run_id = f"campaign-{uuid.uuid4().hex[:8]}"
-    handle = await client.start_workflow(CAMPAIGN, doc, id=run_id, task_queue=worker_queue)
+    return await client.start_workflow(CAMPAIGN, doc, id=run_id, task_queue=queue)
+
+
+@pytest.mark.parametrize(
+    ("start_run", "detaches"),
+    [
+        # An ask's follower is the one that says Ctrl-C only detaches.
+        pytest.param(an_ask, True, id="ask"),
+        pytest.param(a_tournament, False, id="tournament"),
+        pytest.param(a_plan_agent_step, False, id="plan-agent-step"),
+        pytest.param(a_plan_tournament_step, False, id="plan-tournament-step"),
+        pytest.param(a_campaign, False, id="campaign"),
+    ],
+)
+async def test_watch_shows_a_refused_call_while_it_waits(
+    start_run: Start,
+    detaches: bool,
+    client: Client,
+    settings: Settings,
+    server_address: str,
+    worker_queue: str,
+    url: str,
+) -> None:
+    handle = await start_run(client, worker_queue)
     line = await first_retry_line(settings, server_address, worker_queue, handle)
     assert_retry_line(line, url)
+    if detaches:
+        assert line.endswith(" (Ctrl-C detaches, the run goes on)")
 
 
 # -- the two ways a follower prints them ------------------------------------------------------

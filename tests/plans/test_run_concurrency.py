@@ -1,30 +1,25 @@
 """Independent steps in flight together (a plan's ``concurrency``), through a real worker.
 
-The fake provider (a real HTTP server) holds every call it receives, so a test sees which
-calls are in flight at once: two independent steps both reach it before either is answered,
-a step that reads them starts only after both have settled, and a run whose budget fits two of
-three calls never has the third in flight; it waits ``awaiting_budget`` once the two have
-settled, and the ledger never shows more spent than its limit. Histories replay.
+The fake provider (a real HTTP server) holds every call it receives (``held_calls``), so a
+test sees which calls are in flight at once: two independent steps both reach it before
+either is answered, a step that reads them starts only after both have settled, and a run
+whose budget fits two of three calls never has the third in flight; it waits
+``awaiting_budget`` once the two have settled, and the ledger never shows more spent than its
+limit. Histories replay.
 """
 
 from __future__ import annotations
 
-import asyncio
-import uuid
-from collections.abc import AsyncIterator
-
 import pytest
 import yaml
-from temporalio.client import Client, WorkflowHandle
-from temporalio.worker import Replayer
+from temporalio.client import Client
 
-from activities.config import Endpoint, Settings
-from client.connect import data_converter
-from tests.conftest import with_endpoint
+from activities.config import Settings
 from tests.fakes import FakeProvider
+from tests.plans import held_calls
+from tests.plans.held_calls import fake_agent, holding, in_flight, order, replays
 from tests.plans.run_helpers import agent, ended_with, events, plan_doc, start, status, wait_state
 from tests.test_readme import fenced, section
-from worker.worker import WORKFLOWS, WorkerOptions, running_worker
 from workflows.names import UPDATE_EXTEND_BUDGET, UPDATE_RESOLVE_GATE
 from workflows.plan.activation import overlaps, reads
 from workflows.plan.boundaries import Reservation, boundaries, plan_totals
@@ -33,35 +28,7 @@ from workflows.plan.run_types import ExtendPlanBudgetInput, PlanRunResult, Resol
 from workflows.plan.validate import load_plan, validate_document
 from workflows.plan_run.overlap import Overlap
 
-KINDS = ("dispatched", "settled")
-
-
-@pytest.fixture
-async def fake_queue(client: Client, settings: Settings, fake: FakeProvider) -> AsyncIterator[str]:
-    """A worker whose ``fake:`` models are the fake provider."""
-    local = with_endpoint(settings, "fake", Endpoint(kind="openai", base_url=fake.url))
-    queue = f"test-{uuid.uuid4()}"
-    async with running_worker(client, local, WorkerOptions(task_queue=queue)):
-        yield queue
-
-
-async def in_flight(fake: FakeProvider, count: int, timeout: float = 45) -> None:
-    """Until the fake has received ``count`` calls (it answers none while holding)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while len(fake.seen) < count:
-        assert loop.time() < deadline, f"{len(fake.seen)} call(s) in flight, not {count}"
-        await asyncio.sleep(0.05)
-
-
-async def replays(handle: WorkflowHandle, settings: Settings) -> None:
-    replayer = Replayer(workflows=WORKFLOWS, data_converter=data_converter(settings))
-    result = await replayer.replay_workflow(await handle.fetch_history())
-    assert result.replay_failure is None
-
-
-def fake_agent(step_id: str, **fields: object) -> dict[str, object]:
-    return agent(step_id, f"Write part {step_id}.", model="fake:m") | fields
+fake_queue = held_calls.fake_queue
 
 
 async def test_independent_steps_are_in_flight_at_once(
@@ -74,24 +41,20 @@ async def test_independent_steps_are_in_flight_at_once(
         agent("tail", "Close.", "closed", deps=["join"]),
         concurrency=2,
     )
-    fake.hold()
-    try:
+    with holding(fake):
         handle = await start(client, fake_queue, plan)
         await in_flight(fake, 2)  # one at a time, the second call never arrives while held
         held = await status(handle)
         assert (held.steps["a"], held.steps["b"], held.steps["join"]) == (
             "running", "running", "pending",
         )  # fmt: skip
-    finally:
-        fake.resume()
     result: PlanRunResult = await handle.result()
     assert result.outputs["join"] == "joined" and result.outputs["tail"] == "closed"
-    trail = await events(handle)
-    order = [(e.type, e.data["step"]) for e in trail if e.type in ("dispatched", "settled")]
-    first_settled = next(i for i, (kind, _) in enumerate(order) if kind == "settled")
-    assert {s for kind, s in order[:first_settled] if kind == "dispatched"} == {"a", "b"}
-    join_at = order.index(("dispatched", "join"))  # join read both: it waited for both
-    assert {("settled", "a"), ("settled", "b")} <= set(order[:join_at])
+    seen = order(await events(handle))
+    first_settled = next(i for i, (kind, _) in enumerate(seen) if kind == "settled")
+    assert {s for kind, s in seen[:first_settled] if kind == "dispatched"} == {"a", "b"}
+    join_at = seen.index(("dispatched", "join"))  # join read both: it waited for both
+    assert {("settled", "a"), ("settled", "b")} <= set(seen[:join_at])
     await replays(handle, settings)
 
 
@@ -101,15 +64,12 @@ async def test_an_overlap_never_spends_past_the_budget(
     plan = plan_doc(
         fake_agent("a"), fake_agent("b"), fake_agent("c"), concurrency=3, budget={"calls": 2}
     )
-    fake.hold()
-    try:
+    with holding(fake):
         handle = await start(client, fake_queue, plan)
         await in_flight(fake, 2)
         held = await status(handle)
         assert held.steps["c"] == "pending"  # two calls are reserved: the third does not fit
         assert held.budget is not None and held.budget.calls_spent <= 2
-    finally:
-        fake.resume()
     paused = await wait_state(handle, "awaiting_budget")
     assert paused.budget is not None
     assert (paused.budget.calls_spent, paused.budget.calls_limit) == (2, 2)
@@ -123,17 +83,13 @@ async def test_an_overlap_never_spends_past_the_budget(
 async def test_without_concurrency_steps_run_one_at_a_time(
     client: Client, fake: FakeProvider, fake_queue: str
 ) -> None:
-    fake.hold()
-    try:
+    with holding(fake):
         handle = await start(client, fake_queue, plan_doc(fake_agent("a"), fake_agent("b")))
         await in_flight(fake, 1)
         assert (await status(handle)).steps["b"] == "pending"
-    finally:
-        fake.resume()
     await handle.result()
-    trail = await events(handle)
-    order = [(e.type, e.data["step"]) for e in trail if e.type in ("dispatched", "settled")]
-    assert order == [("dispatched", "a"), ("settled", "a"), ("dispatched", "b"), ("settled", "b")]
+    seen = order(await events(handle))
+    assert seen == [("dispatched", "a"), ("settled", "a"), ("dispatched", "b"), ("settled", "b")]
 
 
 # --- pure rules -----------------------------------------------------------------------------
@@ -212,9 +168,9 @@ async def test_the_concurrent_steps_recipe_runs_as_written(
     handle = await start(client, worker_queue, yaml.safe_load(recipe))
     result: PlanRunResult = await handle.result()
     assert result.outputs["verdict"] == "ship it"
-    order = [(e.type, e.data["step"]) for e in await events(handle) if e.type in KINDS]
-    assert order[:2] == [("dispatched", "style"), ("dispatched", "facts")]  # both in flight
-    assert order[-2:] == [("dispatched", "verdict"), ("settled", "verdict")]
+    seen = order(await events(handle))
+    assert seen[:2] == [("dispatched", "style"), ("dispatched", "facts")]  # both in flight
+    assert seen[-2:] == [("dispatched", "verdict"), ("settled", "verdict")]
 
 
 async def test_routes_keep_their_meaning_when_steps_overlap(

@@ -46,6 +46,8 @@ The run's rules (what ``workflows.plan_run`` decides with)
   step and its model family.
 - ``refs``, ``prompts``: ``${...}`` resolution, and prompt assembly with contract lines and
   retry feedback.
+- ``dispatch_rules``, ``call_costs``: one dispatch's prompt, request, failure classes and
+  retry prompts; what a model call spends and settles in each ledger.
 - ``gates``, ``joins``, ``contracts``: the verdict grammar and defang, the ``all`` | ``any`` |
   ``quorum:N`` joins, output contracts.
 - ``paths``: artifact path containment, the file system injected.

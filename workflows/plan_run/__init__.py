@@ -43,7 +43,8 @@ The walk
 
 Dispatch of each step kind
 - ``dispatch``: one invocation of an agent step or a model gate: spend, snapshot, call, landed
-  barrier, contract, retries.
+  barrier, contract, retries (what it decides with is ``workflows.plan.dispatch_rules``, what
+  it books ``workflows.plan.call_costs``).
 - ``checks``: ``ensure`` predicates (CEL, file probes, judged) and ``iterate.until``.
 - ``iterate``: an ``iterate`` step's attempt cycles, repeated until ``until`` holds.
 - ``set_steps``: ``kind: set``: CEL values in one local activity, no reservation.
