@@ -34,6 +34,7 @@ from activities.providers.registry import PROVIDER_UNKNOWN
 from activities.providers.replay import source_run, store_holds
 from activities.providers.sampling import Sampler
 from activities.raw_events import RawEventLog, redact
+from activities.run_file_crypto import run_file_cipher
 from activities.run_store import REFUSED, RunStore, check_read_token, check_writer, refusal
 from activities.wire_cache import WireCaches, replayed
 from workflows.activity_contracts import CALL_MODEL
@@ -130,7 +131,7 @@ class ModelActivities:
         self.workspace_roots = workspace_roots
         """Real paths a plan step's workspace (a command agent's cwd) must lie in; None: none
         checked. Checked at every call: the run's preflight may have run on another worker."""
-        self.store = RunStore(settings.runs_dir)
+        self.store = RunStore(settings.runs_dir, cipher=run_file_cipher(settings))
         self.replays = WireCaches(settings)
         self._run_dirs: dict[_RunKey, Path] = {}
         """Run directories an earlier call checked (``writable_dir``), by ``_RunKey``."""
@@ -233,6 +234,7 @@ class ModelActivities:
         raw_events = RawEventLog(
             run_dir / "raw-events.jsonl",
             secrets=secrets,
+            cipher=self.store.cipher,
             base={
                 "call_id": input.call_id,
                 "call_key": input.call_key,

@@ -36,6 +36,7 @@ from pydantic_settings import (
 from activities.errors import ConfigError
 from activities.ledger_config import LedgerConfig
 from activities.raw_events import MIN_REDACTED_CHARS, SECRET_KEY
+from activities.run_file_crypto import read_with
 from workflows.model_types import Price
 from workflows.names import TASK_QUEUE
 
@@ -367,6 +368,11 @@ class Settings(BaseSettings):
         description="the variable holding the keyring when no keyring_file is set (no keyring: "
         "payloads stay plain)",
     )
+    encrypt_run_files: bool = Field(
+        default=False,
+        description="a worker's setting: seal every file ponder writes under runs_dir with the "
+        "keyring (needs one; see docs/security.md); readers open them with the same keyring",
+    )
     codec_token_env: str = Field(
         default="PONDER_CODEC_TOKEN",
         description="the variable holding the bearer token `ponder codec-server` requires",
@@ -494,11 +500,13 @@ def load_settings(config: str | Path | None = None, **flags: Any) -> Settings:
     }
     layers = _LOWER_LAYERS.set((dict(data.get("ponder", {})), defaults))
     try:
-        return Settings(**fixed, **given)
+        settings = Settings(**fixed, **given)
     except ValidationError as exc:
         raise _config_error(exc, where, "ponder") from None
     finally:
         _LOWER_LAYERS.reset(layers)
+    read_with(settings)  # run files sealed with its keyring open wherever it is loaded
+    return settings
 
 
 def _notifiers(tables: Any, where: Path | str) -> dict[str, Notifier]:

@@ -14,9 +14,12 @@ import re
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
+
+if TYPE_CHECKING:
+    from activities.run_file_crypto import RunFileCipher
 
 __all__ = ["MIN_REDACTED_CHARS", "REDACTED", "RawEventLog", "redact"]
 
@@ -69,10 +72,20 @@ def _redact(value: Any, secrets: list[str]) -> Any:
 class RawEventLog:
     """Appends redacted events for one call; ``path`` None means "keep nothing"."""
 
-    def __init__(self, path: Path | None, *, secrets: Iterable[str] = (), base: dict[str, Any]):
+    def __init__(
+        self,
+        path: Path | None,
+        *,
+        secrets: Iterable[str] = (),
+        base: dict[str, Any],
+        cipher: RunFileCipher | None = None,
+    ):
         self.path = path
         self.secrets = [s for s in secrets if s]
         self.base = base
+        self.cipher = cipher
+        """Seals each event (``encrypt_run_files``): one record a line, appended like a plain
+        line."""
 
     async def record(self, event: dict[str, Any]) -> None:
         """``append`` in a thread: providers run on the event loop, whose heartbeats a slow
@@ -88,6 +101,8 @@ class RawEventLog:
         if self.path is None:
             return
         line = orjson.dumps(redact({**self.base, **event}, self.secrets)) + b"\n"
+        if self.cipher is not None:
+            line = self.cipher.seal_lines(line)
         try:
             with _lock:
                 try:

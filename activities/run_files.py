@@ -8,8 +8,10 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from activities.heartbeats import in_thread
+from activities.run_file_crypto import RunFileUnreadable
 from activities.run_store import (
     REFUSED,
     WRITE_RUN_FILES,
@@ -28,12 +30,14 @@ _Out = TypeVar("_Out")
 
 async def in_run_store(operation: Callable[[_In], _Out], argument: _In) -> _Out:
     """A run-store operation for an activity: on a thread while the activity heartbeats, and a
-    refusal (another run's directory, a path outside the run, a gap in an append) raised as its
-    coded error, which is never retried."""
+    refusal (another run's directory, a path outside the run, a gap in an append, a sealed file
+    this worker's keyring cannot open) raised as its coded error, which is never retried."""
     try:
         return await in_thread(operation, argument)
     except (*REFUSED, FilesGap) as exc:
         raise refusal(exc) from None
+    except RunFileUnreadable as exc:
+        raise ApplicationError(exc.message, type=exc.code, non_retryable=True) from None
 
 
 class RunFileActivities:

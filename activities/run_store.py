@@ -23,6 +23,10 @@ A file that only grows (a trace) may be sent as an *append*: the lines the write
 are already on disk, so only the new ones travel (and enter history). The append names how many
 lines the file held before it, so a retried write replaces the same tail; a file with fewer
 lines (deleted, or another worker's disk) is ``run.files_gap`` and the writer sends it whole.
+
+With ``encrypt_run_files`` the store seals what it writes (``activities/run_file_crypto.py``):
+a ``.jsonl`` line becomes one sealed line, so appends count lines as they do in a plain file.
+The claims and the read token stay plain: an id and a capability, no run content.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from typing import TYPE_CHECKING
 
 from activities.atomic import write_atomically
 from activities.raw_events import redact
+from activities.run_file_crypto import RunFileCipher
 from workflows.activity_contracts import (
     FILES_GAP,
     RUN_DIR_INVALID,
@@ -140,10 +145,15 @@ def check_writer(run_id: str, store: RunStore | None = None, chain: str | None =
 
 
 class RunStore:
-    def __init__(self, root: Path, *, secrets: Iterable[str] = ()) -> None:
+    def __init__(
+        self, root: Path, *, secrets: Iterable[str] = (), cipher: RunFileCipher | None = None
+    ) -> None:
         self.root = Path(root)
         self.secrets = [s for s in secrets if s]
         """Values redacted from every file written (the worker's configured keys)."""
+        self.cipher = cipher
+        """Seals every file written (``encrypt_run_files``, ``activities/run_file_crypto.py``);
+        None: written plain. An append counts lines either way: a sealed line is one record."""
         self._claimed: dict[str, str] = {}
         """Workflow id -> the chain this process saw holding its claim. A claim file is never
         rewritten or removed, so what it held once it holds for good: a run's later writes
@@ -208,15 +218,28 @@ class RunStore:
                 f"{relative} holds {len(kept)} lines, not the {append.after_lines} sent before"
             )
         head = b"".join(kept[: append.after_lines])
-        return self._write(target, head + redact(append.text, self.secrets).encode(), made)
+        text = redact(append.text, self.secrets).encode()
+        if self.cipher is not None:
+            text = self.cipher.seal_lines(text)
+        return self._write(target, head + text, made, sealed=True)
 
-    def _write(self, target: Path, content: str | bytes, made: set[Path] | None = None) -> Path:
-        """Write the checked ``target``; ``made``: parents this batch has made already."""
+    def _write(
+        self,
+        target: Path,
+        content: str | bytes,
+        made: set[Path] | None = None,
+        *,
+        sealed: bool = False,
+    ) -> Path:
+        """Write the checked ``target``; ``made``: parents this batch has made already;
+        ``sealed``: ``content`` is sealed already (when the store seals at all)."""
         if made is None or target.parent not in made:
             target.parent.mkdir(parents=True, exist_ok=True)
             if made is not None:
                 made.add(target.parent)
         data = redact(content, self.secrets).encode() if isinstance(content, str) else content
+        if self.cipher is not None and not sealed:
+            data = self.cipher.seal(target.name, data)
         return write_atomically(target, data)
 
     def claim(self, workflow_id: str, chain: str) -> None:

@@ -2,7 +2,9 @@
 
 An Ask has no status query: the server's view is its description and result
 (``client.status_query``), the store's its ``summary.json`` (``client.status_cli``). Both build
-the view here, so they show the same fields in the same order. No SDK import.
+the view here, so they show the same fields in the same order. ``ponder ask`` prints its answer
+here too, whether the SDK or the server's HTTP API (``client.ask_http``) awaited it. No SDK
+import.
 """
 
 from __future__ import annotations
@@ -10,11 +12,14 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-__all__ = ["ask_view", "print_ask_view", "stored_ask_view"]
+if TYPE_CHECKING:
+    from workflows.ask_types import AskResult
+
+__all__ = ["ask_view", "print_answer", "print_ask_view", "stored_ask_view"]
 
 
 def ask_view(
@@ -55,8 +60,10 @@ def stored_ask_view(run_dir: Path) -> dict[str, Any] | None:
     """The view of an Ask that has ended, from its ``summary.json``; None when the directory
     holds no such summary (another kind, a run cancelled before its call, or one written before
     summaries carried their start time)."""
+    from activities.run_file_crypto import read_run_text
+
     try:
-        summary = json.loads((run_dir / "summary.json").read_text())
+        summary = json.loads(read_run_text(run_dir / "summary.json"))
         run_id, status = summary["run_id"], summary["status"]
         started = datetime.fromisoformat(summary["started_at"])
         ended = datetime.fromisoformat(summary["completed_at"])
@@ -92,3 +99,17 @@ def print_ask_view(view: dict[str, Any], *, as_json: bool) -> None:
         if key == "usd" and isinstance(value, float):
             value = f"{value:.4f}"
         click.echo(f"{key.replace('_', ' '):<14} {value}")
+
+
+def print_answer(result: AskResult) -> None:
+    """What ``ponder ask`` prints of its answer, however the run was started and awaited: the
+    text on stdout, one line of who answered, at what cost and where it is kept on stderr."""
+    click.echo(result.response.text)
+    usage = result.response.usage
+    label = " (simulated)" if result.response.simulated else ""
+    click.echo(
+        f"-- run {result.run_id}: {result.response.provider}:{result.response.model}{label}, "
+        f"{usage.input_tokens} in / {usage.output_tokens} out tokens, "
+        f"{result.response.latency_ms:.0f} ms; answer in {result.answer_path}",
+        err=True,
+    )

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from activities.errors import ConfigError
 from activities.raw_events import redact
+from activities.run_file_crypto import read_run_text
 from workflows import phases
 from workflows.run_ids import RUN_NOT_FOUND
 
@@ -68,17 +69,17 @@ def bundle(settings: Settings, run_id: str) -> dict[str, Any]:
     for name in _JSON_FILES:
         path = _inside(run_dir, name)
         if path is not None:
-            out[name.removesuffix(".json")] = json.loads(path.read_text())
+            out[name.removesuffix(".json")] = json.loads(read_run_text(path))
     for name in _JSONL_FILES:
         path = _inside(run_dir, name)
         if path is not None:
-            lines = path.read_text().splitlines()
+            lines = read_run_text(path).splitlines()
             out[name.removesuffix(".jsonl")] = [json.loads(x) for x in lines if x.strip()]
     texts = {}
     for name in _TEXTS:
         path = _inside(run_dir, name)
         if path is not None:
-            texts[Path(name).stem] = path.read_text()
+            texts[Path(name).stem] = read_run_text(path)
     out["texts"] = texts
     from activities.config import known_secrets  # not for `ponder export --help`
 

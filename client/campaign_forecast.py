@@ -14,6 +14,7 @@ from activities.errors import ConfigError
 from activities.model_types import Usage
 from activities.pricing import PRICES_AS_OF, cost_usd
 from activities.providers import price_table
+from activities.run_file_crypto import read_run_text
 from workflows.campaign.configs import cell_calls, variant_models
 from workflows.campaign.document import CampaignDocument, Validation
 from workflows.campaign.records import RunRecord
@@ -50,7 +51,7 @@ def _pilot_records(pilot: str, settings: Settings) -> list[RunRecord]:
     if not path.is_file():
         path = settings.runs_dir / check_run_id(pilot) / "records.jsonl"
     try:
-        lines = path.read_text().splitlines()
+        lines = read_run_text(path).splitlines()
     except OSError as exc:
         raise ConfigError(
             "file.unreadable", f"cannot read the pilot's records {path}: {exc.strerror}"

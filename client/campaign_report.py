@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from activities.errors import ConfigError
+from activities.run_file_crypto import read_run_text, run_dir_cipher
 from workflows.run_ids import check_run_id
 
 if TYPE_CHECKING:
@@ -31,13 +32,14 @@ def rerender_report(settings: Settings, run_id: str) -> tuple[Path, dict[str, st
     """
     # The renderer (jinja2) is imported only by a command that renders.
     from activities.campaign.render import ReportDesign, render_report
+    from activities.run_store import RunStore
     from workflows.campaign.records import RunRecord
 
     run_dir = settings.runs_dir / check_run_id(run_id)
     try:
-        summary = json.loads((run_dir / "summary.json").read_text())
-        document = json.loads((run_dir / "campaign.json").read_text())
-        lines = (run_dir / "records.jsonl").read_text().splitlines()
+        summary = json.loads(read_run_text(run_dir / "summary.json"))
+        document = json.loads(read_run_text(run_dir / "campaign.json"))
+        lines = read_run_text(run_dir / "records.jsonl").splitlines()
     except (OSError, ValueError) as exc:
         raise ConfigError(
             "run.not_found",
@@ -53,8 +55,9 @@ def rerender_report(settings: Settings, run_id: str) -> tuple[Path, dict[str, st
         planned_cells=summary["cells"]["planned"],
     )
     _, files = render_report(design, records, stored_analysis(summary, len(records)))
+    store = RunStore(settings.runs_dir, cipher=run_dir_cipher(settings, run_dir))
     for name in ("report.md", "report.html"):
-        (run_dir / name).write_text(files[name])
+        store.write(run_id, name, files[name])
     return run_dir, {name: files[name] for name in ("report.md", "report.html")}
 
 

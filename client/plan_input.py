@@ -18,6 +18,7 @@ from pathlib import Path
 
 from activities.config import Settings
 from activities.errors import ConfigError
+from activities.run_file_crypto import open_run_bytes
 from workflows.inputs import INPUT_INVALID
 from workflows.plan.model import Plan
 from workflows.plan.predicates import file_predicates
@@ -138,7 +139,8 @@ def check_source_checkpoint(
         info = os.fstat(f.fileno())
         if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_CHECKPOINTS_FILE_BYTES:
             return
-        text = f.read(MAX_CHECKPOINTS_FILE_BYTES + 1).decode("utf-8", errors="replace")
+        data = open_run_bytes(f.read(MAX_CHECKPOINTS_FILE_BYTES + 1), run_dir / CHECKPOINTS_FILE)
+        text = data.decode("utf-8", errors="replace")
     found, problem = restore_point(text, run_id=point.run_id, label=point.label)
     code = Reason.CHECKPOINT_NOT_FOUND
     if found is None and problem.startswith(f"{code}: "):

@@ -31,17 +31,18 @@ def report(ctx: click.Context, run_id: str) -> None:
 
         click.echo(str(rerender_report(settings, run_id)[0] / "report.html"))
         return
+    from activities.run_file_crypto import read_run_text, run_dir_cipher
     from activities.run_store import RunStore
 
-    store = RunStore(settings.runs_dir)
-    run_dir = store.run_dir(run_id)
+    run_dir = settings.runs_dir / check_run_id(run_id)
+    store = RunStore(settings.runs_dir, cipher=run_dir_cipher(settings, run_dir))
     if (run_dir / "trace.jsonl").exists() and not (run_dir / "summary.json").exists():
         from activities.plan.report import render_plan_report  # a plan run
 
         click.echo(str(store.write(run_id, "report.html", render_plan_report(Path(run_dir)))))
         return
     try:
-        summary = json.loads((run_dir / "summary.json").read_text())
+        summary = json.loads(read_run_text(run_dir / "summary.json"))
     except (OSError, ValueError):
         raise ConfigError(
             "run.not_found", f"no run artifacts in {run_dir}: check the run id"
@@ -50,7 +51,7 @@ def report(ctx: click.Context, run_id: str) -> None:
         from activities.ask_report import render_ask_report
 
         answer = run_dir / "artifacts/answer.txt"
-        text = answer.read_text() if answer.exists() else None
+        text = read_run_text(answer) if answer.exists() else None
         html = render_ask_report(summary, text)
     else:
         from activities.tournament.report import render_report, report_data_from_run_dir

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from activities.errors import ConfigError
+from activities.run_file_crypto import open_run_bytes, read_run_text
 from client.run_states import KINDS, STATUSES
 from workflows.names import ASK, CAMPAIGN, PLAN_RUN, TOURNAMENT
 from workflows.run_ids import RUN_ID, RunIdInvalid, run_id_problem
@@ -97,7 +98,7 @@ def checked_run_dir(runs_dir: Path, run_id: str) -> Path:
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
-        value = json.loads(path.read_text())
+        value = json.loads(read_run_text(path))
     except (OSError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}
@@ -106,8 +107,8 @@ def _read_json(path: Path) -> dict[str, Any]:
 def _created(run_dir: Path) -> str | None:
     for events in ("events.jsonl", "trace.jsonl"):  # a tournament's, a plan run's
         try:
-            with (run_dir / events).open() as f:
-                first = json.loads(f.readline())
+            with (run_dir / events).open("rb") as f:
+                first = json.loads(open_run_bytes(f.readline(), run_dir / events))
             return str(first["ts"])
         except (OSError, ValueError, KeyError, TypeError):
             pass
@@ -183,7 +184,7 @@ def _sim_models(config: dict[str, Any]) -> bool:
 def _plan_row(run_dir: Path, run_id: str, cost: dict[str, Any]) -> RunRow:
     closed: dict[str, Any] = {}
     try:
-        last = (run_dir / "trace.jsonl").read_text().splitlines()[-1]
+        last = read_run_text(run_dir / "trace.jsonl").splitlines()[-1]
         event = json.loads(last)
         if event.get("type") == "run.closed":
             closed = event.get("data") or {}

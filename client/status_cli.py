@@ -56,11 +56,12 @@ def ended_run_view(settings: Settings, run_id: str) -> dict[str, Any] | None:
 def ended_view(settings: Settings, run_id: str, *, as_json: bool) -> Callable[[], None] | None:
     """How to print an ended run's own view from its run store, or None when the store holds
     none (the run has not ended, is of another kind, or was written before these files)."""
+    from activities.run_file_crypto import read_run_text
     from client.run_list import checked_run_dir
 
     run_dir = checked_run_dir(settings.runs_dir, run_id)
     try:
-        stored = json.loads((run_dir / PROGRESS_FILE).read_text())
+        stored = json.loads(read_run_text(run_dir / PROGRESS_FILE))
         kind, progress = stored.get("kind", "tournament"), stored["progress"]
     except FileNotFoundError:
         return _ended_ask(run_dir, as_json=as_json)

@@ -93,12 +93,13 @@ async def _backlog(client: Client, settings: Settings) -> dict[str, int]:
 
 
 def _pauses(runs_dir: Path, run_ids: list[str], now: datetime) -> list[Pause]:
+    from activities.run_file_crypto import read_run_text
     from client.top_frame import open_waits
 
     pauses = []
     for run_id in run_ids:
         try:
-            lines = (runs_dir / run_id / "trace.jsonl").read_text().splitlines()
+            lines = read_run_text(runs_dir / run_id / "trace.jsonl").splitlines()
         except OSError:
             continue
         events = []

@@ -91,7 +91,9 @@ def print_outcome(run_id: str, result: TournamentResult | Progress) -> None:
     click.echo(result.final_answer)
     click.echo(f"winner: {result.winner_id} after {result.spent.calls} calls", err=True)
     try:  # the run directory is the worker's; a remote worker's may not be visible here
-        summary = json.loads((run_dir / "summary.json").read_text())
+        from activities.run_file_crypto import read_run_text
+
+        summary = json.loads(read_run_text(run_dir / "summary.json"))
     except OSError:
         summary = {}
     if summary.get("simulated"):

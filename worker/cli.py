@@ -26,6 +26,7 @@ from activities.config import Settings, load_settings, short_secret_names
 from activities.errors import ConfigError, ServerError
 from activities.plan.roots import worker_roots
 from activities.raw_events import MIN_REDACTED_CHARS
+from activities.run_file_crypto import run_file_cipher
 from worker.connect import connect
 from worker.deployment import (
     DEPLOYMENT_EMBEDDED,
@@ -80,6 +81,7 @@ def worker_settings(
     metrics_bind: str | None = None,
     deployment: str | None = None,
     build_id: str | None = None,
+    encrypt_run_files: bool | None = None,
 ) -> tuple[Settings, WorkerOptions]:
     """The settings and worker options the flags (and ponder.toml) make."""
     if heartbeat_timeout is not None:
@@ -97,7 +99,9 @@ def worker_settings(
         temporal_api_key_env=api_key_env,
         workspace_roots=[Path(r).expanduser().absolute() for r in workspace_roots] or None,
         metrics_bind=metrics_bind,
+        encrypt_run_files=encrypt_run_files,
     )
+    run_file_cipher(settings)  # encryption.run_files_need_keyring before anything starts
     options = WorkerOptions(
         task_queue=settings.task_queue,
         max_concurrent_activities=max_concurrent_activities,

@@ -97,6 +97,14 @@ _OPTIONS = (
         help="This worker's build id  [default: a digest of ponder's sources and the SDK's "
         "version]",
     ),
+    click.option(
+        "--encrypt-run-files",
+        is_flag=True,
+        default=None,
+        help="Encrypt every file this worker writes under runs_dir with the keyring (needs one; "
+        "readers decrypt with the same keyring)  [default: ponder.toml's encrypt_run_files, "
+        "else off]",
+    ),
     click.option("--config", type=click.Path(), default=None, help="Path to ponder.toml."),
 )
 

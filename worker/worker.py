@@ -130,7 +130,10 @@ async def running_worker(
         model = ModelActivities(
             settings, http, workspace_roots=roots, ledger_queue=options.task_queue
         )
-        store = RunStore(settings.runs_dir, secrets=known_secrets(settings))
+        # One cipher for every run file this worker writes (encrypt_run_files), raw events too.
+        store = RunStore(
+            settings.runs_dir, secrets=known_secrets(settings), cipher=model.store.cipher
+        )
         files = RunFileActivities(store)
         tournament_files = TournamentArtifactActivities(store)
         campaign_cells = CampaignCellActivities(settings)

@@ -68,7 +68,8 @@ class ErrorCode:
 def family_of(code: str) -> str:
     """``model.key_missing`` -> ``model``; a kebab-case plan code -> ``plan``."""
     if DOTTED.fullmatch(code):
-        return code.partition(".")[0]
+        # DOTTED holds one dot: rpartition would split it alike.
+        return code.partition(".")[0]  # pragma: no mutate
     if KEBAB.fullmatch(code):
         return "plan"
     raise ValueError(f"{code!r} is neither family.name nor a kebab-case plan code")
@@ -93,6 +94,9 @@ _PLATFORM: tuple[tuple[str, int | None, str], ...] = (
     ("encryption.key_unknown", F, "a payload names a key id this keyring does not list"),
     ("encryption.payload_invalid", F, "an encrypted payload does not authenticate under its key"),
     ("encryption.token_missing", R, "ponder codec-server without a bearer token to require"),
+    ("encryption.run_files_need_keyring", R, "encrypt_run_files is on but no keyring is set"),
+    ("encryption.run_file_locked", R, "a run file is encrypted with a key this keyring lacks"),
+    ("encryption.run_file_invalid", R, "an encrypted run file does not authenticate"),
     # models and providers
     ("model.invalid", R, "a model id is not provider:name"),
     ("model.provider_unknown", R, "a model names a provider the configuration does not declare"),

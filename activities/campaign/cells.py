@@ -20,11 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from activities.config import _BUILTIN_ENDPOINTS, Settings, check_declared_base_url, read_secret
 from activities.errors import ConfigError
 from activities.heartbeats import in_thread
 from activities.providers.registry import resolve_model
+from activities.run_file_crypto import RunFileUnreadable, read_run_text
 from activities.sim_math import true_quality
 from workflows.campaign.activity_contracts import CHECK_CAMPAIGN_ROUTE, SETTLE_CAMPAIGN_CELL
 from workflows.campaign.document import (
@@ -149,7 +151,10 @@ class CampaignCellActivities:
     async def settle_campaign_cell(self, input: SettleCellInput) -> CellOutcome:
         # It may run a command scorer for minutes: it heartbeats, so a killed worker delays
         # the cell by the heartbeat timeout, not by the 15-minute start-to-close.
-        return await in_thread(self.settle, input)
+        try:
+            return await in_thread(self.settle, input)
+        except RunFileUnreadable as exc:  # a cell run sealed with a key this worker lacks
+            raise ApplicationError(exc.message, type=exc.code, non_retryable=True) from None
 
     def settle(self, input: SettleCellInput) -> CellOutcome:
         run_dir = self.settings.runs_dir / check_run_id(input.run_id)
@@ -158,7 +163,7 @@ class CampaignCellActivities:
         summary_path = run_dir / ("cost.json" if input.kind == "plan" else "summary.json")
         if not summary_path.is_file():
             return CellOutcome(exists=False, completed=False, integrity_issues=["no_run"])
-        summary: dict[str, Any] = json.loads(summary_path.read_text())
+        summary: dict[str, Any] = json.loads(read_run_text(summary_path))
         outcome = _spend(input.kind, summary)
         if input.kind == "plan":
             answer = input.answer
@@ -166,7 +171,7 @@ class CampaignCellActivities:
             answer_file = run_dir / (
                 "artifacts/final.txt" if input.kind == "tournament" else "artifacts/answer.txt"
             )
-            answer = answer_file.read_text() if answer_file.is_file() else None
+            answer = read_run_text(answer_file) if answer_file.is_file() else None
         issues = []
         if (outcome.completed and answer is None) or (
             not input.child_failed and not outcome.completed
@@ -313,7 +318,7 @@ def _raw_event_issues(run_dir: Path, outcome: CellOutcome, http: bool) -> list[s
         return ["no_raw_sink"] if outcome.calls else []
     issues: set[str] = set()
     spans = set()
-    for line in (line for path in paths for line in path.read_text().splitlines()):
+    for line in (line for path in paths for line in read_run_text(path).splitlines()):
         if not line.strip():
             continue
         try:

@@ -22,6 +22,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.plan.report import render_plan_report
+from activities.run_file_crypto import open_run_bytes
 from activities.run_files import in_run_store
 from activities.run_store import (
     RunStore,
@@ -81,7 +82,8 @@ class PlanFileActivities:
                     f"{INPUT_INVALID}: run {input.run_id}'s {CHECKPOINTS_FILE} is not a regular "
                     f"file of at most {MAX_CHECKPOINTS_FILE_BYTES} bytes"
                 )
-            text = f.read(MAX_CHECKPOINTS_FILE_BYTES + 1).decode("utf-8", errors="replace")
+            data = open_run_bytes(f.read(MAX_CHECKPOINTS_FILE_BYTES + 1), path)
+        text = data.decode("utf-8", errors="replace")
         point, problem = restore_point(text, run_id=input.run_id, label=input.label)
         if point is None:
             raise _refused(problem)

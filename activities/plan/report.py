@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from activities.reports import PREVIEW_CHARS, render_page
+from activities.run_file_crypto import read_run_text
 
 __all__ = [
     "OUTPUT_PREVIEW_CHARS",
@@ -96,7 +97,7 @@ def _seconds(start: str | None, end: str | None) -> str:
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [json.loads(line) for line in read_run_text(path).splitlines() if line.strip()]
 
 
 def plan_rows(
@@ -219,7 +220,7 @@ def plan_waits(events: list[dict[str, Any]]) -> list[WaitRow]:
 def _args(run_dir: Path, events: list[dict[str, Any]]) -> list[dict[str, str]]:
     """The run's arguments, each with where it came from: the start, or a resume (when)."""
     path = run_dir / "args.json"
-    args: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    args: dict[str, Any] = json.loads(read_run_text(path)) if path.exists() else {}
     given: dict[str, str] = {}
     for e in events:
         if e.get("type") == "resume.accepted":
@@ -238,7 +239,7 @@ def _args(run_dir: Path, events: list[dict[str, Any]]) -> list[dict[str, str]]:
 def _outputs(run_dir: Path, rows: list[StepRow]) -> list[dict[str, Any]]:
     """Each step's output in plan order, cut at ``OUTPUT_PREVIEW_CHARS`` (whole in the file)."""
     path = run_dir / "outputs.json"
-    outputs: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    outputs: dict[str, Any] = json.loads(read_run_text(path)) if path.exists() else {}
     order = [r.step for r in rows] + [s for s in outputs if s not in {r.step for r in rows}]
     shown = []
     for step in (s for s in order if s in outputs):
@@ -279,8 +280,8 @@ def _calls(r: StepRow) -> str:
 def render_plan_report(run_dir: Path) -> str:
     events = _read_jsonl(run_dir / "trace.jsonl")
     cost_path, graph_path = run_dir / "cost.json", run_dir / "graph.json"
-    cost: dict[str, Any] = json.loads(cost_path.read_text()) if cost_path.exists() else {}
-    graph = json.loads(graph_path.read_text())["steps"] if graph_path.exists() else None
+    cost: dict[str, Any] = json.loads(read_run_text(cost_path)) if cost_path.exists() else {}
+    graph = json.loads(read_run_text(graph_path))["steps"] if graph_path.exists() else None
     closed: dict[str, Any] = next(
         (e["data"] for e in reversed(events) if e["type"] == "run.closed"), {}
     )

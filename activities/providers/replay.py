@@ -21,6 +21,7 @@ import orjson
 
 from activities.errors import ConfigError, MalformedOutputError
 from activities.providers.base import CallContext, Provider
+from activities.run_file_crypto import open_run_bytes
 from workflows.bounds import MAX_RECORDING_BYTES
 from workflows.model_types import ModelRequest, ModelResponse
 
@@ -59,7 +60,7 @@ def read_recording(path: Path) -> list[bytes]:
                     f"replay recording {path} is {size} bytes, over the "
                     f"{MAX_RECORDING_BYTES} bytes (256 MiB) a replay reads: replay a smaller run",
                 )
-            return file.read(MAX_RECORDING_BYTES + 1).splitlines()
+            return open_run_bytes(file.read(MAX_RECORDING_BYTES + 1), path).splitlines()
     except OSError as exc:
         raise ConfigError(
             "file.unreadable", f"replay recording {path} cannot be read ({exc.strerror})"

@@ -22,6 +22,7 @@ from pydantic import BaseModel
 from temporalio import activity
 
 from activities.raw_events import redact
+from activities.run_file_crypto import read_run_bytes
 from activities.run_files import in_run_store
 from activities.run_store import FileAppend, FilesGap, RunStore, check_writer
 from activities.sim_math import true_quality
@@ -294,7 +295,7 @@ def whole(snap: TournamentSnapshot, run_dir: Path) -> TournamentSnapshot:
         before = snap.after_lines.get(name, 0)
         if before:
             model = _ROW_TYPES[field]
-            lines = (run_dir / name).read_bytes().splitlines()[:before]
+            lines = read_run_bytes(run_dir / name).splitlines()[:before]
             update[field] = [model.model_validate_json(line) for line in lines]
             update[field] += getattr(snap, field)
     return snap.model_copy(update=update | {"after_lines": {}})

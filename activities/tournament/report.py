@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict
 
 from activities.model_types import Usage
 from activities.reports import render_page
+from activities.run_file_crypto import read_run_text
 from activities.sim_math import true_quality
 from activities.tournament.report_svg import interval_chart, line_chart, score_ladder
 from activities.tournament.report_trust import (
@@ -330,7 +331,7 @@ def render_report(data: ReportData) -> str:
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = read_run_text(path).splitlines()
     return [json.loads(line) for line in lines if line.strip()]
 
 
@@ -362,7 +363,7 @@ def _usage_totals(run_dir: Path, summary: dict[str, Any]) -> tuple[int, int, flo
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        value = json.loads(read_run_text(path))
     except (OSError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}
@@ -395,7 +396,7 @@ def _profile_text(summary: dict[str, Any]) -> str | None:
 
 def report_data_from_run_dir(run_dir: Path) -> ReportData:
     """Rebuild the report's data from ``summary.json``, ``config.json`` and the ``*.jsonl``."""
-    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    summary = json.loads(read_run_text(run_dir / "summary.json"))
     config = _read_json(run_dir / "config.json")
     simulated = bool(summary.get("simulated", False))
     candidates = [CandidateRow.model_validate(r) for r in _read_jsonl(run_dir / "candidates.jsonl")]
@@ -407,7 +408,7 @@ def report_data_from_run_dir(run_dir: Path) -> ReportData:
     by_id = {c.id: c for c in candidates}
     winner = by_id.get(summary.get("winner_id") or "")
     if answer_path.is_file():
-        final_answer = answer_path.read_text(encoding="utf-8")
+        final_answer = read_run_text(answer_path)
     else:  # no artifacts/final.txt yet (e.g. a failed run): show the winner's text, if any
         final_answer = (winner.text or "") if winner else ""
     calls, tokens, usd = _usage_totals(run_dir, summary)

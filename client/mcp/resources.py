@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import mcp_types as types
 
 from activities.config import Settings
 from activities.errors import ConfigError
+from activities.run_file_crypto import MAGIC, open_run_bytes, read_run_bytes
 from client.run_list import checked_run_dir, store_rows
 from workflows import phases
 
@@ -114,7 +116,7 @@ def _records(uri: str, path: Path, cursor: int, keep: Any = None) -> str:
     next_cursor: int | None = None
     with path.open() as f:
         index = -1
-        for line in f:
+        for line in _lines(f, path):
             if not line.strip():
                 continue
             record = json.loads(line)
@@ -140,6 +142,16 @@ def _records(uri: str, path: Path, cursor: int, keep: Any = None) -> str:
     )
 
 
+def _lines(f: TextIO, path: Path) -> Iterable[str]:
+    """``f``'s lines, opened first when the run file is sealed (read whole then)."""
+    first = f.readline()
+    if not first.startswith(MAGIC.decode()):
+        yield first
+        yield from f
+        return
+    yield from open_run_bytes((first + f.read()).encode(), path).decode().splitlines(True)
+
+
 def _final_phase(record: dict[str, Any]) -> bool:
     return record.get("phase") == phases.FINAL_JUDGING
 
@@ -147,9 +159,13 @@ def _final_phase(record: dict[str, Any]) -> bool:
 def _bytes(uri: str, path: Path, offset: int) -> tuple[str, str | None]:
     """One page of a file by bytes from ``offset``, and the next page's URI (None: the end)."""
     with path.open("rb") as f:
-        f.seek(min(offset, os.fstat(f.fileno()).st_size))  # past the end: an empty page
-        chunk = f.read(PAGE_BYTES)
-        more = bool(f.read(1))
+        if f.read(len(MAGIC)) == MAGIC:  # sealed: pages of the opened file
+            plain = read_run_bytes(path)
+            chunk, more = plain[offset : offset + PAGE_BYTES], len(plain) > offset + PAGE_BYTES
+        else:
+            f.seek(min(offset, os.fstat(f.fileno()).st_size))  # past the end: an empty page
+            chunk = f.read(PAGE_BYTES)
+            more = bool(f.read(1))
     # A page may end inside a multi-byte character: the next page starts after this one's
     # bytes, so nothing is lost, only that character's halves are dropped from the two pages.
     text = chunk.decode("utf-8", errors="ignore")
