@@ -10,7 +10,10 @@ every ``REPORT_S``, one update reports what all of this worker's open blocks of 
 since their last report. So the ledger sees about two updates per block plus one a second per
 worker, not one per call: with ``block = 8``, a thousand calls a minute are about four updates
 a second, well under what one entity workflow should take (tens a second). A call retried by
-Temporal on the same worker takes nothing more (idempotent by call id).
+Temporal on the same worker takes nothing more (idempotent by call id); one retried on another
+worker (its first worker was killed) takes a call of that worker's block, and the ledger charges
+it once: every report names the calls it counts that the last one did not (``call_digest``), and
+a call another hold named first is handed back when its second hold closes.
 
 What a killed worker leaves: its holds expire ``hold_ttl_s`` after their last message and hand
 back every call they had not reported, so no budget leaks. The calls it made and had not
@@ -53,6 +56,7 @@ from workflows.ledger.types import (
     LedgerInput,
     SettleBatch,
     SettleInput,
+    call_digest,
     ledger_workflow_id,
     spent_message,
     token_digest,
@@ -128,6 +132,10 @@ class _Block:
     granted: int
     calls: set[str] = field(default_factory=set)
     """Calls that took one of the block's calls (by call id)."""
+    named: list[str] = field(default_factory=list)
+    """Their ``call_digest``s, in the order they were taken."""
+    acked: int = 0
+    """How many of ``named`` a report the ledger took has carried."""
     answered: set[str] = field(default_factory=set)
     tokens: int = 0
     usd: float = 0.0
@@ -141,11 +149,37 @@ class _Block:
     def in_flight(self) -> int:
         return len(self.calls - self.answered)
 
-    def report(self, *, final: bool) -> SettleInput:
+    def take(self, call_id: str) -> None:
+        self.calls.add(call_id)
+        self.named.append(call_digest(call_id))
+
+    def report(self, *, final: bool) -> _Report:
         self.reported = (len(self.calls), self.tokens, self.usd)
-        return SettleInput(
-            key=self.key, used=len(self.calls), tokens=self.tokens, usd=self.usd, final=final
+        settle = SettleInput(
+            key=self.key,
+            used=len(self.calls),
+            tokens=self.tokens,
+            usd=self.usd,
+            final=final,
+            calls=self.named[self.acked :],
         )
+        return _Report(self, len(self.named), settle)
+
+    @property
+    def unnamed(self) -> bool:
+        return self.acked < len(self.named)
+
+
+@dataclass(frozen=True)
+class _Report:
+    block: _Block
+    named: int
+    """How many of the block's calls it names, from the first: once the ledger took it, later
+    reports name only those after."""
+    settle: SettleInput
+
+    def taken(self) -> None:
+        self.block.acked = max(self.block.acked, self.named)
 
 
 class LedgerDrawer:
@@ -205,7 +239,7 @@ class LedgerDrawer:
             if block is None or block.closed or len(block.calls) >= block.granted:
                 block = await self._draw(draw.name, config, holder)
                 self.blocks[where] = block
-            block.calls.add(call_id)
+            block.take(call_id)
             block.last = time.monotonic()
             self._taken[(draw.name, call_id)] = block
             if len(self._taken) > CALLS_REMEMBERED:
@@ -283,12 +317,13 @@ class LedgerDrawer:
                 idle = block.in_flight == 0 and now - block.last >= IDLE_S
                 if idle:
                     self._close(block)
-                if idle or block.reported != (len(block.calls), block.tokens, block.usd):
+                changed = block.reported != (len(block.calls), block.tokens, block.usd)
+                if idle or changed or block.unnamed:
                     reports.append(block.report(final=idle))
             for start in range(0, len(reports), MAX_BATCH):
                 await self._send(ledger, reports[start : start + MAX_BATCH])
 
-    async def _send(self, ledger: str, reports: list[SettleInput]) -> None:
+    async def _send(self, ledger: str, reports: list[_Report]) -> None:
         if not reports:
             return
         self._sent += 1
@@ -299,12 +334,18 @@ class LedgerDrawer:
                 ledger,
                 lambda: handle.execute_update(
                     UPDATE_LEDGER_SETTLE,
-                    SettleBatch(token_sha256=token_digest(self._tokens[ledger]), reports=reports),
+                    SettleBatch(
+                        token_sha256=token_digest(self._tokens[ledger]),
+                        reports=[report.settle for report in reports],
+                    ),
                     id=update_id,
                 ),
             )
         except Exception as exc:
             activity.logger.warning("ledger %s: report failed: %s", ledger, exc)
+            return  # the next report names its calls again
+        for report in reports:
+            report.taken()
 
     async def _busy_retried(self, ledger: str, send: Callable[[], Awaitable[T]]) -> T:
         """``send()``, at most ``UPDATES_IN_FLIGHT`` at once, sent again (same update id, so

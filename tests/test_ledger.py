@@ -19,12 +19,13 @@ from client.tournament_services import mutate, rank
 from tests.test_readme import fenced, section
 from workflows.call_options import CallOptions
 from workflows.inputs import InputInvalid, decode_input
-from workflows.ledger.arithmetic import CLOSED_KEYS_KEPT, Book
+from workflows.ledger.arithmetic import CALLS_KEPT, CLOSED_KEYS_KEPT, Book
 from workflows.ledger.types import (
     LEDGER_TOKEN_REQUIRED,
     LedgerDraw,
     LedgerLimits,
     SettleInput,
+    call_digest,
     spent_message,
 )
 from workflows.tournament.types import TournamentInput
@@ -334,3 +335,106 @@ def test_a_late_report_counts_only_what_the_expired_holds_reports_did_not() -> N
     assert (b.spent.calls, b.spent.tokens, b.spent.usd) == (2, 7, 0.5)
     b.settle(report("a", 3, tokens=9, usd=0.75), T0 + 61)
     assert (b.spent.calls, b.spent.tokens, b.spent.usd) == (3, 9, 0.75)
+
+
+# -- a call attempted on two workers --------------------------------------------------------
+
+X, Y, Z = (call_digest(f"run-1/phase/{i}/0") for i in range(3))
+
+
+@pytest.mark.parametrize("first", ["a", "b"])
+def test_a_call_two_holds_name_is_charged_once_whichever_reports_first(first: str) -> None:
+    b = book(calls=10)
+    b.draw("a", "w1", 4, T0)  # the worker killed with call X in flight
+    b.draw("b", "w2", 4, T0)  # the worker its retry ran on
+    second = "b" if first == "a" else "a"
+    b.settle(report(first, 2, calls=[X, Y]), T0)
+    b.settle(report(second, 2, calls=[X, Z]), T0 + 1)
+    b.settle(report(second, 2, calls=[X, Z]), T0 + 1)  # a report repeated changes nothing
+    b.settle(report(first, 2, final=True), T0 + 2)
+    b.settle(report(second, 2, final=True), T0 + 2)
+    assert b.spent.calls == 3 and b.holds == {}  # X, Y and Z, each once
+
+
+def test_a_retry_after_its_first_hold_expired_is_charged_once_within_the_window() -> None:
+    b = book(calls=10)
+    b.draw("a", "w1", 4, T0)
+    b.settle(report("a", 1, calls=[X]), T0)
+    b.advance(T0 + 60)  # the killed worker's hold expires: X stays charged to it
+    assert b.spent.calls == 1
+    b.draw("b", "w2", 4, T0 + 70)
+    b.settle(report("b", 1, calls=[X], final=True), T0 + 71)
+    assert b.spent.calls == 1
+    # Remembered ttl_s after its hold closed, then forgotten: a retry that late is charged.
+    b.advance(T0 + 121)
+    b.draw("c", "w3", 4, T0 + 121)
+    b.settle(report("c", 1, calls=[X], final=True), T0 + 121)
+    assert b.spent.calls == 2
+
+
+def test_a_late_report_naming_another_holds_call_charges_nothing_more() -> None:
+    b = book(calls=10)
+    b.draw("a", "w1", 4, T0)
+    b.draw("b", "w2", 4, T0)
+    b.settle(report("b", 1, calls=[X], final=True), T0 + 30)
+    b.advance(T0 + 60)  # a expired unreported: all its calls handed back
+    assert b.spent.calls == 1
+    b.settle(report("a", 2, calls=[X, Y]), T0 + 61)  # late: X was b's, Y is new
+    assert b.spent.calls == 2
+
+
+def test_reports_without_call_names_count_as_before() -> None:
+    b = book(calls=10)
+    b.draw("a", "w1", 4, T0)
+    b.draw("b", "w2", 4, T0)
+    b.settle(report("a", 1, final=True), T0)
+    b.settle(report("b", 1, final=True), T0)
+    assert b.spent.calls == 2
+
+
+def test_the_calls_named_survive_a_continue_as_new_dump() -> None:
+    b = book(calls=10)
+    b.draw("a", "w1", 4, T0)
+    b.settle(report("a", 1, calls=[X]), T0)
+    again = Book.model_validate(b.model_dump(mode="json"))
+    again.draw("b", "w2", 4, T0)
+    again.settle(report("b", 1, calls=[X], final=True), T0)
+    again.settle(report("a", 1, final=True), T0)
+    assert again.spent.calls == 1
+
+
+def test_the_calls_remembered_are_bounded() -> None:
+    b = book()
+    for i in range(CALLS_KEPT // 1000 + 2):
+        b.draw(f"k{i}", "w1", 1000, T0)
+        names = [call_digest(f"r/{i}/{n}") for n in range(1000)]
+        b.settle(report(f"k{i}", 1000, calls=names, final=True), T0)
+    b.advance(T0)
+    assert CALLS_KEPT - 1000 < sum(len(c.calls_named) for c in b.closed.values()) <= CALLS_KEPT
+    assert b.closed["k0"].calls_named == []  # the oldest forgotten first
+
+
+def test_the_documented_window_of_remembered_calls_is_the_books() -> None:
+    text = " ".join(section("## Shared ledgers", page="docs/operating.md").split())
+    assert f"(the newest {CALLS_KEPT:,})" in text
+    assert "for `hold_ttl_s` after a block closes" in text
+
+
+def test_a_block_names_each_call_until_a_report_of_it_was_taken() -> None:
+    from activities.ledger import _Block
+
+    block = _Block(ledger="team", holder="run-1", key="run-1/w/1", granted=4)
+    for i in range(2):
+        block.take(f"run-1/phase/{i}/0")
+    first = block.report(final=False)
+    assert first.settle.calls == [X, Y] and first.settle.used == 2
+    block.take("run-1/phase/2/0")
+    lost = block.report(final=False)  # never taken by the ledger: named again next time
+    assert lost.settle.calls == [X, Y, Z]
+    first.taken()
+    assert block.unnamed
+    again = block.report(final=True)
+    assert again.settle.calls == [Z] and again.settle.used == 3
+    again.taken()
+    lost.taken()  # an older report taken late names no call anew
+    assert not block.unnamed and block.report(final=True).settle.calls == []

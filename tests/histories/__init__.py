@@ -54,11 +54,18 @@ class Recording:
 
 @contextlib.asynccontextmanager
 async def recording(
-    settings: Settings | None = None, *, task_queue: str | None = None
+    settings: Settings | None = None,
+    *,
+    task_queue: str | None = None,
+    deployment: str | None = None,
+    build_id: str | None = None,
 ) -> AsyncIterator[Recording]:
     """A fresh dev server and one worker on ``task_queue`` (a uuid unless given) for the block.
 
-    ``settings`` defaults to those of an empty temporary home.
+    ``settings`` defaults to those of an empty temporary home. ``deployment``: the worker is a
+    versioned one (``ponder worker --deployment``) of that deployment, build ``build_id``; it
+    takes no run until the recorder makes its version current
+    (``worker.deployment.take_first_version``).
     """
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=find_temporal_binary(), ui=False, dev_server_log_level="error"
@@ -67,7 +74,8 @@ async def recording(
         settings = settings or load_settings(home=tempfile.mkdtemp())
         client = await connect(settings, env.client.service_client.config.target_host)
         queue = task_queue or str(uuid.uuid4())
-        async with running_worker(client, settings, WorkerOptions(task_queue=queue)):
+        options = WorkerOptions(task_queue=queue, deployment=deployment, build_id=build_id)
+        async with running_worker(client, settings, options):
             yield Recording(client, queue)
     finally:
         await env.shutdown()

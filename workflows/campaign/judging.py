@@ -17,6 +17,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.campaign.document import JudgeScorer
     from workflows.campaign.matrix import Cell
     from workflows.campaign.types import CellOutcome
+    from workflows.ledger.waits import LedgerRoom
     from workflows.model_calls import call_failure, call_model
     from workflows.model_types import CallModelInput, ModelRequest
 
@@ -24,9 +25,16 @@ __all__ = ["judge"]
 
 
 async def judge(
-    scorer: JudgeScorer, *, task: str, cell: Cell, outcome: CellOutcome, calls: CallOptions
+    scorer: JudgeScorer,
+    *,
+    task: str,
+    cell: Cell,
+    outcome: CellOutcome,
+    calls: CallOptions,
+    ledger_room: LedgerRoom | None = None,
 ) -> CellOutcome:
-    """The settled outcome with the judge's score (or score error) and its call's spend."""
+    """The settled outcome with the judge's score (or score error) and its call's spend; with
+    ``ledger_room``, a call its shared ledger refuses waits there for room instead of failing."""
     prompt = judge_prompt(task, scorer.rubric, outcome.answer or "", scale=scorer.scale)
     update: dict[str, Any] = {"answer": None, "calls": outcome.calls + 1}
     try:
@@ -40,6 +48,7 @@ async def judge(
                 ),
             ),
             calls,
+            ledger_room=ledger_room,
         )
     except ActivityError as exc:
         code, message = call_failure(exc)  # the code lets the workflow tell a replay miss

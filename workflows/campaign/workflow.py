@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from temporalio import workflow
+from temporalio.common import RawValue
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -47,11 +48,13 @@ with workflow.unsafe.imports_passed_through():
     from workflows.control_verbs import control_verb
     from workflows.errors import PonderError
     from workflows.inputs import InputInvalid
+    from workflows.ledger.waits import LedgerRoom
     from workflows.names import (
         CAMPAIGN,
         QUERY_EVENTS,
         QUERY_PROGRESS,
         SIGNAL_EXTEND_BUDGET,
+        SIGNAL_LEDGER_ROOM,
         UPDATE_EXTEND_BUDGET,
     )
     from workflows.provider_errors import ReplayMissError
@@ -63,6 +66,9 @@ __all__ = ["CampaignWorkflow"]
 INTEGRITY_FAILED = "integrity.failed"
 DRAIN_BOUND_PATCH = "campaign-drain-bound"
 """Histories from before the drain bound waited for every running cell, with no timer."""
+JUDGE_LEDGER_WAITS_PATCH = "campaign-judge-ledger-waits"
+"""Campaigns on a ledger recorded before it failed a judge call the ledger refused
+(``ledger.spent``); now the call waits for room."""
 REPLAY_MISS = ReplayMissError("").error_type
 
 
@@ -107,6 +113,13 @@ class CampaignWorkflow:
         self.genuine: GenuineError | None = None
         self.cancelling = False
         self.started_at = ""
+        self.ledger_room = LedgerRoom(
+            paused=self._ledger_paused,
+            resumed=self._ledger_resumed,
+            stopping=lambda: self.genuine is not None or self.cancelling,
+        )
+        """Judge calls its shared ledger (``calls.ledger``) refused wait here for room."""
+        self.judge_waits = False
 
     # -- the run -------------------------------------------------------------------------
 
@@ -119,6 +132,10 @@ class CampaignWorkflow:
             state.status, state.error = "failed", self.input_error.message
             raise input_failure(self.input_error)
         doc = self.doc
+        # Asked in the first task, and only of a campaign on a ledger: others record no marker.
+        self.judge_waits = doc.calls.ledger is not None and workflow.patched(
+            JUDGE_LEDGER_WAITS_PATCH
+        )
         try:
             self.http_variants = await preflight(doc, state.run_id)
         except ApplicationError as exc:
@@ -300,7 +317,12 @@ class CampaignWorkflow:
         )
         if isinstance(scorer, JudgeScorer) and judged and outcome.answer is not None:
             outcome = await judge(
-                scorer, task=scenario.task, cell=cell, outcome=outcome, calls=doc.calls
+                scorer,
+                task=scenario.task,
+                cell=cell,
+                outcome=outcome,
+                calls=doc.calls,
+                ledger_room=self.ledger_room if self.judge_waits else None,
             )
         return outcome
 
@@ -386,6 +408,24 @@ class CampaignWorkflow:
     @workflow.query(name=QUERY_EVENTS)
     def events_after(self, cursor: int) -> list[CampaignEvent]:
         return self.state.events_after(cursor)
+
+    @workflow.signal(name=SIGNAL_LEDGER_ROOM)
+    def ledger_room_signal(self, raw: RawValue = NO_INPUT) -> None:
+        """The campaign's shared ledger has room again: judge calls waiting for it go on."""
+        self.ledger_room.room()
+
+    async def _ledger_paused(self, ledger: str, limit: str) -> None:
+        """A judge call the shared ledger refused: the campaign shows it waits, naming it."""
+        state = self.state
+        if state.status == "running":
+            state.status, state.blocking = "awaiting_budget", f"ledger {ledger}: {limit}"
+            state.event("campaign.awaiting_budget", ledger=ledger, limit=limit)
+
+    def _ledger_resumed(self, ledger: str) -> None:
+        state = self.state
+        if state.status == "awaiting_budget" and (state.blocking or "").startswith("ledger "):
+            state.status, state.blocking = "running", None
+            state.event("campaign.resumed", ledger=ledger)
 
     def _extension(self, new: ExtendBudgetInput) -> tuple[BudgetLimits | None, list[str]]:
         """New limits, or why not (never raises: see budget.py)."""

@@ -11,18 +11,29 @@ tested directly and the entity workflow only feeds it the time and its messages.
 - Periods are aligned to the Unix epoch (``period_s`` 86400: UTC days). A new period starts
   with nothing spent but the calls open holds still reserve.
 - Keys are idempotent: a draw repeated under a key answers what it first answered.
+- A call is charged once however many workers attempt it: reports name the calls they count
+  (``SettleInput.calls``, digests of the call ids), and a call another hold named first is not
+  charged to the second one, which hands its reservation back when it closes. The book
+  remembers the calls of open holds, and of closed ones for ``ttl_s`` after they close (at most
+  ``CALLS_KEPT``): a retry named more than that after its first attempt's hold closed is charged
+  again.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from typing import Any
+
+from pydantic import BaseModel, Field, PrivateAttr
 
 from workflows.ledger.types import DrawResult, LedgerLimits, SettleInput
 
-__all__ = ["CLOSED_KEYS_KEPT", "Book", "Hold", "Spent"]
+__all__ = ["CALLS_KEPT", "CLOSED_KEYS_KEPT", "Book", "Hold", "Spent"]
 
 CLOSED_KEYS_KEPT = 4096
 """Closed holds remembered for idempotency and late reports (the oldest is forgotten first)."""
+CALLS_KEPT = 16_384
+"""Calls of closed holds remembered to charge a retry once (about 20 bytes each in the book a
+continue-as-new carries); the oldest hold's are forgotten first."""
 
 
 class Hold(BaseModel):
@@ -35,6 +46,13 @@ class Hold(BaseModel):
     usd: float = 0.0
     """What the reported calls cost, in all."""
     expires_at: float
+    calls_named: list[str] = []
+    """Digests of the calls this hold named first (charged here)."""
+    repeats: list[str] = []
+    """Calls it named that another hold named first: counted in ``used``, charged there."""
+
+    def charged(self) -> int:
+        return max(self.used - len(self.repeats), 0)
 
 
 class Closed(BaseModel):
@@ -42,6 +60,12 @@ class Closed(BaseModel):
     used: int
     tokens: int = 0
     usd: float = 0.0
+    calls_named: list[str] = []
+    repeats: list[str] = []
+    closed_at: float = 0.0
+
+    def charged(self) -> int:
+        return max(self.used - len(self.repeats), 0)
 
 
 class Spent(BaseModel):
@@ -63,6 +87,14 @@ class Book(BaseModel):
     draws: int = 0
     reports: int = 0
     """Draws and reports taken since the ledger started (across continue-as-new)."""
+    _namer: dict[str, str] = PrivateAttr(default_factory=dict)
+    """Call digest -> the hold that named it first, over the calls the holds remember."""
+
+    def model_post_init(self, context: Any, /) -> None:
+        named: list[tuple[str, Hold | Closed]] = [*self.closed.items(), *self.holds.items()]
+        for key, seen in named:
+            for digest in seen.calls_named:
+                self._namer.setdefault(digest, key)
 
     # -- time ----------------------------------------------------------------------------
 
@@ -83,8 +115,19 @@ class Book(BaseModel):
             self.spent = Spent(calls=self.held_calls())
         expired = [key for key, hold in self.holds.items() if hold.expires_at <= now]
         for key in expired:
-            self._close(key)
+            self._close(key, now)
+        self._forget(now)
         return expired
+
+    def _forget(self, now: float) -> None:
+        """Forget the calls of holds closed ``ttl_s`` ago (and the oldest past ``CALLS_KEPT``)."""
+        kept = len(self._namer)
+        for key, closed in self.closed.items():  # in the order they closed
+            if not closed.calls_named:
+                continue
+            if closed.closed_at + self.ttl_s > now and kept <= CALLS_KEPT:
+                break
+            kept -= self._drop_calls(key, closed)
 
     def next_deadline(self) -> float | None:
         """When ``advance`` next changes something by itself: a hold's expiry, or the next
@@ -134,15 +177,18 @@ class Book(BaseModel):
         if hold is None:
             closed = self.closed.get(report.key)
             if closed is not None:  # reported after its hold expired: the calls were made
-                self.spent.calls += max(0, report.used - closed.used)
+                charged = closed.charged()
                 closed.used = max(closed.used, report.used)
+                self._name(report.key, closed, report.calls)
+                self.spent.calls += closed.charged() - charged
                 self._spend(closed, report)
             return
         hold.used = min(max(hold.used, report.used), hold.calls)
         hold.expires_at = now + self.ttl_s
+        self._name(report.key, hold, report.calls)
         self._spend(hold, report)
         if report.final:
-            self._close(report.key)
+            self._close(report.key, now)
 
     def _spend(self, seen: Hold | Closed, report: SettleInput) -> None:
         """Count what ``report``'s totals add to what ``seen`` had reported."""
@@ -151,18 +197,46 @@ class Book(BaseModel):
         self.spent.usd += usd - seen.usd
         seen.tokens, seen.usd = tokens, usd
 
-    def _close(self, key: str) -> None:
-        """Hand back what hold ``key`` did not report as made, and remember it closed."""
+    def _name(self, key: str, seen: Hold | Closed, calls: list[str]) -> None:
+        """Note the calls a report of hold ``key`` names: its own, or another hold's first."""
+        for digest in calls:
+            namer = self._namer.get(digest)
+            if namer is None:
+                self._namer[digest] = key
+                seen.calls_named.append(digest)
+            elif namer != key and digest not in seen.repeats:
+                seen.repeats.append(digest)
+
+    def _drop_calls(self, key: str, seen: Hold | Closed) -> int:
+        """Forget the calls hold ``key`` named; how many were forgotten."""
+        dropped = 0
+        for digest in seen.calls_named:
+            if self._namer.get(digest) == key:
+                del self._namer[digest]
+                dropped += 1
+        seen.calls_named = []
+        return dropped
+
+    def _close(self, key: str, now: float) -> None:
+        """Hand back what hold ``key`` did not report as made (and the calls another hold was
+        charged for), and remember it closed."""
         hold = self.holds.pop(key)
-        self.spent.calls -= hold.calls - hold.used
+        self.spent.calls -= hold.calls - hold.charged()
         self.closed[key] = Closed(
-            granted=hold.calls, used=hold.used, tokens=hold.tokens, usd=hold.usd
+            granted=hold.calls,
+            used=hold.used,
+            tokens=hold.tokens,
+            usd=hold.usd,
+            calls_named=hold.calls_named,
+            repeats=hold.repeats,
+            closed_at=now,
         )
         while len(self.closed) > CLOSED_KEYS_KEPT:
-            del self.closed[next(iter(self.closed))]
+            oldest = next(iter(self.closed))
+            self._drop_calls(oldest, self.closed.pop(oldest))
 
     def held_calls(self) -> int:
-        return sum(hold.calls - hold.used for hold in self.holds.values())
+        return sum(hold.calls - hold.charged() for hold in self.holds.values())
 
     # -- limits --------------------------------------------------------------------------
 

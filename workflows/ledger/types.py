@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from typing import Annotated
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -42,6 +43,7 @@ __all__ = [
     "LedgerView",
     "SettleBatch",
     "SettleInput",
+    "call_digest",
     "ledger_workflow_id",
     "spent_message",
     "token_digest",
@@ -74,6 +76,12 @@ _TOKEN = re.compile(DRAW_TOKEN_PATTERN)
 def token_digest(token: str) -> str:
     """What the ledger keeps of its draw token (sha256, hex)."""
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+def call_digest(call_id: str) -> str:
+    """What a report says of one call it counts (sha256, 16 hex): the same on every worker
+    that attempts the call, so the ledger charges it once."""
+    return hashlib.sha256(call_id.encode()).hexdigest()[:16]
 
 
 def ledger_workflow_id(name: str) -> str:
@@ -175,6 +183,12 @@ class SettleInput(BaseModel):
     tokens: int = Field(default=0, ge=0)
     usd: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
     final: bool = False
+    calls: list[Annotated[str, Field(max_length=64)]] = Field(
+        default=[],
+        max_length=MAX_BLOCK,
+        description="call_digest of each call taken under the hold since its last report "
+        "(a call another hold reported first is not charged again)",
+    )
 
 
 class SettleBatch(BaseModel):
