@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from client.hints import ponder_program
+from client.hints import ledger_extend, ponder_program
 from client.tournament_display import format_limits
 from workflows.campaign.progress import CampaignProgress
 
@@ -23,30 +23,24 @@ def progress_line(p: CampaignProgress) -> str:
         else ""
     )
     usd = f", {p.spent.usd:.4f} USD" if p.spent.usd else ""
-    ledger = _ledger(p)
-    waits = f"; waiting for {p.blocking_limit}: {_extend_ledger(ledger)}" if ledger else ""
+    extend = _ledger_extend(p)
+    waits = f"; waiting for {p.blocking_limit}: {extend}" if extend else ""
     return (
         f"[{p.status}] cells {p.cells_done}/{p.cells_total} done, {p.cells_running} running, "
         f"{p.cells_failed} failed; {p.spent.calls} calls{usd}{leader}{waits}"
     )
 
 
-def _ledger(p: CampaignProgress) -> str | None:
-    """The shared ledger a judge call waits for (``blocking_limit`` ``ledger NAME: LIMIT``)."""
-    if p.status != "awaiting_budget" or not (p.blocking_limit or "").startswith("ledger "):
-        return None
-    return (p.blocking_limit or "").removeprefix("ledger ").partition(":")[0]
-
-
-def _extend_ledger(name: str) -> str:
-    return f"{ponder_program()} ledger extend {name}"
+def _ledger_extend(p: CampaignProgress) -> str | None:
+    """The ``ponder ledger extend`` of the shared ledger a judge call waits for."""
+    return ledger_extend(p.blocking_limit) if p.status == "awaiting_budget" else None
 
 
 def resume_command(run_id: str, paused: CampaignProgress) -> str:
     """The ``ponder extend`` that lets a campaign awaiting its budget start its next cells (or
     the ``ponder ledger extend`` that lets its judge call go on)."""
-    if (ledger := _ledger(paused)) is not None:
-        return _extend_ledger(ledger)
+    if (extend := _ledger_extend(paused)) is not None:
+        return extend
     if paused.blocking_limit == "max_usd":
         return f"{ponder_program()} extend {run_id} --usd +{max(paused.spent.usd, 0.01):.2f}"
     if paused.blocking_limit in ("max_input_tokens", "max_output_tokens"):

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from activities.config import Settings
-from client.hints import ponder_program
+from client.hints import ledger_extend, ponder_program
 from workflows.plan.status import LedgerStatus, PlanBudgetStatus, PlanStatus
 
 __all__ = [
@@ -112,6 +112,8 @@ def continue_command(s: PlanStatus) -> str:
         return f"{ponder_program()} step-done {s.run_id} {i.step} --token {i.token} --output @FILE"
     b = s.budget
     p = ponder_program()
+    if b and (command := ledger_extend(b.need)) is not None:
+        return command
     if b and s.state == "awaiting_wall_clock":
         return f"{p} extend {s.run_id} --wall-ms {max(b.wall_cap_ms, 1)}"
     if b and blocking_limit(b) == "tokens":

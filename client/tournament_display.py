@@ -14,7 +14,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from client.hints import ponder_program
+from client.hints import ledger_extend, ponder_program
 from workflows.budget import BudgetLimits
 from workflows.tournament.progress import Progress
 
@@ -79,7 +79,10 @@ def progress_table(
 
 
 def resume_command(run_id: str, paused: Progress) -> str:
-    """The exact ``ponder extend`` that lets a paused run go on past its blocking limit."""
+    """The exact ``ponder extend`` that lets a paused run go on past its blocking limit (or the
+    ``ponder ledger extend`` of the shared ledger it waits for)."""
+    if (command := ledger_extend(paused.blocking_limit)) is not None:
+        return command
     spent = paused.spent
     if paused.blocking_limit == "max_usd":
         return f"{ponder_program()} extend {run_id} --usd +{max(spent.usd, 0.01):.2f}"

@@ -22,6 +22,7 @@ from temporalio.service import RPCError
 
 from activities.errors import ConfigError
 from activities.providers import default_model_for
+from client.hints import ledger_wait_hint
 from client.ledgers import attach_ledger
 from client.mcp.args import CampaignRunArgs
 from client.mcp.backend import Backend
@@ -65,7 +66,7 @@ def progress_view(p: CampaignProgress) -> dict[str, Any]:
     if p.error:
         view["error"] = p.error
     if p.status == "awaiting_budget":
-        view["next"] = (
+        view["next"] = ledger_wait_hint(p.blocking_limit) or (
             f"call extend with run_id {p.run_id!r} and a higher {p.blocking_limit}; "
             "the campaign continues where it stopped"
         )

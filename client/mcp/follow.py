@@ -19,6 +19,7 @@ from temporalio.client import (
 
 from activities.errors import ConfigError
 from client.api import AskRun, Run, RunFailed, TournamentRun
+from client.hints import ledger_wait_hint
 from client.mcp import campaigns, plans
 from client.mcp.args import ExtendArgs, ListRunsArgs, ResultArgs, RunArgs
 from client.mcp.backend import Backend
@@ -96,7 +97,8 @@ async def outcome(
                     "kind": await _kind(run),
                     "status": "awaiting_budget",
                     "progress": _progress_view(live),
-                    "next": f"call extend with run_id {run_id!r} and a higher "
+                    "next": ledger_wait_hint(live.blocking_limit)
+                    or f"call extend with run_id {run_id!r} and a higher "
                     f"{live.blocking_limit}; the run continues where it stopped",
                 }
         if time.monotonic() >= deadline:

@@ -20,6 +20,7 @@ from temporalio.service import RPCError
 
 from activities.errors import ConfigError
 from client.documents import check_text
+from client.hints import ledger_wait_hint
 from client.ledgers import attach_ledger
 from client.mcp.args import PlanRunArgs, ResolveGateArgs, ResumeArgs
 from client.mcp.backend import Backend
@@ -81,6 +82,8 @@ def _next(s: PlanStatus) -> str:
             f"work, then step_done with run_id {s.run_id!r}, step {i.step!r}, token {i.token!r} "
             "and output (or failure)"
         )
+    if s.budget and (ledger := ledger_wait_hint(s.budget.need)) is not None:
+        return ledger
     if s.state in ("awaiting_budget", "awaiting_wall_clock") and s.budget:
         blocked = blocking_limit(s.budget)
         which = (

@@ -48,6 +48,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.control_verbs import control_verb
     from workflows.errors import PonderError
     from workflows.inputs import InputInvalid
+    from workflows.ledger.types import ledger_wait
     from workflows.ledger.waits import LedgerRoom
     from workflows.names import (
         CAMPAIGN,
@@ -418,7 +419,7 @@ class CampaignWorkflow:
         """A judge call the shared ledger refused: the campaign shows it waits, naming it."""
         state = self.state
         if state.status == "running":
-            state.status, state.blocking = "awaiting_budget", f"ledger {ledger}: {limit}"
+            state.status, state.blocking = "awaiting_budget", ledger_wait(ledger, limit)
             state.event("campaign.awaiting_budget", ledger=ledger, limit=limit)
 
     def _ledger_resumed(self, ledger: str) -> None:

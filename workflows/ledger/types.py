@@ -44,9 +44,11 @@ __all__ = [
     "SettleBatch",
     "SettleInput",
     "call_digest",
+    "ledger_wait",
     "ledger_workflow_id",
     "spent_message",
     "token_digest",
+    "waiting_ledger",
 ]
 
 LEDGER_NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,63}$"
@@ -82,6 +84,19 @@ def call_digest(call_id: str) -> str:
     """What a report says of one call it counts (sha256, 16 hex): the same on every worker
     that attempts the call, so the ledger charges it once."""
     return hashlib.sha256(call_id.encode()).hexdigest()[:16]
+
+
+def ledger_wait(ledger: str, limit: str) -> str:
+    """How a run names the shared ledger its calls wait for (its progress's blocking limit, a
+    plan's ``need``): ``ledger NAME: LIMIT``."""
+    return f"ledger {ledger}: {limit}"
+
+
+def waiting_ledger(blocking: str | None) -> str | None:
+    """The ledger a :func:`ledger_wait` text names; None for a run's own limit (or none)."""
+    if not blocking or not blocking.startswith("ledger "):
+        return None
+    return blocking.removeprefix("ledger ").partition(":")[0] or None
 
 
 def ledger_workflow_id(name: str) -> str:

@@ -18,7 +18,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from workflows.ledger.types import LEDGER_SPENT
+    from workflows.ledger.types import LEDGER_SPENT, ledger_wait
 
 __all__ = ["LedgerRoom", "ledger_refusal"]
 
@@ -61,7 +61,7 @@ class LedgerRoom:
         """Wait for a ``ledger_room`` after the ``seen``-th; False if the run stops first."""
         self.waiting += 1
         if self.waiting == 1:
-            self.blocking = f"ledger {ledger}: {limit}"
+            self.blocking = ledger_wait(ledger, limit)
             if self.paused is not None:
                 await self.paused(ledger, limit)
         closed = False

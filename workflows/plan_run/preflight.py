@@ -17,6 +17,7 @@ from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     from workflows import metrics
+    from workflows.ledger.types import ledger_wait
     from workflows.plan.activity_contracts import CHECK_NOTIFIERS, CHECK_PATHS
     from workflows.plan.deadlines import notifiers_named
     from workflows.plan.ledgers import Ledgers
@@ -135,7 +136,7 @@ async def preflight(run: PlanRunState, plan: Plan) -> Dispatcher:
         """The run's shared ledger refused a call: the run waits as for its own budget."""
         if run.state == "running":
             run.wait_state("awaiting_budget", Reason.BUDGET_EXHAUSTED)
-            run.need = f"ledger {ledger}: {limit} limit of its period reached"
+            run.need = ledger_wait(ledger, f"{limit} limit of its period reached")
             if not counted[0]:
                 counted[0] = True
                 metrics.pause_started("awaiting_budget")
