@@ -15,7 +15,7 @@ from tests.conftest import with_endpoint
 from tests.fakes import FakeProvider
 from tests.plans.run_helpers import agent, plan_doc, start
 from worker.worker import WorkerOptions, running_worker
-from workflows.plan_run import walk
+from workflows.plan_run import boundary_run
 
 
 async def test_a_step_in_flight_can_be_closed_outside_its_worker(
@@ -37,6 +37,6 @@ async def test_a_step_in_flight_can_be_closed_outside_its_worker(
     finally:
         fake.resume()
     try:  # raised "Not in workflow event loop" from the step's cleanup
-        close_like_the_collector(walk._boundary, "run", handle.id)
+        close_like_the_collector(boundary_run.run_boundary, "run", handle.id)
     finally:
         await handle.terminate("test over")

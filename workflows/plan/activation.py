@@ -40,6 +40,7 @@ from workflows.plan.model import (
     Plan,
     RunStep,
     SetStep,
+    TournamentStep,
 )
 from workflows.plan.refs import Ref, RefError, parse_template
 
@@ -52,6 +53,8 @@ __all__ = [
     "has_routes",
     "overlaps",
     "reads",
+    "redo_target",
+    "redo_waits",
     "stranded_detail",
     "verdict",
     "with_strings",
@@ -92,17 +95,23 @@ def has_conditions(plan: Plan) -> bool:
     return any(getattr(step, "when", None) is not None for steps in scopes for step in steps)
 
 
-def overlaps(step: AnyStep, *, flows: Mapping[str, Flow] | None = None) -> bool:
+def overlaps(
+    step: AnyStep, *, flows: Mapping[str, Flow] | None = None, judged: bool = False
+) -> bool:
     """Whether ``step`` may run beside others when the plan allows concurrency: an engine
-    agent step or a set step without a checkpoint, and given the plan's ``flows`` (once
+    agent step or a set step without a checkpoint, given the plan's ``flows`` (once
     sub-flows may overlap) a ``run`` step whose body dispatches no consumer step (its
-    children reserve one at a time beside what else is in flight). Every other boundary (a
-    gate, a pause, a region, a tournament, a consumer step, a checkpoint) runs alone, once
-    every step before it has finished, and nothing after it starts before it has."""
+    children reserve one at a time beside what else is in flight), and once ``judged`` steps
+    may overlap a model gate and a tournament step (each reserves its worst case: the gate's
+    calls and redos, the tournament's calls). Every other boundary (a human gate, a pause, a
+    region, a consumer step, a checkpoint) runs alone, once every step before it has
+    finished, and nothing after it starts before it has."""
     if getattr(step, "checkpoint", None) is not None:
         return False
     if isinstance(step, AgentStep):
         return step.dispatch == "engine"
+    if isinstance(step, GateStep | TournamentStep):
+        return judged and not (isinstance(step, GateStep) and step.is_human())
     if isinstance(step, RunStep) and flows is not None:
         flow = flows.get(step.flow)
         body = flow.steps if flow is not None else []
@@ -110,11 +119,41 @@ def overlaps(step: AnyStep, *, flows: Mapping[str, Flow] | None = None) -> bool:
     return isinstance(step, SetStep)
 
 
+def redo_target(step: AnyStep) -> str | None:
+    """The step a model gate re-runs when it fails (its ``fail_route``, redos allowed), or
+    None: a human gate, a terminal route, no redos, or not a gate."""
+    if not isinstance(step, GateStep) or step.is_human() or step.max_redos <= 0:
+        return None
+    route = step.fail_route
+    return None if route is None or route.startswith("terminal:") else route
+
+
+def redo_waits(ordered: Sequence[AnyStep]) -> list[list[int]]:
+    """For each position, the positions of the steps it waits for because a model gate may
+    redo a step: the gate waits for every step before it that reads its redo target (they
+    read the output the gate judges), and a step after the gate that reads the target waits
+    for the gate (it reads the output the gate let pass), as in the plan-order walk."""
+    read = [reads(step) for step in ordered]
+    extra: list[list[int]] = [[] for _ in ordered]
+    for g, gate in enumerate(ordered):
+        target = redo_target(gate)
+        if target is None:
+            continue
+        for k, names in enumerate(read):
+            if k < g and target in names:
+                extra[g].append(k)
+            elif k > g and target in names:
+                extra[k].append(g)
+    return extra
+
+
 def reads(step: AnyStep) -> list[str]:
     """The steps ``step`` waits for before it may start beside others: its deps and every step
     its prompt (a ``run`` step: its ``with``), expressions (ensure, until, when) and file
-    predicates read."""
+    predicates read; a model gate's redo target too (``redo_target``)."""
     out = list(step.deps)
+    if (target := redo_target(step)) is not None:
+        out.append(target)
     texts = [t for t in (getattr(step, "prompt", None),) if isinstance(t, str)]
     if isinstance(step, RunStep):
         texts += with_strings(step.with_)

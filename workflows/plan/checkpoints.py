@@ -87,6 +87,12 @@ class WalkControl:
     route_activation: bool = False
     """Routes and deps, not the plan order, decide what runs (``workflows.plan.activation``);
     False only where a history from before the rule replays."""
+    body_limit: int = 1
+    """How many of a sub-flow body's independent children may be in flight at once (the plan's
+    ``concurrency``); 1 walks a body one boundary at a time, as runs from before it replay."""
+    judged: bool = False
+    """Model gates and tournament steps may run beside other steps under ``concurrency``
+    (False: they run alone, as runs from before it replay)."""
     routed_because: dict[str, str] = field(default_factory=dict)
     """An ``on_fail`` target's scoped id -> the failure that routed the walk to it, told to the
     target's prompt as the reference tells it."""

@@ -250,6 +250,21 @@ class Ledgers(BaseModel):
                 return Exhausted(owner, ledger.scope, why)
         return None
 
+    def room_beside(
+        self, owner: str | None, res: Reservation, beside: Iterable[Reservation]
+    ) -> bool:
+        """Whether ``owner``'s ledger (a sub-flow's) holds ``res`` beside the worst cases of
+        the children already in flight in its body (``beside``), so that what they may still
+        spend together never passes what is left. Without such a ledger, or with nothing
+        beside, it is for ``check`` to say."""
+        ledger = self.nested.get(owner) if owner is not None else None
+        others = list(beside)
+        if ledger is None or not others:
+            return True
+        calls = res.invocations + sum(r.invocations for r in others)
+        wall = res.wall_ms + sum(r.wall_ms for r in others)
+        return ledger.refusal(Reservation(calls, wall)) is None
+
     def hold(self, needs: Sequence[tuple[str, Reservation]]) -> list[str]:
         """Hold each reservation (already checked); returns the owners to release."""
         held = []

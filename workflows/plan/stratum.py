@@ -20,10 +20,11 @@ later is reported at the path the author wrote (``flows.main.steps[2].do``). The
 - the entry flow's ``output: {from, contract}`` -> a final ``set`` step ``<entry>:output``
   checked by the contract (the run's last output);
 - ``budget: {usd, tokens, dispatches, ms}`` -> ``{usd, tokens, calls, wall_ms}``.
-- the reference dispatches every ready step of the entry flow at once (list order is never a
-  dependency): when two of its steps are independent, the plan's ``concurrency`` is the most
-  that can be ready together (at most the step count less the longest chain of deps and
-  forward routes, plus one; capped at ``MAX_PLAN_CONCURRENCY``).
+- the reference dispatches every ready step of a flow at once (list order is never a
+  dependency): when two steps of the entry flow or of one sub-flow are independent, the plan's
+  ``concurrency`` is the most that can be ready together in any one of them (at most the step
+  count less the longest chain of deps and forward routes, plus one; capped at
+  ``MAX_PLAN_CONCURRENCY``).
 
 - ``when`` -> ``when`` (CEL; the steps it reads join the deps), on a step of any flow; a
   ``gate`` in a sub-flow is a human gate in that flow's body.
@@ -756,10 +757,7 @@ def map_stratum(raw: Mapping[str, Any]) -> StratumMapping:
         m.paths[f"steps[{len(steps)}]"] = f"flows.{entry}.output"
         steps.append(final)
     m.doc["steps"] = steps
-    width = _widest(steps)
-    if width > 1:
-        m.doc["concurrency"] = width
-        m.paths["concurrency"] = f"flows.{entry}.steps"
+    width, widest_at = _widest(steps), f"flows.{entry}.steps"
     out_flows: dict[str, Any] = {}
     for name, flow in bodies.items():
         if name == entry or not isinstance(flow, dict):
@@ -776,6 +774,11 @@ def map_stratum(raw: Mapping[str, Any]) -> StratumMapping:
             mapped["output"] = output
             m.paths[f"flows.{name}.output"] = f"flows.{name}.output.from"
         out_flows[name] = mapped
+        if (body_width := _widest(mapped["steps"])) > width:  # a body overlaps its steps too
+            width, widest_at = body_width, f"flows.{name}.steps"
+    if width > 1:
+        m.doc["concurrency"] = width
+        m.paths["concurrency"] = widest_at
     if out_flows:
         m.doc["flows"] = out_flows
     return m

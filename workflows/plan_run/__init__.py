@@ -33,10 +33,11 @@ The walk
   ``resolve_gate`` and ``extend_budget`` updates (and their signal forms) and the status and
   events queries.
 - ``preflight``: the start refusals in their fixed order, then the run's ledger and dispatcher.
-- ``walk``: boundaries in plan order, the switch on each boundary's kind, reservations, and the
-  jumps routes make.
-- ``overlap``: the concurrent top-level walk: independent agent and set steps in flight together
-  under one shared reservation.
+- ``walk``: boundaries in plan order (or overlapping), activation, and the jumps routes make.
+- ``boundary_run``: one boundary as the plan-order walk runs it: the switch on its kind, its
+  reservation, an agent step's ``on_fail``.
+- ``overlap``: the concurrent walk of a scope (the top level, a sub-flow's body): independent
+  steps in flight together under one shared reservation.
 - ``scope``: where a boundary runs (the top level or a sub-flow's body): what ``${input...}``
   names and where outputs go.
 - ``pacing``: how many invocations, and how much prompt text, one workflow task may start.
@@ -56,8 +57,9 @@ Routes and activation
 
 Budgets and ledgers: no module of their own here. The arithmetic is ``workflows.plan.ledger``
 (the run's) and ``workflows.plan.ledgers`` (a step's, a fan-out's, a sub-flow's);
-``walk._reserve`` reserves, the ``dispatch.Dispatcher`` spends, ``overlap.Overlap`` holds the
-reservation steps in flight share, and ``waits`` keeps a person's time off the wall clock.
+``boundary_run.reserve_worst_case`` reserves, the ``dispatch.Dispatcher`` spends,
+``overlap.Overlap`` holds the reservation steps in flight share, and ``waits`` keeps a
+person's time off the wall clock.
 
 Pauses, gates and waits
 - ``pauses``: a pause step waits ``awaiting_input`` for its resume argument.

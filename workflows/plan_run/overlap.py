@@ -1,9 +1,13 @@
-"""The top level's concurrent walk: independent steps in flight together, within the plan's
-``concurrency`` and the run's budget (docs/plans.md, "Concurrent steps").
+"""The concurrent walk of a scope (the top level, or behind ``plan-concurrent-bodies`` a
+sub-flow's body): independent steps in flight together, within the plan's ``concurrency`` and
+the run's budget (docs/plans.md, "Concurrent steps").
 
     scan the boundaries in plan order, starting what may start:
-        a step that may overlap (``activation.overlaps``: an engine agent step, a set step, and
-        behind ``plan-concurrent-subflows`` a ``run`` step) starts once every step it reads
+        a step that may overlap (``activation.overlaps``: an engine agent step, a set step,
+        behind ``plan-concurrent-subflows`` a ``run`` step, and behind
+        ``plan-concurrent-gates-tournaments`` a model gate and a tournament step, a gate after
+        the steps reading what it may redo and before the later ones that read it,
+        ``activation.redo_waits``) starts once every step it reads
         (``activation.reads``) and every route to it has finished, and fewer than
         ``concurrency`` are in flight; activation and its ``when`` say whether it runs (as
         in the plan-order walk); its nested ledgers are checked, then
@@ -25,12 +29,18 @@
 
 The steps in flight share one open reservation on the run's ledger, the sum of their worst
 cases, closed (and the wall clock it took charged once) when the last of them finishes, so an
-overlap never spends past the run's budget.
+overlap never spends past the run's budget. A body walks the same way with two more rules: its
+children join the reservation its ``run`` step's siblings share (with nothing of its own in
+flight a child waits there for room, ``Overlap.enter``), and a child starts beside the body's
+others only when the sub-flow's ledger holds all their worst cases at once
+(``Ledgers.room_beside``), else it waits for them; a revert out of a body's wait is the top
+level's to apply.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -39,7 +49,7 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from workflows.plan.activation import Verdict, overlaps, reads
+    from workflows.plan.activation import Verdict, overlaps, reads, redo_waits
     from workflows.plan.boundaries import Boundary, Reservation
     from workflows.plan.checkpoints import Reverted
     from workflows.plan.ledger import PlanLedger
@@ -49,6 +59,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan_run.state import PlanRunState
 
 __all__ = [
+    "CONCURRENT_BODIES_PATCH",
+    "CONCURRENT_JUDGED_PATCH",
     "CONCURRENT_SUBFLOWS_PATCH",
     "CONCURRENT_WALK_PATCH",
     "Hooks",
@@ -58,6 +70,8 @@ __all__ = [
 
 CONCURRENT_WALK_PATCH = "plan-concurrent-walk"
 CONCURRENT_SUBFLOWS_PATCH = "plan-concurrent-subflows"
+CONCURRENT_BODIES_PATCH = "plan-concurrent-bodies"
+CONCURRENT_JUDGED_PATCH = "plan-concurrent-gates-tournaments"
 
 
 class Overlap:
@@ -131,12 +145,21 @@ class Hooks:
     """Wait until the step's worst case fits the run's ledger (nothing in flight)."""
     overlapped: Callable[[Boundary, Overlap], Coroutine[Any, Any, str | None]]
     """Run an overlapping step (already admitted and joined); the step it routes to."""
-    revert: Callable[[str], int]
-    """Apply a revert: the position the walk goes on from."""
+    revert: Callable[[str], int] | None
+    """Apply a revert: the position the walk goes on from (None: a body's, raised to the top
+    level, which restores)."""
     routed: Callable[[Boundary, str], None]
     """A finished boundary took a route (traced)."""
     subflows: bool = False
     """``run`` steps overlap too (``CONCURRENT_SUBFLOWS_PATCH``)."""
+    room: Callable[[Boundary, list[Boundary]], bool] | None = None
+    """Whether a step fits beside the scope's own steps in flight (a body's: its sub-flow's
+    ledger must hold all their worst cases at once); when not, it waits for them."""
+    judged: bool = False
+    """Model gates and tournament steps overlap too (``CONCURRENT_JUDGED_PATCH``)."""
+    shared: bool = False
+    """The pool is shared with steps outside this scope (a body's siblings): with nothing of
+    its own in flight, a step waits in the pool for room (``Overlap.enter``)."""
     started: set[int] = field(default_factory=set)
     done: set[int] = field(default_factory=set)
 
@@ -151,6 +174,9 @@ async def walk_overlapping(
         # Only routes forward: a route back (to an earlier step) is a jump, not a wait.
         routers = [s.step_id for s in steps[:k] if _routes_to(scope, s, b.step_id)]
         waits.append([position[r] for r in [*reads(step), *routers] if r in position])
+    if hooks.judged:  # a gate's redo rewrites an output: who reads it, waits as it would in order
+        extra = redo_waits([scope.step(b.step_id) for b in steps])
+        waits = [[*w, *e] for w, e in zip(waits, extra, strict=True)]
     inflight: dict[int, asyncio.Task[str | None]] = {}
     started, done = hooks.started, hooks.done
     while True:
@@ -162,7 +188,7 @@ async def walk_overlapping(
                 continue
             boundary = steps[k]
             flows = scope.plan.flows if hooks.subflows else None
-            if not overlaps(scope.step(boundary.step_id), flows=flows):
+            if not overlaps(scope.step(boundary.step_id), flows=flows, judged=hooks.judged):
                 if inflight or any(j not in done for j in range(k)):
                     break  # it runs alone, after everything before it
                 started.add(k)
@@ -175,6 +201,8 @@ async def walk_overlapping(
                 try:
                     jump = await hooks.alone(boundary)
                 except Reverted as exc:
+                    if hooks.revert is None:
+                        raise
                     _rewind(started, done, hooks.revert(exc.label))
                     k = 0
                     continue
@@ -208,18 +236,27 @@ async def walk_overlapping(
                 k += 1
                 continue
             res = boundary.reservation
+            beside = [steps[j] for j in sorted(inflight)]
+            if beside and hooks.room is not None and not hooks.room(boundary, beside):
+                break  # its sub-flow's ledger cannot hold it beside them: wait for them
+            sid = scope.sid(boundary.step_id)
             joins = boundary.kind != "run"  # a body's children join one by one (Overlap.enter)
-            if joins and not pool.fits(scope.sid(boundary.step_id), res):
+            if joins and not pool.fits(sid, res):
                 if inflight:
                     break  # admit only what fits: wait for what is in flight
-                try:
-                    await hooks.reserve(boundary)
-                except Reverted as exc:
-                    _rewind(started, done, hooks.revert(exc.label))
-                    k = 0
-                    continue
+                if hooks.shared:  # others hold the pool: wait in it (and join) once room is made
+                    await pool.enter(sid, res, functools.partial(hooks.reserve, boundary))
+                    joins = False
+                else:
+                    try:
+                        await hooks.reserve(boundary)
+                    except Reverted as exc:
+                        assert hooks.revert is not None
+                        _rewind(started, done, hooks.revert(exc.label))
+                        k = 0
+                        continue
             if joins:
-                pool.join(scope.sid(boundary.step_id), res)
+                pool.join(sid, res)
             started.add(k)
             inflight[k] = asyncio.create_task(hooks.overlapped(boundary, pool))
             k += 1
@@ -242,7 +279,7 @@ async def walk_overlapping(
             del inflight[k]
             done.add(k)
             error = task.exception()
-            if isinstance(error, Reverted) and hooks.subflows:
+            if isinstance(error, Reverted) and hooks.subflows and hooks.revert is not None:
                 await _settle(inflight)  # a revert out of a body's wait: restore once all ended
                 _rewind(started, done, hooks.revert(error.label))
                 break

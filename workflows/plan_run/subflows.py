@@ -13,7 +13,8 @@ the child's reason (``subflow.failed``; the scoped child id in the message), rou
 step's ``on_fail``, else the run fails so. A failure of the run's own ledger or arithmetic
 (``RUN_LEVEL``) fails the run whatever the routes. Bodies run one boundary at a time; under
 the plan's ``concurrency`` a ``run`` step runs beside other steps, its children joining the
-reservation they share (``overlap``), as the reference runs sub-flows concurrently.
+reservation they share (``overlap``), and behind ``plan-concurrent-bodies`` a body's
+independent children run beside each other, as the reference runs sub-flows concurrently.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.plan_run.scope import Scope
     from workflows.plan_run.state import PlanRunState
 
-__all__ = ["run_subflow"]
+__all__ = ["WalkBody", "run_subflow"]
 
 WalkBody = Callable[[PlanRunState, Dispatcher, Scope, list[Boundary]], Awaitable[None]]
 
