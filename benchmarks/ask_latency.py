@@ -9,7 +9,7 @@ configuration's background worker, so the process is a client only: start, wait,
 The startup floor is ``ponder --help`` (Python and imports only). Whole-process wall times;
 nothing is asserted.
 
-    python -m benchmarks.ask_latency [--repeat 3]
+    python -m benchmarks.ask_latency [--repeat 3] [--modes served,warm]
 """
 
 from __future__ import annotations
@@ -135,26 +135,36 @@ def main() -> None:
     parser.add_argument(
         "--smoke", action="store_true", help="tiny sizes: a few seconds, for the test suite"
     )
+    parser.add_argument(
+        "--modes",
+        default="floor,warm,served,cold",
+        help="the modes to measure, comma-separated (floor, warm, served, cold)",
+    )
     args = parser.parse_args()
     if args.smoke:
         args.repeat = 1
-    modes: list[tuple[str, Callable[[Path, int], list[float]]]] = [
-        ("startup floor (ponder --help)", floor),
-        ("warm (ponder server running)", functools.partial(warm, warm_up=not args.smoke)),
-        ("served (server + bg worker)", served),
-        ("cold (fresh PONDER_HOME)", cold),
-    ]
+    modes: dict[str, tuple[str, Callable[[Path, int], list[float]]]] = {
+        "floor": ("startup floor (ponder --help)", floor),
+        "warm": ("warm (ponder server running)", functools.partial(warm, warm_up=not args.smoke)),
+        "served": ("served (server + bg worker)", served),
+        "cold": ("cold (fresh PONDER_HOME)", cold),
+    }
+    chosen = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
+    unknown = sorted(set(chosen) - set(modes))
+    if unknown:
+        parser.error(f"--modes: unknown {', '.join(unknown)} (use {', '.join(modes)})")
     rows = []
     with tempfile.TemporaryDirectory(prefix="ponder-bench-") as tmp:
-        for name, measure in modes:
+        for mode in chosen:
+            name, measure = modes[mode]
             times = measure(Path(tmp), args.repeat)
-            rows.append((name, len(times), statistics.median(times), min(times), max(times)))
-    warm_median = rows[1][2]
+            rows.append((mode, name, statistics.median(times), min(times), max(times), len(times)))
+    warm_median = next((row[2] for row in rows if row[0] == "warm"), None)
     print(f"\nponder ask wall time, sim:default, {args.repeat} repetitions per mode\n")
     print(f"{'mode':<32} {'n':>3} {'median s':>9} {'min s':>7} {'max s':>7} {'vs warm':>8}")
-    for name, n, median, low, high in rows:
-        ratio = median / warm_median
-        print(f"{name:<32} {n:>3} {median:>9.2f} {low:>7.2f} {high:>7.2f} {ratio:>7.2f}x")
+    for _, name, median, low, high, n in rows:
+        ratio = "-" if warm_median is None else f"{median / warm_median:.2f}x"
+        print(f"{name:<32} {n:>3} {median:>9.2f} {low:>7.2f} {high:>7.2f} {ratio:>8}")
 
 
 if __name__ == "__main__":

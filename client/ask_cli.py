@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+import signal
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import TYPE_CHECKING
 
 import click
@@ -17,9 +18,9 @@ from workflows.names import ASK
 from workflows.run_ids import check_run_id
 
 if TYPE_CHECKING:
-    from temporalio.client import WorkflowHandle
+    from temporalio.client import Client, WorkflowHandle
 
-    from workflows.ask_types import AskResult
+    from client.ask_http import Handover
 
 __all__ = ["ask", "ledger_waits_shown"]
 
@@ -97,10 +98,8 @@ def ask(
     local_worker: bool,
 ) -> None:
     """Ask one question through Temporal and print the answer."""
-    from activities.providers import resolve_model
-    from client.call_progress import retries_shown, to_stderr
-    from client.runs import new_run_id, start_run, wait_or_detach
-    from client.session import open_session, spawn_background_worker
+    from client.ask_http import ask_served, new_ask_id, resolves_here
+    from client.ask_view import print_answer
     from workflows.ask_types import AskInput, AskResult
 
     settings = command_settings(ctx)
@@ -110,43 +109,123 @@ def ask(
         # A worker elsewhere (TEMPORAL_ADDRESS) must declare it in its own ponder.toml.
         allowed = [*settings.allowed_base_urls, base_url]
         settings = settings.model_copy(update={"allowed_base_urls": allowed})
-    resolve_model(model, settings, base_url=base_url, require_key=not settings.temporal_address)
-    run_id = check_run_id(run_id or new_run_id("ask"))
-    payload = AskInput(
-        question=question,
-        model=model,
-        system=system,
-        temperature=temperature,
-        max_output_tokens=max_output_tokens,
-        base_url=base_url,
-        seed=seed,
-        run_id=run_id,
-    )
 
-    async def go() -> AskResult | None:
+    def ask_input(run_id: str) -> AskInput:
+        return AskInput(
+            question=question,
+            model=model,
+            system=system,
+            temperature=temperature,
+            max_output_tokens=max_output_tokens,
+            base_url=base_url,
+            seed=seed,
+            run_id=run_id,
+        )
+
+    payload: AskInput | None = None
+    handover: Handover | None = None
+    # Served (the embedded server and this configuration's background worker up): started and,
+    # when it answers at once, awaited over the server's HTTP API, with no SDK to load.
+    if not (base_url or detach or local_worker) and resolves_here(model, settings):
+        payload = ask_input(check_run_id(run_id or new_ask_id()))
+        served = ask_served(settings, payload)
+        if isinstance(served, AskResult):
+            print_answer(served)
+            return
+        handover = served
+
+    from activities.providers import resolve_model
+    from client.call_progress import retries_shown, to_stderr
+    from client.runs import new_run_id, start_run, wait_or_detach
+    from client.session import open_session, spawn_background_worker
+
+    if payload is None:
+        resolve_model(model, settings, base_url=base_url, require_key=not settings.temporal_address)
+        payload = ask_input(check_run_id(run_id or new_run_id("ask")))
+
+    async def go(payload: AskInput) -> AskResult | None:
+        if handover is None:
+            return await follow(payload)
+        with _signals_detach(handover.run_id):
+            return await follow(payload)
+
+    async def follow(payload: AskInput) -> AskResult | None:
         async with open_session(
             settings, local_worker=local_worker, worker=not (detach and not local_worker)
         ) as session:
-            handle = await start_run(session, ASK, payload, run_id, AskResult)
+            if handover is not None and await _started_here(session.client, handover):
+                handle = session.client.get_workflow_handle(
+                    handover.run_id, run_id=handover.temporal_run_id, result_type=AskResult
+                )
+            else:
+                handle = await start_run(session, ASK, payload, payload.run_id or "", AskResult)
             if detach:
                 if session.embedded:
                     spawn_background_worker(settings)
-                click.echo(run_id)
+                click.echo(payload.run_id)
                 return None
             # A failed attempt shows as it happens (a refused connection among them), not only
             # once the last retry has failed too.
-            async with retries_shown(handle, to_stderr), ledger_waits_shown(handle, to_stderr):
+            shown = None if handover is None else handover.lines
+            async with (
+                retries_shown(handle, to_stderr, lines=shown),
+                ledger_waits_shown(handle, to_stderr),
+            ):
                 return await wait_or_detach(session, handle)
 
-    result = asyncio.run(go())
-    if result is None:
-        return
-    click.echo(result.response.text)
-    usage = result.response.usage
-    label = " (simulated)" if result.response.simulated else ""
-    click.echo(
-        f"-- run {result.run_id}: {result.response.provider}:{result.response.model}{label}, "
-        f"{usage.input_tokens} in / {usage.output_tokens} out tokens, "
-        f"{result.response.latency_ms:.0f} ms; answer in {result.answer_path}",
-        err=True,
-    )
+    result = asyncio.run(go(payload))
+    if result is not None:
+        print_answer(result)
+
+
+@contextlib.contextmanager
+def _signals_detach(run_id: str) -> Iterator[None]:
+    """From a hand-over until its follower waits (``client.runs.wait_or_detach``, which takes
+    over): Ctrl-C or SIGTERM leaves the run going, as while it was awaited over HTTP, one that
+    came since the hand-over (``client.ask_http.signalled``) included."""
+    from client.ask_http import print_detached, signalled
+    from client.sigterm import on_sigterm
+
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    detached: list[bool] = []
+
+    def detach() -> None:
+        detached.append(True)
+        if task is not None:
+            task.cancel()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, detach)
+    try:
+        with on_sigterm(detach):  # the session's own SIGTERM handler calls it
+            if signalled():
+                detach()
+            yield
+    except asyncio.CancelledError:
+        if not detached:
+            raise
+        print_detached(run_id)
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+
+
+async def _started_here(client: Client, handover: Handover) -> bool:
+    """Whether the run the HTTP path handed over is this command's: started (its answer said
+    so), or, when the start's answer was lost, a run under its id whose start carries this
+    command's identity and input."""
+    if handover.temporal_run_id is not None:
+        return True
+    from temporalio.service import RPCError
+
+    handle = client.get_workflow_handle(handover.run_id)
+    try:
+        async for event in handle.fetch_history_events():
+            started = event.workflow_execution_started_event_attributes
+            return started.identity == handover.identity and [
+                p.data for p in started.input.payloads
+            ] == [handover.input_data]
+    except RPCError:  # no such run: it did not start
+        return False
+    return False

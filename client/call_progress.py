@@ -20,15 +20,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import click
 from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.api.workflow.v1 import PendingActivityInfo
 from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 
+from client.retry_lines import POLL_S, FailedAttempt, RetryLines, to_stderr
 from workflows.activity_contracts import CALL_MODEL
 
 if TYPE_CHECKING:
@@ -46,8 +45,6 @@ __all__ = [
     "to_stderr",
 ]
 
-POLL_S = 0.5
-"""How often a follower asks: a retry waits at least a second, so no attempt goes unseen."""
 CHILD_DEPTH = 1
 """How far below the run a poll looks: its children (a campaign's cells, a plan run's
 tournament steps), which start none of their own."""
@@ -57,21 +54,6 @@ and calls refused alike (one endpoint down) fail the same way in the children le
 
 _WAITING = PendingActivityState.PENDING_ACTIVITY_STATE_SCHEDULED
 _RUNNING = PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
-
-
-@dataclass(frozen=True)
-class FailedAttempt:
-    """One failed attempt of one model call, as the server describes the call after it."""
-
-    call: str
-    """Which call: its activity id (after the run id, when given one)."""
-    attempt: int
-    maximum: int
-    """The most attempts the call's retry policy allows; 0: no limit."""
-    code: str
-    message: str
-    next_in_s: float | None
-    """Seconds until the next attempt starts; None: it has started already."""
 
 
 def failed_attempts(pending: Iterable[PendingActivityInfo], run: str = "") -> list[FailedAttempt]:
@@ -101,57 +83,6 @@ def failed_attempts(pending: Iterable[PendingActivityInfo], run: str = "") -> li
             )
         )
     return found
-
-
-def _printable(text: str) -> str:
-    """``text`` with its control characters escaped: a message can quote what an endpoint sent,
-    and the terminal must not take an escape sequence in it for one of its own."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-
-
-class RetryLines:
-    """The lines to print for what a poll saw: the first failed attempt of a call (or a new
-    failure) in full, a repeat of the same failure in short."""
-
-    def __init__(self) -> None:
-        self._shown: dict[str, tuple[int, str]] = {}
-        """call -> (the last attempt shown, its message)."""
-
-    def lines(self, attempts: Iterable[FailedAttempt]) -> list[str]:
-        """One line per failed attempt not shown yet; calls that failed alike share one
-        (``8 calls: ...``), so a tournament's first round against a stopped server is one line."""
-        counts: dict[str, int] = {}
-        for line in self._new_lines(attempts):
-            counts[line] = counts.get(line, 0) + 1
-        return [f"{n} calls: {line}" if n > 1 else line for line, n in counts.items()]
-
-    def _new_lines(self, attempts: Iterable[FailedAttempt]) -> list[str]:
-        out = []
-        for failed in attempts:
-            before = self._shown.get(failed.call)
-            if before is not None and before[0] >= failed.attempt:
-                continue
-            self._shown[failed.call] = (failed.attempt, failed.message)
-            of = f" of {failed.maximum}" if failed.maximum else ""
-            if before is not None and before[1] == failed.message:
-                line = f"attempt {failed.attempt}{of} failed the same way"
-            else:
-                code = f" ({failed.code})" if failed.code else ""
-                line = f"attempt {failed.attempt}{of} failed{code}: {_printable(failed.message)}"
-            following = failed.attempt + 1
-            if failed.next_in_s is None:
-                line += f"; attempt {following} runs"
-            else:
-                line += f"; attempt {following} in {round(failed.next_in_s, 1):g}s"
-            if before is None:
-                line += " (Ctrl-C detaches, the run goes on)"
-            out.append(line)
-        return out
-
-
-def to_stderr(line: str) -> None:
-    """Echo for a follower that prints plain lines (``ask``, ``watch`` of an ask, a campaign)."""
-    click.echo(f"ponder: {line}", err=True)
 
 
 def above_panel(console: Console) -> Callable[[str], None]:
@@ -185,9 +116,12 @@ async def _failed_in(
 
 
 async def _show(
-    handle: WorkflowHandle, echo: Callable[[str], None], poll_s: float, client: Client | None
+    handle: WorkflowHandle,
+    echo: Callable[[str], None],
+    poll_s: float,
+    client: Client | None,
+    lines: RetryLines,
 ) -> None:
-    lines = RetryLines()
     while True:
         await asyncio.sleep(poll_s)
         for line in lines.lines(await _failed_in(handle, client, CHILD_DEPTH)):
@@ -201,12 +135,14 @@ async def retries_shown(
     *,
     client: Client | None = None,
     poll_s: float = POLL_S,
+    lines: RetryLines | None = None,
 ) -> AsyncIterator[None]:
     """While the block runs, ``echo`` a line for each failed attempt of the run's model calls;
-    given ``client``, of its pending children's calls too.
+    given ``client``, of its pending children's calls too; given ``lines``, after the ones they
+    showed (a follower that took the run over from another, ``client.ask_http``).
 
     The first poll comes ``poll_s`` in: a run that answers sooner costs no request."""
-    task = asyncio.create_task(_show(handle, echo, poll_s, client))
+    task = asyncio.create_task(_show(handle, echo, poll_s, client, lines or RetryLines()))
     try:
         yield
     finally:

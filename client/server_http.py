@@ -1,4 +1,5 @@
-"""Reads from the embedded server's HTTP API, for commands that must answer at once.
+"""Reads (and an Ask's start) over the embedded server's HTTP API, for commands that must
+answer at once.
 
 ``ponder status`` of a live run spent most of its time importing the SDK client (about 0.3 s of
 0.6 s). The embedded dev server also serves Temporal's HTTP API (``--http-port``, recorded in
@@ -24,7 +25,7 @@ from urllib.parse import quote, urlencode
 
 from client.worker_liveness import Heartbeat, serves
 
-__all__ = ["HttpUnanswered", "RunDescription", "ServerHttp"]
+__all__ = ["HttpUnanswered", "RunDescription", "ServerHttp", "payload_data"]
 
 TIMEOUT_S = 5.0
 """A query waits for a worker; one that answers takes milliseconds."""
@@ -35,7 +36,7 @@ class HttpUnanswered(Exception):
 
 
 class RunDescription:
-    """What ``describe`` says of a run: its kind, queue and times."""
+    """What ``describe`` says of a run: its kind, queue, times and pending activities."""
 
     def __init__(self, answer: dict[str, Any]) -> None:
         info = answer.get("workflowExecutionInfo", {})
@@ -44,6 +45,7 @@ class RunDescription:
         self.task_queue: str | None = config.get("taskQueue", {}).get("name")
         self.start_time = _timestamp(info.get("startTime"))
         self.close_time = _timestamp(info.get("closeTime"))
+        self.pending_activities: list[dict[str, Any]] = answer.get("pendingActivities", [])
 
 
 class ServerHttp:
@@ -52,7 +54,21 @@ class ServerHttp:
         self._base = f"/api/v1/namespaces/{quote(namespace, safe='')}"
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        connection = http.client.HTTPConnection("127.0.0.1", self._port, timeout=TIMEOUT_S)
+        status, answer = self._exchange(method, path, body)
+        if status != 200:
+            raise HttpUnanswered(f"HTTP {status}")
+        return answer
+
+    def _exchange(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        *,
+        timeout_s: float = TIMEOUT_S,
+    ) -> tuple[int, Any]:
+        """The answer's status and JSON (a refusal's too: its details tell refusals apart)."""
+        connection = http.client.HTTPConnection("127.0.0.1", self._port, timeout=timeout_s)
         try:
             connection.request(
                 method,
@@ -69,12 +85,10 @@ class ServerHttp:
             raise HttpUnanswered(str(exc)) from exc
         finally:
             connection.close()
-        if response.status != 200:
-            raise HttpUnanswered(f"HTTP {response.status}")
         try:
-            return json.loads(text)
+            return response.status, json.loads(text)
         except ValueError as exc:
-            raise HttpUnanswered("not JSON") from exc
+            raise HttpUnanswered(f"HTTP {response.status}, not JSON") from exc
 
     def describe(self, run_id: str) -> RunDescription:
         return RunDescription(self._call("GET", f"/workflows/{quote(run_id, safe='')}"))
@@ -101,14 +115,35 @@ class ServerHttp:
         answer = self._call("POST", path, {"query": {"queryType": query_type}})
         if answer.get("queryRejected"):
             raise HttpUnanswered("query rejected")
-        payloads = answer.get("queryResult", {}).get("payloads", [])
-        if len(payloads) != 1:
-            raise HttpUnanswered("no single query result")
-        (payload,) = payloads
-        # Anything but plain JSON (a payload kept in the payload store, say) is the SDK's to decode.
-        if _text(payload.get("metadata", {}).get("encoding")) != "json/plain":
-            raise HttpUnanswered("not a plain JSON payload")
-        return base64.b64decode(payload.get("data", ""))
+        return payload_data(answer.get("queryResult"))
+
+    def start_workflow(self, workflow_id: str, request: dict[str, Any]) -> tuple[int, Any]:
+        """``StartWorkflowExecution`` as JSON: the status and the answer, a refusal's included
+        (an id already used answers 409 with the request id that started it)."""
+        return self._exchange("POST", f"/workflows/{quote(workflow_id, safe='')}", request)
+
+    def close_event(self, workflow_id: str, run_id: str, *, wait_s: float) -> dict[str, Any]:
+        """The run's close event, waited for at most ``wait_s`` (a long poll of its history);
+        ``HttpUnanswered`` when it has not closed by then."""
+        params = {
+            "execution.runId": run_id,
+            "waitNewEvent": "true",
+            "historyEventFilterType": "HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT",
+        }
+        path = f"/workflows/{quote(workflow_id, safe='')}/history?{urlencode(params)}"
+        status, answer = self._exchange("GET", path, timeout_s=wait_s)
+        events = answer.get("history", {}).get("events", []) if status == 200 else []
+        if len(events) != 1:
+            raise HttpUnanswered(f"HTTP {status}, no close event")
+        event: dict[str, Any] = events[0]
+        return event
+
+    def polled(self, task_queue: str, task_queue_type: str) -> bool:
+        """Whether the server lists any poller of ``task_queue`` (``TASK_QUEUE_TYPE_...``), however
+        long ago it polled."""
+        queue = quote(task_queue, safe="")
+        described = self._call("GET", f"/task-queues/{queue}?taskQueueType={task_queue_type}")
+        return bool(described.get("pollers"))
 
     def serves(self, task_queue: str, now: float) -> bool:
         """Whether a live worker serves ``task_queue`` (``client.worker_liveness`` decides)."""
@@ -141,6 +176,18 @@ class ServerHttp:
                 )
             )
         return serves(polls, heartbeats, now)
+
+
+def payload_data(payloads: dict[str, Any] | None) -> bytes:
+    """The bytes of the one plain JSON payload in ``payloads`` (the API's ``Payloads``);
+    anything else (none, several, a payload kept in the payload store) is the SDK's to decode."""
+    items = (payloads or {}).get("payloads", [])
+    if len(items) != 1:
+        raise HttpUnanswered("no single payload")
+    (payload,) = items
+    if _text(payload.get("metadata", {}).get("encoding")) != "json/plain":
+        raise HttpUnanswered("not a plain JSON payload")
+    return base64.b64decode(payload.get("data", ""))
 
 
 def _text(encoded: str | None) -> str | None:

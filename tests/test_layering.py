@@ -42,6 +42,8 @@ PROVIDER_NAME_ALLOWED: dict[str, set[str]] = {
     "workflows/families.py": {"sim", "openai", "anthropic"},
     # The USD column's label for a simulated run, and the MCP help pointing at the free sim.
     "client/runs_cli.py": {"sim"},
+    # The endpoint kinds a served ask resolves as the registry would, loading no provider.
+    "client/ask_http.py": {"sim", "openai", "anthropic"},
     "client/mcp/server.py": {"sim"},
     # The call input's ``replay`` field (the run's wire-replay routing, carried to the activity
     # as a dict key), not a branch on which provider runs a call.
