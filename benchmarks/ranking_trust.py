@@ -24,13 +24,15 @@ probability P the longer one wins). Per setting, over ``--seeds`` worlds:
 4. Kendall tau between the final ranking and the true qualities with ``length_bias=0.3``
    (lengths drawn independently of quality), fitted without and with length control, against
    the same judge without the bias, with every pair judged once and four times. Target:
-   length control recovers at least half of the tau the bias costs. Beside it, what fits could
-   recover: the plain fit of the verdicts length did not decide (an oracle: what is lost with
-   the rest is information), and the fit of the judge's own model, a mixture (with chance
-   ``length_bias`` the longer wins, else Bradley-Terry), its weight known and fitted. The
-   additive log-odds term style control fits is the wrong shape for a mixture, which costs
-   most with every pair judged once; the mixture's weight, fitted from those few verdicts,
-   costs about as much again.
+   length control recovers at least half of the tau the bias costs. Length control is the
+   judge's own model, a mixture (with a share of its verdicts the longer wins, else
+   Bradley-Terry), the share and the scores averaged over their posterior
+   (``length_mixture``; its mean share is printed beside it). Beside it: the additive
+   log-odds term runs fitted before it (``style_control``), the wrong shape for a mixture,
+   which costs most with every pair judged once; the plain fit of the verdicts length did not
+   decide (an oracle: what is lost with the rest is information); and the mixture with its
+   weight known and fitted jointly with the scores, which puts it low (the scores take up
+   part of what length did).
 
     python -m benchmarks.ranking_trust --seeds 50
 """
@@ -285,10 +287,11 @@ def _mixture_fit(
 
 
 def length_seed(args: tuple[int, int]) -> tuple[float, ...]:
-    """Kendall tau: no bias (plain fit), bias (plain fit), bias (length control); the length
-    coefficient the controlled fit found; and, for what any fit could recover, tau with the
+    """Kendall tau: no bias (plain fit), bias (plain fit), bias (the additive length term);
+    the length coefficient that fit found; and, for what any fit could recover, tau with the
     verdicts length decided dropped (an oracle) and under the judge's own mixture model, its
-    weight known and fitted. Every pair judged ``rounds`` times."""
+    weight known and fitted jointly; then length control as runs fit it now (the mixture,
+    ``length_mixture``) and its share. Every pair judged ``rounds`` times."""
     seed, rounds = args
     ids, quality, beta = _world(seed)
     world = random.Random(f"{seed}:lengths")
@@ -315,6 +318,8 @@ def length_seed(args: tuple[int, int]) -> tuple[float, ...]:
 
     controlled = controlled_fit(ids, biased, lengths=lengths, lambda_=LAMBDA)
     gamma = controlled.length.coefficient if controlled.length else 0.0
+    mixture = controlled_fit(ids, biased, lengths=lengths, lambda_=LAMBDA, model="mixture")
+    share = mixture.length.coefficient if mixture.length else 0.0
     return (
         _tau(plain(fair), quality),
         _tau(plain(biased), quality),
@@ -323,6 +328,8 @@ def length_seed(args: tuple[int, int]) -> tuple[float, ...]:
         _tau(plain([o for o, x in zip(biased, by_length, strict=True) if not x]), quality),
         _tau(_mixture_fit(ids, biased, lengths, LENGTH_BIAS), quality),
         _tau(_mixture_fit(ids, biased, lengths, None), quality),
+        _tau(mixture.scores, quality),
+        share,
     )
 
 
@@ -412,32 +419,33 @@ def main(argv: Sequence[str] | None = None) -> None:
         "recovers at least half of the tau lost"
     )
     for rounds, taus in lengths.items():
-        fair, biased, controlled, gammas, oracle, known, fitted = (
+        fair, biased, additive, gammas, oracle, known, fitted, mixture, mean_share = (
             statistics.fmean(col) for col in zip(*taus, strict=True)
         )
         lost = fair - biased
-        recovered = (controlled - biased) / lost if lost > 0 else float("nan")
-        gain = [t[2] - t[1] for t in taus]
+        recovered = (mixture - biased) / lost if lost > 0 else float("nan")
+        gain = [t[7] - t[1] for t in taus]
         se = statistics.stdev(gain) / math.sqrt(len(gain)) if len(gain) > 1 else 0.0
         print(f"  every pair judged {rounds}x ({rounds * N * (N - 1) // 2} comparisons):")
         print(f"    no bias, plain fit:          {fair:.3f}")
         print(f"    length bias, plain fit:      {biased:.3f}")
         print(
-            f"    length bias, length control: {controlled:.3f} (controlled - plain "
-            f"{controlled - biased:+.3f} +/- {se:.3f} s.e.; mean length coefficient "
-            f"{gammas:+.2f} log-odds)"
+            f"    length bias, length control: {mixture:.3f} (controlled - plain "
+            f"{mixture - biased:+.3f} +/- {se:.3f} s.e.; the judge's mixture, mean share "
+            f"{mean_share:.2f})"
         )
         print(
             f"    recovered: {recovered:.0%} of the {lost:.3f} lost "
             f"({'meets' if recovered >= 0.5 else 'misses'} the target)"
         )
         for label, tau in (
+            (f"additive log-odds term (mean {gammas:+.2f}; runs before)", additive),
             ("verdicts length decided dropped (oracle)", oracle),
             (f"the judge's mixture, weight {LENGTH_BIAS} known", known),
-            ("the judge's mixture, weight fitted", fitted),
+            ("the judge's mixture, weight fitted jointly", fitted),
         ):
             part = (tau - biased) / lost if lost > 0 else float("nan")
-            print(f"    {label + ':':<48} {tau:.3f} ({part:.0%} of the loss)")
+            print(f"    {label + ':':<52} {tau:.3f} ({part:.0%} of the loss)")
     print(f"({time.perf_counter() - started:.1f} s)")
 
 

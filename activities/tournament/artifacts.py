@@ -169,6 +169,16 @@ def _length_control(snap: TournamentSnapshot) -> dict[str, Any] | None:
     term = snap.intervals.length_control if snap.intervals else None
     if term is None:
         return {"enabled": True, "coefficient": None}
+    if term.model == "mixture":
+        return {
+            "enabled": True,
+            **term.model_dump(),
+            "level": LEVEL,
+            "method": "Bradley-Terry mixed with a length pick: between different lengths, "
+            "P(the longer wins) = coefficient + (1 - coefficient) * sigmoid(s_longer - "
+            "s_shorter); coefficient and scores are posterior means, the scores integrated "
+            "out by Laplace's approximation; interval: the posterior's central 95%",
+        }
     return {
         "enabled": True,
         **term.model_dump(),

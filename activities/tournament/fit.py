@@ -24,7 +24,7 @@ from workflows.tournament.activity_contracts import (
 from workflows.tournament.bootstrap import bootstrap
 from workflows.tournament.bradley_terry import LeaderboardRow, Outcome, leaderboard
 from workflows.tournament.schedule import ScheduledPair
-from workflows.tournament.style_control import confidence_weight, controlled_fit
+from workflows.tournament.style_control import LengthModel, confidence_weight, controlled_fit
 from workflows.tournament.types import LengthControl, ScoreIntervals
 
 __all__ = [
@@ -52,11 +52,14 @@ def _scores(
     lambda_: float,
     weights: list[float] | None,
     lengths: dict[str, int] | None,
+    model: LengthModel,
 ) -> dict[str, float] | None:
     """The controlled fit's scores, or None for the plain leaderboard fit."""
     if weights is None and lengths is None:
         return None
-    fitted = controlled_fit(ids, outcomes, weights=weights, lengths=lengths, lambda_=lambda_)
+    fitted = controlled_fit(
+        ids, outcomes, weights=weights, lengths=lengths, lambda_=lambda_, model=model
+    )
     return fitted.scores
 
 
@@ -68,7 +71,12 @@ def _leaderboard(input: FitInput) -> list[LeaderboardRow]:
         lambda_=input.lambda_,
         generations=input.generations,
         scores=_scores(
-            input.candidate_ids, outcomes, input.lambda_, _weights(input), input.lengths
+            input.candidate_ids,
+            outcomes,
+            input.lambda_,
+            _weights(input),
+            input.lengths,
+            input.length_model,
         ),
     )
 
@@ -113,6 +121,7 @@ async def bootstrap_leaderboard(input: BootstrapInput) -> ScoreIntervals:
         map_chunks=_refits.map,
         weights=_weights(input),
         lengths=input.lengths,
+        length_model=input.length_model,
         intervals=input.intervals,
     )
     length = result.length
@@ -134,6 +143,7 @@ async def bootstrap_leaderboard(input: BootstrapInput) -> ScoreIntervals:
             comparisons=length.comparisons,
             differing=length.differing,
             significant=length.significant,
+            model=length.model,
             identified=length.identified,
         ),
     )

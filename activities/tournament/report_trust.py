@@ -170,6 +170,19 @@ def fit_sentences(
             "length and the scores say little; judge more pairs, or rank without length "
             "control."
         )
+    elif length and length.get("coefficient") is not None and length.get("model") == "mixture":
+        share, low, high = length["coefficient"], length["low"], length["high"]
+        verdict = (
+            "the judge favours the longer candidate beyond chance"
+            if length.get("significant")
+            else "no length preference beyond chance"
+        )
+        sentences.append(
+            f"Length-controlled scores: between candidates of different lengths the judge is "
+            f"estimated to pick the longer one whatever its quality in {share:.0%} of verdicts "
+            f"(95% interval {low:.0%} to {high:.0%}): {verdict}. The scores and ranks are net "
+            "of it."
+        )
     elif length and length.get("coefficient") is not None:
         c, low, high = length["coefficient"], length["low"], length["high"]
         verdict = (

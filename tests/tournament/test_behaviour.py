@@ -17,6 +17,7 @@ from workflows.tournament.behaviour import (
     INCREMENTAL_ARTIFACTS_PATCH,
     LEAN_WRITES_PATCH,
     LIKELIHOOD_INTERVALS_PATCH,
+    MIXTURE_LENGTH_PATCH,
     PIPELINED_DEFAULT_PATCH,
     PIPELINED_LANES_PATCH,
     PIPELINED_PATCH,
@@ -27,9 +28,9 @@ from workflows.tournament.behaviour import (
 )
 from workflows.tournament.types import TournamentInput
 
-UMBRELLAS = [SETTLED_PAUSE_WRITES_PATCH, LIKELIHOOD_INTERVALS_PATCH, PIPELINED_DEFAULT_PATCH,
-             ADAPTIVE_BUDGET_PATCH, BALANCED_PANEL_PATCH, THROTTLED_PATCH,
-             CURRENT_PATCH]  # fmt: skip
+UMBRELLAS = [MIXTURE_LENGTH_PATCH, SETTLED_PAUSE_WRITES_PATCH, LIKELIHOOD_INTERVALS_PATCH,
+             PIPELINED_DEFAULT_PATCH, ADAPTIVE_BUDGET_PATCH, BALANCED_PANEL_PATCH,
+             THROTTLED_PATCH, CURRENT_PATCH]  # fmt: skip
 ONE_BY_ONE = [SPARSE_OPENING_PATCH, BOOTSTRAP_PATCH, INCREMENTAL_ARTIFACTS_PATCH,
               LEAN_WRITES_PATCH, DEFERRED_WRITES_PATCH]  # fmt: skip
 
@@ -62,9 +63,9 @@ def task(**fields: object) -> TournamentInput:
 
 def test_the_patch_ids_are_the_recorded_ones() -> None:
     """Histories hold these strings: a renamed id fails every run recorded under it."""
-    assert UMBRELLAS == ["tournament-2026-12g", "tournament-2026-12f", "tournament-2026-12e",
-                         "tournament-2026-12d", "tournament-2026-12c", "tournament-2026-12b",
-                         "tournament-2026-12"]  # fmt: skip
+    assert UMBRELLAS == ["tournament-2026-12h", "tournament-2026-12g", "tournament-2026-12f",
+                         "tournament-2026-12e", "tournament-2026-12d", "tournament-2026-12c",
+                         "tournament-2026-12b", "tournament-2026-12"]  # fmt: skip
     assert ONE_BY_ONE == ["adaptive-sparse-opening", "final-score-bootstrap",
                           "incremental-artifacts", "lean-artifact-writes",
                           "deferred-artifact-writes"]  # fmt: skip
@@ -74,7 +75,7 @@ def test_the_patch_ids_are_the_recorded_ones() -> None:
 def test_a_new_run_asks_the_newest_umbrella_only_and_pipelines_by_default() -> None:
     patched, asked = new_run()
     behaviour = TournamentBehaviour.decide(patched, task())
-    assert asked == [SETTLED_PAUSE_WRITES_PATCH]  # one marker in its first task
+    assert asked == [MIXTURE_LENGTH_PATCH]  # one marker in its first task
     assert behaviour == TournamentBehaviour(
         rounds="pipelined",
         pipelined=True,
@@ -89,6 +90,7 @@ def test_a_new_run_asks_the_newest_umbrella_only_and_pipelines_by_default() -> N
         adaptive_budget=True,
         likelihood_intervals=True,
         settled_pause_writes=True,
+        mixture_length=True,
     )
     assert behaviour.resolve(task()).rounds == "pipelined"
 
@@ -107,7 +109,7 @@ def test_a_run_recorded_before_the_default_replays_as_a_barrier_run(rounds: str 
     patched, asked = history(ADAPTIVE_BUDGET_PATCH)
     fields = {} if rounds is None else {"rounds": rounds}
     behaviour = TournamentBehaviour.decide(patched, task(**fields))
-    assert asked == UMBRELLAS[:4]
+    assert asked == UMBRELLAS[:5]
     assert (behaviour.rounds, behaviour.pipelined) == ("barrier", False)
     assert behaviour.adaptive_budget and behaviour.balanced_panel and behaviour.throttled_writes
     assert behaviour.resolve(task(**fields)).rounds == "barrier"
@@ -122,8 +124,8 @@ def test_a_pipelined_run_recorded_before_the_default_keeps_its_lane_widths() -> 
 @pytest.mark.parametrize(
     ("marker", "asked", "throttled", "balanced"),
     [
-        (BALANCED_PANEL_PATCH, UMBRELLAS[:5], True, True),
-        (THROTTLED_PATCH, UMBRELLAS[:6], True, False),
+        (BALANCED_PANEL_PATCH, UMBRELLAS[:6], True, True),
+        (THROTTLED_PATCH, UMBRELLAS[:7], True, False),
         (CURRENT_PATCH, UMBRELLAS, False, False),
     ],
 )
@@ -172,7 +174,7 @@ def test_a_run_from_before_the_umbrellas_asks_each_patch_in_its_order() -> None:
 def test_a_run_recorded_before_likelihood_intervals_keeps_the_percentile_ones() -> None:
     patched, asked = history(PIPELINED_DEFAULT_PATCH)
     behaviour = TournamentBehaviour.decide(patched, task())
-    assert asked == UMBRELLAS[:3]
+    assert asked == UMBRELLAS[:4]
     assert not behaviour.likelihood_intervals
     assert behaviour.pipelined and behaviour.slot_widths == "provider"
 
@@ -197,5 +199,12 @@ def test_resolve_changes_nothing_an_input_sets() -> None:
 def test_a_run_recorded_before_settled_pause_writes_writes_its_pause_at_once() -> None:
     patched, asked = history(LIKELIHOOD_INTERVALS_PATCH)
     behaviour = TournamentBehaviour.decide(patched, task())
-    assert asked == UMBRELLAS[:2]
+    assert asked == UMBRELLAS[:3]
     assert behaviour.likelihood_intervals and not behaviour.settled_pause_writes
+
+
+def test_a_run_recorded_before_the_mixture_fits_the_additive_length_term() -> None:
+    patched, asked = history(SETTLED_PAUSE_WRITES_PATCH)
+    behaviour = TournamentBehaviour.decide(patched, task(length_control=True))
+    assert asked == UMBRELLAS[:2]
+    assert behaviour.settled_pause_writes and not behaviour.mixture_length

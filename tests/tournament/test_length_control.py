@@ -1,6 +1,6 @@
 """Length control and confidence weights end to end: a sim run whose judge prefers the longer
 answer, fitted with ``length_control`` and ``weight_by_confidence``; its leaderboard, length
-coefficient and intervals checked against a refit written out here from its own files."""
+share and intervals checked against a refit from its own files."""
 
 from __future__ import annotations
 
@@ -9,43 +9,26 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy.optimize import minimize
 from temporalio.client import Client
 
 from activities.config import Settings
 from activities.sim_math import true_quality
 from tests.tournament.helpers import read_jsonl, run
+from workflows.tournament.judge_parse import Outcome
 from workflows.tournament.profiles import Profile
+from workflows.tournament.style_control import ControlledFit, controlled_fit
 from workflows.tournament.types import RoleModels
 
 
-def _refit(
-    ids: list[str], rows: list[dict], lengths: dict[str, int], lam: float
-) -> tuple[np.ndarray, float]:
-    """The objective written out again from the files (no project code), minimised by scipy:
-    weights 1 + 2*confidence, x = +1 when A is the longer, -1 when B is."""
-    index = {c: i for i, c in enumerate(ids)}
-    n = len(ids)
-    a = np.array([index[r["presented_a"]] for r in rows])
-    b = np.array([index[r["presented_b"]] for r in rows])
-    y = np.array([{"A": 1.0, "B": 0.0, "tie": 0.5}[r["winner"]] for r in rows])
-    w = np.array([1 + 2 * r["confidence"] for r in rows])
-    la = np.array([lengths[r["presented_a"]] for r in rows], float)
-    lb = np.array([lengths[r["presented_b"]] for r in rows], float)
-    x = np.sign(la - lb)
-
-    def f(t: np.ndarray) -> tuple[float, np.ndarray]:
-        s, g = t[:n], t[n]
-        z = s[a] - s[b] + g * x
-        r = w * (1 / (1 + np.exp(-z)) - y)
-        grad = np.append(lam * s + np.bincount(a, r, n) - np.bincount(b, r, n), r @ x)
-        return float(0.5 * lam * s @ s + w @ (np.logaddexp(0, z) - y * z)), grad
-
-    t = minimize(
-        f, np.zeros(n + 1), jac=True, method="L-BFGS-B", options={"gtol": 1e-11, "ftol": 1e-16}
-    ).x
-    s = t[:n] - t[:n].mean()
-    return s / s.std(), float(t[n])
+def _refit(ids: list[str], rows: list[dict], lengths: dict[str, int]) -> ControlledFit:
+    """The length-controlled fit of the final round, refitted from the files: the judge's
+    mixture (``length_mixture``, its maths checked against scipy in ``test_length_mixture``),
+    weights 1 + 2*confidence."""
+    outcomes = [Outcome(r["presented_a"], r["presented_b"], r["winner"]) for r in rows]
+    weights = [1 + 2 * r["confidence"] for r in rows]
+    return controlled_fit(
+        ids, outcomes, weights=weights, lengths=lengths, lambda_=0.01, model="mixture"
+    )
 
 
 async def test_a_length_controlled_confidence_weighted_run(
@@ -70,14 +53,16 @@ async def test_a_length_controlled_confidence_weighted_run(
     assert len(set(lengths.values())) > 5  # the writer's answers vary in length
     rows = [r for r in read_jsonl(run_dir / "comparisons.jsonl") if r["phase"] == "final_judging"]
     ids = sorted(candidates)
-    scores, gamma = _refit(ids, rows, lengths, 0.01)
+    fitted = _refit(ids, rows, lengths)
+    assert fitted.length is not None
+    scores = np.array([fitted.scores[c] for c in ids])
 
     term = summary["length_control"]
-    assert term["enabled"] is True
-    assert term["coefficient"] == pytest.approx(gamma, abs=1e-5)
-    assert term["low"] < term["coefficient"] < term["high"]
-    # The judge picks the longer answer half the time: a positive coefficient it cannot miss.
-    assert term["coefficient"] > 0 and term["significant"] is True and term["identified"] is True
+    assert term["enabled"] is True and term["model"] == "mixture"
+    assert term["coefficient"] == pytest.approx(fitted.length.coefficient, abs=1e-9)
+    assert term["low"] <= term["coefficient"] <= term["high"]
+    # The judge picks the longer answer half the time: a share it cannot miss.
+    assert term["low"] > 0 and term["significant"] is True and term["identified"] is True
     assert summary["weighting"] == "confidence"
     final = summary["final_scores"]
     assert {r["candidate_id"]: r["score"] for r in final} == pytest.approx(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from typing import Literal
 
 import numpy as np
 import pytest
@@ -20,9 +21,12 @@ from workflows.tournament.bootstrap import bootstrap
 from workflows.tournament.bradley_terry import DENSE_MAX_N, Outcome, fit_arrays, leaderboard
 from workflows.tournament.judge_parse import Winner
 from workflows.tournament.judge_stats import confidence_vs_correctness
+from workflows.tournament.length_mixture import mixture_fit
 from workflows.tournament.preflight import preflight
 from workflows.tournament.profiles import ADAPTIVE_SHARE, adaptive_pairs_budget
 from workflows.tournament.style_control import (
+    UNIDENTIFIED_SHARE_SE,
+    arrays,
     confidence_weight,
     controlled_fit,
     fit,
@@ -364,3 +368,109 @@ def test_the_reports_sentences_on_the_fit() -> None:
     assert "counts three times" in weighted[0]
     assert "0.61 when right and 0.32 when wrong" in weighted[1] and "70%" in weighted[1]
     assert fit_sentences(None, "none", {}) == []
+
+
+def test_past_dense_max_n_without_a_feature_it_is_the_leaderboards_fit() -> None:
+    n = DENSE_MAX_N + 8
+    a, b, y, _, _ = _case(4, n, 1500)
+    s, gamma, se = fit(n, a, b, y, lambda_=0.01)
+    assert np.abs(s - fit_arrays(n, a, b, y, 0.01)).max() < 1e-6
+    assert gamma == se == 0.0
+
+
+def test_one_comparison_is_fitted() -> None:
+    s, _, _ = fit(2, np.array([0]), np.array([1]), np.array([1.0]), lambda_=0.01)
+    assert s[0] > 0 > s[1]
+    assert (
+        np.abs(s - fit_arrays(2, np.array([0]), np.array([1]), np.array([1.0]), 0.01)).max() < 1e-9
+    )
+
+
+def test_the_standard_error_when_the_last_candidate_is_never_shown_second() -> None:
+    n, lam = 5, 0.01
+    a, b, y, x, w = _case(8, n, 120)
+    last = b == n - 1
+    a, b = np.where(last, b, a), np.where(last, a, b)
+    assert not np.any(b == n - 1) and np.any(a == n - 1)
+    s, gamma, se = fit(n, a, b, y, weights=w, feature=x, lambda_=lam)
+    theta = np.append(s, gamma)
+    h, step = np.zeros((n + 1, n + 1)), 1e-5
+    for i in range(n + 1):
+        e = np.zeros(n + 1)
+        e[i] = step
+        up = _objective(theta + e, n, a, b, y, x, w, lam)[1]
+        down = _objective(theta - e, n, a, b, y, x, w, lam)[1]
+        h[:, i] = (up - down) / (2 * step)
+    expected = math.sqrt(np.linalg.inv(0.5 * (h + h.T))[n, n])
+    assert se == pytest.approx(expected, rel=1e-4)
+
+
+def test_a_fit_that_starts_within_the_tolerance_still_polishes() -> None:
+    # The gradient at zero is about 1.4e-8: under the tolerance, above its polishing floor.
+    y = np.array([0.5 + 1e-8])
+    s, _, _ = fit(2, np.array([0]), np.array([1]), y, lambda_=0.01)
+    assert s[0] > 0 > s[1]
+    assert np.abs(s - fit_arrays(2, np.array([0]), np.array([1]), y, 0.01)).max() < 1e-12
+
+
+def test_the_mixture_mode_is_length_mixtures_fit_in_any_order() -> None:
+    rng = random.Random(21)
+    ids = [f"c{i}" for i in range(7)]
+    lengths = {c: rng.randint(100, 900) for c in ids}
+    outcomes = [_random_outcome(rng, ids, ["A", "B", "tie"]) for _ in range(50)]
+    weights = [confidence_weight(rng.random()) for _ in outcomes]
+    one = controlled_fit(ids, outcomes, lengths=lengths, weights=weights, model="mixture")
+    arr = arrays(ids, outcomes, lengths=lengths, weights=weights)
+    assert arr.feature is not None
+    mix = mixture_fit(7, arr.a, arr.b, arr.y, arr.feature, weights=arr.weights, lambda_=0.01)
+    assert one.length is not None and one.length.model == "mixture"
+    assert one.length.coefficient == mix.share and one.offset is None
+    assert (one.length.low, one.length.high) == (mix.low, mix.high)
+    assert np.array_equal(one.raw, mix.scores)
+    order = list(range(len(outcomes)))
+    rng.shuffle(order)
+    other = controlled_fit(
+        list(reversed(ids)),
+        [outcomes[i] for i in order],
+        lengths=lengths,
+        weights=[weights[i] for i in order],
+        model="mixture",
+    )
+    assert one.scores == other.scores and one.length == other.length
+
+
+@pytest.mark.parametrize("intervals", ["likelihood", "percentile"])
+def test_the_mixtures_intervals_hold_its_points_and_the_additive_path_is_unchanged(
+    intervals: Literal["likelihood", "percentile"],
+) -> None:
+    rng = random.Random(22)
+    ids = [f"c{i}" for i in range(8)]
+    lengths = {c: rng.randint(100, 900) for c in ids}
+    outcomes = [_random_outcome(rng, ids, ["A", "B"]) for _ in range(60)]
+    mixed = bootstrap(
+        ids, outcomes, resamples=200, seed=3, lengths=lengths, length_model="mixture",
+        intervals=intervals,
+    )  # fmt: skip
+    fitted = controlled_fit(ids, outcomes, lengths=lengths, model="mixture")
+    assert mixed.length == fitted.length
+    for c in ids:
+        assert mixed.low[c] <= fitted.scores[c] <= mixed.high[c]
+        assert mixed.high[c] - mixed.low[c] > 0.1
+    plain = bootstrap(ids, outcomes, resamples=200, seed=3, lengths=lengths, intervals=intervals)
+    additive = bootstrap(
+        ids, outcomes, resamples=200, seed=3, lengths=lengths, length_model="additive",
+        intervals=intervals,
+    )  # fmt: skip
+    assert plain == additive and plain.length is not None and plain.length.model == "additive"
+
+
+def test_two_candidates_of_fixed_lengths_leave_the_mixtures_share_unidentified() -> None:
+    # As for the additive term, length and identity cannot be told apart: the share's
+    # posterior stays nearly as wide as its flat prior, so the term is marked unidentified.
+    lengths = {"long": 300, "short": 100}
+    outcomes = [Outcome("long", "short", "A")] * 4 + [Outcome("short", "long", "B")] * 3
+    outcomes += [Outcome("long", "short", "B")] * 2 + [Outcome("short", "long", "A")]
+    fitted = controlled_fit(["long", "short"], outcomes, lengths=lengths, model="mixture")
+    assert fitted.length is not None and fitted.length.model == "mixture"
+    assert fitted.length.standard_error > UNIDENTIFIED_SHARE_SE
+    assert not fitted.length.identified and not fitted.length.significant

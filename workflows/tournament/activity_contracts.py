@@ -53,6 +53,9 @@ class FitInput(BaseModel):
     """Weigh each outcome by ``style_control.confidence_weight`` of its confidence."""
     lengths: dict[str, int] | None = None
     """Candidate id -> its text's length: fit with the length term (``style_control``)."""
+    length_model: Literal["additive", "mixture"] = "additive"
+    """Which length term (``style_control.LengthModel``): the mixture since
+    ``tournament-2026-12h``, the additive log-odds term before."""
 
 
 class AdaptiveBatchInput(BaseModel):
@@ -74,5 +77,6 @@ class BootstrapInput(BaseModel):
     seed: int
     weight_by_confidence: bool = False
     lengths: dict[str, int] | None = None
+    length_model: Literal["additive", "mixture"] = "additive"
     intervals: Literal["percentile", "likelihood"] = "percentile"
     """How the 95% intervals are made (``bootstrap.IntervalMethod``)."""

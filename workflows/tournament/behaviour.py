@@ -29,6 +29,7 @@ __all__ = [
     "INCREMENTAL_ARTIFACTS_PATCH",
     "LEAN_WRITES_PATCH",
     "LIKELIHOOD_INTERVALS_PATCH",
+    "MIXTURE_LENGTH_PATCH",
     "PIPELINED_DEFAULT_PATCH",
     "PIPELINED_LANES_PATCH",
     "PIPELINED_PATCH",
@@ -88,6 +89,10 @@ SETTLED_PAUSE_WRITES_PATCH = "tournament-2026-12g"
 """``LIKELIHOOD_INTERVALS_PATCH``, and a pause's write taken once the calls in flight at the
 pause have landed (before, it was taken at the pause and a call landing after it reached the
 files only when the run went on)."""
+MIXTURE_LENGTH_PATCH = "tournament-2026-12h"
+"""``SETTLED_PAUSE_WRITES_PATCH``, and ``length_control`` fitting the judge's mixture
+(``length_mixture``: a share of verdicts go to the longer whatever the quality) instead of the
+additive log-odds term."""
 
 
 @dataclass(frozen=True)
@@ -113,13 +118,16 @@ class TournamentBehaviour:
     """The final scores' intervals by profile likelihood, not the resamples' percentiles."""
     settled_pause_writes: bool = False
     """A pause's write waits for the calls in flight and then takes its snapshot."""
+    mixture_length: bool = False
+    """``length_control`` fits the mixture, not the additive log-odds term."""
 
     @classmethod
     def decide(cls, patched: Callable[[str], bool], input: TournamentInput) -> TournamentBehaviour:
         """Ask ``patched`` (``workflow.patched``) in the order every recorded run asked it: a
         new run asks the newest umbrella patch only; one recorded before it replays through
         the older ones, down to the patches one by one."""
-        settled_pause_writes = patched(SETTLED_PAUSE_WRITES_PATCH)
+        mixture_length = patched(MIXTURE_LENGTH_PATCH)
+        settled_pause_writes = mixture_length or patched(SETTLED_PAUSE_WRITES_PATCH)
         likelihood_intervals = settled_pause_writes or patched(LIKELIHOOD_INTERVALS_PATCH)
         pipelined_default = likelihood_intervals or patched(PIPELINED_DEFAULT_PATCH)
         rounds = input.rounds or (DEFAULT_ROUNDS if pipelined_default else "barrier")
@@ -142,6 +150,7 @@ class TournamentBehaviour:
                 adaptive_budget=adaptive_budget,
                 likelihood_intervals=likelihood_intervals,
                 settled_pause_writes=settled_pause_writes,
+                mixture_length=mixture_length,
             )
         sparse_opening = patched(SPARSE_OPENING_PATCH)
         bootstrap = patched(BOOTSTRAP_PATCH)

@@ -43,10 +43,11 @@ from workflows.tournament.bradley_terry import (
     IntArray,
     canonical_arrays,
     fit_arrays,
+    zscore,
 )
 from workflows.tournament.judge_parse import Outcome
 from workflows.tournament.likelihood_intervals import profile_intervals
-from workflows.tournament.style_control import LengthTerm, controlled_fit
+from workflows.tournament.style_control import LengthModel, LengthTerm, controlled_fit
 from workflows.tournament.style_control import arrays as style_arrays
 
 __all__ = [
@@ -258,6 +259,7 @@ def bootstrap(
     map_chunks: MapChunks = map,
     weights: Sequence[float] | None = None,
     lengths: Mapping[str, int] | None = None,
+    length_model: LengthModel = "additive",
     intervals: IntervalMethod = "percentile",
 ) -> Bootstrap:
     """Intervals of each candidate's z-scored Bradley-Terry score, and its top share.
@@ -277,7 +279,11 @@ def bootstrap(
     length-controlled fit (``style_control``), and each refit holds the length term at its
     full-data value, ``gamma_hat * x_k`` as a fixed offset: the refits stay the batched
     n-dimensional Newton, and the intervals are the scores' spread given the length effect
-    (the coefficient's own uncertainty is its Wald interval, reported beside them)."""
+    (the coefficient's own uncertainty is its Wald interval, reported beside them). The
+    mixture (``length_model="mixture"``) is held the same way: its share at the full-data
+    posterior mean, through the weighted objective at that share (``length_mixture``); the
+    intervals, made around that objective's minimiser, are moved by the distance from it to the
+    leaderboard's point, the scores' posterior mean."""
     controlled = weights is not None or lengths is not None
     if controlled:
         arr = style_arrays(candidate_ids, outcomes, weights=weights, lengths=lengths)
@@ -287,20 +293,30 @@ def bootstrap(
     n, m = len(ids), len(a)
     length = None
     offset = None
+    counted = arr.weights if controlled else None
     if controlled:
         full = controlled_fit(
-            candidate_ids, outcomes, weights=weights, lengths=lengths, lambda_=lambda_
+            candidate_ids,
+            outcomes,
+            weights=weights,
+            lengths=lengths,
+            lambda_=lambda_,
+            model=length_model,
         )
         length, offset = full.length, full.offset
+        if full.targets is not None:
+            y, counted = full.targets, full.weights
     used = resamples_within_ceiling(resamples, n, m) if n >= 2 and m else 0
     if used == 0:
         return Bootstrap(0, resamples, seed, {}, {}, {}, length)
     design = Design(n, a, b, y, offset)
     start = full.raw if controlled else fit_arrays(n, a, b, y, lambda_)
+    if controlled and full.centre is not None:
+        start = full.centre
     rng = np.random.default_rng(seed)
     counts = rng.multinomial(m, np.full(m, 1.0 / m), size=used).astype(np.float64)
-    if controlled and arr.weights is not None:
-        counts *= arr.weights
+    if counted is not None:
+        counts *= counted
     chunk = max(1, min(CHUNK_FLOATS // (n * n + m * n), -(-used // max(1, lanes))))
 
     def refit(rows: FloatArray) -> FloatArray:
@@ -310,6 +326,11 @@ def bootstrap(
         list(map_chunks(refit, [counts[i : i + chunk] for i in range(0, used, chunk)]))
     )
     z = _on_leaderboard_scale(fitted, start)
+    point = _on_leaderboard_scale(start[np.newaxis, :], start)[0]
+    shift = np.zeros(n)
+    if controlled and full.centre is not None:
+        shift = zscore(full.raw) - point
+        z, point = z + shift, point + shift
     tail = 100 * (1 - LEVEL) / 2
     low, high = np.percentile(z, [tail, 100 - tail], axis=0)
     method: IntervalMethod = "percentile"
@@ -322,14 +343,13 @@ def bootstrap(
             y,
             start,
             lambda_=lambda_,
-            weights=arr.weights if controlled else None,
+            weights=counted,
             offset=offset,
         )
-        low, high = _divided(raw_low, start), _divided(raw_high, start)
+        low, high = _divided(raw_low, start) + shift, _divided(raw_high, start) + shift
     # Where a candidate has very few comparisons, all won or all lost, its resamples pile up on
     # one side of its point and the percentiles can miss it by a little: an interval is widened
     # to take in its own point rather than report a score it excludes.
-    point = _on_leaderboard_scale(start[np.newaxis, :], start)[0]
     low, high = np.minimum(low, point), np.maximum(high, point)
     top = np.bincount(np.argmax(z, axis=1), minlength=n) / used
     return Bootstrap(

@@ -47,6 +47,7 @@ async def fit_leaderboard(
     lambda_: float,
     generations: dict[str, int],
     lengths: dict[str, int] | None = None,
+    length_model: Literal["additive", "mixture"] = "additive",
     weigh: bool = False,
 ) -> list[LeaderboardRow]:
     """The regularised Bradley-Terry leaderboard of ``population`` from judged ``rows``; with
@@ -60,6 +61,7 @@ async def fit_leaderboard(
             generations=generations,
             weight_by_confidence=weigh,
             lengths=lengths,
+            length_model=length_model,
         ),
         result_type=list[LeaderboardRow],
         start_to_close_timeout=FIT_TIMEOUT,
@@ -103,6 +105,7 @@ async def bootstrap_intervals(
     resamples: int,
     seed: int,
     lengths: dict[str, int] | None = None,
+    length_model: Literal["additive", "mixture"] = "additive",
     weigh: bool = False,
     intervals: Literal["percentile", "likelihood"] = "percentile",
 ) -> ScoreIntervals:
@@ -119,6 +122,7 @@ async def bootstrap_intervals(
             seed=seed,
             weight_by_confidence=weigh,
             lengths=lengths,
+            length_model=length_model,
             intervals=intervals,
         ),
         result_type=ScoreIntervals,

@@ -293,7 +293,9 @@ class ComparisonRow(BaseModel):
 
 class LengthControl(BaseModel):
     """The length term of a length-controlled fit (``style_control``): the log-odds the longer
-    candidate gains in a comparison, with its 95% (Wald) interval."""
+    candidate gains in a comparison, with its 95% (Wald) interval (``additive``), or the share
+    of verdicts between different lengths the longer won whatever the quality, with its 95%
+    interval from the marginal likelihood (``mixture``)."""
 
     coefficient: float
     low: float
@@ -303,6 +305,7 @@ class LengthControl(BaseModel):
     differing: int
     """Comparisons between candidates of different lengths."""
     significant: bool
+    model: Literal["additive", "mixture"] = "additive"
     identified: bool = True
     """False: the comparisons cannot tell length from the candidates' own strength (only the
     penalty does), and the coefficient and its interval mean nothing."""

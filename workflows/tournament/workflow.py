@@ -407,6 +407,7 @@ class TournamentWorkflow:
             lambda_=self.plan.profile.lambda_ if self.plan else 0.01,
             generations={cid: self.record.candidates[cid].generation for cid in population},
             lengths=self._lengths(population),
+            length_model="mixture" if self.behaviour.mixture_length else "additive",
             weigh=self.input.weight_by_confidence,
         )
         return self.record.add_scores(phase, generation, fitted)
@@ -425,6 +426,7 @@ class TournamentWorkflow:
             resamples=resamples,
             seed=rng.phase_seed(self.calls.seed, f"{FINAL_JUDGING_PHASE}:bootstrap") % 2**63,
             lengths=self._lengths(population),
+            length_model="mixture" if self.behaviour.mixture_length else "additive",
             weigh=self.input.weight_by_confidence,
             intervals="likelihood" if self.behaviour.likelihood_intervals else "percentile",
         )
