@@ -5,14 +5,16 @@ mutations, 4 final judgements) on ``sim`` with a fixed 20 ms per call, the embed
 running and, as after any command with an idle period, the configuration's background worker
 lingering: the command is a client (start, follow, print) and the run still goes through
 Temporal and a worker. ``--no-linger`` runs each command with no idle period instead, so each
-runs its own worker in process.
+runs its own worker in process. ``--sdk`` starts and follows each through the SDK client, the
+path a served run took before it went over the server's HTTP API: a before and after measured in
+the same minutes.
 
 Reference: what an in-process tool does for the same schedule, as its own process: the
 interpreter, its imports (httpx, pydantic) and 15 HTTP calls in the same 4 rounds against a
 local endpoint answering in 20 ms (served by this process). Both are whole-process wall times,
 interleaved, so the ratio holds on a busy machine; nothing is asserted.
 
-    python -m benchmarks.quick_latency [--repeat 5] [--no-linger] [--smoke]
+    python -m benchmarks.quick_latency [--repeat 5] [--no-linger] [--sdk] [--smoke]
 """
 
 from __future__ import annotations
@@ -110,6 +112,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="repetitions of each")
     parser.add_argument("--no-linger", action="store_true", help="no idle period: own worker")
+    parser.add_argument("--sdk", action="store_true", help="follow through the SDK client")
     parser.add_argument("--smoke", action="store_true", help="one repetition, for the tests")
     args = parser.parse_args()
     repeat = 1 if args.smoke else args.repeat
@@ -119,6 +122,9 @@ def main() -> None:
     inproc: list[float] = []
     with tempfile.TemporaryDirectory(prefix="ponder-bench-") as tmp:
         home = Path(tmp)
+        if args.sdk:  # a secrets file: a served run's HTTP path leaves its command to the SDK
+            (home / "secrets.env").write_text("")
+            env["PONDER_SECRETS_FILE"] = str(home / "secrets.env")
         with foreground_server([sys.executable, "-m", "client", "server"], ponder_env(home)):
             try:
                 run_ponder(home, *THINK, env=env)  # the server's first run; leaves the worker
@@ -129,6 +135,7 @@ def main() -> None:
                 stop_background_workers(home)
                 time.sleep(1)
     mode = "own worker per command" if args.no_linger else "background worker up"
+    mode += ", through the SDK" if args.sdk else ""
     print(f"\nquick tournament, server up ({mode}), {repeat} repetitions, 20 ms calls\n")
     print(f"{'':<24} {'median s':>9} {'min s':>7} {'max s':>7}")
     for name, times in (("in-process reference", inproc), ("ponder think", ponder)):

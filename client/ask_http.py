@@ -193,11 +193,13 @@ def ask_served(settings: Settings, input: AskInput) -> AskResult | Handover | No
         server.drop_lease(os.getpid(), settings.server_idle_s)
 
 
-def _start(api: ServerHttp, queue: str, run_id: str, identity: str, data: bytes) -> str | None:
+def _start(
+    api: ServerHttp, queue: str, run_id: str, identity: str, data: bytes, *, workflow: str = ASK
+) -> str | None:
     """The started run's Temporal run id; "" when no answer came (it may have started); None
     when the server refused it (the SDK path starts it again and says why)."""
     request: dict[str, Any] = {
-        "workflowType": {"name": ASK},
+        "workflowType": {"name": workflow},
         "taskQueue": {"name": queue},
         "input": {
             "payloads": [

@@ -52,20 +52,40 @@ def think(ctx: click.Context, **options: Any) -> None:
     import asyncio
 
     from activities.config import load_settings
-    from client.runs import new_run_id, start_and_follow
-    from client.tournament_estimate import estimate
-    from client.tournament_follow import follow, print_outcome
+    from client.think_http import (
+        Ended,
+        follow_handover,
+        new_think_id,
+        print_ended,
+        think_served,
+    )
+    from client.tournament_outcome import print_outcome
     from workflows.tournament.preflight import preflight
-    from workflows.tournament.types import TournamentResult
 
     settings = load_settings(ctx.obj["config"])
-    run_id = check_run_id(options["run_id"] or new_run_id("think"))
+    run_id = check_run_id(options["run_id"] or new_think_id())
     payload = think_input(ctx, settings, run_id)
     if options["dry_run"]:
+        from client.tournament_estimate import estimate
+
         _print_plan(estimate(payload))
         return
     for risk in preflight(payload).self_preference:
         click.echo(f"warning: {risk.message}", err=True)
+
+    # Served (the embedded server and this configuration's background worker up): started and,
+    # when it ends soon, followed over the server's HTTP API, with no SDK to load.
+    served = None if options["detach"] else think_served(settings, payload)
+    if isinstance(served, Ended):
+        print_ended(run_id, served)
+        return
+    if served is not None:
+        print_outcome(run_id, asyncio.run(follow_handover(settings, payload, served)))
+        return
+
+    from client.runs import start_and_follow
+    from client.tournament_follow import follow
+    from workflows.tournament.types import TournamentResult
 
     started = start_and_follow(
         settings, TOURNAMENT, payload, run_id, TournamentResult, follow, detach=options["detach"]
