@@ -341,7 +341,9 @@ def _as_metered(schema: object, *, keep_false: bool = False) -> object:
 def _without_schema_uri(schema: dict[str, Any] | bool) -> dict[str, Any] | bool:
     """The schema without its root ``$schema`` (already checked to be Draft 2020-12): kept, it
     would make the library pick its stock validator for the root (and Python's ``re``)."""
-    if isinstance(schema, dict) and "$schema" in schema:
+    # The jsonschema release in use checks a root by the validator's class whatever its
+    # $schema says, so a mutant that keeps it checks values alike: a guard for other releases.
+    if isinstance(schema, dict) and "$schema" in schema:  # pragma: no mutate
         return {k: v for k, v in schema.items() if k != "$schema"}
     return schema
 

@@ -93,3 +93,65 @@ def test_parse_error_is_a_value_error() -> None:
 
 def test_outcome_values() -> None:
     assert [Outcome("a", "b", w).y for w in ("A", "B", "tie")] == [1.0, 0.0, 0.5]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "judge output is empty: expected a JSON object"),
+        (
+            "no verdict",
+            "judge output holds no JSON object (tried the whole text, the first fenced block and "
+            "the first '{' to the last '}')",
+        ),
+        ('{"winner": "C"}', 'judge field winner must be "A", "B" or "tie" (got \'C\')'),
+        ('{"winner": "A", "feedback_a": 3}', "judge field feedback_a must be a string (got int)"),
+        (
+            '{"winner": "A", "critique_for_B": [1]}',
+            "judge field feedback_b must be a string (got list)",
+        ),
+        (
+            '{"winner": "A", "confidence": "x"}',
+            "judge field confidence must be a number in [0, 1] (got 'x')",
+        ),
+        ('{"winner": "A", "confidence": 2}', "judge field confidence must be in [0, 1] (got 2)"),
+        (
+            '{"winner": "A", "confidence": Infinity}',
+            "judge field confidence must be in [0, 1] (got inf)",
+        ),
+    ],
+)
+def test_each_refusal_s_whole_message(text: str, message: str) -> None:
+    with pytest.raises(JudgeParseError) as info:
+        parse_judge_output(text)
+    assert str(info.value) == message
+
+
+def test_an_answer_over_the_limit_is_not_searched() -> None:
+    from workflows.bounds import MAX_JSON_CHARS
+
+    padded = '{"winner": "A"}'.ljust(MAX_JSON_CHARS)
+    assert parse_judge_output(padded).winner == "A"
+    with pytest.raises(JudgeParseError) as info:
+        parse_judge_output(padded + " ")
+    assert info.value.reason == "too_long"
+    assert str(info.value) == (
+        f"judge output is {MAX_JSON_CHARS + 1} characters, over the {MAX_JSON_CHARS} a verdict "
+        "may take: expected one short JSON object"
+    )
+
+
+def test_a_fence_with_a_language_tag_and_no_newline_and_a_brace_slice() -> None:
+    assert parse_judge_output('``` {"winner": "B"}```').winner == "B"
+    assert parse_judge_output('x ```json{"winner": "tie"}``` y').winner == "tie"
+    # the slice runs from the first '{' to the last '}' and needs one after the other
+    assert parse_judge_output('say {"winner": "A"} done').winner == "A"
+    with pytest.raises(JudgeParseError) as info:
+        parse_judge_output("} then {")
+    assert info.value.reason == "no_json_object"
+
+
+def test_a_stripped_fenced_block_and_an_alias_that_is_null() -> None:
+    assert parse_judge_output('```\n  {"winner": "a"}  \n```') == JudgeVerdict("A", "", "")
+    verdict = parse_judge_output('{"winner": "A", "feedback_b": null, "critique_for_B": "cb"}')
+    assert verdict.feedback_b == "cb"

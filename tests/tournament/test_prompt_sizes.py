@@ -172,3 +172,35 @@ def test_ponder_think_refuses_it_before_starting(tmp_path: Path) -> None:
     prompts.write_text(json.dumps({"generate": {"user": "{task}" * 100}}))  # 1 MB: fits
     done = ponder_here("think", f"@{task}", "--prompts", str(prompts), "--dry-run", env=env)
     assert done.code == 0, done.err
+
+
+def test_a_role_s_size_is_of_its_style_s_templates() -> None:
+    general = role_size("generate", BOUNDS)
+    paper = role_size("generate", BOUNDS, style="paper-programming")
+    assert (general.system, paper.system) == (120, 153)
+    generate: tuple[Role, ...] = ("generate",)
+    assert prompt_size_problem(BOUNDS, roles=generate, ceiling=500) is None
+    problem = prompt_size_problem(BOUNDS, style="paper-programming", roles=generate, ceiling=500)
+    assert problem == (
+        f"task: the generate prompt can render up to {paper.total:,} characters ({{task}} once, "
+        "at up to 10 characters each), over the ceiling of 500 characters per prompt: "
+        "shorten the task"
+    )
+
+
+def test_a_critique_heavy_prompt_names_critique_chars() -> None:
+    size = role_size("mutate", {**BOUNDS, "critique": 10**6})
+    assert (size.field, size.heaviest) == ("critique_chars", "critique")
+
+
+def test_the_heaviest_variable_weighs_its_uses_at_its_bound_an_unbounded_one_nothing() -> None:
+    overrides = PromptOverrides(generate=PromptOverride(system="s", user="{nope}{nope}{task}"))
+    size = role_size("generate", {**BOUNDS, "task": 1}, overrides=overrides)
+    assert (size.heaviest, size.uses) == ("task", 1)
+    only = PromptOverrides(generate=PromptOverride(system="{nope}{nope}", user="x"))
+    generate: tuple[Role, ...] = ("generate",)
+    assert prompt_size_problem(BOUNDS, overrides=only, roles=generate, ceiling=5) == (
+        "prompts.generate.system: the generate prompt can render up to 13 characters ({nope} "
+        "2 times, at up to 0 characters each), over the ceiling of 5 characters per prompt: "
+        "name each {variable} fewer times in prompts.generate.system, or use fewer variables"
+    )

@@ -121,3 +121,106 @@ def test_the_snapshot_carries_the_record_and_the_outcome() -> None:
     assert snap.budget.max_calls == 5
     record.commit_population(1, ["y"])  # a later phase does not change a snapshot already sent
     assert 1 not in snap.populations and len(snap.events) == 1
+
+
+def test_a_pair_judged_by_several_calls_is_one_row_of_their_combined_verdict() -> None:
+    from workflows.tournament.types import Verdict
+    from workflows.tournament.verdicts import Slot, SlotResult
+
+    record = TournamentRecord(now=lambda: "t4")
+    pair = ScheduledPair(presented_a="x", presented_b="y", scheduled_a="y", scheduled_b="x")
+    results = [
+        SlotResult(
+            slot=Slot("j1", "x", "y"),
+            verdict=JudgeVerdict(winner="A", feedback_a="good x", feedback_b="weak y"),
+            model="m1",
+            provider="p1",
+            attempts=1,
+            usage=Usage(input_tokens=1, output_tokens=2),
+            raw_outputs=["r1"],
+        ),
+        SlotResult(
+            slot=Slot("j2", "y", "x"),  # shown the other way round
+            verdict=JudgeVerdict(
+                winner="B", feedback_a="weak y", feedback_b="good x", confidence=0.9
+            ),
+            model="m2",
+            provider="p1",
+            attempts=2,
+            usage=Usage(input_tokens=10, output_tokens=20),
+            raw_outputs=["r2", "r3"],
+        ),
+    ]
+    row = record.add_combined("final", 3, 7, pair, results, include_raw_outputs=True)
+    assert (row.id, row.phase, row.generation) == ("final#7", "final", 3)
+    assert (row.presented_a, row.presented_b, row.scheduled_a, row.scheduled_b) == (
+        "x",
+        "y",
+        "y",
+        "x",
+    )
+    assert (row.winner, row.confidence) == ("A", None)  # both judges chose x, shown as A
+    assert (row.critique_a, row.critique_b) == ("good x", "weak y")
+    assert (row.model, row.provider, row.attempts) == ("m1 + m2", "p1", 3)
+    assert row.usage == Usage(input_tokens=11, output_tokens=22)
+    assert row.raw_outputs == ["r1", "r2", "r3"]
+    assert row.verdicts == [
+        Verdict(judge="j1", presented_a="x", presented_b="y", winner="A", attempts=1),
+        Verdict(
+            judge="j2", presented_a="y", presented_b="x", winner="B", confidence=0.9, attempts=2
+        ),
+    ]
+    assert record.comparisons == [row]
+    quiet = record.add_combined("final", None, 8, pair, results, include_raw_outputs=False)
+    assert quiet.raw_outputs is None
+
+
+def test_a_given_candidate_names_no_model_or_provider() -> None:
+    record = TournamentRecord(now=lambda: "t5")
+    record.add_given([GivenCandidate(id="a", text="A")])
+    row = record.candidates["a"]
+    assert (row.model, row.provider, row.generation, row.kind, row.status) == (
+        "given",
+        "given",
+        0,
+        "initial",
+        "generated",
+    )
+    assert (row.text, row.usage, row.parent_id) == ("A", Usage(), None)
+
+
+def test_a_candidate_keeps_whether_it_was_simulated_and_an_elite_copy_its_new_place() -> None:
+    record = TournamentRecord(now=lambda: "t6")
+    simulated = ModelResponse(text="x", model="m", provider="sim", simulated=True)
+    record.add_candidate("g0-c0", 0, "initial", None, "generated", simulated)
+    assert record.candidates["g0-c0"].simulated is True
+    (copy,) = record.copy_elites(2, ["g0-c0"])
+    row = record.candidates[copy]
+    assert (row.id, row.generation, row.kind, row.status, row.parent_id) == (
+        "g2-e0",
+        2,
+        "elite-copy",
+        "elite",
+        "g0-c0",
+    )
+
+
+def test_a_comparison_s_index_is_what_follows_the_last_hash() -> None:
+    record = TournamentRecord(now=lambda: "t7")
+    for index in (10, 9):
+        record.comparisons.append(comparison("a#b", index))
+    assert [c.id for c in record.comparisons_in_order()] == ["a#b#9", "a#b#10"]
+
+
+def test_the_snapshot_carries_the_profile_and_the_error() -> None:
+    from workflows.tournament.profiles import BUILTIN_PROFILES
+
+    record = TournamentRecord(now=lambda: "t8")
+    record.error = "budget.exhausted: spent"
+    snap = record.snapshot(
+        run_id="r", status="failed", input=TournamentInput(task="t"), seed=1,
+        profile=BUILTIN_PROFILES["quick"], profile_name="quick", usage=[],
+        budget=Budget(limits=BudgetLimits()),
+    )  # fmt: skip
+    assert (snap.profile, snap.profile_name) == (BUILTIN_PROFILES["quick"], "quick")
+    assert snap.error == "budget.exhausted: spent"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 
 import pytest
 
@@ -65,3 +66,27 @@ def test_ids_parse_back() -> None:
     assert parse_candidate_id("g2-e0") == CandidateIdParts(2, "elite-copy", 0)
     for other in ("g0-m1", "g1-c1", "g01-c1", "c3", "g1-m", "essay.txt", "g1-m1x"):
         assert parse_candidate_id(other) is None
+
+
+@pytest.mark.parametrize(
+    ("make", "args", "message"),
+    [
+        (initial_id, (-1,), "index must be >= 0 (got -1)"),
+        (mutant_id, (0, 1), "generation must be >= 1 (got 0)"),
+        (mutant_id, (1, -2), "index must be >= 0 (got -2)"),
+        (elite_id, (0, 0), "generation must be >= 1 (got 0)"),
+        (elite_id, (3, -1), "index must be >= 0 (got -1)"),
+    ],
+)
+def test_an_impossible_id_is_refused_naming_the_part_and_its_minimum(
+    make: Callable[..., str], args: tuple[int, ...], message: str
+) -> None:
+    with pytest.raises(ValueError) as caught:
+        make(*args)
+    assert str(caught.value) == message
+
+
+def test_the_smallest_ids_are_made() -> None:
+    assert initial_id(0) == "g0-c0"
+    assert mutant_id(1, 0) == "g1-m0"
+    assert elite_id(1, 0) == "g1-e0"

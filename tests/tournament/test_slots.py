@@ -194,3 +194,32 @@ async def test_a_cancelled_waiter_gives_its_provider_slot_back() -> None:
     await settle()
     assert granted.cancelled() and slots.provider_free == {"sim": 1}
     assert slots.lane_free == {"judge": 2} and not slots.waiting
+
+
+async def test_a_slot_is_granted_at_once_while_its_lane_has_room() -> None:
+    # No waiting on a waiter that never comes: each step is checked as soon as the loop settles.
+    slots = Slots({"solo": 1})
+    first = asyncio.create_task(slots.acquire("solo"))
+    await settle()
+    assert first.done()
+    assert (slots.free, slots.lane_free) == (0, {"solo": 0})
+    second = asyncio.create_task(slots.acquire("solo"))
+    await settle()
+    assert not second.done()
+    slots.release("solo")
+    await settle()
+    assert second.done()
+    slots.release("solo")
+    assert (slots.free, slots.lane_free) == (1, {"solo": 1})
+
+
+async def test_leaving_a_slot_gives_its_provider_slot_back() -> None:
+    slots = Slots({"judge": 2}, provider_widths={"sim": 1})
+    async with slots.slot("judge", "sim"):
+        assert slots.provider_free == {"sim": 0}
+    assert slots.provider_free == {"sim": 1}
+    assert (slots.free, slots.lane_free) == (2, {"judge": 2})
+
+
+def test_a_provider_of_zero_width_lanes_has_zero_width() -> None:
+    assert provider_widths({"judge": 0}, {"judge": ["sim"]}) == {"sim": 0}

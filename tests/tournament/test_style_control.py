@@ -474,3 +474,35 @@ def test_two_candidates_of_fixed_lengths_leave_the_mixtures_share_unidentified()
     assert fitted.length is not None and fitted.length.model == "mixture"
     assert fitted.length.standard_error > UNIDENTIFIED_SHARE_SE
     assert not fitted.length.identified and not fitted.length.significant
+
+
+@pytest.mark.parametrize("weights", [[1.0], [1.0, 0.0], [1.0, float("nan")], [1.0, -2.0]])
+def test_weights_that_are_not_one_positive_number_per_outcome_are_refused(
+    weights: list[float],
+) -> None:
+    outcomes = [Outcome("a", "b", "A"), Outcome("b", "a", "A")]
+    with pytest.raises(ValueError) as caught:
+        controlled_fit(["a", "b"], outcomes, weights=weights)
+    assert str(caught.value) == "weights must be positive numbers, one per outcome"
+
+
+def test_the_controlled_fit_is_the_joint_fit_at_its_ridge_with_its_offsets() -> None:
+    outcomes = [Outcome("b", "a", "A"), Outcome("a", "c", "A"), Outcome("c", "b", "B")] * 3
+    lengths = {"a": 100, "b": 300, "c": 200}
+    result = controlled_fit(["c", "a", "b"], outcomes, lengths=lengths, lambda_=1.0)
+    assert result.ids == ["a", "b", "c"]
+    # the arrays in canonical order, fitted by hand at the same ridge
+    ids = ["a", "b", "c"]
+    a = np.array([ids.index(o.presented_a) for o in outcomes])
+    b = np.array([ids.index(o.presented_b) for o in outcomes])
+    y = np.array([o.y for o in outcomes])
+    x = length_feature(
+        np.array([lengths[o.presented_a] for o in outcomes], np.float64),
+        np.array([lengths[o.presented_b] for o in outcomes], np.float64),
+    )
+    s, gamma, _ = fit(3, a, b, y, feature=x, lambda_=1.0)
+    assert np.abs(result.raw - s).max() < 1e-8
+    assert result.length is not None and result.length.coefficient == pytest.approx(gamma)
+    assert result.offset is not None
+    assert sorted(result.offset.tolist()) == pytest.approx(sorted((gamma * x).tolist()))
+    assert np.any(result.offset != 0)

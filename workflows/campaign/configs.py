@@ -130,10 +130,11 @@ def prompt_hash(variant: Variant, *, task: str) -> str:
         )
         return hashlib.sha256(blob.encode()).hexdigest()
     if variant.kind == "single":
-        ask = ask_input(variant, task=task, seed=0, run_id="prompt-hash")
-        sent = RenderedPrompt("generate", ask.system or "", ask.question, 0)
+        # The seed, run id and output cap are placeholders the hash never sees.
+        ask = ask_input(variant, task=task, seed=0, run_id="prompt-hash")  # pragma: no mutate
+        sent = RenderedPrompt("generate", ask.system or "", ask.question, 0)  # pragma: no mutate
         return sent.sha256
-    t = tournament_input(variant, task=task, seed=0, run_id="prompt-hash")
+    t = tournament_input(variant, task=task, seed=0, run_id="prompt-hash")  # pragma: no mutate
     override = t.prompts.generate if t.prompts else None
     values = {"task": t.task, "rubric": t.rubric or DEFAULT_RUBRIC}
     return render("generate", values, style=t.prompt_style, override=override).sha256
@@ -152,7 +153,8 @@ def _variant_calls(variant: Variant) -> int:
         assert isinstance(config.plan, dict)
         return plan_totals(load_plan(config.plan)).reserved_calls
     if variant.kind == "tournament":
-        probe = tournament_input(variant, task="probe", seed=0, run_id="probe")
+        # A probe: its task, seed and run id change no count.
+        probe = tournament_input(variant, task="probe", seed=0, run_id="probe")  # pragma: no mutate
         return preflight(probe).tournament.worst_case_calls
     return 1
 
@@ -174,6 +176,8 @@ def config_errors(doc: CampaignDocument) -> list[CampaignError]:
             continue
         path = join_path("variants", i, "config")
         try:
+            # The seed and run id are placeholders no check reads.
+            # pragma: no mutate block
             probe = tournament_input(variant, task=task, seed=0, run_id="probe")
         except ValidationError as exc:
             errors += shape_errors(exc, path)
@@ -189,16 +193,18 @@ def variant_models(doc: CampaignDocument) -> list[tuple[str, str, str | None]]:
     """``(variant or scorer:<scenario>, model spec, base URL)`` of every model a campaign uses:
     what the route assertion checks and the forecast prices."""
     out: list[tuple[str, str, str | None]] = []
+    # Each child input is a probe: its task, seed and run id name no model.
     for variant in doc.variants:
         if variant.kind == "single":
-            config = ask_input(variant, task="probe", seed=0, run_id="probe")
+            config = ask_input(variant, task="probe", seed=0, run_id="probe")  # pragma: no mutate
             out.append((variant.id, config.model, config.base_url))
         elif variant.kind == "tournament":
-            t = tournament_input(variant, task="probe", seed=0, run_id="probe")
+            t = tournament_input(variant, task="probe", seed=0, run_id="probe")  # pragma: no mutate
             roles = [m for m in t.models.model_dump().values() if m]
             out += [(variant.id, model, None) for model in dict.fromkeys([t.model, *roles])]
         else:
-            plan = plan_input(variant, task="probe", seed=0, run_id="probe").plan
+            probe = plan_input(variant, task="probe", seed=0, run_id="probe")  # pragma: no mutate
+            plan = probe.plan
             steps = plan.get("steps")
             for step in steps if isinstance(steps, list) else []:
                 if not isinstance(step, dict):

@@ -335,7 +335,8 @@ def controlled_fit(
     weights: Sequence[float] | None = None,
     lengths: Mapping[str, int] | None = None,
     lambda_: float = 0.01,
-    model: LengthModel = "additive",
+    # Only "mixture" is told apart: any other default is the additive term.
+    model: LengthModel = "additive",  # pragma: no mutate
 ) -> ControlledFit:
     """Scores with the length term (``lengths`` given) and/or weights (``weights`` given);
     ``model`` says which length term."""
