@@ -31,7 +31,12 @@ from client.embedded import EmbeddedServer, child_environment
 from client.sigterm import on_sigterm, sigterm_through_the_loop, terminated
 from client.worker_fingerprint import for_configuration, worker_fingerprint
 from client.worker_liveness import Heartbeat, serves
-from client.worker_record import read_record, record_path, running_background_worker
+from client.worker_record import (
+    queue_worker,
+    read_record,
+    record_path,
+    running_background_worker,
+)
 
 __all__ = [
     "Session",
@@ -47,6 +52,10 @@ __all__ = [
 ]
 
 NO_WORKER_WAIT_S = 5.0
+BACKGROUND_START_WAIT_S = 60.0
+"""How long a read waits for a background worker whose process lives but has not polled yet (a
+worker that just spawned imports for a second or two on a quiet machine, far longer on a busy
+one)."""
 IN_PROCESS_SHUTDOWN = timedelta(seconds=3)
 """A command's own worker lets calls in flight finish this long at exit, then hands them back to
 Temporal (retried elsewhere): a command must exit within seconds, not wait out a long call."""
@@ -225,7 +234,7 @@ async def query_answerer(session: Session, task_queue: str | None = None) -> Asy
         yield
         return
     if queue != settings.task_queue:
-        if not await has_worker(client, queue):
+        if not await _serves_or_starts(client, settings, queue):
             raise NoWorkerError(
                 f"the run is on task queue {queue!r}, which belongs to another configuration "
                 f"than this one ({settings.task_queue!r}), and no worker of that configuration "
@@ -241,6 +250,19 @@ async def query_answerer(session: Session, task_queue: str | None = None) -> Asy
         return
     async with own_worker(client, settings):
         yield
+
+
+async def _serves_or_starts(client: Client, settings: Settings, queue: str) -> bool:
+    """Whether a worker serves ``queue``, or will once the home's background worker for it,
+    whose process lives, has started polling."""
+    if await has_worker(client, queue):
+        return True
+    if queue_worker(settings.home, queue) is None:
+        return False
+    with contextlib.suppress(NoWorkerError):
+        await wait_for_worker(client, queue, BACKGROUND_START_WAIT_S)
+        return True
+    return False
 
 
 # -- the background worker -----------------------------------------------------------------
