@@ -63,7 +63,7 @@ def parse_flows(
                 "field.type",
                 "flows",
                 f"flows must map names to flows (got {short(raw)}); fix: flows: {{NAME: {{steps: "
-                "[...]}}}}",
+                "[...]}}",
             )
         )
         return {}
