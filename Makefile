@@ -71,7 +71,7 @@ bench: install
 # `make mutation`: every pure core, ~20,000 mutants (hours of CPU); the results are kept in
 # build/mutation/, so a rerun checks only what changed. MUTATION_FLAGS="workflows/x.py ..." for
 # some modules, MUTATION_FLAGS="--sample 1000" for an estimate from a fixed sample.
-# `make mutation-changed` (by hand before a push; not in CI while most cores score under 90%):
+# `make mutation-changed` (CI runs it after the suite; run it before a push):
 # the pure cores the newest commit touched, a fixed sample of about $(MUTATION_SAMPLE) of their
 # mutants, so it stays within ~3 minutes.
 MUTMUT := mutmut==3.8.1
