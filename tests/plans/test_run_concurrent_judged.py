@@ -12,25 +12,27 @@ agent step's call is held; a gate that may redo a step keeps the plan order's re
 from __future__ import annotations
 
 import asyncio
-import uuid
-from collections.abc import AsyncIterator
 
 import pytest
-from temporalio.client import Client, WorkflowHandle
-from temporalio.worker import Replayer
+from temporalio.client import Client
 
-from activities.config import Endpoint, Settings
-from client.connect import data_converter
-from tests.conftest import with_endpoint
+from activities.config import Settings
 from tests.fakes import FakeProvider, Reply, Seen, openai_completion, sim_responder
+from tests.plans import held_calls
+from tests.plans.held_calls import fake_agent, in_flight, order, replays
 from tests.plans.run_helpers import agent, events, plan_doc, start, status, wait_state
-from worker.worker import WORKFLOWS, WorkerOptions, running_worker
 from workflows.names import UPDATE_EXTEND_BUDGET
 from workflows.plan.activation import overlaps, reads, redo_waits
 from workflows.plan.run_types import ExtendPlanBudgetInput, PlanRunResult
 from workflows.plan.validate import load_plan
 
-KINDS = ("dispatched", "settled")
+fake_queue = held_calls.fake_queue
+
+
+@pytest.fixture(autouse=True)
+def gates_pass(fake: FakeProvider) -> None:
+    """The fake provider's gate calls pass; any other is the simulator's."""
+    fake.responder = judge
 
 
 def judge(seen: Seen) -> Reply:
@@ -40,41 +42,8 @@ def judge(seen: Seen) -> Reply:
     return sim_responder(seen)
 
 
-@pytest.fixture
-async def fake_queue(client: Client, settings: Settings, fake: FakeProvider) -> AsyncIterator[str]:
-    """A worker whose ``fake:`` models are the fake provider (gates pass)."""
-    fake.responder = judge
-    local = with_endpoint(settings, "fake", Endpoint(kind="openai", base_url=fake.url))
-    queue = f"test-{uuid.uuid4()}"
-    async with running_worker(client, local, WorkerOptions(task_queue=queue)):
-        yield queue
-
-
-async def in_flight(fake: FakeProvider, count: int, timeout: float = 30) -> None:
-    """Until the fake has received ``count`` calls (it answers none while holding)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while len(fake.seen) < count:
-        assert loop.time() < deadline, f"{len(fake.seen)} call(s) in flight, not {count}"
-        await asyncio.sleep(0.05)
-
-
-async def replays(handle: WorkflowHandle, settings: Settings) -> None:
-    replayer = Replayer(workflows=WORKFLOWS, data_converter=data_converter(settings))
-    result = await replayer.replay_workflow(await handle.fetch_history())
-    assert result.replay_failure is None
-
-
-def fake_agent(step_id: str, **fields: object) -> dict[str, object]:
-    return agent(step_id, f"Write part {step_id}.", model="fake:m") | fields
-
-
 def fake_gate(step_id: str, **fields: object) -> dict[str, object]:
     return {"id": step_id, "kind": "gate", "prompt": "Judge the work.", "model": "fake:m"} | fields
-
-
-def order(trail: list) -> list[tuple[str, str]]:  # type: ignore[type-arg]
-    return [(e.type, e.data["step"]) for e in trail if e.type in KINDS]
 
 
 async def test_a_model_gate_runs_beside_an_agent_step_within_the_runs_budget(
