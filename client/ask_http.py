@@ -28,9 +28,9 @@ import signal
 import socket
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 
@@ -39,10 +39,12 @@ from client.retry_lines import POLL_S, RetryLines, failed_attempts_in_json, to_s
 from client.server_http import HttpUnanswered, ServerHttp, payload_data
 from client.worker_fingerprint import for_configuration
 from client.worker_record import running_background_worker
-from workflows.call_options import provider_task_queue
+from workflows.call_options import provider_of, provider_task_queue
 from workflows.names import ASK
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from activities.config import Settings
     from workflows.ask_types import AskInput, AskResult
 
@@ -50,9 +52,11 @@ __all__ = [
     "WAIT_S",
     "Handover",
     "ask_served",
+    "close_event_within",
     "new_ask_id",
     "print_detached",
     "resolves_here",
+    "served_start",
     "signalled",
 ]
 
@@ -134,6 +138,33 @@ def ask_served(settings: Settings, input: AskInput) -> AskResult | Handover | No
 
     Ctrl-C (or SIGTERM) while waiting detaches, as on the SDK path: the run goes on. After a
     hand-over one is held (``signalled``) for the follower, which detaches then."""
+    providers = [provider_of(input.model)]
+    return served_start(
+        settings, input, input.run_id, workflow=ASK, providers=providers, wait=_answer
+    )
+
+
+Awaited = TypeVar("Awaited")
+
+
+def served_start(
+    settings: Settings,
+    input: BaseModel,
+    run_id: str | None,
+    *,
+    workflow: str,
+    providers: Iterable[str],
+    wait: Callable[[ServerHttp, str, str, RetryLines], Awaited | None],
+) -> Awaited | Handover | None:
+    """Start ``input`` as a ``workflow`` run under ``run_id`` over the HTTP API and ``wait``
+    for it (``wait``: what it ended with, or None for the SDK path to follow it from there):
+    that, a run for the SDK path to follow, or None when nothing started here (the SDK path
+    starts it). None too when the SDK path's client would send another start (see
+    ``_plain_client``), or a call of ``providers`` would go through a rate-limited provider
+    queue (``client.call_routes``).
+
+    Ctrl-C (or SIGTERM) while waiting detaches: the run goes on. After a hand-over one is held
+    (``signalled``) for the follower, which detaches then."""
     if not _plain_client(settings):
         return None
     settings = for_configuration(settings)
@@ -146,10 +177,9 @@ def ask_served(settings: Settings, input: AskInput) -> AskResult | Handover | No
     try:
         if not api.serves(queue, time.time()):
             return None
-        # A rate-limited provider queue routes the call (``client.call_routes``): the SDK's.
-        provider = input.model.partition(":")[0].strip()
-        if api.polled(provider_task_queue(queue, provider), "TASK_QUEUE_TYPE_ACTIVITY"):
-            return None
+        for provider in sorted(set(providers)):
+            if api.polled(provider_task_queue(queue, provider), "TASK_QUEUE_TYPE_ACTIVITY"):
+                return None
     except HttpUnanswered:
         return None
     from pydantic_core import to_json
@@ -159,13 +189,13 @@ def ask_served(settings: Settings, input: AskInput) -> AskResult | Handover | No
     data = to_json(attach_read_tokens(input, settings.runs_dir))
     if len(data) + 64 >= settings.payload_threshold:  # kept in the payload store: the SDK's
         return None
-    run_id = input.run_id or ""
+    run_id = run_id or ""
     identity = f"{os.getpid()}@{socket.gethostname()}"  # the SDK client's default
     server.add_lease(os.getpid())  # as a session's lease: the server outlives the command
     # Ctrl-C or SIGTERM is held while the start is sent: whether it landed decides what it does.
     previous = _on_signals(_remember)
     try:
-        started = _start(api, queue, run_id, identity, data)
+        started = _start(api, queue, run_id, identity, data, workflow=workflow)
         if started is None:
             _restore(previous)  # nothing started: a held signal acts as it would have
             return None
@@ -177,15 +207,16 @@ def ask_served(settings: Settings, input: AskInput) -> AskResult | Handover | No
             print_detached(run_id)
         _on_signals(_raise_detached)
         try:
-            answer = _answer(api, run_id, started, handover.lines)
+            ended = wait(api, run_id, started, handover.lines)
         except _Detached:
             print_detached(run_id)
-        if answer is None:
-            # Held until the SDK follower's event loop takes them over (``client.ask_cli``).
+        if ended is None:
+            # Held until the SDK follower's event loop takes them over (``client.ask_cli``,
+            # ``client.think_http.follow_handover``).
             _on_signals(_remember)
             return handover
         _restore(previous)
-        return answer
+        return ended
     except BaseException as exc:
         _restore(previous, resend=not isinstance(exc, SystemExit))  # a detach used its signal
         raise
@@ -194,7 +225,7 @@ def ask_served(settings: Settings, input: AskInput) -> AskResult | Handover | No
 
 
 def _start(
-    api: ServerHttp, queue: str, run_id: str, identity: str, data: bytes, *, workflow: str = ASK
+    api: ServerHttp, queue: str, run_id: str, identity: str, data: bytes, *, workflow: str
 ) -> str | None:
     """The started run's Temporal run id; "" when no answer came (it may have started); None
     when the server refused it (the SDK path starts it again and says why)."""
@@ -254,28 +285,46 @@ def _answer(
 
     from workflows.ask_types import AskResult
 
-    deadline = time.monotonic() + WAIT_S
+    def show_retries() -> bool:
+        try:
+            pending = api.describe(run_id).pending_activities
+        except HttpUnanswered:
+            return False
+        for line in lines.lines(failed_attempts_in_json(pending, temporal_run_id)):
+            to_stderr(line)
+        return True
+
+    event = close_event_within(api, run_id, temporal_run_id, WAIT_S, between=show_retries)
+    if event is None or event.get("eventType") != "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED":
+        return None
+    attributes = event.get("workflowExecutionCompletedEventAttributes", {})
+    try:
+        return AskResult.model_validate_json(payload_data(attributes.get("result")))
+    except (HttpUnanswered, ValidationError):
+        return None
+
+
+def close_event_within(
+    api: ServerHttp,
+    run_id: str,
+    temporal_run_id: str,
+    wait_s: float,
+    *,
+    between: Callable[[], bool],
+) -> dict[str, Any] | None:
+    """The run's close event if it closes within ``wait_s``, long-polled ``POLL_S`` at a time
+    with ``between`` after each poll that found none (False from it, or a server error rather
+    than the poll running out: None, for the SDK path to ask again)."""
+    deadline = time.monotonic() + wait_s
     while (left := deadline - time.monotonic()) > 0:
         asked = time.monotonic()
         try:
-            event = api.close_event(run_id, temporal_run_id, wait_s=min(POLL_S, left))
+            return api.close_event(run_id, temporal_run_id, wait_s=min(POLL_S, left))
         except HttpUnanswered:
             if time.monotonic() - asked < min(POLL_S, left) / 2:
                 return None  # an error, not the wait running out: the SDK path asks again
-            try:
-                pending = api.describe(run_id).pending_activities
-            except HttpUnanswered:
+            if not between():
                 return None
-            for line in lines.lines(failed_attempts_in_json(pending, temporal_run_id)):
-                to_stderr(line)
-            continue
-        if event.get("eventType") != "EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED":
-            return None
-        attributes = event.get("workflowExecutionCompletedEventAttributes", {})
-        try:
-            return AskResult.model_validate_json(payload_data(attributes.get("result")))
-        except (HttpUnanswered, ValidationError):
-            return None
     return None
 
 

@@ -21,9 +21,6 @@ failed or cancelled run, a result kept in the payload store, and a run still goi
 from __future__ import annotations
 
 import json
-import os
-import socket
-import time
 import uuid
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -31,26 +28,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from client.ask_http import (
-    Handover,
-    _Detached,
-    _keep_background_worker,
-    _on_signals,
-    _plain_client,
-    _raise_detached,
-    _remember,
-    _restore,
-    _start,
-    print_detached,
-    resolves_here,
-    signalled,
-)
-from client.embedded import EmbeddedServer
-from client.retry_lines import POLL_S
+from client.ask_http import Handover, close_event_within, resolves_here, served_start
+from client.retry_lines import RetryLines
 from client.server_http import HttpUnanswered, ServerHttp, payload_data
-from client.worker_fingerprint import for_configuration
-from client.worker_record import running_background_worker
-from workflows.call_options import provider_of, provider_task_queue
+from workflows.call_options import provider_of
 from workflows.names import QUERY_PROGRESS, TOURNAMENT
 from workflows.progress_file import PROGRESS_FILE
 
@@ -95,73 +76,21 @@ def think_served(settings: Settings, input: TournamentInput) -> Ended | Handover
 
     Ctrl-C (or SIGTERM) while following detaches: the run goes on. After a hand-over one is held
     (``client.ask_http.signalled``) for the follower, which detaches then."""
-    if not _plain_client(settings):
-        return None
     specs = [input.model, *(spec for spec in input.models.model_dump().values() if spec)]
     specs += input.judges or []
     # Every model resolves without a file or a provider module, so none is session-served.
     if not all(resolves_here(spec, settings) for spec in specs):
         return None
-    settings = for_configuration(settings)
-    server = EmbeddedServer(settings.home)
-    info = server.read_state()
-    if info is None or not server.up() or running_background_worker(settings) is None:
-        return None
-    api = ServerHttp(info.http_port, settings.namespace)
-    queue = settings.task_queue
-    try:
-        if not api.serves(queue, time.time()):
-            return None
-        # A rate-limited provider queue routes the calls (``client.call_routes``): the SDK's.
-        for provider in sorted({provider_of(spec) for spec in specs}):
-            if api.polled(provider_task_queue(queue, provider), "TASK_QUEUE_TYPE_ACTIVITY"):
-                return None
-    except HttpUnanswered:
-        return None
-    from pydantic_core import to_json
-
-    from client.read_tokens import attach_read_tokens
-
-    data = to_json(attach_read_tokens(input, settings.runs_dir))
-    if len(data) + 64 >= settings.payload_threshold:  # kept in the payload store: the SDK's
-        return None
-    run_id = input.run_id or ""
-    identity = f"{os.getpid()}@{socket.gethostname()}"  # the SDK client's default
-    server.add_lease(os.getpid())  # as a session's lease: the server outlives the command
-    # Ctrl-C or SIGTERM is held while the start is sent: whether it landed decides what it does.
-    previous = _on_signals(_remember)
-    try:
-        started = _start(api, queue, run_id, identity, data, workflow=TOURNAMENT)
-        if started is None:
-            _restore(previous)  # nothing started: a held signal acts as it would have
-            return None
-        handover = Handover(run_id, started or None, identity, data)
-        _keep_background_worker(settings)
-        if not started:
-            return handover  # the follower takes the signals over, a held one included
-        if signalled():
-            print_detached(run_id)
-        _on_signals(_raise_detached)
-        try:
-            ended = _follow(api, run_id, started)
-        except _Detached:
-            print_detached(run_id)
-        if ended is None:
-            # Held until the SDK follower's event loop takes them over (``follow_handover``).
-            _on_signals(_remember)
-            return handover
-        _restore(previous)
-        return ended
-    except BaseException as exc:
-        _restore(previous, resend=not isinstance(exc, SystemExit))  # a detach used its signal
-        raise
-    finally:
-        server.drop_lease(os.getpid(), settings.server_idle_s)
+    providers = [provider_of(spec) for spec in specs]
+    return served_start(
+        settings, input, input.run_id, workflow=TOURNAMENT, providers=providers, wait=_follow
+    )
 
 
-def _follow(api: ServerHttp, run_id: str, temporal_run_id: str) -> Ended | None:
+def _follow(api: ServerHttp, run_id: str, temporal_run_id: str, _lines: RetryLines) -> Ended | None:
     """The run, once completed within ``WAIT_S``; None for anything the SDK follower shows or
-    reports (a pause, a failed attempt, a failure, a result it must decode, time running out)."""
+    reports (a pause, a failed attempt, a failure, a result it must decode, time running out:
+    so no retry line is shown here)."""
     from rich.console import Console
 
     console = Console(stderr=True, markup=False)
@@ -172,19 +101,10 @@ def _follow(api: ServerHttp, run_id: str, temporal_run_id: str) -> Ended | None:
         # Transient: a hand-over's follower draws its own panel where this one was.
         panel = Live(console=console, refresh_per_second=4, transient=True)
     with panel as live:
-        deadline = time.monotonic() + WAIT_S
-        while (left := deadline - time.monotonic()) > 0:
-            asked = time.monotonic()
-            try:
-                event = api.close_event(run_id, temporal_run_id, wait_s=min(POLL_S, left))
-            except HttpUnanswered:
-                if time.monotonic() - asked < min(POLL_S, left) / 2:
-                    return None  # an error, not the wait running out: the SDK path asks again
-                if not _going_on(api, run_id, live):
-                    return None
-                continue
-            return _ended(api, run_id, event)
-    return None
+        event = close_event_within(
+            api, run_id, temporal_run_id, WAIT_S, between=lambda: _going_on(api, run_id, live)
+        )
+    return None if event is None else _ended(api, run_id, event)
 
 
 def _going_on(api: ServerHttp, run_id: str, live: Live | None) -> bool:

@@ -11,9 +11,7 @@ worker of its own, leaves the worker). Whether a process loaded the SDK is read 
 from __future__ import annotations
 
 import asyncio
-import base64
 import http.client
-import json
 import re
 import signal
 import sys
@@ -41,6 +39,7 @@ from client.server_http import ServerHttp
 from tests.cli import Done, cli_env, one_server
 from tests.conftest import kill_processes_under
 from tests.fakes import FakeProvider, Reply, openai_completion
+from tests.served import loaded_sdk, ponder_importing, start_attributes
 from worker.worker import WORKFLOWS
 from workflows.activity_contracts import CALL_MODEL
 from workflows.ask_types import AskInput
@@ -90,21 +89,7 @@ def _converter(home: Path):  # type: ignore[no-untyped-def]
 
 
 async def ask(*args: str, env: dict[str, str]) -> Done:
-    """``ponder ask ARGS`` as a process, its imports listed on stderr (``-X importtime``)."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-X", "importtime", "-m", "client", "ask", *args, env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out, err = await asyncio.wait_for(process.communicate(), 120)
-    assert process.returncode is not None
-    return Done(process.returncode, out.decode(), err.decode())
-
-
-def loaded_sdk(done: Done) -> bool:
-    return any(
-        line.startswith("import time:") and line.rstrip().endswith("temporalio.client")
-        for line in done.err.splitlines()
-    )
+    return await ponder_importing("ask", *args, env=env)
 
 
 def printed(done: Done) -> list[str]:
@@ -138,18 +123,9 @@ async def test_a_served_ask_goes_over_http_and_prints_what_the_sdk_path_prints(
     assert http_line.startswith("-- run on-http: sim:default (simulated)")
 
     # Started as the SDK starts a run: the start event differs in its ids and identity only.
-    events = {}
-    for run_id in ("on-sdk", "on-http"):
-        history = await served.client.get_workflow_handle(run_id).fetch_history()
-        started = json.loads(history.to_json())["events"][0]
-        attributes = started["workflowExecutionStartedEventAttributes"]
-        for key in ("originalExecutionRunId", "firstExecutionRunId", "identity", "workflowId"):
-            attributes.pop(key)
-        payload = attributes["input"]["payloads"][0]
-        payload["data"] = json.loads(base64.b64decode(payload["data"]))
-        payload["data"]["run_id"] = "RUN"
-        events[run_id] = attributes
-    assert events["on-http"] == events["on-sdk"]
+    assert await start_attributes(served.client, "on-http") == await start_attributes(
+        served.client, "on-sdk"
+    )
 
 
 async def test_a_history_started_over_http_replays_and_decodes_to_its_ask_input(
@@ -331,7 +307,7 @@ async def test_a_start_whose_answer_is_lost_is_sent_again_as_the_same_start(
         api = ServerHttp(proxy.port, "default")
         queue = (await served.client.get_workflow_handle("served-warm-up").describe()).task_queue
         started = await asyncio.to_thread(
-            _start, api, queue, "once", "me@here", _input_data("once")
+            _start, api, queue, "once", "me@here", _input_data("once"), workflow=ASK
         )
     finally:
         proxy.close()
@@ -342,7 +318,10 @@ async def test_a_start_whose_answer_is_lost_is_sent_again_as_the_same_start(
     assert len(runs) == 1
     # The id used by another start is refused (None: the SDK path starts it and says why).
     other = ServerHttp(info.http_port, "default")
-    assert await asyncio.to_thread(_start, other, queue, "once", "me@here", b"{}") is None
+    assert (
+        await asyncio.to_thread(_start, other, queue, "once", "me@here", b"{}", workflow=ASK)
+        is None
+    )
 
 
 async def test_the_sdk_path_knows_a_run_whose_start_answer_was_lost(served: Served) -> None:
@@ -353,7 +332,7 @@ async def test_the_sdk_path_knows_a_run_whose_start_answer_was_lost(served: Serv
     api = ServerHttp(info.http_port, "default")
     queue = (await served.client.get_workflow_handle("served-warm-up").describe()).task_queue
     data = _input_data("maybe")
-    assert await asyncio.to_thread(_start, api, queue, "maybe", "me@here", data)
+    assert await asyncio.to_thread(_start, api, queue, "maybe", "me@here", data, workflow=ASK)
     assert await _started_here(served.client, Handover("maybe", None, "me@here", data))
     assert not await _started_here(served.client, Handover("maybe", None, "you@there", data))
     assert not await _started_here(served.client, Handover("maybe", None, "me@here", b"{}"))

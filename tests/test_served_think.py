@@ -5,14 +5,12 @@ which follows the same run and prints the same pause line and exit code.
 
 One server and background worker serve the whole module (the first command, on the SDK path
 with a worker of its own, leaves the worker). Whether a process loaded the SDK is read from its
-``-X importtime`` lines, as ``tests/test_served_http.py`` does.
+``-X importtime`` lines (``tests.served``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
 import re
 import signal
 import sys
@@ -30,6 +28,7 @@ from client.connect import data_converter
 from client.exit_codes import EXIT_PAUSED
 from tests.cli import Done, cli_env, one_server
 from tests.conftest import kill_processes_under
+from tests.served import loaded_sdk, ponder_importing, start_attributes
 from worker.worker import WORKFLOWS
 from workflows.names import TOURNAMENT
 from workflows.tournament.types import TournamentInput
@@ -66,21 +65,7 @@ async def served(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Serv
 
 
 async def think(*args: str, env: dict[str, str]) -> Done:
-    """``ponder think ARGS`` as a process, its imports listed on stderr (``-X importtime``)."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-X", "importtime", "-m", "client", "think", *args, env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    out, err = await asyncio.wait_for(process.communicate(), 120)
-    assert process.returncode is not None
-    return Done(process.returncode, out.decode(), err.decode())
-
-
-def loaded_sdk(done: Done) -> bool:
-    return any(
-        line.startswith("import time:") and line.rstrip().endswith("temporalio.client")
-        for line in done.err.splitlines()
-    )
+    return await ponder_importing("think", *args, env=env)
 
 
 def printed(done: Done, run_id: str) -> list[str]:
@@ -118,18 +103,9 @@ async def test_a_served_think_goes_over_http_and_prints_what_the_sdk_path_prints
     assert any(line.startswith("winner: ") and "after 15 calls" in line for line in lines)
     assert lines[-1].startswith("report: ") and lines[-1].endswith("/RUN/report.html")
 
-    events = {}
-    for run_id in ("run-sdk", "run-api"):
-        history = await served.client.get_workflow_handle(run_id).fetch_history()
-        started = json.loads(history.to_json())["events"][0]
-        attributes = started["workflowExecutionStartedEventAttributes"]
-        for key in ("originalExecutionRunId", "firstExecutionRunId", "identity", "workflowId"):
-            attributes.pop(key)
-        payload = attributes["input"]["payloads"][0]
-        payload["data"] = json.loads(base64.b64decode(payload["data"]))
-        payload["data"]["run_id"] = "RUN"
-        events[run_id] = attributes
-    assert events["run-api"] == events["run-sdk"]
+    assert await start_attributes(served.client, "run-api") == await start_attributes(
+        served.client, "run-sdk"
+    )
 
 
 async def test_a_tournament_started_over_http_replays_and_decodes_to_its_input(
