@@ -12,7 +12,6 @@ Histories replay.
 
 from __future__ import annotations
 
-import yaml
 from temporalio.client import Client
 
 from activities.config import Settings
@@ -20,7 +19,7 @@ from tests.fakes import FakeProvider
 from tests.plans import held_calls
 from tests.plans.held_calls import fake_agent, in_flight, order, replays
 from tests.plans.run_helpers import agent, ended_with, events, plan_doc, start, status, wait_state
-from tests.plans.test_stratum_concurrency import LINEAR, translated
+from tests.plans.test_stratum_concurrency import LINEAR, run_on_sim, translated
 from workflows.names import UPDATE_EXTEND_BUDGET
 from workflows.plan.boundaries import Reservation
 from workflows.plan.ledgers import Ledgers, NestedLedger
@@ -244,20 +243,7 @@ def test_a_stratum_sub_flow_with_independent_steps_gives_the_plan_its_concurrenc
 async def test_a_stratum_sub_flow_runs_its_independent_steps_side_by_side(
     client: Client, worker_queue: str
 ) -> None:
-    doc = yaml.safe_load(WIDE_BODY)
-    main, child = doc["flows"]["main"]["steps"], doc["flows"]["child"]["steps"]
-    for step in [main[0], main[2], *child]:
-        step["x-sim"] = {"outputs": [f'{{"value": "{step["id"]}"}}']}
-    handle = await start(
-        client,
-        worker_queue,
-        doc,
-        args={"name": "ponder"},
-        executors={"claude": "sim:default"},
-        default_family="claude",
-    )
-    result: PlanRunResult = await handle.result()
-    assert result.outputs["main:output"] == {"value": "after"}
+    handle = await run_on_sim(client, worker_queue, WIDE_BODY)
     seen = order(await events(handle))
     at = seen.index(("dispatched", "wrap/child_one"))  # both children before either settles
     assert seen[at : at + 2] == [("dispatched", "wrap/child_one"), ("dispatched", "wrap/child_two")]

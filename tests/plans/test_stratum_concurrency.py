@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHandle
 
 from tests.plans.run_helpers import events, start
 from workflows.plan.run_types import PlanRunResult
@@ -92,10 +92,10 @@ def test_a_fanouts_stages_run_inside_it_and_are_not_counted() -> None:
     assert "concurrency" not in plan  # fact, review, the fan-out and the output: one chain
 
 
-async def test_a_stratum_flow_runs_its_independent_steps_side_by_side(
-    client: Client, worker_queue: str
-) -> None:
-    doc = yaml.safe_load(PARALLEL)
+async def run_on_sim(client: Client, worker_queue: str, flow: str) -> WorkflowHandle[Any, Any]:
+    """``flow`` (main: before, a sub-flow ``wrap``, after; the sub-flow's children) run to its
+    end on the simulated provider, each step answering its own id; the run's handle."""
+    doc = yaml.safe_load(flow)
     main, child = doc["flows"]["main"]["steps"], doc["flows"]["child"]["steps"]
     for step in [main[0], main[2], *child]:
         step["x-sim"] = {"outputs": [f'{{"value": "{step["id"]}"}}']}
@@ -109,6 +109,13 @@ async def test_a_stratum_flow_runs_its_independent_steps_side_by_side(
     )
     result: PlanRunResult = await handle.result()
     assert result.outputs["main:output"] == {"value": "after"}
+    return handle
+
+
+async def test_a_stratum_flow_runs_its_independent_steps_side_by_side(
+    client: Client, worker_queue: str
+) -> None:
+    handle = await run_on_sim(client, worker_queue, PARALLEL)
     order = [(e.type, e.data["step"]) for e in await events(handle)
              if e.type in ("dispatched", "settled")]  # fmt: skip
     # before and the sub-flow's first child are both dispatched before either settles
