@@ -17,6 +17,7 @@ from scipy.stats import norm
 
 from workflows.inputs import InputInvalid, decode_json
 from workflows.model_types import Usage
+from workflows.tournament import style_control
 from workflows.tournament.bootstrap import bootstrap
 from workflows.tournament.bradley_terry import DENSE_MAX_N, Outcome, fit_arrays, leaderboard
 from workflows.tournament.judge_parse import Winner
@@ -25,6 +26,7 @@ from workflows.tournament.length_mixture import mixture_fit
 from workflows.tournament.preflight import preflight
 from workflows.tournament.profiles import ADAPTIVE_SHARE, adaptive_pairs_budget
 from workflows.tournament.style_control import (
+    MIXTURE_MAX_N,
     UNIDENTIFIED_SHARE_SE,
     arrays,
     confidence_weight,
@@ -411,6 +413,27 @@ def test_a_fit_that_starts_within_the_tolerance_still_polishes() -> None:
     s, _, _ = fit(2, np.array([0]), np.array([1]), y, lambda_=0.01)
     assert s[0] > 0 > s[1]
     assert np.abs(s - fit_arrays(2, np.array([0]), np.array([1]), y, 0.01)).max() < 1e-12
+
+
+def test_past_its_ceiling_the_mixture_gives_way_to_the_additive_term(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The mixture's cost is cubic in the candidates: past ``MIXTURE_MAX_N`` (100) the additive
+    term ranks (``ponder rank`` takes 1,000 candidates), and the length term says so. Checked at
+    a ceiling of 6, for speed."""
+    assert MIXTURE_MAX_N == 100
+    monkeypatch.setattr(style_control, "MIXTURE_MAX_N", 6)
+    rng = random.Random(5)
+    for n, model in ((6, "mixture"), (7, "additive")):
+        ids = [f"c{i}" for i in range(n)]
+        lengths = {c: rng.randint(100, 900) for c in ids}
+        outcomes = [_random_outcome(rng, ids, ["A", "B"]) for _ in range(4 * n)]
+        asked = controlled_fit(ids, outcomes, lengths=lengths, model="mixture")
+        assert asked.length is not None and asked.length.model == model, n
+        if model == "additive":
+            additive = controlled_fit(ids, outcomes, lengths=lengths)
+            assert np.array_equal(asked.raw, additive.raw)
+            assert asked.length == additive.length
 
 
 def test_the_mixture_mode_is_length_mixtures_fit_in_any_order() -> None:

@@ -63,6 +63,7 @@ from workflows.tournament.length_mixture import mixture_fit
 __all__ = [
     "CONFIDENCE_WEIGHT_MAX",
     "LEVEL",
+    "MIXTURE_MAX_N",
     "UNIDENTIFIED_SE",
     "UNIDENTIFIED_SHARE_SE",
     "Arrays",
@@ -81,6 +82,11 @@ LEVEL = 0.95
 _Z = NormalDist().inv_cdf(0.5 + 0.5 * LEVEL)
 CONFIDENCE_WEIGHT_MAX = 3.0
 _TOL = 1e-7
+MIXTURE_MAX_N = 100
+"""The most candidates the mixture is fitted for: each of its ~200 grid cells is a dense Newton
+fit with a determinant, cubic in the candidates (0.7 s of CPU for 100, 26 s for 400, minutes
+for ``ponder rank``'s 1,000); past it the additive term ranks, as cheap as the plain fit, and
+``LengthTerm.model`` says which."""
 UNIDENTIFIED_SE = 5.0
 """A coefficient whose standard error passes this (a 95% interval wider than about +-10
 log-odds, odds ratios past e^10) is read as not identified by the comparisons: where data pin
@@ -339,9 +345,9 @@ def controlled_fit(
     model: LengthModel = "additive",  # pragma: no mutate
 ) -> ControlledFit:
     """Scores with the length term (``lengths`` given) and/or weights (``weights`` given);
-    ``model`` says which length term."""
+    ``model`` says which length term (the mixture up to ``MIXTURE_MAX_N`` candidates)."""
     arr = arrays(candidate_ids, outcomes, weights=weights, lengths=lengths)
-    if arr.feature is not None and model == "mixture":
+    if arr.feature is not None and model == "mixture" and len(arr.ids) <= MIXTURE_MAX_N:
         return _mixture(arr, lambda_)
     s, gamma, se = fit(
         len(arr.ids),
