@@ -196,6 +196,18 @@ SERVER_RESTART_WAIT_S = 120.0
 server is restarted by the lease holders' watchdog within seconds."""
 
 
+DISCONNECTED = ("transport", "tcp connect")
+"""How a dropped or refused connection surfaces as UNKNOWN (tonic's and hyper's wording): a
+server that is down, as UNAVAILABLE is."""
+
+
+def unavailable(exc: RPCError) -> bool:
+    """Whether ``exc`` says the server does not answer (it may be restarting)."""
+    if exc.status in UNAVAILABLE:
+        return True
+    return exc.status == RPCStatusCode.UNKNOWN and any(d in exc.message for d in DISCONNECTED)
+
+
 async def through_restarts(call: Callable[[], Awaitable[_T]]) -> _T:
     """``call()``, retried while the server is unavailable (it restarts; runs are in SQLite)."""
     deadline = time.monotonic() + SERVER_RESTART_WAIT_S
@@ -203,9 +215,7 @@ async def through_restarts(call: Callable[[], Awaitable[_T]]) -> _T:
         try:
             return await call()
         except RPCError as exc:
-            # A dropped connection surfaces as UNKNOWN "transport error" (tonic's mapping).
-            transport = exc.status == RPCStatusCode.UNKNOWN and "transport" in exc.message
-            if not (exc.status in UNAVAILABLE or transport) or time.monotonic() > deadline:
+            if not unavailable(exc) or time.monotonic() > deadline:
                 raise
             log.info("the server does not answer (%s: %s); retrying", exc.status, exc.message)
         await asyncio.sleep(0.5)
