@@ -192,13 +192,16 @@ def _failure(code: str, message: str, fix: str | None, exit_code: int) -> Failur
 def _split_fix(message: str) -> tuple[str, str | None]:
     """``problem: fix`` (ponder's one-line convention) into its parts, at the last ``": "``
     outside brackets (a fix may end in a list such as ``(built-in: quick, paper)``); no fix if
-    too short."""
+    too short, or if the message holds several problems (``p1: fix1; p2: fix2``), whose last
+    fix is not the fix of the whole."""
     depth, cut = 0, -1
     for i, char in enumerate(message):
         if char in "([{":
             depth += 1
         elif char in ")]}":
             depth = max(depth - 1, 0)
+        elif depth == 0 and message.startswith("; ", i):
+            return message, None
         elif depth == 0 and message.startswith(": ", i):
             cut = i
     fix = message[cut + 2 :] if cut >= 0 else ""

@@ -228,9 +228,9 @@ def top(
                 if as_json:
                     click.echo(json.dumps(asdict(frame), indent=2))
                 else:
-                    Console().print(_render(frame))
+                    Console(markup=False).print(_render(frame))  # names are not markup
                 return
-            console = Console()
+            console = Console(markup=False)
             with live_panel(console, auto_refresh=False) as live:
                 try:
                     while True:

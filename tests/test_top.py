@@ -245,6 +245,16 @@ async def test_top_once_json_counts_the_runs_on_its_queue(
         await handle.terminate()
 
 
+async def test_the_text_frame_prints_brackets_as_they_are(
+    settings: Settings, server_address: str
+) -> None:
+    """A queue named ``team[red]x`` is not rich markup: the text frame shows it whole."""
+    env = cli_env(settings.home, TEMPORAL_ADDRESS=server_address, PONDER_TASK_QUEUE="team[red]x")
+    done = await ponder("top", "--once", env=env)
+    assert done.code == 0, done.err
+    assert "task queue team[red]x" in done.out
+
+
 def test_json_without_once_is_refused(settings: Settings) -> None:
     from tests.cli import ponder_here
 

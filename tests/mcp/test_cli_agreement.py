@@ -137,6 +137,21 @@ def test_a_fix_is_split_off_outside_brackets() -> None:
     assert failure.fix == "see ponder profile list (built-in: quick, balanced, paper)"
     bare = describe(ConfigError("x.y", "no fix here (a: list of things)"))
     assert bare.problem == "no fix here (a: list of things)" and bare.fix == "see the message"
+    several = "n must be >= 2 (got 1): raise n; k must be < n (got 2): lower k"
+    joined = describe(ConfigError("x.y", several))
+    assert (joined.problem, joined.fix) == (several, "see the message")
+
+
+async def test_several_problems_keep_their_own_fixes_over_mcp(
+    client: TemporalClient, settings: Settings
+) -> None:
+    async with mcp_client(client, settings, "no-worker") as mcp:
+        failure = tool_failure(
+            await mcp.call_tool("plan", {"task": "Hi", "provider": "sim", "n": 1})
+        )
+    assert failure["code"] == "profile.invalid"
+    assert "use at least two candidates; " in failure["message"]
+    assert failure["message"].endswith("lower m or raise n")
 
 
 async def test_profile_show_splits_its_message_from_its_fix(
