@@ -155,8 +155,8 @@ async def test_ask_recipes_run_as_written(
         await asyncio.sleep(0.5)
     assert summary(sh, "ask-bg")["status"] == "completed"
     assert answer in shown.split()  # the whole path, never cut with "…"
-    # A provider declared after the detach: the background worker with the old configuration
-    # is replaced, never asked to make a call it cannot.
+    # A provider declared after the detach: the new configuration has its own queue and its own
+    # worker, so the old configuration's worker is never asked to make a call it cannot.
     await sh.run(declare)
     out = await sh.run(declared)
     assert "[sim q=" in out and "unknown provider" not in out
