@@ -32,7 +32,7 @@ from workflows.plan.limits import limit_errors
 from workflows.plan.loop_plan import map_loop_plan, translate
 from workflows.plan.model import MAX_STEPS, Plan, PlanHeader
 from workflows.plan.rules import budget_errors, check_steps
-from workflows.plan.run_notes import consumer_notes
+from workflows.plan.run_notes import consumer_notes, runs_alone_notes
 from workflows.plan.shape import TOP_FIELDS, parse_step, prune, pydantic_errors, short
 from workflows.plan.stratum import FORM as STRATUM_FORM
 from workflows.plan.stratum import fanout_notes, is_stratum, map_stratum
@@ -133,7 +133,7 @@ def validate_document(raw: Any) -> Validation:
     result = _validate_document(raw)
     result.errors = _ordered(result.errors)
     if result.ok and result.plan is not None:
-        result.notes += consumer_notes(result.plan)
+        result.notes += consumer_notes(result.plan) + runs_alone_notes(result.plan)
     return result
 
 
