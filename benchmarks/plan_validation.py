@@ -10,7 +10,9 @@ parses each distinct text (the cache cleared first), "warm" is a plan validated 
 same process (what a workflow's replay, or a second run of the plan, pays).
 
 Last, the whole command a person runs: ``ponder plan validate`` of a one-step plan, its median
-wall time over ``--repeats`` processes next to ``python -c pass`` (the interpreter's own start).
+and best wall time and median CPU over ``--repeats`` processes, next to ``python -c pass`` (the
+interpreter's own start). Its modules are most of that time: ``python -X importtime -m client
+plan validate FILE`` says which.
 
     python -m benchmarks.plan_validation [--repeats 15] [--steps 1000]
 """
@@ -21,12 +23,14 @@ import argparse
 import functools
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -181,8 +185,9 @@ def main() -> None:
             print(f"{steps:>6} {name:<28} {median:>10.1f} {best:>8.1f} {cpu:>8.1f}")
     command, interpreter = command_wall(args.repeats)
     print(
-        f"\nponder plan validate (one step), whole command: median {command:.3f} s wall "
-        f"(python -c pass {interpreter:.3f} s), load {os.getloadavg()[0]:.1f}"
+        f"\nponder plan validate (one step), whole command: median {command.wall:.3f} s wall "
+        f"(best {command.best:.3f} s, median CPU {command.cpu:.3f} s; python -c pass "
+        f"{interpreter.wall:.3f} s), load {os.getloadavg()[0]:.1f}"
     )
 
 
@@ -192,9 +197,18 @@ ONE_STEP = (
 )
 
 
-def command_wall(repeats: int) -> tuple[float, float]:
-    """Median wall seconds of ``ponder plan validate`` of a one-step plan, and of
-    ``python -c pass``, each run ``repeats`` times in a fresh home."""
+@dataclass(frozen=True)
+class Runs:
+    wall: float
+    """Median wall seconds."""
+    best: float
+    cpu: float
+    """Median user + system seconds (steadier than wall on a shared, loaded machine)."""
+
+
+def command_wall(repeats: int) -> tuple[Runs, Runs]:
+    """``ponder plan validate`` of a one-step plan, and ``python -c pass``, each run
+    ``repeats`` times in a fresh home."""
     with tempfile.TemporaryDirectory(prefix="ponder-bench-") as tmp:
         plan = Path(tmp) / "one.yaml"
         plan.write_text(ONE_STEP)
@@ -202,16 +216,19 @@ def command_wall(repeats: int) -> tuple[float, float]:
         env["PONDER_HOME"] = str(Path(tmp) / "home")
         validate = [sys.executable, "-m", "client", "plan", "validate", str(plan)]
 
-        def wall(argv: list[str]) -> float:
+        def run(argv: list[str]) -> tuple[float, float]:
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             started = time.perf_counter()
             subprocess.run(argv, env=env, capture_output=True, check=True)
-            return time.perf_counter() - started
+            wall = time.perf_counter() - started
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
-        command = statistics.median(wall(validate) for _ in range(repeats))
-        interpreter = statistics.median(
-            wall([sys.executable, "-c", "pass"]) for _ in range(repeats)
-        )
-        return command, interpreter
+        def runs(argv: list[str]) -> Runs:
+            walls, cpus = zip(*(run(argv) for _ in range(repeats)), strict=True)
+            return Runs(statistics.median(walls), min(walls), statistics.median(cpus))
+
+        return runs(validate), runs([sys.executable, "-c", "pass"])
 
 
 if __name__ == "__main__":

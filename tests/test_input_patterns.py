@@ -217,9 +217,10 @@ def test_the_flattened_meta_schema_finds_what_the_stock_one_finds() -> None:
     for plain schemas it reports the same paths as the library's own meta-schema."""
     from jsonschema import Draft202012Validator
 
-    from workflows.json_schemas import _FORMATS, _META_CHECKER
+    from workflows.json_schemas import load
 
-    stock = Draft202012Validator(Draft202012Validator.META_SCHEMA, format_checker=_FORMATS)
+    checkers = load()
+    stock = Draft202012Validator(Draft202012Validator.META_SCHEMA, format_checker=checkers.formats)
     for schema in (
         {"type": "strng"},
         {"properties": {"a": 1, "b": {"items": {"minLength": -1}}}},
@@ -228,7 +229,7 @@ def test_the_flattened_meta_schema_finds_what_the_stock_one_finds() -> None:
         {"dependentSchemas": {"a": {"if": {"maxItems": "3"}}}, "contentMediaType": 1},
         {"type": "object", "properties": {"ok": {"type": "string", "pattern": "^a+$"}}},
     ):
-        flat = sorted({tuple(map(str, e.absolute_path)) for e in _META_CHECKER.iter_errors(schema)})
+        flat = sorted({tuple(map(str, e.absolute_path)) for e in checkers.meta.iter_errors(schema)})
         full = sorted({tuple(map(str, e.absolute_path)) for e in stock.iter_errors(schema)})
         assert flat == full, schema
 
@@ -240,7 +241,7 @@ def test_a_plans_schemas_together_are_bounded_and_quick_to_check() -> None:
     from workflows.plan.validate import validate_document
 
     def plan(count: int) -> dict[str, Any]:
-        schema = {"anyOf": [{}] * (MAX_SCHEMA_NODES - 3)}
+        schema: dict[str, Any] = {"anyOf": [{}] * (MAX_SCHEMA_NODES - 3)}
         steps = [
             {"id": f"s{i}", "kind": "pause",
              "pause": {"state": "S", "resume_arg": f"a{i}", "schema": schema}}

@@ -17,7 +17,7 @@ import httpx
 import temporalio
 from temporalio.client import Client
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker, WorkflowRunner
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.call_model import ModelActivities
 from activities.campaign.cells import CampaignCellActivities
@@ -39,11 +39,13 @@ from activities.tournament.fit import adaptive_batch, bootstrap_leaderboard, fit
 from worker.arity import ControlArity
 from worker.deployment import deployment_config
 from worker.run_metrics import RunMetrics
+from workflows import json_schemas
 from workflows.ask import AskWorkflow
 from workflows.call_options import provider_task_queue
 from workflows.campaign.workflow import CampaignWorkflow
 from workflows.ledger.workflow import LedgerWorkflow
 from workflows.names import TASK_QUEUE
+from workflows.plan import expressions
 from workflows.plan_run.workflow import PlanRunWorkflow
 from workflows.tournament.workflow import TournamentWorkflow
 from workflows.versioned import VERSIONED
@@ -57,6 +59,14 @@ WORKFLOWS: list[type] = [
     CampaignWorkflow,
     LedgerWorkflow,
 ]
+
+# Pause schemas and plan expressions load their libraries on first use, so that validating a
+# small plan in the CLI skips them; a worker loads them now, before its first workflow task, so
+# that no task (and no replay, in or out of the sandbox) imports them or pays for them. The
+# sandbox passes them through: a workflow reaches them only through these pure modules.
+json_schemas.load()
+expressions.load()
+_LOADED_LIBRARIES = ("jsonschema", "jsonschema_specifications", "referencing", "lark")
 
 
 def workflow_runner(sandboxed: bool) -> WorkflowRunner:
@@ -72,7 +82,10 @@ def workflow_runner(sandboxed: bool) -> WorkflowRunner:
     are checked on every path a test runs, and tests/test_replay.py replays the saved histories
     under it.
     """
-    return SandboxedWorkflowRunner() if sandboxed else UnsandboxedWorkflowRunner()
+    if not sandboxed:
+        return UnsandboxedWorkflowRunner()
+    restrictions = SandboxRestrictions.default.with_passthrough_modules(*_LOADED_LIBRARIES)
+    return SandboxedWorkflowRunner(restrictions=restrictions)
 
 
 @functools.cache

@@ -23,24 +23,28 @@ A schema is checked at validation: its size (:data:`MAX_SCHEMA_BYTES` of compact
 :data:`MAX_SCHEMA_DEPTH` levels, :data:`MAX_SCHEMA_NODES` values), then the rules above, then the
 Draft 2020-12 meta-schema (with RE2 as ``format: regex``, so a pattern that does not compile is
 refused with the path to it). A value is at most :data:`MAX_VALUE_BYTES` of JSON.
+
+``jsonschema`` is imported, and its checkers built, on the first schema that gets past the size
+and walker checks (:func:`load`): most plans have no pause schema, and importing it was about a
+tenth of ``ponder plan validate``'s time. A worker calls :func:`load` at start, so no workflow
+task (nor a replay, in Temporal's sandbox) imports or builds them.
 """
 
 from __future__ import annotations
 
 import contextvars
+import functools
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-import jsonschema
-import referencing
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError, best_match
-from jsonschema_specifications import REGISTRY as _SPECIFICATIONS
-
 from workflows.patterns import PatternInvalid, compile_pattern, pattern_problem
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
+    from jsonschema.protocols import Validator
 
 __all__ = [
     "DRAFT_2020_12",
@@ -54,6 +58,7 @@ __all__ = [
     "SchemaProblem",
     "json_size",
     "json_values",
+    "load",
     "schema_problems",
     "value_problem",
 ]
@@ -354,12 +359,6 @@ def _re2_regex(instance: object) -> bool:
     return True
 
 
-_FORMATS = jsonschema.FormatChecker(formats=())
-_FORMATS.checks("regex", raises=PatternInvalid)(_re2_regex)
-"""Only ``format: regex`` is asserted (on RE2); other formats are annotations, as Draft 2020-12
-says by default."""
-
-
 def _relinked(value: Any) -> Any:
     if value == {"$dynamicRef": "#meta"}:
         return {"$ref": "#"}
@@ -376,9 +375,12 @@ def _flat_meta_schema() -> dict[str, Any]:
     extends no meta-schema, as the walker ensures) that is the same check; the library resolves
     dynamic references by walking its scope at every subschema, ~12x slower (0.8 ms a subschema:
     2,000 empty ones took 1.6 s, in a workflow's input decoding)."""
+    from jsonschema import Draft202012Validator
+    from jsonschema_specifications import REGISTRY
+
     meta = Draft202012Validator.META_SCHEMA
     base = meta["$id"].rsplit("/", 1)[0]
-    parts = [meta] + [_SPECIFICATIONS.contents(f"{base}/{r['$ref']}") for r in meta["allOf"]]
+    parts = [meta] + [REGISTRY.contents(f"{base}/{r['$ref']}") for r in meta["allOf"]]
     properties: dict[str, Any] = {}
     defs: dict[str, Any] = {}
     for part in parts:
@@ -389,12 +391,9 @@ def _flat_meta_schema() -> dict[str, Any]:
     return {"type": ["object", "boolean"], "properties": properties, "$defs": defs}
 
 
-_META_CHECKER = Draft202012Validator(_flat_meta_schema(), format_checker=_FORMATS)
-
-
 def _meta_problems(schema: dict[str, Any] | bool) -> list[SchemaProblem]:
     problems: list[SchemaProblem] = []
-    for error in _META_CHECKER.iter_errors(schema):
+    for error in load().meta.iter_errors(schema):
         path = tuple(error.absolute_path)
         if error.validator == "format" and isinstance(error.cause, PatternInvalid):
             message = str(error.cause)
@@ -440,7 +439,7 @@ def _metered(keyword: str, check: Any) -> Any:
 
 def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
     if validator.is_type(instance, "string") and compile_pattern(pattern).search(instance) is None:
-        yield ValidationError(f"{_short(repr(instance))} does not match {pattern!r}")
+        yield load().error(f"{_short(repr(instance))} does not match {pattern!r}")
 
 
 def _pattern_properties(
@@ -480,7 +479,7 @@ def _additional_properties(
             yield from validator.descend(instance[key], allowed, path=key)
     elif allowed is False and extras:
         shown = ", ".join(repr(k) for k in extras[:5]) + (" ..." if len(extras) > 5 else "")
-        yield ValidationError(f"additional properties are not allowed ({shown})")
+        yield load().error(f"additional properties are not allowed ({shown})")
 
 
 def _canonical(value: Any) -> Any:
@@ -508,7 +507,7 @@ def _unique_items(
     for i, item in enumerate(instance):
         key = _canonical(item)
         if key in seen:
-            yield ValidationError(f"item {i} repeats an earlier item (uniqueItems)")
+            yield load().error(f"item {i} repeats an earlier item (uniqueItems)")
             return
         seen.add(key)
 
@@ -519,15 +518,50 @@ _OVERRIDES = {
     "additionalProperties": _additional_properties,
     "uniqueItems": _unique_items,
 }
-_Validator = jsonschema.validators.extend(
-    Draft202012Validator,
-    validators={
-        keyword: _metered(keyword, _OVERRIDES.get(keyword, check))
-        for keyword, check in Draft202012Validator.VALIDATORS.items()
-    },
-)
-_NO_REMOTE = referencing.Registry()
-"""No retrieval: a reference the walker let through is local, and nothing else resolves."""
+
+
+@dataclass(frozen=True)
+class _Checkers:
+    """What this module builds on ``jsonschema`` (see :func:`load`)."""
+
+    formats: Any
+    """Only ``format: regex`` is asserted (on RE2); other formats are annotations, as Draft
+    2020-12 says by default."""
+    meta: Validator
+    """The flat Draft 2020-12 meta-schema's checker."""
+    values: Callable[..., Validator]
+    """Draft 2020-12 with the overrides above, each keyword metered."""
+    no_remote: Any
+    """No retrieval: a reference the walker let through is local, and nothing else resolves."""
+    error: type[ValidationError]
+    best_match: Callable[..., ValidationError | None]
+
+
+@functools.cache
+def load() -> _Checkers:
+    """Import ``jsonschema`` and build the checkers, once (the first schema check does it; a
+    worker calls this at start so that no workflow task does)."""
+    import jsonschema
+    import referencing
+    from jsonschema.exceptions import ValidationError, best_match
+
+    draft = jsonschema.Draft202012Validator
+    formats = jsonschema.FormatChecker(formats=())
+    formats.checks("regex", raises=PatternInvalid)(_re2_regex)
+    return _Checkers(
+        formats=formats,
+        meta=draft(_flat_meta_schema(), format_checker=formats),
+        values=jsonschema.validators.extend(
+            draft,
+            validators={
+                keyword: _metered(keyword, _OVERRIDES.get(keyword, check))
+                for keyword, check in draft.VALIDATORS.items()
+            },
+        ),
+        no_remote=referencing.Registry(),
+        error=ValidationError,
+        best_match=best_match,
+    )
 
 
 def value_problem(value: Any, schema: dict[str, Any] | bool, where: str = "value") -> str | None:
@@ -536,12 +570,15 @@ def value_problem(value: Any, schema: dict[str, Any] | bool, where: str = "value
     size = json_size(value)
     if size > MAX_VALUE_BYTES:
         return f"{where} is {size} bytes of JSON, over the {MAX_VALUE_BYTES} limit"
+    checkers = load()
     token = _METER.set([MAX_CHECK_STEPS])
     try:
-        validator = _Validator(
-            _as_metered(_without_schema_uri(schema)), registry=_NO_REMOTE, format_checker=_FORMATS
+        validator = checkers.values(
+            _as_metered(_without_schema_uri(schema)),
+            registry=checkers.no_remote,
+            format_checker=checkers.formats,
         )
-        error = best_match(validator.iter_errors(value))
+        error = checkers.best_match(validator.iter_errors(value))
     except _TooCostly:
         return (
             f"{where} is too costly to check against this schema (over {MAX_CHECK_STEPS} "

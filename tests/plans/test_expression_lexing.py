@@ -14,7 +14,8 @@ from lark import Lark
 from lark.exceptions import LarkError
 
 from workflows.plan.expression_lexing import lexical_problem, linear_grammar
-from workflows.plan.expressions import MAX_CHARS, MAX_DEPTH, _grammar, analyse, build_parser
+from workflows.plan.expression_parser import _grammar, build_parser
+from workflows.plan.expressions import MAX_CHARS, MAX_DEPTH, analyse
 
 
 def _original_grammar() -> str:

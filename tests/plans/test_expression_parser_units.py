@@ -1,5 +1,5 @@
 """Direct unit tests of the CEL parser's construction and a few refusal messages
-(workflows.plan.expressions)."""
+(workflows.plan.expression_parser, through workflows.plan.expressions)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-import workflows.plan.expressions as expressions
+import workflows.plan.expression_parser as expression_parser
+from workflows.plan.expression_parser import build_parser
 from workflows.plan.expressions import (
     MAX_COMPREHENSION_NESTING,
     Analysis,
-    build_parser,
 )
 from workflows.plan.expressions import (
     analyse as cached,
@@ -36,14 +36,14 @@ def test_a_fresh_parser_gives_the_modules_trees(tmp_path: Path) -> None:
     fresh = build_parser(kept)
     assert kept.exists()
     for text in TEXTS:
-        assert fresh.parse(text) == expressions._PARSER.parse(text)
+        assert fresh.parse(text) == expression_parser._PARSER.parse(text)
 
 
 def test_the_parser_cache_is_a_file_beside_the_bytecode() -> None:
-    cache = expressions._parser_cache()
+    cache = expression_parser._parser_cache()
     assert cache is not None
     assert cache.name == "cel-grammar.lark-cache"
-    assert cache.parent == Path(expressions.__file__).with_name("__pycache__")
+    assert cache.parent == Path(expression_parser.__file__).with_name("__pycache__")
     assert cache.parent.is_dir()
 
 

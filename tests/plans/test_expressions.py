@@ -20,11 +20,11 @@ from client.plan_cli import plan as plan_cli
 from tests.plans.run_helpers import agent, plan_doc
 from workflows.plan.boundaries import boundaries, plan_totals
 from workflows.plan.errors import CODES
+from workflows.plan.expression_parser import build_parser
 from workflows.plan.expressions import (
     MAX_CHARS,
     MAX_PLAN_EXPRESSIONS,
     analyse,
-    build_parser,
     unknown_names,
 )
 from workflows.plan.predicates import AttemptScope, bindings, iteration_prompt, judge_reason

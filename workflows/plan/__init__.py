@@ -22,6 +22,8 @@ The document and its validation
 - ``rules``, ``graph``: the cross-field rules (ids, deps, references, routes, budgets) over the
   steps that parsed; ``graph`` indexes the step graph they walk.
 - ``limits``: the worst-case history estimate and the widest region (``plan.too_large``).
+- ``feature_rules``: the consumer, checkpoint and worktree rules, apart from those features'
+  run-time models (which validating a plan does not need).
 - ``boundaries``: the walk's boundaries and their worst-case reservations, plan totals and
   extension caps.
 - ``errors``: ``PlanError`` and the stable codes; ``run_notes``: what ``validate`` notes of a
@@ -33,7 +35,8 @@ Other forms, translated onto ``ponder-plan/1`` (raw dict to raw dict, then valid
 
 CEL (``set`` values, ``ensure[].expr``, ``iterate.until``, ``when``)
 - ``expressions``: the grammar check, bounds and names; ``expression_lexing``: what text must
-  pass, in linear time, before any parser sees it.
+  pass, in linear time, before any parser sees it; ``expression_parser``: the parser (lark) and
+  the walk over its trees, loaded by the first expression analysed.
 - ``expression_rules``: the rules for each CEL site (names it binds, steps it may read).
 - ``predicates``: what an expression is evaluated over, and what the model is told after a
   failed check; ``check_types``: the ``evaluate_cel`` and ``probe_files`` activity models.

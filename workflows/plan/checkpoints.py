@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field
 
 from workflows.inputs import StrictModel
 from workflows.plan.control import Refusal
-from workflows.plan.errors import PlanError
+from workflows.plan.feature_rules import MAX_CHECKPOINTS, checkpoint_errors
 from workflows.plan.reasons import Reason
 
 __all__ = [
@@ -58,7 +58,6 @@ __all__ = [
 ]
 
 LABEL_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"
-MAX_CHECKPOINTS = 50
 CHECKPOINTS_FILE = "checkpoints.json"
 CHECKPOINTS_SCHEMA = "ponder-checkpoints/1"
 MAX_CHECKPOINTS_FILE_BYTES = 1024 * 1024
@@ -301,50 +300,3 @@ def restore_point(text: str, *, run_id: str, label: str) -> tuple[RestorePoint |
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         return None, f"input.invalid: checkpoint {label!r} of run {run_id} is malformed ({exc})"
     return point, ""
-
-
-def checkpoint_errors(
-    steps: Sequence[Any], owner: Mapping[str, int], *, top_level: bool = True
-) -> list[PlanError]:
-    """Labels are unique, on top-level steps (a chain member settles inside its region, a flow
-    child inside its run step), and at most ``MAX_CHECKPOINTS`` (``steps`` as the rules see
-    them; None: unparsed; ``top_level`` False: a flow's body)."""
-    errors = []
-    seen: dict[str, int] = {}
-    for i, step in enumerate(steps):
-        label = getattr(step, "checkpoint", None) if step is not None else None
-        if label is None:
-            continue
-        path = f"steps[{i}].checkpoint"
-        if not top_level or (step.id in owner and owner[step.id] != i):
-            where = "fan-out" if top_level else "run step"
-            errors.append(
-                PlanError(
-                    "checkpoint.not_top_level",
-                    path,
-                    f"{step.id!r} settles inside its {where}, which is what a checkpoint can "
-                    f"commit; fix: put the checkpoint on the {where}",
-                )
-            )
-            continue
-        if label in seen:
-            errors.append(
-                PlanError(
-                    "checkpoint.duplicate",
-                    path,
-                    f"label {label!r} is already steps[{seen[label]}]'s; a revert to it would be "
-                    "ambiguous; fix: give each checkpoint its own label",
-                )
-            )
-            continue
-        seen[label] = i
-        if len(seen) == MAX_CHECKPOINTS + 1:
-            errors.append(
-                PlanError(
-                    "checkpoint.too_many",
-                    path,
-                    f"a plan declares at most {MAX_CHECKPOINTS} checkpoint labels; fix: keep "
-                    "the ones a revert needs",
-                )
-            )
-    return errors

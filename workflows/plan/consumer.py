@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -33,7 +33,7 @@ from workflows.bounds import MAX_BUDGET_TOKENS, MAX_BUDGET_USD, MAX_WALL_MS
 from workflows.inputs import StrictModel
 from workflows.model_types import CallModelInput, ModelResponse
 from workflows.plan.control import Refusal
-from workflows.plan.errors import PlanError
+from workflows.plan.feature_rules import consumer_errors
 from workflows.plan.flows import invocations
 from workflows.plan.model import AgentStep, Plan
 from workflows.plan.reasons import Reason
@@ -326,40 +326,6 @@ def _json_size(value: Any) -> int:
     except (TypeError, RecursionError):
         return MAX_RESULT_BYTES + 1
     return len(text.encode())
-
-
-def consumer_errors(steps: Sequence[Any], owner: Mapping[str, int]) -> list[PlanError]:
-    """``consumer.not_allowed``: ``dispatch: consumer`` on a gate (its verdict is the engine's
-    to parse), or on a chain member of a fan-out isolated in worktrees (an external executor
-    does not run in the item's worktree). ``steps`` as the rules see them (None: unparsed)."""
-    errors = []
-    for i, step in enumerate(steps):
-        if step is None or getattr(step, "dispatch", "engine") != "consumer":
-            continue
-        if step.kind == "gate":
-            errors.append(
-                PlanError(
-                    "consumer.not_allowed",
-                    f"steps[{i}].dispatch",
-                    "a gate's verdict is parsed by the engine, so its invocation cannot be "
-                    "handed to an external executor; fix: remove dispatch: consumer (or make it "
-                    "an agent step before the gate)",
-                )
-            )
-            continue
-        fan = owner.get(step.id)
-        spec = getattr(steps[fan], "fanout", None) if fan is not None else None
-        if getattr(spec, "isolation", "none") == "worktree":
-            errors.append(
-                PlanError(
-                    "consumer.not_allowed",
-                    f"steps[{i}].dispatch",
-                    f"{step.id!r} is a chain member of a worktree-isolated fan-out, whose items "
-                    "run in worktrees only the engine's executors see; fix: use isolation: none "
-                    "or dispatch: engine",
-                )
-            )
-    return errors
 
 
 def consumer_step_ids(plan: Plan) -> frozenset[str]:

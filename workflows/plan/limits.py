@@ -52,6 +52,7 @@ from workflows.plan.boundaries import (
 )
 from workflows.plan.deadlines import notifiers_named
 from workflows.plan.errors import PlanError
+from workflows.plan.feature_rules import isolated_fanouts
 from workflows.plan.flows import invocations
 from workflows.plan.model import (
     AgentStep,
@@ -64,7 +65,6 @@ from workflows.plan.model import (
     RunStep,
     TournamentStep,
 )
-from workflows.plan.worktrees import isolated_fanouts
 
 __all__ = [
     "EVENTS_PER_ACTIVITY",

@@ -53,12 +53,11 @@ from workflows.plan.boundaries import (
     unsatisfiable,
     worst_items,
 )
-from workflows.plan.checkpoints import checkpoint_errors
-from workflows.plan.consumer import consumer_errors
 from workflows.plan.contracts import parse_type
 from workflows.plan.deadlines import deadline_problems
 from workflows.plan.errors import PlanError, join_path
 from workflows.plan.expression_rules import ExpressionRules
+from workflows.plan.feature_rules import checkpoint_errors, consumer_errors
 from workflows.plan.flows import FlowSignature, input_fields
 from workflows.plan.limits import limit_errors
 from workflows.plan.model import (

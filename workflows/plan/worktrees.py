@@ -27,7 +27,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, StringConstraints
 
-from workflows.plan.model import FanoutStep, Plan
+from workflows.plan.feature_rules import isolated_fanouts
 
 __all__ = [
     "EMPTY_TREE",
@@ -74,13 +74,6 @@ _NAME = re.compile(r"^[a-z0-9_.:-]{1,64}-(merge|[0-9]{1,5})$")
 _OID = r"^[0-9a-f]{40}([0-9a-f]{24})?$"
 
 LandDecision = Literal["done", "apply", "conflict"]
-
-
-def isolated_fanouts(plan: Plan) -> list[str]:
-    """The ids of the plan's fan-outs that run in worktrees (they need a git workspace)."""
-    return [
-        s.id for s in plan.steps if isinstance(s, FanoutStep) and s.fanout.isolation == "worktree"
-    ]
 
 
 def worktree_name(step_id: str, item_index: int) -> str:
