@@ -246,9 +246,14 @@ def test_consumer_notes() -> None:
         },
     )
     assert consumer_notes(p) == [
-        "step a (dispatch: consumer): " + TRANSPORT.format(on="[]", n=1) + "; " + TIMEOUT,
-        "step b (dispatch: consumer): " + TIMEOUT,
-        "step d (dispatch: consumer): " + TRANSPORT.format(on="['transport']", n=1),
-        "step e (dispatch: consumer): " + TRANSPORT.format(on="['malformed-output']", n=3),
-        "flow fl step k (dispatch: consumer): " + TRANSPORT.format(on="[]", n=1),
+        "consumer-defaults: step a (dispatch: consumer): "
+        + TRANSPORT.format(on="[]", n=1)
+        + "; "
+        + TIMEOUT,
+        "consumer-defaults: step b (dispatch: consumer): " + TIMEOUT,
+        "consumer-defaults: step d (dispatch: consumer): "
+        + TRANSPORT.format(on="['transport']", n=1),
+        "consumer-defaults: step e (dispatch: consumer): "
+        + TRANSPORT.format(on="['malformed-output']", n=3),
+        "consumer-defaults: flow fl step k (dispatch: consumer): " + TRANSPORT.format(on="[]", n=1),
     ]

@@ -147,7 +147,7 @@ def test_a_consumer_note_says_which_default_the_step_keeps(
 ) -> None:
     plan = load_plan({"schema": "ponder-plan/1", "name": "n", "steps": [_consumer("c", **fields)]})
     (note,) = consumer_notes(plan)
-    assert note.startswith("step c (dispatch: consumer): ")
+    assert note.startswith("consumer-defaults: step c (dispatch: consumer): ")
     assert ("is not retried" in note) is retry
     assert ("900000 ms" in note and "set timeout_ms" in note) is timeout
 

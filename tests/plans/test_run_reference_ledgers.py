@@ -207,7 +207,7 @@ def test_validate_notes_each_consumer_step_on_ponder_defaults(tmp_path: Path) ->
     notes = [line for line in text.err.splitlines() if ": note: " in line]
     assert len(notes) == 2  # "tested" chose both: nothing to tell
     build, inner = notes
-    assert "step build (dispatch: consumer)" in build
+    assert ": note: consumer-defaults: step build (dispatch: consumer)" in build
     assert "not retried" in build and "list transport in retry.on" in build
     assert "900000 ms" in build and "set timeout_ms" in build
     assert "flow f step inner (dispatch: consumer)" in inner and "timeout" not in inner

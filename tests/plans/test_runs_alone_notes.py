@@ -24,10 +24,15 @@ from workflows.plan.validate import load_plan, validate_document
 
 ROOT = Path(__file__).resolve().parents[2]
 
-FANOUT_NOTE = (
+FANOUT_NOTE = "runs-alone: " + (
     "fan-out 'fan' runs alone: concurrency does not overlap a fan-out with other steps (its "
     "worst case is known only once its items resolve)"
 )
+
+
+def _who(note: str) -> str:
+    """The step a runs-alone note names, with its kind."""
+    return note.removeprefix("runs-alone: ").split(" runs alone")[0]
 
 
 def _agent(step_id: str, **fields: Any) -> dict[str, Any]:
@@ -114,19 +119,19 @@ def test_no_note_without_concurrency(concurrency: int | None) -> None:
 def test_each_kind_that_runs_alone_says_why(
     steps: list[dict[str, Any]], flows: dict[str, Any], note: str
 ) -> None:
-    assert runs_alone_notes(_plan(*steps, flows=flows)) == [note]
+    assert runs_alone_notes(_plan(*steps, flows=flows)) == [f"runs-alone: {note}"]
 
 
 def test_a_model_gate_with_a_checkpoint_is_named_a_model_gate() -> None:
     gate = {"id": "m", "kind": "gate", "prompt": "Judge ${steps.a.output}.", "checkpoint": "c1"}
     (note,) = runs_alone_notes(_plan(_agent("a"), _agent("b"), gate))
-    assert note.startswith("model gate 'm' runs alone: ")
+    assert note.startswith("runs-alone: model gate 'm' runs alone: ")
 
 
 def test_a_tournament_step_with_a_checkpoint_is_named_a_tournament_step() -> None:
     tournament = {"id": "t", "kind": "tournament", "prompt": "Pick.", "checkpoint": "c1"}
     (note,) = runs_alone_notes(_plan(_agent("a"), tournament))
-    assert note.startswith("tournament step 't' runs alone: ")
+    assert note.startswith("runs-alone: tournament step 't' runs alone: ")
 
 
 def test_steps_that_overlap_are_never_noted() -> None:
@@ -183,7 +188,10 @@ def test_a_gates_kill_branch_never_runs_beside_what_follows_the_gate() -> None:
     assert runs_alone_notes(_plan(*steps)) == []
     # A step reached by neither branch could run beside the gate and the fan-out.
     notes = runs_alone_notes(_plan(*steps, _agent("free")))
-    assert [n.split(" runs alone")[0] for n in notes] == ["human gate 'g'", "fan-out 'fan'"]
+    assert [_who(n) for n in notes] == [
+        "human gate 'g'",
+        "fan-out 'fan'",
+    ]
 
 
 def test_a_fan_out_on_the_kill_branch_is_quiet_too() -> None:
@@ -196,7 +204,7 @@ def test_a_kill_route_back_to_an_earlier_step_is_a_jump_not_a_branch() -> None:
     # a ran before the gate whatever it decides: fan may still run beside it.
     back = HUMAN_GATE | {"deps": ["b"], "gate": {"on_kill": "a"}}
     plan = _plan(_agent("a"), _agent("b"), back, *_fanout("fan", deps=["g"]))
-    assert [n.split(" runs alone")[0] for n in runs_alone_notes(plan)] == [
+    assert [_who(n) for n in runs_alone_notes(plan)] == [
         "human gate 'g'",
         "fan-out 'fan'",
     ]
@@ -207,7 +215,10 @@ def test_an_on_fail_branch_never_runs_beside_what_depends_on_the_failing_step() 
     assert runs_alone_notes(_plan(*steps)) == []
     gate = {"id": "g", "kind": "gate", "gate": {"on_kill": None}}
     notes = runs_alone_notes(_plan(*steps, gate))  # g waits for nothing and nothing for it
-    assert [n.split(" runs alone")[0] for n in notes] == ["fan-out 'fan'", "human gate 'g'"]
+    assert [_who(n) for n in notes] == [
+        "fan-out 'fan'",
+        "human gate 'g'",
+    ]
 
 
 def test_a_model_gates_redo_orders_the_steps_reading_its_target() -> None:
@@ -237,7 +248,7 @@ def test_a_called_flows_body_is_noted_in_its_own_scope() -> None:
         flows={"f": body, "chained": chained, "unused": body},
     )
     (note,) = runs_alone_notes(plan)
-    assert note.startswith("human gate 'ok' in flow 'f' runs alone: ")
+    assert note.startswith("runs-alone: human gate 'ok' in flow 'f' runs alone: ")
     called = _plan(
         {"id": "r", "kind": "run", "flow": "chained"},
         _agent("b", deps=["r"]),

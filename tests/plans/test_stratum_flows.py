@@ -318,7 +318,10 @@ def test_validate_shows_the_translation(tmp_path: Path) -> None:
     translated = json.loads(text)
     assert translated["schema"] == "ponder-plan/1"
     assert "valid stratum/v1 plan 'main'" in shown.out
-    assert "fan-out sections runs at most the first 100 items of ${input.parts}" in shown.err
+    assert (
+        "note: fanout-items-capped: fan-out sections runs at most the first 100 items of "
+        "${input.parts}" in shown.err
+    )
     bad = tmp_path / "bad.v1.yaml"
     bad.write_text((FLOWS / "brief-subflow.v1.yaml").read_text().replace("len(", "min(", 1))
     refused = ponder_here("plan", "validate", str(bad), "--format", "json", env=env)

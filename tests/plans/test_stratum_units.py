@@ -171,8 +171,8 @@ def test_fanned_inputs_and_notes() -> None:
     assert fanned_inputs(plan) == ["items"]
     assert fanned_inputs({}) == []
     assert fanout_notes(plan) == [
-        f"fan-out {sid} runs at most the first 100 items of {over} (ponder bounds a run's "
-        "history); ponder plan run refuses a longer --arg list"
+        f"fanout-items-capped: fan-out {sid} runs at most the first 100 items of {over} "
+        "(ponder bounds a run's history); ponder plan run refuses a longer --arg list"
         for sid, over in [
             ("f", "${input.items}"),
             ("g", "${input.items}"),

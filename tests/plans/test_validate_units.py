@@ -95,7 +95,7 @@ def test_a_valid_plan_gets_its_notes() -> None:
         {"schema": "ponder-plan/1", "name": "p", "steps": [agent("a", dispatch="consumer")]}
     )
     assert result.ok and len(result.notes) == 1
-    assert result.notes[0].startswith("step a (dispatch: consumer): ")
+    assert result.notes[0].startswith("consumer-defaults: step a (dispatch: consumer): ")
 
 
 def test_text_errors_are_not_repeated_below_their_path() -> None:
@@ -153,6 +153,6 @@ def test_a_loop_plan_without_trace_emit_is_valid_with_a_note() -> None:
     result = validate_document(doc)
     assert result.ok
     assert result.notes == [
-        "trace.emit is not true: a run refuses this loop-plan/1 plan (trace-emit-required); "
-        "fix: add trace: {emit: true}"
+        "trace-emit-required: trace.emit is not true: a run refuses this loop-plan/1 plan "
+        "(trace-emit-required); fix: add trace: {emit: true}"
     ]

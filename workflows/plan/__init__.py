@@ -27,7 +27,7 @@ The document and its validation
 - ``boundaries``: the walk's boundaries and their worst-case reservations, plan totals and
   extension caps.
 - ``errors``: ``PlanError`` and the stable codes; ``run_notes``: what ``validate`` notes of a
-  valid plan.
+  valid plan; ``note_codes``: the codes those notes start with.
 
 Other forms, translated onto ``ponder-plan/1`` (raw dict to raw dict, then validated as one)
 - ``loop_plan``: a ``loop-plan/1`` document (the reference's camelCase form).

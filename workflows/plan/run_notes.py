@@ -36,14 +36,16 @@ from workflows.plan.model import (
     AgentStep,
     FanoutStep,
     GateStep,
+    LedgerBudget,
     PauseStep,
     Plan,
     RunStep,
     TournamentStep,
 )
+from workflows.plan.note_codes import note
 from workflows.plan.refs import whole_reference
 
-__all__ = ["consumer_notes", "runs_alone_notes"]
+__all__ = ["consumer_notes", "limit_notes", "runs_alone_notes"]
 
 _CONSUMER_WHY = "the run counts a consumer's wait as agent time, apart from a person's"
 
@@ -68,7 +70,9 @@ def consumer_notes(plan: Plan) -> list[str]:
                 "the reference waits without limit; set timeout_ms to choose"
             )
         if clauses:
-            notes.append(f"{where} (dispatch: consumer): " + "; ".join(clauses))
+            notes.append(
+                note("consumer-defaults", f"{where} (dispatch: consumer): " + "; ".join(clauses))
+            )
     return notes
 
 
@@ -80,6 +84,29 @@ def _consumer_steps(plan: Plan) -> Iterator[tuple[str, AgentStep]]:
         for child in flow.steps:
             if isinstance(child, AgentStep) and child.dispatch == "consumer":
                 yield f"flow {name} step {child.id}", child
+
+
+def limit_notes(plan: Plan) -> list[str]:
+    """One note when any ledger of the plan (the run's, a step's, a fan-out's, a sub-flow's)
+    has a token or USD limit: ponder stops the next call once spending reaches it."""
+    run = plan.budget
+    where = ["plan"] if run is not None and (run.tokens, run.usd) != (None, None) else []
+    scoped = [("", s) for s in plan.steps]
+    scoped += [(f"flow {name} ", s) for name, flow in plan.flows.items() for s in flow.steps]
+    for scope, step in scoped:
+        budget = getattr(step, "budget", None)
+        if isinstance(budget, LedgerBudget) and (budget.tokens, budget.usd) != (None, None):
+            where.append(f"{scope}step {step.id}")
+    if not where:
+        return []
+    return [
+        note(
+            "limit-stops-at-reached",
+            f"token or USD limits ({', '.join(where)}): the next call waits for an extension "
+            "once spending reaches a limit (>=), where the reference still dispatches at it "
+            "(<=); a call sent at the limit would pass it",
+        )
+    ]
 
 
 def runs_alone_notes(plan: Plan) -> list[str]:
@@ -167,9 +194,10 @@ def _closure(edges: Sequence[set[int]], order: Iterable[int]) -> list[int]:
 
 def _note(plan: Plan, step: AnyStep, where: str) -> str:
     kind, what, why = _why(plan, step)
-    return (
+    return note(
+        "runs-alone",
         f"{kind} {step.id!r}{where} runs alone: concurrency does not overlap {what} with "
-        f"other steps ({why})"
+        f"other steps ({why})",
     )
 
 

@@ -50,6 +50,7 @@ from workflows.plan.errors import PlanError, join_path
 from workflows.plan.expressions import MAX_PLAN_EXPRESSION_CHARS, MAX_PLAN_EXPRESSIONS
 from workflows.plan.flows import MAX_WITH_DEPTH
 from workflows.plan.model import FAILURE_CLASSES, MAX_PLAN_CONCURRENCY
+from workflows.plan.note_codes import note
 from workflows.plan.stratum_expr import (
     ExprError,
     ExprSite,
@@ -893,8 +894,11 @@ def fanout_notes(plan: Mapping[str, Any]) -> list[str]:
         fan = step.get("fanout") if isinstance(step, dict) else None
         if isinstance(fan, dict) and isinstance(fan.get("over"), str):
             notes.append(
-                f"fan-out {step.get('id')} runs at most the first {MAX_FANOUT_ITEMS} items of "
-                f"{fan['over']} (ponder bounds a run's history); ponder plan run refuses a "
-                "longer --arg list"
+                note(
+                    "fanout-items-capped",
+                    f"fan-out {step.get('id')} runs at most the first {MAX_FANOUT_ITEMS} items "
+                    f"of {fan['over']} (ponder bounds a run's history); ponder plan run refuses "
+                    "a longer --arg list",
+                )
             )
     return notes

@@ -31,8 +31,9 @@ from workflows.plan.flows import with_depth_errors
 from workflows.plan.limits import limit_errors
 from workflows.plan.loop_plan import map_loop_plan, translate
 from workflows.plan.model import MAX_STEPS, Plan, PlanHeader
+from workflows.plan.note_codes import note
 from workflows.plan.rules import budget_errors, check_steps
-from workflows.plan.run_notes import consumer_notes, runs_alone_notes
+from workflows.plan.run_notes import consumer_notes, limit_notes, runs_alone_notes
 from workflows.plan.shape import TOP_FIELDS, parse_step, prune, pydantic_errors, short
 from workflows.plan.stratum import FORM as STRATUM_FORM
 from workflows.plan.stratum import fanout_notes, is_stratum, map_stratum
@@ -133,7 +134,8 @@ def validate_document(raw: Any) -> Validation:
     result = _validate_document(raw)
     result.errors = _ordered(result.errors)
     if result.ok and result.plan is not None:
-        result.notes += consumer_notes(result.plan) + runs_alone_notes(result.plan)
+        plan = result.plan
+        result.notes += consumer_notes(plan) + runs_alone_notes(plan) + limit_notes(plan)
     return result
 
 
@@ -177,8 +179,11 @@ def _validate_document(raw: Any) -> Validation:
     notes = []
     if plan is not None and plan.loop_plan is not None and not plan.loop_plan.trace_emit:
         notes.append(
-            "trace.emit is not true: a run refuses this loop-plan/1 plan "
-            "(trace-emit-required); fix: add trace: {emit: true}"
+            note(
+                "trace-emit-required",
+                "trace.emit is not true: a run refuses this loop-plan/1 plan "
+                "(trace-emit-required); fix: add trace: {emit: true}",
+            )
         )
     return Validation("loop-plan/1", plan, errors, notes)
 
