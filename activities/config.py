@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -441,6 +440,8 @@ def _config_path(explicit: str | Path | None, home: Path) -> Path | None:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    import tomllib  # here: a home without a ponder.toml (most commands' case) never parses one
+
     try:
         with path.open("rb") as f:
             return tomllib.load(f)

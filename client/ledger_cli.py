@@ -10,7 +10,6 @@ refused, and they go on.
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING
 
 import click
@@ -18,6 +17,8 @@ import click
 from client.command_settings import command_settings
 from client.ledgers import COMMAND_LEDGER, extend_ledger, ledger_view, unknown_ledger
 
+# ``ledger_option`` is on every command that starts runs: asyncio and the SDK load in the
+# subcommands' bodies, not with it.
 if TYPE_CHECKING:
     from workflows.ledger.types import LedgerView
 
@@ -68,6 +69,8 @@ def ledger() -> None:
 @click.pass_context
 def show(ctx: click.Context, name: str) -> None:
     """What ledger NAME has spent this period, what is held, and which runs wait on it."""
+    import asyncio
+
     from client.session import open_session
 
     settings = command_settings(ctx)
@@ -95,6 +98,8 @@ def extend(
     ctx: click.Context, name: str, calls: str | None, tokens: str | None, usd: str | None
 ) -> None:
     """Raise ledger NAME's limits; every run waiting on it goes on."""
+    import asyncio
+
     from activities.errors import ConfigError
     from client.session import open_session
 

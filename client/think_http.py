@@ -25,6 +25,7 @@ import uuid
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
+from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -93,6 +94,8 @@ def _follow(api: ServerHttp, run_id: str, temporal_run_id: str, _lines: RetryLin
     so no retry line is shown here)."""
     from rich.console import Console
 
+    # What the run's end prints with loads now, while the run goes on, not once it has closed.
+    import_module("client.tournament_outcome")
     console = Console(stderr=True, markup=False)
     panel: AbstractContextManager[Live | None] = nullcontext()
     if console.is_terminal:

@@ -59,7 +59,6 @@ def think(ctx: click.Context, **options: Any) -> None:
         print_ended,
         think_served,
     )
-    from client.tournament_outcome import print_outcome
     from workflows.tournament.preflight import preflight
 
     settings = load_settings(ctx.obj["config"])
@@ -79,6 +78,9 @@ def think(ctx: click.Context, **options: Any) -> None:
     if isinstance(served, Ended):
         print_ended(run_id, served)
         return
+    # What prints the outcome (rich, the tables) loads after the start, while the run goes on.
+    from client.tournament_outcome import print_outcome
+
     if served is not None:
         print_outcome(run_id, asyncio.run(follow_handover(settings, payload, served)))
         return
@@ -96,11 +98,15 @@ def think(ctx: click.Context, **options: Any) -> None:
 def think_input(ctx: click.Context, settings: Settings, run_id: str) -> TournamentInput:
     """The workflow input of a parsed ``ponder think`` (run ``run_id``): a saved ``--profile``
     filled in beneath the options given."""
-    from client.profiles import apply_profile
     from client.tournament_inputs import build_input
+    from workflows.tournament.profiles import BUILTIN_PROFILES
 
-    given = {k for k in ctx.params if ctx.get_parameter_source(k) != ParameterSource.DEFAULT}
-    options, _ = apply_profile(dict(ctx.params), given, settings.home)  # a saved --profile NAME
+    options = dict(ctx.params)
+    if options["profile"] not in BUILTIN_PROFILES:  # a saved --profile NAME, filled in beneath
+        from client.profiles import apply_profile
+
+        given = {k for k in ctx.params if ctx.get_parameter_source(k) != ParameterSource.DEFAULT}
+        options, _ = apply_profile(options, given, settings.home)
     return build_input(settings, **options | {"run_id": run_id})
 
 

@@ -7,12 +7,12 @@ preflight refuses (a coded ``TournamentError``) and a model spec or key that can
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from activities.config import Settings
 from activities.errors import ConfigError
 from activities.providers import default_model_for, price_table, resolve_model
-from client.tournament_options import (
+from client.tournament_values import (
     TEMPERATURE_ROLES,
     TOKEN_ROLES,
     concurrency_values,
@@ -22,12 +22,13 @@ from client.tournament_options import (
     read_task,
     role_values,
 )
-from workflows.ask_types import AskInput
 from workflows.budget import BudgetLimits
 from workflows.tournament.preflight import preflight, rank_profile
 from workflows.tournament.profiles import BUILTIN_PROFILES, Profile, RankMode, rank_block
-from workflows.tournament.types import GivenCandidate, RoleModels, TournamentInput
-from workflows.tournament.verdicts import JudgeOrders
+from workflows.tournament.types import GivenCandidate, JudgeOrders, RoleModels, TournamentInput
+
+if TYPE_CHECKING:
+    from workflows.ask_types import AskInput
 
 __all__ = ["build_input", "build_mutate_input", "build_rank_input"]
 
@@ -211,6 +212,7 @@ def build_mutate_input(
     run_id: str,
 ) -> AskInput:
     """The Ask input of one mutate call (the CLI's and the MCP server's)."""
+    from workflows.ask_types import AskInput
     from workflows.tournament.prompt_sizes import PROMPT_CEILING_CHARS
     from workflows.tournament.prompts import DEFAULT_RUBRIC, render
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import re
 import signal
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from client.connect import data_converter
 from client.exit_codes import EXIT_PAUSED
 from tests.cli import Done, cli_env, one_server
 from tests.conftest import kill_processes_under
-from tests.served import loaded_sdk, ponder_importing, start_attributes
+from tests.served import IMPORT_LINE, loaded_sdk, ponder_importing, start_attributes
 from worker.worker import WORKFLOWS
 from workflows.names import TOURNAMENT
 from workflows.tournament.types import TournamentInput
@@ -192,6 +193,54 @@ async def test_a_run_still_going_after_the_wait_is_followed_through_the_sdk_once
     ]
     runs = [run async for run in served.client.list_workflows("WorkflowId = 'slow'")]
     assert len(runs) == 1
+
+
+LEFT_TO_THE_WORKER = (
+    *("temporalio", "httpx", "activities.providers.http", "activities.providers.openai"),
+    *("activities.providers.anthropic", "activities.providers.command"),
+    *("activities.providers.replay", "client.tournament_options", "client.profiles"),
+)
+"""What a served think, a client only, never loads: the SDK, the provider implementations (the
+worker's; the CLI resolves and prices model specs from the settings alone) with httpx, and the
+option and saved-profile models (a built-in ``--profile`` reads its options as plain values)."""
+
+
+def imported(done: Done) -> set[str]:
+    """The modules a ``-X importtime`` process loaded."""
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in done.err.splitlines()
+        if line.startswith(IMPORT_LINE)
+    }
+
+
+async def test_a_served_think_loads_no_provider_sdk_or_option_models(served: Served) -> None:
+    done = await think("Stay light", *THINK, "--run-id", "light", env=served.env)
+    assert done.code == 0 and done.out.strip(), done.err
+    loaded = imported(done)
+    assert "client.think_http" in loaded and "rich.table" in loaded  # the probe sees the path
+    assert sorted(m for m in loaded if m.startswith(LEFT_TO_THE_WORKER)) == []
+
+
+def test_the_rows_and_snapshot_a_client_never_validates_are_built_at_first_use() -> None:
+    """A command that starts and reads tournaments builds only the models it validates; a
+    deferred model still validates (and refuses) as before at its first use."""
+    probe = (
+        "import pydantic\n"
+        "import workflows.tournament.types as t\n"
+        "built = lambda m: m.__pydantic_complete__\n"
+        "print(built(t.TournamentInput), built(t.TournamentResult), built(t.Progress))\n"
+        "print(built(t.TournamentSnapshot), built(t.UsageRow), built(t.ComparisonRow))\n"
+        "row = t.Event.model_validate({'seq': 1, 'ts': 'now', 'type': 'x'})\n"
+        "try:\n"
+        "    t.ExtendBudgetInput.model_validate({'max_calls': 1, 'surprise': 2})\n"
+        "except pydantic.ValidationError as exc:\n"
+        "    print(row.seq, built(t.Event), exc.errors()[0]['type'])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out == ["True True True", "False False False", "1 True extra_forbidden"]
 
 
 def test_without_a_live_background_worker_a_think_takes_the_sdk_path(served: Served) -> None:

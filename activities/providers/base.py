@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-import httpx
-
 from activities.config import Endpoint
 from activities.raw_events import RawEventLog
 from workflows.model_types import ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
+    import httpx  # an annotation only: resolving a model spec (the CLI) loads no httpx
+
     from activities.providers.sampling import Sampler
 
 __all__ = ["CallContext", "Provider"]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from activities.config import (
     Endpoint,
@@ -16,15 +18,15 @@ from activities.config import (
 )
 from activities.errors import ConfigError
 from activities.pricing import builtin_price
-from activities.providers.anthropic import AnthropicProvider
-from activities.providers.base import Provider
-from activities.providers.command import CommandProvider
-from activities.providers.openai import OpenAIProvider
-from activities.providers.replay import ReplayProvider
-from activities.providers.sampling import SESSION_KIND, SamplingProvider, check_hint
-from activities.providers.sim import SimProvider, sim_options
+from activities.providers.sampling import SESSION_KIND, check_hint
+from activities.providers.sim import sim_options
 from workflows.model_types import DEFAULT_MODEL, MODEL_EXAMPLES, Price
 from workflows.run_ids import run_id_problem
+
+if TYPE_CHECKING:
+    from activities.providers.base import Provider
+
+    PROVIDERS: dict[str, Provider]  # built at first use (``__getattr__``)
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -42,14 +44,34 @@ __all__ = [
 
 _SPEC = re.compile(r"^(?P<provider>[A-Za-z][A-Za-z0-9_.-]*):(?P<model>\S.*)$")
 
-_base: dict[str, Provider] = {
-    "openai": OpenAIProvider(),
-    "anthropic": AnthropicProvider(),
-    "command": CommandProvider(),
-    "sim": SimProvider(),
-    SESSION_KIND: SamplingProvider(),
-}
-PROVIDERS: dict[str, Provider] = {**_base, "replay": ReplayProvider(_base)}
+
+@functools.cache
+def _implementations() -> dict[str, Provider]:
+    """Every endpoint kind's implementation, built at the first call a process makes.
+
+    Resolving a spec and pricing it need only the settings' names, kinds and tables, so a
+    command that only starts runs never loads the HTTP providers (httpx with them)."""
+    from activities.providers.anthropic import AnthropicProvider
+    from activities.providers.command import CommandProvider
+    from activities.providers.openai import OpenAIProvider
+    from activities.providers.replay import ReplayProvider
+    from activities.providers.sampling import SamplingProvider
+    from activities.providers.sim import SimProvider
+
+    base: dict[str, Provider] = {
+        "openai": OpenAIProvider(),
+        "anthropic": AnthropicProvider(),
+        "command": CommandProvider(),
+        "sim": SimProvider(),
+        SESSION_KIND: SamplingProvider(),
+    }
+    return {**base, "replay": ReplayProvider(base)}
+
+
+def __getattr__(name: str) -> dict[str, Provider]:
+    if name == "PROVIDERS":  # kind -> implementation, as when it was built at import
+        return _implementations()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -61,7 +83,7 @@ class ResolvedModel:
 
     @property
     def implementation(self) -> Provider:
-        return PROVIDERS[self.endpoint.kind]
+        return _implementations()[self.endpoint.kind]
 
 
 PROVIDER_UNKNOWN = "model.provider_unknown"

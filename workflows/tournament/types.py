@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from workflows.bounds import BudgetTokens, BudgetUsd, CallCount, OutputTokens, Seed
 from workflows.budget import BudgetLimits, BudgetSpent
@@ -18,7 +18,6 @@ from workflows.tournament.profiles import ADAPTIVE_SHARE, Profile, RankBlock
 from workflows.tournament.progress import Progress, ScoreRow, Status
 from workflows.tournament.prompt_sizes import prompt_size_problem, variable_bounds
 from workflows.tournament.prompts import DEFAULT_RUBRIC, PromptOverrides, Style
-from workflows.tournament.verdicts import JudgeOrders
 
 __all__ = [
     "DEFAULT_ROUNDS",
@@ -55,6 +54,9 @@ DEFAULT_ROUNDS: Rounds = "pipelined"
 """What an input without ``rounds`` runs (decided in the run's first task: runs recorded before
 this default replay as barrier runs, ``behaviour.py``)."""
 OnBudgetExhausted = Literal["pause", "fail"]
+JudgeOrders = Literal["one", "both"]
+"""one: each judge sees a pair once; both: A/B and B/A (``verdicts`` combines them). Declared
+with the input it is a field of, so reading an input loads no judging code."""
 
 
 # Upper bounds refuse absurd values before anything is allocated; preflight then refuses a
@@ -69,6 +71,10 @@ DEFAULT_BOOTSTRAP_RESAMPLES = 1_000
 DEFAULT_WRITE_INTERVAL_S = 10.0
 MAX_WRITE_INTERVAL_S = 86_400.0
 GIVEN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+_BUILT_AT_FIRST_USE = ConfigDict(defer_build=True)
+"""The rows, snapshot and control messages a worker validates and a command that starts and
+reads runs never does: their validators are built at first use, not at import."""
 
 
 class RoleModels(StrictModel):
@@ -243,6 +249,8 @@ CandidateStatus = Literal["generated", "mutated", "elite", "discarded"]
 
 
 class CandidateRow(BaseModel):
+    model_config = _BUILT_AT_FIRST_USE
+
     id: str
     generation: int
     kind: CandidateKind
@@ -260,6 +268,8 @@ class CandidateRow(BaseModel):
 class Verdict(BaseModel):
     """One judge call's raw verdict on a pair, in the order that judge was shown it."""
 
+    model_config = _BUILT_AT_FIRST_USE
+
     judge: str
     presented_a: str
     presented_b: str
@@ -269,6 +279,8 @@ class Verdict(BaseModel):
 
 
 class ComparisonRow(BaseModel):
+    model_config = _BUILT_AT_FIRST_USE
+
     id: str
     phase: str
     generation: int | None
@@ -297,6 +309,8 @@ class LengthControl(BaseModel):
     of verdicts between different lengths the longer won whatever the quality, with its 95%
     interval from the marginal likelihood (``mixture``)."""
 
+    model_config = _BUILT_AT_FIRST_USE
+
     coefficient: float
     low: float
     high: float
@@ -314,6 +328,8 @@ class LengthControl(BaseModel):
 class ScoreIntervals(BaseModel):
     """Bootstrap 95% intervals of the final scores, per candidate id (empty: none made)."""
 
+    model_config = _BUILT_AT_FIRST_USE
+
     resamples: int
     requested: int
     seed: int
@@ -329,6 +345,8 @@ class ScoreIntervals(BaseModel):
 
 
 class UsageRow(BaseModel):
+    model_config = _BUILT_AT_FIRST_USE
+
     usage_id: str
     ts: str
     phase: str
@@ -350,6 +368,8 @@ class UsageRow(BaseModel):
 
 
 class Event(BaseModel):
+    model_config = _BUILT_AT_FIRST_USE
+
     seq: int
     ts: str
     type: str
@@ -363,6 +383,8 @@ class ExtendBudgetInput(StrictModel):
     decode it themselves, so a malformed one is refused (update) or recorded as refused (signal).
     """
 
+    model_config = _BUILT_AT_FIRST_USE
+
     max_calls: CallCount | None = None
     max_input_tokens: BudgetTokens | None = None
     max_output_tokens: BudgetTokens | None = None
@@ -370,6 +392,8 @@ class ExtendBudgetInput(StrictModel):
 
 
 class ExtendBudgetResult(BaseModel):
+    model_config = _BUILT_AT_FIRST_USE
+
     budget: BudgetLimits
     spent: BudgetSpent
 
@@ -386,6 +410,8 @@ GROWING_FILES = {
 
 class TournamentSnapshot(BaseModel):
     """Everything the artifact writer needs; timestamps come from ``workflow.now()``."""
+
+    model_config = _BUILT_AT_FIRST_USE
 
     run_id: str
     chain: str | None = None

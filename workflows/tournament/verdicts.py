@@ -23,12 +23,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Protocol
 
 from workflows.model_types import Usage
 from workflows.tournament.critique import swap_letters
 from workflows.tournament.judge_parse import JudgeVerdict, Winner
 from workflows.tournament.schedule import ScheduledPair
+from workflows.tournament.types import JudgeOrders
 
 __all__ = [
     "JudgeOrders",
@@ -42,8 +43,6 @@ __all__ = [
     "vote",
     "winner_id",
 ]
-
-JudgeOrders = Literal["one", "both"]
 
 
 @dataclass(frozen=True, slots=True)
