@@ -181,14 +181,15 @@ class Workers:
         await process.wait()
         return ports
 
-    def busy(self, provider_port: int) -> list[int]:
-        """The workers with a request open at the provider."""
+    def busy(self, provider_port: int, in_flight: set[int]) -> list[int]:
+        """The workers with a request in flight at the provider: one of their connections is
+        among the client ports ``in_flight`` (an idle pooled connection is not a call)."""
         return [
             index
             for index, process in enumerate(self.processes)
             if process is not None
             and process.returncode is None
-            and provider_ports(process.pid, provider_port)
+            and provider_ports(process.pid, provider_port) & in_flight
         ]
 
     async def stop(self, supervisor: asyncio.Task[None]) -> None:
@@ -361,13 +362,18 @@ class Chaos:
         """SIGKILL a worker with calls in flight if one has some within ``wait_busy_s``
         (``index`` picks among them), else worker ``index``; then start it again."""
         deadline = time.monotonic() + wait_busy_s
-        while not (busy := self.workers.busy(self.provider.port)) and time.monotonic() < deadline:
+        while not (busy := self._busy()) and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
         if busy:
             index = busy[index % len(busy)]
         at = time.monotonic()
         ports = await self.workers.kill(index, self.provider.port)
         self.disruptions.append(Disruption("worker", at, at, ports))
+
+    def _busy(self) -> list[int]:
+        exchanges = self.provider.snapshot()
+        waiting = {e.port for e in exchanges if e.answered is None and e.fault is None}
+        return self.workers.busy(self.provider.port, waiting)
 
     async def restart_server(self) -> None:
         info = self.server.read_state()
