@@ -10,6 +10,7 @@ from workflows.plan.check_types import CelOutcome
 from workflows.plan.model import MAX_STEPS
 from workflows.plan.validate import validate_document, validate_text
 from workflows.plan_run.checks import _holds
+from workflows.tournament import bootstrap as bootstrap_module
 from workflows.tournament.bootstrap import (
     LEVEL,
     MIN_RESAMPLES,
@@ -38,7 +39,9 @@ def test_an_ensure_holds_only_on_the_boolean_true(value: object) -> None:
     assert _holds(CelOutcome(ok=False, error="boom"))[0] is False
 
 
-def test_a_bootstrap_interval_runs_from_the_2_5th_to_the_97_5th_percentile() -> None:
+def test_a_bootstrap_interval_runs_from_the_2_5th_to_the_97_5th_percentile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # Two candidates, A ahead: on the leaderboard's scale A's point is +1 and B's -1 (centred,
     # divided by the spread). The refits are replaced by 101 rows c * (the full-data fit),
     # c = 0, 0.02, ..., 2, so A's resampled scores are exactly c and B's -c: the 2.5th and
@@ -49,11 +52,12 @@ def test_a_bootstrap_interval_runs_from_the_2_5th_to_the_97_5th_percentile() -> 
     full = fit_arrays(len(ids), a, b, y, 0.01)
     scales = np.linspace(0.0, 2.0, 101)
 
-    def rows(refit: object, chunks: list[np.ndarray]) -> list[np.ndarray]:
-        assert [len(c) for c in chunks] == [101]
-        return [np.outer(scales, full)]
+    def rows(design: object, counts: np.ndarray, *args: object, **kwargs: object) -> np.ndarray:
+        assert counts.shape == (101, 4)  # one row of counts per resample
+        return np.outer(scales, full)
 
-    result = bootstrap(["a", "b"], outcomes, resamples=101, map_chunks=rows)
+    monkeypatch.setattr(bootstrap_module, "refit_distinct", rows)
+    result = bootstrap(["a", "b"], outcomes, resamples=101)
     assert LEVEL == 0.95 and result.resamples == 101
     assert result.low == pytest.approx({"a": 0.05, "b": -1.95})
     assert result.high == pytest.approx({"a": 1.95, "b": -0.05})
