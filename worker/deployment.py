@@ -246,7 +246,7 @@ async def promote(client: Client, name: str, build_id: str | None) -> tuple[str,
     if previous == build_id:
         return build_id, previous
     try:
-        answer = await _set_current(client, name, build_id, token)
+        await _set_current(client, name, build_id, token)
     except RPCError as exc:
         if exc.status != RPCStatusCode.FAILED_PRECONDITION:
             raise
@@ -256,4 +256,7 @@ async def promote(client: Client, name: str, build_id: str | None) -> tuple[str,
             "on every task queue the current version serves (the same --task-queue and "
             "--rate-limit), wait for `ponder deploy status` to list them, then promote again",
         ) from None
-    return build_id, answer.previous_deployment_version.build_id or None
+    # The conflict token held the routing as described, so what was current is what the
+    # description said. The answer's own "previous" is not used: under load the server may
+    # apply the change twice and answer the second time with the new version itself.
+    return build_id, previous
