@@ -8,11 +8,12 @@ environment variable that holds its key (``api_key_env``), read from the environ
 
 from __future__ import annotations
 
+import json
 import os
 import re
-from contextvars import ContextVar
+import types
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -22,14 +23,6 @@ from pydantic import (
     ValidationError,
     field_validator,
     model_validator,
-)
-from pydantic.fields import FieldInfo
-from pydantic_settings import (
-    BaseSettings,
-    EnvSettingsSource,
-    InitSettingsSource,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
 )
 
 from activities.errors import ConfigError
@@ -236,12 +229,6 @@ class PlansTable(BaseModel):
         return roots
 
 
-_LOWER_LAYERS: ContextVar[tuple[dict[str, Any], ...]] = ContextVar(
-    "ponder_settings_lower_layers", default=()
-)
-"""The layers below the environment (``[ponder]`` of the file, then home-based defaults),
-set by ``load_settings`` for the one Settings it builds."""
-
 _NOT_FROM_ENV = frozenset(
     {
         "home",
@@ -256,14 +243,7 @@ _NOT_FROM_ENV = frozenset(
 )
 """Fields that only ``load_settings`` fills (``PONDER_HOME`` is read there, before the file)."""
 
-
-class _Environment(EnvSettingsSource):
-    """The environment layer, minus the fields only the config file may give."""
-
-    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
-        if field_name in _NOT_FROM_ENV:
-            return None, field_name, False
-        return super().get_field_value(field, field_name)
+_ENV_PREFIX = "PONDER_"
 
 
 SERVER_IDLE_S = 300.0
@@ -276,15 +256,13 @@ MAX_TASK_QUEUE_CHARS = 1000
 _UNQUOTABLE = re.compile(r"[\"'\\\x00-\x1f\x7f]")
 
 
-class Settings(BaseSettings):
+class Settings(BaseModel):
     """The worker's and CLI's settings: flags > environment > ``[ponder]`` in ponder.toml >
     defaults. Environment names are ``PONDER_<FIELD>`` except the Temporal connection's, which
     use the Temporal CLI's own names (``TEMPORAL_ADDRESS``, ``TEMPORAL_NAMESPACE``,
     ``TEMPORAL_TLS``)."""
 
-    model_config = SettingsConfigDict(
-        extra="forbid", env_prefix="PONDER_", env_ignore_empty=True, validate_by_name=True
-    )
+    model_config = ConfigDict(extra="forbid", validate_by_name=True, validate_default=True)
 
     home: Path
     runs_dir: Path
@@ -402,17 +380,82 @@ class Settings(BaseSettings):
                 raise ValueError(str(exc)) from None
         return urls
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        lower = (InitSettingsSource(settings_cls, layer) for layer in _LOWER_LAYERS.get())
-        return (init_settings, _Environment(settings_cls), *lower)
+
+def _keys() -> dict[str, str]:
+    """Each setting's lower-cased name and alias -> the key its value is given under (the alias
+    where there is one, as pydantic reads an alias first)."""
+    keys: dict[str, str] = {}
+    for name, field in Settings.model_fields.items():
+        key = field.validation_alias if isinstance(field.validation_alias, str) else name
+        keys[name.lower()] = keys[key.lower()] = key
+    return keys
+
+
+def _keyed(layer: dict[str, Any], keys: dict[str, str]) -> dict[str, Any]:
+    """``layer`` with each setting under its key: a name or alias matches in any case, as the
+    environment's names do; anything else stays as given (and is refused as unknown)."""
+    return {keys.get(name.lower(), name): value for name, value in layer.items()}
+
+
+def _complex(annotation: Any) -> bool | None:
+    """True if a value for ``annotation`` comes from the environment as JSON, None if it may
+    (a union with a list, table or model in it: a text that is not JSON stays text)."""
+    origin = get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        return None if any(_complex(arg) is not False for arg in get_args(annotation)) else False
+    if (origin or annotation) in (list, dict, set, frozenset, tuple):
+        return True
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def _environment(keys: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The environment layer: each setting but ``_NOT_FROM_ENV`` from its alias (the Temporal
+    CLI's own name) or else ``PONDER_<FIELD>``, names matched in any case, empty values ignored;
+    a list or table is JSON, any other value stays text for pydantic to convert. Also returns
+    the variable each value came from, for errors to name."""
+    found = {name.lower(): (name, value) for name, value in os.environ.items() if value != ""}
+    layer: dict[str, Any] = {}
+    variables: dict[str, str] = {}
+    for name, field in Settings.model_fields.items():
+        if name in _NOT_FROM_ENV:
+            continue
+        alias = field.validation_alias if isinstance(field.validation_alias, str) else None
+        for candidate in (alias, _ENV_PREFIX + name):
+            if candidate is None or candidate.lower() not in found:
+                continue
+            variable, value = found[candidate.lower()]
+            json_text = _complex(field.annotation)
+            if json_text is not False:
+                try:
+                    value = json.loads(value)
+                except ValueError as exc:
+                    if json_text:
+                        raise _json_error(variable, field.annotation, exc) from None
+            layer[keys[name.lower()]] = value
+            variables[keys[name.lower()]] = variable
+            break
+    return layer, variables
+
+
+def _json_error(variable: str, annotation: Any, exc: ValueError) -> ConfigError:
+    table = get_origin(annotation) is dict
+    example = 'a JSON object such as {"KEY": "VALUE"}' if table else 'a JSON list such as ["VALUE"]'
+    return ConfigError(
+        "config.invalid",
+        f"environment variable {variable} is not JSON ({exc}): give {example}, or unset it",
+    )
+
+
+def _merged(lower: dict[str, Any], upper: dict[str, Any]) -> dict[str, Any]:
+    """``upper`` over ``lower``; tables in both merge key by key, as the layers always have."""
+    merged = dict(lower)
+    for key, value in upper.items():
+        below = merged.get(key)
+        if isinstance(value, dict) and isinstance(below, dict):
+            merged[key] = _merged(below, value)
+        else:
+            merged[key] = value
+    return merged
 
 
 _BUILTIN_ENDPOINTS: dict[str, Endpoint] = {
@@ -499,13 +542,19 @@ def load_settings(config: str | Path | None = None, **flags: Any) -> Settings:
         "payload_dir": home / "payloads",
         "training_dir": home / "training",
     }
-    layers = _LOWER_LAYERS.set((dict(data.get("ponder", {})), defaults))
+    keys = _keys()
+    environment, variables = _environment(keys)
+    init = _keyed({**fixed, **given}, keys)
+    values: dict[str, Any] = defaults
+    for layer in (_keyed(dict(data.get("ponder", {})), keys), environment, init):  # lowest first
+        values = _merged(values, layer)
     try:
-        settings = Settings(**fixed, **given)
+        settings = Settings.model_validate(values)
     except ValidationError as exc:
+        key = next(iter(exc.errors()[0]["loc"]), None)
+        if isinstance(key, str) and key in variables and key not in init:
+            raise _env_error(exc, variables[key]) from None
         raise _config_error(exc, where, "ponder") from None
-    finally:
-        _LOWER_LAYERS.reset(layers)
     read_with(settings)  # run files sealed with its keyring open wherever it is loaded
     return settings
 
@@ -553,6 +602,14 @@ def _validated(model: type[_M], data: Any, where: Path | str, entry: str) -> _M:
         return model.model_validate(data)
     except ValidationError as exc:
         raise _config_error(exc, where, entry) from None
+
+
+def _env_error(exc: ValidationError, variable: str) -> ConfigError:
+    error = exc.errors()[0]
+    field = ".".join(str(p) for p in (variable, *error["loc"][1:]))
+    return ConfigError(
+        "config.invalid", f"environment variable {field}: {error['msg']}: fix or unset it"
+    )
 
 
 def _config_error(exc: ValidationError, where: Path | str, entry: str) -> ConfigError:

@@ -14,8 +14,8 @@ __all__ = ["command_settings"]
 
 
 def command_settings(ctx: click.Context) -> Settings:
-    # Imported here: pydantic-settings costs about a tenth of a second, which a command's
-    # --help, declared in a module that imports this one, must not pay.
+    # Imported here: the settings' pydantic models cost about a tenth of a second, which a
+    # command's --help, declared in a module that imports this one, must not pay.
     from activities.config import load_settings
 
     # The root's object: commands also sit under groups (``ponder campaign status``) and run

@@ -378,7 +378,7 @@ def test_plan_validate_loads_no_tournament_types_and_no_settings(tmp_path: Path)
         "import json, sys\n"
         "from client.cli import cli\n"
         f"cli.main(['plan', 'validate', {str(plan)!r}], standalone_mode=False)\n"
-        "print('SETTINGS', 'pydantic_settings' in sys.modules)\n"
+        "print('SETTINGS', 'activities.config' in sys.modules)\n"
         # The rules check a pause's JSON Schema with it, also inside the workflow's sandbox,
         # where a module imported only when first needed would be imported afresh (and refused).
         + heavy_probe(allowed=("jsonschema",))
