@@ -76,14 +76,20 @@ def consumer_notes(plan: Plan) -> list[str]:
     return notes
 
 
-def _consumer_steps(plan: Plan) -> Iterator[tuple[str, AgentStep]]:
+def _named_steps(plan: Plan) -> Iterator[tuple[str, AnyStep]]:
+    """Every step with how a note names it: the top level's in plan order (``step a``), then
+    each flow's (``flow f step b``)."""
     for step in plan.steps:
-        if isinstance(step, AgentStep) and step.dispatch == "consumer":
-            yield f"step {step.id}", step
+        yield f"step {step.id}", step
     for name, flow in plan.flows.items():
         for child in flow.steps:
-            if isinstance(child, AgentStep) and child.dispatch == "consumer":
-                yield f"flow {name} step {child.id}", child
+            yield f"flow {name} step {child.id}", child
+
+
+def _consumer_steps(plan: Plan) -> Iterator[tuple[str, AgentStep]]:
+    for where, step in _named_steps(plan):
+        if isinstance(step, AgentStep) and step.dispatch == "consumer":
+            yield where, step
 
 
 def limit_notes(plan: Plan) -> list[str]:
@@ -91,12 +97,10 @@ def limit_notes(plan: Plan) -> list[str]:
     has a token or USD limit: ponder stops the next call once spending reaches it."""
     run = plan.budget
     where = ["plan"] if run is not None and (run.tokens, run.usd) != (None, None) else []
-    scoped = [("", s) for s in plan.steps]
-    scoped += [(f"flow {name} ", s) for name, flow in plan.flows.items() for s in flow.steps]
-    for scope, step in scoped:
+    for named, step in _named_steps(plan):
         budget = getattr(step, "budget", None)
         if isinstance(budget, LedgerBudget) and (budget.tokens, budget.usd) != (None, None):
-            where.append(f"{scope}step {step.id}")
+            where.append(named)
     if not where:
         return []
     return [
