@@ -26,7 +26,6 @@ from temporalio.api.deployment.v1 import WorkerDeploymentInfo
 from temporalio.api.workflowservice.v1 import (
     DescribeWorkerDeploymentRequest,
     SetWorkerDeploymentCurrentVersionRequest,
-    SetWorkerDeploymentCurrentVersionResponse,
 )
 from temporalio.client import Client
 from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
@@ -138,9 +137,7 @@ async def describe_deployment(
     return answer.worker_deployment_info, answer.conflict_token
 
 
-async def _set_current(
-    client: Client, name: str, build_id: str, token: bytes
-) -> SetWorkerDeploymentCurrentVersionResponse:
+async def _set_current(client: Client, name: str, build_id: str, token: bytes) -> None:
     request = SetWorkerDeploymentCurrentVersionRequest(
         namespace=client.namespace,
         deployment_name=name,
@@ -148,7 +145,7 @@ async def _set_current(
         conflict_token=token,
         identity=client.identity,
     )
-    return await unless_busy(
+    await unless_busy(
         lambda: client.workflow_service.set_worker_deployment_current_version(request)
     )
 
