@@ -6,7 +6,6 @@ They never travel through Temporal: the provider appends them straight to
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
 import os
@@ -91,6 +90,8 @@ class RawEventLog:
         """``append`` in a thread: providers run on the event loop, whose heartbeats a slow
         disk must not stall."""
         if self.path is not None:
+            import asyncio  # here: the CLI reads this module's constants without an event loop
+
             await asyncio.to_thread(self.append, event)
 
     def append(self, event: dict[str, Any]) -> None:

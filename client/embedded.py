@@ -4,11 +4,13 @@
 stopping it; each process using it holds a lease file ``leases/<pid>``. The last live holder
 to leave stops the server. Runs live in ``temporal.db`` (SQLite), so they survive restarts:
 a holder that finds the server dead restarts it on the same ports and its workers reconnect.
+
+The coroutines import ``asyncio`` themselves: a command that reads the state file and takes a
+lease here before it starts a run over HTTP (``client.ask_http``) loads no event loop.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import fcntl
 import json
@@ -28,6 +30,8 @@ from typing import TYPE_CHECKING
 from activities.errors import ServerError
 
 if TYPE_CHECKING:
+    import asyncio
+
     from activities.config import Settings
 
 __all__ = [
@@ -174,6 +178,8 @@ def _free_port() -> int:
 
 async def server_answers(address: str, timeout: float = 2.0) -> bool:
     """A real RPC (describe the namespace), not a TCP connect."""
+    import asyncio
+
     # Here, not at import: a command that only asks whether the server is up loads no SDK.
     from temporalio.api.workflowservice.v1 import DescribeNamespaceRequest
     from temporalio.client import Client
@@ -257,6 +263,8 @@ class EmbeddedServer:
     async def _choose_ports(
         self, previous: ServerInfo | None, grpc_port: int | None
     ) -> dict[str, int]:
+        import asyncio
+
         if grpc_port is not None:
             if not _port_free(grpc_port):
                 raise ServerError(
@@ -339,6 +347,8 @@ class EmbeddedServer:
         raise AssertionError("unreachable")
 
     async def _start_once(self, grpc_port: int | None) -> ServerInfo:
+        import asyncio
+
         binary = find_temporal_binary()
         ports = await self._choose_ports(self.read_state(), grpc_port)
         log_start = self.log_file.stat().st_size if self.log_file.exists() else 0
@@ -434,6 +444,8 @@ class EmbeddedServer:
         return b"start-dev" in argv and str(self.db).encode() in argv
 
     async def _answers_within(self, info: ServerInfo, timeout: float) -> bool:
+        import asyncio
+
         deadline = time.monotonic() + timeout
         while not await server_answers(info.address):
             if time.monotonic() > deadline or not _alive(info.pid):
@@ -443,6 +455,8 @@ class EmbeddedServer:
 
     @contextlib.asynccontextmanager
     async def _async_lock(self) -> AsyncIterator[None]:
+        import asyncio
+
         self.home.mkdir(parents=True, exist_ok=True)
         f = self.lock_file.open("a")
         try:
@@ -460,6 +474,8 @@ class EmbeddedServer:
 
     async def running(self, wait_s: float = 0.0) -> ServerInfo | None:
         """The recorded server if it is ours and answers (waiting up to ``wait_s`` for one)."""
+        import asyncio
+
         deadline = time.monotonic() + wait_s
         while True:
             info = self.read_state()
@@ -492,6 +508,8 @@ class EmbeddedServer:
 
         While held, a watchdog restarts the server if it dies.
         """
+        import asyncio
+
         self.add_lease(os.getpid())
         try:
             info = await self.ensure(grpc_port)
@@ -521,6 +539,8 @@ class EmbeddedServer:
                 leave_idle(self, idle_s)
 
     async def _watch(self, leaving: asyncio.Event) -> None:
+        import asyncio
+
         while not leaving.is_set():
             await asyncio.sleep(1.0)
             info = self.read_state()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import Any, Literal
 
 __all__ = [
@@ -50,7 +50,9 @@ class OptionSpec:
 
 
 def shipped_table() -> str:
-    return (resources.files("client") / OPTION_TABLE_FILE).read_text(encoding="utf-8")
+    # Beside this module, read as a file: ``importlib.resources`` would cost every command the
+    # import of its zip and temporary-file readers.
+    return Path(__file__).with_name(OPTION_TABLE_FILE).read_text(encoding="utf-8")
 
 
 @cache

@@ -49,8 +49,6 @@ __all__ = ["think", "think_input"]
 @click.pass_context
 def think(ctx: click.Context, **options: Any) -> None:
     """Run a tournament on TASK (or @file): generate, judge, rank, mutate, rank again."""
-    import asyncio
-
     from activities.config import load_settings
     from client.think_http import (
         Ended,
@@ -79,6 +77,8 @@ def think(ctx: click.Context, **options: Any) -> None:
         print_ended(run_id, served)
         return
     # What prints the outcome (rich, the tables) loads after the start, while the run goes on.
+    import asyncio
+
     from client.tournament_outcome import print_outcome
 
     if served is not None:

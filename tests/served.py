@@ -28,11 +28,16 @@ async def ponder_importing(*args: str, env: dict[str, str]) -> Done:
     return Done(process.returncode, out.decode(), err.decode())
 
 
-def loaded_sdk(done: Done) -> bool:
+def loaded(done: Done, module: str) -> bool:
+    """Whether the process imported ``module``."""
     return any(
-        line.startswith(IMPORT_LINE) and line.rstrip().endswith("temporalio.client")
+        line.startswith(IMPORT_LINE) and line.rsplit("|", 1)[1].strip() == module
         for line in done.err.splitlines()
     )
+
+
+def loaded_sdk(done: Done) -> bool:
+    return loaded(done, "temporalio.client")
 
 
 async def start_attributes(client: Client, run_id: str) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """A served ``ponder think`` (the embedded server up, its configuration's background worker live)
-starts and follows its tournament over the server's HTTP API, without loading the SDK, and
-prints what the SDK path prints; a run that pauses on its budget is handed to the SDK path,
+starts and follows its tournament over the server's HTTP API, without loading the SDK or an
+event loop, and prints what the SDK path prints; a run that pauses on its budget is handed to the SDK path,
 which follows the same run and prints the same pause line and exit code.
 
 One server and background worker serve the whole module (the first command, on the SDK path
@@ -29,7 +29,7 @@ from client.connect import data_converter
 from client.exit_codes import EXIT_PAUSED
 from tests.cli import Done, cli_env, one_server
 from tests.conftest import kill_processes_under
-from tests.served import IMPORT_LINE, loaded_sdk, ponder_importing, start_attributes
+from tests.served import IMPORT_LINE, loaded, loaded_sdk, ponder_importing, start_attributes
 from worker.worker import WORKFLOWS
 from workflows.names import TOURNAMENT
 from workflows.tournament.types import TournamentInput
@@ -98,6 +98,7 @@ async def test_a_served_think_goes_over_http_and_prints_what_the_sdk_path_prints
     over_http = await think("Sort a list", *seeded, "--run-id", "run-api", env=served.env)
     assert through_sdk.code == 0 and over_http.code == 0, (through_sdk.err, over_http.err)
     assert loaded_sdk(through_sdk) and not loaded_sdk(over_http)
+    assert not loaded(over_http, "asyncio")  # a client only: 15 ms of import it has no use for
     assert over_http.out == through_sdk.out and over_http.out.strip()
     assert printed(over_http, "run-api") == printed(through_sdk, "run-sdk")
     lines = printed(over_http, "run-api")

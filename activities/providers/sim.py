@@ -15,7 +15,6 @@ exactly as before). A writer with ``chars=LOW-HIGH`` draws each answer's length 
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import hashlib
 import json
@@ -199,6 +198,8 @@ class SimProvider:
         return [body]
 
     async def request(self, request: ModelRequest, ctx: CallContext) -> ModelResponse:
+        import asyncio  # here: a command resolving a sim model name (``sim_options``) needs none
+
         options = sim_options(ctx.model_name)
         delay = options.latency_ms(_rng(request.seed, ctx.call_key, "latency"))
         if delay:
