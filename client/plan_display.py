@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from activities.config import Settings
+from client.consoles import text_console
 from client.hints import ledger_extend, ponder_program
 from workflows.plan.status import LedgerStatus, PlanBudgetStatus, PlanStatus
 
@@ -131,7 +131,7 @@ def print_plan_status(
     if as_json:
         click.echo(json.dumps(shown.model_dump(mode="json"), indent=2))
         return
-    out = Console(markup=False)  # errors and hints hold [brackets] that are not markup
+    out = text_console()
     out.print(status_table(shown))
     for step, state in shown.steps.items():
         out.print(f"  {step:<24} {state}")

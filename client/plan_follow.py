@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import click
-from rich.console import Console
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError
 
 from activities.config import Settings
 from activities.errors import ConfigError
 from client.call_progress import above_panel, retries_shown
+from client.consoles import text_console
 from client.exit_codes import EXIT_PAUSED
 from client.hints import ponder_program
 from client.live import live_panel
@@ -70,7 +70,7 @@ __all__ = [
 ]
 
 POLL_S = 0.25
-console = Console(stderr=True, markup=False)  # [brackets] in errors are not markup
+console = text_console(stderr=True)
 
 
 def _pairs(values: tuple[str, ...], flag: str) -> dict[str, str]:

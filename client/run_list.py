@@ -8,7 +8,6 @@ error). A row joins both by run id.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from datetime import UTC, datetime, timedelta
@@ -366,6 +365,8 @@ async def list_runs(
             "option.invalid",
             f"status {status!r} is not a run state: use one of {', '.join(STATUSES)}",
         )
+    import asyncio  # here: a run's own status reads its row (``store_rows``) with no event loop
+
     after = parse_since(since) if since else None
     store = await asyncio.to_thread(store_rows, settings.runs_dir)
     from client.server_http import ServerHttp  # HTTP for a listing only, not for a run's rows

@@ -92,11 +92,11 @@ def _follow(api: ServerHttp, run_id: str, temporal_run_id: str, _lines: RetryLin
     """The run, once completed within ``WAIT_S``; None for anything the SDK follower shows or
     reports (a pause, a failed attempt, a failure, a result it must decode, time running out:
     so no retry line is shown here)."""
-    from rich.console import Console
+    from client.consoles import text_console
 
     # What the run's end prints with loads now, while the run goes on, not once it has closed.
     import_module("client.tournament_outcome")
-    console = Console(stderr=True, markup=False)
+    console = text_console(stderr=True)
     panel: AbstractContextManager[Live | None] = nullcontext()
     if console.is_terminal:
         from rich.live import Live
@@ -175,13 +175,12 @@ def _stored_progress(run_dir: Path) -> Progress | None:
 def print_ended(run_id: str, ended: Ended) -> None:
     """What the SDK follower prints for a completed run: its last progress frame (on a terminal
     it stays as the live panel leaves it), then the outcome lines."""
-    from rich.console import Console
-
+    from client.consoles import text_console
     from client.tournament_display import progress_table
     from client.tournament_outcome import print_outcome
 
     last = progress_table(ended.last, ended.started, ended.ended)
-    Console(stderr=True, markup=False).print(last)
+    text_console(stderr=True).print(last)
     print_outcome(run_id, ended.result)
 
 

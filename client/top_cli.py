@@ -212,8 +212,7 @@ def top(
     _queue_clause(settings.task_queue)  # refused before the server is reached
 
     async def go() -> None:
-        from rich.console import Console
-
+        from client.consoles import text_console
         from client.live import live_panel
         from client.session import open_session
 
@@ -228,9 +227,9 @@ def top(
                 if as_json:
                     click.echo(json.dumps(asdict(frame), indent=2))
                 else:
-                    Console(markup=False).print(_render(frame))  # names are not markup
+                    text_console().print(_render(frame))
                 return
-            console = Console(markup=False)
+            console = text_console()
             with live_panel(console, auto_refresh=False) as live:
                 try:
                     while True:

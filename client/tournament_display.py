@@ -11,9 +11,9 @@ import json
 from datetime import UTC, datetime
 
 import click
-from rich.console import Console
 from rich.table import Table
 
+from client.consoles import text_console
 from client.hints import ledger_extend, ponder_program
 from workflows.budget import BudgetLimits
 from workflows.tournament.progress import Progress
@@ -105,7 +105,7 @@ def print_progress(
 ) -> None:
     """``ponder status`` of a tournament: the progress table, its error and refused signals,
     how to continue a paused run, and the leaderboard."""
-    out = Console(markup=False)  # errors and hints hold [brackets] that are not markup
+    out = text_console()
     out.print(progress_table(progress, started, ended))
     if progress.error:
         out.print(f"error    {progress.error}")

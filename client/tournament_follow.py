@@ -6,11 +6,11 @@ import asyncio
 import contextlib
 from datetime import datetime
 
-from rich.console import Console
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError
 
 from client.call_progress import above_panel, retries_shown
+from client.consoles import text_console
 from client.exit_codes import EXIT_PAUSED
 from client.live import live_panel
 from client.runs import RunFailed, ctrl_c_detaches, detach, run_result
@@ -22,7 +22,7 @@ from workflows.tournament.types import Progress, TournamentResult
 
 __all__ = ["EXIT_PAUSED", "console", "follow", "print_outcome", "run_times"]
 
-console = Console(stderr=True, markup=False)  # [brackets] in errors are not markup
+console = text_console(stderr=True)
 
 
 async def run_times(handle: WorkflowHandle) -> tuple[datetime | None, datetime | None]:

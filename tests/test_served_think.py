@@ -1,7 +1,7 @@
 """A served ``ponder think`` (the embedded server up, its configuration's background worker live)
 starts and follows its tournament over the server's HTTP API, without loading the SDK or an
-event loop, and prints what the SDK path prints; a run that pauses on its budget is handed to the SDK path,
-which follows the same run and prints the same pause line and exit code.
+event loop, and prints what the SDK path prints; a run that pauses on its budget is handed to
+the SDK path, which follows the same run and prints the same pause line and exit code.
 
 One server and background worker serve the whole module (the first command, on the SDK path
 with a worker of its own, leaves the worker). Whether a process loaded the SDK is read from its
