@@ -71,7 +71,7 @@ def _validated(model: type[Shown], answer: bytes) -> Shown | None:
 
 def _tournament(api: ServerHttp, run_id: str, *, as_json: bool) -> bool:
     from client.tournament_display import print_progress, print_progress_json
-    from workflows.tournament.types import Progress
+    from workflows.tournament.progress import Progress
 
     progress = _validated(Progress, api.query(run_id, QUERY_PROGRESS))
     if progress is None:

@@ -132,6 +132,40 @@ def test_status_of_a_live_run_imports_no_run_kind_before_it_knows_the_kind() -> 
     assert (kinds, heavy) == ([], []), (kinds, heavy)
 
 
+PROGRESS_PROBE = """
+import json, sys
+from client.status_http import _tournament
+
+PROGRESS = (
+    '{"run_id": "r1", "status": "running", "phase": "initial_generation", "generation": 0,'
+    ' "calls_planned": 15, "budget": {}, "spent": {}}'
+)
+
+
+class Answers:  # what the server answers the progress query of a live tournament
+    def query(self, run_id, query_type):
+        return PROGRESS.encode()
+
+
+assert _tournament(Answers(), "r1", as_json=True)
+print(json.dumps(sorted(m for m in sys.modules)))
+"""
+
+
+def test_a_live_tournaments_status_over_http_loads_its_progress_not_its_input_types() -> None:
+    """The progress and its display, not the tournament's input and result models (about 16 ms
+    of import a read of a live run has no use for)."""
+    out = subprocess.run(
+        [sys.executable, "-c", PROGRESS_PROBE], capture_output=True, text=True, check=True
+    ).stdout
+    lines = out.splitlines()
+    assert '"run_id": "r1"' in out  # the progress was printed, as JSON
+    loaded = json.loads(lines[-1])
+    assert "workflows.tournament.progress" in loaded
+    assert "workflows.tournament.types" not in loaded
+    assert "temporalio.client" not in loaded and "asyncio" not in loaded
+
+
 @pytest.mark.slow
 @pytest.mark.usefixtures("no_leftover_processes")
 async def test_ended_runs_are_read_from_the_store_after_the_server_idled_out(
