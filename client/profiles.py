@@ -31,8 +31,8 @@ from client.profile_names import (
     not_saved,
     profile_file,
 )
-from client.tournament_options import TEMPERATURE_ROLES as THINK_TEMPERATURE_ROLES
 from client.tournament_options import RunOptions, TournamentSettings, settings_values
+from client.tournament_values import TEMPERATURE_ROLES as THINK_TEMPERATURE_ROLES
 from workflows.budget import BudgetLimits
 from workflows.tournament.profiles import BUILTIN_PROFILES
 from workflows.tournament.types import RoleModels

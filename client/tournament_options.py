@@ -15,13 +15,9 @@ from client.option_fields import CliOption, cli_fields
 from client.tournament_values import (
     CONCURRENCY_PHASES,
     TEMPERATURE_ROLES,
-    TOKEN_ROLES,
     TokenRole,
     concurrency_values,
-    load_prompts,
     model_list,
-    read_file,
-    read_task,
     role_values,
 )
 from workflows.bounds import MAX_CALLS, CallCount, OutputTokens, Seed
@@ -46,20 +42,10 @@ from workflows.tournament.types import (
 )
 
 __all__ = [
-    "CONCURRENCY_PHASES",
-    "TEMPERATURE_ROLES",
-    "TOKEN_ROLES",
     "MutateOptions",
     "RankOptions",
     "RunOptions",
-    "TokenRole",
     "TournamentSettings",
-    "concurrency_values",
-    "load_prompts",
-    "model_list",
-    "read_file",
-    "read_task",
-    "role_values",
     "settings_values",
 ]
 

@@ -56,7 +56,7 @@ def rank(
     from client.session import open_session
     from client.tournament_follow import follow, print_outcome
     from client.tournament_inputs import build_rank_input
-    from client.tournament_options import model_list
+    from client.tournament_values import model_list
     from workflows.tournament.types import Progress, TournamentResult
 
     settings = command_settings(ctx)
@@ -123,7 +123,7 @@ def mutate(
     from client.runs import new_run_id, start_run, wait_or_detach
     from client.session import open_session
     from client.tournament_inputs import build_mutate_input
-    from client.tournament_options import read_file, read_task
+    from client.tournament_values import read_file, read_task
     from workflows.ask_types import AskResult
     from workflows.names import ASK
 

@@ -13,8 +13,9 @@ from pydantic import BaseModel
 from activities.config import Settings
 from client.mcp.args import MutateArgs, RankArgs
 from client.option_fields import cli_fields
-from client.tournament_options import MutateOptions, RankOptions, model_list
+from client.tournament_options import MutateOptions, RankOptions
 from client.tournament_services import mutate, rank
+from client.tournament_values import model_list
 
 # What each surface takes beside the shared options: the command reads files and @files, the
 # tool takes the texts themselves; only the tool waits. Both take a ledger, each its own way
@@ -189,7 +190,7 @@ def test_per_call_output_caps_have_one_name_and_the_earlier_form_still_works(
     from client.mcp.args import ThinkArgs
     from client.tournament_cli import think
     from client.tournament_inputs import build_input
-    from client.tournament_options import TOKEN_ROLES, TokenRole
+    from client.tournament_values import TOKEN_ROLES, TokenRole
 
     assert set(typing.get_args(TokenRole)) == set(TOKEN_ROLES)
     dry = ["x", "--provider", "sim", "--dry-run"]

@@ -15,7 +15,7 @@ from scipy.stats import binomtest
 
 from activities.providers.sim import simulate
 from activities.sim_math import trailer_families
-from client.tournament_options import model_list
+from client.tournament_values import model_list
 from workflows.families import model_family
 from workflows.model_types import ModelRequest
 from workflows.sim_options import SimOptions, SimOptionsError
