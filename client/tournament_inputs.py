@@ -15,6 +15,7 @@ from activities.providers import default_model_for, price_table, resolve_model
 from client.tournament_values import (
     TEMPERATURE_ROLES,
     TOKEN_ROLES,
+    bare_and_keyed,
     concurrency_values,
     load_prompts,
     model_list,
@@ -51,20 +52,9 @@ def _profile(o: dict[str, Any]) -> Profile | None:
 def _output_tokens(items: tuple[str, ...]) -> tuple[int | None, dict[str, int]]:
     """``--max-output-tokens``: a bare N is the run's budget; ROLE=N, the earlier spelling of
     ``--output-token-caps ROLE=N``, caps each call of ROLE."""
-    budget: int | None = None
-    per_role: list[str] = []
-    for item in items:
-        if "=" in item:
-            per_role.append(item)
-            continue
-        try:
-            budget = int(item)
-        except ValueError:
-            raise ConfigError(
-                "option.invalid",
-                f"--max-output-tokens {item!r} is neither a number (the run's output-token "
-                "budget) nor ROLE=N",
-            ) from None
+    budget, per_role = bare_and_keyed(
+        "--max-output-tokens", items, key="ROLE", bare=" (the run's output-token budget)"
+    )
     caps = role_values("--max-output-tokens", per_role, TOKEN_ROLES, int)
     return budget, {TOKEN_ROLES[role]: cap for role, cap in caps.items()}
 

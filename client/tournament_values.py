@@ -20,6 +20,7 @@ __all__ = [
     "TEMPERATURE_ROLES",
     "TOKEN_ROLES",
     "TokenRole",
+    "bare_and_keyed",
     "concurrency_values",
     "load_prompts",
     "model_list",
@@ -90,22 +91,35 @@ def role_values(
     return values
 
 
+def bare_and_keyed(
+    option: str, items: Iterable[str], *, key: str, bare: str = ""
+) -> tuple[int | None, list[str]]:
+    """An option that takes a bare N and KEY=N items: the last bare N (None without one) and
+    the KEY=N items in order. A bare item that is not a number is refused; ``bare`` says what
+    a bare N stands for, in the refusal."""
+    number: int | None = None
+    keyed: list[str] = []
+    for item in items:
+        if "=" in item:
+            keyed.append(item)
+            continue
+        try:
+            number = int(item)
+        except ValueError:
+            raise ConfigError(
+                "option.invalid", f"{option} {item!r} is neither a number{bare} nor {key}=N"
+            ) from None
+    return number, keyed
+
+
 def concurrency_values(items: Iterable[str]) -> Concurrency:
     """``--concurrency``: a bare N for every phase, PHASE=N for one (the phases given are the
     model's fields set, so a profile merges them phase by phase)."""
-    every: dict[str, int] = {}
-    per_phase: list[str] = []
-    for item in items:
-        if "=" in item:
-            per_phase.append(item)
-            continue
-        try:
-            every = dict.fromkeys(CONCURRENCY_PHASES, int(item))
-        except ValueError:
-            raise ConfigError(
-                "option.invalid", f"--concurrency {item!r} is neither a number nor PHASE=N"
-            ) from None
-    return Concurrency(**(every | role_values("--concurrency", per_phase, CONCURRENCY_PHASES, int)))
+    every, per_phase = bare_and_keyed("--concurrency", items, key="PHASE")
+    phases = {} if every is None else dict.fromkeys(CONCURRENCY_PHASES, every)
+    return Concurrency(
+        **(phases | role_values("--concurrency", per_phase, CONCURRENCY_PHASES, int))
+    )
 
 
 def _starts_a_spec(piece: str) -> bool:

@@ -266,3 +266,26 @@ def test_profile_save_flags_merge_over_a_from_file_role_by_role(
     assert saved.concurrency == Concurrency(mutate=2, judge=3)
     assert saved.models == RoleModels(mutate="sim:m", judge="sim:j")
     assert saved.limits == BudgetLimits(max_usd=1.0, max_calls=5)
+
+
+def test_a_bare_number_and_keyed_numbers_share_one_reading() -> None:
+    """``--concurrency`` and ``--max-output-tokens`` both take N and KEY=N: the last bare N
+    counts, a keyed one sets its key, and a word is refused naming the option and both forms."""
+    from activities.errors import ConfigError
+    from client.tournament_inputs import _output_tokens
+    from client.tournament_values import concurrency_values
+
+    every = concurrency_values(["2", "3", "judge=5"]).model_dump(exclude_unset=True)
+    assert every == {"generate": 3, "judge": 5, "mutate": 3}
+    assert concurrency_values(["judge=5"]).model_dump(exclude_unset=True) == {"judge": 5}
+    assert _output_tokens(("100", "judge=50")) == (100, {"compare": 50})
+    assert _output_tokens(()) == (None, {})
+    refusals = {
+        "--concurrency 'x' is neither a number nor PHASE=N": lambda: concurrency_values(["x"]),
+        "--max-output-tokens 'x' is neither a number (the run's output-token budget) nor ROLE=N":
+            lambda: _output_tokens(("x",)),
+    }  # fmt: skip
+    for message, read in refusals.items():
+        with pytest.raises(ConfigError) as refused:
+            read()
+        assert (refused.value.code, refused.value.message) == ("option.invalid", message)
