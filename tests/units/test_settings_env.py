@@ -4,6 +4,7 @@ it sits between the flags and ``ponder.toml``."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +32,14 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         '[executors]\nwriter = "sim:file"\n'
     )
     return home
+
+
+def refusal(home: Path) -> str:
+    """The message of the ``config.invalid`` refusal that loading ``home``'s settings meets."""
+    with pytest.raises(ConfigError) as refused:
+        load_settings(home=home)
+    assert refused.value.code == "config.invalid"
+    return refused.value.message
 
 
 def test_flags_over_environment_over_file_over_defaults(
@@ -88,10 +97,7 @@ def test_file_keys_match_in_any_case_and_unknown_ones_are_refused(
     settings = load_settings(home=home)
     assert (settings.task_queue, settings.temporal_tls) == ("upper-q", True)
     (home / "ponder.toml").write_text('[ponder]\ntask_queu = "typo"\n')
-    with pytest.raises(ConfigError) as refused:
-        load_settings(home=home)
-    assert refused.value.code == "config.invalid"
-    assert "ponder.task_queu: Extra inputs are not permitted" in refused.value.message
+    assert "ponder.task_queu: Extra inputs are not permitted" in refusal(home)
 
 
 def test_lists_and_tables_are_json_and_other_values_stay_text(
@@ -115,35 +121,28 @@ def test_a_variable_that_is_not_json_is_refused_by_name(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ponder_replay_dirs", "/recordings")
-    with pytest.raises(ConfigError) as refused:
-        load_settings(home=home)
-    assert refused.value.code == "config.invalid"
-    assert refused.value.message.startswith(
+    message = refusal(home)
+    assert message.startswith(
         "environment variable ponder_replay_dirs is not JSON (Expecting value"
     )
-    assert 'give a JSON list such as ["VALUE"], or unset it' in refused.value.message
+    assert 'give a JSON list such as ["VALUE"], or unset it' in message
     monkeypatch.delenv("ponder_replay_dirs")
     monkeypatch.setenv("PONDER_EXECUTORS", "writer=sim:default")
-    with pytest.raises(ConfigError, match=r'PONDER_EXECUTORS .* object such as \{"KEY"'):
-        load_settings(home=home)
+    assert re.search(r'PONDER_EXECUTORS .* object such as \{"KEY"', refusal(home))
 
 
 def test_a_bad_value_names_its_variable_unless_a_flag_replaces_it(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PONDER_SERVER_IDLE_S", "-1")
-    with pytest.raises(ConfigError) as refused:
-        load_settings(home=home)
-    assert refused.value.code == "config.invalid"
-    assert refused.value.message == (
+    assert refusal(home) == (
         "environment variable PONDER_SERVER_IDLE_S: Input should be greater than or equal to 0: "
         "fix or unset it"
     )
     assert load_settings(home=home, server_idle_s=5).server_idle_s == 5
     monkeypatch.setenv("PONDER_REPLAY_DIRS", "[1]")  # an element: the variable and its index
     monkeypatch.delenv("PONDER_SERVER_IDLE_S")
-    with pytest.raises(ConfigError, match=r"variable PONDER_REPLAY_DIRS\.0: Input is not a valid"):
-        load_settings(home=home)
+    assert re.search(r"variable PONDER_REPLAY_DIRS\.0: Input is not a valid", refusal(home))
 
 
 def test_settings_only_the_file_gives_are_not_read_from_the_environment(
